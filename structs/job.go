@@ -1,0 +1,444 @@
+package structs
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+)
+
+// Architectures of distributed training.
+const (
+	// ArchitecturePS is a parameter-server job: workers push gradients to and
+	// pull parameters from parameter servers.
+	ArchitecturePS = "ps"
+	// ArchitectureAllReduce is a job whose workers exchange gradients with
+	// each other (ring or tree all-reduce); it has no parameter servers.
+	ArchitectureAllReduce = "allreduce"
+)
+
+// Training modes.
+const (
+	// ModeSync waits for every worker at each step; the global batch is split
+	// evenly across workers.
+	ModeSync = "sync"
+	// ModeAsync lets every worker step on its own with its own batch.
+	ModeAsync = "async"
+)
+
+// Role names, as tasks see them in CARAVAN_ROLE. In a jobspec the roles are
+// the blocks "worker" and "parameter_server".
+const (
+	RoleWorker = "worker"
+	RolePS     = "ps"
+)
+
+// psBlock is the jobspec block, and the validation path, of the PS role.
+const psBlock = "parameter_server"
+
+// Defaults filled by Canonicalize.
+const (
+	DefaultNamespace         = "default"
+	DefaultPriority          = 50
+	DefaultWeight            = 1.0
+	DefaultThreshold         = 0.02
+	DefaultPatience          = 3
+	DefaultCheckpointSignal  = "SIGUSR1"
+	DefaultCheckpointTimeout = 2 * time.Minute
+	DefaultCPU               = 100 // MHz, as Nomad's task default
+	DefaultMemoryMB          = 300 // MB, as Nomad's task default
+)
+
+// MaxIDLength bounds a job ID. Caravan derives Nomad job and group names from
+// it, so it must stay well under Nomad's own limits.
+const MaxIDLength = 128
+
+var validID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// Job is an ML training job as the user submitted it, plus the bookkeeping
+// fields the server stamps (status, indexes, times). A Job is immutable once
+// stored: the server replaces it with an updated copy.
+type Job struct {
+	// ID is the job's label in the jobspec (`job "resnet50" {}`); unique per
+	// namespace.
+	ID string
+	// Name is a display name; it defaults to ID.
+	Name        string
+	Namespace   string
+	Region      string
+	Datacenters []string
+	NodePool    string
+	// Priority orders jobs for policies that use it, 1..100 as in Nomad.
+	Priority int
+	// Weight is the job's share weight for fairness policies (DRF); > 0.
+	Weight float64
+	Meta   map[string]string
+
+	// Constraints and Affinities apply to every task of the job, with Nomad's
+	// semantics.
+	Constraints []*Constraint
+	Affinities  []*Affinity
+
+	Training *Training
+	Elastic  *Elastic
+
+	// Worker is the template for worker tasks; required.
+	Worker *Role
+	// ParameterServer is the template for parameter-server tasks. It is nil
+	// for all-reduce jobs, and optional for PS jobs: when nil, parameter
+	// servers run the worker template with CARAVAN_ROLE=ps.
+	ParameterServer *Role
+
+	// Fields below are set by the server, never by the jobspec.
+	Status            string
+	StatusDescription string
+	Version           uint64
+	SubmitTime        int64 // Unix nanoseconds, stamped by the leader
+	CreateIndex       uint64
+	ModifyIndex       uint64
+}
+
+// Training describes how the job trains and when it is done.
+type Training struct {
+	// Framework is a free-form label ("pytorch", "tensorflow").
+	Framework    string
+	Architecture string // ArchitecturePS or ArchitectureAllReduce
+	Mode         string // ModeSync or ModeAsync
+	// GlobalBatchSize is the number of samples per step across all workers.
+	// In sync mode it is kept constant across rescales and each worker gets
+	// GlobalBatchSize / workers.
+	GlobalBatchSize int
+	// StepsPerEpoch converts steps to epochs for convergence and reporting.
+	StepsPerEpoch int
+	Convergence   *Convergence
+}
+
+// Convergence says when a job counts as trained: when the relative decrease
+// of its loss per epoch stays below Threshold for Patience epochs, or after
+// MaxEpochs epochs, whichever comes first.
+type Convergence struct {
+	Threshold float64
+	Patience  int
+	// MaxEpochs caps training; 0 means no cap.
+	MaxEpochs int
+}
+
+// Elastic holds the bounds Caravan may scale the job within, and how it
+// checkpoints before a rescale.
+type Elastic struct {
+	Workers Bounds
+	// ParameterServers is nil for all-reduce jobs.
+	ParameterServers *Bounds
+	Checkpoint       *Checkpoint
+}
+
+// Bounds is an inclusive range of task counts.
+type Bounds struct {
+	Min int
+	Max int
+}
+
+// Contains reports whether n lies within the bounds.
+func (b Bounds) Contains(n int) bool { return n >= b.Min && n <= b.Max }
+
+// Checkpoint is how Caravan asks a job's tasks to checkpoint before a rescale.
+type Checkpoint struct {
+	// Signal is sent to every task of the job, e.g. "SIGUSR1".
+	Signal string
+	// Timeout bounds the wait for the checkpoint to be reported; a rescale
+	// whose checkpoint is not confirmed in time is not applied.
+	Timeout time.Duration
+}
+
+// Role is the template from which Caravan builds the Nomad tasks of one role.
+type Role struct {
+	// Name is RoleWorker or RolePS.
+	Name   string
+	Driver string
+	// Config is the driver's configuration as plain Go values (string, int64,
+	// float64, bool, []any, map[string]any), passed to Nomad unchanged.
+	Config      map[string]any
+	Env         map[string]string
+	Meta        map[string]string
+	Resources   *Resources
+	Constraints []*Constraint
+	Affinities  []*Affinity
+}
+
+// Canonicalize fills defaults in place. It is idempotent and safe on a
+// partially filled job; it never removes anything the user set.
+func (j *Job) Canonicalize() {
+	if j.Name == "" {
+		j.Name = j.ID
+	}
+	if j.Namespace == "" {
+		j.Namespace = DefaultNamespace
+	}
+	if len(j.Datacenters) == 0 {
+		j.Datacenters = []string{"*"}
+	}
+	if j.Priority == 0 {
+		j.Priority = DefaultPriority
+	}
+	if j.Weight == 0 {
+		j.Weight = DefaultWeight
+	}
+	if j.Training != nil {
+		j.Training.canonicalize()
+	}
+	if j.Elastic != nil {
+		j.Elastic.canonicalize(j.architecture())
+	}
+	if j.Worker != nil {
+		j.Worker.canonicalize(RoleWorker)
+	}
+	if j.ParameterServer != nil {
+		j.ParameterServer.canonicalize(RolePS)
+	}
+	canonicalizeRules(j.Constraints, j.Affinities)
+}
+
+func (j *Job) architecture() string {
+	if j.Training == nil {
+		return ""
+	}
+	return j.Training.Architecture
+}
+
+func (t *Training) canonicalize() {
+	if t.Architecture == "" {
+		t.Architecture = ArchitecturePS
+	}
+	if t.Mode == "" {
+		t.Mode = ModeSync
+	}
+	if t.Convergence == nil {
+		t.Convergence = &Convergence{}
+	}
+	if t.Convergence.Threshold == 0 {
+		t.Convergence.Threshold = DefaultThreshold
+	}
+	if t.Convergence.Patience == 0 {
+		t.Convergence.Patience = DefaultPatience
+	}
+}
+
+func (e *Elastic) canonicalize(arch string) {
+	if e.Workers.Min == 0 {
+		e.Workers.Min = 1
+	}
+	if e.Workers.Max == 0 {
+		e.Workers.Max = e.Workers.Min
+	}
+	if arch == ArchitecturePS && e.ParameterServers == nil {
+		e.ParameterServers = &Bounds{Min: 1, Max: e.Workers.Max}
+	}
+	if ps := e.ParameterServers; ps != nil {
+		if ps.Min == 0 {
+			ps.Min = 1
+		}
+		if ps.Max == 0 {
+			ps.Max = ps.Min
+		}
+	}
+	if e.Checkpoint == nil {
+		e.Checkpoint = &Checkpoint{}
+	}
+	if e.Checkpoint.Signal == "" {
+		e.Checkpoint.Signal = DefaultCheckpointSignal
+	}
+	if e.Checkpoint.Timeout == 0 {
+		e.Checkpoint.Timeout = DefaultCheckpointTimeout
+	}
+}
+
+func (r *Role) canonicalize(name string) {
+	r.Name = name
+	if r.Resources == nil {
+		r.Resources = &Resources{}
+	}
+	r.Resources.Canonicalize()
+	canonicalizeRules(r.Constraints, r.Affinities)
+}
+
+// Validate reports every problem of a canonicalized job as a join of
+// *FieldError. It returns nil for a valid job and never modifies it.
+func (j *Job) Validate() error {
+	v := newValidator()
+	switch {
+	case j.ID == "":
+		v.missing("id")
+	case len(j.ID) > MaxIDLength:
+		v.fail("id", "%q is longer than %d characters", j.ID, MaxIDLength)
+	case !validID.MatchString(j.ID):
+		v.fail("id", "%q must start with a letter or digit and contain only letters, digits, '_', '.' and '-'", j.ID)
+	}
+	if j.Priority < 1 || j.Priority > 100 {
+		v.fail("priority", "%d is out of range; it must be between 1 and 100", j.Priority)
+	}
+	if !(j.Weight > 0) || math.IsInf(j.Weight, 0) {
+		v.fail("weight", "%v must be a positive finite number", j.Weight)
+	}
+	for i, dc := range j.Datacenters {
+		if dc == "" {
+			v.fail(fmt.Sprintf("datacenters[%d]", i), "must not be empty")
+		}
+	}
+	validateConstraints(v, j.Constraints, false)
+	validateAffinities(v, j.Affinities)
+
+	if j.Training == nil {
+		v.missing("training")
+	} else {
+		j.Training.validate(v.at("training"))
+	}
+	if j.Elastic == nil {
+		v.missing("elastic")
+	} else {
+		j.Elastic.validate(v.at("elastic"), j.architecture())
+	}
+	if j.Training != nil && j.Elastic != nil {
+		validateBatchSplit(v, j.Training, j.Elastic)
+	}
+
+	if j.Worker == nil {
+		v.missing(RoleWorker)
+	} else {
+		j.Worker.validate(v.at(RoleWorker))
+	}
+	if j.ParameterServer != nil {
+		if j.architecture() == ArchitectureAllReduce {
+			v.fail(psBlock, "an allreduce job has no parameter servers; remove this block or set training.architecture = %q", ArchitecturePS)
+		} else {
+			j.ParameterServer.validate(v.at(psBlock))
+		}
+	}
+	return v.err()
+}
+
+func (t *Training) validate(v validator) {
+	switch t.Architecture {
+	case ArchitecturePS, ArchitectureAllReduce:
+	default:
+		v.fail("architecture", "%q is not an architecture; use %q or %q", t.Architecture, ArchitecturePS, ArchitectureAllReduce)
+	}
+	switch t.Mode {
+	case ModeSync:
+	case ModeAsync:
+		if t.Architecture == ArchitectureAllReduce {
+			v.fail("mode", "all-reduce training is synchronous; use mode = %q or architecture = %q", ModeSync, ArchitecturePS)
+		}
+	default:
+		v.fail("mode", "%q is not a training mode; use %q or %q", t.Mode, ModeSync, ModeAsync)
+	}
+	switch {
+	case t.GlobalBatchSize == 0:
+		v.missing("global_batch_size")
+	case t.GlobalBatchSize < 0:
+		v.fail("global_batch_size", "%d must be positive", t.GlobalBatchSize)
+	}
+	switch {
+	case t.StepsPerEpoch == 0:
+		v.missing("steps_per_epoch")
+	case t.StepsPerEpoch < 0:
+		v.fail("steps_per_epoch", "%d must be positive", t.StepsPerEpoch)
+	}
+	if c := t.Convergence; c != nil {
+		cv := v.at("convergence")
+		if !(c.Threshold > 0 && c.Threshold < 1) {
+			cv.fail("threshold", "%v must be between 0 and 1 (a relative loss decrease per epoch)", c.Threshold)
+		}
+		if c.Patience < 1 {
+			cv.fail("patience", "%d must be at least 1", c.Patience)
+		}
+		if c.MaxEpochs < 0 {
+			cv.fail("max_epochs", "%d must not be negative (0 means no cap)", c.MaxEpochs)
+		}
+	}
+}
+
+func (e *Elastic) validate(v validator, arch string) {
+	e.Workers.validate(v.at("workers"))
+	if e.ParameterServers != nil {
+		if arch == ArchitectureAllReduce {
+			v.fail("parameter_servers", "an allreduce job has no parameter servers; remove this block or set training.architecture = %q", ArchitecturePS)
+		} else {
+			e.ParameterServers.validate(v.at("parameter_servers"))
+		}
+	}
+	if c := e.Checkpoint; c != nil {
+		cv := v.at("checkpoint")
+		if !IsSignal(c.Signal) {
+			cv.fail("signal", "%q is not a signal name; use one such as %q or %q", c.Signal, "SIGUSR1", "SIGTERM")
+		}
+		if c.Timeout <= 0 {
+			cv.fail("timeout", "%v must be positive", c.Timeout)
+		}
+	}
+}
+
+func (b Bounds) validate(v validator) {
+	if b.Min < 1 {
+		v.fail("min", "%d must be at least 1", b.Min)
+	}
+	if b.Max < 1 {
+		v.fail("max", "%d must be at least 1", b.Max)
+	}
+	if b.Min > b.Max {
+		v.fail("min", "min (%d) is greater than max (%d)", b.Min, b.Max)
+	}
+}
+
+// validateBatchSplit checks that in sync mode the global batch splits evenly
+// over the largest number of workers, and says what to change if it does not.
+func validateBatchSplit(v validator, t *Training, e *Elastic) {
+	g, m := t.GlobalBatchSize, e.Workers.Max
+	if t.Mode != ModeSync || g <= 0 || m <= 0 || g%m == 0 {
+		return
+	}
+	fix := fmt.Sprintf("set global_batch_size to a multiple of %d such as %d", m, (g/m+1)*m)
+	if lower := g / m * m; lower > 0 {
+		fix = fmt.Sprintf("set global_batch_size to a multiple of %d such as %d or %d", m, lower, (g/m+1)*m)
+	}
+	d := m
+	for g%d != 0 {
+		d--
+	}
+	v.fail("training.global_batch_size",
+		"%d is not divisible by elastic.workers.max (%d); in sync mode each worker gets global_batch_size / workers samples, so %s, or lower elastic.workers.max to %d",
+		g, m, fix, d)
+}
+
+func (r *Role) validate(v validator) {
+	if r.Driver == "" {
+		v.missing("driver")
+	}
+	for k := range r.Env {
+		if k == "" {
+			v.fail("env", "variable names must not be empty")
+		}
+	}
+	if r.Resources == nil {
+		v.missing("resources")
+	} else {
+		r.Resources.validate(v.at("resources"))
+	}
+	validateConstraints(v, r.Constraints, false)
+	validateAffinities(v, r.Affinities)
+}
+
+// signals are the names accepted for checkpoint signals: those Nomad's
+// alloc signal accepts on Linux.
+var signals = map[string]bool{
+	"SIGABRT": true, "SIGALRM": true, "SIGBUS": true, "SIGCHLD": true, "SIGCONT": true,
+	"SIGFPE": true, "SIGHUP": true, "SIGILL": true, "SIGINT": true, "SIGIO": true,
+	"SIGIOT": true, "SIGKILL": true, "SIGPIPE": true, "SIGPROF": true, "SIGPWR": true,
+	"SIGQUIT": true, "SIGSEGV": true, "SIGSTKFLT": true, "SIGSTOP": true, "SIGSYS": true,
+	"SIGTERM": true, "SIGTRAP": true, "SIGTSTP": true, "SIGTTIN": true, "SIGTTOU": true,
+	"SIGURG": true, "SIGUSR1": true, "SIGUSR2": true, "SIGVTALRM": true, "SIGWINCH": true,
+	"SIGXCPU": true, "SIGXFSZ": true,
+}
+
+// IsSignal reports whether name is a signal name Caravan can send, such as
+// "SIGUSR1".
+func IsSignal(name string) bool { return signals[name] }

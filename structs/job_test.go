@@ -1,0 +1,164 @@
+package structs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/shoenig/test/must"
+)
+
+func TestJob_Canonicalize(t *testing.T) {
+	j := &Job{
+		ID:       "lr",
+		Training: &Training{GlobalBatchSize: 64, StepsPerEpoch: 10},
+		Elastic:  &Elastic{Workers: Bounds{Max: 8}},
+		Worker: &Role{Driver: "exec", Resources: &Resources{
+			Devices: []*RequestedDevice{{Name: "gpu", Constraints: []*Constraint{{LTarget: "${device.model}", Operand: "is", RTarget: "x"}}}},
+		}},
+		Affinities: []*Affinity{{LTarget: "${node.class}", RTarget: "gpu"}},
+	}
+	j.Canonicalize()
+
+	must.Eq(t, "lr", j.Name)
+	must.Eq(t, DefaultNamespace, j.Namespace)
+	must.Eq(t, []string{"*"}, j.Datacenters)
+	must.Eq(t, DefaultPriority, j.Priority)
+	must.Eq(t, DefaultWeight, j.Weight)
+	must.Eq(t, ArchitecturePS, j.Training.Architecture)
+	must.Eq(t, ModeSync, j.Training.Mode)
+	must.Eq(t, &Convergence{Threshold: DefaultThreshold, Patience: DefaultPatience}, j.Training.Convergence)
+	must.Eq(t, Bounds{Min: 1, Max: 8}, j.Elastic.Workers)
+	must.Eq(t, &Bounds{Min: 1, Max: 8}, j.Elastic.ParameterServers)
+	must.Eq(t, &Checkpoint{Signal: "SIGUSR1", Timeout: 2 * time.Minute}, j.Elastic.Checkpoint)
+	must.Eq(t, RoleWorker, j.Worker.Name)
+	must.Eq(t, DefaultCPU, j.Worker.Resources.CPU)
+	must.Eq(t, DefaultMemoryMB, j.Worker.Resources.MemoryMB)
+	must.Eq(t, 1, j.Worker.Resources.Devices[0].Count)
+	must.Eq(t, OpEqual, j.Worker.Resources.Devices[0].Constraints[0].Operand)
+	must.Eq(t, &Affinity{LTarget: "${node.class}", RTarget: "gpu", Operand: OpEqual, Weight: DefaultAffinityWeight}, j.Affinities[0])
+	must.NoError(t, j.Validate())
+
+	again := *j
+	again.Canonicalize()
+	must.Eq(t, j, &again)
+}
+
+func TestJob_Canonicalize_AllReduceHasNoPS(t *testing.T) {
+	j := &Job{ID: "bert", Training: &Training{Architecture: ArchitectureAllReduce}, Elastic: &Elastic{}}
+	j.Canonicalize()
+	must.Nil(t, j.Elastic.ParameterServers)
+}
+
+// TestJob_Validate checks that each mistake is reported at the jobspec path
+// the parser maps back to a line, with a message naming the fix.
+func TestJob_Validate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Job)
+		path   string
+		msg    string
+	}{
+		{"missing id", func(j *Job) { j.ID = "" }, "id", "is required"},
+		{"bad id", func(j *Job) { j.ID = "a b" }, "id", "must start with a letter or digit"},
+		{"priority", func(j *Job) { j.Priority = 101 }, "priority", "between 1 and 100"},
+		{"weight", func(j *Job) { j.Weight = -1 }, "weight", "positive finite"},
+		{"missing training", func(j *Job) { j.Training = nil }, "training", "is required"},
+		{"architecture", func(j *Job) { j.Training.Architecture = "ring" }, "training.architecture", `"ring" is not an architecture`},
+		{"mode", func(j *Job) { j.Training.Mode = "semi" }, "training.mode", `"semi" is not a training mode`},
+		{"async allreduce", func(j *Job) {
+			j.Training.Architecture, j.Training.Mode, j.Elastic.ParameterServers = ArchitectureAllReduce, ModeAsync, nil
+		}, "training.mode", "all-reduce training is synchronous"},
+		{"missing batch", func(j *Job) { j.Training.GlobalBatchSize = 0 }, "training.global_batch_size", "is required"},
+		{"indivisible batch", func(j *Job) { j.Training.GlobalBatchSize = 500 }, "training.global_batch_size",
+			"500 is not divisible by elastic.workers.max (32); in sync mode each worker gets global_batch_size / workers samples, so set global_batch_size to a multiple of 32 such as 480 or 512, or lower elastic.workers.max to 25"},
+		{"threshold", func(j *Job) { j.Training.Convergence.Threshold = 2 }, "training.convergence.threshold", "between 0 and 1"},
+		{"patience", func(j *Job) { j.Training.Convergence.Patience = -1 }, "training.convergence.patience", "at least 1"},
+		{"missing elastic", func(j *Job) { j.Elastic = nil }, "elastic", "is required"},
+		{"min over max", func(j *Job) { j.Elastic.Workers = Bounds{Min: 8, Max: 4}; j.Training.GlobalBatchSize = 64 },
+			"elastic.workers.min", "min (8) is greater than max (4)"},
+		{"ps min over max", func(j *Job) { j.Elastic.ParameterServers = &Bounds{Min: 3, Max: 2} },
+			"elastic.parameter_servers.min", "min (3) is greater than max (2)"},
+		{"allreduce with ps bounds", func(j *Job) { j.Training.Architecture = ArchitectureAllReduce },
+			"elastic.parameter_servers", "an allreduce job has no parameter servers"},
+		{"allreduce with ps role", func(j *Job) {
+			j.Training.Architecture, j.Elastic.ParameterServers = ArchitectureAllReduce, nil
+			j.ParameterServer = &Role{Driver: "docker", Resources: &Resources{CPU: 100, MemoryMB: 100}}
+		}, "parameter_server", "an allreduce job has no parameter servers"},
+		{"signal", func(j *Job) { j.Elastic.Checkpoint.Signal = "USR1" }, "elastic.checkpoint.signal", `"USR1" is not a signal name`},
+		{"timeout", func(j *Job) { j.Elastic.Checkpoint.Timeout = -time.Second }, "elastic.checkpoint.timeout", "must be positive"},
+		{"missing worker", func(j *Job) { j.Worker = nil }, "worker", "is required"},
+		{"missing driver", func(j *Job) { j.Worker.Driver = "" }, "worker.driver", "is required"},
+		{"memory", func(j *Job) { j.Worker.Resources.MemoryMB = 5 }, "worker.resources.memory", "below Nomad's minimum"},
+		{"device name", func(j *Job) { j.Worker.Resources.Devices[0].Name = "nvidia//gpu" },
+			"worker.resources.device[0].name", `device name "nvidia//gpu" has an empty part`},
+		{"device count", func(j *Job) { j.Worker.Resources.Devices[0].Count = -2 }, "worker.resources.device[0].count", "at least 1"},
+		{"device operator", func(j *Job) { j.Worker.Resources.Devices[0].Constraints[0].Operand = "~" },
+			"worker.resources.device[0].constraint[0].operator", `"~" is not a constraint operator`},
+		{"device distinct_hosts", func(j *Job) { j.Worker.Resources.Devices[0].Constraints[0].Operand = OpDistinctHosts },
+			"worker.resources.device[0].constraint[0].operator", "does not apply to devices"},
+		{"constraint value", func(j *Job) { j.Worker.Constraints = []*Constraint{{LTarget: "${attr.kernel.name}", Operand: OpEqual}} },
+			"worker.constraint[0].value", "is required"},
+		{"regexp", func(j *Job) { j.Constraints = []*Constraint{{LTarget: "${node.class}", Operand: OpRegexp, RTarget: "("}} },
+			"constraint[0].value", "invalid regular expression"},
+		{"affinity weight", func(j *Job) {
+			j.Worker.Affinities = []*Affinity{{LTarget: "${node.class}", Operand: OpEqual, RTarget: "a", Weight: 200}}
+		}, "worker.affinity[0].weight", "between -100 and 100"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := MockJob()
+			tc.mutate(j)
+			errs := FieldErrors(j.Validate())
+			must.Len(t, 1, errs, must.Sprintf("errors: %v", errs))
+			must.Eq(t, tc.path, errs[0].Path)
+			must.StrContains(t, errs[0].Err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestJob_Validate_ReportsEverything(t *testing.T) {
+	j := MockJob()
+	j.Priority = 0
+	j.Training.Mode = "x"
+	j.Worker.Driver = ""
+	errs := FieldErrors(j.Validate())
+	var paths []string
+	for _, e := range errs {
+		paths = append(paths, e.Path)
+	}
+	sort.Strings(paths)
+	must.Eq(t, []string{"priority", "training.mode", "worker.driver"}, paths)
+	must.True(t, errors.Is(j.Validate(), ErrMissing))
+}
+
+func TestMockJob_Valid(t *testing.T) {
+	must.NoError(t, MockJob().Validate())
+}
+
+// TestJob_Encoding checks that a job survives the two encodings Caravan uses:
+// JSON on the HTTP API and msgpack in the Raft log.
+func TestJob_Encoding(t *testing.T) {
+	j := MockJob()
+
+	buf, err := json.Marshal(j)
+	must.NoError(t, err)
+	var fromJSON Job
+	must.NoError(t, json.Unmarshal(buf, &fromJSON))
+	// JSON numbers decode as float64 in untyped config maps; everything else
+	// round-trips exactly.
+	must.Eq(t, j.Worker.Config["image"], fromJSON.Worker.Config["image"])
+	fromJSON.Worker.Config, j.Worker.Config = nil, nil
+	must.Eq(t, j, &fromJSON)
+
+	j = MockJob()
+	var mp bytes.Buffer
+	must.NoError(t, codec.NewEncoder(&mp, MsgpackHandle).Encode(j))
+	var fromMsgpack Job
+	must.NoError(t, codec.NewDecoder(&mp, MsgpackHandle).Decode(&fromMsgpack))
+	must.Eq(t, j, &fromMsgpack)
+}

@@ -1,0 +1,66 @@
+package structs
+
+import (
+	"math"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+func TestPlacement_Validate(t *testing.T) {
+	ok := &Placement{JobID: "a", NumPS: 1, NumWorkers: 3, Nodes: []*NodeTasks{
+		{NodeID: "n1", PS: 1, Workers: 1}, {NodeID: "n2", Workers: 2},
+	}}
+	must.NoError(t, ok.Validate())
+	must.False(t, ok.Paused())
+	must.True(t, (&Placement{JobID: "a"}).Paused())
+
+	cases := []struct {
+		name string
+		p    *Placement
+		msg  string
+	}{
+		{"sum", &Placement{JobID: "a", NumWorkers: 3, Nodes: []*NodeTasks{{NodeID: "n1", Workers: 2}}},
+			"nodes hold 0 ps and 2 workers, but the placement says 0 and 3"},
+		{"duplicate node", &Placement{JobID: "a", NumWorkers: 2, Nodes: []*NodeTasks{{NodeID: "n1", Workers: 1}, {NodeID: "n1", Workers: 1}}},
+			`node "n1" appears more than once`},
+		{"negative", &Placement{JobID: "a", NumWorkers: -1}, "must not be negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			must.ErrorContains(t, tc.p.Validate(), tc.msg)
+		})
+	}
+
+	plan := &Plan{Placements: []*Placement{ok, ok}}
+	must.ErrorContains(t, plan.Validate(), `job "a" in namespace "" is placed more than once`)
+}
+
+func TestSample_Validate(t *testing.T) {
+	good := Sample{JobID: "a", Role: RoleWorker, Step: 10, Epoch: 0.1, Loss: 2.3, StepTimeS: 0.5, CheckpointStep: 10, NumPS: 1, NumWorkers: 2}
+	must.NoError(t, good.Validate())
+
+	cases := []struct {
+		name   string
+		mutate func(*Sample)
+		path   string
+	}{
+		{"nan loss", func(s *Sample) { s.Loss = math.NaN() }, "loss"},
+		{"inf step time", func(s *Sample) { s.StepTimeS = math.Inf(1) }, "step_time_s"},
+		{"negative step", func(s *Sample) { s.Step, s.CheckpointStep = -1, 0 }, "step"},
+		{"checkpoint ahead", func(s *Sample) { s.CheckpointStep = 11 }, "checkpoint_step"},
+		{"role", func(s *Sample) { s.Role = "chief" }, "role"},
+		{"job", func(s *Sample) { s.JobID = "" }, "job_id"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good
+			tc.mutate(&s)
+			errs := FieldErrors(s.Validate())
+			must.Len(t, 1, errs)
+			must.Eq(t, tc.path, errs[0].Path)
+		})
+	}
+	must.True(t, Terminal(JobStatusComplete))
+	must.False(t, Terminal(JobStatusRescaling))
+}

@@ -1,0 +1,78 @@
+package structs
+
+import "math"
+
+// Sample is one progress report from a training task. Its JSON form is the
+// schema trainers send to collectors (DESIGN.md §3), hence the snake_case
+// keys. A sample describes the step it names: the loss after it, how long it
+// took, and under which configuration (NumPS, NumWorkers) it ran.
+type Sample struct {
+	Namespace string `json:"namespace,omitempty"`
+	JobID     string `json:"job_id"`
+	// Role is RoleWorker or RolePS; Rank numbers tasks within a role from 0.
+	Role string `json:"role,omitempty"`
+	Rank int    `json:"rank"`
+
+	Step  int64   `json:"step"`
+	Epoch float64 `json:"epoch"`
+	Loss  float64 `json:"loss"`
+	// StepTimeS is the wall time of the step in seconds; 0 when not measured.
+	StepTimeS float64 `json:"step_time_s"`
+	// Samples is how many training samples the step processed.
+	Samples int64 `json:"samples"`
+	// CPUS and NetS split the step time into computation and communication
+	// (Harmony's subtask times), in seconds; 0 when not measured.
+	CPUS float64 `json:"cpu_s"`
+	NetS float64 `json:"net_s"`
+	// CheckpointStep is the step of the latest checkpoint the task has
+	// written; 0 means none.
+	CheckpointStep int64 `json:"checkpoint_step"`
+
+	NumPS      int `json:"num_ps"`
+	NumWorkers int `json:"num_workers"`
+	// Time is when the step ended, Unix nanoseconds; collectors stamp it
+	// when the trainer leaves it 0.
+	Time int64 `json:"time"`
+}
+
+// Validate rejects samples no model should learn from: negative steps or
+// counts, NaN or infinite numbers, a negative loss, a checkpoint ahead of the
+// step. Each problem is a *FieldError named by the JSON key.
+func (s *Sample) Validate() error {
+	v := newValidator()
+	if s.JobID == "" {
+		v.missing("job_id")
+	}
+	switch s.Role {
+	case "", RoleWorker, RolePS:
+	default:
+		v.fail("role", "%q is not a role; use %q or %q", s.Role, RoleWorker, RolePS)
+	}
+	for _, f := range []struct {
+		name string
+		val  float64
+	}{
+		{"epoch", s.Epoch}, {"loss", s.Loss}, {"step_time_s", s.StepTimeS},
+		{"cpu_s", s.CPUS}, {"net_s", s.NetS},
+	} {
+		if math.IsNaN(f.val) || math.IsInf(f.val, 0) || f.val < 0 {
+			v.fail(f.name, "%v must be a finite number, not negative", f.val)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		val  int64
+	}{
+		{"rank", int64(s.Rank)}, {"step", s.Step}, {"samples", s.Samples},
+		{"checkpoint_step", s.CheckpointStep}, {"num_ps", int64(s.NumPS)},
+		{"num_workers", int64(s.NumWorkers)}, {"time", s.Time},
+	} {
+		if f.val < 0 {
+			v.fail(f.name, "%d must not be negative", f.val)
+		}
+	}
+	if s.Step >= 0 && s.CheckpointStep > s.Step {
+		v.fail("checkpoint_step", "%d is ahead of step %d", s.CheckpointStep, s.Step)
+	}
+	return v.err()
+}

@@ -1,0 +1,55 @@
+package structs
+
+// Job statuses. A job moves pending → running ⇄ rescaling and ends complete,
+// failed or stopped; a running job whose placement is paused stays running.
+const (
+	// JobStatusPending: registered, not placed yet.
+	JobStatusPending = "pending"
+	// JobStatusRunning: placed and training.
+	JobStatusRunning = "running"
+	// JobStatusRescaling: checkpointing or restarting under a new placement.
+	JobStatusRescaling = "rescaling"
+	// JobStatusComplete: converged or reached its epoch cap.
+	JobStatusComplete = "complete"
+	// JobStatusFailed: cannot run (e.g. its tasks keep failing).
+	JobStatusFailed = "failed"
+	// JobStatusStopped: stopped by a user.
+	JobStatusStopped = "stopped"
+)
+
+// Terminal reports whether status is one a job never leaves.
+func Terminal(status string) bool {
+	switch status {
+	case JobStatusComplete, JobStatusFailed, JobStatusStopped:
+		return true
+	}
+	return false
+}
+
+// Event types.
+const (
+	EventJobRegistered     = "JobRegistered"
+	EventJobPlaced         = "JobPlaced"
+	EventJobRescaled       = "JobRescaled"
+	EventRescaleAborted    = "RescaleAborted"
+	EventJobCompleted      = "JobCompleted"
+	EventJobFailed         = "JobFailed"
+	EventJobStopped        = "JobStopped"
+	EventAlgorithmChanged  = "AlgorithmChanged"
+	EventAlgorithmFallback = "AlgorithmFallback"
+)
+
+// Event is something that happened to a job or to the scheduler, kept in the
+// replicated state so that every server shows the same history.
+type Event struct {
+	// Index is the Raft index the event was committed at.
+	Index uint64
+	// Time is stamped by the leader, Unix nanoseconds.
+	Time      int64
+	Type      string
+	Namespace string
+	// JobID is empty for scheduler-wide events.
+	JobID   string
+	Message string
+	Details map[string]string
+}
