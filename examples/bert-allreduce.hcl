@@ -1,0 +1,60 @@
+# BERT fine-tuning with ring all-reduce (Horovod): 1 to 8 workers with one GPU
+# each, only on cards with at least 32 GiB of memory, preferring A100s.
+
+job "bert-squad" {
+  datacenters = ["dc1"]
+  priority    = 70
+
+  training {
+    framework         = "horovod"
+    architecture      = "allreduce"
+    global_batch_size = 96
+    steps_per_epoch   = 922
+
+    convergence {
+      threshold  = 0.005
+      patience   = 1
+      max_epochs = 2
+    }
+  }
+
+  elastic {
+    workers {
+      min = 1
+      max = 8
+    }
+  }
+
+  worker {
+    driver = "docker"
+
+    config {
+      image   = "ghcr.io/acme/bert:2.0"
+      command = "horovodrun"
+      args    = ["-np", "${CARAVAN_NUM_WORKERS}", "python", "run_squad.py", "--output_dir", "${CARAVAN_CHECKPOINT_DIR}"]
+      shm_size = 2147483648
+    }
+
+    resources {
+      cpu    = 8000
+      memory = 32768
+
+      device "nvidia/gpu" {
+        count = 1
+
+        constraint {
+          attribute = "${device.attr.memory}"
+          operator  = ">="
+          value     = "32 GiB"
+        }
+
+        affinity {
+          attribute = "${device.model}"
+          operator  = "regexp"
+          value     = "A100"
+          weight    = 50
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,102 @@
+# ResNet-50 on ImageNet, parameter-server architecture, synchronous SGD on GPUs.
+# Caravan chooses between 1 and 32 workers and 1 and 16 parameter servers and
+# keeps the global batch at 512 samples per step across rescales.
+
+variable "image" {
+  type    = string
+  default = "ghcr.io/acme/resnet:1.4"
+}
+
+variable "datacenters" {
+  type    = list(string)
+  default = ["dc1"]
+}
+
+job "resnet50" {
+  datacenters = var.datacenters
+  priority    = 60
+  weight      = 2
+
+  meta {
+    team  = "vision"
+    model = "resnet50"
+  }
+
+  training {
+    framework         = "pytorch"
+    architecture      = "ps"
+    mode              = "sync"
+    global_batch_size = 512
+    steps_per_epoch   = 2500 # 1,281,167 images / 512
+
+    convergence {
+      threshold  = 0.02
+      patience   = 3
+      max_epochs = 90
+    }
+  }
+
+  elastic {
+    workers {
+      min = 1
+      max = 32
+    }
+    parameter_servers {
+      min = 1
+      max = 16
+    }
+    checkpoint {
+      signal  = "SIGUSR1"
+      timeout = "2m"
+    }
+  }
+
+  worker {
+    driver = "docker"
+
+    config {
+      image = var.image
+      args  = ["python", "train.py", "--arch", "resnet50", "--data", "/data/imagenet"]
+
+      mount {
+        type   = "bind"
+        source = "/mnt/datasets"
+        target = "/data"
+      }
+    }
+
+    env {
+      NCCL_DEBUG = "WARN"
+      DATA_DIR   = "/data/imagenet"
+    }
+
+    resources {
+      cpu    = 4000
+      memory = 16384
+
+      device "nvidia/gpu" {
+        count = 1
+
+        constraint {
+          attribute = "${device.attr.memory}"
+          operator  = ">="
+          value     = "16 GiB"
+        }
+      }
+    }
+  }
+
+  parameter_server {
+    driver = "docker"
+
+    config {
+      image = var.image
+      args  = ["python", "train.py", "--role", "ps"]
+    }
+
+    resources {
+      cpu    = 2000
+      memory = 8192
+    }
+  }
+}

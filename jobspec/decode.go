@@ -1,0 +1,363 @@
+package jobspec
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+)
+
+// decoder turns the job block into a structs.Job. It records the source range
+// of every block and attribute under its jobspec path ("elastic.workers.min",
+// "worker.resources.device[0]") so that validation errors, which name fields
+// by the same paths, can point at the right line.
+type decoder struct {
+	ctx   *hcl.EvalContext
+	diags hcl.Diagnostics
+	// ranges maps a jobspec path to where it is defined; "" is the job block.
+	ranges map[string]hcl.Range
+	// failed holds the paths that did not decode; validation errors about
+	// them would only repeat the decoding error, so they are dropped.
+	failed map[string]bool
+}
+
+func newDecoder(ctx *hcl.EvalContext) *decoder {
+	return &decoder{ctx: ctx, ranges: map[string]hcl.Range{}, failed: map[string]bool{}}
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// content decodes a block body against schema. It returns the (possibly
+// partial) content even when the body has errors, so that every mistake of
+// the file is found in one pass.
+func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
+	c, diags := body.Content(schema)
+	d.diags = append(d.diags, diags...)
+	return c
+}
+
+// attr decodes the attribute name of c into target, which must be a pointer
+// to a Go type gohcl can convert to. It reports whether the attribute was set.
+func (d *decoder) attr(c *hcl.BodyContent, path, name string, target any) bool {
+	a, ok := c.Attributes[name]
+	if !ok {
+		return false
+	}
+	p := join(path, name)
+	d.ranges[p] = a.Expr.Range()
+	if !d.decodeExpr(a.Expr, target) {
+		d.failed[p] = true
+		return false
+	}
+	return true
+}
+
+// decodeExpr evaluates expr into target. A value left unknown by an earlier
+// error (an undefined variable, a cyclic local) fails quietly: that error is
+// already reported, and repeating it at every use would bury it.
+func (d *decoder) decodeExpr(expr hcl.Expression, target any) bool {
+	ctx := evalContextFor(d.ctx, expr)
+	val, diags := expr.Value(ctx)
+	if !diags.HasErrors() && !val.IsWhollyKnown() {
+		return false
+	}
+	if !diags.HasErrors() {
+		diags = gohcl.DecodeExpression(expr, ctx, target)
+	}
+	d.diags = append(d.diags, diags...)
+	return !diags.HasErrors()
+}
+
+// nonZero decodes an attribute for which structs reads 0 as "use the
+// default". Written in a jobspec, 0 is a mistake, not a request for the
+// default, so it is reported here.
+func (d *decoder) nonZero(c *hcl.BodyContent, path, name string, target any) {
+	if !d.attr(c, path, name, target) || !reflect.ValueOf(target).Elem().IsZero() {
+		return
+	}
+	p := join(path, name)
+	d.failed[p] = true
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Invalid " + p,
+		Detail:   name + " must not be 0.",
+		Subject:  d.ranges[p].Ptr(),
+	})
+}
+
+// duration decodes a duration string such as "2m".
+func (d *decoder) duration(c *hcl.BodyContent, path, name string, target *time.Duration) {
+	var s string
+	if !d.attr(c, path, name, &s) {
+		return
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		p := join(path, name)
+		d.failed[p] = true
+		d.diags = append(d.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid duration",
+			Detail:   fmt.Sprintf("%q is not a duration; use a number with a unit, such as \"90s\" or \"2m\".", s),
+			Subject:  d.ranges[p].Ptr(),
+		})
+		return
+	}
+	*target = v
+}
+
+// single returns the one block of type typ in c, or nil, and reports any
+// further blocks of that type as duplicates.
+func (d *decoder) single(c *hcl.BodyContent, path, typ string) *hcl.Block {
+	bs := c.Blocks.OfType(typ)
+	if len(bs) == 0 {
+		return nil
+	}
+	for _, b := range bs[1:] {
+		d.diags = append(d.diags, duplicate(b, bs[0]))
+	}
+	d.ranges[join(path, typ)] = bs[0].DefRange
+	return bs[0]
+}
+
+// stringMap decodes a block of `key = value` lines, such as env or meta.
+func (d *decoder) stringMap(b *hcl.Block, path string) map[string]string {
+	if b == nil {
+		return nil
+	}
+	attrs, diags := b.Body.JustAttributes()
+	d.diags = append(d.diags, diags...)
+	out := make(map[string]string, len(attrs))
+	for name, a := range attrs {
+		var s string
+		p := join(path, name)
+		d.ranges[p] = a.Expr.Range()
+		if !d.decodeExpr(a.Expr, &s) {
+			d.failed[p] = true
+			continue
+		}
+		out[name] = s
+	}
+	return out
+}
+
+func (d *decoder) job(b *hcl.Block) *structs.Job {
+	j := &structs.Job{ID: b.Labels[0]}
+	d.ranges[""] = b.DefRange
+	d.ranges["id"] = b.LabelRanges[0]
+	c := d.content(b.Body, jobSchema)
+
+	d.attr(c, "", "name", &j.Name)
+	d.attr(c, "", "namespace", &j.Namespace)
+	d.attr(c, "", "region", &j.Region)
+	d.attr(c, "", "datacenters", &j.Datacenters)
+	d.attr(c, "", "node_pool", &j.NodePool)
+	d.nonZero(c, "", "priority", &j.Priority)
+	d.nonZero(c, "", "weight", &j.Weight)
+	j.Meta = d.stringMap(d.single(c, "", "meta"), "meta")
+	j.Constraints = d.constraints(c, "")
+	j.Affinities = d.affinities(c, "")
+
+	if tb := d.single(c, "", "training"); tb != nil {
+		j.Training = d.training(tb, "training")
+	}
+	if eb := d.single(c, "", "elastic"); eb != nil {
+		j.Elastic = d.elastic(eb, "elastic")
+	}
+	if wb := d.single(c, "", "worker"); wb != nil {
+		j.Worker = d.role(wb, "worker")
+	}
+	if pb := d.single(c, "", "parameter_server"); pb != nil {
+		j.ParameterServer = d.role(pb, "parameter_server")
+	}
+	return j
+}
+
+func (d *decoder) training(b *hcl.Block, path string) *structs.Training {
+	t := &structs.Training{}
+	c := d.content(b.Body, trainingSchema)
+	d.attr(c, path, "framework", &t.Framework)
+	d.attr(c, path, "architecture", &t.Architecture)
+	d.attr(c, path, "mode", &t.Mode)
+	d.nonZero(c, path, "global_batch_size", &t.GlobalBatchSize)
+	d.nonZero(c, path, "steps_per_epoch", &t.StepsPerEpoch)
+	if cb := d.single(c, path, "convergence"); cb != nil {
+		p := join(path, "convergence")
+		cc := d.content(cb.Body, convergenceSchema)
+		t.Convergence = &structs.Convergence{}
+		d.nonZero(cc, p, "threshold", &t.Convergence.Threshold)
+		d.nonZero(cc, p, "patience", &t.Convergence.Patience)
+		d.attr(cc, p, "max_epochs", &t.Convergence.MaxEpochs)
+	}
+	return t
+}
+
+func (d *decoder) elastic(b *hcl.Block, path string) *structs.Elastic {
+	e := &structs.Elastic{}
+	c := d.content(b.Body, elasticSchema)
+	if wb := d.single(c, path, "workers"); wb != nil {
+		e.Workers = d.bounds(wb, join(path, "workers"))
+	}
+	if pb := d.single(c, path, "parameter_servers"); pb != nil {
+		ps := d.bounds(pb, join(path, "parameter_servers"))
+		e.ParameterServers = &ps
+	}
+	if cb := d.single(c, path, "checkpoint"); cb != nil {
+		p := join(path, "checkpoint")
+		cc := d.content(cb.Body, checkpointSchema)
+		e.Checkpoint = &structs.Checkpoint{}
+		d.attr(cc, p, "signal", &e.Checkpoint.Signal)
+		d.duration(cc, p, "timeout", &e.Checkpoint.Timeout)
+	}
+	return e
+}
+
+func (d *decoder) bounds(b *hcl.Block, path string) structs.Bounds {
+	var out structs.Bounds
+	c := d.content(b.Body, boundsSchema)
+	d.nonZero(c, path, "min", &out.Min)
+	d.nonZero(c, path, "max", &out.Max)
+	return out
+}
+
+func (d *decoder) role(b *hcl.Block, path string) *structs.Role {
+	r := &structs.Role{}
+	c := d.content(b.Body, roleSchema)
+	d.attr(c, path, "driver", &r.Driver)
+	if cb := d.single(c, path, "config"); cb != nil {
+		r.Config = d.anyMap(cb.Body, join(path, "config"))
+	}
+	r.Env = d.stringMap(d.single(c, path, "env"), join(path, "env"))
+	r.Meta = d.stringMap(d.single(c, path, "meta"), join(path, "meta"))
+	if rb := d.single(c, path, "resources"); rb != nil {
+		r.Resources = d.resources(rb, join(path, "resources"))
+	}
+	r.Constraints = d.constraints(c, path)
+	r.Affinities = d.affinities(c, path)
+	return r
+}
+
+func (d *decoder) resources(b *hcl.Block, path string) *structs.Resources {
+	r := &structs.Resources{}
+	c := d.content(b.Body, resourcesSchema)
+	d.nonZero(c, path, "cpu", &r.CPU)
+	d.nonZero(c, path, "memory", &r.MemoryMB)
+	for i, db := range c.Blocks.OfType("device") {
+		p := fmt.Sprintf("%s[%d]", join(path, "device"), i)
+		d.ranges[p] = db.DefRange
+		d.ranges[join(p, "name")] = db.LabelRanges[0]
+		dev := &structs.RequestedDevice{Name: db.Labels[0]}
+		dc := d.content(db.Body, deviceSchema)
+		d.nonZero(dc, p, "count", &dev.Count)
+		dev.Constraints = d.constraints(dc, p)
+		dev.Affinities = d.affinities(dc, p)
+		r.Devices = append(r.Devices, dev)
+	}
+	return r
+}
+
+func (d *decoder) constraints(c *hcl.BodyContent, path string) []*structs.Constraint {
+	var out []*structs.Constraint
+	for i, b := range c.Blocks.OfType("constraint") {
+		p := fmt.Sprintf("%s[%d]", join(path, "constraint"), i)
+		d.ranges[p] = b.DefRange
+		cc := d.content(b.Body, constraintSchema)
+		con := &structs.Constraint{}
+		d.attr(cc, p, "attribute", &con.LTarget)
+		d.attr(cc, p, "operator", &con.Operand)
+		d.attr(cc, p, "value", &con.RTarget)
+		out = append(out, con)
+	}
+	return out
+}
+
+func (d *decoder) affinities(c *hcl.BodyContent, path string) []*structs.Affinity {
+	var out []*structs.Affinity
+	for i, b := range c.Blocks.OfType("affinity") {
+		p := fmt.Sprintf("%s[%d]", join(path, "affinity"), i)
+		d.ranges[p] = b.DefRange
+		ac := d.content(b.Body, affinitySchema)
+		a := &structs.Affinity{}
+		d.attr(ac, p, "attribute", &a.LTarget)
+		d.attr(ac, p, "operator", &a.Operand)
+		d.attr(ac, p, "value", &a.RTarget)
+		d.nonZero(ac, p, "weight", &a.Weight)
+		out = append(out, a)
+	}
+	return out
+}
+
+// validation turns the FieldErrors of structs.Job.Validate into diagnostics
+// at the range recorded for each field, or for its nearest enclosing block
+// when the field was not written (a missing argument).
+func (d *decoder) validation(err error) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, fe := range structs.FieldErrors(err) {
+		if d.decodeFailed(fe.Path) {
+			continue
+		}
+		rng := d.rangeFor(fe.Path)
+		name := fe.Path[strings.LastIndexAny(fe.Path, ".]")+1:]
+		diag := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
+		if fe.Err == structs.ErrMissing {
+			kind := "argument"
+			if blockTypes[name] {
+				kind = "block"
+			}
+			diag.Summary = "Missing required " + kind
+			diag.Detail = fmt.Sprintf("The %s %q is required here.", kind, fe.Path)
+		} else {
+			diag.Summary = "Invalid " + fe.Path
+			diag.Detail = upperFirst(fe.Err.Error()) + "."
+		}
+		diags = append(diags, diag)
+	}
+	return diags
+}
+
+// decodeFailed reports whether path or a path enclosing it failed to decode.
+func (d *decoder) decodeFailed(path string) bool {
+	for p := path; ; p = parent(p) {
+		if d.failed[p] {
+			return true
+		}
+		if p == "" {
+			return false
+		}
+	}
+}
+
+func (d *decoder) rangeFor(path string) hcl.Range {
+	for p := path; ; p = parent(p) {
+		if r, ok := d.ranges[p]; ok {
+			return r
+		}
+		if p == "" {
+			return hcl.Range{}
+		}
+	}
+}
+
+// parent strips the last element of a path: "a.b[0].c" → "a.b[0]" → "a.b".
+func parent(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return ""
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

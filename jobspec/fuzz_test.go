@@ -1,0 +1,40 @@
+package jobspec
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to the parser. It must never panic, and it
+// must return either a valid job and no error, or no job and an error.
+//
+//	go test ./jobspec -run '^$' -fuzz FuzzParse -fuzztime 5m
+func FuzzParse(f *testing.F) {
+	for _, pattern := range []string{"testdata/*/*.hcl", "../examples/*.hcl"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(src)
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		job, diags := Parse(&Config{Filename: "fuzz.hcl", Src: src})
+		switch {
+		case diags.HasErrors() && job != nil:
+			t.Fatalf("got a job and errors: %s", diags.Error())
+		case !diags.HasErrors() && job == nil:
+			t.Fatal("got neither a job nor an error")
+		case job != nil:
+			if err := job.Validate(); err != nil {
+				t.Fatalf("parsed job is invalid: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,14 @@
+job "my job!" {
+  training {
+    global_batch_size = 64
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      max = 4
+    }
+  }
+  worker {
+    driver = "exec"
+  }
+}

@@ -1,0 +1,19 @@
+variable "gpus" {
+  type    = number
+  default = "two"
+}
+
+job "vars" {
+  training {
+    global_batch_size = 64
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      max = 4
+    }
+  }
+  worker {
+    driver = "exec"
+  }
+}

@@ -1,0 +1,13 @@
+job "empty" {
+  elastic {
+    workers {
+      max = 2
+    }
+  }
+
+  worker {
+    config {
+      command = "train"
+    }
+  }
+}

@@ -1,0 +1,3 @@
+variable "unused" {
+  default = 1
+}

@@ -1,0 +1,5 @@
+job "broken" {
+  training {
+    global_batch_size = 64
+  
+}

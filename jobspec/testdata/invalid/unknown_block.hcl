@@ -1,0 +1,14 @@
+job "typo" {
+  training {
+    global_batch_size = 64
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      max = 4
+    }
+  }
+  workr {
+    driver = "exec"
+  }
+}
