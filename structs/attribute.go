@@ -33,7 +33,7 @@ var units = map[string]unit{
 	"B/s": {"bytes/s", 1}, "KB/s": {"bytes/s", 1e3}, "MB/s": {"bytes/s", 1e6},
 	"GB/s": {"bytes/s", 1e9}, "KiB/s": {"bytes/s", 1 << 10}, "MiB/s": {"bytes/s", 1 << 20},
 	"GiB/s": {"bytes/s", 1 << 30},
-	"Hz": {"hertz", 1}, "KHz": {"hertz", 1e3}, "MHz": {"hertz", 1e6}, "GHz": {"hertz", 1e9},
+	"Hz":    {"hertz", 1}, "KHz": {"hertz", 1e3}, "MHz": {"hertz", 1e6}, "GHz": {"hertz", 1e9},
 	"mW": {"watts", 1e-3}, "W": {"watts", 1}, "kW": {"watts", 1e3},
 }
 

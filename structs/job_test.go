@@ -103,7 +103,9 @@ func TestJob_Validate(t *testing.T) {
 			"worker.resources.device[0].constraint[0].operator", "does not apply to devices"},
 		{"constraint value", func(j *Job) { j.Worker.Constraints = []*Constraint{{LTarget: "${attr.kernel.name}", Operand: OpEqual}} },
 			"worker.constraint[0].value", "is required"},
-		{"regexp", func(j *Job) { j.Constraints = []*Constraint{{LTarget: "${node.class}", Operand: OpRegexp, RTarget: "("}} },
+		{"regexp", func(j *Job) {
+			j.Constraints = []*Constraint{{LTarget: "${node.class}", Operand: OpRegexp, RTarget: "("}}
+		},
 			"constraint[0].value", "invalid regular expression"},
 		{"affinity weight", func(j *Job) {
 			j.Worker.Affinities = []*Affinity{{LTarget: "${node.class}", Operand: OpEqual, RTarget: "a", Weight: 200}}
