@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+)
+
+// JobValidateCommand checks a jobspec without submitting it.
+type JobValidateCommand struct {
+	Meta
+}
+
+func (c *JobValidateCommand) Synopsis() string { return "Checks a jobspec for mistakes" }
+
+func (c *JobValidateCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: caravan job validate [options] <path>
+
+  Checks the ML jobspec at <path> ("-" reads standard input): its HCL syntax,
+  every block and argument, and the rules of the job (bounds, batch sizes,
+  devices, constraints). Every mistake is reported, with its file, line and
+  column. Exits 0 when the jobspec is valid and 1 otherwise.
+` + jobspecOptions + `
+` + generalOptions)
+}
+
+func (c *JobValidateCommand) Run(args []string) int {
+	var jf jobspecFlags
+	flags := c.FlagSet("job validate")
+	jf.register(flags)
+	if err := flags.Parse(args); err != nil {
+		c.Ui.Error(err.Error() + "\n\n" + c.Help())
+		return 1
+	}
+	if flags.NArg() != 1 {
+		c.Ui.Error("This command takes one argument: <path>\n\n" + c.Help())
+		return 1
+	}
+	job := c.parseJobspec(flags.Arg(0), &jf)
+	if job == nil {
+		return 1
+	}
+	c.Ui.Output("Job validation successful")
+	return 0
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/version"
+	"github.com/hashicorp/cli"
+	"github.com/shoenig/test/must"
+)
+
+// runCLI runs one command line in-process and returns its exit code, stdout
+// and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ui := cli.NewMockUi()
+	code := run(args, ui)
+	return code, ui.OutputWriter.String(), ui.ErrorWriter.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "version")
+	must.Eq(t, 0, code)
+	must.Eq(t, version.String()+"\n", out)
+}
+
+func TestJobValidate_Examples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.hcl")
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, files)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "job", "validate", file)
+			must.Eq(t, 0, code, must.Sprint(errOut))
+			must.Eq(t, "Job validation successful\n", out)
+		})
+	}
+}
+
+// TestJobValidate_Invalid checks that each invalid golden jobspec is rejected
+// with exit code 1 and every diagnostic of its .errors file, at its
+// file:line:col, on stderr.
+func TestJobValidate_Invalid(t *testing.T) {
+	files, err := filepath.Glob("../../jobspec/testdata/invalid/*.hcl")
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, files)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "job", "validate", "-no-color", file)
+			must.Eq(t, 1, code)
+			must.Eq(t, "", out)
+			positions := expectedPositions(t, strings.TrimSuffix(file, ".hcl")+".errors")
+			must.SliceNotEmpty(t, positions)
+			for _, pos := range positions {
+				must.StrContains(t, errOut, "Error: "+filepath.Join(filepath.Dir(file), pos))
+			}
+		})
+	}
+}
+
+// expectedPositions reads "name.hcl:line:col" from each line of a golden
+// .errors file.
+func expectedPositions(t *testing.T, path string) []string {
+	f, err := os.Open(path)
+	must.NoError(t, err)
+	defer f.Close()
+	var out []string
+	for s := bufio.NewScanner(f); s.Scan(); {
+		if pos, _, ok := strings.Cut(s.Text(), ": "); ok && pos != "-" {
+			out = append(out, pos)
+		}
+	}
+	return out
+}
+
+func TestJobValidate_Snippet(t *testing.T) {
+	code, _, errOut := runCLI(t, "job", "validate", "-no-color", "../../jobspec/testdata/invalid/min_gt_max.hcl")
+	must.Eq(t, 1, code)
+	must.Eq(t, strings.Join([]string{
+		"Error: ../../jobspec/testdata/invalid/min_gt_max.hcl:8:13: Invalid elastic.workers.min",
+		"  8 |       min = 8",
+		"    |             ^",
+		"  Min (8) is greater than max (4).",
+		"",
+	}, "\n"), errOut)
+}
+
+func TestJobValidate_Vars(t *testing.T) {
+	varFile := filepath.Join(t.TempDir(), "vars.hcl")
+	must.NoError(t, os.WriteFile(varFile, []byte(`trainer = "/opt/bin/trainer"`), 0o644))
+
+	code, out, _ := runCLI(t, "job", "inspect", "-json", "-var-file", varFile, "../../examples/demo.hcl")
+	must.Eq(t, 0, code)
+	var job structs.Job
+	must.NoError(t, json.Unmarshal([]byte(out), &job))
+	must.Eq[any](t, "/opt/bin/trainer", job.Worker.Config["command"])
+
+	code, _, errOut := runCLI(t, "job", "validate", "-var", "nope=1", "../../examples/demo.hcl")
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, `Undefined -var variable`)
+}
+
+func TestJobInspect(t *testing.T) {
+	code, out, _ := runCLI(t, "job", "inspect", "-json", "../../examples/bert-allreduce.hcl")
+	must.Eq(t, 0, code)
+	var job structs.Job
+	must.NoError(t, json.Unmarshal([]byte(out), &job))
+	must.Eq(t, "bert-squad", job.ID)
+	must.Eq(t, structs.ArchitectureAllReduce, job.Training.Architecture)
+	must.Nil(t, job.Elastic.ParameterServers)
+	must.Eq(t, 8, job.Elastic.Workers.Max)
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := [][]string{
+		{"job", "validate"},
+		{"job", "validate", "a.hcl", "b.hcl"},
+		{"job", "validate", "-bogus", "a.hcl"},
+		{"job", "inspect"},
+		{"job", "validate", "does-not-exist.hcl"},
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, args...)
+			must.Eq(t, 1, code)
+			must.Eq(t, "", out)
+			must.NotEq(t, "", errOut)
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/mattn/go-isatty"
+)
+
+// DefaultAddress is where the CLI finds a Caravan agent when neither -address
+// nor CARAVAN_ADDR says otherwise.
+const DefaultAddress = "http://127.0.0.1:4680"
+
+// Meta holds what every command shares: the UI, a logger, and the global
+// flags, as Nomad's command.Meta does.
+type Meta struct {
+	Ui     cli.Ui
+	Logger hclog.Logger
+
+	// address and token are the agent's HTTP address and the ACL token, from
+	// -address/CARAVAN_ADDR and -token/CARAVAN_TOKEN.
+	address string
+	token   string
+	noColor bool
+}
+
+func newMeta(ui cli.Ui) Meta {
+	return Meta{
+		Ui: ui,
+		Logger: hclog.New(&hclog.LoggerOptions{
+			Name:   "caravan",
+			Level:  hclog.LevelFromString(os.Getenv("CARAVAN_LOG_LEVEL")),
+			Output: os.Stderr,
+		}),
+	}
+}
+
+// FlagSet returns a flag set with the global flags every command accepts.
+// Parse errors are printed by the command, not by the flag package.
+func (m *Meta) FlagSet(name string) *flag.FlagSet {
+	f := flag.NewFlagSet(name, flag.ContinueOnError)
+	f.SetOutput(io.Discard)
+	f.StringVar(&m.address, "address", envOr("CARAVAN_ADDR", DefaultAddress), "")
+	f.StringVar(&m.token, "token", os.Getenv("CARAVAN_TOKEN"), "")
+	f.BoolVar(&m.noColor, "no-color", false, "")
+	return f
+}
+
+// color reports whether diagnostics may use terminal colors.
+func (m *Meta) color() bool {
+	return !m.noColor && os.Getenv("NO_COLOR") == "" && isatty.IsTerminal(os.Stderr.Fd())
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// generalOptions documents the global flags in every command's help.
+const generalOptions = `
+General Options:
+
+  -address=<addr>
+    The address of the Caravan agent. Overrides CARAVAN_ADDR.
+    Default: ` + DefaultAddress + `
+
+  -token=<token>
+    The ACL token to use. Overrides CARAVAN_TOKEN.
+
+  -no-color
+    Disables colored output. NO_COLOR in the environment does the same.`
+
+// stringsFlag is a repeatable string flag, such as -var.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+// jobspecFlags are the flags of every command that reads a jobspec.
+type jobspecFlags struct {
+	vars     stringsFlag
+	varFiles stringsFlag
+}
+
+func (j *jobspecFlags) register(f *flag.FlagSet) {
+	f.Var(&j.vars, "var", "")
+	f.Var(&j.varFiles, "var-file", "")
+}
+
+const jobspecOptions = `
+Jobspec Options:
+
+  -var 'key=value'
+    Sets a jobspec variable. Repeatable; overrides -var-file, which overrides
+    CARAVAN_VAR_<key> in the environment.
+
+  -var-file=path
+    Reads variable values from an HCL file of key = value lines. Repeatable.`
+
+// parseJobspec parses the jobspec at path ("-" reads standard input). On
+// errors it prints them with source snippets and returns nil.
+func (m *Meta) parseJobspec(path string, jf *jobspecFlags) *structs.Job {
+	cfg := &jobspec.Config{
+		Filename: path,
+		ArgVars:  jf.vars,
+		VarFiles: jf.varFiles,
+		Environ:  os.Environ(),
+	}
+	if path == "-" {
+		src, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			m.Ui.Error("Error reading standard input: " + err.Error())
+			return nil
+		}
+		cfg.Filename, cfg.Src = "<stdin>", src
+	}
+	p := jobspec.NewParser()
+	job, diags := p.Parse(cfg)
+	if len(diags) > 0 {
+		var b strings.Builder
+		writeDiagnostics(&b, p.Files(), diags, m.color())
+		if diags.HasErrors() {
+			m.Ui.Error(strings.TrimRight(b.String(), "\n"))
+		} else {
+			m.Ui.Warn(strings.TrimRight(b.String(), "\n"))
+		}
+	}
+	if diags.HasErrors() {
+		return nil
+	}
+	m.Logger.Debug("parsed jobspec", "path", path, "job_id", job.ID)
+	return job
+}
+
+// writeDiagnostics renders each diagnostic as a "file:line:col" header, the
+// source line with the subject underlined, and the detail.
+func writeDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, color bool) {
+	bold, red, yellow, reset := "\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
+	if !color {
+		bold, red, yellow, reset = "", "", "", ""
+	}
+	for _, d := range diags {
+		sev, c := "Error", red
+		if d.Severity == hcl.DiagWarning {
+			sev, c = "Warning", yellow
+		}
+		io.WriteString(w, c+bold+sev+": "+reset+bold)
+		if s := d.Subject; s != nil {
+			io.WriteString(w, s.Filename+":"+strconv.Itoa(s.Start.Line)+":"+strconv.Itoa(s.Start.Column)+": ")
+		}
+		io.WriteString(w, d.Summary+reset+"\n")
+		if s := d.Subject; s != nil && files[s.Filename] != nil {
+			writeSnippet(w, files[s.Filename].Bytes, *s, c, reset)
+		}
+		if d.Detail != "" {
+			io.WriteString(w, "  "+d.Detail+"\n")
+		}
+		io.WriteString(w, "\n")
+	}
+}
+
+// writeSnippet prints the first line of rng from src, with carets under the
+// part of it that rng covers.
+func writeSnippet(w io.Writer, src []byte, rng hcl.Range, color, reset string) {
+	lines := strings.Split(string(src), "\n")
+	if rng.Start.Line < 1 || rng.Start.Line > len(lines) {
+		return
+	}
+	line := strings.TrimRight(lines[rng.Start.Line-1], "\r")
+	num := strconv.Itoa(rng.Start.Line)
+	pad := strings.Repeat(" ", len(num))
+	start := max(rng.Start.Column-1, 0)
+	end := len([]rune(line))
+	if rng.End.Line == rng.Start.Line {
+		end = min(rng.End.Column-1, end)
+	}
+	width := max(end-start, 1)
+	io.WriteString(w, "  "+num+" | "+strings.ReplaceAll(line, "\t", " ")+"\n")
+	io.WriteString(w, "  "+pad+" | "+strings.Repeat(" ", start)+color+strings.Repeat("^", width)+reset+"\n")
+}

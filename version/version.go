@@ -1,0 +1,27 @@
+// Package version reports which Caravan this is. Version and GitCommit are
+// set at link time (see GNUmakefile): -X .../version.GitCommit=<sha>.
+package version
+
+import "fmt"
+
+var (
+	// Version is the release version, semver without the leading v.
+	Version = "0.1.0"
+	// Prerelease marks builds between releases, such as "dev".
+	Prerelease = "dev"
+	// GitCommit is the commit the binary was built from, if known.
+	GitCommit = ""
+)
+
+// String returns the version as `caravan version` prints it:
+// "Caravan v0.1.0-dev (abc1234)".
+func String() string {
+	v := "Caravan v" + Version
+	if Prerelease != "" {
+		v += "-" + Prerelease
+	}
+	if GitCommit != "" {
+		v += fmt.Sprintf(" (%s)", GitCommit)
+	}
+	return v
+}
