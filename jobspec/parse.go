@@ -77,6 +77,9 @@ func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
 
 	jobs := content.Blocks.OfType("job")
 	switch {
+	case len(jobs) == 0 && diags.HasErrors():
+		// Most likely a job block HCL rejected, e.g. for a missing label.
+		return nil, diags
 	case len(jobs) == 0:
 		return nil, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// stopTimeout bounds a graceful stop before the process is killed.
+const stopTimeout = 15 * time.Second
+
+// process is a child process whose output goes to a log file in the test's
+// temporary folder.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	err     error // valid once exited is closed
+}
+
+// start runs bin with args and registers its stop with t.Cleanup. When the
+// test fails, the tail of the process's log is printed.
+func start(t testing.TB, name, bin string, args ...string) *process {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatalf("create %s log: %v", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("last lines of the %s log (%s):\n%s", name, logPath, tail(logPath, 40))
+		}
+	})
+	return p
+}
+
+// stop interrupts the process group, waits for it to exit, and kills it if
+// it does not within stopTimeout. It is safe to call more than once.
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-p.exited:
+	case <-time.After(stopTimeout):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// running returns an error once the process has exited.
+func (p *process) running() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %v; see %s", p.name, p.err, p.logPath)
+	default:
+		return nil
+	}
+}
+
+// environ is the test's environment without what breaks the agents here:
+// AWS_CA_BUNDLE makes Nomad's client fail at start (see ../shared/TOOLS.md).
+func environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	for s := bufio.NewScanner(f); s.Scan(); {
+		lines = append(lines, s.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// binary finds a tool: the env override first, then the PATH.
+func binary(t testing.TB, name, env string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s binary not found on the PATH or in %s: run `make tools` and test with `make e2e`", name, env)
+	}
+	return p
+}
+
+// FreePorts returns n distinct free TCP ports on 127.0.0.1. The listeners are
+// held until all n are found, so no port is returned twice.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// WaitFor polls check every 100ms until it returns nil, and fails the test
+// with check's last error if that takes longer than timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// errNotYet is a check's answer while the awaited state has not come.
+var errNotYet = errors.New("not yet")

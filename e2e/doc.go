@@ -1,0 +1,6 @@
+// Package e2e holds Caravan's end-to-end tests: real Nomad and Consul agents
+// (built by `make tools` from the modules pinned in tools/), started on
+// loopback ports, with Caravan driving them. The tests carry the e2e build
+// tag so that `go test ./...` stays fast; `make e2e` (part of `make test`)
+// runs them with .tools/bin on the PATH.
+package e2e
