@@ -12,6 +12,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24
 	github.com/shoenig/test v1.13.2
 	github.com/zclconf/go-cty v1.19.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (
