@@ -1,8 +1,14 @@
 // Package planner decides, for a view of the cluster and its active jobs, how
 // many workers and parameter servers each job gets and on which nodes. It is
 // pure computation: no I/O, no clocks, deterministic for the same input.
-// Subpackages hold the performance models (planner/model) and one algorithm
-// each (Optimus, Harmony, the baselines).
+//
+// This package holds what every algorithm shares: the Request and Decision
+// types, the Algorithm interface, Cluster (free capacity with Nomad's
+// device semantics), CheckDecision (the rules every decision must keep) and
+// a test Harness. Subpackages hold the models (planner/model), feasibility
+// (planner/feasible), placement (planner/placement), one algorithm each
+// (planner/optimus, planner/drf, planner/tetris, planner/fifo) and the
+// registry of built-ins (planner/builtin). See README.md for the pipeline.
 //
 // Imports point downstream only: planner never imports server or drivers.
 package planner

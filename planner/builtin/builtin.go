@@ -1,0 +1,32 @@
+// Package builtin is the registry of the algorithms compiled into Caravan.
+// It is separate from planner so that the algorithms, which import planner,
+// can be listed without an import cycle.
+package builtin
+
+import (
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/drf"
+	"github.com/caravan-sched/caravan/planner/fifo"
+	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/planner/tetris"
+)
+
+// Algorithms maps each built-in algorithm's name to its factory.
+var Algorithms = map[string]planner.Factory{
+	optimus.Name: optimus.New,
+	drf.Name:     drf.New,
+	tetris.Name:  tetris.New,
+	fifo.Name:    fifo.New,
+}
+
+// Names returns the built-in algorithms' names, sorted.
+func Names() []string {
+	names := make([]string, 0, len(Algorithms))
+	for n := range Algorithms {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

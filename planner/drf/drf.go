@@ -1,0 +1,179 @@
+// Package drf is the dominant resource fairness baseline (Ghodsi et al.,
+// NSDI'11), weighted and work-conserving, as the Optimus and Dorm papers
+// compare against: jobs grow one worker at a time, always the job with the
+// smallest weighted dominant share, until the cluster or the job's bounds
+// stop it. A PS job gets a parameter server with each worker while it has
+// fewer than its workers, within its PS bounds (a 1:1 ratio).
+package drf
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/internal/pq"
+	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// Name is the algorithm's registry name.
+const Name = "drf"
+
+// DRF implements planner.Algorithm.
+type DRF struct{}
+
+var _ planner.Algorithm = (*DRF)(nil)
+
+// New returns DRF.
+func New() planner.Algorithm { return &DRF{} }
+
+// Name returns "drf".
+func (*DRF) Name() string { return Name }
+
+type job struct {
+	view        *planner.Job
+	tasks       planner.JobTasks
+	p, w        int
+	minP, maxP  int
+	minW, maxW  int
+	domP, domW  float64
+	weight      float64
+	active, atMax bool
+	paused      string
+}
+
+// share is the job's weighted dominant share, summing its tasks' dominant
+// shares (each task's largest share of a resource).
+func (j *job) share() float64 {
+	return (float64(j.p)*j.domP + float64(j.w)*j.domW) / j.weight
+}
+
+// next returns the ps and workers the job would have after one more step.
+func (j *job) next() (p, w int) {
+	p, w = j.p, j.w+1
+	if j.maxP > 0 && p < min(j.maxP, w) {
+		p++
+	}
+	return p, w
+}
+
+// Plan allocates by weighted DRF, then places smallest job first as Optimus
+// does, shrinking jobs that do not fit.
+func (*DRF) Plan(req *planner.Request) (*planner.Decision, error) {
+	views := slices.Clone(req.Jobs)
+	planner.SortJobs(views)
+	c := planner.NewCluster(req.Nodes)
+	agg := planner.NewAggregate(c)
+
+	jobs := make([]*job, len(views))
+	for i, v := range views {
+		ps, workers := v.Bounds()
+		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, weight: v.Job.Weight}
+		if v.HasPS() {
+			j.minP, j.maxP = max(ps.Min, 1), ps.Max
+			j.domP = agg.DominantShare(j.tasks.PS)
+		}
+		j.domW = agg.DominantShare(j.tasks.Worker)
+		jobs[i] = j
+	}
+
+	// Minimums first, by priority, then grow the smallest weighted share.
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(jobs[b].view.Job.Priority, jobs[a].view.Job.Priority)
+	})
+	h := pq.Heap[int]{Less: func(a, b int) bool {
+		sa, sb := jobs[a].share(), jobs[b].share()
+		return sa < sb || sa == sb && a < b
+	}}
+	for _, i := range order {
+		j := jobs[i]
+		if !agg.Fits(j.tasks.PS, j.minP, j.tasks.Worker, j.minW) {
+			j.paused = fmt.Sprintf("drf: waiting: the cluster has no room for the minimum of %d ps and %d workers", j.minP, j.minW)
+			continue
+		}
+		agg.Take(j.tasks.PS, j.minP)
+		agg.Take(j.tasks.Worker, j.minW)
+		j.p, j.w, j.active = j.minP, j.minW, true
+		h.Push(i)
+	}
+	for h.Len() > 0 {
+		i := h.Pop()
+		j := jobs[i]
+		if j.w >= j.maxW {
+			j.atMax = true
+			continue
+		}
+		p, w := j.next()
+		if !agg.Fits(j.tasks.PS, p-j.p, j.tasks.Worker, w-j.w) {
+			continue
+		}
+		agg.Take(j.tasks.PS, p-j.p)
+		agg.Take(j.tasks.Worker, w-j.w)
+		j.p, j.w = p, w
+		h.Push(i)
+	}
+
+	return &planner.Decision{Placements: place(c, jobs)}, nil
+}
+
+func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
+	order := make([]int, 0, len(jobs))
+	for i, j := range jobs {
+		if j.active {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[a].share()*jobs[a].weight, jobs[b].share()*jobs[b].weight) })
+	placer := placement.New(c)
+	out := make([]*structs.Placement, len(jobs))
+	for _, i := range order {
+		j := jobs[i]
+		for {
+			if nodes, ok := placer.Place(j.tasks.PS, j.p, j.tasks.Worker, j.w); ok {
+				reason := "the cluster has no room for more"
+				if j.atMax {
+					reason = "at its maximum"
+				}
+				out[i] = &structs.Placement{
+					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: j.p, NumWorkers: j.w, Nodes: nodes,
+					Reason: fmt.Sprintf("drf: %d ps, %d workers at dominant share %.3f; %s", j.p, j.w, j.share()*j.weight, reason),
+				}
+				break
+			}
+			switch {
+			case j.w > j.minW:
+				j.w--
+				if j.p > max(j.minP, j.w) {
+					j.p--
+				}
+			case j.p > j.minP:
+				j.p--
+			default:
+				j.paused = fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %d ps and %d workers", j.minP, j.minW)
+			}
+			if j.paused != "" {
+				break
+			}
+		}
+	}
+	for i, j := range jobs {
+		if out[i] != nil {
+			continue
+		}
+		if nodes, ok := placer.Place(j.tasks.PS, j.minP, j.tasks.Worker, j.minW); ok {
+			out[i] = &structs.Placement{
+				Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: j.minP, NumWorkers: j.minW, Nodes: nodes,
+				Reason: fmt.Sprintf("drf: %d ps, %d workers, its minimum, in room the others left", j.minP, j.minW),
+			}
+			continue
+		}
+		out[i] = planner.Paused(j.view, j.paused)
+	}
+	planner.SortPlacements(out)
+	return out
+}

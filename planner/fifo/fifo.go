@@ -1,0 +1,68 @@
+// Package fifo is the first-come-first-served baseline: each job runs at its
+// fixed request (its elastic maximum) in arrival order, never rescaled nor
+// preempted. A job that does not fit waits, and later jobs that fit may
+// start before it (no head-of-line blocking), so no job waits while there is
+// room for it.
+package fifo
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// Name is the algorithm's registry name.
+const Name = "fifo"
+
+// FIFO implements planner.Algorithm.
+type FIFO struct{}
+
+var _ planner.Algorithm = (*FIFO)(nil)
+
+// New returns FIFO.
+func New() planner.Algorithm { return &FIFO{} }
+
+// Name returns "fifo".
+func (*FIFO) Name() string { return Name }
+
+// Plan keeps running jobs where they are, then places waiting jobs in
+// arrival order (submit time, then namespace and ID).
+func (*FIFO) Plan(req *planner.Request) (*planner.Decision, error) {
+	jobs := slices.Clone(req.Jobs)
+	planner.SortJobs(jobs)
+	slices.SortStableFunc(jobs, func(a, b *planner.Job) int { return cmp.Compare(a.Job.SubmitTime, b.Job.SubmitTime) })
+
+	c := planner.NewCluster(req.Nodes)
+	out := make([]*structs.Placement, len(jobs))
+	tasks := make([]planner.JobTasks, len(jobs))
+	for i, j := range jobs {
+		tasks[i] = c.JobTasks(j)
+		ps, w := j.FixedRequest()
+		if kept := c.KeepCurrent(j, tasks[i], ps, w); kept != nil {
+			kept.Reason = fmt.Sprintf("fifo: running at its request of %d ps and %d workers", ps, w)
+			out[i] = kept
+		}
+	}
+	placer := placement.New(c)
+	for i, j := range jobs {
+		if out[i] != nil {
+			continue
+		}
+		ps, w := j.FixedRequest()
+		nodes, ok := placer.Place(tasks[i].PS, ps, tasks[i].Worker, w)
+		if !ok {
+			out[i] = planner.Paused(j, fmt.Sprintf("fifo: waiting for room for its request of %d ps and %d workers", ps, w))
+			continue
+		}
+		out[i] = &structs.Placement{
+			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Nodes: nodes,
+			Reason: fmt.Sprintf("fifo: started at its request of %d ps and %d workers", ps, w),
+		}
+	}
+	planner.SortPlacements(out)
+	return &planner.Decision{Placements: out}, nil
+}

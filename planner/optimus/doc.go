@@ -1,0 +1,4 @@
+// Package optimus is the Optimus scheduling algorithm (Peng et al.,
+// EuroSys'18, §4): resource allocation by marginal gain and placement by the
+// scheme of its Theorem 1, with Caravan's fitted loss and speed models.
+package optimus

@@ -1,0 +1,360 @@
+package optimus
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/internal/pq"
+	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// Name is the algorithm's registry name.
+const Name = "optimus"
+
+// DefaultYoungFactor discounts the marginal gains of jobs whose models are
+// young, as the Optimus paper does to hedge against early mispredictions.
+const DefaultYoungFactor = 0.95
+
+// Options tune Optimus; the zero value takes the defaults.
+type Options struct {
+	// YoungFactor multiplies the marginal gains of jobs with young models;
+	// 0 means DefaultYoungFactor.
+	YoungFactor float64
+	// Scan recomputes every job's marginal gain at each allocation step and
+	// scans for the best, instead of keeping a max-heap and updating only
+	// the job that changed. It gives the same decisions in O(jobs) per step
+	// instead of O(log jobs), and exists to measure that difference.
+	Scan bool
+}
+
+// Optimus implements planner.Algorithm.
+type Optimus struct {
+	opts Options
+}
+
+var _ planner.Algorithm = (*Optimus)(nil)
+
+// New returns Optimus with the default options.
+func New() planner.Algorithm { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns Optimus with opts.
+func NewWithOptions(opts Options) *Optimus {
+	if opts.YoungFactor == 0 {
+		opts.YoungFactor = DefaultYoungFactor
+	}
+	return &Optimus{opts: opts}
+}
+
+// Name returns "optimus".
+func (o *Optimus) Name() string { return Name }
+
+// job is the allocation state of one job.
+type job struct {
+	view          *planner.Job
+	tasks         planner.JobTasks
+	p, w          int
+	minP, maxP    int
+	minW, maxW    int
+	remaining     float64 // steps
+	factor        float64
+	domP, domW    float64 // dominant share of one ps / worker task
+	gainP, gainW  float64
+	fullP, fullW  bool // no aggregate room for another ps / worker
+	active        bool
+	reason        string
+	paused        string // reason when paused
+	hasSpeedModel bool
+	noDevices     bool // the cluster lacks a device type the job needs
+}
+
+// Plan allocates by marginal gain, then places smallest job first.
+//
+// Allocation (Optimus §4.1): every job first gets its minimum parameter
+// servers and workers (at least one of each), in priority order, while the
+// cluster's aggregate capacity lasts; jobs that do not fit are paused. Then,
+// repeatedly, the job whose next task — a worker or a parameter server —
+// brings the largest reduction of its remaining time per unit of the task's
+// dominant resource (eq. 9) gets it. A max-heap keyed by each job's best
+// gain makes a step O(log jobs), and only the job that grew has its gains
+// recomputed. A job stops growing at its bounds, when its gains are ≤ 0, or
+// when the aggregate capacity has no room for its next task; other jobs go
+// on. Jobs without a speed model yet keep their minimum while they profile.
+//
+// Placement (Theorem 1): jobs smallest first, each on the fewest of the most
+// available nodes that hold its tasks spread evenly. A job that does not fit
+// is shrunk a task at a time, dropping whichever task costs it least, down
+// to its minimum; a job whose minimum does not fit is paused.
+func (o *Optimus) Plan(req *planner.Request) (*planner.Decision, error) {
+	views := slices.Clone(req.Jobs)
+	planner.SortJobs(views)
+	c := planner.NewCluster(req.Nodes)
+	agg := planner.NewAggregate(c)
+
+	jobs := make([]*job, len(views))
+	for i, v := range views {
+		jobs[i] = o.newJob(c, agg, v)
+	}
+
+	// Minimums first, by priority.
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(jobs[b].view.Job.Priority, jobs[a].view.Job.Priority)
+	})
+	for _, i := range order {
+		j := jobs[i]
+		if j.paused != "" {
+			continue
+		}
+		if !agg.Fits(j.tasks.PS, j.minP, j.tasks.Worker, j.minW) {
+			j.paused = fmt.Sprintf("waiting: the cluster has no room for the minimum of %d ps and %d workers", j.minP, j.minW)
+			continue
+		}
+		agg.Take(j.tasks.PS, j.minP)
+		agg.Take(j.tasks.Worker, j.minW)
+		j.p, j.w, j.active = j.minP, j.minW, true
+	}
+
+	if o.opts.Scan {
+		o.allocateScan(jobs, agg)
+	} else {
+		o.allocateHeap(jobs, agg)
+	}
+
+	return &planner.Decision{Placements: place(c, jobs)}, nil
+}
+
+func (o *Optimus) newJob(c *planner.Cluster, agg *planner.Aggregate, v *planner.Job) *job {
+	ps, workers := v.Bounds()
+	j := &job{
+		view:      v,
+		tasks:     c.JobTasks(v),
+		minW:      max(workers.Min, 1),
+		maxW:      workers.Max,
+		remaining: v.RemainingSteps(),
+		factor:    1,
+	}
+	if v.HasPS() {
+		j.minP, j.maxP = max(ps.Min, 1), ps.Max
+		j.domP = agg.DominantShare(j.tasks.PS)
+	}
+	j.domW = agg.DominantShare(j.tasks.Worker)
+	if v.Young {
+		j.factor = o.opts.YoungFactor
+	}
+	j.hasSpeedModel = v.Speed != nil
+	if math.IsInf(j.domW, 1) || math.IsInf(j.domP, 1) {
+		j.noDevices = true
+		j.paused = "waiting: the cluster has none of the devices its tasks request"
+	}
+	return j
+}
+
+// time is the predicted remaining time with p ps and w workers.
+func (j *job) time(p, w int) float64 {
+	f := j.view.Speed.At(p, w)
+	if f <= 0 {
+		return math.Inf(1)
+	}
+	return j.remaining / f
+}
+
+// gain is the marginal gain of going from t0 to t1 with a task of dominant
+// share dom.
+func gain(t0, t1, dom, factor float64) float64 {
+	switch {
+	case math.IsInf(t1, 1):
+		return -1
+	case math.IsInf(t0, 1):
+		return math.MaxFloat64
+	}
+	return (t0 - t1) / dom * factor
+}
+
+// updateGains recomputes j's marginal gains for one more worker and one
+// more ps; a gain is -1 when that task is not allowed.
+func (j *job) updateGains() {
+	j.gainW, j.gainP = -1, -1
+	if !j.active || !j.hasSpeedModel {
+		return
+	}
+	t0 := j.time(j.p, j.w)
+	if j.w < j.maxW && !j.fullW {
+		j.gainW = gain(t0, j.time(j.p, j.w+1), j.domW, j.factor)
+	}
+	if j.maxP > 0 && j.p < j.maxP && !j.fullP {
+		j.gainP = gain(t0, j.time(j.p+1, j.w), j.domP, j.factor)
+	}
+}
+
+func (j *job) best() float64 { return max(j.gainW, j.gainP) }
+
+// grow gives j its best next task if the aggregate capacity has room, and
+// otherwise marks that kind of task as full for j. It reports whether a
+// task was added.
+func (j *job) grow(agg *planner.Aggregate) bool {
+	worker := j.gainW >= j.gainP
+	t := j.tasks.PS
+	if worker {
+		t = j.tasks.Worker
+	}
+	if !agg.Fits(t, 1, nil, 0) {
+		if worker {
+			j.fullW = true
+		} else {
+			j.fullP = true
+		}
+		return false
+	}
+	agg.Take(t, 1)
+	if worker {
+		j.w++
+	} else {
+		j.p++
+	}
+	return true
+}
+
+type gainItem struct {
+	gain float64
+	job  int
+}
+
+func (o *Optimus) allocateHeap(jobs []*job, agg *planner.Aggregate) {
+	h := pq.Heap[gainItem]{
+		Less:  func(a, b gainItem) bool { return a.gain > b.gain || a.gain == b.gain && a.job < b.job },
+		Items: make([]gainItem, 0, len(jobs)),
+	}
+	for i, j := range jobs {
+		j.updateGains()
+		if j.best() > 0 {
+			h.Items = append(h.Items, gainItem{gain: j.best(), job: i})
+		}
+	}
+	h.Init()
+	for h.Len() > 0 {
+		it := h.Pop()
+		j := jobs[it.job]
+		j.grow(agg)
+		j.updateGains()
+		if g := j.best(); g > 0 {
+			h.Push(gainItem{gain: g, job: it.job})
+		}
+	}
+}
+
+func (o *Optimus) allocateScan(jobs []*job, agg *planner.Aggregate) {
+	for {
+		best, bestGain := -1, 0.0
+		for i, j := range jobs {
+			j.updateGains()
+			if g := j.best(); g > bestGain {
+				best, bestGain = i, g
+			}
+		}
+		if best < 0 {
+			return
+		}
+		jobs[best].grow(agg)
+	}
+}
+
+// place places jobs smallest first, shrinking those that do not fit, and
+// returns the placements in (namespace, job) order.
+func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
+	order := make([]int, 0, len(jobs))
+	for i, j := range jobs {
+		if j.active {
+			order = append(order, i)
+		}
+	}
+	size := func(j *job) float64 { return float64(j.p)*j.domP + float64(j.w)*j.domW }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size(jobs[a]), size(jobs[b])) })
+
+	placer := placement.New(c)
+	out := make([]*structs.Placement, len(jobs))
+	for _, i := range order {
+		j := jobs[i]
+		want := [2]int{j.p, j.w}
+		for {
+			nodes, ok := placer.Place(j.tasks.PS, j.p, j.tasks.Worker, j.w)
+			if ok {
+				out[i] = &structs.Placement{
+					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID,
+					NumPS: j.p, NumWorkers: j.w, Nodes: nodes,
+					Reason: j.explain(want),
+				}
+				break
+			}
+			if !j.shrink() {
+				j.active = false
+				j.paused = fmt.Sprintf("waiting: no set of nodes has room for the minimum of %d ps and %d workers", j.minP, j.minW)
+				break
+			}
+		}
+	}
+	// Backfill: a job left out by the aggregate, or whose minimum did not
+	// fit before others shrank, may fit in the room left now.
+	for i, j := range jobs {
+		if out[i] != nil {
+			continue
+		}
+		if !j.noDevices {
+			if nodes, ok := placer.Place(j.tasks.PS, j.minP, j.tasks.Worker, j.minW); ok {
+				j.p, j.w = j.minP, j.minW
+				out[i] = &structs.Placement{
+					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: j.p, NumWorkers: j.w, Nodes: nodes,
+					Reason: fmt.Sprintf("optimus: %d ps, %d workers, its minimum, in room the others left", j.p, j.w),
+				}
+				continue
+			}
+		}
+		out[i] = planner.Paused(j.view, j.paused)
+	}
+	planner.SortPlacements(out)
+	return out
+}
+
+// shrink drops the task whose loss lengthens the job least, keeping the
+// minimums; it reports false when the job is at its minimum.
+func (j *job) shrink() bool {
+	canW, canP := j.w > j.minW, j.p > j.minP
+	switch {
+	case canW && canP && j.hasSpeedModel:
+		if j.time(j.p, j.w-1) <= j.time(j.p-1, j.w) {
+			j.w--
+		} else {
+			j.p--
+		}
+	case canW && (!canP || j.w >= j.p):
+		j.w--
+	case canP:
+		j.p--
+	default:
+		return false
+	}
+	return true
+}
+
+// explain says why the job got its counts.
+func (j *job) explain(wanted [2]int) string {
+	s := "optimus: " + strconv.Itoa(j.p) + " ps, " + strconv.Itoa(j.w) + " workers"
+	switch {
+	case wanted != [2]int{j.p, j.w}:
+		return s + fmt.Sprintf("; allocated %d ps and %d workers, shrunk to fit the free nodes", wanted[0], wanted[1])
+	case !j.hasSpeedModel:
+		return s + "; at its minimum while its speed is profiled"
+	case j.w >= j.maxW && (j.maxP == 0 || j.p >= j.maxP):
+		return s + "; at its maximum"
+	case j.fullW || j.fullP:
+		return s + "; the cluster has no room for more of its tasks"
+	}
+	return s + "; more tasks would gain less than they cost"
+}

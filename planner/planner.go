@@ -1,0 +1,131 @@
+package planner
+
+import (
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner/model"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// Algorithm decides placements. Plan must not modify the request, must be
+// deterministic for the same request, and must return a placement for every
+// job of the request (a paused one when the job gets nothing), each keeping
+// the rules of CheckDecision. Implementations need not be safe for
+// concurrent use; the leader runs one Plan at a time.
+type Algorithm interface {
+	// Name is the algorithm's registry name, e.g. "optimus".
+	Name() string
+	Plan(req *Request) (*Decision, error)
+}
+
+// Factory returns a new Algorithm with its default configuration.
+type Factory func() Algorithm
+
+// Request is everything an algorithm decides from.
+type Request struct {
+	// Nodes are the schedulable nodes with the capacity Caravan may use:
+	// their capacity less what other Nomad work holds, but including what
+	// Caravan's own jobs hold now (every round re-plans the whole cluster).
+	Nodes []*structs.Node
+	// Jobs are the active jobs, in any order.
+	Jobs []*Job
+	// Now is the planning time, Unix nanoseconds.
+	Now int64
+}
+
+// Job is one active job with what Caravan has learnt about it.
+type Job struct {
+	Job *structs.Job
+	// Current is the job's placement now; nil when it is not running.
+	Current *structs.Placement
+	// Loss and Speed are the job's fitted models; nil until enough samples
+	// arrived.
+	Loss  *model.Loss
+	Speed *model.Speed
+	// Young marks models fitted from too little of the curve to trust fully;
+	// Optimus discounts the marginal gains of such jobs.
+	Young bool
+	// Step is how many training steps the job has completed.
+	Step float64
+}
+
+// Decision is an algorithm's answer: one placement per job of the request.
+type Decision struct {
+	Placements []*structs.Placement
+}
+
+// DefaultEpochs is the training length assumed for a job that has neither a
+// fitted loss curve nor a max_epochs cap.
+const DefaultEpochs = 100
+
+// RemainingSteps estimates how many more steps the job needs: from its loss
+// curve when fitted, else from max_epochs (or DefaultEpochs). It is at least
+// one step.
+func (j *Job) RemainingSteps() float64 {
+	t := j.Job.Training
+	spe := float64(t.StepsPerEpoch)
+	c := t.Convergence
+	var total float64
+	switch {
+	case j.Loss != nil:
+		total = j.Loss.StepsToConverge(c.Threshold, c.Patience, spe, float64(c.MaxEpochs))
+	case c.MaxEpochs > 0:
+		total = float64(c.MaxEpochs) * spe
+	default:
+		total = DefaultEpochs * spe
+	}
+	return max(total-j.Step, 1)
+}
+
+// HasPS reports whether the job's architecture uses parameter servers.
+func (j *Job) HasPS() bool { return j.Job.Training.Architecture == structs.ArchitecturePS }
+
+// Bounds returns the job's (ps, workers) bounds; ps bounds are zero for
+// all-reduce jobs.
+func (j *Job) Bounds() (ps, workers structs.Bounds) {
+	if j.HasPS() && j.Job.Elastic.ParameterServers != nil {
+		ps = *j.Job.Elastic.ParameterServers
+	}
+	return ps, j.Job.Elastic.Workers
+}
+
+// Paused returns a placement that runs nothing of job j, with a reason.
+func Paused(j *Job, reason string) *structs.Placement {
+	return &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, Reason: reason}
+}
+
+// FixedRequest is the size at which policies that do not rescale (fifo,
+// tetris) run a job: its elastic maximum, what a user would hand-pick today.
+func (j *Job) FixedRequest() (ps, workers int) {
+	psb, wb := j.Bounds()
+	return psb.Max, wb.Max
+}
+
+// KeepCurrent takes from c the capacity of job j's current placement and
+// returns that placement, when j is running with exactly ps parameter
+// servers and w workers and its tasks still fit where they are. Otherwise it
+// takes nothing and returns nil. Policies that do not preempt use it to
+// leave running jobs alone.
+func (c *Cluster) KeepCurrent(j *Job, t JobTasks, ps, w int) *structs.Placement {
+	cur := j.Current
+	if cur == nil || cur.Paused() || cur.NumPS != ps || cur.NumWorkers != w {
+		return nil
+	}
+	idx := make([]int, len(cur.Nodes))
+	for k, nt := range cur.Nodes {
+		i, ok := c.NodeIndex(nt.NodeID)
+		if !ok || !c.FitsPair(i, t.PS, nt.PS, t.Worker, nt.Workers) {
+			return nil
+		}
+		idx[k] = i
+	}
+	for k, nt := range cur.Nodes {
+		if nt.PS > 0 {
+			c.Take(idx[k], t.PS, nt.PS)
+		}
+		c.Take(idx[k], t.Worker, nt.Workers)
+	}
+	kept := *cur
+	kept.Nodes = slices.Clone(cur.Nodes)
+	return &kept
+}
