@@ -91,7 +91,7 @@ func MockJob(id string, ps, workers structs.Bounds) *structs.Job {
 			Convergence: &structs.Convergence{MaxEpochs: 10},
 		},
 		Elastic: &structs.Elastic{Workers: workers, ParameterServers: &ps},
-		Worker: &structs.Role{Driver: "exec", Resources: &structs.Resources{CPU: 1000, MemoryMB: 1024}},
+		Worker:  &structs.Role{Driver: "exec", Resources: &structs.Resources{CPU: 1000, MemoryMB: 1024}},
 	}
 	j.Canonicalize()
 	return j

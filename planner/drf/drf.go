@@ -32,15 +32,15 @@ func New() planner.Algorithm { return &DRF{} }
 func (*DRF) Name() string { return Name }
 
 type job struct {
-	view        *planner.Job
-	tasks       planner.JobTasks
-	p, w        int
-	minP, maxP  int
-	minW, maxW  int
-	domP, domW  float64
-	weight      float64
+	view          *planner.Job
+	tasks         planner.JobTasks
+	p, w          int
+	minP, maxP    int
+	minW, maxW    int
+	domP, domW    float64
+	weight        float64
 	active, atMax bool
-	paused      string
+	paused        string
 }
 
 // share is the job's weighted dominant share, summing its tasks' dominant
