@@ -2,10 +2,11 @@ package planner
 
 import (
 	"fmt"
+	"hash/maphash"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/caravan-sched/caravan/planner/feasible"
 	"github.com/caravan-sched/caravan/structs"
@@ -27,6 +28,8 @@ type Cluster struct {
 	classes []int
 	index   map[string]int
 	checker *feasible.Checker
+	// freeCPU and freeMem sum the free capacity of all nodes.
+	freeCPU, freeMem int
 }
 
 type nodeFree struct {
@@ -44,7 +47,7 @@ func NewCluster(nodes []*structs.Node) *Cluster {
 		index:   make(map[string]int, len(nodes)),
 		checker: feasible.New(),
 	}
-	byKey := map[string]int{}
+	byHash := map[uint64][]int{} // hash → classes with that hash
 	for i, n := range nodes {
 		c.index[n.ID] = i
 		f := nodeFree{cpu: n.CPU, mem: n.MemoryMB}
@@ -55,11 +58,19 @@ func NewCluster(nodes []*structs.Node) *Cluster {
 			}
 		}
 		c.free[i] = f
-		key := classKey(n)
-		id, ok := byKey[key]
-		if !ok {
+		c.freeCPU += f.cpu
+		c.freeMem += f.mem
+		hash := classHash(n)
+		id := -1
+		for _, cl := range byHash[hash] {
+			if sameClass(nodes[c.classes[cl]], n) {
+				id = cl
+				break
+			}
+		}
+		if id < 0 {
 			id = len(c.classes)
-			byKey[key] = id
+			byHash[hash] = append(byHash[hash], id)
 			c.classes = append(c.classes, i)
 		}
 		c.class[i] = id
@@ -67,33 +78,82 @@ func NewCluster(nodes []*structs.Node) *Cluster {
 	return c
 }
 
-// classKey is what decides feasibility for a node, except its identity.
-func classKey(n *structs.Node) string {
-	var b strings.Builder
-	b.WriteString(n.Datacenter + "\x00" + n.NodeClass + "\x00" + n.NodePool + "\x00")
-	for _, m := range []map[string]string{n.Attributes, n.Meta} {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+// classSeed seeds the node class hashes; any fixed seed will do, since a
+// hash match is always confirmed by sameClass.
+var classSeed = maphash.MakeSeed()
+
+// classHash hashes what decides feasibility for a node, except its identity,
+// without allocating: map entries are hashed one by one and summed, so that
+// their iteration order does not matter.
+func classHash(n *structs.Node) uint64 {
+	var h maphash.Hash
+	h.SetSeed(classSeed)
+	h.WriteString(n.Datacenter)
+	h.WriteByte(0)
+	h.WriteString(n.NodeClass)
+	h.WriteByte(0)
+	h.WriteString(n.NodePool)
+	sum := h.Sum64()
+	for i, m := range []map[string]string{n.Attributes, n.Meta} {
+		var part uint64
+		for k, v := range m {
+			h.Reset()
+			h.WriteByte(byte(i))
+			h.WriteString(k)
+			h.WriteByte(0)
+			h.WriteString(v)
+			part += h.Sum64()
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			b.WriteString(k + "=" + m[k] + "\x00")
-		}
-		b.WriteString("\x01")
+		sum = sum*31 + part
 	}
 	for _, d := range n.Devices {
-		b.WriteString(d.ID().String() + "\x00")
-		keys := make([]string, 0, len(d.Attributes))
+		h.Reset()
+		h.WriteString(d.Vendor)
+		h.WriteByte(0)
+		h.WriteString(d.Type)
+		h.WriteByte(0)
+		h.WriteString(d.Name)
+		var part uint64
 		for k := range d.Attributes {
-			keys = append(keys, k)
+			part += maphash.String(classSeed, k)
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			b.WriteString(k + "=" + d.Attributes[k].GoString() + "\x00")
+		sum = sum*31 + h.Sum64() + part
+	}
+	return sum
+}
+
+// sameClass reports whether nodes a and b are alike in everything that
+// decides feasibility except their identity.
+func sameClass(a, b *structs.Node) bool {
+	if a.Datacenter != b.Datacenter || a.NodeClass != b.NodeClass || a.NodePool != b.NodePool ||
+		!maps.Equal(a.Attributes, b.Attributes) || !maps.Equal(a.Meta, b.Meta) || len(a.Devices) != len(b.Devices) {
+		return false
+	}
+	for i, da := range a.Devices {
+		db := b.Devices[i]
+		if da.ID() != db.ID() || !maps.EqualFunc(da.Attributes, db.Attributes, sameAttribute) {
+			return false
 		}
 	}
-	return b.String()
+	return true
+}
+
+func sameAttribute(x, y *structs.Attribute) bool {
+	switch {
+	case x == nil || y == nil:
+		return x == y
+	case x.Unit != y.Unit:
+		return false
+	case x.Int != nil || y.Int != nil:
+		return x.Int != nil && y.Int != nil && *x.Int == *y.Int
+	case x.Float != nil || y.Float != nil:
+		return x.Float != nil && y.Float != nil && *x.Float == *y.Float
+	case x.String != nil || y.String != nil:
+		return x.String != nil && y.String != nil && *x.String == *y.String
+	case x.Bool != nil || y.Bool != nil:
+		return x.Bool != nil && y.Bool != nil && *x.Bool == *y.Bool
+	}
+	return true
 }
 
 // NodeIndex returns the index of the node with the given ID.
@@ -279,6 +339,8 @@ func (c *Cluster) Take(i int, t *Task, n int) {
 	f := &c.free[i]
 	f.cpu -= n * t.CPU
 	f.mem -= n * t.MemoryMB
+	c.freeCPU -= n * t.CPU
+	c.freeMem -= n * t.MemoryMB
 	if len(t.Devices) > 0 && (!c.Feasible(i, t) || !c.takeDevices(i, t, n, f.devs)) {
 		panic(fmt.Sprintf("planner: Take on node %s without room for the devices", c.Nodes[i].ID))
 	}
@@ -315,6 +377,10 @@ func (c *Cluster) Free(i int) (cpu, mem, devices int) {
 	}
 	return f.cpu, f.mem, devices
 }
+
+// FreeTotal returns the free CPU (MHz) and memory (MB) of all nodes
+// together: a bound no placement can exceed.
+func (c *Cluster) FreeTotal() (cpu, mem int) { return c.freeCPU, c.freeMem }
 
 // FreeDevices returns the free instances of node i's device groups, in the
 // node's order. The slice must not be modified.

@@ -27,7 +27,7 @@ func TestAssignParameters_Balance(t *testing.T) {
 		var blocks []Block
 		var total int64
 		for i := range 1 + rng.IntN(40) {
-			b := Block{Name: string(rune('a' + i%26)) + string(rune('0'+i/26)), Size: 1 + rng.Int64N(1<<20)}
+			b := Block{Name: string(rune('a'+i%26)) + string(rune('0'+i/26)), Size: 1 + rng.Int64N(1<<20)}
 			if rng.IntN(10) == 0 {
 				b.Size *= 64 // a few huge blocks, like embeddings
 			}

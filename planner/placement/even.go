@@ -73,6 +73,13 @@ func (p *Placer) Place(ps *planner.Task, nPS int, w *planner.Task, nW int) ([]*s
 	if total == 0 {
 		return nil, true
 	}
+	cpu, mem := w.CPU*nW, w.MemoryMB*nW
+	if nPS > 0 {
+		cpu, mem = cpu+ps.CPU*nPS, mem+ps.MemoryMB*nPS
+	}
+	if freeCPU, freeMem := p.c.FreeTotal(); cpu > freeCPU || mem > freeMem {
+		return nil, false // the whole cluster has less room than the job needs
+	}
 	nodes, ok := p.even(ps, nPS, w, nW)
 	p.pushBack()
 	if ok {
