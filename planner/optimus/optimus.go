@@ -66,7 +66,6 @@ type job struct {
 	gainP, gainW  float64
 	fullP, fullW  bool // no aggregate room for another ps / worker
 	active        bool
-	reason        string
 	paused        string // reason when paused
 	hasSpeedModel bool
 	noDevices     bool // the cluster lacks a device type the job needs
