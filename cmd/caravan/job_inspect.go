@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"strings"
 )
 
@@ -30,20 +31,10 @@ Inspect Options:
 }
 
 func (c *JobInspectCommand) Run(args []string) int {
-	var jf jobspecFlags
 	var asJSON bool
-	flags := c.FlagSet("job inspect")
-	jf.register(flags)
-	flags.BoolVar(&asJSON, "json", false, "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <path>\n\n" + c.Help())
-		return 1
-	}
-	job := c.parseJobspec(flags.Arg(0), &jf)
+	job := c.jobspecCommand("job inspect", args, c.Help(), func(f *flag.FlagSet) {
+		f.BoolVar(&asJSON, "json", false, "")
+	})
 	if job == nil {
 		return 1
 	}

@@ -24,19 +24,7 @@ Usage: caravan job validate [options] <path>
 }
 
 func (c *JobValidateCommand) Run(args []string) int {
-	var jf jobspecFlags
-	flags := c.FlagSet("job validate")
-	jf.register(flags)
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <path>\n\n" + c.Help())
-		return 1
-	}
-	job := c.parseJobspec(flags.Arg(0), &jf)
-	if job == nil {
+	if c.jobspecCommand("job validate", args, c.Help(), nil) == nil {
 		return 1
 	}
 	c.Ui.Output("Job validation successful")

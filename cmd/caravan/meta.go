@@ -107,6 +107,27 @@ Jobspec Options:
   -var-file=path
     Reads variable values from an HCL file of key = value lines. Repeatable.`
 
+// jobspecCommand parses the arguments of a command that reads one jobspec
+// (its flags, which extra may add to, and one path), then the jobspec. It
+// prints what is wrong and returns nil on any error.
+func (m *Meta) jobspecCommand(name string, args []string, help string, extra func(*flag.FlagSet)) *structs.Job {
+	var jf jobspecFlags
+	flags := m.FlagSet(name)
+	jf.register(flags)
+	if extra != nil {
+		extra(flags)
+	}
+	if err := flags.Parse(args); err != nil {
+		m.Ui.Error(err.Error() + "\n\n" + help)
+		return nil
+	}
+	if flags.NArg() != 1 {
+		m.Ui.Error("This command takes one argument: <path>\n\n" + help)
+		return nil
+	}
+	return m.parseJobspec(flags.Arg(0), &jf)
+}
+
 // parseJobspec parses the jobspec at path ("-" reads standard input). On
 // errors it prints them with source snippets and returns nil.
 func (m *Meta) parseJobspec(path string, jf *jobspecFlags) *structs.Job {

@@ -122,58 +122,54 @@ func (*DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 }
 
 func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
-	order := make([]int, 0, len(jobs))
+	in := make([]placement.Job, len(jobs))
 	for i, j := range jobs {
-		if j.active {
-			order = append(order, i)
+		in[i] = placement.Job{
+			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
+			Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[a].share()*jobs[a].weight, jobs[b].share()*jobs[b].weight) })
-	placer := placement.New(c)
 	out := make([]*structs.Placement, len(jobs))
-	for _, i := range order {
+	for i, r := range placement.PlaceAll(c, in) {
 		j := jobs[i]
-		for {
-			if nodes, ok := placer.Place(j.tasks.PS, j.p, j.tasks.Worker, j.w); ok {
-				reason := "the cluster has no room for more"
-				if j.atMax {
-					reason = "at its maximum"
-				}
-				out[i] = &structs.Placement{
-					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: j.p, NumWorkers: j.w, Nodes: nodes,
-					Reason: fmt.Sprintf("drf: %d ps, %d workers at dominant share %.3f; %s", j.p, j.w, j.share()*j.weight, reason),
-				}
-				break
-			}
-			switch {
-			case j.w > j.minW:
-				j.w--
-				if j.p > max(j.minP, j.w) {
-					j.p--
-				}
-			case j.p > j.minP:
-				j.p--
-			default:
+		if !r.Placed() {
+			if j.paused == "" {
 				j.paused = fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %d ps and %d workers", j.minP, j.minW)
 			}
-			if j.paused != "" {
-				break
-			}
-		}
-	}
-	for i, j := range jobs {
-		if out[i] != nil {
+			out[i] = planner.Paused(j.view, j.paused)
 			continue
 		}
-		if nodes, ok := placer.Place(j.tasks.PS, j.minP, j.tasks.Worker, j.minW); ok {
-			out[i] = &structs.Placement{
-				Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: j.minP, NumWorkers: j.minW, Nodes: nodes,
-				Reason: fmt.Sprintf("drf: %d ps, %d workers, its minimum, in room the others left", j.minP, j.minW),
-			}
-			continue
+		reason := "the cluster has no room for more"
+		switch {
+		case r.Backfilled:
+			reason = "its minimum, in room the others left"
+		case r.PS != j.p || r.Workers != j.w:
+			reason = fmt.Sprintf("shrunk from %d ps and %d workers to fit the free nodes", j.p, j.w)
+		case j.atMax:
+			reason = "at its maximum"
 		}
-		out[i] = planner.Paused(j.view, j.paused)
+		j.p, j.w = r.PS, r.Workers
+		out[i] = &structs.Placement{
+			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes,
+			Reason: fmt.Sprintf("drf: %d ps, %d workers at dominant share %.3f; %s", r.PS, r.Workers, j.share()*j.weight, reason),
+		}
 	}
 	planner.SortPlacements(out)
 	return out
+}
+
+// shrink drops a worker, and a parameter server when that leaves more of
+// them than workers, keeping the minimums; false at the minimum.
+func (j *job) shrink(p, w int) (int, int, bool) {
+	switch {
+	case w > j.minW:
+		w--
+		if p > max(j.minP, w) {
+			p--
+		}
+		return p, w, true
+	case p > j.minP:
+		return p - 1, w, true
+	}
+	return p, w, false
 }

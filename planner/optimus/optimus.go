@@ -68,7 +68,6 @@ type job struct {
 	active        bool
 	paused        string // reason when paused
 	hasSpeedModel bool
-	noDevices     bool // the cluster lacks a device type the job needs
 }
 
 // Plan allocates by marginal gain, then places smallest job first.
@@ -150,7 +149,6 @@ func (o *Optimus) newJob(c *planner.Cluster, agg *planner.Aggregate, v *planner.
 	}
 	j.hasSpeedModel = v.Speed != nil
 	if math.IsInf(j.domW, 1) || math.IsInf(j.domP, 1) {
-		j.noDevices = true
 		j.paused = "waiting: the cluster has none of the devices its tasks request"
 	}
 	return j
@@ -265,89 +263,63 @@ func (o *Optimus) allocateScan(jobs []*job, agg *planner.Aggregate) {
 	}
 }
 
-// place places jobs smallest first, shrinking those that do not fit, and
-// returns the placements in (namespace, job) order.
+// place places the jobs with placement.PlaceAll and returns the placements
+// in (namespace, job) order.
 func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
-	order := make([]int, 0, len(jobs))
+	in := make([]placement.Job, len(jobs))
 	for i, j := range jobs {
-		if j.active {
-			order = append(order, i)
+		in[i] = placement.Job{
+			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
+			Allocated: j.active, Size: float64(j.p)*j.domP + float64(j.w)*j.domW, Shrink: j.shrink,
 		}
 	}
-	size := func(j *job) float64 { return float64(j.p)*j.domP + float64(j.w)*j.domW }
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size(jobs[a]), size(jobs[b])) })
-
-	placer := placement.New(c)
 	out := make([]*structs.Placement, len(jobs))
-	for _, i := range order {
+	for i, r := range placement.PlaceAll(c, in) {
 		j := jobs[i]
-		want := [2]int{j.p, j.w}
-		for {
-			nodes, ok := placer.Place(j.tasks.PS, j.p, j.tasks.Worker, j.w)
-			if ok {
-				out[i] = &structs.Placement{
-					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID,
-					NumPS: j.p, NumWorkers: j.w, Nodes: nodes,
-					Reason: j.explain(want),
-				}
-				break
-			}
-			if !j.shrink() {
-				j.active = false
+		if !r.Placed() {
+			if j.paused == "" {
 				j.paused = fmt.Sprintf("waiting: no set of nodes has room for the minimum of %d ps and %d workers", j.minP, j.minW)
-				break
 			}
-		}
-	}
-	// Backfill: a job left out by the aggregate, or whose minimum did not
-	// fit before others shrank, may fit in the room left now.
-	for i, j := range jobs {
-		if out[i] != nil {
+			out[i] = planner.Paused(j.view, j.paused)
 			continue
 		}
-		if !j.noDevices {
-			if nodes, ok := placer.Place(j.tasks.PS, j.minP, j.tasks.Worker, j.minW); ok {
-				j.p, j.w = j.minP, j.minW
-				out[i] = &structs.Placement{
-					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: j.p, NumWorkers: j.w, Nodes: nodes,
-					Reason: fmt.Sprintf("optimus: %d ps, %d workers, its minimum, in room the others left", j.p, j.w),
-				}
-				continue
-			}
+		reason := fmt.Sprintf("optimus: %d ps, %d workers, its minimum, in room the others left", r.PS, r.Workers)
+		if !r.Backfilled {
+			reason = j.explain(r.PS, r.Workers)
 		}
-		out[i] = planner.Paused(j.view, j.paused)
+		out[i] = &structs.Placement{
+			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID,
+			NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes, Reason: reason,
+		}
 	}
 	planner.SortPlacements(out)
 	return out
 }
 
-// shrink drops the task whose loss lengthens the job least, keeping the
-// minimums; it reports false when the job is at its minimum.
-func (j *job) shrink() bool {
-	canW, canP := j.w > j.minW, j.p > j.minP
+// shrink returns (p, w) less the task whose loss lengthens the job least,
+// keeping the minimums, or false at the minimum.
+func (j *job) shrink(p, w int) (int, int, bool) {
+	canW, canP := w > j.minW, p > j.minP
 	switch {
 	case canW && canP && j.hasSpeedModel:
-		if j.time(j.p, j.w-1) <= j.time(j.p-1, j.w) {
-			j.w--
-		} else {
-			j.p--
+		if j.time(p, w-1) <= j.time(p-1, w) {
+			return p, w - 1, true
 		}
-	case canW && (!canP || j.w >= j.p):
-		j.w--
+		return p - 1, w, true
+	case canW && (!canP || w >= p):
+		return p, w - 1, true
 	case canP:
-		j.p--
-	default:
-		return false
+		return p - 1, w, true
 	}
-	return true
+	return p, w, false
 }
 
-// explain says why the job got its counts.
-func (j *job) explain(wanted [2]int) string {
-	s := "optimus: " + strconv.Itoa(j.p) + " ps, " + strconv.Itoa(j.w) + " workers"
+// explain says why the job got p ps and w workers.
+func (j *job) explain(p, w int) string {
+	s := "optimus: " + strconv.Itoa(p) + " ps, " + strconv.Itoa(w) + " workers"
 	switch {
-	case wanted != [2]int{j.p, j.w}:
-		return s + fmt.Sprintf("; allocated %d ps and %d workers, shrunk to fit the free nodes", wanted[0], wanted[1])
+	case p != j.p || w != j.w:
+		return s + fmt.Sprintf("; allocated %d ps and %d workers, shrunk to fit the free nodes", j.p, j.w)
 	case !j.hasSpeedModel:
 		return s + "; at its minimum while its speed is profiled"
 	case j.w >= j.maxW && (j.maxP == 0 || j.p >= j.maxP):

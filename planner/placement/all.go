@@ -1,0 +1,81 @@
+package placement
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// Job is one job for PlaceAll: the counts its allocation gave it, the least
+// it runs with, and how it shrinks.
+type Job struct {
+	Tasks             planner.JobTasks
+	PS, Workers       int
+	MinPS, MinWorkers int
+	// Allocated is false for a job the allocation left out; PlaceAll then
+	// only tries it at its minimum, after the others.
+	Allocated bool
+	// Size orders the allocated jobs: the smallest is placed first.
+	Size float64
+	// Shrink returns the counts with one task fewer, or false when ps and
+	// workers are the job's minimum.
+	Shrink func(ps, workers int) (int, int, bool)
+}
+
+// Result is where PlaceAll put a job. Nodes is nil when the job got
+// nothing; PS and Workers may be below the job's allocation if it was
+// shrunk to fit.
+type Result struct {
+	Nodes       []*structs.NodeTasks
+	PS, Workers int
+	// Backfilled is set for a job placed at its minimum in the room left
+	// after the others.
+	Backfilled bool
+}
+
+// Placed reports whether the job got tasks.
+func (r Result) Placed() bool { return r.Nodes != nil }
+
+// PlaceAll places the allocated jobs smallest first, as Optimus's Theorem 1
+// prescribes, shrinking a job that does not fit one task at a time until it
+// fits or is at its minimum. Then it tries every job still without a place,
+// at its minimum, in the room left: the allocation may have left it out
+// against the aggregate capacity, or others may have shrunk since it failed.
+// It returns one result per job, in the order of jobs.
+func PlaceAll(c *planner.Cluster, jobs []Job) []Result {
+	order := make([]int, 0, len(jobs))
+	for i, j := range jobs {
+		if j.Allocated {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[a].Size, jobs[b].Size) })
+
+	placer := New(c)
+	out := make([]Result, len(jobs))
+	for _, i := range order {
+		j := jobs[i]
+		ps, w := j.PS, j.Workers
+		for {
+			if nodes, ok := placer.Place(j.Tasks.PS, ps, j.Tasks.Worker, w); ok {
+				out[i] = Result{Nodes: nodes, PS: ps, Workers: w}
+				break
+			}
+			var more bool
+			if ps, w, more = j.Shrink(ps, w); !more {
+				break
+			}
+		}
+	}
+	for i, j := range jobs {
+		if out[i].Placed() {
+			continue
+		}
+		if nodes, ok := placer.Place(j.Tasks.PS, j.MinPS, j.Tasks.Worker, j.MinWorkers); ok {
+			out[i] = Result{Nodes: nodes, PS: j.MinPS, Workers: j.MinWorkers, Backfilled: true}
+		}
+	}
+	return out
+}
