@@ -1,6 +1,3 @@
-// Package pq is a binary heap of values ordered by a less function, without
-// container/heap's interface boxing: pushing and popping allocate nothing
-// once the backing slice has grown.
 package pq
 
 // Heap is a binary heap; Pop returns the item that is "least" by Less. Its

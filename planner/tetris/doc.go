@@ -1,0 +1,8 @@
+// Package tetris is the Tetris baseline (Grandl et al., SIGCOMM'14) as the
+// Optimus paper evaluated it: jobs run at their fixed request (their elastic
+// maximum), shortest predicted remaining time first, and each task goes to
+// the node whose free resources align best with its demand (the largest dot
+// product of the normalised demand and free vectors), which packs the
+// cluster. Remaining times come from the same fitted models Optimus uses.
+// Running jobs are neither rescaled nor preempted.
+package tetris
