@@ -1,0 +1,432 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// ErrOverCommitted is returned by Enact for a plan that puts more on a node
+// than it has. The simulator rejects such a plan whole; it never clips it.
+var ErrOverCommitted = errors.New("plan over-commits a node")
+
+// Config describes the simulated cluster and its trainers.
+type Config struct {
+	Nodes       int
+	GPUsPerNode int
+	// CPU (MHz) and MemoryMB per node.
+	CPU, MemoryMB int
+	// RestartPenalty is the time a job loses whenever it starts, is
+	// rescaled or is moved: checkpoint, restart, reload (Optimus and Pollux
+	// assume tens of seconds).
+	RestartPenalty time.Duration
+	// SampleInterval is how often a running trainer reports a sample.
+	SampleInterval time.Duration
+	// Noise is the relative standard deviation of reported losses and step
+	// times.
+	Noise float64
+	// Seed makes runs reproducible.
+	Seed uint64
+}
+
+// DefaultConfig is a 16 × 4-GPU cluster like the Pollux testbed.
+func DefaultConfig() Config {
+	return Config{
+		Nodes: 16, GPUsPerNode: 4, CPU: 64000, MemoryMB: 262144,
+		RestartPenalty: 30 * time.Second, SampleInterval: 30 * time.Second,
+		Noise: 0.05, Seed: 1,
+	}
+}
+
+// Job states the simulator reports.
+const (
+	StatePending    = "pending"    // submitted, never placed
+	StateRunning    = "running"    // placed (possibly restarting)
+	StatePaused     = "paused"     // was placed, has no tasks now
+	StateComplete   = "complete"   // trained to the end
+	stateRestarting = "restarting" // internal: within a restart penalty
+)
+
+// JobState is what the simulator reports about one job.
+type JobState struct {
+	Namespace, JobID string
+	Status           string
+	Step             float64
+	Placement        *structs.Placement
+}
+
+// JobResult is one job's history, for reports.
+type JobResult struct {
+	JobID    string
+	Arrival  float64 // seconds
+	Start    float64 // first placement; -1 if never placed
+	Finish   float64 // -1 if not finished
+	Rescales int
+}
+
+// UsePoint records GPUs held at a time: in total and by job.
+type UsePoint struct {
+	Time  float64
+	GPUs  int
+	ByJob map[string]int
+}
+
+// Sim is the simulated cluster. Times are seconds of virtual time.
+type Sim struct {
+	cfg     Config
+	now     float64
+	nodes   []*structs.Node
+	index   map[string]int
+	jobs    map[string]*job
+	order   []*job // submission order, for determinism
+	samples []structs.Sample
+	usage   []UsePoint
+}
+
+type job struct {
+	spec       *structs.Job
+	truth      Truth
+	rng        *rand.Rand
+	arrival    float64
+	start      float64
+	finish     float64
+	placement  *structs.Placement
+	perNode    []int // workers per node index
+	ps         int
+	gpus       int
+	step       float64
+	restartTo  float64 // no progress before this time
+	rescales   int
+	nextSample float64
+}
+
+// New returns an empty cluster of cfg.Nodes nodes named node-00, node-01, …
+func New(cfg Config) *Sim {
+	s := &Sim{cfg: cfg, index: map[string]int{}, jobs: map[string]*job{}}
+	for i := range cfg.Nodes {
+		n := &structs.Node{
+			ID: fmt.Sprintf("node-%02d", i), Name: fmt.Sprintf("node-%02d", i),
+			Datacenter: "dc1", NodePool: "default", Status: structs.NodeStatusReady, Eligible: true,
+			CPU: cfg.CPU, MemoryMB: cfg.MemoryMB,
+			Attributes: map[string]string{"kernel.name": "linux", "driver.sim": "1"},
+		}
+		if cfg.GPUsPerNode > 0 {
+			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "Tesla V100-SXM2-16GB",
+				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute("16 GiB")}}
+			for g := range cfg.GPUsPerNode {
+				d.Instances = append(d.Instances, &structs.NodeDevice{ID: fmt.Sprintf("%s-gpu%d", n.ID, g), Healthy: true})
+			}
+			n.Devices = []*structs.NodeDeviceResource{d}
+		}
+		s.index[n.ID] = i
+		s.nodes = append(s.nodes, n)
+	}
+	return s
+}
+
+// Now returns the virtual time in seconds.
+func (s *Sim) Now() float64 { return s.now }
+
+// Nodes returns the cluster's nodes. The slice and nodes must not be
+// modified.
+func (s *Sim) Nodes() []*structs.Node { return s.nodes }
+
+// Submit tells the simulator about a job and its ground truth. The
+// scheduler learns of the job separately, as it would from a user.
+func (s *Sim) Submit(j *structs.Job, truth Truth) error {
+	if _, ok := s.jobs[j.ID]; ok {
+		return fmt.Errorf("job %q is already submitted", j.ID)
+	}
+	jb := &job{
+		spec: j, truth: truth, arrival: s.now, start: -1, finish: -1,
+		rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(len(s.order))+1)),
+	}
+	s.jobs[j.ID] = jb
+	s.order = append(s.order, jb)
+	return nil
+}
+
+// taskNeeds returns what one task of role r needs: CPU, memory, GPUs.
+func taskNeeds(r *structs.Role) (cpu, mem, gpus int) {
+	if r == nil || r.Resources == nil {
+		return 0, 0, 0
+	}
+	for _, d := range r.Resources.Devices {
+		if id, err := structs.ParseDeviceID(d.Name); err == nil && id.Type == "gpu" {
+			gpus += d.Count
+		}
+	}
+	return r.Resources.CPU, r.Resources.MemoryMB, gpus
+}
+
+func psRole(j *structs.Job) *structs.Role {
+	if j.ParameterServer != nil {
+		return j.ParameterServer
+	}
+	return j.Worker
+}
+
+// Enact applies a plan: jobs whose placement changes restart (losing
+// RestartPenalty of progress time, keeping their steps, as from a
+// checkpoint); jobs not in the plan keep what they have. A plan that names
+// an unknown or finished job or node, or that puts more tasks on a node than
+// its CPU, memory or GPUs hold, is rejected with an error and changes
+// nothing.
+func (s *Sim) Enact(plan *structs.Plan) error {
+	type use struct{ cpu, mem, gpus int }
+	used := make([]use, len(s.nodes))
+	next := map[*job]*structs.Placement{}
+	for _, p := range plan.Placements {
+		j, ok := s.jobs[p.JobID]
+		if !ok {
+			return fmt.Errorf("plan places unknown job %q", p.JobID)
+		}
+		if j.finish >= 0 {
+			if !p.Paused() {
+				return fmt.Errorf("plan places job %q, which has finished", p.JobID)
+			}
+			continue
+		}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		next[j] = p
+	}
+	for _, j := range s.order {
+		p, ok := next[j]
+		if !ok {
+			p = j.placement
+		}
+		if p == nil || j.finish >= 0 {
+			continue
+		}
+		wc, wm, wg := taskNeeds(j.spec.Worker)
+		pc, pm, pg := taskNeeds(psRole(j.spec))
+		for _, nt := range p.Nodes {
+			i, ok := s.index[nt.NodeID]
+			if !ok {
+				return fmt.Errorf("plan places job %q on unknown node %q", j.spec.ID, nt.NodeID)
+			}
+			u := &used[i]
+			u.cpu += nt.Workers*wc + nt.PS*pc
+			u.mem += nt.Workers*wm + nt.PS*pm
+			u.gpus += nt.Workers*wg + nt.PS*pg
+		}
+	}
+	for i, u := range used {
+		n := s.nodes[i]
+		if u.cpu > n.CPU || u.mem > n.MemoryMB || u.gpus > s.cfg.GPUsPerNode {
+			return fmt.Errorf("%w: %s would hold %d MHz, %d MB and %d GPUs of %d, %d and %d",
+				ErrOverCommitted, n.ID, u.cpu, u.mem, u.gpus, n.CPU, n.MemoryMB, s.cfg.GPUsPerNode)
+		}
+	}
+	changed := false
+	for _, j := range s.order {
+		p, ok := next[j]
+		if !ok || samePlacement(j.placement, p) {
+			continue
+		}
+		changed = true
+		s.place(j, p)
+	}
+	if changed {
+		s.recordUsage()
+	}
+	return nil
+}
+
+// place moves job j to placement p (nil or paused: no tasks).
+func (s *Sim) place(j *job, p *structs.Placement) {
+	wasRunning := j.placement != nil && !j.placement.Paused()
+	if p == nil || p.Paused() {
+		j.placement, j.perNode, j.ps, j.gpus = p, nil, 0, 0
+		return
+	}
+	if wasRunning {
+		j.rescales++
+	}
+	if j.start < 0 {
+		j.start = s.now
+	}
+	j.placement = p
+	j.perNode = make([]int, len(s.nodes))
+	j.ps = p.NumPS
+	_, _, wg := taskNeeds(j.spec.Worker)
+	_, _, pg := taskNeeds(psRole(j.spec))
+	j.gpus = p.NumWorkers*wg + p.NumPS*pg
+	for _, nt := range p.Nodes {
+		j.perNode[s.index[nt.NodeID]] = nt.Workers
+	}
+	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds()
+	j.nextSample = j.restartTo + s.cfg.SampleInterval.Seconds()
+}
+
+func samePlacement(a, b *structs.Placement) bool {
+	if a == nil || b == nil {
+		return (a == nil || a.Paused()) && (b == nil || b.Paused())
+	}
+	if a.NumPS != b.NumPS || a.NumWorkers != b.NumWorkers || len(a.Nodes) != len(b.Nodes) {
+		return false
+	}
+	for i := range a.Nodes {
+		if *a.Nodes[i] != *b.Nodes[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// running reports whether j holds tasks and has not finished.
+func (j *job) running() bool { return j.finish < 0 && j.perNode != nil }
+
+// rate is j's steps per second while not restarting.
+func (j *job) rate() float64 {
+	st := j.truth.StepTime(j.ps, j.perNode)
+	if st <= 0 || math.IsNaN(st) {
+		return 0
+	}
+	return 1 / st
+}
+
+// NextEvent returns the earliest time after now at which a job finishes or
+// ends a restart, or +Inf.
+func (s *Sim) NextEvent() float64 {
+	next := math.Inf(1)
+	for _, j := range s.order {
+		if !j.running() {
+			continue
+		}
+		if j.restartTo > s.now {
+			next = min(next, j.restartTo)
+			continue
+		}
+		if r := j.rate(); r > 0 {
+			next = min(next, s.now+(j.truth.TotalSteps()-j.step)/r)
+		}
+	}
+	return next
+}
+
+// Advance moves the clock to t: running jobs train, report samples every
+// SampleInterval, and finish when they reach their total steps, freeing
+// their tasks.
+func (s *Sim) Advance(t float64) {
+	if t <= s.now {
+		return
+	}
+	finished := false
+	for _, j := range s.order {
+		if !j.running() {
+			continue
+		}
+		from := max(s.now, j.restartTo)
+		if from >= t {
+			continue
+		}
+		r := j.rate()
+		total := j.truth.TotalSteps()
+		end := t
+		if r > 0 && j.step+(t-from)*r >= total {
+			end = from + (total-j.step)/r
+		}
+		for j.nextSample <= end {
+			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample)
+			j.nextSample += s.cfg.SampleInterval.Seconds()
+		}
+		j.step += (end - from) * r
+		if end < t || j.step >= total {
+			j.step = total
+			j.finish = end
+			s.sample(j, total, end)
+			j.placement, j.perNode, j.ps, j.gpus = nil, nil, 0, 0
+			finished = true
+		}
+	}
+	s.now = t
+	if finished {
+		s.recordUsage()
+	}
+}
+
+// sample records what j's trainer reports at time at, after step steps.
+func (s *Sim) sample(j *job, step, at float64) {
+	noise := func() float64 { return max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05) }
+	_, workers := shape(j.perNode)
+	s.samples = append(s.samples, structs.Sample{
+		Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
+		Step: int64(step), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
+		StepTimeS: j.truth.StepTime(j.ps, j.perNode) * noise(),
+		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(step),
+		Time: int64(at * 1e9),
+	})
+}
+
+// Samples returns the samples reported since cursor and the next cursor.
+func (s *Sim) Samples(cursor int) ([]structs.Sample, int) {
+	if cursor > len(s.samples) {
+		cursor = len(s.samples)
+	}
+	return s.samples[cursor:], len(s.samples)
+}
+
+// Jobs reports the state of every submitted job.
+func (s *Sim) Jobs() []JobState {
+	out := make([]JobState, 0, len(s.order))
+	for _, j := range s.order {
+		st := StatePending
+		switch {
+		case j.finish >= 0:
+			st = StateComplete
+		case j.running():
+			st = StateRunning
+		case j.start >= 0:
+			st = StatePaused
+		}
+		out = append(out, JobState{Namespace: j.spec.Namespace, JobID: j.spec.ID, Status: st, Step: j.step, Placement: j.placement})
+	}
+	return out
+}
+
+// Done reports whether every submitted job has finished.
+func (s *Sim) Done() bool {
+	for _, j := range s.order {
+		if j.finish < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Sim) recordUsage() {
+	p := UsePoint{Time: s.now, ByJob: map[string]int{}}
+	for _, j := range s.order {
+		if j.running() && j.gpus > 0 {
+			p.GPUs += j.gpus
+			p.ByJob[j.spec.ID] = j.gpus
+		}
+	}
+	if n := len(s.usage); n > 0 && s.usage[n-1].Time == s.now {
+		s.usage[n-1] = p
+		return
+	}
+	s.usage = append(s.usage, p)
+}
+
+// Usage returns GPUs held over time, one point per change.
+func (s *Sim) Usage() []UsePoint { return s.usage }
+
+// TotalGPUs returns the cluster's GPUs.
+func (s *Sim) TotalGPUs() int { return s.cfg.Nodes * s.cfg.GPUsPerNode }
+
+// Results returns every job's history, in submission order.
+func (s *Sim) Results() []JobResult {
+	out := make([]JobResult, 0, len(s.order))
+	for _, j := range s.order {
+		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales})
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// constTruth trains at a fixed step time per worker count: 1/w seconds.
+type constTruth struct{ total float64 }
+
+func (c constTruth) StepTime(_ int, perNode []int) float64 {
+	_, w := shape(perNode)
+	return 1 / float64(max(w, 1))
+}
+func (c constTruth) TotalSteps() float64        { return c.total }
+func (c constTruth) Epoch(step float64) float64 { return step / 10 }
+func (c constTruth) Loss(step float64) float64  { return 1 / (1 + step) }
+
+func gpuJob(id string) *structs.Job {
+	j := &structs.Job{
+		ID:       id,
+		Training: &structs.Training{Architecture: structs.ArchitectureAllReduce, GlobalBatchSize: 64, StepsPerEpoch: 10},
+		Elastic:  &structs.Elastic{Workers: structs.Bounds{Min: 1, Max: 8}},
+		Worker: &structs.Role{Driver: "sim", Resources: &structs.Resources{CPU: 1000, MemoryMB: 1024,
+			Devices: []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 1}}}},
+	}
+	j.Canonicalize()
+	return j
+}
+
+func plan(id string, perNode map[string]int) *structs.Plan {
+	p := &structs.Placement{Namespace: "default", JobID: id}
+	for _, n := range []string{"node-00", "node-01", "node-02"} {
+		if w := perNode[n]; w > 0 {
+			p.Nodes = append(p.Nodes, &structs.NodeTasks{NodeID: n, Workers: w})
+			p.NumWorkers += w
+		}
+	}
+	return &structs.Plan{Placements: []*structs.Placement{p}}
+}
+
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.RestartPenalty, cfg.SampleInterval, cfg.Noise = 3, 10*time.Second, 5*time.Second, 0
+	return cfg
+}
+
+func TestSim_RejectsOverCommit(t *testing.T) {
+	s := New(testConfig())
+	must.NoError(t, s.Submit(gpuJob("a"), constTruth{100}))
+	err := s.Enact(plan("a", map[string]int{"node-00": 5}))
+	must.ErrorIs(t, err, ErrOverCommitted)
+	must.ErrorContains(t, err, "node-00 would hold 5000 MHz, 5120 MB and 5 GPUs of 64000, 262144 and 4")
+	must.Eq(t, StatePending, s.Jobs()[0].Status, must.Sprint("a rejected plan changes nothing"))
+
+	must.ErrorContains(t, s.Enact(plan("b", map[string]int{"node-00": 1})), `unknown job "b"`)
+	bad := plan("a", map[string]int{"node-00": 1})
+	bad.Placements[0].Nodes[0].NodeID = "node-99"
+	must.ErrorContains(t, s.Enact(bad), `unknown node "node-99"`)
+}
+
+// TestSim_Progress checks the clock: a job trains at its true rate after the
+// restart penalty, reports samples on the interval, finishes exactly when
+// its steps run out, and frees its GPUs.
+func TestSim_Progress(t *testing.T) {
+	s := New(testConfig())
+	must.NoError(t, s.Submit(gpuJob("a"), constTruth{100}))
+	must.NoError(t, s.Enact(plan("a", map[string]int{"node-00": 2, "node-01": 2})))
+	must.Eq(t, StateRunning, s.Jobs()[0].Status)
+	// 4 workers: 4 steps/s after 10 s of penalty; 100 steps take 25 s more.
+	must.Eq(t, 10.0, s.NextEvent(), must.Sprint("while restarting, the next event is the restart's end"))
+	s.Advance(10)
+	must.Eq(t, 0.0, s.Jobs()[0].Step)
+	must.Eq(t, 35.0, s.NextEvent())
+	s.Advance(20)
+	must.Eq(t, 40.0, s.Jobs()[0].Step)
+	s.Advance(100)
+	res := s.Results()[0]
+	must.Eq(t, 35.0, res.Finish)
+	must.Eq(t, 0.0, res.Start)
+	must.True(t, s.Done())
+	must.Eq(t, StateComplete, s.Jobs()[0].Status)
+
+	samples, next := s.Samples(0)
+	var times []float64
+	for _, smp := range samples {
+		times = append(times, float64(smp.Time)/1e9)
+		must.NoError(t, smp.Validate())
+		must.Eq(t, 4, smp.NumWorkers)
+	}
+	must.Eq(t, []float64{15, 20, 25, 30, 35, 35}, times, must.Sprint("every 5 s after the penalty, and at the end"))
+	must.Eq(t, int64(100), samples[len(samples)-1].Step)
+	again, _ := s.Samples(next)
+	must.SliceEmpty(t, again)
+
+	usage := s.Usage()
+	must.Eq(t, 4, usage[0].GPUs)
+	must.Eq(t, 0, usage[len(usage)-1].GPUs)
+}
+
+// TestSim_Rescale checks that a new placement costs the restart penalty and
+// keeps the steps done, and that the same placement costs nothing.
+func TestSim_Rescale(t *testing.T) {
+	s := New(testConfig())
+	must.NoError(t, s.Submit(gpuJob("a"), constTruth{1000}))
+	must.NoError(t, s.Enact(plan("a", map[string]int{"node-00": 1})))
+	s.Advance(20) // 10 s of training at 1 step/s
+	must.Eq(t, 10.0, s.Jobs()[0].Step)
+	must.NoError(t, s.Enact(plan("a", map[string]int{"node-00": 1})))
+	s.Advance(30)
+	must.Eq(t, 20.0, s.Jobs()[0].Step, must.Sprint("an unchanged placement does not restart"))
+	must.NoError(t, s.Enact(plan("a", map[string]int{"node-00": 4, "node-01": 4})))
+	s.Advance(40)
+	must.Eq(t, 20.0, s.Jobs()[0].Step, must.Sprint("restarting: no progress for 10 s"))
+	s.Advance(41)
+	must.Eq(t, 28.0, s.Jobs()[0].Step)
+	must.Eq(t, 1, s.Results()[0].Rescales)
+	must.NoError(t, s.Enact(&structs.Plan{Placements: []*structs.Placement{{Namespace: "default", JobID: "a"}}}))
+	must.Eq(t, StatePaused, s.Jobs()[0].Status)
+	s.Advance(100)
+	must.Eq(t, 28.0, s.Jobs()[0].Step, must.Sprint("paused jobs keep their steps"))
+}
+
+// TestSim_EventOrder checks that NextEvent always names the earliest
+// completion, so a runner that advances event by event sees them in order.
+func TestSim_EventOrder(t *testing.T) {
+	s := New(testConfig())
+	for _, id := range []string{"slow", "fast", "mid"} {
+		must.NoError(t, s.Submit(gpuJob(id), constTruth{map[string]float64{"slow": 300, "fast": 50, "mid": 100}[id]}))
+	}
+	p := &structs.Plan{}
+	for i, id := range []string{"slow", "fast", "mid"} {
+		p.Placements = append(p.Placements, plan(id, map[string]int{[]string{"node-00", "node-01", "node-02"}[i]: 1}).Placements[0])
+	}
+	must.NoError(t, s.Enact(p))
+	var order []string
+	for !s.Done() {
+		next := s.NextEvent()
+		must.False(t, math.IsInf(next, 1))
+		before := map[string]bool{}
+		for _, r := range s.Results() {
+			before[r.JobID] = r.Finish >= 0
+		}
+		s.Advance(next)
+		for _, r := range s.Results() {
+			if r.Finish >= 0 && !before[r.JobID] {
+				order = append(order, r.JobID)
+				must.Eq(t, next, r.Finish)
+			}
+		}
+	}
+	must.Eq(t, []string{"fast", "mid", "slow"}, order)
+}
+
+func TestPolluxWorkload(t *testing.T) {
+	profiles, err := LoadProfiles(Data)
+	must.NoError(t, err)
+	w, err := LoadPolluxWorkload(Data, "pollux/workloads/workload-6.csv", profiles)
+	must.NoError(t, err)
+	must.SliceLen(t, 160, w.Arrivals)
+	for i, a := range w.Arrivals {
+		must.NoError(t, a.Job.Validate())
+		must.NoError(t, a.FixedJob().Validate())
+		b := a.Job.Elastic.Workers
+		must.True(t, b.Contains(a.RequestWorkers))
+		must.Eq(t, 0, a.Job.Training.GlobalBatchSize%a.RequestWorkers)
+		if i > 0 {
+			must.GreaterEq(t, w.Arrivals[i-1].Time, a.Time)
+		}
+		must.Positive(t, a.Truth.TotalSteps())
+	}
+	// cifar10-0 asks for 6 replicas with a batch of 2048: 8 divides it.
+	must.Eq(t, "cifar10-0", w.Arrivals[0].Job.ID)
+	must.Eq(t, 8, w.Arrivals[0].RequestWorkers)
+}
+
+func TestParametricWorkload(t *testing.T) {
+	w := ParametricWorkload(20, 300, 1)
+	must.SliceLen(t, 20, w.Arrivals)
+	must.Eq(t, w, ParametricWorkload(20, 300, 1), must.Sprint("deterministic for a seed"))
+	for _, a := range w.Arrivals {
+		must.NoError(t, a.Job.Validate())
+		must.Less(t, a.Truth.StepTime(1, []int{1}), a.Truth.StepTime(4, []int{4}), must.Sprint("4 ps and 4 workers step faster than 1 and 1"))
+		must.Greater(t, a.Truth.StepTime(4, []int{16}), a.Truth.StepTime(1, []int{16}), must.Sprint("one ps is a bottleneck for 16 workers"))
+		must.Positive(t, a.Truth.TotalSteps())
+	}
+}
+
+func TestParseCluster(t *testing.T) {
+	n, g, err := ParseCluster("16x4")
+	must.NoError(t, err)
+	must.Eq(t, [2]int{16, 4}, [2]int{n, g})
+	_, _, err = ParseCluster("16")
+	must.ErrorContains(t, err, "is not NODESxGPUS")
+}
