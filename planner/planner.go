@@ -101,13 +101,11 @@ func (j *Job) FixedRequest() (ps, workers int) {
 	return psb.Max, wb.Max
 }
 
-// KeepCurrent takes from c the capacity of job j's current placement and
-// returns that placement, when j is running with exactly ps parameter
-// servers and w workers and its tasks still fit where they are. Otherwise it
-// takes nothing and returns nil. Policies that do not preempt use it to
-// leave running jobs alone.
-func (c *Cluster) KeepCurrent(j *Job, t JobTasks, ps, w int) *structs.Placement {
-	cur := j.Current
+// KeepCurrent takes from c the capacity of a job's current placement cur
+// and returns a copy of it, when cur runs exactly ps parameter servers and
+// w workers and its tasks t still fit where they are. Otherwise it takes
+// nothing and returns nil. Policies use it to leave running jobs alone.
+func (c *Cluster) KeepCurrent(cur *structs.Placement, t JobTasks, ps, w int) *structs.Placement {
 	if cur == nil || cur.Paused() || cur.NumPS != ps || cur.NumWorkers != w {
 		return nil
 	}

@@ -83,6 +83,8 @@ type Sim struct {
 	index   map[string]int
 	jobs    map[string]*job
 	order   []*job // submission order, for determinism
+	live    []*job // submitted and not finished, in submission order
+	done    []string
 	samples []structs.Sample
 	usage   []UsePoint
 }
@@ -147,6 +149,7 @@ func (s *Sim) Submit(j *structs.Job, truth Truth) error {
 	}
 	s.jobs[j.ID] = jb
 	s.order = append(s.order, jb)
+	s.live = append(s.live, jb)
 	return nil
 }
 
@@ -196,7 +199,7 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 		}
 		next[j] = p
 	}
-	for _, j := range s.order {
+	for _, j := range s.live {
 		p, ok := next[j]
 		if !ok {
 			p = j.placement
@@ -225,7 +228,7 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 		}
 	}
 	changed := false
-	for _, j := range s.order {
+	for _, j := range s.live {
 		p, ok := next[j]
 		if !ok || samePlacement(j.placement, p) {
 			continue
@@ -296,7 +299,7 @@ func (j *job) rate() float64 {
 // ends a restart, or +Inf.
 func (s *Sim) NextEvent() float64 {
 	next := math.Inf(1)
-	for _, j := range s.order {
+	for _, j := range s.live {
 		if !j.running() {
 			continue
 		}
@@ -315,30 +318,33 @@ func (s *Sim) NextEvent() float64 {
 // SampleInterval, and finish when they reach their total steps, freeing
 // their tasks.
 func (s *Sim) Advance(t float64) {
-	if t <= s.now {
+	if t < s.now {
 		return
 	}
 	finished := false
-	for _, j := range s.order {
+	for _, j := range s.live {
 		if !j.running() {
 			continue
 		}
 		from := max(s.now, j.restartTo)
-		if from >= t {
+		if from > t {
 			continue
 		}
 		r := j.rate()
 		total := j.truth.TotalSteps()
+		// Steps are floats: a job within a hair of its total is done, or
+		// its completion would sit at "now" forever.
+		eps := 1e-9 * max(total, 1)
 		end := t
-		if r > 0 && j.step+(t-from)*r >= total {
-			end = from + (total-j.step)/r
+		if r > 0 && j.step+(t-from)*r >= total-eps {
+			end = min(from+max(total-j.step, 0)/r, t)
 		}
 		for j.nextSample <= end {
 			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample)
 			j.nextSample += s.cfg.SampleInterval.Seconds()
 		}
 		j.step += (end - from) * r
-		if end < t || j.step >= total {
+		if j.step >= total-eps {
 			j.step = total
 			j.finish = end
 			s.sample(j, total, end)
@@ -348,8 +354,25 @@ func (s *Sim) Advance(t float64) {
 	}
 	s.now = t
 	if finished {
+		live := s.live[:0]
+		for _, j := range s.live {
+			if j.finish < 0 {
+				live = append(live, j)
+			} else {
+				s.done = append(s.done, j.spec.ID)
+			}
+		}
+		clear(s.live[len(live):])
+		s.live = live
 		s.recordUsage()
 	}
+}
+
+// Completions returns the IDs of the jobs finished since cursor, in the
+// order they finished, and the next cursor.
+func (s *Sim) Completions(cursor int) ([]string, int) {
+	cursor = min(cursor, len(s.done))
+	return s.done[cursor:], len(s.done)
 }
 
 // sample records what j's trainer reports at time at, after step steps.
@@ -392,18 +415,11 @@ func (s *Sim) Jobs() []JobState {
 }
 
 // Done reports whether every submitted job has finished.
-func (s *Sim) Done() bool {
-	for _, j := range s.order {
-		if j.finish < 0 {
-			return false
-		}
-	}
-	return true
-}
+func (s *Sim) Done() bool { return len(s.live) == 0 }
 
 func (s *Sim) recordUsage() {
 	p := UsePoint{Time: s.now, ByJob: map[string]int{}}
-	for _, j := range s.order {
+	for _, j := range s.live {
 		if j.running() && j.gpus > 0 {
 			p.GPUs += j.gpus
 			p.ByJob[j.spec.ID] = j.gpus

@@ -120,7 +120,7 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 	for i, j := range jobs {
 		in[i] = placement.Job{
 			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
-			Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
+			Current: j.view.Current, Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
 		}
 	}
 	out := make([]*structs.Placement, len(jobs))

@@ -37,7 +37,7 @@ func (*FIFO) Plan(req *planner.Request) (*planner.Decision, error) {
 	for i, j := range jobs {
 		tasks[i] = c.JobTasks(j)
 		ps, w := j.FixedRequest()
-		if kept := c.KeepCurrent(j, tasks[i], ps, w); kept != nil {
+		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
 			kept.Reason = fmt.Sprintf("fifo: running at its request of %d ps and %d workers", ps, w)
 			out[i] = kept
 		}

@@ -270,7 +270,7 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 	for i, j := range jobs {
 		in[i] = placement.Job{
 			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
-			Allocated: j.active, Size: float64(j.p)*j.domP + float64(j.w)*j.domW, Shrink: j.shrink,
+			Current: j.view.Current, Allocated: j.active, Size: float64(j.p)*j.domP + float64(j.w)*j.domW, Shrink: j.shrink,
 		}
 	}
 	out := make([]*structs.Placement, len(jobs))

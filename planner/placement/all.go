@@ -22,6 +22,10 @@ type Job struct {
 	// Shrink returns the counts with one task fewer, or false when ps and
 	// workers are the job's minimum.
 	Shrink func(ps, workers int) (int, int, bool)
+	// Current is where the job runs now, nil if nowhere. A job allocated
+	// the same counts stays there when it still fits: moving it would
+	// restart it for nothing.
+	Current *structs.Placement
 }
 
 // Result is where PlaceAll put a job. Nodes is nil when the job got
@@ -38,8 +42,9 @@ type Result struct {
 // Placed reports whether the job got tasks.
 func (r Result) Placed() bool { return r.Nodes != nil }
 
-// PlaceAll places the allocated jobs smallest first, as Optimus's Theorem 1
-// prescribes, shrinking a job that does not fit one task at a time until it
+// PlaceAll first leaves in place every job allocated what it runs with now.
+// Then it places the other allocated jobs smallest first, as Optimus's
+// Theorem 1 prescribes, shrinking a job that does not fit one task at a time until it
 // fits or is at its minimum. Then it tries every job still without a place,
 // at its minimum, in the room left: the allocation may have left it out
 // against the aggregate capacity, or others may have shrunk since it failed.
@@ -53,10 +58,19 @@ func PlaceAll(c *planner.Cluster, jobs []Job) []Result {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[a].Size, jobs[b].Size) })
 
-	placer := New(c)
 	out := make([]Result, len(jobs))
 	for _, i := range order {
 		j := jobs[i]
+		if kept := keep(c, j); kept != nil {
+			out[i] = Result{Nodes: kept.Nodes, PS: j.PS, Workers: j.Workers}
+		}
+	}
+	placer := New(c)
+	for _, i := range order {
+		j := jobs[i]
+		if out[i].Placed() {
+			continue
+		}
 		ps, w := j.PS, j.Workers
 		for {
 			if nodes, ok := placer.Place(j.Tasks.PS, ps, j.Tasks.Worker, w); ok {
@@ -78,4 +92,10 @@ func PlaceAll(c *planner.Cluster, jobs []Job) []Result {
 		}
 	}
 	return out
+}
+
+// keep takes the capacity of j's current placement when j was allocated the
+// same counts and still fits there.
+func keep(c *planner.Cluster, j Job) *structs.Placement {
+	return c.KeepCurrent(j.Current, j.Tasks, j.PS, j.Workers)
 }

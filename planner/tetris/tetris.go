@@ -55,7 +55,7 @@ func (*Tetris) Plan(req *planner.Request) (*planner.Decision, error) {
 	for i, j := range jobs {
 		tasks[i] = c.JobTasks(j)
 		ps, w := j.FixedRequest()
-		if kept := c.KeepCurrent(j, tasks[i], ps, w); kept != nil {
+		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
 			kept.Reason = fmt.Sprintf("tetris: running at its request of %d ps and %d workers", ps, w)
 			out[i] = kept
 		}

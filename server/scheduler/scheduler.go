@@ -1,0 +1,251 @@
+package scheduler
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/model"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Options tune model fitting; the zero value takes the defaults.
+type Options struct {
+	// MaxLossPoints bounds the loss history kept per job; older points are
+	// merged pairwise when it is reached (default 512).
+	MaxLossPoints int
+	// YoungConfigs is how many distinct (ps, workers) configurations a job's
+	// speed must have been measured at before its models count as mature
+	// (default 3).
+	YoungConfigs int
+	Logger       hclog.Logger
+}
+
+// Scheduler holds the active jobs and their models.
+type Scheduler struct {
+	alg     planner.Algorithm
+	opts    Options
+	log     hclog.Logger
+	jobs    map[[2]string]*entry
+	changed bool
+	// Rejected counts the samples dropped as invalid.
+	Rejected int
+}
+
+type entry struct {
+	job      *structs.Job
+	current  *structs.Placement
+	step     float64
+	loss     []model.LossPoint
+	speeds   map[[2]int]*mean
+	lossFit  *model.Loss
+	speedFit *model.Speed
+	// lossDirty and speedDirty mark new data since the last fit;
+	// fittedAt is the step of the last loss fit.
+	lossDirty, speedDirty bool
+	fittedAt              float64
+}
+
+type mean struct{ sum, n float64 }
+
+// New returns a scheduler running alg.
+func New(alg planner.Algorithm, opts Options) *Scheduler {
+	if opts.MaxLossPoints == 0 {
+		opts.MaxLossPoints = 512
+	}
+	if opts.YoungConfigs == 0 {
+		opts.YoungConfigs = 3
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	return &Scheduler{alg: alg, opts: opts, log: opts.Logger.Named("scheduler"), jobs: map[[2]string]*entry{}}
+}
+
+// ErrDuplicateJob is returned by Register for a job that is already active.
+var ErrDuplicateJob = errors.New("job is already registered")
+
+// Register adds a job. It must be valid; it is canonicalized first.
+func (s *Scheduler) Register(j *structs.Job) error {
+	j.Canonicalize()
+	if err := j.Validate(); err != nil {
+		return fmt.Errorf("register job %q: %w", j.ID, err)
+	}
+	key := [2]string{j.Namespace, j.ID}
+	if _, ok := s.jobs[key]; ok {
+		return fmt.Errorf("register job %q: %w", j.ID, ErrDuplicateJob)
+	}
+	s.jobs[key] = &entry{job: j, speeds: map[[2]int]*mean{}}
+	s.changed = true
+	return nil
+}
+
+// Complete removes a finished job.
+func (s *Scheduler) Complete(namespace, id string) {
+	key := [2]string{namespace, id}
+	if _, ok := s.jobs[key]; ok {
+		delete(s.jobs, key)
+		s.changed = true
+	}
+}
+
+// Active returns how many jobs are active.
+func (s *Scheduler) Active() int { return len(s.jobs) }
+
+// Ingest takes trainers' samples. Invalid samples, and samples of unknown
+// jobs, are dropped and counted in Rejected; they never reach a fit.
+func (s *Scheduler) Ingest(samples []structs.Sample) {
+	for i := range samples {
+		smp := &samples[i]
+		ns := smp.Namespace
+		if ns == "" {
+			ns = structs.DefaultNamespace
+		}
+		e, ok := s.jobs[[2]string{ns, smp.JobID}]
+		if !ok || smp.Validate() != nil {
+			s.Rejected++
+			continue
+		}
+		e.step = max(e.step, float64(smp.Step))
+		if smp.Loss > 0 {
+			e.loss = append(e.loss, model.LossPoint{Step: float64(smp.Step), Loss: smp.Loss})
+			if len(e.loss) > s.opts.MaxLossPoints {
+				e.loss = downsample(e.loss)
+			}
+			e.lossDirty = true
+		}
+		if smp.StepTimeS > 0 && smp.NumWorkers > 0 {
+			key := [2]int{smp.NumPS, smp.NumWorkers}
+			m := e.speeds[key]
+			if m == nil {
+				m = &mean{}
+				e.speeds[key] = m
+			}
+			m.sum += 1 / smp.StepTimeS
+			m.n++
+			e.speedDirty = true
+		}
+	}
+}
+
+// downsample halves a loss history by averaging neighbours, keeping its
+// shape, as Optimus bounds the points it fits.
+func downsample(pts []model.LossPoint) []model.LossPoint {
+	out := pts[:0]
+	for i := 0; i+1 < len(pts); i += 2 {
+		out = append(out, model.LossPoint{Step: (pts[i].Step + pts[i+1].Step) / 2, Loss: (pts[i].Loss + pts[i+1].Loss) / 2})
+	}
+	if len(pts)%2 == 1 {
+		out = append(out, pts[len(pts)-1])
+	}
+	return out
+}
+
+// lossDue reports whether the loss curve should be refitted: when there is
+// none yet, or when the job has progressed by an epoch and by a quarter of
+// its steps since the last fit. Fits get rarer as a job ages (O(log steps)
+// of them), while a young job's curve, which moves most, is refitted often.
+func (e *entry) lossDue() bool {
+	grown := e.step - e.fittedAt
+	return e.lossFit == nil || grown >= float64(e.job.Training.StepsPerEpoch) && grown >= 0.25*e.fittedAt
+}
+
+// refit updates the models of a job with new data: speed whenever new
+// samples came, the loss curve when lossDue says so.
+func (s *Scheduler) refit(e *entry) {
+	t := e.job.Training
+	if e.speedDirty {
+		kind := model.SpeedAsync
+		switch {
+		case t.Architecture == structs.ArchitectureAllReduce:
+			kind = model.SpeedAllReduce
+		case t.Mode == structs.ModeSync:
+			kind = model.SpeedSync
+		}
+		pts := make([]model.SpeedPoint, 0, len(e.speeds))
+		for k, m := range e.speeds {
+			pts = append(pts, model.SpeedPoint{PS: k[0], Workers: k[1], Speed: m.sum / m.n})
+		}
+		slices.SortFunc(pts, func(a, b model.SpeedPoint) int { return cmp.Or(cmp.Compare(a.PS, b.PS), cmp.Compare(a.Workers, b.Workers)) })
+		if fit, err := model.FitSpeed(kind, float64(t.GlobalBatchSize), pts); err == nil {
+			e.speedFit = fit
+			s.changed = true
+		} else {
+			s.log.Debug("speed fit failed", "job_id", e.job.ID, "error", err)
+		}
+		e.speedDirty = false
+	}
+	if e.lossDirty && e.lossDue() {
+		if fit, err := model.FitLoss(e.loss, model.LossOptions{StepsPerEpoch: float64(t.StepsPerEpoch)}); err == nil {
+			e.lossFit = fit
+			e.fittedAt = e.step
+			s.changed = true
+		}
+		e.lossDirty = false
+	}
+}
+
+// Changed reports whether anything that could change a plan happened since
+// the last Plan: a job came or went, or a model was refitted.
+func (s *Scheduler) Changed() bool {
+	if s.changed {
+		return true
+	}
+	for _, e := range s.jobs {
+		if e.speedDirty || e.lossDirty && e.lossDue() {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan refits what has new data, runs the algorithm over the active jobs
+// on nodes, and returns its decision as a plan after CheckDecision passed.
+// The caller enacts the plan and then calls Enacted.
+func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
+	keys := make([][2]string, 0, len(s.jobs))
+	for k := range s.jobs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	req := &planner.Request{Nodes: nodes, Now: now}
+	for _, k := range keys {
+		e := s.jobs[k]
+		s.refit(e)
+		req.Jobs = append(req.Jobs, &planner.Job{
+			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
+			Young: len(e.speeds) < s.opts.YoungConfigs,
+		})
+	}
+	s.changed = false
+	dec, err := s.alg.Plan(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.alg.Name(), err)
+	}
+	if err := planner.CheckDecision(req, dec); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.alg.Name(), err)
+	}
+	return &structs.Plan{Algorithm: s.alg.Name(), CreateTime: now, Placements: dec.Placements}, nil
+}
+
+// Enacted records that plan now runs, so that the next request shows each
+// job's current placement.
+func (s *Scheduler) Enacted(plan *structs.Plan) {
+	for _, p := range plan.Placements {
+		if e, ok := s.jobs[[2]string{p.Namespace, p.JobID}]; ok {
+			e.current = p
+		}
+	}
+}
+
+// Models returns a job's fitted models, nil until fitted.
+func (s *Scheduler) Models(namespace, id string) (*model.Loss, *model.Speed) {
+	e, ok := s.jobs[[2]string{namespace, id}]
+	if !ok {
+		return nil, nil
+	}
+	return e.lossFit, e.speedFit
+}

@@ -1,0 +1,178 @@
+package simulate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/server/scheduler"
+)
+
+// FixedPolicies run every job at its fixed request instead of within its
+// elastic bounds: they do not rescale.
+var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
+
+// Options configure one run.
+type Options struct {
+	Cluster sim.Config
+	// Interval is the time between scheduling rounds (default 60 s, as in
+	// the Pollux simulator).
+	Interval time.Duration
+	// Progress, when set, is called now and then with the fraction of jobs
+	// finished.
+	Progress func(done, total int)
+}
+
+// Result is the outcome of one policy on one workload.
+type Result struct {
+	Policy    string
+	Jobs      []sim.JobResult
+	Usage     []sim.UsePoint
+	TotalGPUs int
+	Rounds    int
+	Summary   Summary
+	// Wall is how long the run took in real time.
+	Wall time.Duration
+}
+
+// Summary is what summary.json reports per policy.
+type Summary struct {
+	AvgJCT   float64 `json:"avg_jct_s"`
+	P50JCT   float64 `json:"p50_jct_s"`
+	P99JCT   float64 `json:"p99_jct_s"`
+	Makespan float64 `json:"makespan_s"`
+	GPUUtil  float64 `json:"gpu_util"`
+	Rescales int     `json:"rescales"`
+	Jobs     int     `json:"jobs"`
+}
+
+// Run runs wl under the algorithm alg until every job has finished. The run
+// is deterministic for the cluster's seed.
+func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
+	start := time.Now()
+	if opts.Interval == 0 {
+		opts.Interval = time.Minute
+	}
+	interval := opts.Interval.Seconds()
+	fixed := FixedPolicies[alg.Name()]
+	s := sim.New(opts.Cluster)
+	sched := scheduler.New(alg, scheduler.Options{})
+	res := &Result{Policy: alg.Name(), TotalGPUs: s.TotalGPUs()}
+
+	next, sampleCursor, doneCursor := 0, 0, 0
+	nextRound, last, stuck := 0.0, -1.0, 0
+	arrivals := wl.Arrivals
+	for next < len(arrivals) || !s.Done() {
+		t := nextRound
+		if next < len(arrivals) {
+			t = min(t, arrivals[next].Time)
+		}
+		t = min(t, s.NextEvent())
+		if t <= last {
+			if stuck++; stuck > 1000 {
+				return nil, fmt.Errorf("simulation made no progress at %.3fs", t)
+			}
+		} else {
+			stuck = 0
+		}
+		last = t
+		s.Advance(t)
+
+		for next < len(arrivals) && arrivals[next].Time <= t {
+			a := &arrivals[next]
+			job := a.Job
+			if fixed {
+				job = a.FixedJob()
+			}
+			if err := s.Submit(job, a.Truth); err != nil {
+				return nil, err
+			}
+			if err := sched.Register(job); err != nil {
+				return nil, err
+			}
+			next++
+		}
+		var done []string
+		done, doneCursor = s.Completions(doneCursor)
+		for _, id := range done {
+			sched.Complete("default", id)
+		}
+		if opts.Progress != nil && len(done) > 0 {
+			opts.Progress(doneCursor, len(arrivals))
+		}
+		if t < nextRound {
+			continue
+		}
+		nextRound = t + interval
+		smp, cur := s.Samples(sampleCursor)
+		sampleCursor = cur
+		sched.Ingest(smp)
+		if !sched.Changed() || sched.Active() == 0 {
+			continue
+		}
+		plan, err := sched.Plan(s.Nodes(), int64(t*1e9))
+		if err != nil {
+			return nil, fmt.Errorf("round at %.0fs: %w", t, err)
+		}
+		if err := s.Enact(plan); err != nil {
+			return nil, fmt.Errorf("round at %.0fs: %w", t, err)
+		}
+		sched.Enacted(plan)
+		res.Rounds++
+	}
+	res.Jobs = s.Results()
+	res.Usage = s.Usage()
+	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
+	res.Wall = time.Since(start)
+	return res, nil
+}
+
+func summarize(jobs []sim.JobResult, usage []sim.UsePoint, totalGPUs int) Summary {
+	var s Summary
+	jcts := make([]float64, 0, len(jobs))
+	first, last := math.Inf(1), 0.0
+	for _, j := range jobs {
+		s.Rescales += j.Rescales
+		first = min(first, j.Arrival)
+		if j.Finish >= 0 {
+			jcts = append(jcts, j.Finish-j.Arrival)
+			last = max(last, j.Finish)
+		}
+	}
+	s.Jobs = len(jcts)
+	if len(jcts) == 0 {
+		return s
+	}
+	slices.Sort(jcts)
+	sum := 0.0
+	for _, v := range jcts {
+		sum += v
+	}
+	s.AvgJCT = sum / float64(len(jcts))
+	s.P50JCT = percentile(jcts, 0.50)
+	s.P99JCT = percentile(jcts, 0.99)
+	s.Makespan = last - first
+	// GPU utilisation: GPU-seconds held by jobs over GPU-seconds available
+	// from the first arrival to the last completion.
+	held := 0.0
+	for i, u := range usage {
+		end := last
+		if i+1 < len(usage) {
+			end = usage[i+1].Time
+		}
+		held += float64(u.GPUs) * max(end-u.Time, 0)
+	}
+	if s.Makespan > 0 && totalGPUs > 0 {
+		s.GPUUtil = held / (s.Makespan * float64(totalGPUs))
+	}
+	return s
+}
+
+// percentile of sorted values, nearest rank.
+func percentile(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
