@@ -29,6 +29,9 @@ type Config struct {
 	// Noise is the relative standard deviation of reported losses and step
 	// times.
 	Noise float64
+	// ProfileTime is what profiling costs a job per configuration measured
+	// (see Profile).
+	ProfileTime time.Duration
 	// Seed makes runs reproducible.
 	Seed uint64
 }
@@ -38,7 +41,7 @@ func DefaultConfig() Config {
 	return Config{
 		Nodes: 16, GPUsPerNode: 4, CPU: 64000, MemoryMB: 262144,
 		RestartPenalty: 30 * time.Second, SampleInterval: 30 * time.Second,
-		Noise: 0.05, Seed: 1,
+		ProfileTime: 10 * time.Second, Noise: 0.05, Seed: 1,
 	}
 }
 
@@ -102,6 +105,7 @@ type job struct {
 	gpus       int
 	step       float64
 	restartTo  float64 // no progress before this time
+	profiling  float64 // seconds of profiling still owed at the first start
 	rescales   int
 	nextSample float64
 }
@@ -264,7 +268,8 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	for _, nt := range p.Nodes {
 		j.perNode[s.index[nt.NodeID]] = nt.Workers
 	}
-	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds()
+	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds() + j.profiling
+	j.profiling = 0
 	j.nextSample = j.restartTo + s.cfg.SampleInterval.Seconds()
 }
 
@@ -386,6 +391,36 @@ func (s *Sim) sample(j *job, step, at float64) {
 		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(step),
 		Time: int64(at * 1e9),
 	})
+}
+
+// Profile measures a job's speed at each (ps, workers) configuration, as
+// Optimus profiles a new job for a few seconds per configuration before it
+// trains: it reports one sample per configuration now, with workers packed
+// GPUsPerNode to a node, and the job pays ProfileTime per configuration
+// before its first start. The simulator does not model the resources the
+// short profiling runs borrow.
+func (s *Sim) Profile(id string, configs [][2]int) error {
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("profile unknown job %q", id)
+	}
+	per := max(s.cfg.GPUsPerNode, 1)
+	for _, c := range configs {
+		var perNode []int
+		for w := c[1]; w > 0; w -= per {
+			perNode = append(perNode, min(w, per))
+		}
+		noise := max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05)
+		s.samples = append(s.samples, structs.Sample{
+			Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
+			StepTimeS: j.truth.StepTime(c[0], perNode) * noise, NumPS: c[0], NumWorkers: c[1],
+			Time: int64(s.now * 1e9),
+		})
+	}
+	if j.start < 0 {
+		j.profiling += float64(len(configs)) * s.cfg.ProfileTime.Seconds()
+	}
+	return nil
 }
 
 // Samples returns the samples reported since cursor and the next cursor.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/internal/pq"
@@ -16,6 +17,10 @@ import (
 // Name is the algorithm's registry name.
 const Name = "optimus"
 
+// DefaultRescaleCost is the restart penalty Optimus assumes: the tens of
+// seconds the Optimus and Pollux papers measured.
+const DefaultRescaleCost = 30 * time.Second
+
 // DefaultYoungFactor discounts the marginal gains of jobs whose models are
 // young, as the Optimus paper does to hedge against early mispredictions.
 const DefaultYoungFactor = 0.95
@@ -25,6 +30,11 @@ type Options struct {
 	// YoungFactor multiplies the marginal gains of jobs with young models;
 	// 0 means DefaultYoungFactor.
 	YoungFactor float64
+	// RescaleCost is the progress time a job loses when it is rescaled
+	// (checkpoint, restart, reload); 0 means DefaultRescaleCost. A running
+	// job offered only more tasks keeps its current ones unless the growth
+	// is predicted to save more time than this.
+	RescaleCost time.Duration
 	// Scan recomputes every job's marginal gain at each allocation step and
 	// scans for the best, instead of keeping a max-heap and updating only
 	// the job that changed. It gives the same decisions in O(jobs) per step
@@ -47,6 +57,9 @@ func NewWithOptions(opts Options) *Optimus {
 	if opts.YoungFactor == 0 {
 		opts.YoungFactor = DefaultYoungFactor
 	}
+	if opts.RescaleCost == 0 {
+		opts.RescaleCost = DefaultRescaleCost
+	}
 	return &Optimus{opts: opts}
 }
 
@@ -66,6 +79,7 @@ type job struct {
 	gainP, gainW  float64
 	fullP, fullW  bool // no aggregate room for another ps / worker
 	active        bool
+	kept          bool   // growth undone by keepWorthless
 	paused        string // reason when paused
 	hasSpeedModel bool
 }
@@ -125,6 +139,7 @@ func (o *Optimus) Plan(req *planner.Request) (*planner.Decision, error) {
 	} else {
 		o.allocateHeap(jobs, agg)
 	}
+	o.keepWorthless(jobs)
 
 	return &planner.Decision{Placements: place(c, jobs)}, nil
 }
@@ -152,6 +167,29 @@ func (o *Optimus) newJob(c *planner.Cluster, agg *planner.Aggregate, v *planner.
 		j.paused = "waiting: the cluster has none of the devices its tasks request"
 	}
 	return j
+}
+
+// keepWorthless undoes growth that does not pay for itself: a running job
+// allocated more tasks than it has (and no fewer of either kind) keeps its
+// current counts when the growth is predicted to save less time than a
+// rescale costs. Reverting growth only frees capacity, so it can never
+// break another job's allocation. Without it, every round handed capacity
+// freed by a finished job to many jobs a task at a time, restarting each.
+func (o *Optimus) keepWorthless(jobs []*job) {
+	cost := o.opts.RescaleCost.Seconds()
+	for _, j := range jobs {
+		cur := j.view.Current
+		if !j.active || !j.hasSpeedModel || cur == nil || cur.Paused() {
+			continue
+		}
+		p0, w0 := cur.NumPS, cur.NumWorkers
+		if j.p < p0 || j.w < w0 || j.p == p0 && j.w == w0 || p0 < j.minP || w0 < j.minW {
+			continue
+		}
+		if j.time(p0, w0)-j.time(j.p, j.w) < cost {
+			j.p, j.w, j.kept = p0, w0, true
+		}
+	}
 }
 
 // time is the predicted remaining time with p ps and w workers.
@@ -322,6 +360,8 @@ func (j *job) explain(p, w int) string {
 		return s + fmt.Sprintf("; allocated %d ps and %d workers, shrunk to fit the free nodes", j.p, j.w)
 	case !j.hasSpeedModel:
 		return s + "; at its minimum while its speed is profiled"
+	case j.kept:
+		return s + "; kept: more tasks would save less time than the rescale costs"
 	case j.w >= j.maxW && (j.maxP == 0 || j.p >= j.maxP):
 		return s + "; at its maximum"
 	case j.fullW || j.fullP:

@@ -21,7 +21,10 @@ type Options struct {
 	// speed must have been measured at before its models count as mature
 	// (default 3).
 	YoungConfigs int
-	Logger       hclog.Logger
+	// ProfileConfigs is how many configurations a new job is profiled at
+	// before it runs (default 6); see ProfileRequests.
+	ProfileConfigs int
+	Logger         hclog.Logger
 }
 
 // Scheduler holds the active jobs and their models.
@@ -31,6 +34,8 @@ type Scheduler struct {
 	log     hclog.Logger
 	jobs    map[[2]string]*entry
 	changed bool
+	// unprofiled lists jobs registered since the last ProfileRequests.
+	unprofiled [][2]string
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
 }
@@ -49,7 +54,9 @@ type entry struct {
 	fittedAt              float64
 }
 
-type mean struct{ sum, n float64 }
+// mean accumulates speeds at one configuration; fitted is the sample count
+// at the last fit.
+type mean struct{ sum, n, fitted float64 }
 
 // New returns a scheduler running alg.
 func New(alg planner.Algorithm, opts Options) *Scheduler {
@@ -58,6 +65,9 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 	}
 	if opts.YoungConfigs == 0 {
 		opts.YoungConfigs = 3
+	}
+	if opts.ProfileConfigs == 0 {
+		opts.ProfileConfigs = 6
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -79,8 +89,47 @@ func (s *Scheduler) Register(j *structs.Job) error {
 		return fmt.Errorf("register job %q: %w", j.ID, ErrDuplicateJob)
 	}
 	s.jobs[key] = &entry{job: j, speeds: map[[2]int]*mean{}}
+	s.unprofiled = append(s.unprofiled, key)
 	s.changed = true
 	return nil
+}
+
+// ProfileRequest asks a driver to measure a job's speed at configurations
+// of (ps, workers) before it runs.
+type ProfileRequest struct {
+	Namespace, JobID string
+	Configs          [][2]int
+}
+
+// ProfileRequests returns, once per job, the configurations each newly
+// registered job should be profiled at: model.ProfileConfigs within its
+// bounds, as Optimus profiles a job before fitting its speed function.
+func (s *Scheduler) ProfileRequests() []ProfileRequest {
+	var out []ProfileRequest
+	for _, key := range s.unprofiled {
+		e, ok := s.jobs[key]
+		if !ok {
+			continue
+		}
+		ps, workers := (&planner.Job{Job: e.job}).Bounds()
+		req := ProfileRequest{Namespace: key[0], JobID: key[1]}
+		for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Max, workers.Max, s.opts.ProfileConfigs) {
+			req.Configs = append(req.Configs, [2]int{c.PS, c.Workers})
+		}
+		out = append(out, req)
+	}
+	s.unprofiled = s.unprofiled[:0]
+	return out
+}
+
+func speedKind(j *structs.Job) string {
+	switch {
+	case j.Training.Architecture == structs.ArchitectureAllReduce:
+		return model.SpeedAllReduce
+	case j.Training.Mode == structs.ModeSync:
+		return model.SpeedSync
+	}
+	return model.SpeedAsync
 }
 
 // Complete removes a finished job.
@@ -126,7 +175,13 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			}
 			m.sum += 1 / smp.StepTimeS
 			m.n++
-			e.speedDirty = true
+			// Refit on a new configuration, or when a configuration's
+			// samples double: refitting on every noisy sample only jitters
+			// the model, and every jitter can reorder marginal gains and
+			// rescale jobs for nothing.
+			if m.n >= 2*m.fitted {
+				e.speedDirty = true
+			}
 		}
 	}
 }
@@ -158,18 +213,15 @@ func (e *entry) lossDue() bool {
 func (s *Scheduler) refit(e *entry) {
 	t := e.job.Training
 	if e.speedDirty {
-		kind := model.SpeedAsync
-		switch {
-		case t.Architecture == structs.ArchitectureAllReduce:
-			kind = model.SpeedAllReduce
-		case t.Mode == structs.ModeSync:
-			kind = model.SpeedSync
-		}
+		kind := speedKind(e.job)
 		pts := make([]model.SpeedPoint, 0, len(e.speeds))
 		for k, m := range e.speeds {
 			pts = append(pts, model.SpeedPoint{PS: k[0], Workers: k[1], Speed: m.sum / m.n})
+			m.fitted = m.n
 		}
-		slices.SortFunc(pts, func(a, b model.SpeedPoint) int { return cmp.Or(cmp.Compare(a.PS, b.PS), cmp.Compare(a.Workers, b.Workers)) })
+		slices.SortFunc(pts, func(a, b model.SpeedPoint) int {
+			return cmp.Or(cmp.Compare(a.PS, b.PS), cmp.Compare(a.Workers, b.Workers))
+		})
 		if fit, err := model.FitSpeed(kind, float64(t.GlobalBatchSize), pts); err == nil {
 			e.speedFit = fit
 			s.changed = true

@@ -95,6 +95,11 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			}
 			next++
 		}
+		for _, pr := range sched.ProfileRequests() {
+			if err := s.Profile(pr.JobID, pr.Configs); err != nil {
+				return nil, err
+			}
+		}
 		var done []string
 		done, doneCursor = s.Completions(doneCursor)
 		for _, id := range done {
