@@ -77,9 +77,12 @@ func (a *Aggregate) devicesFit(x *Task, nx int, y *Task, ny int) bool {
 	return true
 }
 
-// Take takes n tasks t from the aggregate.
+// Release gives back n tasks t taken before.
+func (a *Aggregate) Release(t *Task, n int) { a.Take(t, -n) }
+
+// Take takes n tasks t from the aggregate; a negative n gives them back.
 func (a *Aggregate) Take(t *Task, n int) {
-	if n <= 0 {
+	if n == 0 {
 		return
 	}
 	a.cpu -= n * t.CPU

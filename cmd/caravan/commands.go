@@ -9,5 +9,6 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"job":          func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 		"job inspect":  func() (cli.Command, error) { return &JobInspectCommand{Meta: m}, nil },
+		"sim":          func() (cli.Command, error) { return &SimCommand{Meta: m}, nil },
 	}
 }

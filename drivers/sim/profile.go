@@ -39,6 +39,8 @@ type Profile struct {
 	// MinLocalBatch and MaxLocalBatch bound the measured per-GPU batch; the
 	// largest is what fits a GPU's memory.
 	MinLocalBatch, MaxLocalBatch float64
+	// MaxReplicas is the most GPUs a measurement used.
+	MaxReplicas int
 
 	placements map[string][]bszPoint // canonical placement → points by batch
 	grid       map[[2]int][]bszPoint // (nodes, replicas) → points by batch
@@ -114,6 +116,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		p.placements[k] = sortPoints(p.placements[k])
 	}
 	for g := range p.grid {
+		p.MaxReplicas = max(p.MaxReplicas, g[1])
 		p.grid[g] = sortPoints(p.grid[g])
 		if !slices.Contains(p.nodes, g[0]) {
 			p.nodes = append(p.nodes, g[0])

@@ -68,6 +68,23 @@ func TestProfile_Steps(t *testing.T) {
 	}
 }
 
+// TestPolluxTruth_Saturates checks that a job gets no faster beyond the
+// most replicas measured (64: 16 nodes of 4 GPUs in scalability.csv).
+func TestPolluxTruth_Saturates(t *testing.T) {
+	p := loadAll(t)["imagenet"]
+	must.Eq(t, 64, p.MaxReplicas)
+	truth := NewPolluxTruth(p, 6400)
+	nodes := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = 4
+		}
+		return out
+	}
+	must.Eq(t, truth.StepTime(0, nodes(16)), truth.StepTime(0, nodes(20)))
+	must.NotEq(t, truth.StepTime(0, nodes(8)), truth.StepTime(0, nodes(16)), must.Sprint("within the measurements replicas matter"))
+}
+
 func TestCanonical(t *testing.T) {
 	must.Eq(t, "13", canonical([]int{3, 1}))
 	must.Eq(t, "1223", canonical([]int{2, 3, 1, 2}))

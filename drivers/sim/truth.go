@@ -26,9 +26,14 @@ func NewPolluxTruth(p *Profile, batch float64) *PolluxTruth {
 	return &PolluxTruth{Profile: p, Batch: batch, total: p.Steps(batch)}
 }
 
+// StepTime interpolates the profile. Beyond the most replicas ever
+// measured a job gets no faster: its step takes what it takes on that many,
+// with their per-GPU batch (interpolating at the smaller per-GPU batch of
+// more replicas would invent speedups no measurement shows).
 func (t *PolluxTruth) StepTime(_ int, workersPerNode []int) float64 {
 	_, replicas := shape(workersPerNode)
-	return t.Profile.StepTime(workersPerNode, t.Batch/float64(max(replicas, 1)))
+	replicas = min(max(replicas, 1), t.Profile.MaxReplicas)
+	return t.Profile.StepTime(workersPerNode, t.Batch/float64(replicas))
 }
 func (t *PolluxTruth) TotalSteps() float64        { return t.total }
 func (t *PolluxTruth) Epoch(step float64) float64 { return t.Profile.Epoch(t.Batch, step) }

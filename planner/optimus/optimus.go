@@ -134,12 +134,23 @@ func (o *Optimus) Plan(req *planner.Request) (*planner.Decision, error) {
 		j.p, j.w, j.active = j.minP, j.minW, true
 	}
 
-	if o.opts.Scan {
-		o.allocateScan(jobs, agg)
-	} else {
-		o.allocateHeap(jobs, agg)
+	// Allocate; then undo growth that does not pay for its restart, and
+	// hand what that frees to the other jobs, until nothing is undone.
+	for {
+		if o.opts.Scan {
+			o.allocateScan(jobs, agg)
+		} else {
+			o.allocateHeap(jobs, agg)
+		}
+		if !o.keepWorthless(jobs, agg) {
+			break
+		}
+		for _, j := range jobs {
+			if !j.kept {
+				j.fullP, j.fullW = false, false // there may be room now
+			}
+		}
 	}
-	o.keepWorthless(jobs)
 
 	return &planner.Decision{Placements: place(c, jobs)}, nil
 }
@@ -172,14 +183,18 @@ func (o *Optimus) newJob(c *planner.Cluster, agg *planner.Aggregate, v *planner.
 // keepWorthless undoes growth that does not pay for itself: a running job
 // allocated more tasks than it has (and no fewer of either kind) keeps its
 // current counts when the growth is predicted to save less time than a
-// rescale costs. Reverting growth only frees capacity, so it can never
-// break another job's allocation. Without it, every round handed capacity
-// freed by a finished job to many jobs a task at a time, restarting each.
-func (o *Optimus) keepWorthless(jobs []*job) {
+// rescale costs. It returns the freed tasks to agg and freezes the job, and
+// reports whether it undid anything, so that the caller can allocate the
+// freed capacity to others. Undoing growth only frees capacity, so it can
+// never break another job's allocation. Without it, every round handed
+// capacity freed by a finished job to many jobs a task at a time,
+// restarting each.
+func (o *Optimus) keepWorthless(jobs []*job, agg *planner.Aggregate) bool {
 	cost := o.opts.RescaleCost.Seconds()
+	undone := false
 	for _, j := range jobs {
 		cur := j.view.Current
-		if !j.active || !j.hasSpeedModel || cur == nil || cur.Paused() {
+		if !j.active || j.kept || !j.hasSpeedModel || cur == nil || cur.Paused() {
 			continue
 		}
 		p0, w0 := cur.NumPS, cur.NumWorkers
@@ -187,9 +202,14 @@ func (o *Optimus) keepWorthless(jobs []*job) {
 			continue
 		}
 		if j.time(p0, w0)-j.time(j.p, j.w) < cost {
+			agg.Release(j.tasks.PS, j.p-p0)
+			agg.Release(j.tasks.Worker, j.w-w0)
 			j.p, j.w, j.kept = p0, w0, true
+			j.fullP, j.fullW = true, true
+			undone = true
 		}
 	}
+	return undone
 }
 
 // time is the predicted remaining time with p ps and w workers.

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/server/simulate"
+)
+
+// SimCommand runs a workload under several policies on the simulated
+// cluster and compares them.
+type SimCommand struct {
+	Meta
+}
+
+func (c *SimCommand) Synopsis() string { return "Compares scheduling policies on a simulated cluster" }
+
+func (c *SimCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: caravan sim -workload <name> [options]
+
+  Replays a workload on Caravan's simulated cluster once per policy, in
+  parallel, and writes to -out: summary.json (average, median and 99th
+  percentile JCT, makespan, GPU utilisation and rescales per policy),
+  jobs.csv (one row per job and policy) and PNG plots (jct_cdf.png,
+  gpu_util.png, gpu_alloc_<policy>.png). The same seed gives the same
+  results.
+
+  Workloads: a Pollux workload CSV (e.g. pollux/workloads/workload-6.csv,
+  read from disk or from the data compiled into caravan), the Philly trace
+  (pollux/traces/philly.csv), a CSV of "time,jobspec" rows, or
+  parametric[:N[:GAP]] (N parameter-server jobs after the Optimus paper,
+  one every GAP seconds on average).
+
+Sim Options:
+
+  -workload=<name>        The workload (required).
+  -cluster=16x4           Nodes and GPUs per node.
+  -policy=optimus,drf,tetris,fifo
+                          The policies to compare.
+  -out=<dir>              Where to write the results (default out/sim).
+  -json                   Print summary.json to stdout instead of a table.
+  -seed=1                 Seed of the noise and of generated workloads.
+  -interval=60s           Time between scheduling rounds.
+  -restart-penalty=30s    Progress time lost on every start, rescale or move.
+  -limit=N                Keep only the first N jobs of the workload.
+`)
+}
+
+func (c *SimCommand) Run(args []string) int {
+	var workload, cluster, policies, out string
+	var asJSON bool
+	var seed uint64
+	var interval, penalty time.Duration
+	var limit int
+	flags := c.FlagSet("sim")
+	flags.StringVar(&workload, "workload", "", "")
+	flags.StringVar(&cluster, "cluster", "16x4", "")
+	flags.StringVar(&policies, "policy", "optimus,drf,tetris,fifo", "")
+	flags.StringVar(&out, "out", "out/sim", "")
+	flags.BoolVar(&asJSON, "json", false, "")
+	flags.Uint64Var(&seed, "seed", 1, "")
+	flags.DurationVar(&interval, "interval", time.Minute, "")
+	flags.DurationVar(&penalty, "restart-penalty", 30*time.Second, "")
+	flags.IntVar(&limit, "limit", 0, "")
+	if err := flags.Parse(args); err != nil {
+		c.Ui.Error(err.Error() + "\n\n" + c.Help())
+		return 1
+	}
+	if workload == "" || flags.NArg() != 0 {
+		c.Ui.Error("This command takes -workload and no arguments\n\n" + c.Help())
+		return 1
+	}
+	nodes, gpus, err := sim.ParseCluster(cluster)
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	var names []string
+	for _, p := range strings.Split(policies, ",") {
+		if _, ok := builtin.Algorithms[p]; !ok {
+			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s", p, strings.Join(builtin.Names(), ", ")))
+			return 1
+		}
+		names = append(names, p)
+	}
+	wl, err := simulate.LoadWorkload(workload, seed, limit)
+	if err != nil {
+		c.Ui.Error("Error loading the workload: " + err.Error())
+		return 1
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, seed, penalty
+
+	results, err := c.runAll(wl, names, simulate.Options{Cluster: cfg, Interval: interval})
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	report := simulate.NewReport(workload, cluster, seed, results)
+	if err := simulate.WriteAll(out, report, results); err != nil {
+		c.Ui.Error("Error writing results: " + err.Error())
+		return 1
+	}
+	if asJSON {
+		var b strings.Builder
+		if err := report.WriteJSON(&b); err != nil {
+			c.Ui.Error(err.Error())
+			return 1
+		}
+		c.Ui.Output(strings.TrimSpace(b.String()))
+		return 0
+	}
+	c.Ui.Output(fmt.Sprintf("%d jobs of %s on %s; results in %s\n", len(wl.Arrivals), workload, cluster, out))
+	c.Ui.Output(fmt.Sprintf("%-8s %12s %12s %12s %12s %8s %9s %8s", "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "rescales", "wall"))
+	for _, r := range results {
+		s := r.Summary
+		c.Ui.Output(fmt.Sprintf("%-8s %12.0f %12.0f %12.0f %12.0f %7.1f%% %9d %8s", r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, s.Rescales, r.Wall.Round(time.Millisecond)))
+	}
+	return 0
+}
+
+// runAll runs the policies in parallel, as many at once as there are CPUs,
+// and prints a progress line to stderr every few seconds.
+func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Options) ([]*simulate.Result, error) {
+	results := make([]*simulate.Result, len(names))
+	errs := make([]error, len(names))
+	done := make([]atomic.Int64, len(names))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			o := opts
+			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
+			results[i], errs[i] = simulate.Run(wl, builtin.Algorithms[name](), o)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", name, errs[i])
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(3 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				var parts []string
+				for i, name := range names {
+					parts = append(parts, fmt.Sprintf("%s %d/%d", name, done[i].Load(), len(wl.Arrivals)))
+				}
+				fmt.Fprintln(os.Stderr, "sim: jobs done: "+strings.Join(parts, ", "))
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}

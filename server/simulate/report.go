@@ -1,0 +1,90 @@
+package simulate
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Report is what summary.json holds: the workload, the cluster and one
+// summary per policy.
+type Report struct {
+	Workload string             `json:"workload"`
+	Cluster  string             `json:"cluster"`
+	Seed     uint64             `json:"seed"`
+	Policies map[string]Summary `json:"policies"`
+}
+
+// NewReport gathers the summaries of results.
+func NewReport(workload, cluster string, seed uint64, results []*Result) *Report {
+	r := &Report{Workload: workload, Cluster: cluster, Seed: seed, Policies: map[string]Summary{}}
+	for _, res := range results {
+		r.Policies[res.Policy] = res.Summary
+	}
+	return r
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteJobsCSV writes one row per job and policy: arrival, start, finish,
+// JCT (seconds; empty when the job did not start or finish) and rescales.
+func WriteJobsCSV(w io.Writer, results []*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"policy", "job", "arrival_s", "start_s", "finish_s", "jct_s", "rescales"}); err != nil {
+		return err
+	}
+	num := func(v float64) string {
+		if v < 0 {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	for _, res := range results {
+		for _, j := range res.Jobs {
+			jct := -1.0
+			if j.Finish >= 0 {
+				jct = j.Finish - j.Arrival
+			}
+			rec := []string{res.Policy, j.JobID, num(j.Arrival), num(j.Start), num(j.Finish), num(jct), strconv.Itoa(j.Rescales)}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteAll writes summary.json, jobs.csv and the plots into dir.
+func WriteAll(dir string, report *Report, results []*Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, f func(io.Writer) error) error {
+		file, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := f(file); err != nil {
+			file.Close()
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		return file.Close()
+	}
+	if err := write("summary.json", report.WriteJSON); err != nil {
+		return err
+	}
+	if err := write("jobs.csv", func(w io.Writer) error { return WriteJobsCSV(w, results) }); err != nil {
+		return err
+	}
+	return WritePlots(dir, results)
+}

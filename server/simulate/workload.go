@@ -1,0 +1,133 @@
+package simulate
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/jobspec"
+)
+
+// LoadWorkload reads the workload a user names to `caravan sim`:
+//
+//   - "parametric", "parametric:N" or "parametric:N:GAP": N (default 100)
+//     parameter-server jobs after the Optimus paper, arriving every GAP
+//     seconds on average (default 200);
+//   - a CSV file, on disk or in the embedded data set (for example
+//     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
+//     the Pollux workload format (name,time,application,num_replicas,
+//     batch_size) or the Philly trace format (timestamp,duration,num_gpus,
+//     gpu_time,cluster), told apart by the header;
+//   - a CSV of time,jobspec rows: Caravan jobspecs (paths relative to the
+//     CSV) submitted at the given seconds. A jobspec whose meta names a
+//     Pollux model as "application" trains as that model with its global
+//     batch; any other trains as a parametric job.
+//
+// limit > 0 keeps only the first limit jobs.
+func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
+	if rest, ok := strings.CutPrefix(name, "parametric"); ok && (rest == "" || rest[0] == ':') {
+		n, gap := 100, 200.0
+		parts := strings.Split(strings.TrimPrefix(rest, ":"), ":")
+		var err error
+		if parts[0] != "" {
+			if n, err = strconv.Atoi(parts[0]); err != nil || n < 1 {
+				return nil, fmt.Errorf("workload %q: job count %q is not a positive number", name, parts[0])
+			}
+		}
+		if len(parts) > 1 {
+			if gap, err = strconv.ParseFloat(parts[1], 64); err != nil || gap <= 0 {
+				return nil, fmt.Errorf("workload %q: gap %q is not a positive number of seconds", name, parts[1])
+			}
+		}
+		return trim(sim.ParametricWorkload(n, gap, seed), limit), nil
+	}
+	fsys, file := sim.OpenFile(name)
+	header, err := firstLine(fsys, file)
+	if err != nil {
+		return nil, fmt.Errorf("workload %q: %w", name, err)
+	}
+	profiles, err := sim.LoadProfiles(sim.Data)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case strings.HasPrefix(header, "name,time,application"):
+		wl, err := sim.LoadPolluxWorkload(fsys, file, profiles)
+		if err != nil {
+			return nil, err
+		}
+		return trim(wl, limit), nil
+	case strings.HasPrefix(header, "timestamp,duration,num_gpus"):
+		return sim.LoadPhilly(fsys, file, profiles, limit)
+	case strings.HasPrefix(header, "time,jobspec"):
+		return loadJobspecs(fsys, file, profiles, seed, limit)
+	}
+	return nil, fmt.Errorf("workload %q: unknown CSV header %q; see caravan sim -h", name, header)
+}
+
+func trim(wl *sim.Workload, limit int) *sim.Workload {
+	if limit > 0 && len(wl.Arrivals) > limit {
+		wl.Arrivals = wl.Arrivals[:limit]
+	}
+	return wl
+}
+
+func firstLine(fsys fs.FS, name string) (string, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && line == "" {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+func loadJobspecs(fsys fs.FS, file string, profiles map[string]*sim.Profile, seed uint64, limit int) (*sim.Workload, error) {
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, err
+	}
+	wl := &sim.Workload{Name: strings.TrimSuffix(path.Base(file), ".csv")}
+	params := sim.ParametricWorkload(1, 1, seed).Arrivals[0].Truth.(*sim.ParametricTruth)
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		at, spec, ok := strings.Cut(strings.TrimSpace(line), ",")
+		t, err := strconv.ParseFloat(at, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("%s:%d: want time,jobspec", file, i+2)
+		}
+		src, err := fs.ReadFile(fsys, path.Join(path.Dir(file), spec))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, i+2, err)
+		}
+		job, diags := jobspec.Parse(&jobspec.Config{Filename: spec, Src: src})
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("%s:%d: %s", file, i+2, diags.Error())
+		}
+		// A jobspec names no request: the fixed policies run it at its
+		// elastic maximum, as planner.Job.FixedRequest does.
+		a := sim.Arrival{Time: t, Job: job, RequestWorkers: job.Elastic.Workers.Max}
+		if job.Elastic.ParameterServers != nil {
+			a.RequestPS = job.Elastic.ParameterServers.Max
+		}
+		if p, ok := profiles[job.Meta["application"]]; ok {
+			a.Truth = sim.NewPolluxTruth(p, float64(job.Training.GlobalBatchSize))
+		} else {
+			truth := *params
+			truth.Batch, truth.StepsPerEpoch = float64(job.Training.GlobalBatchSize), float64(job.Training.StepsPerEpoch)
+			truth.Threshold, truth.Patience = job.Training.Convergence.Threshold, job.Training.Convergence.Patience
+			a.Truth = truth.Init()
+		}
+		wl.Arrivals = append(wl.Arrivals, a)
+	}
+	slices.SortStableFunc(wl.Arrivals, func(a, b sim.Arrival) int { return cmp.Compare(a.Time, b.Time) })
+	return trim(wl, limit), nil
+}
