@@ -133,3 +133,37 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSim runs caravan sim end to end on a small workload and checks its
+// outputs.
+func TestSim(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "sim", "-workload", "parametric:8:300", "-policy", "optimus,fifo", "-out", out, "-json")
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	var report struct {
+		Workload string
+		Policies map[string]struct {
+			AvgJCT float64 `json:"avg_jct_s"`
+			Jobs   int     `json:"jobs"`
+		}
+	}
+	must.NoError(t, json.Unmarshal([]byte(stdout), &report))
+	must.Eq(t, "parametric:8:300", report.Workload)
+	must.MapLen(t, 2, report.Policies)
+	for _, p := range report.Policies {
+		must.Eq(t, 8, p.Jobs)
+		must.Positive(t, p.AvgJCT)
+	}
+	for _, f := range []string{"summary.json", "jobs.csv", "jct_cdf.png", "gpu_util.png", "gpu_alloc_optimus.png", "gpu_alloc_fifo.png"} {
+		info, err := os.Stat(filepath.Join(out, f))
+		must.NoError(t, err)
+		must.Positive(t, info.Size(), must.Sprint(f))
+	}
+	csv, err := os.ReadFile(filepath.Join(out, "jobs.csv"))
+	must.NoError(t, err)
+	must.Eq(t, 1+2*8, strings.Count(string(csv), "\n"), must.Sprint("a header and a row per job and policy"))
+
+	code, _, errOut = runCLI(t, "sim", "-workload", "parametric", "-policy", "optimus,bogus")
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, `Unknown policy "bogus"`)
+}
