@@ -1,5 +1,7 @@
 package sim
 
+import "math"
+
 // Truth is a job's ground truth: how fast it really trains and how long it
 // really needs. Only the simulator reads it; the scheduler sees samples.
 type Truth interface {
@@ -29,11 +31,16 @@ func NewPolluxTruth(p *Profile, batch float64) *PolluxTruth {
 // StepTime interpolates the profile. Beyond the most replicas ever
 // measured a job gets no faster: its step takes what it takes on that many,
 // with their per-GPU batch (interpolating at the smaller per-GPU batch of
-// more replicas would invent speedups no measurement shows).
+// more replicas would invent speedups no measurement shows). A per-GPU
+// batch larger than any measured does not fit a GPU: the step accumulates
+// gradients over micro-batches of the largest measured size, as Pollux's
+// simulator does, and takes that many times longer.
 func (t *PolluxTruth) StepTime(_ int, workersPerNode []int) float64 {
 	_, replicas := shape(workersPerNode)
 	replicas = min(max(replicas, 1), t.Profile.MaxReplicas)
-	return t.Profile.StepTime(workersPerNode, t.Batch/float64(replicas))
+	local := t.Batch / float64(replicas)
+	accum := math.Ceil(local / t.Profile.MaxLocalBatch)
+	return accum * t.Profile.StepTime(workersPerNode, local/accum)
 }
 func (t *PolluxTruth) TotalSteps() float64        { return t.total }
 func (t *PolluxTruth) Epoch(step float64) float64 { return t.Profile.Epoch(t.Batch, step) }

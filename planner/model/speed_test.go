@@ -26,7 +26,7 @@ func TestFitSpeed_Prediction(t *testing.T) {
 	for _, truth := range speedTruth {
 		t.Run(truth.Kind, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(21, 22))
-			configs := ProfileConfigs(truth.Kind, 16, 32, 10)
+			configs := ProfileConfigs(truth.Kind, 1, 16, 1, 32, 10)
 			must.SliceLen(t, 10, configs)
 			var worst float64
 			for trial := range 20 {
@@ -54,7 +54,7 @@ func TestFitSpeed_Prediction(t *testing.T) {
 }
 
 func TestProfileConfigs(t *testing.T) {
-	got := ProfileConfigs(SpeedSync, 16, 32, 10)
+	got := ProfileConfigs(SpeedSync, 1, 16, 1, 32, 10)
 	must.SliceLen(t, 10, got)
 	seen := map[[2]int]bool{}
 	workers, ps := map[int]bool{}, map[int]bool{}
@@ -67,12 +67,18 @@ func TestProfileConfigs(t *testing.T) {
 	}
 	must.True(t, workers[1] && workers[32], must.Sprint("the extremes of the worker range are measured"))
 	must.GreaterEq(t, 4, len(ps), must.Sprint("several PS counts are measured"))
-	must.Eq(t, got, ProfileConfigs(SpeedSync, 16, 32, 10), must.Sprint("deterministic"))
+	must.Eq(t, got, ProfileConfigs(SpeedSync, 1, 16, 1, 32, 10), must.Sprint("deterministic"))
 
-	for _, c := range ProfileConfigs(SpeedAllReduce, 0, 8, 10) {
+	// Configurations stay within the job's bounds: a job that needs 32 GPUs
+	// for its batch is never measured on fewer.
+	for _, c := range ProfileConfigs(SpeedAllReduce, 0, 0, 32, 64, 6) {
+		must.Between(t, 32, c.Workers, 64)
+	}
+
+	for _, c := range ProfileConfigs(SpeedAllReduce, 0, 0, 1, 8, 10) {
 		must.Eq(t, 0, c.PS)
 	}
-	must.Eq(t, []SpeedPoint{{PS: 1, Workers: 1}}, ProfileConfigs(SpeedSync, 1, 1, 10), must.Sprint("only (1,1) exists"))
+	must.Eq(t, []SpeedPoint{{PS: 1, Workers: 1}}, ProfileConfigs(SpeedSync, 1, 1, 1, 1, 10), must.Sprint("only (1,1) exists"))
 }
 
 func TestFitSpeed_ExactRecovery(t *testing.T) {

@@ -113,7 +113,7 @@ func (s *Scheduler) ProfileRequests() []ProfileRequest {
 		}
 		ps, workers := (&planner.Job{Job: e.job}).Bounds()
 		req := ProfileRequest{Namespace: key[0], JobID: key[1]}
-		for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Max, workers.Max, s.opts.ProfileConfigs) {
+		for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Min, ps.Max, workers.Min, workers.Max, s.opts.ProfileConfigs) {
 			req.Configs = append(req.Configs, [2]int{c.PS, c.Workers})
 		}
 		out = append(out, req)

@@ -2,11 +2,11 @@ package simulate
 
 import (
 	"fmt"
+	"image/color"
 	"path/filepath"
 	"slices"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -137,6 +137,20 @@ func allocation(r *Result) *plot.Plot {
 			}
 		}
 	}
-	p.Add(plotter.NewHeatMap(g, palette.Heat(16, 1)))
+	hm := plotter.NewHeatMap(g, ramp(16))
+	hm.Min = 0
+	p.Add(hm)
 	return p
+}
+
+// ramp is a palette from white (no GPUs) to dark blue (the most GPUs).
+type ramp int
+
+func (r ramp) Colors() []color.Color {
+	out := make([]color.Color, r)
+	for i := range out {
+		f := float64(i) / float64(max(int(r)-1, 1))
+		out[i] = color.RGBA{R: uint8(255 - f*(255-8)), G: uint8(255 - f*(255-48)), B: uint8(255 - f*(255-107)), A: 255}
+	}
+	return out
 }
