@@ -28,8 +28,10 @@ type Cluster struct {
 	classes []int
 	index   map[string]int
 	checker *feasible.Checker
-	// freeCPU and freeMem sum the free capacity of all nodes.
+	// freeCPU, freeMem and freeDevs (by device type) sum the free
+	// capacity of all nodes.
 	freeCPU, freeMem int
+	freeDevs         map[string]int
 }
 
 type nodeFree struct {
@@ -44,8 +46,9 @@ func NewCluster(nodes []*structs.Node) *Cluster {
 		Nodes:   nodes,
 		free:    make([]nodeFree, len(nodes)),
 		class:   make([]int, len(nodes)),
-		index:   make(map[string]int, len(nodes)),
-		checker: feasible.New(),
+		index:    make(map[string]int, len(nodes)),
+		checker:  feasible.New(),
+		freeDevs: map[string]int{},
 	}
 	byHash := map[uint64][]int{} // hash → classes with that hash
 	for i, n := range nodes {
@@ -55,6 +58,7 @@ func NewCluster(nodes []*structs.Node) *Cluster {
 			f.devs = make([]int, len(n.Devices))
 			for g, d := range n.Devices {
 				f.devs[g] = d.HealthyCount()
+				c.freeDevs[d.Type] += f.devs[g]
 			}
 		}
 		c.free[i] = f
@@ -166,6 +170,7 @@ func (c *Cluster) NodeIndex(id string) (int, bool) {
 func (c *Cluster) Clone() *Cluster {
 	out := *c
 	out.free = make([]nodeFree, len(c.free))
+	out.freeDevs = maps.Clone(c.freeDevs)
 	for i, f := range c.free {
 		out.free[i] = nodeFree{cpu: f.cpu, mem: f.mem, devs: slices.Clone(f.devs)}
 	}
@@ -341,6 +346,9 @@ func (c *Cluster) Take(i int, t *Task, n int) {
 	f.mem -= n * t.MemoryMB
 	c.freeCPU -= n * t.CPU
 	c.freeMem -= n * t.MemoryMB
+	for typ, count := range t.DeviceCounts {
+		c.freeDevs[typ] -= n * count
+	}
 	if len(t.Devices) > 0 && (!c.Feasible(i, t) || !c.takeDevices(i, t, n, f.devs)) {
 		panic(fmt.Sprintf("planner: Take on node %s without room for the devices", c.Nodes[i].ID))
 	}
@@ -381,6 +389,10 @@ func (c *Cluster) Free(i int) (cpu, mem, devices int) {
 // FreeTotal returns the free CPU (MHz) and memory (MB) of all nodes
 // together: a bound no placement can exceed.
 func (c *Cluster) FreeTotal() (cpu, mem int) { return c.freeCPU, c.freeMem }
+
+// FreeDeviceTotal returns the free device instances of a type ("gpu") on
+// all nodes together.
+func (c *Cluster) FreeDeviceTotal(typ string) int { return c.freeDevs[typ] }
 
 // FreeDevices returns the free instances of node i's device groups, in the
 // node's order. The slice must not be modified.

@@ -80,6 +80,15 @@ func (p *Placer) Place(ps *planner.Task, nPS int, w *planner.Task, nW int) ([]*s
 	if freeCPU, freeMem := p.c.FreeTotal(); cpu > freeCPU || mem > freeMem {
 		return nil, false // the whole cluster has less room than the job needs
 	}
+	for typ, count := range w.DeviceCounts {
+		need := nW * count
+		if nPS > 0 {
+			need += nPS * ps.DeviceCounts[typ]
+		}
+		if need > p.c.FreeDeviceTotal(typ) {
+			return nil, false
+		}
+	}
 	nodes, ok := p.even(ps, nPS, w, nW)
 	p.pushBack()
 	if ok {
