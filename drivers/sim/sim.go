@@ -71,11 +71,17 @@ type JobResult struct {
 	Rescales int
 }
 
-// UsePoint records GPUs held at a time: in total and by job.
+// UsePoint records the GPUs held by all jobs from a time on.
 type UsePoint struct {
+	Time float64
+	GPUs int
+}
+
+// AllocChange records that a job holds GPUs from a time on.
+type AllocChange struct {
 	Time  float64
+	JobID string
 	GPUs  int
-	ByJob map[string]int
 }
 
 // Sim is the simulated cluster. Times are seconds of virtual time.
@@ -90,6 +96,8 @@ type Sim struct {
 	done    []string
 	samples []structs.Sample
 	usage   []UsePoint
+	allocs  []AllocChange
+	held    int // GPUs held by all jobs now
 }
 
 type job struct {
@@ -250,7 +258,8 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 func (s *Sim) place(j *job, p *structs.Placement) {
 	wasRunning := j.placement != nil && !j.placement.Paused()
 	if p == nil || p.Paused() {
-		j.placement, j.perNode, j.ps, j.gpus = p, nil, 0, 0
+		s.setGPUs(j, 0)
+		j.placement, j.perNode, j.ps = p, nil, 0
 		return
 	}
 	if wasRunning {
@@ -264,7 +273,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	j.ps = p.NumPS
 	_, _, wg := taskNeeds(j.spec.Worker)
 	_, _, pg := taskNeeds(psRole(j.spec))
-	j.gpus = p.NumWorkers*wg + p.NumPS*pg
+	s.setGPUs(j, p.NumWorkers*wg+p.NumPS*pg)
 	for _, nt := range p.Nodes {
 		j.perNode[s.index[nt.NodeID]] = nt.Workers
 	}
@@ -353,7 +362,8 @@ func (s *Sim) Advance(t float64) {
 			j.step = total
 			j.finish = end
 			s.sample(j, total, end)
-			j.placement, j.perNode, j.ps, j.gpus = nil, nil, 0, 0
+			s.setGPUs(j, 0)
+			j.placement, j.perNode, j.ps = nil, nil, 0
 			finished = true
 		}
 	}
@@ -452,20 +462,29 @@ func (s *Sim) Jobs() []JobState {
 // Done reports whether every submitted job has finished.
 func (s *Sim) Done() bool { return len(s.live) == 0 }
 
-func (s *Sim) recordUsage() {
-	p := UsePoint{Time: s.now, ByJob: map[string]int{}}
-	for _, j := range s.live {
-		if j.running() && j.gpus > 0 {
-			p.GPUs += j.gpus
-			p.ByJob[j.spec.ID] = j.gpus
-		}
+// setGPUs records that j holds gpus GPUs from now on.
+func (s *Sim) setGPUs(j *job, gpus int) {
+	if j.gpus == gpus {
+		return
 	}
+	s.held += gpus - j.gpus
+	j.gpus = gpus
+	s.allocs = append(s.allocs, AllocChange{Time: s.now, JobID: j.spec.ID, GPUs: gpus})
+}
+
+// recordUsage records the GPUs held now; Advance and Enact call it after
+// changes.
+func (s *Sim) recordUsage() {
+	p := UsePoint{Time: s.now, GPUs: s.held}
 	if n := len(s.usage); n > 0 && s.usage[n-1].Time == s.now {
 		s.usage[n-1] = p
 		return
 	}
 	s.usage = append(s.usage, p)
 }
+
+// Allocations returns every change of a job's GPUs, in time order.
+func (s *Sim) Allocations() []AllocChange { return s.allocs }
 
 // Usage returns GPUs held over time, one point per change.
 func (s *Sim) Usage() []UsePoint { return s.usage }

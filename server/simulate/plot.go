@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/caravan-sched/caravan/drivers/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -117,7 +118,7 @@ func allocation(r *Result) *plot.Plot {
 	for _, j := range r.Jobs {
 		end = max(end, j.Finish)
 	}
-	if len(r.Jobs) == 0 || end <= 0 || len(r.Usage) == 0 {
+	if len(r.Jobs) == 0 || end <= 0 {
 		return p
 	}
 	row := make(map[string]int, len(r.Jobs))
@@ -126,16 +127,21 @@ func allocation(r *Result) *plot.Plot {
 	}
 	g := &allocGrid{cols: 300, rows: len(r.Jobs), step: end / 300}
 	g.z = make([]float64, g.cols*g.rows)
-	for k, u := range r.Usage {
-		until := end
-		if k+1 < len(r.Usage) {
-			until = r.Usage[k+1].Time
+	// Each change holds until the job's next change.
+	last := map[string]sim.AllocChange{}
+	fill := func(a sim.AllocChange, until float64) {
+		for c := int(a.Time / g.step); c < g.cols && float64(c)*g.step < until; c++ {
+			g.z[row[a.JobID]*g.cols+c] = float64(a.GPUs)
 		}
-		for c := int(u.Time / g.step); c < g.cols && float64(c)*g.step < until; c++ {
-			for id, gpus := range u.ByJob {
-				g.z[row[id]*g.cols+c] = float64(gpus)
-			}
+	}
+	for _, a := range r.Allocs {
+		if prev, ok := last[a.JobID]; ok {
+			fill(prev, a.Time)
 		}
+		last[a.JobID] = a
+	}
+	for _, a := range last {
+		fill(a, end)
 	}
 	hm := plotter.NewHeatMap(g, ramp(16))
 	hm.Min = 0

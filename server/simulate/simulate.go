@@ -31,6 +31,7 @@ type Result struct {
 	Policy    string
 	Jobs      []sim.JobResult
 	Usage     []sim.UsePoint
+	Allocs    []sim.AllocChange
 	TotalGPUs int
 	Rounds    int
 	Summary   Summary
@@ -130,6 +131,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 	res.Jobs = s.Results()
 	res.Usage = s.Usage()
+	res.Allocs = s.Allocations()
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
 	res.Wall = time.Since(start)
 	return res, nil
