@@ -95,9 +95,11 @@ type Sim struct {
 	live    []*job // submitted and not finished, in submission order
 	done    []string
 	samples []structs.Sample
-	usage   []UsePoint
-	allocs  []AllocChange
-	held    int // GPUs held by all jobs now
+	// sampleBase is the cursor of samples[0].
+	sampleBase int
+	usage      []UsePoint
+	allocs     []AllocChange
+	held       int // GPUs held by all jobs now
 }
 
 type job struct {
@@ -434,11 +436,15 @@ func (s *Sim) Profile(id string, configs [][2]int) error {
 }
 
 // Samples returns the samples reported since cursor and the next cursor.
+// Samples before cursor count as consumed and are dropped, so a long run
+// holds only what its reader has not read; the returned slice is valid
+// until the next call.
 func (s *Sim) Samples(cursor int) ([]structs.Sample, int) {
-	if cursor > len(s.samples) {
-		cursor = len(s.samples)
+	if n := min(max(cursor-s.sampleBase, 0), len(s.samples)); n > 0 {
+		s.samples = s.samples[n:]
+		s.sampleBase += n
 	}
-	return s.samples[cursor:], len(s.samples)
+	return s.samples, s.sampleBase + len(s.samples)
 }
 
 // Jobs reports the state of every submitted job.
