@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 	"slices"
 
@@ -114,6 +115,12 @@ func allocation(r *Result) *plot.Plot {
 	p.Title.Text = "GPUs per job under " + r.Policy
 	p.X.Label.Text = "time (hours)"
 	p.Y.Label.Text = "job (arrival order)"
+	// At most maxRows rows: beyond that, a row sums consecutive jobs.
+	const maxRows = 400
+	rows := min(len(r.Jobs), maxRows)
+	if rows < len(r.Jobs) {
+		p.Y.Label.Text = fmt.Sprintf("jobs (arrival order, %d per row)", (len(r.Jobs)+rows-1)/rows)
+	}
 	end := 0.0
 	for _, j := range r.Jobs {
 		end = max(end, j.Finish)
@@ -123,15 +130,16 @@ func allocation(r *Result) *plot.Plot {
 	}
 	row := make(map[string]int, len(r.Jobs))
 	for k, j := range r.Jobs {
-		row[j.JobID] = k
+		row[j.JobID] = k * rows / len(r.Jobs)
 	}
-	g := &allocGrid{cols: 300, rows: len(r.Jobs), step: end / 300}
+	g := &allocGrid{cols: 300, rows: rows, step: end / 300}
 	g.z = make([]float64, g.cols*g.rows)
-	// Each change holds until the job's next change.
+	// Each change holds until the job's next change; a cell sums the jobs
+	// of its row, each at its GPUs at the cell's start.
 	last := map[string]sim.AllocChange{}
 	fill := func(a sim.AllocChange, until float64) {
-		for c := int(a.Time / g.step); c < g.cols && float64(c)*g.step < until; c++ {
-			g.z[row[a.JobID]*g.cols+c] = float64(a.GPUs)
+		for c := int(math.Ceil(a.Time / g.step)); c < g.cols && float64(c)*g.step < until; c++ {
+			g.z[row[a.JobID]*g.cols+c] += float64(a.GPUs)
 		}
 	}
 	for _, a := range r.Allocs {
