@@ -64,6 +64,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	res := &Result{Policy: alg.Name(), TotalGPUs: s.TotalGPUs()}
 
 	next, sampleCursor, doneCursor := 0, 0, 0
+	namespace := make(map[string]string, len(wl.Arrivals)) // job ID → namespace
 	nextRound, last, stuck := 0.0, -1.0, 0
 	arrivals := wl.Arrivals
 	for next < len(arrivals) || !s.Done() {
@@ -91,6 +92,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			if err := s.Submit(job, a.Truth); err != nil {
 				return nil, err
 			}
+			namespace[job.ID] = job.Namespace
 			if err := sched.Register(job); err != nil {
 				return nil, err
 			}
@@ -104,7 +106,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		var done []string
 		done, doneCursor = s.Completions(doneCursor)
 		for _, id := range done {
-			sched.Complete("default", id)
+			sched.Complete(namespace[id], id)
 		}
 		if opts.Progress != nil && len(done) > 0 {
 			opts.Progress(doneCursor, len(arrivals))
