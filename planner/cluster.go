@@ -43,9 +43,9 @@ type nodeFree struct {
 // with unhealthy device instances left out.
 func NewCluster(nodes []*structs.Node) *Cluster {
 	c := &Cluster{
-		Nodes:   nodes,
-		free:    make([]nodeFree, len(nodes)),
-		class:   make([]int, len(nodes)),
+		Nodes:    nodes,
+		free:     make([]nodeFree, len(nodes)),
+		class:    make([]int, len(nodes)),
 		index:    make(map[string]int, len(nodes)),
 		checker:  feasible.New(),
 		freeDevs: map[string]int{},
