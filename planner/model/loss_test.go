@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
+	"gonum.org/v1/gonum/mat"
 )
 
 // seq2seq is the loss curve the Optimus paper fits for Seq2Seq (Fig. 5):
@@ -107,4 +108,37 @@ func TestStepsToConverge(t *testing.T) {
 	must.Eq(t, k+3, l.StepsToConverge(0.01, 3, 1, 0))
 	must.Eq(t, 10, l.StepsToConverge(0.01, 3, 1, 10), must.Sprint("max_epochs caps it"))
 	must.Eq(t, 0+2*5, (&Loss{B1: 1, Scale: 1}).StepsToConverge(0.01, 2, 5, 0), must.Sprint("a flat curve has converged"))
+}
+
+// TestLossFitter_MatchesNNLS checks the closed-form two-variable solve
+// against the general NNLS on the same weighted problems.
+func TestLossFitter_MatchesNNLS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for trial := range 300 {
+		var pts []LossPoint
+		for i := range 3 + rng.IntN(40) {
+			pts = append(pts, LossPoint{Step: float64(i) * (1 + rng.Float64()), Loss: 0.1 + rng.Float64()})
+		}
+		minLoss := math.Inf(1)
+		for _, p := range pts {
+			minLoss = math.Min(minLoss, p.Loss)
+		}
+		b2 := rng.Float64() * minLoss * 0.99
+		b0, b1, err := newLossFitter(pts).solve(b2)
+		must.NoError(t, err)
+
+		a := mat.NewDense(len(pts), 2, nil)
+		y := make([]float64, len(pts))
+		for i, p := range pts {
+			d := p.Loss - b2
+			a.Set(i, 0, d*d*p.Step)
+			a.Set(i, 1, d*d)
+			y[i] = d
+		}
+		x, err := NNLS(a, y)
+		must.NoError(t, err)
+		tol := 1e-6 * (1 + math.Abs(x[0]) + math.Abs(x[1]))
+		must.Between(t, x[0]-tol, b0, x[0]+tol, must.Sprintf("trial %d b0", trial))
+		must.Between(t, x[1]-tol, b1, x[1]+tol, must.Sprintf("trial %d b1", trial))
+	}
 }
