@@ -1,0 +1,78 @@
+package scheduler
+
+import (
+	"math"
+	"testing"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+func newJob(id string) *structs.Job {
+	return planner.MockJob(id, structs.Bounds{Min: 1, Max: 4}, structs.Bounds{Min: 1, Max: 8})
+}
+
+func TestScheduler_Register(t *testing.T) {
+	s := New(optimus.New(), Options{})
+	must.NoError(t, s.Register(newJob("a")))
+	must.ErrorIs(t, s.Register(newJob("a")), ErrDuplicateJob)
+	bad := newJob("b")
+	bad.Training.Mode = "semi"
+	must.ErrorContains(t, s.Register(bad), `register job "b"`)
+	must.Eq(t, 1, s.Active())
+
+	reqs := s.ProfileRequests()
+	must.SliceLen(t, 1, reqs)
+	must.Eq(t, "a", reqs[0].JobID)
+	must.SliceLen(t, 6, reqs[0].Configs)
+	for _, c := range reqs[0].Configs {
+		must.Between(t, 1, c[0], 4)
+		must.Between(t, 1, c[1], 8)
+	}
+	must.SliceEmpty(t, s.ProfileRequests(), must.Sprint("profiling is requested once"))
+}
+
+// TestScheduler_SamplesToPlan checks the pipeline: bad samples are dropped,
+// good ones become fitted models, and the plan is a checked decision that
+// grows the job beyond its minimum once its speed is known.
+func TestScheduler_SamplesToPlan(t *testing.T) {
+	s := New(optimus.New(), Options{})
+	must.NoError(t, s.Register(newJob("a")))
+	var samples []structs.Sample
+	for _, c := range s.ProfileRequests()[0].Configs {
+		p, w := float64(c[0]), float64(c[1])
+		samples = append(samples, structs.Sample{JobID: "a", NumPS: c[0], NumWorkers: c[1],
+			StepTimeS: 1 + 0.2*w/p + 0.01*w + 0.02*p}) // async: w steps per that
+	}
+	for step := range 40 {
+		samples = append(samples, structs.Sample{JobID: "a", Step: int64(step * 10), Loss: 1 / (0.01*float64(step*10) + 1), StepTimeS: 1.2, NumPS: 1, NumWorkers: 1})
+	}
+	samples = append(samples,
+		structs.Sample{JobID: "a", Step: 5, Loss: math.NaN(), NumWorkers: 1},
+		structs.Sample{JobID: "ghost", Step: 5, Loss: 1, NumWorkers: 1},
+	)
+	s.Ingest(samples)
+	must.Eq(t, 2, s.Rejected)
+	must.True(t, s.Changed())
+
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 2, 16000, 65536, 0)
+	plan, err := s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.Eq(t, "optimus", plan.Algorithm)
+	must.SliceLen(t, 1, plan.Placements)
+	must.Greater(t, 2, plan.Placements[0].NumWorkers+plan.Placements[0].NumPS)
+	loss, speed := s.Models("default", "a")
+	must.NotNil(t, loss)
+	must.NotNil(t, speed)
+	must.False(t, s.Changed(), must.Sprint("nothing new since the plan"))
+
+	s.Enacted(plan)
+	s.Complete("default", "a")
+	must.Eq(t, 0, s.Active())
+	loss, speed = s.Models("default", "a")
+	must.Nil(t, loss)
+	must.Nil(t, speed)
+}
