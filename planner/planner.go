@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner/model"
@@ -126,4 +127,23 @@ func (c *Cluster) KeepCurrent(cur *structs.Placement, t JobTasks, ps, w int) *st
 	kept := *cur
 	kept.Nodes = slices.Clone(cur.Nodes)
 	return &kept
+}
+
+// KeepFixed leaves in place every running job whose placement is its fixed
+// request and still fits, for policies that run jobs at their request and
+// never preempt them. It returns those placements, with a reason naming the
+// policy (nil for the other jobs), and every job's tasks, both indexed like
+// jobs.
+func KeepFixed(c *Cluster, jobs []*Job, policy string) ([]*structs.Placement, []JobTasks) {
+	out := make([]*structs.Placement, len(jobs))
+	tasks := make([]JobTasks, len(jobs))
+	for i, j := range jobs {
+		tasks[i] = c.JobTasks(j)
+		ps, w := j.FixedRequest()
+		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
+			kept.Reason = fmt.Sprintf("%s: running at its request of %d ps and %d workers", policy, ps, w)
+			out[i] = kept
+		}
+	}
+	return out, tasks
 }

@@ -32,16 +32,7 @@ func (*FIFO) Plan(req *planner.Request) (*planner.Decision, error) {
 	slices.SortStableFunc(jobs, func(a, b *planner.Job) int { return cmp.Compare(a.Job.SubmitTime, b.Job.SubmitTime) })
 
 	c := planner.NewCluster(req.Nodes)
-	out := make([]*structs.Placement, len(jobs))
-	tasks := make([]planner.JobTasks, len(jobs))
-	for i, j := range jobs {
-		tasks[i] = c.JobTasks(j)
-		ps, w := j.FixedRequest()
-		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
-			kept.Reason = fmt.Sprintf("fifo: running at its request of %d ps and %d workers", ps, w)
-			out[i] = kept
-		}
-	}
+	out, tasks := planner.KeepFixed(c, jobs, Name)
 	placer := placement.New(c)
 	for i, j := range jobs {
 		if out[i] != nil {

@@ -50,16 +50,7 @@ func (*Tetris) Plan(req *planner.Request) (*planner.Decision, error) {
 
 	c := planner.NewCluster(req.Nodes)
 	p := newPacker(c)
-	out := make([]*structs.Placement, len(jobs))
-	tasks := make([]planner.JobTasks, len(jobs))
-	for i, j := range jobs {
-		tasks[i] = c.JobTasks(j)
-		ps, w := j.FixedRequest()
-		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
-			kept.Reason = fmt.Sprintf("tetris: running at its request of %d ps and %d workers", ps, w)
-			out[i] = kept
-		}
-	}
+	out, tasks := planner.KeepFixed(c, jobs, Name)
 	for i, j := range jobs {
 		if out[i] != nil {
 			continue
