@@ -1,8 +1,8 @@
 // Package sim is Caravan's embedded simulated cluster: a discrete-event
-// simulator with a virtual clock that implements the same driver contract
-// as drivers/nomad (enact a plan, report nodes, report job state, report
-// trainers' samples). `caravan agent -dev` runs on it and `caravan sim`
-// compares policies with it.
+// simulator with a virtual clock, driven the way a real cluster is: it
+// enacts plans, reports its nodes and its jobs' states, and reports the
+// samples its trainers send. `caravan sim` compares policies with it;
+// `caravan agent -dev` will run on it once the server exists.
 //
 // Jobs train against a ground truth the scheduler never sees: measured step
 // times and training curves from the Pollux artifact (data/pollux, see

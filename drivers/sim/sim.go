@@ -51,7 +51,6 @@ const (
 	StateRunning    = "running"    // placed (possibly restarting)
 	StatePaused     = "paused"     // was placed, has no tasks now
 	StateComplete   = "complete"   // trained to the end
-	stateRestarting = "restarting" // internal: within a restart penalty
 )
 
 // JobState is what the simulator reports about one job.

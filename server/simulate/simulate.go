@@ -21,8 +21,8 @@ type Options struct {
 	// Interval is the time between scheduling rounds (default 60 s, as in
 	// the Pollux simulator).
 	Interval time.Duration
-	// Progress, when set, is called now and then with the fraction of jobs
-	// finished.
+	// Progress, when set, is called whenever jobs finish, with how many
+	// have finished so far and how many the workload has.
 	Progress func(done, total int)
 }
 
