@@ -47,10 +47,10 @@ func DefaultConfig() Config {
 
 // Job states the simulator reports.
 const (
-	StatePending    = "pending"    // submitted, never placed
-	StateRunning    = "running"    // placed (possibly restarting)
-	StatePaused     = "paused"     // was placed, has no tasks now
-	StateComplete   = "complete"   // trained to the end
+	StatePending  = "pending"  // submitted, never placed
+	StateRunning  = "running"  // placed (possibly restarting)
+	StatePaused   = "paused"   // was placed, has no tasks now
+	StateComplete = "complete" // trained to the end
 )
 
 // JobState is what the simulator reports about one job.
