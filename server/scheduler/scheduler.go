@@ -78,8 +78,9 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 // ErrDuplicateJob is returned by Register for a job that is already active.
 var ErrDuplicateJob = errors.New("job is already registered")
 
-// Register adds a job. It must be valid; it is canonicalized first.
+// Register adds a copy of a job, canonicalized. It must be valid.
 func (s *Scheduler) Register(j *structs.Job) error {
+	j = j.Copy()
 	j.Canonicalize()
 	if err := j.Validate(); err != nil {
 		return fmt.Errorf("register job %q: %w", j.ID, err)

@@ -89,6 +89,10 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			if fixed {
 				job = a.FixedJob()
 			}
+			// Workloads are shared by runs in parallel: the simulator and
+			// the scheduler get their own canonical copy.
+			job = job.Copy()
+			job.Canonicalize()
 			if err := s.Submit(job, a.Truth); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,135 @@
+package structs
+
+import (
+	"maps"
+	"slices"
+)
+
+// Copy returns a deep copy of the job. Objects read from the state store or
+// shared between goroutines are copied before they are modified.
+func (j *Job) Copy() *Job {
+	if j == nil {
+		return nil
+	}
+	c := *j
+	c.Datacenters = slices.Clone(j.Datacenters)
+	c.Meta = maps.Clone(j.Meta)
+	c.Constraints = copyAll(j.Constraints)
+	c.Affinities = copyAll(j.Affinities)
+	c.Training = j.Training.Copy()
+	c.Elastic = j.Elastic.Copy()
+	c.Worker = j.Worker.Copy()
+	c.ParameterServer = j.ParameterServer.Copy()
+	return &c
+}
+
+// Copy returns a deep copy of the training block.
+func (t *Training) Copy() *Training {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	c.Convergence = copyPtr(t.Convergence)
+	return &c
+}
+
+// Copy returns a deep copy of the elastic block.
+func (e *Elastic) Copy() *Elastic {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.ParameterServers = copyPtr(e.ParameterServers)
+	c.Checkpoint = copyPtr(e.Checkpoint)
+	return &c
+}
+
+// Copy returns a deep copy of the role template, driver config included.
+func (r *Role) Copy() *Role {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Config = copyMap(r.Config)
+	c.Env = maps.Clone(r.Env)
+	c.Meta = maps.Clone(r.Meta)
+	c.Resources = r.Resources.Copy()
+	c.Constraints = copyAll(r.Constraints)
+	c.Affinities = copyAll(r.Affinities)
+	return &c
+}
+
+// Copy returns a deep copy of the resources.
+func (r *Resources) Copy() *Resources {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	if r.Devices != nil {
+		c.Devices = make([]*RequestedDevice, len(r.Devices))
+		for i, d := range r.Devices {
+			c.Devices[i] = d.Copy()
+		}
+	}
+	return &c
+}
+
+// Copy returns a deep copy of the device request.
+func (d *RequestedDevice) Copy() *RequestedDevice {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Constraints = copyAll(d.Constraints)
+	c.Affinities = copyAll(d.Affinities)
+	return &c
+}
+
+// copyPtr copies a struct with no reference fields.
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+// copyAll copies a slice of pointers to structs with no reference fields.
+func copyAll[T any](s []*T) []*T {
+	if s == nil {
+		return nil
+	}
+	c := make([]*T, len(s))
+	for i, p := range s {
+		c[i] = copyPtr(p)
+	}
+	return c
+}
+
+// copyMap deep-copies a driver config as the jobspec parser and msgpack
+// produce it: nested map[string]any and []any of plain values.
+func copyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = copyValue(v)
+	}
+	return c
+}
+
+func copyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return copyMap(v)
+	case []any:
+		c := make([]any, len(v))
+		for i, e := range v {
+			c[i] = copyValue(e)
+		}
+		return c
+	default:
+		return v
+	}
+}
