@@ -13,6 +13,8 @@ import (
 var MsgpackHandle = func() *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
 	h.RawToString = true
+	// Canonical sorts map keys, so that equal values encode to equal bytes.
+	h.Canonical = true
 	h.WriteExt = true
 	h.MapType = reflect.TypeOf(map[string]any(nil))
 	return h

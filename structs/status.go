@@ -42,6 +42,8 @@ const (
 // Event is something that happened to a job or to the scheduler, kept in the
 // replicated state so that every server shows the same history.
 type Event struct {
+	// Seq numbers events in the order they were committed, from 1.
+	Seq uint64
 	// Index is the Raft index the event was committed at.
 	Index uint64
 	// Time is stamped by the leader, Unix nanoseconds.
@@ -52,4 +54,17 @@ type Event struct {
 	JobID   string
 	Message string
 	Details map[string]string
+}
+
+// JobReport is what a driver knows about one job it runs or ran.
+type JobReport struct {
+	Namespace string
+	JobID     string
+	// Status is JobStatusRunning, JobStatusComplete or JobStatusFailed.
+	Status string
+	// Message says why, for people: the last task error of a failed job,
+	// the epoch a job converged at.
+	Message string
+	// Step is the last training step the driver saw.
+	Step int64
 }

@@ -1,0 +1,7 @@
+// Package fsm is the Caravan server's Raft finite state machine. Every Raft
+// log entry is one message-type byte followed by the msgpack encoding of its
+// request; Apply decodes it and dispatches through a table to the state
+// store. Apply is deterministic: requests carry the times the leader stamped,
+// and no handler reads the clock, draws random numbers or does I/O beyond the
+// state store. Snapshots stream every row of the store as (kind, row) pairs.
+package fsm

@@ -1,0 +1,158 @@
+package fsm
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+)
+
+// FSM applies Raft log entries to the state store. It is safe for
+// concurrent use: Raft calls Apply, Snapshot and Restore from its own
+// goroutines while readers use State.
+type FSM struct {
+	state   atomic.Pointer[state.Store]
+	log     hclog.Logger
+	handler map[MessageType]func(index uint64, buf []byte) any
+	// applied, when set, is called after each entry is applied with its
+	// type, without blocking; the leader uses it to wake up.
+	applied func(MessageType)
+}
+
+// New returns an FSM over an empty store. applied may be nil.
+func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
+	s, err := state.New()
+	if err != nil {
+		return nil, err
+	}
+	f := &FSM{log: logger.Named("fsm"), applied: applied}
+	f.state.Store(s)
+	f.handler = map[MessageType]func(uint64, []byte) any{
+		JobRegisterType:     handle(func(i uint64, r *JobRegisterRequest) any { return f.State().RegisterJob(i, r.Time, r.Job, r.MustBeNew) }),
+		JobStopType:         handle(func(i uint64, r *JobStopRequest) any { return f.State().StopJob(i, r.Time, r.Namespace, r.JobID, r.Purge) }),
+		JobStatusType:       handle(func(i uint64, r *JobStatusRequest) any { return f.State().UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description) }),
+		PlanApplyType:       handle(func(i uint64, r *PlanApplyRequest) any { return f.State().ApplyPlan(i, r.Plan, r.Models) }),
+		SampleBatchType:     handle(func(i uint64, r *SampleBatchRequest) any { return appendSamples(f.State(), i, r) }),
+		NodesReplaceType:    handle(func(i uint64, r *NodesReplaceRequest) any { return f.State().ReplaceNodes(i, r.Nodes) }),
+		SchedulerConfigType: handle(func(i uint64, r *SchedulerConfigRequest) any { return f.State().SetSchedulerConfig(i, r.Time, r.Config) }),
+		MemberUpsertType:    handle(func(i uint64, r *MemberUpsertRequest) any { return f.State().UpsertMember(i, r.Member) }),
+		MemberDeleteType:    handle(func(i uint64, r *MemberDeleteRequest) any { return f.State().DeleteMember(i, r.ID) }),
+		EventAppendType:     handle(func(i uint64, r *EventAppendRequest) any { return f.State().AppendEvent(i, r.Event) }),
+	}
+	return f, nil
+}
+
+// handle adapts a typed handler to the dispatch table: it decodes the
+// request and panics on an entry that does not decode, since a log entry
+// every server has accepted must apply the same way on every server.
+func handle[R any](fn func(index uint64, req *R) any) func(uint64, []byte) any {
+	return func(index uint64, buf []byte) any {
+		req := new(R)
+		if err := decode(buf, req); err != nil {
+			panic(fmt.Errorf("decode %T at index %d: %w", req, index, err))
+		}
+		return fn(index, req)
+	}
+}
+
+// SampleBatchResponse is what applying a sample batch returns.
+type SampleBatchResponse struct {
+	Kept int
+}
+
+func appendSamples(s *state.Store, index uint64, r *SampleBatchRequest) any {
+	kept, err := s.AppendSamples(index, r.Samples)
+	if err != nil {
+		return err
+	}
+	return SampleBatchResponse{Kept: kept}
+}
+
+// State returns the current state store. A snapshot restore replaces it;
+// the old one's AbandonCh is then closed.
+func (f *FSM) State() *state.Store { return f.state.Load() }
+
+// Apply applies one log entry and returns the handler's result: nil, an
+// error the request's sender sees, or a typed response.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand || len(l.Data) == 0 {
+		return nil
+	}
+	t := MessageType(l.Data[0])
+	h, ok := f.handler[t]
+	if !ok {
+		panic(fmt.Errorf("unknown message type %d at index %d", t, l.Index))
+	}
+	res := h(l.Index, l.Data[1:])
+	if err, ok := res.(error); ok {
+		f.log.Debug("entry rejected", "type", t, "index", l.Index, "error", err)
+	}
+	if f.applied != nil {
+		f.applied(t)
+	}
+	return res
+}
+
+// Snapshot captures the store as it is now. It returns at once; the rows
+// are encoded in Persist, off Raft's apply path.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &snapshot{txn: f.State().Txn()}, nil
+}
+
+// Restore replaces the store with the snapshot's rows.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	r, err := state.NewRestore()
+	if err != nil {
+		return err
+	}
+	dec := codec.NewDecoder(bufio.NewReader(rc), structs.MsgpackHandle)
+	for {
+		var kind uint8
+		if err := dec.Decode(&kind); err == io.EOF {
+			break
+		} else if err != nil {
+			r.Abort()
+			return fmt.Errorf("restore snapshot: read record kind: %w", err)
+		}
+		if err := r.Load(kind, dec.Decode); err != nil {
+			r.Abort()
+			return fmt.Errorf("restore snapshot: %w", err)
+		}
+	}
+	old := f.state.Swap(r.Commit())
+	old.Abandon()
+	return nil
+}
+
+type snapshot struct{ txn *memdb.Txn }
+
+// Persist streams (kind, row) pairs in msgpack.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	w := bufio.NewWriter(sink)
+	enc := codec.NewEncoder(w, structs.MsgpackHandle)
+	err := state.Dump(s.txn, func(kind uint8, row any) error {
+		if err := enc.Encode(kind); err != nil {
+			return err
+		}
+		return enc.Encode(row)
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release does nothing: a memdb read transaction holds no resources.
+func (s *snapshot) Release() {}

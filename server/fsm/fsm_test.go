@@ -1,0 +1,210 @@
+package fsm
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/shoenig/test/must"
+)
+
+// testFSM applies entries at increasing indexes.
+type testFSM struct {
+	*FSM
+	t     *testing.T
+	index uint64
+}
+
+func newTestFSM(t *testing.T) *testFSM {
+	f, err := New(hclog.NewNullLogger(), nil)
+	must.NoError(t, err)
+	return &testFSM{FSM: f, t: t}
+}
+
+func (f *testFSM) apply(typ MessageType, req any) any {
+	f.t.Helper()
+	buf, err := Encode(typ, req)
+	must.NoError(f.t, err)
+	f.index++
+	return f.Apply(&raft.Log{Index: f.index, Type: raft.LogCommand, Data: buf})
+}
+
+func (f *testFSM) mustApply(typ MessageType, req any) {
+	f.t.Helper()
+	if err, ok := f.apply(typ, req).(error); ok {
+		f.t.Fatalf("apply %s: %v", typ, err)
+	}
+}
+
+func mockJob(id string) *structs.Job {
+	j := structs.MockJob()
+	j.ID = id
+	j.Canonicalize()
+	return j
+}
+
+func placement(id string, workers int, node string) *structs.Placement {
+	return &structs.Placement{
+		Namespace: structs.DefaultNamespace, JobID: id, NumPS: 1, NumWorkers: workers,
+		Nodes: []*structs.NodeTasks{{NodeID: node, PS: 1, Workers: workers}}, Reason: "test",
+	}
+}
+
+// populate applies one entry of every message type.
+func populate(f *testFSM) {
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: true, Time: 10})
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("b"), MustBeNew: true, Time: 11})
+	f.mustApply(NodesReplaceType, &NodesReplaceRequest{Nodes: []*structs.Node{{ID: "n1", Status: structs.NodeStatusReady, Eligible: true, CPU: 1000, MemoryMB: 1000}}})
+	f.mustApply(PlanApplyType, &PlanApplyRequest{
+		Plan:   &structs.Plan{Algorithm: "optimus", CreateTime: 20, Placements: []*structs.Placement{placement("a", 2, "n1"), placement("b", 1, "n1")}},
+		Models: []*structs.JobModel{{Namespace: structs.DefaultNamespace, JobID: "a", Loss: []float64{0.2, 1, 0.1}, SpeedKind: "sync", Speed: []float64{1, 2, 3, 4, 5}, Step: 40}},
+	})
+	f.mustApply(SampleBatchType, &SampleBatchRequest{Samples: []structs.Sample{{JobID: "a", Step: 40, Loss: 1.5, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2}}})
+	f.mustApply(SchedulerConfigType, &SchedulerConfigRequest{Config: &structs.SchedulerConfig{Algorithm: "drf", Options: map[string]string{"k": "v"}}, Time: 30})
+	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s1", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2"}})
+	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s2", RaftAddr: "127.0.0.1:3", HTTPAddr: "127.0.0.1:4"}})
+	f.mustApply(MemberDeleteType, &MemberDeleteRequest{ID: "s2"})
+	f.mustApply(EventAppendType, &EventAppendRequest{Event: &structs.Event{Time: 40, Type: structs.EventAlgorithmFallback, Message: "test"}})
+	f.mustApply(JobStatusType, &JobStatusRequest{Namespace: structs.DefaultNamespace, JobID: "b", Status: structs.JobStatusComplete, Description: "converged", Time: 50})
+	f.mustApply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "a", Time: 60})
+}
+
+func TestFSM_ApplyEveryType(t *testing.T) {
+	f := newTestFSM(t)
+	populate(f)
+	must.MapLen(t, 10, messageNames, must.Sprint("a test entry for every message type"))
+
+	txn := f.State().Txn()
+	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusStopped, a.Status)
+	must.Eq(t, 10, a.SubmitTime)
+	b, err := state.JobByID(txn, nil, structs.DefaultNamespace, "b")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusComplete, b.Status)
+	must.Eq(t, "converged", b.StatusDescription)
+
+	plan, err := state.LatestPlan(txn, nil)
+	must.NoError(t, err)
+	must.Eq(t, 4, plan.Index)
+	hist, err := state.Placements(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, hist)
+	must.Eq(t, 2, hist[0].Placement.NumWorkers)
+
+	smp, err := state.Samples(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, smp.Samples)
+	model, err := state.Model(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, []float64{0.2, 1, 0.1}, model.Loss)
+
+	nodes, err := state.Nodes(txn, nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, nodes)
+	cfg, err := state.SchedulerConfig(txn, nil)
+	must.NoError(t, err)
+	must.Eq(t, "drf", cfg.Algorithm)
+	members, err := state.Members(txn, nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, members)
+	must.Eq(t, "s1", members[0].ID)
+
+	events, err := state.Events(txn, nil, 0)
+	must.NoError(t, err)
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	must.Eq(t, []string{
+		structs.EventJobRegistered, structs.EventJobRegistered,
+		structs.EventJobPlaced, structs.EventJobPlaced,
+		structs.EventAlgorithmChanged, structs.EventAlgorithmFallback,
+		structs.EventJobCompleted, structs.EventJobStopped,
+	}, types)
+}
+
+func TestFSM_RejectsWithoutChange(t *testing.T) {
+	f := newTestFSM(t)
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: true, Time: 1})
+	before := f.State().Index()
+
+	err, _ := f.apply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: true, Time: 2}).(error)
+	must.ErrorIs(t, err, state.ErrJobExists)
+	err, _ = f.apply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "nope", Time: 3}).(error)
+	must.ErrorIs(t, err, state.ErrJobNotFound)
+	must.Eq(t, before, f.State().Index(), must.Sprint("rejected entries change nothing"))
+
+	// Re-registering (an update) makes a new version and keeps the status.
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), Time: 4})
+	versions, err := state.JobVersions(f.State().Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceLen(t, 2, versions)
+	must.Eq(t, 1, versions[0].Version)
+	must.Eq(t, 4, versions[0].SubmitTime)
+	must.Eq(t, structs.JobStatusPending, versions[0].Status)
+}
+
+func TestFSM_UndecodableEntryPanics(t *testing.T) {
+	f := newTestFSM(t)
+	defer func() { must.NotNil(t, recover()) }()
+	f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{byte(JobRegisterType), 0xc1}})
+}
+
+// memSink is a raft.SnapshotSink in memory.
+type memSink struct{ bytes.Buffer }
+
+func (*memSink) ID() string    { return "test" }
+func (*memSink) Cancel() error { return nil }
+func (*memSink) Close() error  { return nil }
+
+// dump returns every row of the store, encoded, in order.
+func dump(t *testing.T, s *state.Store) [][]byte {
+	var rows [][]byte
+	must.NoError(t, state.Dump(s.Txn(), func(kind uint8, row any) error {
+		buf, err := Encode(MessageType(kind), row)
+		rows = append(rows, buf)
+		return err
+	}))
+	return rows
+}
+
+func TestFSM_SnapshotRoundTrip(t *testing.T) {
+	f := newTestFSM(t)
+	populate(f)
+	snap, err := f.Snapshot()
+	must.NoError(t, err)
+	// Writes after the snapshot are not in it.
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("c"), MustBeNew: true, Time: 99})
+	var sink memSink
+	must.NoError(t, snap.Persist(&sink))
+	snap.Release()
+
+	g := newTestFSM(t)
+	g.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("junk"), Time: 1})
+	old := g.State()
+	must.NoError(t, g.Restore(io.NopCloser(&sink)))
+	select {
+	case <-old.AbandonCh():
+	default:
+		t.Fatal("the replaced store is not abandoned")
+	}
+
+	want := newTestFSM(t)
+	populate(want)
+	must.Eq(t, dump(t, want.State()), dump(t, g.State()))
+	must.Eq(t, want.State().Index(), g.State().Index())
+}
+
+func TestFSM_RestoreRejectsGarbage(t *testing.T) {
+	f := newTestFSM(t)
+	populate(f)
+	before := dump(t, f.State())
+	err := f.Restore(io.NopCloser(bytes.NewReader([]byte{0x63, 0xff, 0x00})))
+	must.Error(t, err)
+	must.Eq(t, before, dump(t, f.State()), must.Sprint("a failed restore keeps the old state"))
+}

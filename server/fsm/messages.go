@@ -1,0 +1,114 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+)
+
+// MessageType is the first byte of a Raft log entry. Values are part of the
+// log format: never renumber them, only append.
+type MessageType uint8
+
+// Message types.
+const (
+	JobRegisterType MessageType = iota + 1
+	JobStopType
+	JobStatusType
+	PlanApplyType
+	SampleBatchType
+	NodesReplaceType
+	SchedulerConfigType
+	MemberUpsertType
+	MemberDeleteType
+	EventAppendType
+)
+
+func (t MessageType) String() string {
+	if n, ok := messageNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("MessageType(%d)", uint8(t))
+}
+
+var messageNames = map[MessageType]string{
+	JobRegisterType: "JobRegister", JobStopType: "JobStop", JobStatusType: "JobStatus",
+	PlanApplyType: "PlanApply", SampleBatchType: "SampleBatch", NodesReplaceType: "NodesReplace",
+	SchedulerConfigType: "SchedulerConfig", MemberUpsertType: "MemberUpsert",
+	MemberDeleteType: "MemberDelete", EventAppendType: "EventAppend",
+}
+
+// JobRegisterRequest registers a new version of a job. With MustBeNew the
+// registration fails if an active job has the same ID.
+type JobRegisterRequest struct {
+	Job       *structs.Job
+	MustBeNew bool
+	Time      int64
+}
+
+// JobStopRequest stops a job, and with Purge deletes it.
+type JobStopRequest struct {
+	Namespace, JobID string
+	Purge            bool
+	Time             int64
+}
+
+// JobStatusRequest records a job's status as its driver reports it.
+type JobStatusRequest struct {
+	Namespace, JobID    string
+	Status, Description string
+	Time                int64
+}
+
+// PlanApplyRequest commits a plan and the models it was made with.
+type PlanApplyRequest struct {
+	Plan   *structs.Plan
+	Models []*structs.JobModel
+}
+
+// SampleBatchRequest adds trainers' samples.
+type SampleBatchRequest struct {
+	Samples []structs.Sample
+}
+
+// NodesReplaceRequest sets the cluster's nodes.
+type NodesReplaceRequest struct {
+	Nodes []*structs.Node
+}
+
+// SchedulerConfigRequest sets the scheduler configuration.
+type SchedulerConfigRequest struct {
+	Config *structs.SchedulerConfig
+	Time   int64
+}
+
+// MemberUpsertRequest records how to reach a server.
+type MemberUpsertRequest struct {
+	Member *structs.Member
+}
+
+// MemberDeleteRequest forgets a server.
+type MemberDeleteRequest struct {
+	ID string
+}
+
+// EventAppendRequest records an event.
+type EventAppendRequest struct {
+	Event *structs.Event
+}
+
+// Encode returns the Raft log entry of a request.
+func Encode(t MessageType, req any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(t))
+	if err := codec.NewEncoder(&buf, structs.MsgpackHandle).Encode(req); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(buf []byte, v any) error {
+	return codec.NewDecoderBytes(buf, structs.MsgpackHandle).Decode(v)
+}

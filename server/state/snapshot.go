@@ -1,0 +1,103 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Snapshot record kinds. Their values are part of the snapshot format:
+// never renumber them, only append.
+const (
+	recordIndex uint8 = iota + 1
+	recordJob
+	recordJobVersion
+	recordPlan
+	recordPlacement
+	recordSamples
+	recordModel
+	recordNode
+	recordEvent
+	recordMember
+	recordSchedulerConfig
+)
+
+// records maps each kind to its table and a constructor of the value its
+// rows decode into.
+var records = []struct {
+	kind  uint8
+	table string
+	new   func() any
+}{
+	{recordIndex, tableIndex, func() any { return new(indexEntry) }},
+	{recordJob, tableJobs, func() any { return new(structs.Job) }},
+	{recordJobVersion, tableVersions, func() any { return new(structs.Job) }},
+	{recordPlan, tablePlans, func() any { return new(structs.Plan) }},
+	{recordPlacement, tablePlacements, func() any { return new(structs.JobPlacement) }},
+	{recordSamples, tableSamples, func() any { return new(structs.JobSamples) }},
+	{recordModel, tableModels, func() any { return new(structs.JobModel) }},
+	{recordNode, tableNodes, func() any { return new(structs.Node) }},
+	{recordEvent, tableEvents, func() any { return new(structs.Event) }},
+	{recordMember, tableMembers, func() any { return new(structs.Member) }},
+	{recordSchedulerConfig, tableConfig, func() any { return new(structs.SchedulerConfig) }},
+}
+
+// Dump calls emit with every row of the store as txn sees it, each with its
+// record kind, table by table in a fixed order.
+func Dump(txn *memdb.Txn, emit func(kind uint8, row any) error) error {
+	for _, r := range records {
+		it, err := txn.Get(r.table, "id")
+		if err != nil {
+			return fmt.Errorf("dump %s: %w", r.table, err)
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if err := emit(r.kind, raw); err != nil {
+				return fmt.Errorf("dump %s: %w", r.table, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Restore fills a new store from dumped rows. Load the rows, then Commit.
+type Restore struct {
+	store *Store
+	txn   *memdb.Txn
+}
+
+// NewRestore starts filling a new, empty store.
+func NewRestore() (*Restore, error) {
+	s, err := New()
+	if err != nil {
+		return nil, err
+	}
+	return &Restore{store: s, txn: s.db.Txn(true)}, nil
+}
+
+// Load decodes one row of kind with decode and inserts it.
+func (r *Restore) Load(kind uint8, decode func(v any) error) error {
+	for _, rec := range records {
+		if rec.kind != kind {
+			continue
+		}
+		v := rec.new()
+		if err := decode(v); err != nil {
+			return fmt.Errorf("decode %s row: %w", rec.table, err)
+		}
+		if err := r.txn.Insert(rec.table, v); err != nil {
+			return fmt.Errorf("restore %s row: %w", rec.table, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown snapshot record kind %d", kind)
+}
+
+// Commit returns the filled store.
+func (r *Restore) Commit() *Store {
+	r.txn.Commit()
+	return r.store
+}
+
+// Abort discards the restore.
+func (r *Restore) Abort() { r.txn.Abort() }

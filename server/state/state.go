@@ -1,0 +1,466 @@
+package state
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// ErrJobExists is returned when a job is registered as new while a job with
+// the same namespace and ID is still active.
+var ErrJobExists = errors.New("job is already registered and active")
+
+// ErrJobNotFound is returned for a job the store does not hold.
+var ErrJobNotFound = errors.New("job not found")
+
+// Store is the state store. The zero value is not usable; call New.
+type Store struct {
+	db *memdb.MemDB
+	// abandon is closed when the store is replaced by a restore, so that
+	// blocking queries on it wake up and retry on the new one.
+	abandon chan struct{}
+}
+
+// New returns an empty store.
+func New() (*Store, error) {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		return nil, fmt.Errorf("create state store: %w", err)
+	}
+	return &Store{db: db, abandon: make(chan struct{})}, nil
+}
+
+// Abandon marks the store as replaced; AbandonCh is closed.
+func (s *Store) Abandon() { close(s.abandon) }
+
+// AbandonCh is closed when the store has been replaced.
+func (s *Store) AbandonCh() <-chan struct{} { return s.abandon }
+
+// Index returns the largest Raft index of the last writes to tables, or of
+// all tables when none is named.
+func (s *Store) Index(tables ...string) uint64 {
+	return index(s.db.Txn(false), tables...)
+}
+
+func index(txn *memdb.Txn, tables ...string) uint64 {
+	var max uint64
+	if len(tables) == 0 {
+		it, err := txn.Get(tableIndex, "id")
+		if err != nil {
+			return 0
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			max = maxOf(max, raw.(*indexEntry).Value)
+		}
+		return max
+	}
+	for _, t := range tables {
+		if raw, err := txn.First(tableIndex, "id", t); err == nil && raw != nil {
+			max = maxOf(max, raw.(*indexEntry).Value)
+		}
+	}
+	return max
+}
+
+func maxOf(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// write runs fn in a write transaction and commits it when fn succeeds,
+// bumping the index of every table fn touched to index.
+func (s *Store) write(index uint64, fn func(w *writer) error) error {
+	w := &writer{txn: s.db.Txn(true), index: index, touched: map[string]bool{}}
+	defer w.txn.Abort()
+	if err := fn(w); err != nil {
+		return err
+	}
+	for t := range w.touched {
+		if err := w.txn.Insert(tableIndex, &indexEntry{Key: t, Value: index}); err != nil {
+			return fmt.Errorf("update index of %s: %w", t, err)
+		}
+	}
+	w.txn.Commit()
+	return nil
+}
+
+// writer is one write transaction.
+type writer struct {
+	txn     *memdb.Txn
+	index   uint64
+	touched map[string]bool
+}
+
+func (w *writer) insert(table string, obj any) error {
+	w.touched[table] = true
+	if err := w.txn.Insert(table, obj); err != nil {
+		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	return nil
+}
+
+func (w *writer) delete(table string, obj any) error {
+	w.touched[table] = true
+	if err := w.txn.Delete(table, obj); err != nil {
+		return fmt.Errorf("delete from %s: %w", table, err)
+	}
+	return nil
+}
+
+// trim deletes the oldest objects of table (in its id order, under prefix
+// args) beyond keep.
+func (w *writer) trim(table string, keep int, args ...any) error {
+	var objs []any
+	it, err := w.txn.Get(table, "id"+prefixSuffix(args), args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", table, err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		objs = append(objs, raw)
+	}
+	for _, obj := range objs[:max(len(objs)-keep, 0)] {
+		if err := w.delete(table, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func prefixSuffix(args []any) string {
+	if len(args) > 0 {
+		return "_prefix"
+	}
+	return ""
+}
+
+func (w *writer) event(now int64, typ, namespace, jobID, msg string, details map[string]string) error {
+	var seq uint64
+	if raw, err := w.txn.Last(tableEvents, "id"); err != nil {
+		return fmt.Errorf("read events: %w", err)
+	} else if raw != nil {
+		seq = raw.(*structs.Event).Seq
+	}
+	ev := &structs.Event{
+		Seq: seq + 1, Index: w.index, Time: now, Type: typ,
+		Namespace: namespace, JobID: jobID, Message: msg, Details: details,
+	}
+	if err := w.insert(tableEvents, ev); err != nil {
+		return err
+	}
+	return w.trim(tableEvents, MaxEvents)
+}
+
+// RegisterJob stores a new version of job at index, with Status pending when
+// the job is new or had ended. With mustBeNew it fails with ErrJobExists if
+// an active job has the same namespace and ID. job must be canonical and
+// valid, and is not retained: the store keeps a copy.
+func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew bool) error {
+	return s.write(index, func(w *writer) error {
+		j := job.Copy()
+		prev, err := jobByID(w.txn, nil, j.Namespace, j.ID)
+		if err != nil {
+			return err
+		}
+		j.Status, j.StatusDescription = structs.JobStatusPending, ""
+		j.CreateIndex, j.ModifyIndex, j.Version = index, index, 0
+		if prev != nil {
+			if mustBeNew && !structs.Terminal(prev.Status) {
+				return fmt.Errorf("register job %q: %w (version %d, %s)", j.ID, ErrJobExists, prev.Version, prev.Status)
+			}
+			j.Version = prev.Version + 1
+			if !structs.Terminal(prev.Status) {
+				j.Status, j.StatusDescription = prev.Status, prev.StatusDescription
+				j.CreateIndex = prev.CreateIndex
+			}
+		}
+		if j.SubmitTime == 0 {
+			j.SubmitTime = now
+		}
+		if err := w.insert(tableJobs, j); err != nil {
+			return err
+		}
+		if err := w.insert(tableVersions, j); err != nil {
+			return err
+		}
+		return w.event(now, structs.EventJobRegistered, j.Namespace, j.ID,
+			fmt.Sprintf("registered version %d", j.Version), nil)
+	})
+}
+
+// UpdateJobStatus sets the status of an active job. A job that has already
+// ended keeps its status; an unknown job is ErrJobNotFound.
+func (s *Store) UpdateJobStatus(index uint64, now int64, namespace, id, status, desc string) error {
+	return s.write(index, func(w *writer) error {
+		prev, err := jobByID(w.txn, nil, namespace, id)
+		if err != nil {
+			return err
+		}
+		if prev == nil {
+			return fmt.Errorf("update job %q: %w", id, ErrJobNotFound)
+		}
+		if structs.Terminal(prev.Status) || prev.Status == status && prev.StatusDescription == desc {
+			return nil
+		}
+		j := *prev
+		j.Status, j.StatusDescription, j.ModifyIndex = status, desc, index
+		if err := w.insert(tableJobs, &j); err != nil {
+			return err
+		}
+		typ := map[string]string{
+			structs.JobStatusComplete: structs.EventJobCompleted,
+			structs.JobStatusFailed:   structs.EventJobFailed,
+			structs.JobStatusStopped:  structs.EventJobStopped,
+		}[status]
+		if typ == "" {
+			return nil
+		}
+		return w.event(now, typ, namespace, id, desc, nil)
+	})
+}
+
+// StopJob marks a job stopped, or with purge deletes it and everything kept
+// about it.
+func (s *Store) StopJob(index uint64, now int64, namespace, id string, purge bool) error {
+	if !purge {
+		return s.UpdateJobStatus(index, now, namespace, id, structs.JobStatusStopped, "stopped by a user")
+	}
+	return s.write(index, func(w *writer) error {
+		prev, err := jobByID(w.txn, nil, namespace, id)
+		if err != nil {
+			return err
+		}
+		if prev == nil {
+			return fmt.Errorf("purge job %q: %w", id, ErrJobNotFound)
+		}
+		if err := w.delete(tableJobs, prev); err != nil {
+			return err
+		}
+		for _, t := range []string{tableVersions, tablePlacements} {
+			w.touched[t] = true
+			if _, err := w.txn.DeleteAll(t, "id_prefix", jobPrefix(namespace, id)...); err != nil {
+				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
+			}
+		}
+		for _, t := range []string{tableSamples, tableModels} {
+			w.touched[t] = true
+			if _, err := w.txn.DeleteAll(t, "id", namespace, id); err != nil {
+				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
+			}
+		}
+		return w.event(now, structs.EventJobStopped, namespace, id, "stopped and purged by a user", nil)
+	})
+}
+
+// ApplyPlan stores a committed plan at index, appends each job's placement
+// to its history, stores the models the plan was made with, marks placed
+// pending jobs running and records JobPlaced and JobRescaled events.
+// Placements of jobs the store no longer holds as active are kept in the
+// plan but change nothing else.
+func (s *Store) ApplyPlan(index uint64, plan *structs.Plan, models []*structs.JobModel) error {
+	return s.write(index, func(w *writer) error {
+		p := *plan
+		p.Index = index
+		if err := w.insert(tablePlans, &p); err != nil {
+			return err
+		}
+		if err := w.trim(tablePlans, MaxPlans); err != nil {
+			return err
+		}
+		for _, pl := range p.Placements {
+			job, err := jobByID(w.txn, nil, pl.Namespace, pl.JobID)
+			if err != nil {
+				return err
+			}
+			if job == nil || structs.Terminal(job.Status) {
+				continue
+			}
+			if err := w.place(p.CreateTime, p.Algorithm, job, pl); err != nil {
+				return err
+			}
+		}
+		for _, m := range models {
+			if job, err := jobByID(w.txn, nil, m.Namespace, m.JobID); err != nil {
+				return err
+			} else if job == nil {
+				continue
+			}
+			if err := w.insert(tableModels, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Placement) error {
+	prev, err := latestPlacement(w.txn, nil, job.Namespace, job.ID)
+	if err != nil {
+		return err
+	}
+	if prev != nil && samePlacement(prev.Placement, pl) {
+		return nil
+	}
+	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Algorithm: alg, Placement: pl}
+	if err := w.insert(tablePlacements, rec); err != nil {
+		return err
+	}
+	if err := w.trim(tablePlacements, MaxPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
+		return err
+	}
+	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": alg}
+	msg := fmt.Sprintf("%d ps and %d workers on %d nodes: %s", pl.NumPS, pl.NumWorkers, len(pl.Nodes), pl.Reason)
+	typ := structs.EventJobRescaled
+	if prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending {
+		typ = structs.EventJobPlaced
+	}
+	if job.Status == structs.JobStatusPending && !pl.Paused() {
+		j := *job
+		j.Status, j.StatusDescription, j.ModifyIndex = structs.JobStatusRunning, "", w.index
+		if err := w.insert(tableJobs, &j); err != nil {
+			return err
+		}
+	}
+	return w.event(now, typ, job.Namespace, job.ID, msg, details)
+}
+
+// samePlacement reports whether two placements run the same tasks on the
+// same nodes; reasons do not count.
+func samePlacement(a, b *structs.Placement) bool {
+	if a.NumPS != b.NumPS || a.NumWorkers != b.NumWorkers || len(a.Nodes) != len(b.Nodes) {
+		return false
+	}
+	for i, n := range a.Nodes {
+		if *n != *b.Nodes[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendSamples adds samples to their jobs' bounded histories. Samples of
+// jobs the store does not hold as active are dropped; the return value says
+// how many were kept.
+func (s *Store) AppendSamples(index uint64, samples []structs.Sample) (int, error) {
+	kept := 0
+	err := s.write(index, func(w *writer) error {
+		byJob := map[[2]string]*structs.JobSamples{}
+		var order [][2]string
+		for _, smp := range samples {
+			ns := cmp.Or(smp.Namespace, structs.DefaultNamespace)
+			key := [2]string{ns, smp.JobID}
+			js, ok := byJob[key]
+			if !ok {
+				job, err := jobByID(w.txn, nil, ns, smp.JobID)
+				if err != nil {
+					return err
+				}
+				if job != nil && !structs.Terminal(job.Status) {
+					prev, err := jobSamples(w.txn, nil, ns, smp.JobID)
+					if err != nil {
+						return err
+					}
+					js = &structs.JobSamples{Namespace: ns, JobID: smp.JobID}
+					if prev != nil {
+						js.Samples, js.Received = slices.Clone(prev.Samples), prev.Received
+					}
+					order = append(order, key)
+				}
+				byJob[key] = js
+			}
+			if js == nil {
+				continue
+			}
+			js.Samples = append(js.Samples, smp)
+			js.Received++
+			kept++
+			if len(js.Samples) > MaxSamples {
+				js.Samples = thin(js.Samples)
+			}
+		}
+		for _, key := range order {
+			if err := w.insert(tableSamples, byJob[key]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return kept, err
+}
+
+// thin halves the older half of a full history by keeping every other
+// sample.
+func thin(smps []structs.Sample) []structs.Sample {
+	half := len(smps) / 2
+	out := make([]structs.Sample, 0, len(smps)-half/2)
+	for i := 0; i < half; i += 2 {
+		out = append(out, smps[i])
+	}
+	return append(out, smps[half:]...)
+}
+
+// ReplaceNodes makes nodes the cluster's node set.
+func (s *Store) ReplaceNodes(index uint64, nodes []*structs.Node) error {
+	return s.write(index, func(w *writer) error {
+		w.touched[tableNodes] = true
+		if _, err := w.txn.DeleteAll(tableNodes, "id"); err != nil {
+			return fmt.Errorf("replace nodes: %w", err)
+		}
+		for _, n := range nodes {
+			if err := w.insert(tableNodes, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SetSchedulerConfig replaces the scheduler configuration and records an
+// AlgorithmChanged event when the algorithm changes.
+func (s *Store) SetSchedulerConfig(index uint64, now int64, cfg *structs.SchedulerConfig) error {
+	return s.write(index, func(w *writer) error {
+		prev, err := schedulerConfig(w.txn, nil)
+		if err != nil {
+			return err
+		}
+		c := &structs.SchedulerConfig{Algorithm: cfg.Algorithm, Options: maps.Clone(cfg.Options), ModifyIndex: index}
+		if err := w.insert(tableConfig, c); err != nil {
+			return err
+		}
+		if prev != nil && prev.Algorithm == c.Algorithm {
+			return nil
+		}
+		return w.event(now, structs.EventAlgorithmChanged, "", "", "scheduler algorithm is now "+c.Algorithm, map[string]string{"algorithm": c.Algorithm})
+	})
+}
+
+// UpsertMember records how to reach a server.
+func (s *Store) UpsertMember(index uint64, m *structs.Member) error {
+	return s.write(index, func(w *writer) error {
+		c := *m
+		return w.insert(tableMembers, &c)
+	})
+}
+
+// DeleteMember forgets a server.
+func (s *Store) DeleteMember(index uint64, id string) error {
+	return s.write(index, func(w *writer) error {
+		w.touched[tableMembers] = true
+		_, err := w.txn.DeleteAll(tableMembers, "id", id)
+		return err
+	})
+}
+
+// AppendEvent records a scheduler-wide or job event that no state change
+// implies, such as an algorithm fallback.
+func (s *Store) AppendEvent(index uint64, ev *structs.Event) error {
+	return s.write(index, func(w *writer) error {
+		return w.event(ev.Time, ev.Type, ev.Namespace, ev.JobID, ev.Message, maps.Clone(ev.Details))
+	})
+}

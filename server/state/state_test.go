@@ -1,0 +1,138 @@
+package state
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-memdb"
+	"github.com/shoenig/test/must"
+)
+
+func mockJob(id string) *structs.Job {
+	j := structs.MockJob()
+	j.ID = id
+	j.Canonicalize()
+	return j
+}
+
+func newStore(t *testing.T, ids ...string) *Store {
+	s, err := New()
+	must.NoError(t, err)
+	for i, id := range ids {
+		must.NoError(t, s.RegisterJob(uint64(i+1), 0, mockJob(id), true))
+	}
+	return s
+}
+
+func placement(id string, workers int) *structs.Placement {
+	return &structs.Placement{
+		Namespace: structs.DefaultNamespace, JobID: id, NumWorkers: workers,
+		Nodes: []*structs.NodeTasks{{NodeID: "n1", Workers: workers}},
+	}
+}
+
+func TestPlacements_HistoryPerJob(t *testing.T) {
+	s := newStore(t, "a", "ab")
+	idx := uint64(10)
+	for w := 1; w <= MaxPlacements+5; w++ {
+		idx++
+		plan := &structs.Plan{Placements: []*structs.Placement{placement("a", w), placement("ab", 1)}}
+		must.NoError(t, s.ApplyPlan(idx, plan, nil))
+	}
+	hist, err := Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceLen(t, MaxPlacements, hist, must.Sprint("history is bounded, and job ab's rows are not job a's"))
+	must.Eq(t, MaxPlacements+5, hist[0].Placement.NumWorkers, must.Sprint("newest first"))
+	hist, err = Placements(s.Txn(), nil, structs.DefaultNamespace, "ab")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, hist, must.Sprint("an unchanged placement is recorded once"))
+
+	plans, err := watchAll[*structs.Plan](s.Txn(), nil, tablePlans, "id", forward)
+	must.NoError(t, err)
+	must.SliceLen(t, MaxPlans, plans)
+	latest, err := LatestPlan(s.Txn(), nil)
+	must.NoError(t, err)
+	must.Eq(t, idx, latest.Index)
+
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusRunning, job.Status)
+
+	must.NoError(t, s.StopJob(idx+1, 0, structs.DefaultNamespace, "a", true))
+	hist, err = Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceEmpty(t, hist)
+	hist, err = Placements(s.Txn(), nil, structs.DefaultNamespace, "ab")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, hist, must.Sprint("purging a keeps ab"))
+}
+
+func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
+	s := newStore(t, "a")
+	var batch []structs.Sample
+	for i := range 3 * MaxSamples {
+		batch = append(batch, structs.Sample{JobID: "a", Step: int64(i)})
+	}
+	batch = append(batch, structs.Sample{JobID: "unknown", Step: 1})
+	kept, err := s.AppendSamples(5, batch)
+	must.NoError(t, err)
+	must.Eq(t, 3*MaxSamples, kept)
+	js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.LessEq(t, MaxSamples, len(js.Samples))
+	must.Greater(t, MaxSamples/2, len(js.Samples))
+	must.Eq(t, 0, js.Samples[0].Step, must.Sprint("the oldest sample survives thinning"))
+	must.Eq(t, int64(3*MaxSamples-1), js.Samples[len(js.Samples)-1].Step)
+	must.Eq(t, int64(3*MaxSamples), js.Received)
+	for i := 1; i < len(js.Samples); i++ {
+		must.Less(t, js.Samples[i].Step, js.Samples[i-1].Step)
+	}
+}
+
+func TestBlockingQuery(t *testing.T) {
+	s := newStore(t, "a")
+	current := func() *Store { return s }
+	jobs := func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
+		js, err := Jobs(txn, ws, "")
+		return len(js), IndexOf(txn, tableJobs), err
+	}
+
+	// An index below the current one returns at once.
+	res, idx, err := BlockingQuery(context.Background(), current, 0, time.Minute, jobs)
+	must.NoError(t, err)
+	must.Eq(t, 1, res)
+	must.Eq(t, 1, idx)
+
+	// At the current index it waits for a write.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, idx, err = BlockingQuery(context.Background(), current, 1, time.Minute, jobs)
+	}()
+	must.NoError(t, s.RegisterJob(7, 0, mockJob("b"), true))
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocking query did not return after a write")
+	}
+	must.NoError(t, err)
+	must.Eq(t, 2, res)
+	must.Eq(t, 7, idx)
+
+	// Without a write it returns the same result when the wait is over.
+	res, idx, err = BlockingQuery(context.Background(), current, 7, 50*time.Millisecond, jobs)
+	must.NoError(t, err)
+	must.Eq(t, 2, res)
+	must.Eq(t, 7, idx)
+}
+
+func TestEvents_AfterSeq(t *testing.T) {
+	s := newStore(t, "a", "b", "c")
+	evs, err := Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	must.SliceLen(t, 2, evs)
+	must.Eq(t, 2, evs[0].Seq)
+	must.Eq(t, "b", evs[0].JobID)
+}

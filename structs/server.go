@@ -1,0 +1,68 @@
+package structs
+
+// SchedulerConfig is the replicated scheduler configuration: which algorithm
+// the leader runs and its options. Every server agrees on it, and a change
+// survives leader changes.
+type SchedulerConfig struct {
+	Algorithm string
+	Options   map[string]string
+	// ModifyIndex is the Raft index of the last change.
+	ModifyIndex uint64
+}
+
+// Member is one Caravan server as the replicated state knows it: how to
+// reach its Raft transport and its HTTP API. Followers forward writes to the
+// leader's HTTPAddr.
+type Member struct {
+	ID       string
+	Name     string
+	RaftAddr string
+	HTTPAddr string
+}
+
+// JobPlacement is one entry of a job's placement history: the placement a
+// committed plan gave the job.
+type JobPlacement struct {
+	Namespace string
+	JobID     string
+	// PlanIndex is the Raft index of the plan.
+	PlanIndex uint64
+	// Time is the plan's CreateTime, Unix nanoseconds.
+	Time      int64
+	Algorithm string
+	Placement *Placement
+}
+
+// JobSamples is the bounded history of a job's samples kept for fitting.
+// When it is full the older half is thinned to every other sample, so it
+// spans the whole run with more detail on recent steps.
+type JobSamples struct {
+	Namespace string
+	JobID     string
+	Samples   []Sample
+	// Received counts every sample ever accepted for the job.
+	Received int64
+}
+
+// JobModel is the leader's fitted models of a job, committed with each plan
+// so that every server can show them.
+type JobModel struct {
+	Namespace string
+	JobID     string
+	// Loss holds (b0, b1, b2) of l = 1/(b0·k + b1) + b2, k in steps; empty
+	// until fitted.
+	Loss []float64
+	// SpeedKind is "async", "sync" or "allreduce" and Speed the θ of that
+	// speed function; empty until fitted.
+	SpeedKind string
+	Speed     []float64
+	// Step is the last step reported. TotalSteps is the predicted step of
+	// convergence (0 until the loss is fitted); StepsPerSecond is the
+	// predicted speed at the job's placement.
+	Step           int64
+	TotalSteps     float64
+	StepsPerSecond float64
+	// RemainingSeconds is the predicted time to convergence at the current
+	// placement; 0 when unknown.
+	RemainingSeconds float64
+}
