@@ -35,16 +35,22 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 	f := &FSM{log: logger.Named("fsm"), applied: applied}
 	f.state.Store(s)
 	f.handler = map[MessageType]func(uint64, []byte) any{
-		JobRegisterType:     handle(func(i uint64, r *JobRegisterRequest) any { return f.State().RegisterJob(i, r.Time, r.Job, r.MustBeNew) }),
-		JobStopType:         handle(func(i uint64, r *JobStopRequest) any { return f.State().StopJob(i, r.Time, r.Namespace, r.JobID, r.Purge) }),
-		JobStatusType:       handle(func(i uint64, r *JobStatusRequest) any { return f.State().UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description) }),
-		PlanApplyType:       handle(func(i uint64, r *PlanApplyRequest) any { return f.State().ApplyPlan(i, r.Plan, r.Models) }),
-		SampleBatchType:     handle(func(i uint64, r *SampleBatchRequest) any { return appendSamples(f.State(), i, r) }),
-		NodesReplaceType:    handle(func(i uint64, r *NodesReplaceRequest) any { return f.State().ReplaceNodes(i, r.Nodes) }),
-		SchedulerConfigType: handle(func(i uint64, r *SchedulerConfigRequest) any { return f.State().SetSchedulerConfig(i, r.Time, r.Config) }),
-		MemberUpsertType:    handle(func(i uint64, r *MemberUpsertRequest) any { return f.State().UpsertMember(i, r.Member) }),
-		MemberDeleteType:    handle(func(i uint64, r *MemberDeleteRequest) any { return f.State().DeleteMember(i, r.ID) }),
-		EventAppendType:     handle(func(i uint64, r *EventAppendRequest) any { return f.State().AppendEvent(i, r.Event) }),
+		JobRegisterType: handle(func(i uint64, r *JobRegisterRequest) any { return f.State().RegisterJob(i, r.Time, r.Job, r.MustBeNew) }),
+		JobStopType: handle(func(i uint64, r *JobStopRequest) any {
+			return f.State().StopJob(i, r.Time, r.Namespace, r.JobID, r.Purge)
+		}),
+		JobStatusType: handle(func(i uint64, r *JobStatusRequest) any {
+			return f.State().UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description)
+		}),
+		PlanApplyType:    handle(func(i uint64, r *PlanApplyRequest) any { return f.State().ApplyPlan(i, r.Plan, r.Models) }),
+		SampleBatchType:  handle(func(i uint64, r *SampleBatchRequest) any { return appendSamples(f.State(), i, r) }),
+		NodesReplaceType: handle(func(i uint64, r *NodesReplaceRequest) any { return f.State().ReplaceNodes(i, r.Nodes) }),
+		SchedulerConfigType: handle(func(i uint64, r *SchedulerConfigRequest) any {
+			return f.State().SetSchedulerConfig(i, r.Time, r.Config)
+		}),
+		MemberUpsertType: handle(func(i uint64, r *MemberUpsertRequest) any { return f.State().UpsertMember(i, r.Member) }),
+		MemberDeleteType: handle(func(i uint64, r *MemberDeleteRequest) any { return f.State().DeleteMember(i, r.ID) }),
+		EventAppendType:  handle(func(i uint64, r *EventAppendRequest) any { return f.State().AppendEvent(i, r.Event) }),
 	}
 	return f, nil
 }
