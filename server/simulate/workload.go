@@ -52,7 +52,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload %q: %w", name, err)
 	}
-	profiles, err := sim.LoadProfiles(sim.Data)
+	profiles, err := sim.PolluxProfiles()
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,6 @@ func loadJobspecs(fsys fs.FS, file string, profiles map[string]*sim.Profile, see
 		return nil, err
 	}
 	wl := &sim.Workload{Name: strings.TrimSuffix(path.Base(file), ".csv")}
-	params := sim.ParametricWorkload(1, 1, seed).Arrivals[0].Truth.(*sim.ParametricTruth)
 	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
 		at, spec, ok := strings.Cut(strings.TrimSpace(line), ",")
 		t, err := strconv.ParseFloat(at, 64)
@@ -118,14 +117,7 @@ func loadJobspecs(fsys fs.FS, file string, profiles map[string]*sim.Profile, see
 		if job.Elastic.ParameterServers != nil {
 			a.RequestPS = job.Elastic.ParameterServers.Max
 		}
-		if p, ok := profiles[job.Meta["application"]]; ok {
-			a.Truth = sim.NewPolluxTruth(p, float64(job.Training.GlobalBatchSize))
-		} else {
-			truth := *params
-			truth.Batch, truth.StepsPerEpoch = float64(job.Training.GlobalBatchSize), float64(job.Training.StepsPerEpoch)
-			truth.Threshold, truth.Patience = job.Training.Convergence.Threshold, job.Training.Convergence.Patience
-			a.Truth = truth.Init()
-		}
+		a.Truth = sim.TruthFor(job, profiles, seed)
 		wl.Arrivals = append(wl.Arrivals, a)
 	}
 	slices.SortStableFunc(wl.Arrivals, func(a, b sim.Arrival) int { return cmp.Compare(a.Time, b.Time) })

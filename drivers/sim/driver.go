@@ -1,0 +1,526 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// The Driver satisfies the server's Driver, MetricsSource and Profiler
+// interfaces (server/driver.go) without importing the server.
+var (
+	_ interface {
+		Nodes(context.Context) ([]*structs.Node, error)
+		Enact(context.Context, *structs.Plan, []*structs.Job) error
+		Status(context.Context) ([]*structs.JobReport, error)
+	} = (*Driver)(nil)
+	_ interface {
+		Samples(context.Context, uint64) ([]structs.Sample, uint64, error)
+	} = (*Driver)(nil)
+	_ interface {
+		Profile(context.Context, string, string, [][2]int) error
+	} = (*Driver)(nil)
+)
+
+// DriverConfig configures a real-time Driver.
+type DriverConfig struct {
+	// Cluster is the simulated cluster; the zero Config means
+	// DefaultConfig(). Its Seed also seeds the ground truths of parametric
+	// jobs (see TruthFor).
+	Cluster Config
+	// Speed is how many virtual seconds pass per wall-clock second; 0 (or
+	// anything not positive and finite) means 1, real time.
+	Speed float64
+	// Tick is how often, in wall time, the clock goroutine advances the
+	// simulator; 0 means 100ms. Every method also advances it to the
+	// current virtual time first, so answers are never a Tick stale; the
+	// goroutine keeps jobs moving (and their completions logged) between
+	// calls.
+	Tick time.Duration
+	// Profiles are the Pollux models a job can name as meta "application";
+	// nil means the embedded ones (PolluxProfiles).
+	Profiles map[string]*Profile
+	// Logger receives the driver's logs; nil means none.
+	Logger hclog.Logger
+}
+
+// Driver runs a Sim as a live cluster for the Caravan server (`caravan
+// agent -dev`): the server's leader enacts plans on it, polls its status
+// and reads its samples in real time while a goroutine moves the virtual
+// clock along with the wall clock.
+//
+// Clock. Virtual time t (seconds) stands for the wall time Epoch + t, where
+// Epoch is the wall time at NewDriver; Now and every Sample.Time use that
+// mapping. Between Start and Stop, virtual time runs Speed times as fast as
+// the wall clock; before Start and after Stop it stands still, and a Driver
+// can still be driven then (plans are enacted at the frozen time). At
+// Speed 1 with no pause, Now is the wall time; at Speed > 1 it runs ahead.
+//
+// Jobs. The simulator keys jobs by ID, so two jobs of one ID in different
+// namespaces cannot run at once. A job the driver has not seen yet is
+// submitted when a plan first names it, with the ground truth TruthFor
+// gives its spec; a later spec of a known job is ignored.
+//
+// A Driver is safe for concurrent use.
+type Driver struct {
+	cfg   DriverConfig
+	log   hclog.Logger
+	clock func() time.Time // the wall clock; tests replace it
+	epoch time.Time        // the wall time of virtual time 0
+
+	// life serialises Start and Stop; stop and done belong to the clock
+	// goroutine and are nil while it does not run.
+	life       sync.Mutex
+	stop, done chan struct{}
+
+	mu  sync.Mutex
+	sim *Sim
+	// running is true between Start and Stop; the virtual time is then
+	// anchorVirt + (clock() - anchorWall) × Speed.
+	running    bool
+	anchorWall time.Time
+	anchorVirt float64
+	doneCursor int
+	// deferred holds the profiling requests of jobs not submitted yet, by
+	// (namespace, job ID).
+	deferred map[[2]string][][2]int
+}
+
+// NewDriver returns a stopped Driver over a new Sim of cfg.Cluster; Start
+// sets its clock going.
+func NewDriver(cfg DriverConfig) *Driver { return newDriver(cfg, time.Now) }
+
+func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
+	if cfg.Cluster == (Config{}) {
+		cfg.Cluster = DefaultConfig()
+	}
+	if !(cfg.Speed > 0) || math.IsInf(cfg.Speed, 1) {
+		cfg.Speed = 1
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 100 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Driver{
+		cfg: cfg, log: cfg.Logger.Named("sim"), clock: clock, epoch: clock(),
+		sim: New(cfg.Cluster), deferred: map[[2]string][][2]int{},
+	}
+}
+
+// Start sets the virtual clock going from where it stands and starts the
+// goroutine that advances the simulator every Tick. Starting a running
+// Driver does nothing.
+func (d *Driver) Start() {
+	d.life.Lock()
+	defer d.life.Unlock()
+	if d.stop != nil {
+		return
+	}
+	d.mu.Lock()
+	d.running, d.anchorWall, d.anchorVirt = true, d.clock(), d.sim.Now()
+	d.mu.Unlock()
+	d.stop, d.done = make(chan struct{}), make(chan struct{})
+	go d.run(d.stop, d.done)
+	d.log.Info("started simulated cluster", "nodes", d.cfg.Cluster.Nodes,
+		"gpus_per_node", d.cfg.Cluster.GPUsPerNode, "speed", d.cfg.Speed)
+}
+
+// Stop advances the simulator to now, stops the clock goroutine and waits
+// for it to end. The virtual clock then stands still until Start. Stopping
+// a stopped Driver does nothing.
+func (d *Driver) Stop() {
+	d.life.Lock()
+	defer d.life.Unlock()
+	if d.stop == nil {
+		return
+	}
+	close(d.stop)
+	<-d.done
+	d.stop, d.done = nil, nil
+	d.mu.Lock()
+	d.syncLocked()
+	d.running = false
+	d.mu.Unlock()
+	d.log.Info("stopped simulated cluster")
+}
+
+func (d *Driver) run(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(d.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			d.mu.Lock()
+			d.syncLocked()
+			d.mu.Unlock()
+		}
+	}
+}
+
+// syncLocked advances the simulator to the virtual time of the wall clock
+// now.
+func (d *Driver) syncLocked() {
+	if !d.running {
+		return
+	}
+	v := d.anchorVirt + d.clock().Sub(d.anchorWall).Seconds()*d.cfg.Speed
+	if v <= d.sim.Now() {
+		return
+	}
+	d.sim.Advance(v)
+	var done []string
+	done, d.doneCursor = d.sim.Completions(d.doneCursor)
+	for _, id := range done {
+		d.log.Info("job completed", "job_id", id, "virtual_s", d.sim.jobs[id].finish)
+	}
+}
+
+// Now returns the virtual time as wall time: Epoch + virtual seconds.
+func (d *Driver) Now() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	return d.wall(d.sim.Now())
+}
+
+// Epoch returns the wall time that virtual time 0 stands for.
+func (d *Driver) Epoch() time.Time { return d.epoch }
+
+func (d *Driver) wall(virtual float64) time.Time {
+	return d.epoch.Add(time.Duration(virtual * float64(time.Second)))
+}
+
+// Nodes returns copies of the simulated nodes; they never change.
+func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*structs.Node, len(d.sim.nodes))
+	for i, n := range d.sim.nodes {
+		out[i] = copyNode(n)
+	}
+	return out, nil
+}
+
+// Enact makes the simulator run exactly plan:
+//
+//   - a job the plan names that the simulator does not know is submitted,
+//     with the spec from jobs (an error if jobs has none) and the ground
+//     truth TruthFor gives it; profiling requested for it before (see
+//     Profile) happens now, before it first starts;
+//   - each job the plan names gets its placement; a job whose placement is
+//     unchanged keeps running untouched, so enacting a plan twice changes
+//     nothing;
+//   - a job the simulator runs that the plan does not name is stopped
+//     (Sim.StopJob): its GPUs are free for this plan's jobs and it is
+//     forgotten, so Status no longer reports it. A later plan that names it
+//     starts it again from step 0;
+//   - a job that has already completed stays complete, whatever the plan
+//     gives it: the plan was made before its completion was seen.
+//
+// A plan that is invalid, over-commits a node (the error wraps
+// ErrOverCommitted), names a new job jobs holds no spec for, or names a
+// job ID the simulator holds in another namespace is rejected whole and
+// changes nothing. Errors do not name the plan; the caller does.
+func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if plan == nil {
+		return errors.New("enact: no plan")
+	}
+	if err := plan.Validate(); err != nil {
+		return err
+	}
+	specs := make(map[[2]string]*structs.Job, len(jobs))
+	for _, j := range jobs {
+		if j != nil {
+			specs[[2]string{j.Namespace, j.ID}] = j
+		}
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+
+	named := make(map[string]string, len(plan.Placements)) // job ID → namespace
+	var (
+		submit     []*structs.Job
+		placements = make([]*structs.Placement, 0, len(plan.Placements))
+	)
+	for _, p := range plan.Placements {
+		if ns, ok := named[p.JobID]; ok {
+			return fmt.Errorf("job %q is placed in namespaces %q and %q; the simulator keys jobs by ID", p.JobID, ns, p.Namespace)
+		}
+		named[p.JobID] = p.Namespace
+		j, ok := d.sim.jobs[p.JobID]
+		switch {
+		case ok && j.spec.Namespace != p.Namespace:
+			return fmt.Errorf("job %q in namespace %q: the simulator already holds job %q in namespace %q",
+				p.JobID, p.Namespace, p.JobID, j.spec.Namespace)
+		case ok && j.finish >= 0:
+			continue
+		case !ok:
+			spec := specs[[2]string{p.Namespace, p.JobID}]
+			if spec == nil {
+				return fmt.Errorf("job %q in namespace %q is new and jobs holds no spec for it", p.JobID, p.Namespace)
+			}
+			submit = append(submit, spec)
+		}
+		placements = append(placements, copyPlacement(p))
+	}
+	var stop []*job
+	for _, j := range d.sim.live {
+		if _, ok := named[j.spec.ID]; !ok {
+			stop = append(stop, j)
+			// A paused placement frees its tasks in the same check.
+			placements = append(placements, &structs.Placement{Namespace: j.spec.Namespace, JobID: j.spec.ID})
+		}
+	}
+	var profiles map[string]*Profile
+	if len(submit) > 0 {
+		var err error
+		if profiles, err = d.profiles(); err != nil {
+			return fmt.Errorf("load Pollux profiles: %w", err)
+		}
+	}
+
+	// Sim.Enact is the judge of the plan; the jobs submitted for it are
+	// taken back if it says no.
+	mark := d.sim.mark()
+	for _, spec := range submit {
+		spec = spec.Copy()
+		if err := d.sim.Submit(spec, TruthFor(spec, profiles, d.cfg.Cluster.Seed)); err != nil {
+			d.sim.rollback(mark)
+			return err
+		}
+		if cfgs, ok := d.deferred[[2]string{spec.Namespace, spec.ID}]; ok {
+			if err := d.sim.Profile(spec.ID, cfgs); err != nil {
+				d.sim.rollback(mark)
+				return err
+			}
+		}
+	}
+	if err := d.sim.Enact(&structs.Plan{Placements: placements}); err != nil {
+		d.sim.rollback(mark)
+		return err
+	}
+	for _, spec := range submit {
+		delete(d.deferred, [2]string{spec.Namespace, spec.ID})
+		d.log.Info("submitted job", "namespace", spec.Namespace, "job_id", spec.ID)
+	}
+	for _, j := range stop {
+		if err := d.sim.StopJob(j.spec.ID); err != nil {
+			return err // cannot happen: j is live
+		}
+		d.log.Info("stopped job", "namespace", j.spec.Namespace, "job_id", j.spec.ID, "step", int64(j.step))
+	}
+	d.log.Debug("enacted plan", "index", plan.Index, "placements", len(plan.Placements),
+		"submitted", len(submit), "stopped", len(stop))
+	return nil
+}
+
+func (d *Driver) profiles() (map[string]*Profile, error) {
+	if d.cfg.Profiles != nil {
+		return d.cfg.Profiles, nil
+	}
+	return PolluxProfiles()
+}
+
+// Status reports every job the simulator holds, in the order they were
+// submitted: JobStatusRunning for a job that is placed, restarting or
+// waiting for tasks, JobStatusComplete for one that has trained to its
+// end. Jobs the driver stopped are not reported (Enact forgets them), and
+// no job fails.
+func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	out := make([]*structs.JobReport, 0, len(d.sim.order))
+	for _, j := range d.sim.order {
+		r := &structs.JobReport{
+			Namespace: j.spec.Namespace, JobID: j.spec.ID,
+			Status: structs.JobStatusRunning, Step: int64(j.step),
+		}
+		switch {
+		case j.finish >= 0:
+			r.Status = structs.JobStatusComplete
+			r.Message = "converged at epoch " + strconv.FormatFloat(math.Round(j.truth.Epoch(j.step)*100)/100, 'f', -1, 64)
+		case !j.running():
+			r.Message = "waiting for tasks"
+		case j.restartTo > d.sim.now:
+			r.Message = fmt.Sprintf("restarting with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
+		default:
+			r.Message = fmt.Sprintf("training with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Samples returns the samples trainers reported after cursor and the cursor
+// to pass next; samples before cursor are dropped. Each sample's Time is
+// its virtual time mapped onto the wall clock (Epoch + virtual seconds), in
+// Unix nanoseconds.
+func (d *Driver) Samples(ctx context.Context, cursor uint64) ([]structs.Sample, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, cursor, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	smp, next := d.sim.Samples(int(min(cursor, math.MaxInt)))
+	out := slices.Clone(smp)
+	base := d.epoch.UnixNano()
+	for i := range out {
+		out[i].Time += base
+	}
+	return out, uint64(next), nil
+}
+
+// Profile measures a job's speed at each (ps, workers) configuration
+// (Sim.Profile): one sample per configuration, and ProfileTime per
+// configuration charged before the job first starts. The leader may ask
+// before any plan names the job, when the driver has no spec for it yet:
+// the request is then kept and carried out when Enact submits the job,
+// just before it is placed, and Profile returns nil.
+func (d *Driver) Profile(ctx context.Context, namespace, jobID string, configs [][2]int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	j, ok := d.sim.jobs[jobID]
+	switch {
+	case !ok:
+		key := [2]string{namespace, jobID}
+		d.deferred[key] = append(d.deferred[key], configs...)
+		d.log.Debug("deferred profiling until a plan names the job", "namespace", namespace, "job_id", jobID)
+		return nil
+	case j.spec.Namespace != namespace:
+		return fmt.Errorf("profile job %q in namespace %q: the simulator holds job %q in namespace %q",
+			jobID, namespace, jobID, j.spec.Namespace)
+	}
+	return d.sim.Profile(jobID, configs)
+}
+
+// StopJob stops a job that has not finished, as a user stopping it would:
+// its tasks end now, its resources are free for the next plan, and the
+// simulator forgets it: Jobs, Results, NextEvent and Done no longer count
+// it, Enact rejects plans that place it, and Submit may submit its ID
+// again, as a new job that starts from step 0. The samples and allocation
+// changes it recorded stay. StopJob returns an error for an unknown or
+// finished job.
+func (s *Sim) StopJob(id string) error {
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("stop unknown job %q", id)
+	}
+	if j.finish >= 0 {
+		return fmt.Errorf("stop job %q: it has finished", id)
+	}
+	held := s.held
+	s.setGPUs(j, 0)
+	s.forget(j)
+	if s.held != held {
+		s.recordUsage()
+	}
+	return nil
+}
+
+// forget removes j from the simulator's books.
+func (s *Sim) forget(j *job) {
+	delete(s.jobs, j.spec.ID)
+	is := func(o *job) bool { return o == j }
+	s.order = slices.DeleteFunc(s.order, is)
+	s.live = slices.DeleteFunc(s.live, is)
+}
+
+// simMark is a point to roll submissions back to: how many jobs were
+// submitted and how many samples were held.
+type simMark struct{ jobs, samples int }
+
+func (s *Sim) mark() simMark { return simMark{len(s.order), len(s.samples)} }
+
+// rollback forgets the jobs submitted since m and drops the samples
+// reported since. It undoes only Submit and Profile of jobs that were never
+// placed, which hold no resources.
+func (s *Sim) rollback(m simMark) {
+	for _, j := range slices.Clone(s.order[m.jobs:]) {
+		s.forget(j)
+	}
+	clear(s.samples[m.samples:])
+	s.samples = s.samples[:m.samples]
+}
+
+func copyPlacement(p *structs.Placement) *structs.Placement {
+	c := *p
+	c.Nodes = make([]*structs.NodeTasks, len(p.Nodes))
+	for i, nt := range p.Nodes {
+		n := *nt
+		c.Nodes[i] = &n
+	}
+	return &c
+}
+
+func copyNode(n *structs.Node) *structs.Node {
+	c := *n
+	c.Attributes = maps.Clone(n.Attributes)
+	c.Meta = maps.Clone(n.Meta)
+	if n.Devices != nil {
+		c.Devices = make([]*structs.NodeDeviceResource, len(n.Devices))
+		for i, d := range n.Devices {
+			dc := *d
+			dc.Instances = make([]*structs.NodeDevice, len(d.Instances))
+			for k, inst := range d.Instances {
+				ic := *inst
+				dc.Instances[k] = &ic
+			}
+			if d.Attributes != nil {
+				dc.Attributes = make(map[string]*structs.Attribute, len(d.Attributes))
+				for k, a := range d.Attributes {
+					dc.Attributes[k] = copyAttribute(a)
+				}
+			}
+			c.Devices[i] = &dc
+		}
+	}
+	return &c
+}
+
+func copyAttribute(a *structs.Attribute) *structs.Attribute {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Int, c.Float, c.String, c.Bool = copyPtr(a.Int), copyPtr(a.Float), copyPtr(a.String), copyPtr(a.Bool)
+	return &c
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
