@@ -1,0 +1,378 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ports is the ports block: the ports the agent listens on, at
+// Config.BindAddr. Zero means unset.
+type Ports struct {
+	// HTTP serves the HTTP API, which servers also use to join each other.
+	// Default DefaultHTTPPort (4680).
+	HTTP int `hcl:"http,optional"`
+	// Raft carries Raft replication between servers. Default
+	// DefaultRaftPort (4681).
+	Raft int `hcl:"raft,optional"`
+}
+
+// DefaultPorts returns the default ports block.
+func DefaultPorts() *Ports { return &Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort} }
+
+// Merge returns a copy of p with the ports set in o overriding it. Either
+// may be nil; the result is not.
+func (p *Ports) Merge(o *Ports) *Ports {
+	r := copyOf(p)
+	if o != nil {
+		r.HTTP = mergeNumber(r.HTTP, o.HTTP)
+		r.Raft = mergeNumber(r.Raft, o.Raft)
+	}
+	return r
+}
+
+// Validate checks that both ports are in 1–65535. Config.Validate also
+// checks that they differ.
+func (p *Ports) Validate() error { return joinProblems(p.problems()) }
+
+func (p *Ports) problems() []problem {
+	if p == nil {
+		return nil
+	}
+	var ps []problem
+	for _, port := range []struct {
+		name string
+		v    int
+	}{{"http", p.HTTP}, {"raft", p.Raft}} {
+		if port.v < 1 || port.v > 65535 {
+			ps = append(ps, problemf(port.name, "%d is not a port; use a number from 1 to 65535", port.v))
+		}
+	}
+	return ps
+}
+
+// Server is the server block: how the agent takes part in the Raft cluster
+// of Caravan servers.
+type Server struct {
+	// Enabled runs the server. nil means unset; Default sets true, and for
+	// now every Caravan agent is a server.
+	Enabled *bool `hcl:"enabled,optional"`
+	// BootstrapExpect is how many servers must join before the cluster
+	// elects its first leader. At least 1; default 1.
+	BootstrapExpect int `hcl:"bootstrap_expect,optional"`
+	// RetryJoin lists other servers' HTTP addresses, each host:port, to join
+	// until one answers. A non-empty list replaces the earlier one in Merge.
+	RetryJoin []string `hcl:"retry_join,optional"`
+	// RetryInterval is the wait between join attempts as written, such as
+	// "15s"; RetryIntervalDuration is its value, which is what the agent and
+	// Merge use. Code building a Config by hand sets the Duration.
+	RetryInterval         string `hcl:"retry_interval,optional"`
+	RetryIntervalDuration time.Duration
+}
+
+// DefaultServer returns the default server block.
+func DefaultServer() *Server {
+	return &Server{
+		Enabled:               new(true),
+		BootstrapExpect:       1,
+		RetryInterval:         "15s",
+		RetryIntervalDuration: 15 * time.Second,
+	}
+}
+
+// Merge returns a copy of s with the fields set in o overriding it. Either
+// may be nil; the result is not.
+func (s *Server) Merge(o *Server) *Server {
+	r := copyOf(s)
+	r.Enabled = mergePtr(r.Enabled, nil)
+	r.RetryJoin = slices.Clone(r.RetryJoin)
+	if o == nil {
+		return r
+	}
+	r.Enabled = mergePtr(r.Enabled, o.Enabled)
+	r.BootstrapExpect = mergeNumber(r.BootstrapExpect, o.BootstrapExpect)
+	if len(o.RetryJoin) > 0 {
+		r.RetryJoin = slices.Clone(o.RetryJoin)
+	}
+	r.RetryInterval, r.RetryIntervalDuration = mergeDuration(
+		r.RetryInterval, r.RetryIntervalDuration, o.RetryInterval, o.RetryIntervalDuration)
+	return r
+}
+
+// Validate checks bootstrap_expect, each retry_join address and
+// retry_interval.
+func (s *Server) Validate() error { return joinProblems(s.problems()) }
+
+func (s *Server) problems() []problem {
+	if s == nil {
+		return nil
+	}
+	var ps []problem
+	if s.BootstrapExpect < 1 {
+		ps = append(ps, problemf("bootstrap_expect", "%d servers cannot elect a leader; use 1 or more (1 for a single server)", s.BootstrapExpect))
+	}
+	for i, addr := range s.RetryJoin {
+		if err := checkHostPort(addr); err != nil {
+			ps = append(ps, problemf(fmt.Sprintf("retry_join[%d]", i),
+				"%q is not host:port (%v); give a server's HTTP address, such as \"10.0.0.2:%d\"", addr, err, DefaultHTTPPort))
+		}
+	}
+	if s.RetryIntervalDuration <= 0 {
+		ps = append(ps, problemf("retry_interval", "%s is not a positive duration; use one such as \"15s\"", durationString(s.RetryInterval, s.RetryIntervalDuration)))
+	}
+	return ps
+}
+
+// Scheduler is the scheduler block: the algorithm the leader plans with and
+// how often.
+type Scheduler struct {
+	// Algorithm names the scheduling algorithm. Default "optimus". The
+	// agent, not this package, checks that the algorithm exists.
+	Algorithm string `hcl:"algorithm,optional"`
+	// Interval is the time between scheduling rounds as written, such as
+	// "60s"; IntervalDuration is its value, which is what the agent and
+	// Merge use. Code building a Config by hand sets the Duration.
+	Interval         string `hcl:"interval,optional"`
+	IntervalDuration time.Duration
+	// Options are the algorithm's settings, passed to it as strings. Merge
+	// merges them key by key.
+	Options map[string]string `hcl:"options,optional"`
+}
+
+// DefaultScheduler returns the default scheduler block.
+func DefaultScheduler() *Scheduler {
+	return &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: 60 * time.Second}
+}
+
+// Merge returns a copy of s with the fields set in o overriding it, and
+// o's options merged into s's key by key. Either may be nil; the result is
+// not.
+func (s *Scheduler) Merge(o *Scheduler) *Scheduler {
+	r := copyOf(s)
+	r.Options = mergeMap(r.Options, nil)
+	if o == nil {
+		return r
+	}
+	r.Algorithm = mergeString(r.Algorithm, o.Algorithm)
+	r.Interval, r.IntervalDuration = mergeDuration(r.Interval, r.IntervalDuration, o.Interval, o.IntervalDuration)
+	r.Options = mergeMap(r.Options, o.Options)
+	return r
+}
+
+// Validate checks that an algorithm is named and the interval is positive.
+func (s *Scheduler) Validate() error { return joinProblems(s.problems()) }
+
+func (s *Scheduler) problems() []problem {
+	if s == nil {
+		return nil
+	}
+	var ps []problem
+	if s.Algorithm == "" {
+		ps = append(ps, problemf("algorithm", "no algorithm is named; name one such as \"optimus\""))
+	}
+	if s.IntervalDuration <= 0 {
+		ps = append(ps, problemf("interval", "%s is not a positive duration; use one such as \"60s\"", durationString(s.Interval, s.IntervalDuration)))
+	}
+	return ps
+}
+
+// Nomad is the nomad block: the Nomad cluster the nomad driver runs jobs
+// on. The agent command, not this package, reads NOMAD_ADDR and the like.
+type Nomad struct {
+	// Address is the Nomad HTTP API's URL. Default "http://127.0.0.1:4646".
+	Address string `hcl:"address,optional"`
+	// Token is the ACL token; empty means none.
+	Token string `hcl:"token,optional"`
+	// Region is the Nomad region; empty means the agent's own.
+	Region string `hcl:"region,optional"`
+}
+
+// DefaultNomad returns the default nomad block.
+func DefaultNomad() *Nomad { return &Nomad{Address: "http://127.0.0.1:4646"} }
+
+// Merge returns a copy of n with the fields set in o overriding it. Either
+// may be nil; the result is not.
+func (n *Nomad) Merge(o *Nomad) *Nomad {
+	r := copyOf(n)
+	if o != nil {
+		r.Address = mergeString(r.Address, o.Address)
+		r.Token = mergeString(r.Token, o.Token)
+		r.Region = mergeString(r.Region, o.Region)
+	}
+	return r
+}
+
+// Validate checks that the address is an http, https or unix URL, as the
+// Nomad API client requires.
+func (n *Nomad) Validate() error { return joinProblems(n.problems()) }
+
+func (n *Nomad) problems() []problem {
+	if n == nil {
+		return nil
+	}
+	u, err := url.Parse(n.Address)
+	ok := err == nil && (u.Scheme == "unix" || (u.Scheme == "http" || u.Scheme == "https") && u.Host != "")
+	if !ok {
+		return []problem{problemf("address", "%q is not a URL of the Nomad API; use one such as \"http://127.0.0.1:4646\" (http, https or unix)", n.Address)}
+	}
+	return nil
+}
+
+// Consul is the consul block: the Consul agent Caravan registers with.
+type Consul struct {
+	// Address is the Consul agent's HTTP address, host:port or a URL.
+	// Default "127.0.0.1:8500".
+	Address string `hcl:"address,optional"`
+	// Token is the ACL token; empty means none.
+	Token string `hcl:"token,optional"`
+}
+
+// DefaultConsul returns the default consul block.
+func DefaultConsul() *Consul { return &Consul{Address: "127.0.0.1:8500"} }
+
+// Merge returns a copy of c with the fields set in o overriding it. Either
+// may be nil; the result is not.
+func (c *Consul) Merge(o *Consul) *Consul {
+	r := copyOf(c)
+	if o != nil {
+		r.Address = mergeString(r.Address, o.Address)
+		r.Token = mergeString(r.Token, o.Token)
+	}
+	return r
+}
+
+// Validate checks nothing yet: the Consul client accepts an address with or
+// without a scheme. It exists so that every block has one.
+func (c *Consul) Validate() error { return joinProblems(c.problems()) }
+
+func (c *Consul) problems() []problem { return nil }
+
+// Sim is the sim block: the embedded simulated cluster of the sim driver.
+type Sim struct {
+	// Cluster is the cluster's shape, "NODESxGPUS" (GPUs per node), both at
+	// least 1. Default "4x4". ParseCluster reads it.
+	Cluster string `hcl:"cluster,optional"`
+	// Speed is how many virtual seconds pass per wall-clock second; more than
+	// 0. Default 1.
+	Speed float64 `hcl:"speed,optional"`
+	// Seed seeds the simulator's randomness, so runs reproduce. nil means
+	// unset; 0 is a seed like any other. Default 1.
+	Seed *uint64 `hcl:"seed,optional"`
+}
+
+// DefaultSim returns the default sim block.
+func DefaultSim() *Sim { return &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))} }
+
+// Merge returns a copy of s with the fields set in o overriding it. Either
+// may be nil; the result is not.
+func (s *Sim) Merge(o *Sim) *Sim {
+	r := copyOf(s)
+	r.Seed = mergePtr(r.Seed, nil)
+	if o != nil {
+		r.Cluster = mergeString(r.Cluster, o.Cluster)
+		r.Speed = mergeNumber(r.Speed, o.Speed)
+		r.Seed = mergePtr(r.Seed, o.Seed)
+	}
+	return r
+}
+
+// ParseCluster returns the number of nodes and of GPUs per node of
+// s.Cluster.
+func (s *Sim) ParseCluster() (nodes, gpus int, err error) { return ParseCluster(s.Cluster) }
+
+// Validate checks the cluster's shape and that speed is positive.
+func (s *Sim) Validate() error { return joinProblems(s.problems()) }
+
+func (s *Sim) problems() []problem {
+	if s == nil {
+		return nil
+	}
+	var ps []problem
+	if _, _, err := ParseCluster(s.Cluster); err != nil {
+		ps = append(ps, problem{path: "cluster", detail: err.Error()})
+	}
+	if !(s.Speed > 0) {
+		ps = append(ps, problemf("speed", "%v is not a speed; use a number of virtual seconds per wall-clock second greater than 0, such as 1 or 60", s.Speed))
+	}
+	return ps
+}
+
+// ParseCluster parses a simulated cluster's shape, "NODESxGPUS" such as
+// "4x4": NODES nodes of GPUS GPUs each, both whole numbers of at least 1.
+func ParseCluster(s string) (nodes, gpus int, err error) {
+	a, b, ok := strings.Cut(s, "x")
+	if ok {
+		nodes, ok = positive(a)
+	}
+	if ok {
+		gpus, ok = positive(b)
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not NODESxGPUS; use two whole numbers of at least 1, such as \"4x4\" for 4 nodes of 4 GPUs", s)
+	}
+	return nodes, gpus, nil
+}
+
+// positive parses a string of decimal digits worth at least 1.
+func positive(s string) (int, bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 1
+}
+
+// checkHostPort checks a host:port address with a non-empty host and a
+// numeric port in 1–65535.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if ae, ok := errors.AsType[*net.AddrError](err); ok {
+			return errors.New(ae.Err)
+		}
+		return err
+	}
+	if host == "" {
+		return errors.New("the host is empty")
+	}
+	if n, ok := positive(port); !ok || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
+}
+
+// mergeDuration merges a duration argument: o's value overrides when
+// non-zero, and brings its string along, or its formatted value when o was
+// built by hand without one.
+func mergeDuration(s string, d time.Duration, os string, od time.Duration) (string, time.Duration) {
+	if od == 0 {
+		return s, d
+	}
+	if os == "" {
+		os = od.String()
+	}
+	return os, od
+}
+
+// durationString shows a duration in a message: as written when it was,
+// quoted, else formatted.
+func durationString(s string, d time.Duration) string {
+	if s != "" {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(d.String())
+}
+
+// copyOf returns a shallow copy of *p, or a new zero T when p is nil.
+func copyOf[T any](p *T) *T {
+	var r T
+	if p != nil {
+		r = *p
+	}
+	return &r
+}

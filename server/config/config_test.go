@@ -1,0 +1,882 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/shoenig/test/must"
+)
+
+// fullExample is the configuration of the package's README, with every key.
+const fullExample = `
+name      = "server-1"
+data_dir  = "/var/lib/caravan"
+bind_addr = "10.0.0.1"
+log_level = "debug"
+log_json  = true
+driver    = "sim"
+
+ports {
+  http = 5680
+  raft = 5681
+}
+
+server {
+  enabled          = false
+  bootstrap_expect = 3
+  retry_join       = ["10.0.0.2:4680", "[fd00::3]:4680"]
+  retry_interval   = "30s"
+}
+
+scheduler {
+  algorithm = "drf"
+  interval  = "2m"
+  options   = { young_factor = "0.95", window = 8 }
+}
+
+nomad {
+  address = "https://nomad.service:4646"
+  token   = "nomad-token"
+  region  = "eu"
+}
+
+consul {
+  address = "10.0.0.1:8500"
+  token   = "consul-token"
+}
+
+sim {
+  cluster = "16x8"
+  speed   = 60
+  seed    = 0
+}
+`
+
+// writeFile writes src to name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	must.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	return path
+}
+
+func TestLoadFile_Full(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "agent.hcl", fullExample)
+	c, diags := LoadFile(path)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, &Config{
+		Name:     "server-1",
+		DataDir:  "/var/lib/caravan",
+		BindAddr: "10.0.0.1",
+		LogLevel: "debug",
+		LogJSON:  new(true),
+		Driver:   "sim",
+		Ports:    &Ports{HTTP: 5680, Raft: 5681},
+		Server: &Server{
+			Enabled:               new(false),
+			BootstrapExpect:       3,
+			RetryJoin:             []string{"10.0.0.2:4680", "[fd00::3]:4680"},
+			RetryInterval:         "30s",
+			RetryIntervalDuration: 30 * time.Second,
+		},
+		Scheduler: &Scheduler{
+			Algorithm:        "drf",
+			Interval:         "2m",
+			IntervalDuration: 2 * time.Minute,
+			Options:          map[string]string{"young_factor": "0.95", "window": "8"},
+		},
+		Nomad:  &Nomad{Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu"},
+		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token"},
+		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
+		Files:  []string{path},
+	}, c)
+
+	// Every value of the file overrides the defaults, and the result is valid.
+	merged := Default().Merge(c)
+	must.NoError(t, merged.Validate())
+	must.Eq(t, c.Sim, merged.Sim)
+	must.Eq(t, c.Server, merged.Server)
+}
+
+// TestLoadFile_Partial checks that a file holds only what it sets: unset
+// blocks and pointers stay nil, so that merging it overrides nothing else.
+func TestLoadFile_Partial(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "agent.hcl", "server {\n  bootstrap_expect = 3\n}\n")
+	c, diags := LoadFile(path)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, &Config{Server: &Server{BootstrapExpect: 3}, Files: []string{path}}, c)
+}
+
+func TestDefault(t *testing.T) {
+	host, err := os.Hostname()
+	must.NoError(t, err)
+	want := &Config{
+		Name:     host,
+		BindAddr: "0.0.0.0",
+		LogLevel: "INFO",
+		LogJSON:  new(false),
+		Driver:   DriverNomad,
+		Ports:    &Ports{HTTP: 4680, Raft: 4681},
+		Server: &Server{
+			Enabled:               new(true),
+			BootstrapExpect:       1,
+			RetryInterval:         "15s",
+			RetryIntervalDuration: 15 * time.Second,
+		},
+		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute},
+		Nomad:     &Nomad{Address: "http://127.0.0.1:4646"},
+		Consul:    &Consul{Address: "127.0.0.1:8500"},
+		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
+	}
+	must.Eq(t, want, Default())
+	must.Eq(t, "0.0.0.0:4680", Default().HTTPAddr())
+	must.Eq(t, "0.0.0.0:4681", Default().RaftAddr())
+
+	// Without a data_dir, only a dev agent is valid.
+	must.ErrorContains(t, Default().Validate(), "data_dir: a server needs a directory")
+	withDir := Default()
+	withDir.DataDir = t.TempDir()
+	must.NoError(t, withDir.Validate())
+}
+
+func TestDevDefault(t *testing.T) {
+	want := Default()
+	want.DevMode = true
+	want.BindAddr = "127.0.0.1"
+	want.Driver = DriverSim
+	want.Server.BootstrapExpect = 1
+	dev := DevDefault()
+	must.Eq(t, want, dev)
+	must.Eq(t, "", dev.DataDir)
+	must.Eq(t, "INFO", dev.LogLevel)
+	must.Eq(t, "127.0.0.1:4680", dev.HTTPAddr())
+	must.NoError(t, dev.Validate())
+}
+
+func TestMerge(t *testing.T) {
+	cases := []struct {
+		name    string
+		c, o    *Config
+		want    *Config
+		compare func(*Config) any // the part of the result to compare; nil: all
+	}{
+		{
+			name: "set strings and numbers override",
+			c:    &Config{Name: "a", DataDir: "/a", Ports: &Ports{HTTP: 1, Raft: 2}},
+			o:    &Config{Name: "b", Ports: &Ports{Raft: 3}},
+			want: (&Config{Name: "b", DataDir: "/a", Ports: &Ports{HTTP: 1, Raft: 3}}).Merge(nil),
+		},
+		{
+			name: "zero values do not override",
+			c:    Default(),
+			o:    &Config{Server: &Server{}, Scheduler: &Scheduler{}, Sim: &Sim{}, Nomad: &Nomad{}},
+			want: Default(),
+		},
+		{
+			name: "pointers override with false and 0",
+			c:    Default(),
+			o: &Config{
+				LogJSON: new(false),
+				Server:  &Server{Enabled: new(false)},
+				Sim:     &Sim{Seed: new(uint64(0))},
+			},
+			compare: func(c *Config) any { return []any{*c.LogJSON, *c.Server.Enabled, *c.Sim.Seed} },
+			want:    &Config{LogJSON: new(false), Server: &Server{Enabled: new(false)}, Sim: &Sim{Seed: new(uint64(0))}},
+		},
+		{
+			name:    "nil pointers do not override",
+			c:       &Config{LogJSON: new(true), Server: &Server{Enabled: new(false)}},
+			o:       &Config{Server: &Server{BootstrapExpect: 2}},
+			compare: func(c *Config) any { return []any{*c.LogJSON, *c.Server.Enabled, c.Server.BootstrapExpect} },
+			want:    &Config{LogJSON: new(true), Server: &Server{Enabled: new(false), BootstrapExpect: 2}},
+		},
+		{
+			name:    "options merge key by key",
+			c:       &Config{Scheduler: &Scheduler{Options: map[string]string{"a": "1", "b": "2"}}},
+			o:       &Config{Scheduler: &Scheduler{Options: map[string]string{"b": "3", "c": "4"}}},
+			compare: func(c *Config) any { return c.Scheduler.Options },
+			want:    &Config{Scheduler: &Scheduler{Options: map[string]string{"a": "1", "b": "3", "c": "4"}}},
+		},
+		{
+			name:    "non-empty retry_join replaces",
+			c:       &Config{Server: &Server{RetryJoin: []string{"a:1", "b:1"}}},
+			o:       &Config{Server: &Server{RetryJoin: []string{"c:1"}}},
+			compare: func(c *Config) any { return c.Server.RetryJoin },
+			want:    &Config{Server: &Server{RetryJoin: []string{"c:1"}}},
+		},
+		{
+			name:    "empty retry_join keeps",
+			c:       &Config{Server: &Server{RetryJoin: []string{"a:1"}}},
+			o:       &Config{Server: &Server{RetryJoin: []string{}}},
+			compare: func(c *Config) any { return c.Server.RetryJoin },
+			want:    &Config{Server: &Server{RetryJoin: []string{"a:1"}}},
+		},
+		{
+			name: "durations override by value and bring their string",
+			c:    Default(),
+			o: &Config{
+				Server:    &Server{RetryInterval: "1m", RetryIntervalDuration: time.Minute},
+				Scheduler: &Scheduler{IntervalDuration: 90 * time.Second}, // from a flag
+			},
+			compare: func(c *Config) any {
+				return []any{c.Server.RetryInterval, c.Server.RetryIntervalDuration, c.Scheduler.Interval, c.Scheduler.IntervalDuration}
+			},
+			want: &Config{
+				Server:    &Server{RetryInterval: "1m", RetryIntervalDuration: time.Minute},
+				Scheduler: &Scheduler{Interval: "1m30s", IntervalDuration: 90 * time.Second},
+			},
+		},
+		{
+			name:    "dev mode and files accumulate",
+			c:       &Config{DevMode: true, Files: []string{"a.hcl"}},
+			o:       &Config{Files: []string{"b.hcl", "c.json"}},
+			compare: func(c *Config) any { return []any{c.DevMode, c.Files} },
+			want:    &Config{DevMode: true, Files: []string{"a.hcl", "b.hcl", "c.json"}},
+		},
+		{
+			name: "nil on both sides",
+			c:    nil,
+			o:    nil,
+			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.c.Merge(tc.o)
+			if tc.compare == nil {
+				must.Eq(t, tc.want, got)
+				return
+			}
+			must.Eq(t, tc.compare(tc.want.Merge(nil)), tc.compare(got))
+		})
+	}
+}
+
+// TestMerge_NoAliasing checks that changing a merged config changes neither
+// input.
+func TestMerge_NoAliasing(t *testing.T) {
+	c := Default()
+	c.Scheduler.Options = map[string]string{"a": "1"}
+	c.Server.RetryJoin = []string{"a:1"}
+	o := &Config{LogJSON: new(true), Sim: &Sim{Seed: new(uint64(7))}}
+
+	r := c.Merge(o)
+	r.Scheduler.Options["a"] = "changed"
+	r.Server.RetryJoin[0] = "changed:1"
+	*r.LogJSON = false
+	*r.Sim.Seed = 8
+	*r.Server.Enabled = false
+	r.Ports.HTTP = 1
+
+	must.Eq(t, "1", c.Scheduler.Options["a"])
+	must.Eq(t, "a:1", c.Server.RetryJoin[0])
+	must.True(t, *o.LogJSON)
+	must.Eq(t, 7, *o.Sim.Seed)
+	must.True(t, *c.Server.Enabled)
+	must.Eq(t, DefaultHTTPPort, c.Ports.HTTP)
+}
+
+func TestLoad_MergeOrder(t *testing.T) {
+	dir := t.TempDir()
+	first := writeFile(t, dir, "first.hcl", `
+data_dir = "/first"
+driver   = "sim"
+server {
+  bootstrap_expect = 3
+  retry_join       = ["a:4680"]
+}
+scheduler {
+  options = { a = "1", b = "1" }
+}
+`)
+	second := writeFile(t, dir, "second.hcl", `
+data_dir = "/second"
+log_json = false
+server {
+  enabled = false
+}
+scheduler {
+  options = { b = "2" }
+}
+`)
+
+	t.Run("files in the order given", func(t *testing.T) {
+		c, diags := Load(first, second)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		must.Eq(t, "/second", c.DataDir)
+		must.Eq(t, "sim", c.Driver)
+		must.False(t, *c.LogJSON)
+		must.False(t, *c.Server.Enabled)
+		must.Eq(t, 3, c.Server.BootstrapExpect)
+		must.Eq(t, []string{"a:4680"}, c.Server.RetryJoin)
+		must.Eq(t, map[string]string{"a": "1", "b": "2"}, c.Scheduler.Options)
+		must.Eq(t, []string{first, second}, c.Files)
+
+		c, diags = Load(second, first)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		must.Eq(t, "/first", c.DataDir)
+		must.Eq(t, map[string]string{"a": "1", "b": "1"}, c.Scheduler.Options)
+	})
+
+	t.Run("a directory in lexical order", func(t *testing.T) {
+		dir := t.TempDir()
+		// Written out of order; read 10-b.hcl, 20-c.json, 30-a.hcl.
+		writeFile(t, dir, "30-a.hcl", `data_dir = "/a"`+"\n")
+		writeFile(t, dir, "10-b.hcl", `data_dir = "/b"`+"\nname = \"b\"\n")
+		writeFile(t, dir, "20-c.json", `{"data_dir": "/c", "bind_addr": "10.0.0.9"}`)
+		// Not configuration: skipped even though they would not parse.
+		writeFile(t, dir, "notes.txt", "not hcl {")
+		writeFile(t, dir, "40-d.hcl~", "not hcl {")
+		writeFile(t, dir, ".#40-d.hcl", "not hcl {")
+		writeFile(t, dir, "#40-d.hcl#", "not hcl {")
+		must.NoError(t, os.Mkdir(filepath.Join(dir, "sub.hcl"), 0o755))
+
+		c, diags := Load(dir)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		must.Eq(t, "/a", c.DataDir)
+		must.Eq(t, "b", c.Name)
+		must.Eq(t, "10.0.0.9", c.BindAddr)
+		must.Eq(t, []string{
+			filepath.Join(dir, "10-b.hcl"), filepath.Join(dir, "20-c.json"), filepath.Join(dir, "30-a.hcl"),
+		}, c.Files)
+
+		// A file after the directory overrides it.
+		c, diags = Load(dir, first)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		must.Eq(t, "/first", c.DataDir)
+		must.Eq(t, "b", c.Name)
+	})
+
+	t.Run("defaults then files then flags", func(t *testing.T) {
+		loaded, diags := Load(first, second)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		flags := &Config{DataDir: "/flag"}
+		c := Default().Merge(loaded).Merge(flags)
+		must.Eq(t, "/flag", c.DataDir)
+		must.Eq(t, 3, c.Server.BootstrapExpect)
+		must.Eq(t, 15*time.Second, c.Server.RetryIntervalDuration) // default kept
+		must.Eq(t, DefaultHTTPPort, c.Ports.HTTP)
+		must.NoError(t, c.Validate())
+	})
+
+	t.Run("nothing to load", func(t *testing.T) {
+		c, diags := Load(t.TempDir())
+		must.SliceEmpty(t, diags)
+		must.Eq(t, (&Config{}).Merge(nil), c)
+		must.Eq(t, Default(), Default().Merge(c))
+	})
+}
+
+func TestLoadFile_JSON(t *testing.T) {
+	dir := t.TempDir()
+	hclPath := writeFile(t, dir, "agent.hcl", `
+data_dir = "/var/lib/caravan"
+log_json = true
+server {
+  bootstrap_expect = 3
+  retry_join       = ["10.0.0.2:4680"]
+  retry_interval   = "20s"
+}
+scheduler {
+  options = { young_factor = "0.95" }
+}
+sim {
+  seed = 0
+}
+`)
+	jsonPath := writeFile(t, dir, "agent.json", `{
+  "data_dir": "/var/lib/caravan",
+  "log_json": true,
+  "server": {
+    "bootstrap_expect": 3,
+    "retry_join": ["10.0.0.2:4680"],
+    "retry_interval": "20s"
+  },
+  "scheduler": { "options": { "young_factor": "0.95" } },
+  "sim": { "seed": 0 }
+}`)
+	fromHCL, diags := LoadFile(hclPath)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	fromJSON, diags := LoadFile(jsonPath)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, 20*time.Second, fromJSON.Server.RetryIntervalDuration)
+	fromJSON.Files = fromHCL.Files
+	must.Eq(t, fromHCL, fromJSON)
+}
+
+// TestLoadFile_Invalid checks that each wrong value is a diagnostic at the
+// value, saying what is wrong and what is allowed.
+func TestLoadFile_Invalid(t *testing.T) {
+	cases := []struct {
+		name      string
+		file      string // its extension picks the syntax
+		src       string
+		summary   string
+		line, col int
+		at        string   // the source text the subject starts with
+		detail    []string // substrings of the detail
+	}{
+		{
+			name: "unparseable duration", src: "server {\n  retry_interval = \"soon\"\n}\n",
+			summary: "Invalid server.retry_interval", line: 2, col: 20, at: `"soon"`,
+			detail: []string{`"soon" is not a duration`, `such as "15s"`},
+		},
+		{
+			name: "zero duration", src: "scheduler {\n  interval = \"0s\"\n}\n",
+			summary: "Invalid scheduler.interval", line: 2, col: 14, at: `"0s"`,
+			detail: []string{`"0s" is not a positive duration`, `such as "60s"`},
+		},
+		{
+			name: "negative duration", src: "server {\n  retry_interval = \"-5s\"\n}\n",
+			summary: "Invalid server.retry_interval", line: 2, col: 20, at: `"-5s"`,
+			detail: []string{`"-5s" is not a positive duration`},
+		},
+		{
+			name: "unknown log level", src: "log_level = \"VERBOSE\"\n",
+			summary: "Invalid log_level", line: 1, col: 13, at: `"VERBOSE"`,
+			detail: []string{`"VERBOSE" is not a log level`, "TRACE, DEBUG, INFO, WARN, ERROR"},
+		},
+		{
+			name: "unknown driver", src: "name = \"x\"\ndriver = \"docker\"\n",
+			summary: "Invalid driver", line: 2, col: 10, at: `"docker"`,
+			detail: []string{`"docker" is not a driver`, `"nomad" or "sim"`},
+		},
+		{
+			name: "port too high", src: "ports {\n  http = 4680\n  raft = 70000\n}\n",
+			summary: "Invalid ports.raft", line: 3, col: 10, at: "70000",
+			detail: []string{"70000 is not a port", "from 1 to 65535"},
+		},
+		{
+			name: "port zero", src: "ports {\n  http = 0\n}\n",
+			summary: "Invalid ports.http", line: 2, col: 10, at: "0",
+			detail: []string{"0 is not a port", "from 1 to 65535"},
+		},
+		{
+			name: "bootstrap_expect zero", src: "server {\n  bootstrap_expect = 0\n}\n",
+			summary: "Invalid server.bootstrap_expect", line: 2, col: 22, at: "0",
+			detail: []string{"0 servers cannot elect a leader", "1 or more"},
+		},
+		{
+			name: "speed zero", src: "sim {\n  speed = 0\n}\n",
+			summary: "Invalid sim.speed", line: 2, col: 11, at: "0",
+			detail: []string{"0 is not a speed", "greater than 0"},
+		},
+		{
+			name: "speed negative", src: "sim {\n  speed = -2.5\n}\n",
+			summary: "Invalid sim.speed", line: 2, col: 11, at: "-2.5",
+			detail: []string{"-2.5 is not a speed", "greater than 0"},
+		},
+		{
+			name: "cluster without x", src: "sim {\n  cluster = \"4by4\"\n}\n",
+			summary: "Invalid sim.cluster", line: 2, col: 13, at: `"4by4"`,
+			detail: []string{`"4by4" is not NODESxGPUS`, "at least 1", `"4x4"`},
+		},
+		{
+			name: "cluster with no GPUs", src: "sim {\n  cluster = \"4x0\"\n}\n",
+			summary: "Invalid sim.cluster", line: 2, col: 13, at: `"4x0"`,
+			detail: []string{`"4x0" is not NODESxGPUS`},
+		},
+		{
+			name: "retry_join entry without port",
+			src:  "server {\n  retry_join = [\"10.0.0.2:4680\", \"10.0.0.3\"]\n}\n",
+			// The second element, not the list.
+			summary: "Invalid server.retry_join[1]", line: 2, col: 34, at: `"10.0.0.3"`,
+			detail: []string{`"10.0.0.3" is not host:port`, "missing port", `such as "10.0.0.2:4680"`},
+		},
+		{
+			name:    "retry_join entry with a bad port",
+			src:     "server {\n  retry_join = [\n    \"a:http\",\n  ]\n}\n",
+			summary: "Invalid server.retry_join[0]", line: 3, col: 5, at: `"a:http"`,
+			detail: []string{`"a:http" is not host:port`, `port "http" is not a number from 1 to 65535`},
+		},
+		{
+			name: "bind_addr not an IP", src: "bind_addr = \"localhost\"\n",
+			summary: "Invalid bind_addr", line: 1, col: 13, at: `"localhost"`,
+			detail: []string{`"localhost" is not an IP address`, `"0.0.0.0"`},
+		},
+		{
+			name: "relative data_dir", src: "data_dir = \"data\"\n",
+			summary: "Invalid data_dir", line: 1, col: 12, at: `"data"`,
+			detail: []string{`"data" is a relative path`, "absolute path"},
+		},
+		{
+			name: "nomad address without scheme", src: "nomad {\n  address = \"127.0.0.1:4646\"\n}\n",
+			summary: "Invalid nomad.address", line: 2, col: 13, at: `"127.0.0.1:4646"`,
+			detail: []string{`"127.0.0.1:4646" is not a URL`, `"http://127.0.0.1:4646"`},
+		},
+		{
+			name: "empty algorithm", src: "scheduler {\n  algorithm = \"\"\n}\n",
+			summary: "Invalid scheduler.algorithm", line: 2, col: 15, at: `""`,
+			detail: []string{"No algorithm is named", `"optimus"`},
+		},
+		{
+			name: "wrong type is reported once", src: "server {\n  bootstrap_expect = \"three\"\n}\n",
+			summary: "Unsuitable value type", line: 2, col: 23, at: `three"`, // HCL points inside the quotes
+			detail: []string{"a number is required"},
+		},
+		{
+			name: "negative seed is reported once", src: "sim {\n  seed = -1\n}\n",
+			summary: "Unsuitable value type", line: 2, col: 10, at: "-1",
+		},
+		{
+			name: "duplicate block is not checked further", src: "ports {}\nports {\n  http = 0\n}\n",
+			summary: "Duplicate ports block", line: 2, col: 1, at: "ports {",
+			detail: []string{"Only one ports block is allowed"},
+		},
+		{
+			name: "JSON", file: "agent.json", src: "{\n  \"ports\": {\n    \"raft\": 70000\n  }\n}\n",
+			summary: "Invalid ports.raft", line: 3, col: 13, at: "70000",
+			detail: []string{"70000 is not a port"},
+		},
+		{
+			name: "JSON list element", file: "agent.json",
+			src:     "{\"server\": {\"retry_join\": [\"a:1\", \"b\"]}}",
+			summary: "Invalid server.retry_join[1]", line: 1, col: 35, at: `"b"`,
+			detail: []string{`"b" is not host:port`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := tc.file
+			if file == "" {
+				file = "agent.hcl"
+			}
+			path := writeFile(t, t.TempDir(), file, tc.src)
+			c, diags := LoadFile(path)
+			must.Nil(t, c)
+			must.SliceLen(t, 1, diags, must.Sprint(diags.Error()))
+			d := diags[0]
+			must.Eq(t, hcl.DiagError, d.Severity)
+			must.Eq(t, tc.summary, d.Summary)
+			must.NotNil(t, d.Subject)
+			must.Eq(t, path, d.Subject.Filename)
+			must.Eq(t, tc.line, d.Subject.Start.Line, must.Sprint(d.Error()))
+			must.Eq(t, tc.col, d.Subject.Start.Column, must.Sprint(d.Error()))
+			must.StrHasPrefix(t, tc.at, tc.src[d.Subject.Start.Byte:])
+			for _, s := range tc.detail {
+				must.StrContains(t, d.Detail, s)
+			}
+			if strings.HasPrefix(d.Summary, "Invalid ") {
+				must.StrHasSuffix(t, ".", d.Detail)
+			}
+		})
+	}
+}
+
+// TestLoadFile_AllErrors checks that every mistake of a file is reported,
+// HCL's and the package's, in source order.
+func TestLoadFile_AllErrors(t *testing.T) {
+	src := `name      = "x"
+log_level = "loud"
+colour    = "blue"
+ports {
+  http = 4680
+  raft = -1
+}
+server {
+  bootstrap_expect = 0
+  retry_join       = ["ok:4680", "bad", ":4680"]
+  retry_interval   = "often"
+}
+scheduler {
+  interval = "60"
+}
+telemetry {
+}
+sim {
+  cluster = "4x"
+  speed   = 0
+}
+`
+	path := writeFile(t, t.TempDir(), "agent.hcl", src)
+	c, diags := LoadFile(path)
+	must.Nil(t, c)
+	must.Eq(t, []string{
+		"2:13 Invalid log_level",
+		"3:1 Unsupported argument",
+		"6:10 Invalid ports.raft",
+		"9:22 Invalid server.bootstrap_expect",
+		"10:34 Invalid server.retry_join[1]",
+		"10:41 Invalid server.retry_join[2]",
+		"11:22 Invalid server.retry_interval",
+		"14:14 Invalid scheduler.interval",
+		"16:1 Unsupported block type",
+		"19:13 Invalid sim.cluster",
+		"20:13 Invalid sim.speed",
+	}, positions(diags))
+}
+
+// TestLoad_ErrorsOfEveryFile checks that Load reports the errors of all the
+// files, not only the first bad one, and returns no Config.
+func TestLoad_ErrorsOfEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.hcl", "driver = \"k8s\"\n")
+	writeFile(t, dir, "b.hcl", "data_dir = \"/ok\"\n")
+	b := writeFile(t, dir, "c.json", "{\"ports\": {\"http\": 0}}")
+	d := writeFile(t, t.TempDir(), "d.hcl", "server {\n  bootstrap_expect = -1\n}\n")
+	missing := filepath.Join(dir, "missing.hcl")
+
+	c, diags := Load(dir, d, missing)
+	must.Nil(t, c)
+	must.SliceLen(t, 4, diags, must.Sprint(diags.Error()))
+	must.Eq(t, a, diags[0].Subject.Filename)
+	must.Eq(t, "Invalid driver", diags[0].Summary)
+	must.Eq(t, b, diags[1].Subject.Filename)
+	must.Eq(t, "Invalid ports.http", diags[1].Summary)
+	must.Eq(t, d, diags[2].Subject.Filename)
+	must.Eq(t, "Invalid server.bootstrap_expect", diags[2].Summary)
+	must.Nil(t, diags[3].Subject)
+	must.Eq(t, "Failed to read configuration", diags[3].Summary)
+	must.StrContains(t, diags[3].Detail, "missing.hcl")
+}
+
+func TestLoadFile_Unreadable(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"missing file": filepath.Join(dir, "missing.hcl"),
+		"syntax error": writeFile(t, dir, "bad.hcl", "server {\n"),
+		"bad JSON":     writeFile(t, dir, "bad.json", "{\"server\": "),
+	}
+	for name, path := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, diags := LoadFile(path)
+			must.Nil(t, c)
+			must.True(t, diags.HasErrors())
+		})
+	}
+}
+
+func TestLoader_Files(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "agent.hcl", "driver = \"docker\"\n")
+	l := NewLoader()
+	_, diags := l.LoadFile(path)
+	must.True(t, diags.HasErrors())
+	var b strings.Builder
+	w := hcl.NewDiagnosticTextWriter(&b, l.Files(), 80, false)
+	must.NoError(t, w.WriteDiagnostics(diags))
+	must.StrContains(t, b.String(), "on "+path+" line 1")
+	must.StrContains(t, b.String(), `driver = "docker"`)
+}
+
+func TestValidate(t *testing.T) {
+	valid := func() *Config {
+		c := Default()
+		c.DataDir = "/var/lib/caravan"
+		return c
+	}
+	cases := []struct {
+		name string
+		c    func() *Config
+		want []string // one substring per error; none: valid
+	}{
+		{name: "defaults with a data_dir", c: valid},
+		{name: "dev defaults", c: DevDefault},
+		{
+			name: "dev with a data_dir and lower-case level",
+			c: func() *Config {
+				c := DevDefault()
+				c.DataDir = "/tmp/caravan"
+				c.LogLevel = "trace"
+				return c
+			},
+		},
+		{
+			name: "data_dir required outside dev",
+			c:    Default,
+			want: []string{"data_dir: a server needs a directory for its state"},
+		},
+		{
+			name: "same ports after merging",
+			c:    func() *Config { return valid().Merge(&Config{Ports: &Ports{Raft: DefaultHTTPPort}}) },
+			want: []string{"ports: http and raft are both 4680; they must differ"},
+		},
+		{
+			name: "interval set to zero by hand",
+			c: func() *Config {
+				c := valid()
+				c.Scheduler.Interval, c.Scheduler.IntervalDuration = "", 0
+				c.Server.RetryIntervalDuration = -time.Second
+				c.Server.RetryInterval = ""
+				return c
+			},
+			want: []string{
+				`server.retry_interval: "-1s" is not a positive duration`,
+				`scheduler.interval: "0s" is not a positive duration`,
+			},
+		},
+		{
+			name: "dev mode with several servers",
+			c:    func() *Config { return DevDefault().Merge(&Config{Server: &Server{BootstrapExpect: 3}}) },
+			want: []string{"server.bootstrap_expect: dev mode runs a single server, so it must be 1, not 3"},
+		},
+		{
+			name: "no name",
+			c:    func() *Config { c := valid(); c.Name = ""; return c },
+			want: []string{"name: the node name is empty"},
+		},
+		{
+			name: "flags out of range are caught too",
+			c: func() *Config {
+				return valid().Merge(&Config{
+					LogLevel: "loud",
+					Driver:   "docker",
+					Ports:    &Ports{HTTP: 70000},
+					Server:   &Server{BootstrapExpect: -1, RetryJoin: []string{"nohost"}},
+					Sim:      &Sim{Cluster: "big", Speed: -1},
+				})
+			},
+			want: []string{
+				`log_level: "loud" is not a log level`,
+				`driver: "docker" is not a driver`,
+				"ports.http: 70000 is not a port",
+				"server.bootstrap_expect: -1 servers cannot elect a leader",
+				`server.retry_join[0]: "nohost" is not host:port`,
+				`sim.cluster: "big" is not NODESxGPUS`,
+				"sim.speed: -1 is not a speed",
+			},
+		},
+		{
+			name: "empty blocks are checked",
+			c:    func() *Config { return &Config{Name: "n", DataDir: "/d"} },
+			want: []string{
+				`bind_addr: "" is not an IP address`,
+				`log_level: "" is not a log level`,
+				`driver: "" is not a driver`,
+				"ports.http: 0 is not a port",
+				"ports.raft: 0 is not a port",
+				"server.bootstrap_expect: 0 servers",
+				"server.retry_interval:",
+				"scheduler.algorithm: no algorithm is named",
+				"scheduler.interval:",
+				`nomad.address: "" is not a URL`,
+				`sim.cluster: "" is not NODESxGPUS`,
+				"sim.speed: 0 is not a speed",
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c().Validate()
+			if len(tc.want) == 0 {
+				must.NoError(t, err)
+				return
+			}
+			must.Error(t, err)
+			lines := strings.Split(err.Error(), "\n")
+			must.SliceLen(t, len(tc.want), lines, must.Sprint(err))
+			for i, want := range tc.want {
+				must.StrContains(t, lines[i], want)
+			}
+		})
+	}
+}
+
+func TestBlockValidate(t *testing.T) {
+	must.NoError(t, DefaultPorts().Validate())
+	must.NoError(t, DefaultServer().Validate())
+	must.NoError(t, DefaultScheduler().Validate())
+	must.NoError(t, DefaultNomad().Validate())
+	must.NoError(t, DefaultConsul().Validate())
+	must.NoError(t, DefaultSim().Validate())
+	must.EqError(t, (&Ports{HTTP: 1, Raft: 0}).Validate(), "raft: 0 is not a port; use a number from 1 to 65535")
+	must.ErrorContains(t, (&Server{BootstrapExpect: 1, RetryIntervalDuration: time.Second, RetryJoin: []string{"[::1]:4680", "x:0"}}).Validate(),
+		`retry_join[1]: "x:0" is not host:port (port "0" is not a number from 1 to 65535)`)
+}
+
+func TestAddrs(t *testing.T) {
+	cases := []struct {
+		bind, http, raft string
+	}{
+		{"0.0.0.0", "0.0.0.0:4680", "0.0.0.0:4681"},
+		{"::1", "[::1]:4680", "[::1]:4681"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.bind, func(t *testing.T) {
+			c := Default().Merge(&Config{BindAddr: tc.bind})
+			must.Eq(t, tc.http, c.HTTPAddr())
+			must.Eq(t, tc.raft, c.RaftAddr())
+		})
+	}
+}
+
+func TestParseCluster(t *testing.T) {
+	cases := []struct {
+		in          string
+		nodes, gpus int
+		ok          bool
+	}{
+		{"4x4", 4, 4, true},
+		{"1x1", 1, 1, true},
+		{"128x8", 128, 8, true},
+		{"0x4", 0, 0, false},
+		{"4x0", 0, 0, false},
+		{"4x", 0, 0, false},
+		{"x4", 0, 0, false},
+		{"4", 0, 0, false},
+		{"4X4", 0, 0, false},
+		{"+4x4", 0, 0, false},
+		{"4x-4", 0, 0, false},
+		{" 4x4", 0, 0, false},
+		{"4x4x4", 0, 0, false},
+		{"", 0, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			nodes, gpus, err := (&Sim{Cluster: tc.in}).ParseCluster()
+			if !tc.ok {
+				must.EqError(t, err, fmt.Sprintf(
+					"%q is not NODESxGPUS; use two whole numbers of at least 1, such as \"4x4\" for 4 nodes of 4 GPUs", tc.in))
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.nodes, nodes)
+			must.Eq(t, tc.gpus, gpus)
+		})
+	}
+}
+
+// TestREADME checks that the examples of README.md load and that its
+// example of every key holds the defaults it claims.
+func TestREADME(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	must.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```(hcl|json)\n(.*?)```").FindAllSubmatch(readme, -1)
+	must.SliceLen(t, 2, blocks)
+	dir := t.TempDir()
+	var loaded []*Config
+	for i, b := range blocks {
+		path := writeFile(t, dir, fmt.Sprintf("example%d.%s", i, b[1]), string(b[2]))
+		c, diags := LoadFile(path)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		loaded = append(loaded, c)
+	}
+
+	// The HCL example holds the defaults but for the keys it marks.
+	want := Default().Merge(&Config{
+		Name:    "server-1",
+		DataDir: "/var/lib/caravan",
+		Server: &Server{
+			BootstrapExpect: 3,
+			RetryJoin:       []string{"10.0.0.2:4680", "10.0.0.3:4680"},
+		},
+		Scheduler: &Scheduler{Options: map[string]string{"young_factor": "0.95"}},
+	})
+	want.Files = loaded[0].Files
+	must.Eq(t, want, Default().Merge(loaded[0]))
+	must.NoError(t, want.Validate())
+}
+
+// positions renders diagnostics as "line:col summary".
+func positions(diags hcl.Diagnostics) []string {
+	out := make([]string, len(diags))
+	for i, d := range diags {
+		out[i] = fmt.Sprintf("%d:%d %s", d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
+	}
+	return out
+}
