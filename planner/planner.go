@@ -19,6 +19,13 @@ type Algorithm interface {
 	Plan(req *Request) (*Decision, error)
 }
 
+// Configurable is implemented by algorithms that take options, such as the
+// `options` of the agent's scheduler block. SetConfig validates them all
+// before it changes anything.
+type Configurable interface {
+	SetConfig(options map[string]string) error
+}
+
 // Factory returns a new Algorithm with its default configuration.
 type Factory func() Algorithm
 

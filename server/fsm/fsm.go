@@ -74,7 +74,7 @@ type SampleBatchResponse struct {
 }
 
 func appendSamples(s *state.Store, index uint64, r *SampleBatchRequest) any {
-	kept, err := s.AppendSamples(index, r.Samples)
+	kept, err := s.AppendSamples(index, r.Samples, r.Cursor)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func populate(f *testFSM) {
 		Plan:   &structs.Plan{Algorithm: "optimus", CreateTime: 20, Placements: []*structs.Placement{placement("a", 2, "n1"), placement("b", 1, "n1")}},
 		Models: []*structs.JobModel{{Namespace: structs.DefaultNamespace, JobID: "a", Loss: []float64{0.2, 1, 0.1}, SpeedKind: "sync", Speed: []float64{1, 2, 3, 4, 5}, Step: 40}},
 	})
-	f.mustApply(SampleBatchType, &SampleBatchRequest{Samples: []structs.Sample{{JobID: "a", Step: 40, Loss: 1.5, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2}}})
+	f.mustApply(SampleBatchType, &SampleBatchRequest{Samples: []structs.Sample{{JobID: "a", Step: 40, Loss: 1.5, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2}}, Cursor: 7})
 	f.mustApply(SchedulerConfigType, &SchedulerConfigRequest{Config: &structs.SchedulerConfig{Algorithm: "drf", Options: map[string]string{"k": "v"}}, Time: 30})
 	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s1", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2"}})
 	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s2", RaftAddr: "127.0.0.1:3", HTTPAddr: "127.0.0.1:4"}})

@@ -68,9 +68,11 @@ type PlanApplyRequest struct {
 	Models []*structs.JobModel
 }
 
-// SampleBatchRequest adds trainers' samples.
+// SampleBatchRequest adds trainers' samples; Cursor is the metrics
+// source's cursor after them.
 type SampleBatchRequest struct {
 	Samples []structs.Sample
+	Cursor  uint64
 }
 
 // NodesReplaceRequest sets the cluster's nodes.

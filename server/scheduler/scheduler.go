@@ -302,3 +302,85 @@ func (s *Scheduler) Models(namespace, id string) (*model.Loss, *model.Speed) {
 	}
 	return e.lossFit, e.speedFit
 }
+
+// SetAlgorithm makes alg plan the next rounds. Every job is re-planned.
+func (s *Scheduler) SetAlgorithm(alg planner.Algorithm) {
+	s.alg = alg
+	s.changed = true
+}
+
+// Algorithm returns the algorithm that plans the rounds.
+func (s *Scheduler) Algorithm() planner.Algorithm { return s.alg }
+
+// Has reports whether a job is active.
+func (s *Scheduler) Has(namespace, id string) bool {
+	_, ok := s.jobs[[2]string{namespace, id}]
+	return ok
+}
+
+// Keys returns the (namespace, ID) of every active job, sorted.
+func (s *Scheduler) Keys() [][2]string {
+	keys := make([][2]string, 0, len(s.jobs))
+	for k := range s.jobs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return keys
+}
+
+// Summaries returns what the models of every active job say, sorted by
+// job: coefficients, predicted total steps, speed at the job's placement
+// and time left.
+func (s *Scheduler) Summaries() []*structs.JobModel {
+	out := make([]*structs.JobModel, 0, len(s.jobs))
+	for _, k := range s.Keys() {
+		e := s.jobs[k]
+		m := &structs.JobModel{Namespace: k[0], JobID: k[1], Step: int64(e.step)}
+		pj := &planner.Job{Job: e.job, Loss: e.lossFit, Speed: e.speedFit, Step: e.step}
+		if e.lossFit != nil {
+			b0, b1, b2 := e.lossFit.Coefficients()
+			m.Loss = []float64{b0, b1, b2}
+			m.TotalSteps = e.step + pj.RemainingSteps()
+		}
+		if e.speedFit != nil {
+			m.SpeedKind = e.speedFit.Kind
+			m.Speed = slices.Clone(e.speedFit.Theta[:])
+			if c := e.current; c != nil && c.NumWorkers > 0 {
+				m.StepsPerSecond = e.speedFit.At(c.NumPS, c.NumWorkers)
+				if e.lossFit != nil && m.StepsPerSecond > 0 {
+					m.RemainingSeconds = pj.RemainingSteps() / m.StepsPerSecond
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// DryRun returns the plan Plan would make if job were registered too (or
+// replaced the active job of the same ID), without registering it: what
+// `caravan job plan` shows. job must be valid.
+func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (*structs.Plan, error) {
+	j := job.Copy()
+	j.Canonicalize()
+	if err := j.Validate(); err != nil {
+		return nil, fmt.Errorf("plan job %q: %w", j.ID, err)
+	}
+	key := [2]string{j.Namespace, j.ID}
+	prev, had := s.jobs[key]
+	changed := s.changed
+	e := &entry{job: j, speeds: map[[2]int]*mean{}}
+	if had {
+		e.current = prev.current
+	}
+	s.jobs[key] = e
+	defer func() {
+		if had {
+			s.jobs[key] = prev
+		} else {
+			delete(s.jobs, key)
+		}
+		s.changed = changed
+	}()
+	return s.Plan(nodes, now)
+}

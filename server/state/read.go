@@ -50,7 +50,7 @@ func watchAll[T any](txn *memdb.Txn, ws memdb.WatchSet, table, index string, ord
 }
 
 func jobByID(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.Job, error) {
-	raw, err := watchFirst(txn, ws, tableJobs, namespace, id)
+	raw, err := watchFirst(txn, ws, TableJobs, namespace, id)
 	if raw == nil || err != nil {
 		return nil, err
 	}
@@ -66,19 +66,19 @@ func JobByID(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.
 // all namespaces.
 func Jobs(txn *memdb.Txn, ws memdb.WatchSet, namespace string) ([]*structs.Job, error) {
 	if namespace == "" {
-		return watchAll[*structs.Job](txn, ws, tableJobs, "id", forward)
+		return watchAll[*structs.Job](txn, ws, TableJobs, "id", forward)
 	}
-	return watchAll[*structs.Job](txn, ws, tableJobs, "id_prefix", forward, namespace, "")
+	return watchAll[*structs.Job](txn, ws, TableJobs, "id_prefix", forward, namespace, "")
 }
 
 // JobVersions returns a job's versions, newest first.
 func JobVersions(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) ([]*structs.Job, error) {
-	return watchAll[*structs.Job](txn, ws, tableVersions, "id_prefix", reverse, jobPrefix(namespace, id)...)
+	return watchAll[*structs.Job](txn, ws, TableVersions, "id_prefix", reverse, jobPrefix(namespace, id)...)
 }
 
 // Placements returns a job's placement history, newest first.
 func Placements(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) ([]*structs.JobPlacement, error) {
-	return watchAll[*structs.JobPlacement](txn, ws, tablePlacements, "id_prefix", reverse, jobPrefix(namespace, id)...)
+	return watchAll[*structs.JobPlacement](txn, ws, TablePlacements, "id_prefix", reverse, jobPrefix(namespace, id)...)
 }
 
 func latestPlacement(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobPlacement, error) {
@@ -91,7 +91,7 @@ func latestPlacement(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*
 
 // LatestPlan returns the last committed plan, nil before the first.
 func LatestPlan(txn *memdb.Txn, ws memdb.WatchSet) (*structs.Plan, error) {
-	plans, err := watchAll[*structs.Plan](txn, ws, tablePlans, "id", reverse)
+	plans, err := watchAll[*structs.Plan](txn, ws, TablePlans, "id", reverse)
 	if len(plans) == 0 || err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func LatestPlan(txn *memdb.Txn, ws memdb.WatchSet) (*structs.Plan, error) {
 }
 
 func jobSamples(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobSamples, error) {
-	raw, err := watchFirst(txn, ws, tableSamples, namespace, id)
+	raw, err := watchFirst(txn, ws, TableSamples, namespace, id)
 	if raw == nil || err != nil {
 		return nil, err
 	}
@@ -113,12 +113,12 @@ func Samples(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.
 
 // AllSamples returns the samples kept for every job.
 func AllSamples(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.JobSamples, error) {
-	return watchAll[*structs.JobSamples](txn, ws, tableSamples, "id", forward)
+	return watchAll[*structs.JobSamples](txn, ws, TableSamples, "id", forward)
 }
 
 // Model returns a job's fitted models, nil until the leader committed some.
 func Model(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobModel, error) {
-	raw, err := watchFirst(txn, ws, tableModels, namespace, id)
+	raw, err := watchFirst(txn, ws, TableModels, namespace, id)
 	if raw == nil || err != nil {
 		return nil, err
 	}
@@ -127,26 +127,26 @@ func Model(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.Jo
 
 // Models returns every job's fitted models.
 func Models(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.JobModel, error) {
-	return watchAll[*structs.JobModel](txn, ws, tableModels, "id", forward)
+	return watchAll[*structs.JobModel](txn, ws, TableModels, "id", forward)
 }
 
 // Nodes returns the cluster's nodes, sorted by ID.
 func Nodes(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.Node, error) {
-	return watchAll[*structs.Node](txn, ws, tableNodes, "id", forward)
+	return watchAll[*structs.Node](txn, ws, TableNodes, "id", forward)
 }
 
 // Events returns the events after seq, oldest first.
 func Events(txn *memdb.Txn, ws memdb.WatchSet, after uint64) ([]*structs.Event, error) {
-	return watchAll[*structs.Event](txn, ws, tableEvents, "id", lowerBound, after+1)
+	return watchAll[*structs.Event](txn, ws, TableEvents, "id", lowerBound, after+1)
 }
 
 // Members returns the servers the state knows, sorted by ID.
 func Members(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.Member, error) {
-	return watchAll[*structs.Member](txn, ws, tableMembers, "id", forward)
+	return watchAll[*structs.Member](txn, ws, TableMembers, "id", forward)
 }
 
 func schedulerConfig(txn *memdb.Txn, ws memdb.WatchSet) (*structs.SchedulerConfig, error) {
-	raw, err := watchFirst(txn, ws, tableConfig)
+	raw, err := watchFirst(txn, ws, TableConfig)
 	if raw == nil || err != nil {
 		return nil, err
 	}
@@ -156,6 +156,15 @@ func schedulerConfig(txn *memdb.Txn, ws memdb.WatchSet) (*structs.SchedulerConfi
 // SchedulerConfig returns the scheduler configuration, nil until one is set.
 func SchedulerConfig(txn *memdb.Txn, ws memdb.WatchSet) (*structs.SchedulerConfig, error) {
 	return schedulerConfig(txn, ws)
+}
+
+// Cursor returns the value of a cursor, 0 if it was never set.
+func Cursor(txn *memdb.Txn, name string) (uint64, error) {
+	raw, err := watchFirst(txn, nil, TableCursors, name)
+	if raw == nil || err != nil {
+		return 0, err
+	}
+	return raw.(*indexEntry).Value, nil
 }
 
 // IndexOf returns the largest Raft index of the last writes to tables.

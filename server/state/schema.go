@@ -4,19 +4,20 @@ import (
 	"github.com/hashicorp/go-memdb"
 )
 
-// Table names.
+// Table names, for IndexOf and blocking queries.
 const (
-	tableIndex      = "index"
-	tableJobs       = "jobs"
-	tableVersions   = "job_versions"
-	tablePlans      = "plans"
-	tablePlacements = "placements"
-	tableSamples    = "samples"
-	tableModels     = "models"
-	tableNodes      = "nodes"
-	tableEvents     = "events"
-	tableMembers    = "members"
-	tableConfig     = "scheduler_config"
+	TableIndex      = "index"
+	TableJobs       = "jobs"
+	TableVersions   = "job_versions"
+	TablePlans      = "plans"
+	TablePlacements = "placements"
+	TableSamples    = "samples"
+	TableModels     = "models"
+	TableNodes      = "nodes"
+	TableEvents     = "events"
+	TableMembers    = "members"
+	TableConfig     = "scheduler_config"
+	TableCursors    = "cursors"
 )
 
 // Bounds on what the store keeps.
@@ -89,16 +90,17 @@ func schema() *memdb.DBSchema {
 		}},
 	}
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		tableIndex:      single(tableIndex, stringID("Key")),
-		tableJobs:       single(tableJobs, jobs),
-		tableVersions:   single(tableVersions, versions),
-		tablePlans:      single(tablePlans, uintID("Index")),
-		tablePlacements: single(tablePlacements, perJob("PlanIndex")),
-		tableSamples:    single(tableSamples, jobIndex()),
-		tableModels:     single(tableModels, jobIndex()),
-		tableNodes:      single(tableNodes, stringID("ID")),
-		tableEvents:     single(tableEvents, uintID("Seq")),
-		tableMembers:    single(tableMembers, stringID("ID")),
-		tableConfig:     single(tableConfig, &memdb.IndexSchema{Name: "id", Unique: true, Indexer: &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}}),
+		TableIndex:      single(TableIndex, stringID("Key")),
+		TableJobs:       single(TableJobs, jobs),
+		TableVersions:   single(TableVersions, versions),
+		TablePlans:      single(TablePlans, uintID("Index")),
+		TablePlacements: single(TablePlacements, perJob("PlanIndex")),
+		TableSamples:    single(TableSamples, jobIndex()),
+		TableModels:     single(TableModels, jobIndex()),
+		TableNodes:      single(TableNodes, stringID("ID")),
+		TableEvents:     single(TableEvents, uintID("Seq")),
+		TableMembers:    single(TableMembers, stringID("ID")),
+		TableCursors:    single(TableCursors, stringID("Key")),
+		TableConfig:     single(TableConfig, &memdb.IndexSchema{Name: "id", Unique: true, Indexer: &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}}),
 	}}
 }

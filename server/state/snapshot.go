@@ -21,6 +21,7 @@ const (
 	recordEvent
 	recordMember
 	recordSchedulerConfig
+	recordCursor
 )
 
 // records maps each kind to its table and a constructor of the value its
@@ -30,17 +31,18 @@ var records = []struct {
 	table string
 	new   func() any
 }{
-	{recordIndex, tableIndex, func() any { return new(indexEntry) }},
-	{recordJob, tableJobs, func() any { return new(structs.Job) }},
-	{recordJobVersion, tableVersions, func() any { return new(structs.Job) }},
-	{recordPlan, tablePlans, func() any { return new(structs.Plan) }},
-	{recordPlacement, tablePlacements, func() any { return new(structs.JobPlacement) }},
-	{recordSamples, tableSamples, func() any { return new(structs.JobSamples) }},
-	{recordModel, tableModels, func() any { return new(structs.JobModel) }},
-	{recordNode, tableNodes, func() any { return new(structs.Node) }},
-	{recordEvent, tableEvents, func() any { return new(structs.Event) }},
-	{recordMember, tableMembers, func() any { return new(structs.Member) }},
-	{recordSchedulerConfig, tableConfig, func() any { return new(structs.SchedulerConfig) }},
+	{recordIndex, TableIndex, func() any { return new(indexEntry) }},
+	{recordJob, TableJobs, func() any { return new(structs.Job) }},
+	{recordJobVersion, TableVersions, func() any { return new(structs.Job) }},
+	{recordPlan, TablePlans, func() any { return new(structs.Plan) }},
+	{recordPlacement, TablePlacements, func() any { return new(structs.JobPlacement) }},
+	{recordSamples, TableSamples, func() any { return new(structs.JobSamples) }},
+	{recordModel, TableModels, func() any { return new(structs.JobModel) }},
+	{recordNode, TableNodes, func() any { return new(structs.Node) }},
+	{recordEvent, TableEvents, func() any { return new(structs.Event) }},
+	{recordMember, TableMembers, func() any { return new(structs.Member) }},
+	{recordSchedulerConfig, TableConfig, func() any { return new(structs.SchedulerConfig) }},
+	{recordCursor, TableCursors, func() any { return new(indexEntry) }},
 }
 
 // Dump calls emit with every row of the store as txn sees it, each with its
@@ -101,3 +103,13 @@ func (r *Restore) Commit() *Store {
 
 // Abort discards the restore.
 func (r *Restore) Abort() { r.txn.Abort() }
+
+// TableOf returns the table of a record kind, "" for an unknown kind.
+func TableOf(kind uint8) string {
+	for _, r := range records {
+		if r.kind == kind {
+			return r.table
+		}
+	}
+	return ""
+}

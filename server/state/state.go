@@ -50,7 +50,7 @@ func (s *Store) Index(tables ...string) uint64 {
 func index(txn *memdb.Txn, tables ...string) uint64 {
 	var max uint64
 	if len(tables) == 0 {
-		it, err := txn.Get(tableIndex, "id")
+		it, err := txn.Get(TableIndex, "id")
 		if err != nil {
 			return 0
 		}
@@ -60,7 +60,7 @@ func index(txn *memdb.Txn, tables ...string) uint64 {
 		return max
 	}
 	for _, t := range tables {
-		if raw, err := txn.First(tableIndex, "id", t); err == nil && raw != nil {
+		if raw, err := txn.First(TableIndex, "id", t); err == nil && raw != nil {
 			max = maxOf(max, raw.(*indexEntry).Value)
 		}
 	}
@@ -83,7 +83,7 @@ func (s *Store) write(index uint64, fn func(w *writer) error) error {
 		return err
 	}
 	for t := range w.touched {
-		if err := w.txn.Insert(tableIndex, &indexEntry{Key: t, Value: index}); err != nil {
+		if err := w.txn.Insert(TableIndex, &indexEntry{Key: t, Value: index}); err != nil {
 			return fmt.Errorf("update index of %s: %w", t, err)
 		}
 	}
@@ -142,7 +142,7 @@ func prefixSuffix(args []any) string {
 
 func (w *writer) event(now int64, typ, namespace, jobID, msg string, details map[string]string) error {
 	var seq uint64
-	if raw, err := w.txn.Last(tableEvents, "id"); err != nil {
+	if raw, err := w.txn.Last(TableEvents, "id"); err != nil {
 		return fmt.Errorf("read events: %w", err)
 	} else if raw != nil {
 		seq = raw.(*structs.Event).Seq
@@ -151,10 +151,10 @@ func (w *writer) event(now int64, typ, namespace, jobID, msg string, details map
 		Seq: seq + 1, Index: w.index, Time: now, Type: typ,
 		Namespace: namespace, JobID: jobID, Message: msg, Details: details,
 	}
-	if err := w.insert(tableEvents, ev); err != nil {
+	if err := w.insert(TableEvents, ev); err != nil {
 		return err
 	}
-	return w.trim(tableEvents, MaxEvents)
+	return w.trim(TableEvents, MaxEvents)
 }
 
 // RegisterJob stores a new version of job at index, with Status pending when
@@ -183,10 +183,10 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		if j.SubmitTime == 0 {
 			j.SubmitTime = now
 		}
-		if err := w.insert(tableJobs, j); err != nil {
+		if err := w.insert(TableJobs, j); err != nil {
 			return err
 		}
-		if err := w.insert(tableVersions, j); err != nil {
+		if err := w.insert(TableVersions, j); err != nil {
 			return err
 		}
 		return w.event(now, structs.EventJobRegistered, j.Namespace, j.ID,
@@ -210,7 +210,7 @@ func (s *Store) UpdateJobStatus(index uint64, now int64, namespace, id, status, 
 		}
 		j := *prev
 		j.Status, j.StatusDescription, j.ModifyIndex = status, desc, index
-		if err := w.insert(tableJobs, &j); err != nil {
+		if err := w.insert(TableJobs, &j); err != nil {
 			return err
 		}
 		typ := map[string]string{
@@ -239,16 +239,16 @@ func (s *Store) StopJob(index uint64, now int64, namespace, id string, purge boo
 		if prev == nil {
 			return fmt.Errorf("purge job %q: %w", id, ErrJobNotFound)
 		}
-		if err := w.delete(tableJobs, prev); err != nil {
+		if err := w.delete(TableJobs, prev); err != nil {
 			return err
 		}
-		for _, t := range []string{tableVersions, tablePlacements} {
+		for _, t := range []string{TableVersions, TablePlacements} {
 			w.touched[t] = true
 			if _, err := w.txn.DeleteAll(t, "id_prefix", jobPrefix(namespace, id)...); err != nil {
 				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
 			}
 		}
-		for _, t := range []string{tableSamples, tableModels} {
+		for _, t := range []string{TableSamples, TableModels} {
 			w.touched[t] = true
 			if _, err := w.txn.DeleteAll(t, "id", namespace, id); err != nil {
 				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
@@ -267,10 +267,10 @@ func (s *Store) ApplyPlan(index uint64, plan *structs.Plan, models []*structs.Jo
 	return s.write(index, func(w *writer) error {
 		p := *plan
 		p.Index = index
-		if err := w.insert(tablePlans, &p); err != nil {
+		if err := w.insert(TablePlans, &p); err != nil {
 			return err
 		}
-		if err := w.trim(tablePlans, MaxPlans); err != nil {
+		if err := w.trim(TablePlans, MaxPlans); err != nil {
 			return err
 		}
 		for _, pl := range p.Placements {
@@ -291,7 +291,7 @@ func (s *Store) ApplyPlan(index uint64, plan *structs.Plan, models []*structs.Jo
 			} else if job == nil {
 				continue
 			}
-			if err := w.insert(tableModels, m); err != nil {
+			if err := w.insert(TableModels, m); err != nil {
 				return err
 			}
 		}
@@ -308,10 +308,10 @@ func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Plac
 		return nil
 	}
 	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Algorithm: alg, Placement: pl}
-	if err := w.insert(tablePlacements, rec); err != nil {
+	if err := w.insert(TablePlacements, rec); err != nil {
 		return err
 	}
-	if err := w.trim(tablePlacements, MaxPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
+	if err := w.trim(TablePlacements, MaxPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
 		return err
 	}
 	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": alg}
@@ -323,7 +323,7 @@ func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Plac
 	if job.Status == structs.JobStatusPending && !pl.Paused() {
 		j := *job
 		j.Status, j.StatusDescription, j.ModifyIndex = structs.JobStatusRunning, "", w.index
-		if err := w.insert(tableJobs, &j); err != nil {
+		if err := w.insert(TableJobs, &j); err != nil {
 			return err
 		}
 	}
@@ -344,12 +344,21 @@ func samePlacement(a, b *structs.Placement) bool {
 	return true
 }
 
-// AppendSamples adds samples to their jobs' bounded histories. Samples of
-// jobs the store does not hold as active are dropped; the return value says
-// how many were kept.
-func (s *Store) AppendSamples(index uint64, samples []structs.Sample) (int, error) {
+// MetricsCursor names the cursor of the leader's metrics source, which
+// AppendSamples records so that a new leader resumes where the last one
+// stopped instead of reading samples twice.
+const MetricsCursor = "metrics"
+
+// AppendSamples adds samples to their jobs' bounded histories and records
+// the metrics source's cursor after them. Samples of jobs the store does
+// not hold as active are dropped; the return value says how many were
+// kept.
+func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uint64) (int, error) {
 	kept := 0
 	err := s.write(index, func(w *writer) error {
+		if err := w.insert(TableCursors, &indexEntry{Key: MetricsCursor, Value: cursor}); err != nil {
+			return err
+		}
 		byJob := map[[2]string]*structs.JobSamples{}
 		var order [][2]string
 		for _, smp := range samples {
@@ -385,7 +394,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample) (int, erro
 			}
 		}
 		for _, key := range order {
-			if err := w.insert(tableSamples, byJob[key]); err != nil {
+			if err := w.insert(TableSamples, byJob[key]); err != nil {
 				return err
 			}
 		}
@@ -408,12 +417,12 @@ func thin(smps []structs.Sample) []structs.Sample {
 // ReplaceNodes makes nodes the cluster's node set.
 func (s *Store) ReplaceNodes(index uint64, nodes []*structs.Node) error {
 	return s.write(index, func(w *writer) error {
-		w.touched[tableNodes] = true
-		if _, err := w.txn.DeleteAll(tableNodes, "id"); err != nil {
+		w.touched[TableNodes] = true
+		if _, err := w.txn.DeleteAll(TableNodes, "id"); err != nil {
 			return fmt.Errorf("replace nodes: %w", err)
 		}
 		for _, n := range nodes {
-			if err := w.insert(tableNodes, n); err != nil {
+			if err := w.insert(TableNodes, n); err != nil {
 				return err
 			}
 		}
@@ -430,7 +439,7 @@ func (s *Store) SetSchedulerConfig(index uint64, now int64, cfg *structs.Schedul
 			return err
 		}
 		c := &structs.SchedulerConfig{Algorithm: cfg.Algorithm, Options: maps.Clone(cfg.Options), ModifyIndex: index}
-		if err := w.insert(tableConfig, c); err != nil {
+		if err := w.insert(TableConfig, c); err != nil {
 			return err
 		}
 		if prev != nil && prev.Algorithm == c.Algorithm {
@@ -444,15 +453,15 @@ func (s *Store) SetSchedulerConfig(index uint64, now int64, cfg *structs.Schedul
 func (s *Store) UpsertMember(index uint64, m *structs.Member) error {
 	return s.write(index, func(w *writer) error {
 		c := *m
-		return w.insert(tableMembers, &c)
+		return w.insert(TableMembers, &c)
 	})
 }
 
 // DeleteMember forgets a server.
 func (s *Store) DeleteMember(index uint64, id string) error {
 	return s.write(index, func(w *writer) error {
-		w.touched[tableMembers] = true
-		_, err := w.txn.DeleteAll(tableMembers, "id", id)
+		w.touched[TableMembers] = true
+		_, err := w.txn.DeleteAll(TableMembers, "id", id)
 		return err
 	})
 }

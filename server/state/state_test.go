@@ -49,7 +49,7 @@ func TestPlacements_HistoryPerJob(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, hist, must.Sprint("an unchanged placement is recorded once"))
 
-	plans, err := watchAll[*structs.Plan](s.Txn(), nil, tablePlans, "id", forward)
+	plans, err := watchAll[*structs.Plan](s.Txn(), nil, TablePlans, "id", forward)
 	must.NoError(t, err)
 	must.SliceLen(t, MaxPlans, plans)
 	latest, err := LatestPlan(s.Txn(), nil)
@@ -76,7 +76,7 @@ func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
 		batch = append(batch, structs.Sample{JobID: "a", Step: int64(i)})
 	}
 	batch = append(batch, structs.Sample{JobID: "unknown", Step: 1})
-	kept, err := s.AppendSamples(5, batch)
+	kept, err := s.AppendSamples(5, batch, 42)
 	must.NoError(t, err)
 	must.Eq(t, 3*MaxSamples, kept)
 	js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
@@ -86,6 +86,9 @@ func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
 	must.Eq(t, 0, js.Samples[0].Step, must.Sprint("the oldest sample survives thinning"))
 	must.Eq(t, int64(3*MaxSamples-1), js.Samples[len(js.Samples)-1].Step)
 	must.Eq(t, int64(3*MaxSamples), js.Received)
+	cursor, err := Cursor(s.Txn(), MetricsCursor)
+	must.NoError(t, err)
+	must.Eq(t, 42, cursor)
 	for i := 1; i < len(js.Samples); i++ {
 		must.Less(t, js.Samples[i].Step, js.Samples[i-1].Step)
 	}
@@ -96,7 +99,7 @@ func TestBlockingQuery(t *testing.T) {
 	current := func() *Store { return s }
 	jobs := func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
 		js, err := Jobs(txn, ws, "")
-		return len(js), IndexOf(txn, tableJobs), err
+		return len(js), IndexOf(txn, TableJobs), err
 	}
 
 	// An index below the current one returns at once.

@@ -1,0 +1,181 @@
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultAddress is where a Caravan agent's HTTP API listens by default.
+const DefaultAddress = "http://127.0.0.1:4680"
+
+// Config configures a Client.
+type Config struct {
+	// Address is the agent's HTTP address, such as http://127.0.0.1:4680;
+	// a bare host:port gets http://.
+	Address string
+	// Token is sent as X-Caravan-Token.
+	Token string
+	// HTTPClient defaults to a client with no overall timeout, since
+	// blocking queries wait for minutes.
+	HTTPClient *http.Client
+}
+
+// DefaultConfig reads CARAVAN_ADDR and CARAVAN_TOKEN from the environment.
+func DefaultConfig() *Config {
+	return &Config{Address: cmp.Or(os.Getenv("CARAVAN_ADDR"), DefaultAddress), Token: os.Getenv("CARAVAN_TOKEN")}
+}
+
+// Client talks to one Caravan agent. It is safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a client for cfg; nil means DefaultConfig.
+func NewClient(cfg *Config) (*Client, error) {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	addr := cmp.Or(cfg.Address, DefaultAddress)
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("address %q is not a URL such as %s", cfg.Address, DefaultAddress)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{base: u, token: cfg.Token, http: hc}, nil
+}
+
+// Address returns the agent's address.
+func (c *Client) Address() string { return c.base.String() }
+
+// Error is an error the API answered with.
+type Error struct {
+	StatusCode int
+	Message    string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Message)
+}
+
+// IsNotFound reports whether err is a 404 of the API.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
+}
+
+// QueryOptions are the options of reads.
+type QueryOptions struct {
+	// Namespace defaults to "default".
+	Namespace string
+	// WaitIndex makes the read a blocking query: it returns when the
+	// result's index exceeds WaitIndex, or after WaitTime.
+	WaitIndex uint64
+	WaitTime  time.Duration
+	// Context bounds the request.
+	Context context.Context
+}
+
+// QueryMeta is what a read says about its result.
+type QueryMeta struct {
+	// LastIndex is the index to pass as WaitIndex to wait for a change.
+	LastIndex uint64
+}
+
+func (q *QueryOptions) values() url.Values {
+	v := url.Values{}
+	if q == nil {
+		return v
+	}
+	if q.Namespace != "" {
+		v.Set("namespace", q.Namespace)
+	}
+	if q.WaitIndex > 0 {
+		v.Set("index", strconv.FormatUint(q.WaitIndex, 10))
+	}
+	if q.WaitTime > 0 {
+		v.Set("wait", q.WaitTime.String())
+	}
+	return v
+}
+
+func (q *QueryOptions) ctx() context.Context {
+	if q == nil || q.Context == nil {
+		return context.Background()
+	}
+	return q.Context
+}
+
+// do makes a request; in is JSON-encoded unless it is an io.Reader, and
+// out, when not nil, receives the JSON answer.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) (*QueryMeta, error) {
+	resp, err := c.raw(ctx, method, path, query, in)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	meta := &QueryMeta{}
+	if idx := resp.Header.Get("X-Caravan-Index"); idx != "" {
+		meta.LastIndex, _ = strconv.ParseUint(idx, 10, 64)
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return nil, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return meta, nil
+}
+
+// raw makes a request and returns the response of a 2xx answer; the caller
+// closes its body.
+func (c *Client) raw(ctx context.Context, method, path string, query url.Values, in any) (*http.Response, error) {
+	var body io.Reader
+	switch v := in.(type) {
+	case nil:
+	case io.Reader:
+		body = v
+	default:
+		buf, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(buf)
+	}
+	u := c.base.JoinPath(path)
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("X-Caravan-Token", c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, &Error{StatusCode: resp.StatusCode, Message: strings.TrimSpace(string(msg))}
+	}
+	return resp, nil
+}

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// Nodes returns the cluster's nodes.
+func (c *Client) Nodes(q *QueryOptions) ([]*structs.Node, *QueryMeta, error) {
+	var out []*structs.Node
+	meta, err := c.do(q.ctx(), http.MethodGet, "/v1/nodes", q.values(), nil, &out)
+	return out, meta, err
+}
+
+// LatestPlan returns the last committed plan.
+func (c *Client) LatestPlan(q *QueryOptions) (*structs.Plan, *QueryMeta, error) {
+	var out structs.Plan
+	meta, err := c.do(q.ctx(), http.MethodGet, "/v1/plan", q.values(), nil, &out)
+	return &out, meta, err
+}
+
+// Events returns the events after sequence number after, of job if not
+// empty. With q.WaitIndex set to after it blocks until there is one.
+func (c *Client) Events(after uint64, job string, q *QueryOptions) ([]*structs.Event, *QueryMeta, error) {
+	v := q.values()
+	if after > 0 {
+		v.Set("index", uintString(after))
+	}
+	if job != "" {
+		v.Set("job", job)
+	}
+	var out []*structs.Event
+	meta, err := c.do(q.ctx(), http.MethodGet, "/v1/events", v, nil, &out)
+	return out, meta, err
+}
+
+// Operator is the operator endpoints.
+type Operator struct{ c *Client }
+
+// Operator returns the operator endpoints.
+func (c *Client) Operator() *Operator { return &Operator{c: c} }
+
+// RaftConfiguration returns the servers of the Raft configuration.
+func (o *Operator) RaftConfiguration(ctx context.Context) (*RaftConfiguration, error) {
+	var out RaftConfiguration
+	_, err := o.c.do(ctx, http.MethodGet, "/v1/operator/raft/configuration", nil, nil, &out)
+	return &out, err
+}
+
+// RaftRemovePeer removes a server from the Raft configuration.
+func (o *Operator) RaftRemovePeer(ctx context.Context, id string) error {
+	_, err := o.c.do(ctx, http.MethodDelete, "/v1/operator/raft/peer", url.Values{"id": {id}}, nil, nil)
+	return err
+}
+
+// SchedulerConfig returns the replicated scheduler configuration.
+func (o *Operator) SchedulerConfig(q *QueryOptions) (*structs.SchedulerConfig, *QueryMeta, error) {
+	var out structs.SchedulerConfig
+	meta, err := o.c.do(q.ctx(), http.MethodGet, "/v1/operator/scheduler/configuration", q.values(), nil, &out)
+	return &out, meta, err
+}
+
+// SetSchedulerConfig sets the algorithm and its options; the leader
+// switches at its next round.
+func (o *Operator) SetSchedulerConfig(ctx context.Context, req *SchedulerConfigRequest) error {
+	_, err := o.c.do(ctx, http.MethodPut, "/v1/operator/scheduler/configuration", nil, req, nil)
+	return err
+}
+
+// SnapshotSave writes a snapshot of the cluster's state to w.
+func (o *Operator) SnapshotSave(ctx context.Context, w io.Writer) error {
+	resp, err := o.c.raw(ctx, http.MethodGet, "/v1/operator/snapshot", nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// SnapshotRestore replaces the cluster's state with a saved snapshot.
+func (o *Operator) SnapshotRestore(ctx context.Context, r io.Reader) error {
+	_, err := o.c.do(ctx, http.MethodPut, "/v1/operator/snapshot", nil, r, nil)
+	return err
+}
+
+// Agent is the agent endpoints.
+type Agent struct{ c *Client }
+
+// Agent returns the agent endpoints.
+func (c *Client) Agent() *Agent { return &Agent{c: c} }
+
+// Self describes the agent.
+func (a *Agent) Self(ctx context.Context) (*AgentSelf, error) {
+	var out AgentSelf
+	_, err := a.c.do(ctx, http.MethodGet, "/v1/agent/self", nil, nil, &out)
+	return &out, err
+}
+
+// Health returns nil when the agent knows a cluster leader.
+func (a *Agent) Health(ctx context.Context) error {
+	_, err := a.c.do(ctx, http.MethodGet, "/v1/agent/health", nil, nil, nil)
+	return err
+}
+
+// Leader returns the Raft address of the cluster's leader, empty if none.
+func (c *Client) Leader(ctx context.Context) (string, error) {
+	var out string
+	_, err := c.do(ctx, http.MethodGet, "/v1/status/leader", nil, nil, &out)
+	return out, err
+}
+
+func uintString(n uint64) string { return strconv.FormatUint(n, 10) }

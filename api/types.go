@@ -1,0 +1,90 @@
+package api
+
+import "github.com/caravan-sched/caravan/structs"
+
+// The wire types of the HTTP API that are not structs types. Every body is
+// JSON; field names are Go's, as in Nomad's API.
+
+// JobRegisterRequest is the body of POST /v1/jobs and PUT /v1/job/<id>:
+// either a Job, or an HCL jobspec that the server parses with Variables.
+type JobRegisterRequest struct {
+	Job *structs.Job `json:",omitempty"`
+	// JobHCL is the text of a jobspec; Filename names it in diagnostics.
+	JobHCL    string            `json:",omitempty"`
+	Filename  string            `json:",omitempty"`
+	Variables map[string]string `json:",omitempty"`
+}
+
+// JobRegisterResponse says which version was registered at which index.
+type JobRegisterResponse struct {
+	JobID   string
+	Version uint64
+	Index   uint64
+}
+
+// JobSummary is GET /v1/job/<id>/summary: the job, its current placement,
+// what its models predict and how many samples it reported.
+type JobSummary struct {
+	Job       *structs.Job
+	Placement *structs.JobPlacement `json:",omitempty"`
+	Model     *structs.JobModel     `json:",omitempty"`
+	// Samples counts the samples received; LastSample is the newest kept.
+	Samples    int64
+	LastSample *structs.Sample `json:",omitempty"`
+}
+
+// PlanResponse is POST /v1/jobs/plan: the placement the job would get now,
+// and the whole plan it would be part of. Nothing is committed.
+type PlanResponse struct {
+	Placement *structs.Placement
+	Plan      *structs.Plan
+}
+
+// AgentSelf is GET /v1/agent/self.
+type AgentSelf struct {
+	ID       string
+	Name     string
+	Version  string
+	HTTPAddr string
+	RaftAddr string
+	// LeaderID is the server this agent knows as leader, empty if none;
+	// Voters is the size of its Raft configuration.
+	LeaderID string
+	Voters   int
+}
+
+// JoinRequest asks the leader to add a server to the Raft configuration.
+type JoinRequest struct {
+	ID       string
+	RaftAddr string
+}
+
+// RaftServer is one server of the Raft configuration
+// (GET /v1/operator/raft/configuration).
+type RaftServer struct {
+	ID       string
+	Name     string
+	Address  string
+	HTTPAddr string
+	Leader   bool
+	Voter    bool
+}
+
+// RaftConfiguration is the cluster's Raft configuration.
+type RaftConfiguration struct {
+	Servers []*RaftServer
+	Index   uint64
+}
+
+// SchedulerConfigRequest is the body of PUT
+// /v1/operator/scheduler/configuration.
+type SchedulerConfigRequest struct {
+	Algorithm string
+	Options   map[string]string
+}
+
+// Health is GET /v1/agent/health.
+type Health struct {
+	OK      bool
+	Message string
+}

@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Request body limits.
+const (
+	maxBodyBytes     = 1 << 20 // jobs and other JSON bodies
+	maxSnapshotBytes = 1 << 30 // snapshot restores
+	maxWait          = 10 * time.Minute
+	defaultWait      = 5 * time.Minute
+)
+
+// CodedError is an error with the HTTP status it maps to.
+type CodedError struct {
+	Code int
+	Err  error
+}
+
+func (e *CodedError) Error() string { return e.Err.Error() }
+func (e *CodedError) Unwrap() error { return e.Err }
+
+// badRequest returns a 400 error.
+func badRequest(format string, args ...any) error {
+	return &CodedError{Code: http.StatusBadRequest, Err: fmt.Errorf(format, args...)}
+}
+
+// endpoint handles one route. It returns the value to encode as JSON (nil
+// for no body) or an error.
+type endpoint func(w http.ResponseWriter, r *http.Request) (any, error)
+
+func (s *Server) setupHTTP() error {
+	l, err := listen(s.cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	s.httpAddr = l.Addr().String()
+	mux := http.NewServeMux()
+	s.routes(mux)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.log.Named("http").StandardLogger(nil)}
+	go func() {
+		if err := s.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "error", err)
+		}
+	}()
+	return nil
+}
+
+// read wraps an endpoint that any server answers from its own state.
+func (s *Server) read(fn endpoint) http.HandlerFunc { return s.handle(fn, false) }
+
+// write wraps an endpoint that only the leader answers; followers forward
+// the request to it.
+func (s *Server) write(fn endpoint) http.HandlerFunc { return s.handle(fn, true) }
+
+func (s *Server) handle(fn endpoint, leaderOnly bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		if leaderOnly && !s.IsLeader() {
+			s.forward(w, r)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		out, err := fn(w, r)
+		if err != nil {
+			code := errorCode(err)
+			s.log.Debug("request failed", "method", r.Method, "path", r.URL.Path, "code", code, "error", err)
+			http.Error(w, err.Error(), code)
+			return
+		}
+		s.log.Trace("request", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
+		if out == nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		if _, ok := r.URL.Query()["pretty"]; ok {
+			enc.SetIndent("", "    ")
+		}
+		enc.Encode(out)
+	}
+}
+
+func errorCode(err error) int {
+	var coded *CodedError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &coded):
+		return coded.Code
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, state.ErrJobNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, state.ErrJobExists):
+		return http.StatusConflict
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// forward proxies a request to the leader.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	addr, err := s.leaderHTTP()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("X-Caravan-Forwarded") != "" {
+		http.Error(w, "request forwarded to a server that does not lead: leadership is changing, retry", http.StatusServiceUnavailable)
+		return
+	}
+	r.Header.Set("X-Caravan-Forwarded", s.cfg.NodeID)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		http.Error(w, "forward to leader: "+err.Error(), http.StatusBadGateway)
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+// decode reads a JSON body into v, rejecting unknown fields and trailing
+// data.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body is larger than %d bytes: %w", tooBig.Limit, err)
+		}
+		return badRequest("request body is not valid JSON for this endpoint: %v", err)
+	}
+	if dec.More() {
+		return badRequest("request body has data after its JSON value")
+	}
+	return nil
+}
+
+// namespace returns the ?namespace= parameter, default "default".
+func namespace(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	return structs.DefaultNamespace
+}
+
+// blocking answers a read with Nomad's blocking-query semantics: with
+// ?index=N it waits (up to ?wait=, default 5m) until the result's index
+// exceeds N. The index is returned in X-Caravan-Index.
+func (s *Server) blocking(w http.ResponseWriter, r *http.Request, query state.QueryFunc) (any, error) {
+	q := r.URL.Query()
+	var minIndex uint64
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, badRequest("index %q is not a non-negative integer", v)
+		}
+		minIndex = n
+	}
+	wait := defaultWait
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, badRequest("wait %q is not a duration such as 30s", v)
+		}
+		wait = min(d, maxWait)
+	}
+	res, idx, err := state.BlockingQuery(r.Context(), s.State, minIndex, wait, query)
+	if err != nil {
+		return nil, err
+	}
+	w.Header().Set("X-Caravan-Index", strconv.FormatUint(max(idx, 1), 10))
+	return res, nil
+}
+
+// queryOf adapts a read of one value to a QueryFunc whose index is that of
+// tables.
+func queryOf(read func(txn *memdb.Txn, ws memdb.WatchSet) (any, error), tables ...string) state.QueryFunc {
+	return func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
+		v, err := read(txn, ws)
+		return v, state.IndexOf(txn, tables...), err
+	}
+}
+
+// context of a request bounded for Raft applies.
+func applyContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 30*time.Second)
+}
+
+// boolParam parses a boolean query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(strings.ToLower(v))
+	if err != nil {
+		return false, badRequest("%s=%q is not a boolean", name, v)
+	}
+	return b, nil
+}

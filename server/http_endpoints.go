@@ -1,0 +1,434 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/raft"
+)
+
+func (s *Server) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/jobs", s.read(s.jobList))
+	mux.HandleFunc("POST /v1/jobs", s.write(s.jobRegister(true)))
+	mux.HandleFunc("POST /v1/jobs/plan", s.write(s.jobPlan))
+	mux.HandleFunc("GET /v1/job/{id}", s.read(s.jobRead))
+	mux.HandleFunc("PUT /v1/job/{id}", s.write(s.jobRegister(false)))
+	mux.HandleFunc("DELETE /v1/job/{id}", s.write(s.jobStop))
+	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
+	mux.HandleFunc("GET /v1/job/{id}/history", s.read(s.jobHistory))
+	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(s.jobSummary))
+	mux.HandleFunc("GET /v1/nodes", s.read(s.nodeList))
+	mux.HandleFunc("GET /v1/plan", s.read(s.planLatest))
+	mux.HandleFunc("GET /v1/events", s.read(s.eventList))
+	mux.HandleFunc("GET /v1/event/stream", s.eventStream)
+	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.read(s.schedulerConfigGet))
+	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.write(s.schedulerConfigSet))
+	mux.HandleFunc("GET /v1/status/leader", s.read(s.statusLeader))
+	mux.HandleFunc("GET /v1/status/peers", s.read(s.statusPeers))
+	mux.HandleFunc("GET /v1/operator/raft/configuration", s.read(s.raftConfiguration))
+	mux.HandleFunc("POST /v1/operator/raft/join", s.write(s.raftJoin))
+	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.write(s.raftRemovePeer))
+	mux.HandleFunc("GET /v1/operator/snapshot", s.snapshotSave)
+	mux.HandleFunc("PUT /v1/operator/snapshot", s.snapshotRestore)
+	mux.HandleFunc("GET /v1/agent/self", s.read(s.agentSelf))
+	mux.HandleFunc("GET /v1/agent/health", s.agentHealth)
+	mux.HandleFunc("GET /v1/agent/members", s.read(s.raftConfiguration))
+	mux.HandleFunc("PUT /v1/internal/member", s.write(s.memberUpsert))
+	mux.HandleFunc("GET /v1/metrics", s.metricsHandler)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), http.StatusNotFound)
+	})
+}
+
+func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
+	ns := r.URL.Query().Get("namespace")
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		jobs, err := state.Jobs(txn, ws, ns)
+		if jobs == nil {
+			jobs = []*structs.Job{}
+		}
+		return jobs, err
+	}, state.TableJobs))
+}
+
+// registeredJob turns a register request into a canonical, valid job.
+func registeredJob(req *api.JobRegisterRequest) (*structs.Job, error) {
+	job := req.Job
+	switch {
+	case job != nil && req.JobHCL != "":
+		return nil, badRequest("give either Job or JobHCL, not both")
+	case req.JobHCL != "":
+		var diags error
+		job, diags = parseHCL(req)
+		if diags != nil {
+			return nil, badRequest("%v", diags)
+		}
+	case job == nil:
+		return nil, badRequest("request has no Job and no JobHCL")
+	}
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return nil, badRequest("invalid job: %v", err)
+	}
+	return job, nil
+}
+
+func parseHCL(req *api.JobRegisterRequest) (*structs.Job, error) {
+	name := req.Filename
+	if name == "" {
+		name = "job.hcl"
+	}
+	vars := make([]string, 0, len(req.Variables))
+	for k, v := range req.Variables {
+		vars = append(vars, k+"="+v)
+	}
+	slices.Sort(vars)
+	job, diags := jobspec.Parse(&jobspec.Config{Filename: name, Src: []byte(req.JobHCL), ArgVars: vars})
+	if diags.HasErrors() {
+		return nil, diagnosticsError(diags)
+	}
+	return job, nil
+}
+
+// diagnosticsError lists every diagnostic as file:line:col: summary; detail.
+func diagnosticsError(diags hcl.Diagnostics) error {
+	var b strings.Builder
+	b.WriteString("invalid jobspec:")
+	for _, d := range diags {
+		b.WriteString("\n")
+		if d.Subject != nil {
+			fmt.Fprintf(&b, "%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		b.WriteString(d.Summary)
+		if d.Detail != "" {
+			b.WriteString("; " + d.Detail)
+		}
+	}
+	return errors.New(b.String())
+}
+
+func (s *Server) jobRegister(mustBeNew bool) endpoint {
+	return func(w http.ResponseWriter, r *http.Request) (any, error) {
+		var req api.JobRegisterRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		job, err := registeredJob(&req)
+		if err != nil {
+			return nil, err
+		}
+		if id := r.PathValue("id"); id != "" && id != job.ID {
+			return nil, badRequest("the path names job %q but the body job %q", id, job.ID)
+		}
+		ctx, cancel := applyContext(r)
+		defer cancel()
+		job.SubmitTime = time.Now().UnixNano()
+		_, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
+		if err != nil {
+			return nil, err
+		}
+		stored, err := state.JobByID(s.State().Txn(), nil, job.Namespace, job.ID)
+		if err != nil || stored == nil {
+			return nil, fmt.Errorf("read back job %q: %v", job.ID, err)
+		}
+		return &api.JobRegisterResponse{JobID: job.ID, Version: stored.Version, Index: index}, nil
+	}
+}
+
+// jobPlan answers a dry run. Only the leader has the models to answer it.
+func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req api.JobRegisterRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	job, err := registeredJob(&req)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := s.dryRun(r.Context(), job)
+	if err != nil {
+		return nil, err
+	}
+	resp := &api.PlanResponse{Plan: plan}
+	for _, p := range plan.Placements {
+		if p.Namespace == job.Namespace && p.JobID == job.ID {
+			resp.Placement = p
+		}
+	}
+	return resp, nil
+}
+
+func (s *Server) jobByPath(txn *memdb.Txn, ws memdb.WatchSet, r *http.Request) (*structs.Job, error) {
+	id := r.PathValue("id")
+	job, err := state.JobByID(txn, ws, namespace(r), id)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return nil, fmt.Errorf("job %q in namespace %q: %w", id, namespace(r), state.ErrJobNotFound)
+	}
+	return job, nil
+}
+
+func (s *Server) jobRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		return s.jobByPath(txn, ws, r)
+	}, state.TableJobs))
+}
+
+func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		if _, err := s.jobByPath(txn, ws, r); err != nil {
+			return nil, err
+		}
+		return state.JobVersions(txn, ws, namespace(r), r.PathValue("id"))
+	}, state.TableVersions))
+}
+
+func (s *Server) jobHistory(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		if _, err := s.jobByPath(txn, ws, r); err != nil {
+			return nil, err
+		}
+		hist, err := state.Placements(txn, ws, namespace(r), r.PathValue("id"))
+		if hist == nil {
+			hist = []*structs.JobPlacement{}
+		}
+		return hist, err
+	}, state.TablePlacements, state.TableJobs))
+}
+
+func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		job, err := s.jobByPath(txn, ws, r)
+		if err != nil {
+			return nil, err
+		}
+		sum := &api.JobSummary{Job: job}
+		hist, err := state.Placements(txn, ws, job.Namespace, job.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(hist) > 0 {
+			sum.Placement = hist[0]
+		}
+		if sum.Model, err = state.Model(txn, ws, job.Namespace, job.ID); err != nil {
+			return nil, err
+		}
+		smp, err := state.Samples(txn, ws, job.Namespace, job.ID)
+		if err != nil {
+			return nil, err
+		}
+		if smp != nil && len(smp.Samples) > 0 {
+			sum.Samples = smp.Received
+			sum.LastSample = &smp.Samples[len(smp.Samples)-1]
+		}
+		return sum, nil
+	}, state.TableJobs, state.TablePlacements, state.TableModels, state.TableSamples))
+}
+
+func (s *Server) jobStop(w http.ResponseWriter, r *http.Request) (any, error) {
+	purge, err := boolParam(r, "purge")
+	if err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	_, index, err := s.apply(ctx, fsm.JobStopType, &fsm.JobStopRequest{Namespace: namespace(r), JobID: id, Purge: purge, Time: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]uint64{"Index": index}, nil
+}
+
+func (s *Server) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		nodes, err := state.Nodes(txn, ws)
+		if nodes == nil {
+			nodes = []*structs.Node{}
+		}
+		return nodes, err
+	}, state.TableNodes))
+}
+
+func (s *Server) planLatest(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		plan, err := state.LatestPlan(txn, ws)
+		if err == nil && plan == nil {
+			return nil, &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf("no plan has been committed yet")}
+		}
+		return plan, err
+	}, state.TablePlans))
+}
+
+func (s *Server) eventList(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
+		return s.events(txn, ws, r)
+	})
+}
+
+// events reads the events after ?index= (an event sequence number) of
+// ?job= if given; the index it returns is the last event's sequence.
+func (s *Server) events(txn *memdb.Txn, ws memdb.WatchSet, r *http.Request) ([]*structs.Event, uint64, error) {
+	var after uint64
+	if v := r.URL.Query().Get("index"); v != "" {
+		fmt.Sscan(v, &after)
+	}
+	all, err := state.Events(txn, ws, after)
+	if err != nil {
+		return nil, 0, err
+	}
+	last := after
+	if len(all) > 0 {
+		last = all[len(all)-1].Seq
+	}
+	job := r.URL.Query().Get("job")
+	out := []*structs.Event{}
+	for _, e := range all {
+		if job == "" || e.JobID == job {
+			out = append(out, e)
+		}
+	}
+	return out, last, nil
+}
+
+func (s *Server) schedulerConfigGet(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		cfg, err := state.SchedulerConfig(txn, ws)
+		if err == nil && cfg == nil {
+			return nil, &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf("no scheduler configuration yet: the cluster has not elected its first leader")}
+		}
+		return cfg, err
+	}, state.TableConfig))
+}
+
+func (s *Server) schedulerConfigSet(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req api.SchedulerConfigRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	cfg := &structs.SchedulerConfig{Algorithm: req.Algorithm, Options: req.Options}
+	if _, err := s.newAlgorithm(cfg); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	_, index, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: time.Now().UnixNano()})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]uint64{"Index": index}, nil
+}
+
+func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) (any, error) {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr), nil
+}
+
+func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) (any, error) {
+	conf, err := s.raftConfig()
+	if err != nil {
+		return nil, err
+	}
+	peers := []string{}
+	for _, sv := range conf.Servers {
+		peers = append(peers, sv.Address)
+	}
+	return peers, nil
+}
+
+func (s *Server) raftConfig() (*api.RaftConfiguration, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("read raft configuration: %w", err)
+	}
+	_, leader := s.raft.LeaderWithID()
+	members, err := state.Members(s.State().Txn(), nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.RaftConfiguration{Index: f.Index(), Servers: []*api.RaftServer{}}
+	for _, sv := range f.Configuration().Servers {
+		rs := &api.RaftServer{ID: string(sv.ID), Address: string(sv.Address), Leader: sv.ID == leader, Voter: sv.Suffrage == raft.Voter}
+		for _, m := range members {
+			if m.ID == rs.ID {
+				rs.Name, rs.HTTPAddr = m.Name, m.HTTPAddr
+			}
+		}
+		out.Servers = append(out.Servers, rs)
+	}
+	return out, nil
+}
+
+func (s *Server) raftConfiguration(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.raftConfig()
+}
+
+func (s *Server) raftJoin(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req api.JoinRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.ID == "" || req.RaftAddr == "" {
+		return nil, badRequest("a join request needs ID and RaftAddr")
+	}
+	return nil, s.addPeer(req)
+}
+
+func (s *Server) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, error) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		return nil, badRequest("give the server to remove as ?id=")
+	}
+	conf, err := s.raftConfig()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(conf.Servers, func(sv *api.RaftServer) bool { return sv.ID == id }) {
+		return nil, &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf("no server %q in the raft configuration", id)}
+	}
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	return nil, s.removePeer(ctx, id)
+}
+
+func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.self(), nil
+}
+
+// agentHealth answers 200 when the server knows a leader, 503 otherwise.
+func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request) {
+	h := api.Health{OK: true, Message: "ok"}
+	if _, id := s.raft.LeaderWithID(); id == "" {
+		h = api.Health{Message: ErrNoLeader.Error()}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	writeJSON(w, h)
+}
+
+func (s *Server) memberUpsert(w http.ResponseWriter, r *http.Request) (any, error) {
+	var m structs.Member
+	if err := decode(r, &m); err != nil {
+		return nil, err
+	}
+	if m.ID == "" || m.HTTPAddr == "" || m.RaftAddr == "" {
+		return nil, badRequest("a member needs ID, RaftAddr and HTTPAddr")
+	}
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	_, _, err := s.apply(ctx, fsm.MemberUpsertType, &fsm.MemberUpsertRequest{Member: &m})
+	return nil, err
+}

@@ -1,0 +1,207 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+	metrics "github.com/hashicorp/go-metrics"
+	prometheussink "github.com/hashicorp/go-metrics/prometheus"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func writeJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+var metricsOnce sync.Once
+
+// setupMetrics makes go-metrics report to Prometheus' default registry,
+// which /v1/metrics serves, once per process.
+func setupMetrics(logger interface{ Warn(string, ...any) }) {
+	metricsOnce.Do(func() {
+		sink, err := prometheussink.NewPrometheusSink()
+		if err != nil {
+			logger.Warn("metrics disabled", "error", err)
+			return
+		}
+		cfg := metrics.DefaultConfig("caravan")
+		cfg.EnableHostname = false
+		cfg.EnableRuntimeMetrics = false
+		if _, err := metrics.NewGlobal(cfg, sink); err != nil {
+			logger.Warn("metrics disabled", "error", err)
+		}
+	})
+}
+
+// metricsHandler serves metrics in Prometheus' text format.
+func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
+	if f := r.URL.Query().Get("format"); f != "" && f != "prometheus" {
+		http.Error(w, fmt.Sprintf("format %q is not supported; use prometheus", f), http.StatusBadRequest)
+		return
+	}
+	promhttp.Handler().ServeHTTP(w, r)
+}
+
+// eventStream streams events as newline-delimited JSON from ?index= (an
+// event sequence number; 0 for every event kept) until the client goes
+// away, like Nomad's /v1/event/stream.
+func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	bw := bufio.NewWriter(w)
+	q := r.URL.Query()
+	for {
+		res, last, err := state.BlockingQuery(r.Context(), s.State, 0, 0, func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
+			return s.events(txn, ws, r)
+		})
+		if err != nil {
+			return
+		}
+		for _, e := range res.([]*structs.Event) {
+			writeJSON(bw, e)
+		}
+		if bw.Flush() != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		q.Set("index", fmt.Sprint(last))
+		r.URL.RawQuery = q.Encode()
+		// Wait for the next event, or for the client to leave.
+		_, _, err = state.BlockingQuery(r.Context(), s.State, last, time.Hour, func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
+			evs, err := state.Events(txn, ws, last)
+			if err != nil || len(evs) == 0 {
+				return nil, last, err
+			}
+			return nil, evs[len(evs)-1].Seq, nil
+		})
+		if err != nil || r.Context().Err() != nil {
+			return
+		}
+	}
+}
+
+// snapshotSave streams a new Raft snapshot of the state: the FSM's rows as
+// Persist writes them, after a JSON header line with the snapshot's
+// metadata. Any server can save one.
+func (s *Server) snapshotSave(w http.ResponseWriter, r *http.Request) {
+	f := s.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		http.Error(w, "take snapshot: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		http.Error(w, "open snapshot: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Caravan-Index", fmt.Sprint(meta.Index))
+	if err := writeJSON(w, meta); err != nil {
+		return
+	}
+	if _, err := io.Copy(w, rc); err != nil {
+		s.log.Warn("failed to send snapshot", "error", err)
+	}
+}
+
+// snapshotRestore replaces the cluster's state with a saved snapshot; the
+// leader restores it through Raft, so every server gets it.
+func (s *Server) snapshotRestore(w http.ResponseWriter, r *http.Request) {
+	if !s.IsLeader() {
+		s.forward(w, r)
+		return
+	}
+	br := bufio.NewReader(http.MaxBytesReader(w, r.Body, maxSnapshotBytes))
+	line, err := br.ReadBytes('\n')
+	var meta raft.SnapshotMeta
+	if err == nil {
+		err = json.Unmarshal(line, &meta)
+	}
+	if err != nil || meta.Size <= 0 {
+		http.Error(w, fmt.Sprintf("not a Caravan snapshot: the first line must be its JSON metadata (%v)", err), http.StatusBadRequest)
+		return
+	}
+	// Check the snapshot decodes before Raft installs it.
+	body, err := io.ReadAll(io.LimitReader(br, meta.Size+1))
+	if err != nil || int64(len(body)) != meta.Size {
+		http.Error(w, fmt.Sprintf("snapshot is truncated or too long: want %d bytes after the header, got %d (%v)", meta.Size, len(body), err), http.StatusBadRequest)
+		return
+	}
+	if err := validateSnapshot(body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := s.raft.Restore(&meta, bytes.NewReader(body), time.Minute); err != nil {
+		http.Error(w, "restore snapshot: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// The leader loop rebuilds its view from the restored state.
+	s.restartLeader()
+	w.WriteHeader(http.StatusOK)
+}
+
+// validateSnapshot checks that a snapshot restores into a fresh FSM.
+func validateSnapshot(body []byte) error {
+	f, err := fsm.New(hclog.NewNullLogger(), nil)
+	if err != nil {
+		return err
+	}
+	if err := f.Restore(io.NopCloser(bytes.NewReader(body))); err != nil {
+		return fmt.Errorf("snapshot does not decode: %w", err)
+	}
+	return nil
+}
+
+// restartLeader makes the leader loop establish itself again, after the
+// state was replaced under it.
+func (s *Server) restartLeader() {
+	select {
+	case s.notify <- true:
+	case <-time.After(time.Second):
+	}
+}
+
+// dryRunRequest carries a `job plan` to the leader loop, which owns the
+// scheduler.
+type dryRunRequest struct {
+	job   *structs.Job
+	reply chan dryRunReply
+}
+
+type dryRunReply struct {
+	plan *structs.Plan
+	err  error
+}
+
+// dryRun asks the leader loop for the plan with job added.
+func (s *Server) dryRun(ctx context.Context, job *structs.Job) (*structs.Plan, error) {
+	req := dryRunRequest{job: job, reply: make(chan dryRunReply, 1)}
+	select {
+	case s.dryRuns <- req:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("%w: the leader loop is not running yet", ErrNotLeader)
+	}
+	select {
+	case rep := <-req.reply:
+		return rep.plan, rep.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/version"
+	"github.com/hashicorp/raft"
+)
+
+func (s *Server) self() api.AgentSelf {
+	_, leader := s.raft.LeaderWithID()
+	voters := 0
+	if f := s.raft.GetConfiguration(); f.Error() == nil {
+		voters = len(f.Configuration().Servers)
+	}
+	return api.AgentSelf{
+		Version: version.String(), ID: s.cfg.NodeID, Name: s.cfg.NodeName, HTTPAddr: s.httpAddr, RaftAddr: s.RaftAddr(),
+		LeaderID: string(leader), Voters: voters,
+	}
+}
+
+// join makes the server part of a cluster: it bootstraps alone when it
+// expects to be the only server, and otherwise asks the servers in
+// RetryJoin, every RetryInterval, until either one of them leads a cluster
+// it can join or BootstrapExpect servers know each other and bootstrap
+// together. A server restarted with Raft state on disk rejoins through
+// Raft itself.
+func (s *Server) join() {
+	defer s.wg.Done()
+	go s.registerSelf()
+	if s.bootstrapped {
+		return
+	}
+	if s.cfg.BootstrapExpect == 1 && len(s.cfg.RetryJoin) == 0 {
+		s.bootstrap([]api.AgentSelf{s.self()})
+		return
+	}
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.shutdownCtx.Done():
+			return
+		case <-tick.C:
+		}
+		if s.tryJoin() {
+			return
+		}
+		tick.Reset(s.cfg.RetryInterval)
+	}
+}
+
+func (s *Server) tryJoin() bool {
+	if _, leader := s.raft.LeaderWithID(); leader != "" {
+		return true
+	}
+	known := []api.AgentSelf{s.self()}
+	for _, addr := range s.cfg.RetryJoin {
+		var peer api.AgentSelf
+		if err := s.call(http.MethodGet, addr, "/v1/agent/self", nil, &peer); err != nil {
+			s.log.Debug("cannot reach server to join", "address", addr, "error", err)
+			continue
+		}
+		if peer.ID == s.cfg.NodeID {
+			continue
+		}
+		if peer.LeaderID != "" && peer.Voters > 0 {
+			req := api.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.RaftAddr()}
+			if err := s.call(http.MethodPost, addr, "/v1/operator/raft/join", req, nil); err != nil {
+				s.log.Warn("failed to join cluster", "address", addr, "error", err)
+				continue
+			}
+			s.log.Info("joined cluster", "through", addr)
+			return true
+		}
+		if !slices.ContainsFunc(known, func(k api.AgentSelf) bool { return k.ID == peer.ID }) {
+			known = append(known, peer)
+		}
+	}
+	if len(known) < s.cfg.BootstrapExpect {
+		s.log.Info("waiting for servers to bootstrap", "known", len(known), "bootstrap_expect", s.cfg.BootstrapExpect)
+		return false
+	}
+	s.bootstrap(known)
+	return true
+}
+
+// bootstrap forms a cluster of servers. Every server that sees the same set
+// bootstraps with the same configuration, which Raft allows.
+func (s *Server) bootstrap(servers []api.AgentSelf) {
+	var conf raft.Configuration
+	for _, sv := range servers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(sv.ID), Address: raft.ServerAddress(sv.RaftAddr), Suffrage: raft.Voter})
+	}
+	slices.SortFunc(conf.Servers, func(a, b raft.Server) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	if err := s.raft.BootstrapCluster(conf).Error(); err != nil && err != raft.ErrCantBootstrap {
+		s.log.Error("failed to bootstrap cluster", "error", err)
+		return
+	}
+	s.log.Info("bootstrapped cluster", "servers", len(conf.Servers))
+}
+
+// registerSelf records the server's addresses in the replicated state once
+// there is a leader, so that followers can forward writes to whichever
+// server leads. The leader registers itself when it takes over.
+func (s *Server) registerSelf() {
+	me := &structs.Member{ID: s.cfg.NodeID, Name: s.cfg.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.shutdownCtx.Done():
+			return
+		case <-tick.C:
+		}
+		members, err := state.Members(s.State().Txn(), nil)
+		if err == nil && slices.ContainsFunc(members, func(m *structs.Member) bool { return *m == *me }) {
+			continue
+		}
+		if s.IsLeader() {
+			continue // the leader loop registers the leader
+		}
+		addr, err := s.leaderHTTP()
+		if err != nil {
+			continue
+		}
+		if err := s.call(http.MethodPut, addr, "/v1/internal/member", me, nil); err != nil {
+			s.log.Debug("failed to register with the leader", "error", err)
+		}
+	}
+}
+
+// leaderHTTP returns the HTTP address of the leader.
+func (s *Server) leaderHTTP() (string, error) {
+	_, id := s.raft.LeaderWithID()
+	if id == "" {
+		return "", ErrNoLeader
+	}
+	members, err := state.Members(s.State().Txn(), nil)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range members {
+		if m.ID == string(id) {
+			return m.HTTPAddr, nil
+		}
+	}
+	return "", fmt.Errorf("%w: the address of leader %s is not known yet", ErrNoLeader, id)
+}
+
+// forwardLeave asks the leader to remove this server.
+func (s *Server) forwardLeave() error {
+	addr, err := s.leaderHTTP()
+	if err != nil {
+		return err
+	}
+	return s.call(http.MethodDelete, addr, "/v1/operator/raft/peer?id="+s.cfg.NodeID, nil, nil)
+}
+
+// addPeer adds a server to the Raft configuration; leader only.
+func (s *Server) addPeer(req api.JoinRequest) error {
+	if err := s.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, 10*time.Second).Error(); err != nil {
+		return fmt.Errorf("add server %s: %w", req.ID, err)
+	}
+	return nil
+}
+
+// removePeer removes a server from the Raft configuration and the member
+// table; leader only.
+func (s *Server) removePeer(ctx context.Context, id string) error {
+	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+		return fmt.Errorf("remove server %s: %w", id, err)
+	}
+	_, _, err := s.apply(ctx, fsm.MemberDeleteType, &fsm.MemberDeleteRequest{ID: id})
+	return err
+}
+
+// call makes a JSON request to another server's HTTP API.
+func (s *Server) call(method, addr, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		buf, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(buf)
+	}
+	ctx, cancel := context.WithTimeout(s.shutdownCtx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// apply commits a request through Raft on the leader and returns the
+// FSM's response and the entry's index. An error of the FSM (a rejected
+// request) is returned as the error.
+func (s *Server) apply(ctx context.Context, t fsm.MessageType, req any) (any, uint64, error) {
+	buf, err := fsm.Encode(t, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	timeout := 30 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	f := s.raft.Apply(buf, timeout)
+	if err := f.Error(); err != nil {
+		if err == raft.ErrNotLeader || err == raft.ErrLeadershipLost {
+			return nil, 0, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		}
+		return nil, 0, fmt.Errorf("commit %s: %w", t, err)
+	}
+	if err, ok := f.Response().(error); ok {
+		return nil, f.Index(), err
+	}
+	return f.Response(), f.Index(), nil
+}

@@ -1,0 +1,451 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/server/scheduler"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+	metrics "github.com/hashicorp/go-metrics"
+)
+
+// monitorLeadership runs the leader loop while the server leads.
+func (s *Server) monitorLeadership() {
+	defer s.wg.Done()
+	stop := func() {}
+	defer func() { stop() }()
+	for {
+		select {
+		case <-s.shutdownCtx.Done():
+			return
+		case leader := <-s.notify:
+			stop()
+			stop = func() {}
+			if !leader {
+				s.log.Info("lost leadership")
+				continue
+			}
+			s.log.Info("gained leadership")
+			stop = s.startLeaderLoop()
+		}
+	}
+}
+
+// startLeaderLoop runs the leader loop in a goroutine and returns a
+// function that stops it and waits for it.
+func (s *Server) startLeaderLoop() func() {
+	ctx, cancel := context.WithCancel(s.shutdownCtx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.leaderLoop(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// leader is the state of one term of leadership.
+type leader struct {
+	s     *Server
+	log   hclog.Logger
+	sched *scheduler.Scheduler
+	// configIndex is the ModifyIndex of the scheduler config in force.
+	configIndex uint64
+	// nodes are the driver's nodes as last committed.
+	nodes []*structs.Node
+	// cursor is the metrics source's cursor.
+	cursor uint64
+	// urgent asks for a round at the next poll: the job set or the nodes
+	// changed. nextRound is when the next periodic round is due.
+	urgent    bool
+	nextRound time.Time
+}
+
+// leaderLoop plans while the server leads: it first makes the leader's
+// view whole (its own address, the scheduler config, the models rebuilt
+// from the replicated samples, the driver reconciled with the last
+// committed plan), then polls the driver every Poll and runs a scheduling
+// round every Interval, or at once when jobs or nodes change.
+func (s *Server) leaderLoop(ctx context.Context) {
+	l := &leader{s: s, log: s.log.Named("leader")}
+	for {
+		err := l.establish(ctx)
+		if err == nil {
+			break
+		}
+		l.log.Error("failed to establish leadership", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.cfg.Poll):
+		}
+	}
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	for {
+		if err := l.step(ctx); err != nil && ctx.Err() == nil {
+			l.log.Error("scheduling step failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.wake:
+		case req := <-s.dryRuns:
+			plan, err := l.sched.DryRun(req.job, l.nodes, time.Now().UnixNano())
+			req.reply <- dryRunReply{plan: plan, err: err}
+		}
+	}
+}
+
+func (l *leader) establish(ctx context.Context) error {
+	s := l.s
+	if err := s.raft.Barrier(30 * time.Second).Error(); err != nil {
+		return fmt.Errorf("wait for the log to apply: %w", err)
+	}
+	me := &structs.Member{ID: s.cfg.NodeID, Name: s.cfg.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
+	if _, _, err := s.apply(ctx, fsm.MemberUpsertType, &fsm.MemberUpsertRequest{Member: me}); err != nil {
+		return err
+	}
+	txn := s.State().Txn()
+	cfg, err := state.SchedulerConfig(txn, nil)
+	if err != nil {
+		return err
+	}
+	if cfg == nil {
+		cfg = &structs.SchedulerConfig{Algorithm: s.cfg.Algorithm, Options: s.cfg.AlgorithmOptions}
+		if _, err := s.newAlgorithm(cfg); err != nil {
+			return fmt.Errorf("scheduler configuration of the agent: %w", err)
+		}
+		if _, _, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: time.Now().UnixNano()}); err != nil {
+			return err
+		}
+		txn = s.State().Txn()
+	}
+	alg, _, err := l.algorithm(txn)
+	if err != nil {
+		return err
+	}
+	l.sched = scheduler.New(alg, scheduler.Options{Logger: l.log})
+
+	// Rebuild the models from the replicated samples.
+	jobs, err := state.Jobs(txn, nil, "")
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if structs.Terminal(j.Status) {
+			continue
+		}
+		if err := l.sched.Register(j); err != nil {
+			l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
+		}
+	}
+	samples, err := state.AllSamples(txn, nil)
+	if err != nil {
+		return err
+	}
+	if l.cursor, err = state.Cursor(txn, state.MetricsCursor); err != nil {
+		return err
+	}
+	profiled := map[[2]string]bool{}
+	for _, js := range samples {
+		l.sched.Ingest(js.Samples)
+		profiled[[2]string{js.Namespace, js.JobID}] = len(js.Samples) > 0
+	}
+	l.profile(ctx, profiled)
+
+	// Reconcile the driver with the last committed plan.
+	plan, err := state.LatestPlan(txn, nil)
+	if err != nil {
+		return err
+	}
+	if plan != nil {
+		live := &structs.Plan{Index: plan.Index, Algorithm: plan.Algorithm, CreateTime: plan.CreateTime}
+		for _, p := range plan.Placements {
+			if l.sched.Has(p.Namespace, p.JobID) {
+				live.Placements = append(live.Placements, p)
+			}
+		}
+		l.sched.Enacted(live)
+		if err := l.enact(ctx, live); err != nil {
+			return fmt.Errorf("reconcile the driver with plan %d: %w", plan.Index, err)
+		}
+		l.log.Info("reconciled driver with the last plan", "plan_index", plan.Index, "jobs", len(live.Placements))
+	}
+	l.urgent = true
+	l.nextRound = time.Now().Add(s.cfg.Interval)
+	return nil
+}
+
+// algorithm returns the algorithm the replicated config names when it
+// changed since the last call; nil if it did not.
+func (l *leader) algorithm(txn *memdb.Txn) (planner.Algorithm, bool, error) {
+	cfg, err := state.SchedulerConfig(txn, nil)
+	if err != nil || cfg == nil || cfg.ModifyIndex == l.configIndex {
+		return nil, false, err
+	}
+	alg, err := l.s.newAlgorithm(cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	l.configIndex = cfg.ModifyIndex
+	return alg, true, nil
+}
+
+// newAlgorithm builds the algorithm a scheduler config names, with its
+// options.
+func (s *Server) newAlgorithm(cfg *structs.SchedulerConfig) (planner.Algorithm, error) {
+	factory, ok := s.cfg.Algorithms[cfg.Algorithm]
+	if !ok {
+		return nil, fmt.Errorf("unknown algorithm %q; known: %v", cfg.Algorithm, slices.Sorted(maps.Keys(s.cfg.Algorithms)))
+	}
+	alg := factory()
+	if c, ok := alg.(planner.Configurable); ok {
+		if err := c.SetConfig(cfg.Options); err != nil {
+			return nil, fmt.Errorf("options of algorithm %q: %w", cfg.Algorithm, err)
+		}
+	} else if len(cfg.Options) > 0 {
+		return nil, fmt.Errorf("algorithm %q takes no options", cfg.Algorithm)
+	}
+	return alg, nil
+}
+
+// step polls the driver, commits what changed, and runs a round when one
+// is due.
+func (l *leader) step(ctx context.Context) error {
+	s := l.s
+	if alg, changed, err := l.algorithm(s.State().Txn()); err != nil {
+		return err
+	} else if changed {
+		l.sched.SetAlgorithm(alg)
+		l.urgent = true
+		l.log.Info("switched algorithm", "algorithm", alg.Name())
+	}
+	if err := l.syncNodes(ctx); err != nil {
+		return err
+	}
+	if err := l.syncStatus(ctx); err != nil {
+		return err
+	}
+	if err := l.syncJobs(ctx); err != nil {
+		return err
+	}
+	if err := l.syncSamples(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	if !l.urgent && now.Before(l.nextRound) {
+		return nil
+	}
+	l.nextRound = now.Add(s.cfg.Interval)
+	if !l.urgent && !l.sched.Changed() {
+		l.log.Debug("skipped round", "reason", "no job, node or model changed")
+		return nil
+	}
+	l.urgent = false
+	return l.round(ctx)
+}
+
+func (l *leader) syncNodes(ctx context.Context) error {
+	nodes, err := l.s.cfg.Driver.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("read nodes: %w", err)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	committed, err := state.Nodes(l.s.State().Txn(), nil)
+	if err != nil {
+		return err
+	}
+	if equalNodes(nodes, committed) {
+		l.nodes = committed
+		return nil
+	}
+	if _, _, err := l.s.apply(ctx, fsm.NodesReplaceType, &fsm.NodesReplaceRequest{Nodes: nodes}); err != nil {
+		return err
+	}
+	l.log.Info("cluster nodes changed", "nodes", len(nodes))
+	l.nodes = nodes
+	l.urgent = true
+	return nil
+}
+
+func equalNodes(a, b []*structs.Node) bool {
+	return slices.EqualFunc(a, b, func(x, y *structs.Node) bool {
+		bx, errx := fsm.Encode(0, x)
+		by, erry := fsm.Encode(0, y)
+		return errx == nil && erry == nil && string(bx) == string(by)
+	})
+}
+
+// syncStatus commits what the driver says about jobs that ended.
+func (l *leader) syncStatus(ctx context.Context) error {
+	reports, err := l.s.cfg.Driver.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("read job status: %w", err)
+	}
+	for _, r := range reports {
+		if !structs.Terminal(r.Status) || !l.sched.Has(r.Namespace, r.JobID) {
+			continue
+		}
+		req := &fsm.JobStatusRequest{Namespace: r.Namespace, JobID: r.JobID, Status: r.Status, Description: r.Message, Time: time.Now().UnixNano()}
+		if _, _, err := l.s.apply(ctx, fsm.JobStatusType, req); err != nil {
+			return err
+		}
+		l.log.Info("job ended", "job_id", r.JobID, "status", r.Status, "message", r.Message)
+	}
+	return nil
+}
+
+// syncJobs makes the scheduler's job set the state's active jobs.
+func (l *leader) syncJobs(ctx context.Context) error {
+	jobs, err := state.Jobs(l.s.State().Txn(), nil, "")
+	if err != nil {
+		return err
+	}
+	active := map[[2]string]bool{}
+	fresh := map[[2]string]bool{}
+	for _, j := range jobs {
+		key := [2]string{j.Namespace, j.ID}
+		if structs.Terminal(j.Status) {
+			continue
+		}
+		active[key] = true
+		if l.sched.Has(j.Namespace, j.ID) {
+			continue
+		}
+		if err := l.sched.Register(j); err != nil {
+			l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
+			continue
+		}
+		fresh[key] = false
+		l.urgent = true
+	}
+	for _, k := range l.sched.Keys() {
+		if !active[k] {
+			l.sched.Complete(k[0], k[1])
+			l.urgent = true
+		}
+	}
+	l.profile(ctx, fresh)
+	return nil
+}
+
+// profile asks a profiling driver to measure new jobs; jobs marked true
+// in skip already have samples and are not profiled again.
+func (l *leader) profile(ctx context.Context, skip map[[2]string]bool) {
+	reqs := l.sched.ProfileRequests()
+	p, ok := l.s.cfg.Driver.(Profiler)
+	if !ok {
+		return
+	}
+	for _, r := range reqs {
+		if skip[[2]string{r.Namespace, r.JobID}] {
+			continue
+		}
+		if err := p.Profile(ctx, r.Namespace, r.JobID, r.Configs); err != nil {
+			l.log.Warn("failed to profile job", "job_id", r.JobID, "error", err)
+		}
+	}
+}
+
+// syncSamples commits new samples of active jobs and feeds them to the
+// models.
+func (l *leader) syncSamples(ctx context.Context) error {
+	src := l.s.cfg.Metrics
+	if src == nil {
+		return nil
+	}
+	smps, next, err := src.Samples(ctx, l.cursor)
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	var keep []structs.Sample
+	for _, smp := range smps {
+		ns := smp.Namespace
+		if ns == "" {
+			ns = structs.DefaultNamespace
+		}
+		if l.sched.Has(ns, smp.JobID) && smp.Validate() == nil {
+			keep = append(keep, smp)
+		}
+	}
+	for len(keep) > 0 {
+		batch := keep[:min(len(keep), maxSampleBatch)]
+		keep = keep[len(batch):]
+		cursor := l.cursor
+		if len(keep) == 0 {
+			cursor = next
+		}
+		if _, _, err := l.s.apply(ctx, fsm.SampleBatchType, &fsm.SampleBatchRequest{Samples: batch, Cursor: cursor}); err != nil {
+			return err
+		}
+		l.sched.Ingest(batch)
+		metrics.IncrCounter([]string{"caravan", "samples", "committed"}, float32(len(batch)))
+	}
+	l.cursor = next
+	return nil
+}
+
+// maxSampleBatch bounds the samples one Raft entry carries.
+const maxSampleBatch = 512
+
+// round plans, commits the plan and enacts it.
+func (l *leader) round(ctx context.Context) error {
+	defer metrics.MeasureSince([]string{"caravan", "leader", "round"}, time.Now())
+	now := time.Now()
+	plan, err := l.sched.Plan(l.nodes, now.UnixNano())
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	plan.CreateTime = now.UnixNano()
+	_, index, err := l.s.apply(ctx, fsm.PlanApplyType, &fsm.PlanApplyRequest{Plan: plan, Models: l.sched.Summaries()})
+	if err != nil {
+		return err
+	}
+	plan.Index = index
+	l.sched.Enacted(plan)
+	l.log.Debug("committed plan", "plan_index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements))
+	if err := l.enact(ctx, plan); err != nil {
+		return fmt.Errorf("enact plan %d: %w", index, err)
+	}
+	return nil
+}
+
+// enact hands a plan to the driver with the specs of its jobs.
+func (l *leader) enact(ctx context.Context, plan *structs.Plan) error {
+	txn := l.s.State().Txn()
+	jobs := make([]*structs.Job, 0, len(plan.Placements))
+	for _, p := range plan.Placements {
+		j, err := state.JobByID(txn, nil, p.Namespace, p.JobID)
+		if err != nil {
+			return err
+		}
+		if j == nil {
+			return fmt.Errorf("plan names job %q, which the state does not hold", p.JobID)
+		}
+		jobs = append(jobs, j.Copy())
+	}
+	if err := l.s.cfg.Driver.Enact(ctx, plan, jobs); err != nil {
+		return errors.Join(err, l.event(ctx, structs.EventRescaleAborted, "driver did not enact plan: "+err.Error()))
+	}
+	return nil
+}
+
+func (l *leader) event(ctx context.Context, typ, msg string) error {
+	ev := &structs.Event{Time: time.Now().UnixNano(), Type: typ, Message: msg}
+	_, _, err := l.s.apply(ctx, fsm.EventAppendType, &fsm.EventAppendRequest{Event: ev})
+	return err
+}

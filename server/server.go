@@ -1,0 +1,330 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// ErrNotLeader is returned by writes on a server that is not the leader and
+// cannot forward them.
+var ErrNotLeader = errors.New("not the cluster leader")
+
+// ErrNoLeader is returned when the cluster has no leader to forward to.
+var ErrNoLeader = errors.New("no cluster leader")
+
+// Config is what a Server needs, resolved from the agent configuration.
+type Config struct {
+	// NodeName names the server for people; NodeID is its Raft ID. An
+	// empty NodeID is read from DataDir/node-id, or generated and saved
+	// there.
+	NodeName string
+	NodeID   string
+	// DataDir holds Raft's log, stable store and snapshots. Empty means
+	// in memory (dev mode): nothing survives a restart.
+	DataDir string
+	// HTTPAddr and RaftAddr are where the server listens; port 0 picks a
+	// free port. RaftAddr is unused in memory.
+	HTTPAddr string
+	RaftAddr string
+	// BootstrapExpect is how many servers form the cluster initially;
+	// RetryJoin lists other servers' HTTP addresses, tried every
+	// RetryInterval until this server is part of a cluster.
+	BootstrapExpect int
+	RetryJoin       []string
+	RetryInterval   time.Duration
+
+	// Algorithm and AlgorithmOptions are the scheduler configuration the
+	// first leader commits when the replicated state has none.
+	Algorithm        string
+	AlgorithmOptions map[string]string
+	// Algorithms are the algorithms the server can run (default: the
+	// built-ins).
+	Algorithms map[string]planner.Factory
+	// Interval is the time between scheduling rounds (default 60 s); Poll
+	// is how often the leader reads the driver (default 1 s).
+	Interval time.Duration
+	Poll     time.Duration
+
+	Driver Driver
+	// Metrics delivers samples; nil means the driver, if it is a
+	// MetricsSource.
+	Metrics MetricsSource
+
+	Logger hclog.Logger
+	// RaftConfig overrides Raft's defaults (tests use short timeouts);
+	// LocalID, Logger and NotifyCh are set by the server.
+	RaftConfig *raft.Config
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.BootstrapExpect == 0 {
+		c.BootstrapExpect = 1
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = 15 * time.Second
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = "optimus"
+	}
+	if c.Algorithms == nil {
+		c.Algorithms = builtin.Algorithms
+	}
+	if c.Interval == 0 {
+		c.Interval = time.Minute
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Second
+	}
+	if c.Metrics == nil {
+		c.Metrics, _ = c.Driver.(MetricsSource)
+	}
+}
+
+// Server is one Caravan server: a Raft peer with the replicated state, the
+// HTTP API, and, while it leads, the scheduling loop.
+type Server struct {
+	cfg    Config
+	log    hclog.Logger
+	fsm    *fsm.FSM
+	raft   *raft.Raft
+	trans  raft.Transport
+	closer []func() error
+	// notify carries Raft's leadership changes; bootstrapped is true when
+	// Raft had state on disk at start.
+	notify       chan bool
+	bootstrapped bool
+
+	http     *http.Server
+	httpAddr string
+
+	// dryRuns carries `job plan` requests to the leader loop.
+	dryRuns chan dryRunRequest
+	// wake is signalled when an applied entry may call for a scheduling
+	// round.
+	wake chan struct{}
+
+	shutdownCtx context.Context
+	shutdown    context.CancelFunc
+	wg          sync.WaitGroup
+	stopOnce    sync.Once
+}
+
+// New starts a server: its Raft peer, its HTTP API and the goroutines that
+// join a cluster and lead when elected. Call Shutdown or Leave to stop it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Driver == nil {
+		return nil, errors.New("server needs a driver")
+	}
+	cfg.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel}
+	setupMetrics(s.log)
+	var err error
+	s.fsm, err = fsm.New(s.log, func(t fsm.MessageType) {
+		switch t {
+		case fsm.JobRegisterType, fsm.JobStopType, fsm.SchedulerConfigType:
+			s.signal()
+		}
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.setupRaft(); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := s.setupHTTP(); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.monitorLeadership()
+	go s.join()
+	s.log.Info("server started", "node_id", s.cfg.NodeID, "http", s.httpAddr, "raft", s.trans.LocalAddr())
+	return s, nil
+}
+
+func (s *Server) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) setupRaft() error {
+	if s.cfg.NodeID == "" {
+		id, err := nodeID(s.cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		s.cfg.NodeID = id
+	}
+	conf := raft.DefaultConfig()
+	if s.cfg.RaftConfig != nil {
+		c := *s.cfg.RaftConfig
+		conf = &c
+	}
+	conf.LocalID = raft.ServerID(s.cfg.NodeID)
+	conf.Logger = s.log.Named("raft")
+	s.notify = make(chan bool, 8)
+	conf.NotifyCh = s.notify
+
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+	)
+	if s.cfg.DataDir == "" {
+		store := raft.NewInmemStore()
+		logs, stable, snaps = store, store, raft.NewInmemSnapshotStore()
+		_, s.trans = raft.NewInmemTransport(raft.ServerAddress(s.cfg.NodeID))
+	} else {
+		dir := filepath.Join(s.cfg.DataDir, "raft")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create raft directory: %w", err)
+		}
+		bolt, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+		if err != nil {
+			return fmt.Errorf("open raft store: %w", err)
+		}
+		s.closer = append(s.closer, bolt.Close)
+		logs, stable = bolt, bolt
+		snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.log.Named("raft"))
+		if err != nil {
+			return fmt.Errorf("open snapshot store: %w", err)
+		}
+		trans, err := raft.NewTCPTransportWithLogger(s.cfg.RaftAddr, nil, 3, 10*time.Second, s.log.Named("raft"))
+		if err != nil {
+			return fmt.Errorf("listen for raft on %s: %w", s.cfg.RaftAddr, err)
+		}
+		s.trans = trans
+		s.closer = append(s.closer, trans.Close)
+	}
+	existing, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	s.bootstrapped = existing
+	s.raft, err = raft.NewRaft(conf, s.fsm, logs, stable, snaps, s.trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	return nil
+}
+
+// nodeID reads the server's ID from dataDir, or makes a new one and saves
+// it there; without a data dir it makes a new one each time.
+func nodeID(dataDir string) (string, error) {
+	b := make([]byte, 16)
+	rand.Read(b)
+	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	if dataDir == "" {
+		return id, nil
+	}
+	path := filepath.Join(dataDir, "node-id")
+	if buf, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(buf)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read node ID: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("create data dir: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("save node ID: %w", err)
+	}
+	return id, nil
+}
+
+// ID returns the server's Raft ID.
+func (s *Server) ID() string { return s.cfg.NodeID }
+
+// HTTPAddr returns the address the HTTP API listens on.
+func (s *Server) HTTPAddr() string { return s.httpAddr }
+
+// RaftAddr returns the server's Raft address.
+func (s *Server) RaftAddr() string { return string(s.trans.LocalAddr()) }
+
+// IsLeader reports whether the server leads the cluster now.
+func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// State returns the replicated state store.
+func (s *Server) State() *state.Store { return s.fsm.State() }
+
+// Leave removes the server from the cluster's Raft configuration, if it is
+// part of one with other servers, and then shuts it down: a graceful exit
+// that does not cost the remaining servers their quorum.
+func (s *Server) Leave() error {
+	future := s.raft.GetConfiguration()
+	if err := future.Error(); err == nil && len(future.Configuration().Servers) > 1 {
+		if s.IsLeader() {
+			if err := s.raft.RemoveServer(raft.ServerID(s.cfg.NodeID), 0, 10*time.Second).Error(); err != nil {
+				s.log.Warn("failed to leave the cluster", "error", err)
+			}
+		} else if err := s.forwardLeave(); err != nil {
+			s.log.Warn("failed to leave the cluster", "error", err)
+		}
+	}
+	return s.Shutdown()
+}
+
+// Shutdown stops the server without leaving the cluster, as a crash would,
+// but cleanly: the HTTP API, the leader loop, Raft, then the stores.
+func (s *Server) Shutdown() error {
+	var err error
+	s.stopOnce.Do(func() {
+		s.log.Info("shutting down server")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if s.http != nil {
+			err = s.http.Shutdown(ctx)
+		}
+		s.shutdown()
+		if s.raft != nil {
+			err = errors.Join(err, s.raft.Shutdown().Error())
+		}
+		s.wg.Wait()
+		err = errors.Join(err, s.close())
+	})
+	return err
+}
+
+func (s *Server) close() error {
+	s.shutdown()
+	var err error
+	for i := len(s.closer) - 1; i >= 0; i-- {
+		err = errors.Join(err, s.closer[i]())
+	}
+	s.closer = nil
+	return err
+}
+
+// listen opens a TCP listener; tests pass port 0.
+func listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return l, nil
+}

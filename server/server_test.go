@@ -1,0 +1,192 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// simDriver returns a running simulated cluster of 4 × 4 GPUs at speed.
+func simDriver(t *testing.T, speed float64) *sim.Driver {
+	cluster := sim.DefaultConfig()
+	cluster.Nodes, cluster.GPUsPerNode = 4, 4
+	d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: speed})
+	d.Start()
+	t.Cleanup(d.Stop)
+	return d
+}
+
+func client(t *testing.T, s *Server) *api.Client {
+	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
+	must.NoError(t, err)
+	return c
+}
+
+func demoJob(t *testing.T, id string) *api.JobRegisterRequest {
+	src, err := os.ReadFile("../examples/demo.hcl")
+	must.NoError(t, err)
+	hcl := strings.Replace(string(src), `job "demo"`, fmt.Sprintf("job %q", id), 1)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: "demo.hcl"}
+}
+
+// leaderOf waits for one of servers to lead and returns it.
+func leaderOf(t *testing.T, servers ...*Server) *Server {
+	var leader *Server
+	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
+		for _, s := range servers {
+			if s.IsLeader() {
+				leader = s
+				return nil
+			}
+		}
+		return errors.New("no server leads")
+	})
+	return leader
+}
+
+func jobStatus(t *testing.T, c *api.Client, id string, want string) func() error {
+	return func() error {
+		job, _, err := c.Jobs().Info(id, nil)
+		if err != nil {
+			return err
+		}
+		if job.Status != want {
+			return fmt.Errorf("job %s is %s, want %s", id, job.Status, want)
+		}
+		return nil
+	}
+}
+
+func TestServer_RunsJobToCompletion(t *testing.T) {
+	s := TestServer(t, TestConfig(t, simDriver(t, 500)))
+	leaderOf(t, s)
+	c := client(t, s)
+	resp, err := c.Jobs().Register(context.Background(), demoJob(t, "demo-1"))
+	must.NoError(t, err)
+	must.Eq(t, "demo-1", resp.JobID)
+	must.Eq(t, 0, resp.Version)
+
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "demo-1", structs.JobStatusRunning))
+	hist, _, err := c.Jobs().History("demo-1", nil)
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, hist)
+	must.Positive(t, hist[0].Placement.NumWorkers)
+
+	agent.WaitFor(t, 60*time.Second, "job complete", jobStatus(t, c, "demo-1", structs.JobStatusComplete))
+	sum, _, err := c.Jobs().Summary("demo-1", nil)
+	must.NoError(t, err)
+	must.Positive(t, sum.Samples)
+	must.NotNil(t, sum.Model)
+	must.SliceNotEmpty(t, sum.Model.Speed, must.Sprint("the speed model was fitted from samples"))
+
+	events, _, err := c.Events(0, "demo-1", nil)
+	must.NoError(t, err)
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	must.SliceContains(t, types, structs.EventJobRegistered)
+	must.SliceContains(t, types, structs.EventJobPlaced)
+	must.SliceContains(t, types, structs.EventJobCompleted)
+}
+
+// cluster starts n servers that find each other through retry_join.
+func cluster(t *testing.T, n int, driver Driver) []*Server {
+	addrs := FreeAddrs(t, n)
+	var servers []*Server
+	for i := range n {
+		cfg := TestConfig(t, driver)
+		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
+		cfg.HTTPAddr = addrs[i]
+		cfg.BootstrapExpect = n
+		cfg.RetryJoin = addrs
+		servers = append(servers, TestServer(t, cfg))
+	}
+	return servers
+}
+
+func TestCluster_FailoverLosesNothing(t *testing.T) {
+	servers := cluster(t, 3, simDriver(t, 50))
+	leader := leaderOf(t, servers...)
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+		}
+	}
+
+	// Writes to a follower are forwarded to the leader.
+	fc := client(t, follower)
+	agent.WaitFor(t, 10*time.Second, "forwarding to the leader", func() error {
+		_, err := fc.Jobs().Register(context.Background(), demoJob(t, "a"))
+		return err
+	})
+	_, err := fc.Jobs().Register(context.Background(), demoJob(t, "b"))
+	must.NoError(t, err)
+	for _, s := range servers {
+		agent.WaitFor(t, 20*time.Second, "plan replicated", func() error {
+			plan, err := state.LatestPlan(s.State().Txn(), nil)
+			if err != nil || plan == nil || len(plan.Placements) < 2 {
+				return fmt.Errorf("no plan of both jobs on %s yet (%v)", s.ID(), err)
+			}
+			smp, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "a")
+			if err != nil || smp == nil || len(smp.Samples) == 0 {
+				return fmt.Errorf("no samples on %s yet", s.ID())
+			}
+			return nil
+		})
+	}
+	before := leader.State().Txn()
+	jobs, err := state.Jobs(before, nil, "")
+	must.NoError(t, err)
+	plan, err := state.LatestPlan(before, nil)
+	must.NoError(t, err)
+	samples, err := state.Samples(before, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+
+	// Kill the leader: another is elected and has everything.
+	start := time.Now()
+	must.NoError(t, leader.Shutdown())
+	var rest []*Server
+	for _, s := range servers {
+		if s != leader {
+			rest = append(rest, s)
+		}
+	}
+	next := leaderOf(t, rest...)
+	failover := time.Since(start)
+	t.Logf("failover took %v", failover)
+	must.Less(t, 10*time.Second, failover)
+
+	txn := next.State().Txn()
+	after, err := state.Jobs(txn, nil, "")
+	must.NoError(t, err)
+	must.Eq(t, len(jobs), len(after))
+	for i := range jobs {
+		must.Eq(t, jobs[i].ID, after[i].ID)
+		must.Eq(t, jobs[i].Version, after[i].Version)
+	}
+	plan2, err := state.LatestPlan(txn, nil)
+	must.NoError(t, err)
+	must.GreaterEq(t, plan.Index, plan2.Index)
+	samples2, err := state.Samples(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.GreaterEq(t, samples.Received, samples2.Received)
+
+	// Planning resumes under the new leader.
+	nc := client(t, next)
+	_, err = nc.Jobs().Register(context.Background(), demoJob(t, "c"))
+	must.NoError(t, err)
+	agent.WaitFor(t, 20*time.Second, "new job placed by the new leader", jobStatus(t, nc, "c", structs.JobStatusRunning))
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// TestConfig returns a Config for tests: loopback addresses on free ports,
+// Raft timeouts short enough to elect a leader in well under a second, a
+// data dir under t.TempDir(), one-second rounds and fast polling.
+func TestConfig(t testing.TB, driver Driver) Config {
+	rc := raft.DefaultConfig()
+	rc.HeartbeatTimeout = 300 * time.Millisecond
+	rc.ElectionTimeout = 300 * time.Millisecond
+	rc.LeaderLeaseTimeout = 150 * time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
+	return Config{
+		NodeName:      t.Name(),
+		DataDir:       t.TempDir(),
+		HTTPAddr:      "127.0.0.1:0",
+		RaftAddr:      "127.0.0.1:0",
+		RetryInterval: 100 * time.Millisecond,
+		Interval:      time.Second,
+		Poll:          50 * time.Millisecond,
+		Driver:        driver,
+		Logger:        hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn}),
+		RaftConfig:    rc,
+	}
+}
+
+// TestServer starts a server and shuts it down when the test ends.
+func TestServer(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	return s
+}
+
+// FreeAddrs returns n loopback addresses with ports free now.
+func FreeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
