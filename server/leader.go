@@ -393,7 +393,7 @@ func (l *leader) syncSamples(ctx context.Context) error {
 			return err
 		}
 		l.sched.Ingest(batch)
-		metrics.IncrCounter([]string{"caravan", "samples", "committed"}, float32(len(batch)))
+		metrics.IncrCounter([]string{"samples", "committed"}, float32(len(batch)))
 	}
 	l.cursor = next
 	return nil
@@ -404,7 +404,7 @@ const maxSampleBatch = 512
 
 // round plans, commits the plan and enacts it.
 func (l *leader) round(ctx context.Context) error {
-	defer metrics.MeasureSince([]string{"caravan", "leader", "round"}, time.Now())
+	defer metrics.MeasureSince([]string{"leader", "round"}, time.Now())
 	now := time.Now()
 	plan, err := l.sched.Plan(l.nodes, now.UnixNano())
 	if err != nil {

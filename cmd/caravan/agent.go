@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/server"
+	"github.com/caravan-sched/caravan/server/config"
+	"github.com/hashicorp/go-hclog"
+)
+
+// AgentCommand runs a Caravan server.
+type AgentCommand struct {
+	Meta
+	// signals, when set, replaces the process's signals (tests).
+	signals chan os.Signal
+	// started, when set, receives the server once it runs (tests).
+	started chan *server.Server
+}
+
+func (c *AgentCommand) Synopsis() string { return "Runs a Caravan server" }
+
+func (c *AgentCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: caravan agent [options]
+
+  Runs a Caravan server: a Raft peer of the Caravan cluster that serves the
+  HTTP API and, while it leads, plans and enacts. Configuration comes from
+  HCL files (-config, repeatable: a file or a directory of *.hcl and *.json
+  files, merged in order); flags override files. See server/config/README.md
+  for every key.
+
+  SIGINT and SIGTERM leave the cluster gracefully and stop the agent; SIGHUP
+  reloads the configuration files and applies what can change at run time:
+  the log level, and the scheduler's algorithm and options (committed through
+  Raft, so every server agrees).
+
+Agent Options:
+
+  -config=<path>        A configuration file or directory. Repeatable.
+  -dev                  Development mode: one server with in-memory state, on
+                        127.0.0.1, with the embedded simulated cluster
+                        (4 nodes x 4 GPUs) as its driver. Combines with
+                        -config files for overrides.
+  -dev-speed=<n>        Runs the simulated cluster n times faster than the
+                        wall clock (sim.speed).
+  -data-dir=<path>      Where Raft keeps its state (data_dir).
+  -bind=<addr>          The address to listen on (bind_addr).
+  -http-port=<port>     The HTTP API's port (ports.http, default 4680).
+  -raft-port=<port>     Raft's port (ports.raft, default 4681).
+  -node=<name>          The server's name (name).
+  -bootstrap-expect=<n> How many servers form the cluster (server.bootstrap_expect).
+  -retry-join=<addr>    Another server's HTTP address. Repeatable.
+  -algorithm=<name>     The scheduling algorithm (scheduler.algorithm).
+  -log-level=<level>    TRACE, DEBUG, INFO, WARN or ERROR (log_level).
+  -log-json             Logs as JSON (log_json).`)
+}
+
+func (c *AgentCommand) Run(args []string) int {
+	cfg, files := c.readConfig(args)
+	if cfg == nil {
+		return 1
+	}
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name: "agent", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON != nil && *cfg.LogJSON,
+		Output: os.Stderr,
+	})
+	driver, stopDriver, err := newDriver(cfg, logger)
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	defer stopDriver()
+	scfg := server.Config{
+		NodeName: cfg.Name, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr(), RaftAddr: cfg.RaftAddr(),
+		BootstrapExpect: cfg.Server.BootstrapExpect, RetryJoin: cfg.Server.RetryJoin,
+		RetryInterval: cfg.Server.RetryIntervalDuration,
+		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
+		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Logger: logger,
+	}
+	if cfg.Driver == config.DriverSim {
+		// Intervals are in the cluster's time, which the simulator speeds up.
+		scfg.Interval = max(time.Duration(float64(scfg.Interval)/cfg.Sim.Speed), 100*time.Millisecond)
+	}
+	srv, err := server.New(scfg)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))
+		return 1
+	}
+	mode := "server"
+	if cfg.DevMode {
+		mode = "dev server (in-memory state, simulated cluster " + cfg.Sim.Cluster + ")"
+	}
+	c.Ui.Output(fmt.Sprintf("==> Caravan agent started: %s\n    HTTP: http://%s\n    Raft: %s\n    Node: %s (%s)",
+		mode, srv.HTTPAddr(), srv.RaftAddr(), cfg.Name, srv.ID()))
+	if c.started != nil {
+		c.started <- srv
+	}
+
+	sigs := c.signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+	}
+	for sig := range sigs {
+		if sig != syscall.SIGHUP {
+			c.Ui.Output(fmt.Sprintf("==> Caught signal: %v; leaving the cluster", sig))
+			if err := srv.Leave(); err != nil {
+				c.Ui.Error(fmt.Sprintf("Error stopping agent: %v", err))
+				return 1
+			}
+			c.Ui.Output("==> Agent stopped")
+			return 0
+		}
+		c.reload(files, cfg, logger, srv)
+	}
+	return 0
+}
+
+// readConfig parses the flags and the configuration files, and returns the
+// merged, validated configuration and the file arguments.
+func (c *AgentCommand) readConfig(args []string) (*config.Config, []string) {
+	var (
+		files, join                     stringsFlag
+		dev, logJSON                    bool
+		devSpeed                        float64
+		dataDir, bind, node, alg, level string
+		httpPort, raftPort, expect      int
+	)
+	flags := c.FlagSet("agent")
+	flags.Var(&files, "config", "")
+	flags.BoolVar(&dev, "dev", false, "")
+	flags.Float64Var(&devSpeed, "dev-speed", 0, "")
+	flags.StringVar(&dataDir, "data-dir", "", "")
+	flags.StringVar(&bind, "bind", "", "")
+	flags.IntVar(&httpPort, "http-port", 0, "")
+	flags.IntVar(&raftPort, "raft-port", 0, "")
+	flags.StringVar(&node, "node", "", "")
+	flags.IntVar(&expect, "bootstrap-expect", 0, "")
+	flags.Var(&join, "retry-join", "")
+	flags.StringVar(&alg, "algorithm", "", "")
+	flags.StringVar(&level, "log-level", "", "")
+	flags.BoolVar(&logJSON, "log-json", false, "")
+	if err := flags.Parse(args); err != nil {
+		c.Ui.Error(err.Error() + "\n\n" + c.Help())
+		return nil, nil
+	}
+	if flags.NArg() > 0 {
+		c.Ui.Error("This command takes no arguments\n\n" + c.Help())
+		return nil, nil
+	}
+	base := config.Default()
+	if dev {
+		base = config.DevDefault()
+	}
+	fromFiles := c.loadFiles(files)
+	if fromFiles == nil {
+		return nil, nil
+	}
+	flagged := &config.Config{
+		DataDir: dataDir, BindAddr: bind, Name: node, LogLevel: level,
+		Ports:     &config.Ports{HTTP: httpPort, Raft: raftPort},
+		Server:    &config.Server{BootstrapExpect: expect, RetryJoin: join},
+		Scheduler: &config.Scheduler{Algorithm: alg},
+		Sim:       &config.Sim{Speed: devSpeed},
+	}
+	if logJSON {
+		flagged.LogJSON = &logJSON
+	}
+	cfg := base.Merge(fromFiles).Merge(flagged)
+	if err := cfg.Validate(); err != nil {
+		c.Ui.Error(fmt.Sprintf("Invalid agent configuration:\n%v", err))
+		return nil, nil
+	}
+	return cfg, files
+}
+
+// loadFiles loads the -config files, printing their diagnostics; nil on
+// errors.
+func (c *AgentCommand) loadFiles(files []string) *config.Config {
+	if len(files) == 0 {
+		return &config.Config{}
+	}
+	l := config.NewLoader()
+	cfg, diags := l.Load(files...)
+	if len(diags) > 0 {
+		var b strings.Builder
+		writeDiagnostics(&b, l.Files(), diags, c.color())
+		c.Ui.Error(strings.TrimRight(b.String(), "\n"))
+	}
+	if diags.HasErrors() {
+		return nil
+	}
+	return cfg
+}
+
+// reload applies what SIGHUP can change: the log level, and the scheduler
+// configuration when the files changed it.
+func (c *AgentCommand) reload(files []string, old *config.Config, logger hclog.Logger, srv *server.Server) {
+	c.Ui.Output("==> Caught signal: hangup; reloading configuration")
+	fresh := c.loadFiles(files)
+	if fresh == nil {
+		return
+	}
+	cfg := old.Merge(fresh)
+	if err := cfg.Validate(); err != nil {
+		c.Ui.Error(fmt.Sprintf("Invalid agent configuration, not reloaded:\n%v", err))
+		return
+	}
+	logger.SetLevel(hclog.LevelFromString(cfg.LogLevel))
+	if fresh.Scheduler == nil || fresh.Scheduler.Algorithm == "" && len(fresh.Scheduler.Options) == 0 {
+		return
+	}
+	client, err := api.NewClient(&api.Config{Address: srv.HTTPAddr()})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = client.Operator().SetSchedulerConfig(ctx, &api.SchedulerConfigRequest{Algorithm: cfg.Scheduler.Algorithm, Options: cfg.Scheduler.Options})
+	}
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error reloading the scheduler configuration: %v", err))
+	}
+}
+
+// newDriver returns the driver the configuration names, started, and a
+// function that stops it.
+func newDriver(cfg *config.Config, logger hclog.Logger) (server.Driver, func(), error) {
+	switch cfg.Driver {
+	case config.DriverSim:
+		nodes, gpus, err := cfg.Sim.ParseCluster()
+		if err != nil {
+			return nil, nil, err
+		}
+		cluster := sim.DefaultConfig()
+		cluster.Nodes, cluster.GPUsPerNode = nodes, gpus
+		if cfg.Sim.Seed != nil {
+			cluster.Seed = *cfg.Sim.Seed
+		}
+		d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: cfg.Sim.Speed, Logger: logger})
+		d.Start()
+		return d, d.Stop, nil
+	default:
+		return nil, nil, fmt.Errorf("driver %q is not available yet: the Nomad driver arrives with issue 6; use driver = %q (or -dev)", cfg.Driver, config.DriverSim)
+	}
+}
