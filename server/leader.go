@@ -355,7 +355,9 @@ func (l *leader) profile(ctx context.Context, skip map[[2]string]bool) {
 		if skip[[2]string{r.Namespace, r.JobID}] {
 			continue
 		}
-		if err := p.Profile(ctx, r.Namespace, r.JobID, r.Configs); err != nil {
+		if err := p.Profile(ctx, r.Namespace, r.JobID, r.Configs); ctx.Err() != nil {
+			return
+		} else if err != nil {
 			l.log.Warn("failed to profile job", "job_id", r.JobID, "error", err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // simDriver returns a running simulated cluster of 4 × 4 GPUs at speed.
-func simDriver(t *testing.T, speed float64) *sim.Driver {
+func simDriver(t testing.TB, speed float64) *sim.Driver {
 	cluster := sim.DefaultConfig()
 	cluster.Nodes, cluster.GPUsPerNode = 4, 4
 	d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: speed})
@@ -41,7 +41,7 @@ func demoJob(t *testing.T, id string) *api.JobRegisterRequest {
 }
 
 // leaderOf waits for one of servers to lead and returns it.
-func leaderOf(t *testing.T, servers ...*Server) *Server {
+func leaderOf(t testing.TB, servers ...*Server) *Server {
 	var leader *Server
 	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
 		for _, s := range servers {
@@ -102,7 +102,7 @@ func TestServer_RunsJobToCompletion(t *testing.T) {
 }
 
 // cluster starts n servers that find each other through retry_join.
-func cluster(t *testing.T, n int, driver Driver) []*Server {
+func cluster(t testing.TB, n int, driver Driver) []*Server {
 	addrs := FreeAddrs(t, n)
 	var servers []*Server
 	for i := range n {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -27,9 +28,19 @@ func TestConfig(t testing.TB, driver Driver) Config {
 		Interval:      time.Second,
 		Poll:          50 * time.Millisecond,
 		Driver:        driver,
-		Logger:        hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn}),
+		Logger:        testLogger(t),
 		RaftConfig:    rc,
 	}
+}
+
+// testLogger logs at the level CARAVAN_TEST_LOG_LEVEL names, to stderr;
+// tests are silent by default.
+func testLogger(t testing.TB) hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv("CARAVAN_TEST_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Off
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: level, Output: os.Stderr})
 }
 
 // TestServer starts a server and shuts it down when the test ends.

@@ -154,7 +154,16 @@ func (w *writer) event(now int64, typ, namespace, jobID, msg string, details map
 	if err := w.insert(TableEvents, ev); err != nil {
 		return err
 	}
-	return w.trim(TableEvents, MaxEvents)
+	// Sequence numbers are dense, so the oldest event beyond MaxEvents is
+	// found without scanning the table.
+	if ev.Seq <= MaxEvents {
+		return nil
+	}
+	old, err := w.txn.First(TableEvents, "id", ev.Seq-MaxEvents)
+	if err != nil || old == nil {
+		return err
+	}
+	return w.delete(TableEvents, old)
 }
 
 // RegisterJob stores a new version of job at index, with Status pending when

@@ -139,3 +139,15 @@ func TestEvents_AfterSeq(t *testing.T) {
 	must.Eq(t, 2, evs[0].Seq)
 	must.Eq(t, "b", evs[0].JobID)
 }
+
+func TestEvents_Bounded(t *testing.T) {
+	s := newStore(t)
+	for i := range MaxEvents + 10 {
+		must.NoError(t, s.AppendEvent(uint64(i+1), &structs.Event{Type: structs.EventAlgorithmFallback}))
+	}
+	evs, err := Events(s.Txn(), nil, 0)
+	must.NoError(t, err)
+	must.SliceLen(t, MaxEvents, evs)
+	must.Eq(t, 11, evs[0].Seq)
+	must.Eq(t, MaxEvents+10, evs[len(evs)-1].Seq)
+}
