@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -51,7 +52,13 @@ func (s *Server) setupHTTP() error {
 	s.httpAddr = l.Addr().String()
 	mux := http.NewServeMux()
 	s.routes(mux)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.log.Named("http").StandardLogger(nil)}
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          s.log.Named("http").StandardLogger(nil),
+		// Requests end when the server shuts down, blocking queries too.
+		BaseContext: func(net.Listener) context.Context { return s.shutdownCtx },
+	}
 	go func() {
 		if err := s.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "error", err)

@@ -290,19 +290,22 @@ func (s *Server) Leave() error {
 }
 
 // Shutdown stops the server without leaving the cluster, as a crash would,
-// but cleanly: the HTTP API, the leader loop, Raft, then the stores.
+// but cleanly: requests in flight and the leader loop are cancelled, then
+// Raft, the HTTP API and the stores stop.
 func (s *Server) Shutdown() error {
 	var err error
 	s.stopOnce.Do(func() {
 		s.log.Info("shutting down server")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if s.http != nil {
-			err = s.http.Shutdown(ctx)
-		}
 		s.shutdown()
 		if s.raft != nil {
-			err = errors.Join(err, s.raft.Shutdown().Error())
+			err = s.raft.Shutdown().Error()
+		}
+		if s.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if s.http.Shutdown(ctx) != nil {
+				s.http.Close()
+			}
+			cancel()
 		}
 		s.wg.Wait()
 		err = errors.Join(err, s.close())
