@@ -103,7 +103,10 @@ func TestServer_RunsJobToCompletion(t *testing.T) {
 
 // cluster starts n servers that find each other through retry_join.
 func cluster(t testing.TB, n int, driver Driver) []*Server {
-	addrs := FreeAddrs(t, n)
+	var addrs []string
+	for _, port := range agent.FreePorts(t, n) {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
 	var servers []*Server
 	for i := range n {
 		cfg := TestConfig(t, driver)

@@ -1,8 +1,7 @@
 package server
 
 import (
-	"net"
-	"os"
+		"os"
 	"testing"
 	"time"
 
@@ -52,23 +51,4 @@ func TestServer(t testing.TB, cfg Config) *Server {
 	}
 	t.Cleanup(func() { s.Shutdown() })
 	return s
-}
-
-// FreeAddrs returns n loopback addresses with ports free now.
-func FreeAddrs(t testing.TB, n int) []string {
-	t.Helper()
-	var out []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
 }
