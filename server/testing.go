@@ -1,7 +1,7 @@
 package server
 
 import (
-		"os"
+	"os"
 	"testing"
 	"time"
 
