@@ -30,6 +30,7 @@ func Terminal(status string) bool {
 const (
 	EventJobRegistered     = "JobRegistered"
 	EventJobPlaced         = "JobPlaced"
+	EventJobWaiting        = "JobWaiting"
 	EventJobRescaled       = "JobRescaled"
 	EventRescaleAborted    = "RescaleAborted"
 	EventJobCompleted      = "JobCompleted"

@@ -326,7 +326,10 @@ func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Plac
 	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": alg}
 	msg := fmt.Sprintf("%d ps and %d workers on %d nodes: %s", pl.NumPS, pl.NumWorkers, len(pl.Nodes), pl.Reason)
 	typ := structs.EventJobRescaled
-	if prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending {
+	switch {
+	case pl.Paused() && job.Status == structs.JobStatusPending:
+		typ, msg = structs.EventJobWaiting, pl.Reason
+	case prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending:
 		typ = structs.EventJobPlaced
 	}
 	if job.Status == structs.JobStatusPending && !pl.Paused() {

@@ -151,3 +151,22 @@ func TestEvents_Bounded(t *testing.T) {
 	must.Eq(t, 11, evs[0].Seq)
 	must.Eq(t, MaxEvents+10, evs[len(evs)-1].Seq)
 }
+
+func TestApplyPlan_WaitingJobStaysPending(t *testing.T) {
+	s := newStore(t, "a")
+	paused := &structs.Placement{Namespace: structs.DefaultNamespace, JobID: "a", Reason: "waiting: no room"}
+	must.NoError(t, s.ApplyPlan(5, &structs.Plan{Placements: []*structs.Placement{paused}}, nil))
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusPending, job.Status)
+	evs, err := Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, evs)
+	must.Eq(t, structs.EventJobWaiting, evs[0].Type)
+	must.Eq(t, "waiting: no room", evs[0].Message)
+
+	must.NoError(t, s.ApplyPlan(6, &structs.Plan{Placements: []*structs.Placement{placement("a", 2)}}, nil))
+	evs, err = Events(s.Txn(), nil, 2)
+	must.NoError(t, err)
+	must.Eq(t, structs.EventJobPlaced, evs[0].Type)
+}
