@@ -1,13 +1,10 @@
-// Package server is the Caravan agent: agent configuration, the HTTP API, the
-// Raft-replicated state (server/fsm, server/state on go-memdb) and the
-// leader's scheduling loop, which builds a planner request from the state,
-// runs the active algorithm, commits the plan through Raft and hands it to a
-// driver.
+// Package server is the Caravan server: a Raft peer (hashicorp/raft on
+// raft-boltdb) holding the replicated state (server/fsm, server/state on
+// go-memdb), the HTTP API, and, while it leads, the scheduling loop, which
+// builds a planner request from the state, runs the active algorithm,
+// commits the plan through Raft and hands it to a Driver. README.md draws
+// the pipeline.
 //
-// What exists so far: server/scheduler, the leader loop's core without Raft
-// (samples to fitted models to a checked plan), and server/simulate, which
-// runs it on drivers/sim for `caravan sim`. The agent, Raft and the HTTP API
-// come next; the leader loop will declare the interfaces it consumes
-// (Driver, MetricsSource, Algorithm), which drivers and plugins satisfy
-// without importing this package.
+// The interfaces the leader consumes (Driver, MetricsSource, Profiler) are
+// declared here; drivers satisfy them without importing this package.
 package server
