@@ -1,9 +1,11 @@
 package simulate
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +118,10 @@ func TestAblation(t *testing.T) {
 	type key struct{ wl, cond, policy string }
 	var mu sync.Mutex
 	sum := map[key]float64{}
+	// By job size, under the default condition: mean JCT of the smallest,
+	// middle and largest third of jobs, and rescales, averaged over seeds.
+	thirds := map[key]*[3]float64{}
+	rescales := map[key]float64{}
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
 	for _, name := range workloads {
@@ -123,6 +129,7 @@ func TestAblation(t *testing.T) {
 			wl, err := LoadWorkload(name, seed, 0)
 			must.NoError(t, err)
 			truth := map[string]sim.Truth{}
+			third := sizeThirds(wl, sim.DefaultConfig().GPUsPerNode)
 			for _, a := range wl.Arrivals {
 				truth[a.Job.ID] = a.Truth
 			}
@@ -143,9 +150,22 @@ func TestAblation(t *testing.T) {
 						res, err := Run(wl, alg, Options{Cluster: cfg})
 						must.NoError(t, err)
 						must.Eq(t, len(wl.Arrivals), res.Summary.Jobs, must.Sprintf("%s %s %s seed %d: every job finishes", name, c.name, p, seed))
+						var jct, n [3]float64
+						for _, j := range res.Jobs {
+							jct[third[j.JobID]] += j.Finish - j.Arrival
+							n[third[j.JobID]]++
+						}
+						k := key{name, c.name, p}
 						mu.Lock()
-						sum[key{name, c.name, p}] += res.Summary.AvgJCT / float64(len(seeds))
-						mu.Unlock()
+						defer mu.Unlock()
+						sum[k] += res.Summary.AvgJCT / float64(len(seeds))
+						rescales[k] += float64(res.Summary.Rescales) / float64(len(seeds))
+						if thirds[k] == nil {
+							thirds[k] = &[3]float64{}
+						}
+						for i := range jct {
+							thirds[k][i] += jct[i] / n[i] / float64(len(seeds))
+						}
 					}()
 				}
 			}
@@ -166,6 +186,33 @@ func TestAblation(t *testing.T) {
 			}
 			b.WriteString("\n")
 		}
+		for _, p := range []string{"drf", "optimus", "optimus-relative"} {
+			k := key{name, "default", p}
+			th := thirds[k]
+			fmt.Fprintf(&b, "  default, %-16s mean JCT of the smallest / middle / largest third of jobs %6.0f / %6.0f / %6.0f; rescales %4.0f\n", p, th[0], th[1], th[2], rescales[k])
+		}
 	}
 	t.Log(b.String())
+}
+
+// sizeThirds ranks a workload's jobs by their true work at their request
+// (GPU-seconds, or worker-seconds: steps × step time × workers, the workers
+// spread evenly over the fewest nodes) and returns 0, 1 or 2 per job ID for
+// the smallest, middle and largest third.
+func sizeThirds(wl *sim.Workload, gpusPerNode int) map[string]int {
+	type sized struct {
+		id   string
+		work float64
+	}
+	jobs := make([]sized, len(wl.Arrivals))
+	for i, a := range wl.Arrivals {
+		w := max(a.RequestWorkers, 1)
+		jobs[i] = sized{a.Job.ID, a.Truth.TotalSteps() * a.Truth.StepTime(a.RequestPS, spread(w, gpusPerNode)) * float64(w)}
+	}
+	slices.SortStableFunc(jobs, func(a, b sized) int { return cmp.Compare(a.work, b.work) })
+	out := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		out[j.id] = i * 3 / len(jobs)
+	}
+	return out
 }
