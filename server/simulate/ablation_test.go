@@ -122,6 +122,9 @@ func TestAblation(t *testing.T) {
 	// middle and largest third of jobs, and rescales, averaged over seeds.
 	thirds := map[key]*[3]float64{}
 	rescales := map[key]float64{}
+	// GPUs a job holds after a change of its GPUs (a start or a rescale
+	// that changes the count), averaged over changes: what a restart idles.
+	gpusPerStart := map[key]float64{}
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
 	for _, name := range workloads {
@@ -155,11 +158,19 @@ func TestAblation(t *testing.T) {
 							jct[third[j.JobID]] += j.Finish - j.Arrival
 							n[third[j.JobID]]++
 						}
+						starts, gpus := 0, 0
+						for _, a := range res.Allocs {
+							if a.GPUs > 0 {
+								starts++
+								gpus += a.GPUs
+							}
+						}
 						k := key{name, c.name, p}
 						mu.Lock()
 						defer mu.Unlock()
 						sum[k] += res.Summary.AvgJCT / float64(len(seeds))
 						rescales[k] += float64(res.Summary.Rescales) / float64(len(seeds))
+						gpusPerStart[k] += float64(gpus) / float64(starts) / float64(len(seeds))
 						if thirds[k] == nil {
 							thirds[k] = &[3]float64{}
 						}
@@ -189,7 +200,7 @@ func TestAblation(t *testing.T) {
 		for _, p := range []string{"drf", "optimus", "optimus-relative"} {
 			k := key{name, "default", p}
 			th := thirds[k]
-			fmt.Fprintf(&b, "  default, %-16s mean JCT of the smallest / middle / largest third of jobs %6.0f / %6.0f / %6.0f; rescales %4.0f\n", p, th[0], th[1], th[2], rescales[k])
+			fmt.Fprintf(&b, "  default, %-16s mean JCT of the smallest / middle / largest third of jobs %6.0f / %6.0f / %6.0f; rescales %4.0f; GPUs per start %4.1f\n", p, th[0], th[1], th[2], rescales[k], gpusPerStart[k])
 		}
 	}
 	t.Log(b.String())
