@@ -128,7 +128,8 @@ type job struct {
 // cluster's aggregate capacity lasts; jobs that do not fit are paused. Then,
 // repeatedly, the job whose next task — a worker or a parameter server —
 // brings the largest reduction of its remaining time per unit of the task's
-// dominant resource (eq. 9) gets it. A max-heap keyed by each job's best
+// dominant resource (eq. 9; with GainRelative, the reduction as a fraction
+// of the remaining time) gets it. A max-heap keyed by each job's best
 // gain makes a step O(log jobs), and only the job that grew has its gains
 // recomputed. A job stops growing at its bounds, when its gains are ≤ 0, or
 // when the aggregate capacity has no room for its next task; other jobs go
