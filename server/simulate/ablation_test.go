@@ -197,7 +197,7 @@ func TestAblation(t *testing.T) {
 			}
 			b.WriteString("\n")
 		}
-		for _, p := range []string{"drf", "optimus", "optimus-relative"} {
+		for _, p := range []string{"drf", "optimus", "optimus+oracle", "optimus-relative"} {
 			k := key{name, "default", p}
 			th := thirds[k]
 			fmt.Fprintf(&b, "  default, %-16s mean JCT of the smallest / middle / largest third of jobs %6.0f / %6.0f / %6.0f; rescales %4.0f; GPUs per start %4.1f\n", p, th[0], th[1], th[2], rescales[k], gpusPerStart[k])
