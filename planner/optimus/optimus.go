@@ -64,9 +64,10 @@ const (
 	// which does not depend on the work left. Allocating by it maximises
 	// the sum over jobs of log speed (proportional fairness over speeds):
 	// a task goes to the job it speeds up by the largest factor, and long
-	// jobs no longer outbid short ones. In caravan sim it gives shorter
-	// average JCT than GainSeconds on every Pollux workload but one and on
-	// the parametric PS workload (drivers/sim/README.md).
+	// jobs no longer outbid short ones. The loss model then only enters
+	// the rescale-cost check. In caravan sim it gives shorter average JCT
+	// than GainSeconds on every Pollux workload but one and on the
+	// parametric PS workload (drivers/sim/README.md).
 	GainRelative
 )
 
