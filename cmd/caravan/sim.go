@@ -44,7 +44,9 @@ Sim Options:
   -workload=<name>        The workload (required).
   -cluster=16x4           Nodes and GPUs per node.
   -policy=optimus,drf,tetris,fifo
-                          The policies to compare.
+                          The policies to compare: drf, fifo, optimus,
+                          optimus-relative (Optimus with the relative
+                          gain, see drivers/sim/README.md) or tetris.
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
@@ -119,10 +121,14 @@ func (c *SimCommand) Run(args []string) int {
 		return 0
 	}
 	c.Ui.Output(fmt.Sprintf("%d jobs of %s on %s; results in %s\n", len(wl.Arrivals), workload, cluster, out))
-	c.Ui.Output(fmt.Sprintf("%-8s %12s %12s %12s %12s %8s %9s %8s", "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "rescales", "wall"))
+	width := len("policy")
+	for _, r := range results {
+		width = max(width, len(r.Policy))
+	}
+	c.Ui.Output(fmt.Sprintf("%-*s %12s %12s %12s %12s %8s %9s %8s", width, "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "rescales", "wall"))
 	for _, r := range results {
 		s := r.Summary
-		c.Ui.Output(fmt.Sprintf("%-8s %12.0f %12.0f %12.0f %12.0f %7.1f%% %9d %8s", r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, s.Rescales, r.Wall.Round(time.Millisecond)))
+		c.Ui.Output(fmt.Sprintf("%-*s %12.0f %12.0f %12.0f %12.0f %7.1f%% %9d %8s", width, r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, s.Rescales, r.Wall.Round(time.Millisecond)))
 	}
 	return 0
 }

@@ -12,10 +12,11 @@ import (
 
 // Algorithms maps each built-in algorithm's name to its factory.
 var Algorithms = map[string]planner.Factory{
-	optimus.Name: optimus.New,
-	drf.Name:     drf.New,
-	tetris.Name:  tetris.New,
-	fifo.Name:    fifo.New,
+	optimus.Name:         optimus.New,
+	optimus.NameRelative: optimus.NewRelative,
+	drf.Name:             drf.New,
+	tetris.Name:          tetris.New,
+	fifo.Name:            fifo.New,
 }
 
 // Names returns the built-in algorithms' names, sorted.

@@ -168,7 +168,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"drf", "fifo", "optimus", "tetris"}, Names())
+	must.Eq(t, []string{"drf", "fifo", "optimus", "optimus-relative", "tetris"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

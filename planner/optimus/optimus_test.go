@@ -13,24 +13,39 @@ import (
 
 func bounds(min, max int) structs.Bounds { return structs.Bounds{Min: min, Max: max} }
 
-// TestOptimus_MoreWorkMoreTasks checks the marginal-gain rule: of two jobs
-// alike but for how much training they have left, the longer one gains more
-// from each task, so it gets more of a contended cluster.
-func TestOptimus_MoreWorkMoreTasks(t *testing.T) {
-	h := planner.NewHarness(t)
-	h.AddNodes("n", 4, 16000, 65536, 0)
-	long := planner.MockJob("long", bounds(1, 16), bounds(1, 64))
-	long.Training.Convergence.MaxEpochs = 100
-	short := planner.MockJob("short", bounds(1, 16), bounds(1, 64))
-	short.Training.Convergence.MaxEpochs = 10
-	h.AddJob(long, planner.MockSpeed())
-	h.AddJob(short, planner.MockSpeed())
+// TestOptimus_WorkLeft checks how the gain treats work left. Of two jobs
+// alike but for how much training they have left, under eq. 9
+// (GainSeconds) the longer one saves more seconds with each task, so it
+// gets more of a contended cluster; under GainRelative each task saves both
+// the same fraction of their remaining time, so they split the cluster.
+func TestOptimus_WorkLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		gain      Gain
+		longExtra int // tasks the long job gets beyond the short one's, at least
+		maxDiff   int // and at most
+	}{
+		{"seconds", GainSeconds, 20, 64},
+		{"relative", GainRelative, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := planner.NewHarness(t)
+			h.AddNodes("n", 4, 16000, 65536, 0)
+			long := planner.MockJob("long", bounds(1, 16), bounds(1, 64))
+			long.Training.Convergence.MaxEpochs = 100
+			short := planner.MockJob("short", bounds(1, 16), bounds(1, 64))
+			short.Training.Convergence.MaxEpochs = 10
+			h.AddJob(long, planner.MockSpeed())
+			h.AddJob(short, planner.MockSpeed())
 
-	got := h.Plan(New())
-	l, s := got["long"], got["short"]
-	t.Logf("long: %s\nshort: %s", l.Reason, s.Reason)
-	must.Greater(t, s.NumWorkers+s.NumPS, l.NumWorkers+l.NumPS)
-	must.Eq(t, 64, l.NumWorkers+l.NumPS+s.NumWorkers+s.NumPS, must.Sprint("the CPU-bound cluster holds 64 tasks and is used fully"))
+			got := h.Plan(NewWithOptions(Options{Gain: tc.gain}))
+			l, s := got["long"], got["short"]
+			nl, ns := l.NumWorkers+l.NumPS, s.NumWorkers+s.NumPS
+			t.Logf("long: %s\nshort: %s", l.Reason, s.Reason)
+			must.Between(t, tc.longExtra, nl-ns, tc.maxDiff)
+			must.Eq(t, 64, nl+ns, must.Sprint("the CPU-bound cluster holds 64 tasks and is used fully"))
+		})
+	}
 }
 
 // TestOptimus_StopsWhenGainIsGone checks that a job whose speed stops
@@ -153,8 +168,10 @@ func TestOptimus_HeapMatchesScan(t *testing.T) {
 			v.Young = rng.IntN(2) == 0
 			v.Step = float64(rng.IntN(900))
 		}
-		heap := h.Plan(NewWithOptions(Options{}))
-		scan := h.Plan(NewWithOptions(Options{Scan: true}))
-		must.Eq(t, heap, scan, must.Sprintf("trial %d", trial))
+		for _, g := range []Gain{GainSeconds, GainRelative} {
+			heap := h.Plan(NewWithOptions(Options{Gain: g}))
+			scan := h.Plan(NewWithOptions(Options{Gain: g, Scan: true}))
+			must.Eq(t, heap, scan, must.Sprintf("trial %d, gain %d", trial, g))
+		}
 	}
 }
