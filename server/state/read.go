@@ -137,6 +137,11 @@ func Nodes(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.Node, error) {
 
 // Events returns the events after seq, oldest first.
 func Events(txn *memdb.Txn, ws memdb.WatchSet, after uint64) ([]*structs.Event, error) {
+	// A lower-bound scan cannot be watched (its WatchCh is nil): watch the
+	// events table's index entry, which every new event updates.
+	if _, err := watchFirst(txn, ws, TableIndex, TableEvents); err != nil {
+		return nil, err
+	}
 	return watchAll[*structs.Event](txn, ws, TableEvents, "id", lowerBound, after+1)
 }
 

@@ -131,6 +131,31 @@ func TestBlockingQuery(t *testing.T) {
 	must.Eq(t, 7, idx)
 }
 
+func TestEvents_BlockingQueryWakes(t *testing.T) {
+	s := newStore(t, "a")
+	current := func() *Store { return s }
+	events := func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
+		evs, err := Events(txn, ws, 1)
+		if len(evs) == 0 {
+			return evs, 1, err
+		}
+		return evs, evs[len(evs)-1].Seq, err
+	}
+	done := make(chan []*structs.Event)
+	go func() {
+		res, _, _ := BlockingQuery(context.Background(), current, 1, time.Minute, events)
+		done <- res.([]*structs.Event)
+	}()
+	must.NoError(t, s.RegisterJob(9, 0, mockJob("b"), true))
+	select {
+	case evs := <-done:
+		must.SliceLen(t, 1, evs)
+		must.Eq(t, "b", evs[0].JobID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a blocking query on events did not wake for a new event")
+	}
+}
+
 func TestEvents_AfterSeq(t *testing.T) {
 	s := newStore(t, "a", "b", "c")
 	evs, err := Events(s.Txn(), nil, 1)
