@@ -41,6 +41,7 @@ func TruthFor(job *structs.Job, profiles map[string]*Profile, seed uint64) Truth
 			if c.Patience > 0 {
 				truth.Patience = c.Patience
 			}
+			truth.MaxEpochs = float64(c.MaxEpochs)
 		}
 	}
 	return truth.Init()

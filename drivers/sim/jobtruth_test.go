@@ -56,11 +56,18 @@ func TestTruthFor(t *testing.T) {
 			must.Eq(t, tc.threshold, pt.Threshold)
 			must.Eq(t, tc.patience, pt.Patience)
 			want := (&ParametricTruth{Theta: pt.Theta, Batch: pt.Batch, B: pt.B, StepsPerEpoch: pt.StepsPerEpoch,
-				Threshold: pt.Threshold, Patience: pt.Patience}).Init()
+				Threshold: pt.Threshold, Patience: pt.Patience, MaxEpochs: pt.MaxEpochs}).Init()
 			must.Eq(t, want.TotalSteps(), pt.TotalSteps(), must.Sprint("the truth is initialised"))
 			must.Positive(t, pt.TotalSteps())
 		})
 	}
+
+	capped := structs.MockJob()
+	capped.Training.Convergence.MaxEpochs = 2
+	must.Eq(t, 2*2500.0, TruthFor(capped, profiles, 7).TotalSteps(), must.Sprint("max_epochs caps training"))
+	uncapped := structs.MockJob()
+	uncapped.Training.Convergence.MaxEpochs = 0
+	must.Greater(t, 2*2500.0, TruthFor(uncapped, profiles, 7).TotalSteps())
 
 	other := TruthFor(structs.MockJob(), profiles, 8).(*ParametricTruth)
 	must.NotEq(t, drawn.Theta, other.Theta, must.Sprint("another seed draws other coefficients"))

@@ -51,7 +51,8 @@ func (t *PolluxTruth) Loss(step float64) float64 {
 // ParametricTruth is a synchronous parameter-server job after the Optimus
 // paper: step time θ0·M/w + θ1 + θ2·w/p + θ3·w + θ4·p (eq. 4), and loss
 // 1/(b0·e + b1) + b2 over epochs e (Fig. 5's shape). It trains until its
-// loss decreases by less than Threshold per epoch for Patience epochs.
+// loss decreases by less than Threshold per epoch for Patience epochs, or
+// until MaxEpochs when that is positive, as a trainer honours max_epochs.
 type ParametricTruth struct {
 	Theta         [5]float64
 	Batch         float64
@@ -59,6 +60,7 @@ type ParametricTruth struct {
 	StepsPerEpoch float64
 	Threshold     float64
 	Patience      int
+	MaxEpochs     float64
 	total         float64
 }
 
@@ -72,7 +74,7 @@ func (t *ParametricTruth) Init() *ParametricTruth {
 		} else {
 			below = 0
 		}
-		if below >= t.Patience || e > 10000 {
+		if below >= t.Patience || e > 10000 || t.MaxEpochs > 0 && e+1 >= t.MaxEpochs {
 			t.total = (e + 1) * t.StepsPerEpoch
 			return t
 		}
