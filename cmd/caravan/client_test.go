@@ -1,0 +1,368 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// testAgent starts one in-process server on a fast simulated cluster of
+// 4 × 4 GPUs, waits for it to lead, and returns its HTTP address.
+func testAgent(t *testing.T) string {
+	t.Helper()
+	cluster := sim.DefaultConfig()
+	cluster.Nodes, cluster.GPUsPerNode = 4, 4
+	d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: 200})
+	d.Start()
+	t.Cleanup(d.Stop)
+	srv := server.TestServer(t, server.TestConfig(t, d))
+	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
+		if !srv.IsLeader() {
+			return errors.New("the server does not lead yet")
+		}
+		return nil
+	})
+	return "http://" + srv.HTTPAddr()
+}
+
+// jobFile writes examples/demo.hcl, renamed to job id, to a temporary file.
+func jobFile(t *testing.T, id string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/demo.hcl")
+	must.NoError(t, err)
+	path := filepath.Join(t.TempDir(), id+".hcl")
+	must.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), `job "demo"`, `job "`+id+`"`, 1)), 0o644))
+	return path
+}
+
+// logged logs a command line's output, shown when a test fails or with -v.
+func logged(t *testing.T, args []string) func(int, string, string) (int, string, string) {
+	return func(code int, out, errOut string) (int, string, string) {
+		t.Helper()
+		t.Logf("caravan %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		return code, out, errOut
+	}
+}
+
+// TestClientCommands runs the commands that talk to an agent against one
+// server, in an order where each step builds on the last.
+func TestClientCommands(t *testing.T) {
+	addr := testAgent(t)
+	cli := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		return logged(t, args)(runCLI(t, append(args[:len(args):len(args)], "-address", addr)...))
+	}
+	// cliArgs puts -address before the positional arguments of a command
+	// whose words are words.
+	cliArgs := func(t *testing.T, words []string, rest ...string) (int, string, string) {
+		t.Helper()
+		args := append(append(append([]string{}, words...), "-address", addr), rest...)
+		return logged(t, args)(runCLI(t, args...))
+	}
+
+	t.Run("job run follows to a placement", func(t *testing.T) {
+		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-no-color", "../../examples/demo.hcl")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`==> Job registered: demo \(version 0, index \d+\)`), out)
+		must.RegexMatch(t, regexp.MustCompile(`==> Job "demo" placed at plan index \d+ by optimus: 1 ps, \d+ workers? on \d+ nodes?`), out)
+		must.RegexMatch(t, regexp.MustCompile(`node-\d\d\s+worker\s+[1-4]`), out)
+		must.StrContains(t, out, "Reason: ")
+	})
+
+	t.Run("job status lists the job", func(t *testing.T) {
+		code, out, errOut := cli(t, "job", "status")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(out, "\n")
+		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Namespace\s+Status\s+Version\s+Submit Date$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^demo\s+default\s+(running|rescaling|complete)\s+0\s+\d{4}-`), lines[1])
+	})
+
+	t.Run("job status shows the placement", func(t *testing.T) {
+		code, out, errOut := cliArgs(t, []string{"job", "status"}, "-verbose", "demo")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+= demo$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Algorithm\s+= optimus$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^node-\d\d\s+ps\s+[12]$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^node-\d\d\s+worker\s+[1-4]$`), out)
+		must.StrContains(t, out, "\nModel\n")
+		must.StrContains(t, out, "Recent Events")
+		must.StrContains(t, out, structs.EventJobRegistered)
+	})
+
+	t.Run("job status shows the fitted model", func(t *testing.T) {
+		agent.WaitFor(t, 60*time.Second, "a fitted speed model", func() error {
+			code, out, errOut := runCLI(t, "job", "status", "-address", addr, "-json", "demo")
+			if code != 0 {
+				return errors.New(errOut)
+			}
+			var sum api.JobSummary
+			if err := json.Unmarshal([]byte(out), &sum); err != nil {
+				return err
+			}
+			if sum.Model == nil || len(sum.Model.Speed) == 0 || sum.Model.StepsPerSecond == 0 {
+				return errors.New("no speed model yet")
+			}
+			return nil
+		})
+		code, out, errOut := cliArgs(t, []string{"job", "status"}, "-verbose", "demo")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Speed\s+= sync, θ = \[\S+( \S+)*\]$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Steps/s\s+= \d+\.\d\d$`), out)
+		must.StrNotContains(t, out, "Steps/s               = 0.00")
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Samples\s+= [1-9]\d*$`), out)
+	})
+
+	t.Run("job status -json decodes", func(t *testing.T) {
+		code, out, errOut := cliArgs(t, []string{"job", "status"}, "-json", "demo")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var sum api.JobSummary
+		must.NoError(t, json.Unmarshal([]byte(out), &sum))
+		must.Eq(t, "demo", sum.Job.ID)
+		must.NotNil(t, sum.Placement)
+		must.Between(t, 1, sum.Placement.Placement.NumPS, 2)
+		must.Positive(t, sum.Placement.Placement.NumWorkers)
+	})
+
+	t.Run("job history", func(t *testing.T) {
+		code, out, errOut := cliArgs(t, []string{"job", "history"}, "-json", "demo")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var hist []*structs.JobPlacement
+		must.NoError(t, json.Unmarshal([]byte(out), &hist))
+		must.SliceNotEmpty(t, hist)
+		must.Eq(t, "optimus", hist[0].Algorithm)
+
+		code, out, errOut = cliArgs(t, []string{"job", "history"}, "demo")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(out, "\n")
+		must.GreaterEq(t, 2, len(lines))
+		must.RegexMatch(t, regexp.MustCompile(`^Time\s+Plan Index\s+Algorithm\s+PS\s+Workers\s+Nodes\s+Reason$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^\S+\s+\d+\s+optimus\s+[12]\s+[1-4]\s+node-\d\d`), lines[1])
+	})
+
+	t.Run("events", func(t *testing.T) {
+		code, out, errOut := cli(t, "events", "-job", "demo")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.StrContains(t, out, "demo           JobRegistered")
+		must.StrContains(t, out, "JobPlaced")
+		must.StrNotContains(t, out, "AlgorithmChanged", must.Sprint("-job keeps only the job's events"))
+
+		// The demo job trains to completion at this speed.
+		code, out, errOut = cli(t, "events", "-follow", "-until-done", "demo", "-timeout", "60s", "-json")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var last structs.Event
+		must.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
+		must.Eq(t, structs.EventJobCompleted, last.Type)
+		must.Eq(t, "demo", last.JobID)
+
+		code, _, errOut = cli(t, "events", "-follow", "-until-done", "never-registered", "-timeout", "300ms")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "Timed out after 300ms")
+	})
+
+	t.Run("job plan", func(t *testing.T) {
+		code, out, errOut := cliArgs(t, []string{"job", "plan"}, jobFile(t, "planned"))
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.StrContains(t, out, `+ Job: "planned"`)
+		must.RegexMatch(t, regexp.MustCompile(`Placement: [12] ps, [1-4] workers? on \d+ nodes?`), out)
+		must.RegexMatch(t, regexp.MustCompile(`node-\d\d\s+worker\s+[1-4]`), out)
+
+		// Nothing was registered.
+		code, _, errOut = cliArgs(t, []string{"job", "status"}, "planned")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "404")
+	})
+
+	t.Run("job run conflict and stop", func(t *testing.T) {
+		path := jobFile(t, "stoppable")
+		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-detach", path)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`^Job registered: stoppable \(version 0, index \d+\)\n$`), out)
+
+		code, _, errOut = cliArgs(t, []string{"job", "run"}, "-detach", path)
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "already registered and active")
+		must.StrContains(t, errOut, "caravan job stop stoppable")
+
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", "-update", path)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.StrContains(t, out, "stoppable (version 1,")
+
+		code, out, errOut = cliArgs(t, []string{"job", "stop"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, "==> Job \"stoppable\" stopped\n", out)
+
+		code, out, errOut = cliArgs(t, []string{"job", "status"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Status\s+= stopped$`), out)
+	})
+
+	t.Run("job run of an invalid jobspec", func(t *testing.T) {
+		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-no-color", "../../jobspec/testdata/invalid/min_gt_max.hcl")
+		must.Eq(t, 1, code)
+		must.Eq(t, "", out)
+		must.StrContains(t, errOut, "Error: ../../jobspec/testdata/invalid/min_gt_max.hcl:8:13: Invalid elastic.workers.min")
+	})
+
+	t.Run("server members", func(t *testing.T) {
+		code, out, errOut := cli(t, "server", "members", "-json")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var servers []*api.RaftServer
+		must.NoError(t, json.Unmarshal([]byte(out), &servers))
+		must.SliceLen(t, 1, servers)
+		must.True(t, servers[0].Leader)
+		must.True(t, servers[0].Voter)
+
+		code, out, errOut = cli(t, "server", "members")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		must.SliceLen(t, 2, lines)
+		must.RegexMatch(t, regexp.MustCompile(`^Name\s+ID\s+Raft Address\s+HTTP Address\s+Leader\s+Voter$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`127\.0\.0\.1:\d+\s+\S+\s+true\s+true$`), lines[1])
+
+		code, out, errOut = cli(t, "operator", "raft", "list-peers")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Node\s+ID\s+Address\s+State\s+Voter\n\S+\s+\S+\s+127\.0\.0\.1:\d+\s+leader\s+true$`), out)
+	})
+
+	t.Run("operator scheduler config", func(t *testing.T) {
+		code, out, errOut := cli(t, "operator", "scheduler", "set-config", "-algorithm", "drf")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.StrContains(t, out, `algorithm "drf"`)
+
+		code, out, errOut = cli(t, "operator", "scheduler", "get-config")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Algorithm\s+= drf$`), out)
+
+		code, out, errOut = cli(t, "operator", "scheduler", "get-config", "-json")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var cfg structs.SchedulerConfig
+		must.NoError(t, json.Unmarshal([]byte(out), &cfg))
+		must.Eq(t, "drf", cfg.Algorithm)
+
+		code, _, errOut = cli(t, "operator", "scheduler", "set-config", "-algorithm", "nope")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, `unknown algorithm "nope"`)
+
+		code, _, errOut = cli(t, "operator", "scheduler", "set-config")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "Give -algorithm")
+	})
+
+	t.Run("node status", func(t *testing.T) {
+		code, out, errOut := cli(t, "node", "status")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		must.SliceLen(t, 5, lines, must.Sprint("a header and 4 nodes"))
+		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Name\s+Datacenter\s+Class\s+Status\s+Eligible\s+CPU\s+Memory\s+GPUs$`), lines[0])
+		for _, l := range lines[1:] {
+			must.RegexMatch(t, regexp.MustCompile(`^node-\d\d\s+node-\d\d\s+.*\s+ready\s+true\s+\d+\s+\d+\s+4/4$`), l)
+		}
+
+		code, out, errOut = cli(t, "node", "status", "-json")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var nodes []*structs.Node
+		must.NoError(t, json.Unmarshal([]byte(out), &nodes))
+		must.SliceLen(t, 4, nodes)
+	})
+
+	t.Run("operator snapshot save and restore", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "backup.snap")
+		code, out, errOut := cliArgs(t, []string{"operator", "snapshot", "save"}, path)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, "State file written to "+path+"\n", out)
+		info, err := os.Stat(path)
+		must.NoError(t, err)
+		must.Positive(t, info.Size())
+		leftovers, err := filepath.Glob(path + ".tmp*")
+		must.NoError(t, err)
+		must.SliceEmpty(t, leftovers)
+
+		code, out, errOut = cliArgs(t, []string{"operator", "snapshot", "restore"}, path)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, "Snapshot Restored\n", out)
+
+		code, out, errOut = cli(t, "job", "status")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^demo\s+default`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^stoppable\s+default\s+stopped`), out)
+
+		code, _, errOut = cliArgs(t, []string{"operator", "snapshot", "restore"}, filepath.Join(t.TempDir(), "missing.snap"))
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "Error opening snapshot file")
+	})
+}
+
+// TestClientCommands_Unreachable checks that every command that talks to an
+// agent fails with exit code 1 and a hint when nothing listens.
+func TestClientCommands_Unreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	addr := "http://" + l.Addr().String()
+	must.NoError(t, l.Close()) // nothing listens there now
+	cases := [][]string{
+		{"job", "run", "-address", addr, "../../examples/demo.hcl"},
+		{"job", "status", "-address", addr},
+		{"job", "stop", "-address", addr, "demo"},
+		{"job", "plan", "-address", addr, "../../examples/demo.hcl"},
+		{"job", "history", "-address", addr, "demo"},
+		{"server", "members", "-address", addr},
+		{"operator", "raft", "list-peers", "-address", addr},
+		{"operator", "scheduler", "get-config", "-address", addr},
+		{"operator", "snapshot", "save", "-address", addr, filepath.Join(t.TempDir(), "s.snap")},
+		{"node", "status", "-address", addr},
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, args...)
+			must.Eq(t, 1, code)
+			must.Eq(t, "", out)
+			must.StrContains(t, errOut, "connection refused")
+			must.StrContains(t, errOut, "Is a Caravan agent running at "+addr+"?")
+		})
+	}
+}
+
+// TestClientCommands_Usage checks the usage errors of the client commands
+// and that the parent commands print help.
+func TestClientCommands_Usage(t *testing.T) {
+	cases := [][]string{
+		{"job", "status", "a", "b"},
+		{"job", "stop"},
+		{"job", "history"},
+		{"job", "run"},
+		{"job", "plan", "-bogus", "a.hcl"},
+		{"operator", "raft", "remove-peer"},
+		{"operator", "snapshot", "save"},
+		{"operator", "scheduler", "set-config", "-option", "novalue", "-algorithm", "drf"},
+		{"node", "status", "extra"},
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, args...)
+			must.Eq(t, 1, code)
+			must.Eq(t, "", out)
+			must.NotEq(t, "", errOut)
+		})
+	}
+	for _, parent := range []string{"operator", "operator raft", "operator snapshot", "operator scheduler", "server", "node"} {
+		t.Run(parent, func(t *testing.T) {
+			code, out, errOut := runCLI(t, strings.Fields(parent)...)
+			must.Eq(t, 1, code, must.Sprint("the CLI prints the help and exits 1"))
+			must.Eq(t, "", out+errOut)
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// client returns an API client for the agent the global flags name.
+func (m *Meta) client() (*api.Client, error) {
+	c, err := api.NewClient(&api.Config{Address: m.address, Token: m.token})
+	if err != nil {
+		return nil, fmt.Errorf("create API client: %w", err)
+	}
+	return c, nil
+}
+
+// apiError prints "Error <what>: <err>", adding a hint when the request did
+// not get an answer at all (as opposed to an error answer or a timeout).
+func (m *Meta) apiError(what string, err error) {
+	msg := "Error " + what + ": " + err.Error()
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && !urlErr.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
+		msg += "\n\nIs a Caravan agent running at " + m.address + "? Set -address or CARAVAN_ADDR to reach another."
+	}
+	m.Ui.Error(msg)
+}
+
+// defaultRunTimeout bounds how long job run follows a job to its placement.
+const defaultRunTimeout = 5 * time.Minute
+
+// followWait is the wait of each blocking query while following a job.
+const followWait = 30 * time.Second
+
+// JobRunCommand registers a job and follows it to its first placement.
+type JobRunCommand struct {
+	Meta
+}
+
+func (c *JobRunCommand) Synopsis() string { return "Registers a job and waits for its placement" }
+
+func (c *JobRunCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: caravan job run [options] <path>
+
+  Parses the ML jobspec at <path> ("-" reads standard input), as "caravan job
+  validate" does, and registers the job with the Caravan agent. Unless
+  -detach is given, it then follows the job until the scheduler places it
+  (or it ends), prints its placement per node, and exits 0. It exits 1 if the
+  job cannot be registered, fails, or is not placed within -timeout.
+
+  A job that is already registered and active is refused; change it with
+  -update, or stop it first with "caravan job stop".
+
+Run Options:
+
+  -detach
+    Returns as soon as the job is registered, printing its version and the
+    index of the registration.
+
+  -update
+    Registers a new version of a job that is already running.
+
+  -timeout=<duration>
+    How long to wait for a placement. Default: 5m.
+
+  -json
+    Prints the registration (and the placement, unless -detach) as JSON.
+` + jobspecOptions + `
+` + generalOptions)
+}
+
+func (c *JobRunCommand) Run(args []string) int {
+	var detach, update, asJSON bool
+	var timeout time.Duration
+	job := c.jobspecCommand("job run", args, c.Help(), func(f *flag.FlagSet) {
+		f.BoolVar(&detach, "detach", false, "")
+		f.BoolVar(&update, "update", false, "")
+		f.BoolVar(&asJSON, "json", false, "")
+		f.DurationVar(&timeout, "timeout", defaultRunTimeout, "")
+	})
+	if job == nil {
+		return 1
+	}
+	client, err := c.client()
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req := &api.JobRegisterRequest{Job: job}
+	var resp *api.JobRegisterResponse
+	if update {
+		resp, err = client.Jobs().Update(ctx, job.ID, req)
+	} else {
+		resp, err = client.Jobs().Register(ctx, req)
+	}
+	if err != nil {
+		var apiErr *api.Error
+		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusConflict {
+			c.Ui.Error(fmt.Sprintf("Error registering job %q: %s\n\n"+
+				"The job is already registered and active. Register a new version with\n"+
+				"\"caravan job run -update\", or stop it first with \"caravan job stop %s\".",
+				job.ID, apiErr.Message, job.ID))
+			return 1
+		}
+		c.apiError(fmt.Sprintf("registering job %q", job.ID), err)
+		return 1
+	}
+	if detach {
+		if asJSON {
+			return c.outputJSON(resp)
+		}
+		c.Ui.Output(fmt.Sprintf("Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index))
+		return 0
+	}
+	if !asJSON {
+		c.Ui.Output(fmt.Sprintf("==> Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index))
+		c.Ui.Output("==> Waiting for a placement...")
+	}
+
+	sum, err := followToPlacement(ctx, client, job.Namespace, resp)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			c.Ui.Error(fmt.Sprintf("Error: timed out after %v waiting for a placement of job %q; it stays registered (see \"caravan job status %s\")",
+				timeout, resp.JobID, resp.JobID))
+			return 1
+		}
+		c.apiError(fmt.Sprintf("following job %q", resp.JobID), err)
+		return 1
+	}
+	if asJSON {
+		return c.outputJSON(struct {
+			Registration *api.JobRegisterResponse
+			Summary      *api.JobSummary
+		}{resp, sum})
+	}
+	if p := placedSince(sum, resp.Index); p != nil {
+		c.Ui.Output(fmt.Sprintf("==> Job %q placed at plan index %d by %s: %s", resp.JobID, p.PlanIndex, p.Algorithm, placementCounts(p.Placement)))
+		c.Ui.Output(indent(formatPlacement(p.Placement)))
+		return 0
+	}
+	status := sum.Job.Status
+	desc := ""
+	if sum.Job.StatusDescription != "" {
+		desc = ": " + sum.Job.StatusDescription
+	}
+	if status == structs.JobStatusComplete {
+		c.Ui.Output(fmt.Sprintf("==> Job %q is complete%s", resp.JobID, desc))
+		return 0
+	}
+	c.Ui.Error(fmt.Sprintf("==> Job %q is %s%s", resp.JobID, status, desc))
+	return 1
+}
+
+// placedSince returns the job's current placement if a plan committed after
+// index gave it one with workers, nil otherwise.
+func placedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
+	p := sum.Placement
+	if p == nil || p.Placement == nil || p.PlanIndex <= index || p.Placement.NumWorkers == 0 {
+		return nil
+	}
+	return p
+}
+
+// followToPlacement waits with blocking queries until the job registered by
+// resp is placed by a plan after its registration or reaches a terminal
+// status, and returns its summary then. It returns ctx's error when ctx
+// ends first.
+func followToPlacement(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
+	q := &api.QueryOptions{Namespace: namespace, WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
+	for {
+		sum, meta, err := client.Jobs().Summary(resp.JobID, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if placedSince(sum, resp.Index) != nil || structs.Terminal(sum.Job.Status) {
+			return sum, nil
+		}
+		if meta.LastIndex > q.WaitIndex {
+			q.WaitIndex = meta.LastIndex
+		}
+	}
+}

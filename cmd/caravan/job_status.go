@@ -1,0 +1,321 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// JobStatusCommand lists jobs, or shows one job: its placement and model.
+type JobStatusCommand struct {
+	Meta
+}
+
+func (c *JobStatusCommand) Synopsis() string { return "Displays the status of jobs" }
+
+func (c *JobStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: caravan job status [options] [<job>]
+
+  Without an argument, lists every job of every namespace. With a job ID,
+  shows the job's status, its placement per node and role, the reason the
+  scheduler gave for it, and the models Caravan fitted to the job's samples:
+  its loss curve, its speed, and the predicted steps and time to convergence.
+
+Status Options:
+
+  -namespace=<ns>
+    The namespace of <job>. Default: default.
+
+  -verbose
+    Also shows the job's recent events and the models' coefficients in full.
+
+  -json
+    Prints the job list, or the job's summary, as JSON.
+` + generalOptions)
+}
+
+func (c *JobStatusCommand) Run(args []string) int {
+	var asJSON, verbose bool
+	var namespace string
+	flags := c.FlagSet("job status")
+	flags.BoolVar(&asJSON, "json", false, "")
+	flags.BoolVar(&verbose, "verbose", false, "")
+	flags.StringVar(&namespace, "namespace", "", "")
+	if err := flags.Parse(args); err != nil {
+		c.Ui.Error(err.Error() + "\n\n" + c.Help())
+		return 1
+	}
+	if flags.NArg() > 1 {
+		c.Ui.Error("This command takes at most one argument: <job>\n\n" + c.Help())
+		return 1
+	}
+	client, err := c.client()
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	if flags.NArg() == 0 {
+		return c.list(client, namespace, asJSON)
+	}
+	return c.show(client, flags.Arg(0), namespace, asJSON, verbose)
+}
+
+func (c *JobStatusCommand) list(client *api.Client, namespace string, asJSON bool) int {
+	jobs, _, err := client.Jobs().List(&api.QueryOptions{Namespace: namespace})
+	if err != nil {
+		c.apiError("listing jobs", err)
+		return 1
+	}
+	if asJSON {
+		return c.outputJSON(jobs)
+	}
+	if len(jobs) == 0 {
+		c.Ui.Output("No jobs")
+		return 0
+	}
+	rows := [][]string{{"ID", "Namespace", "Status", "Version", "Submit Date"}}
+	for _, j := range jobs {
+		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10), formatTime(j.SubmitTime)})
+	}
+	c.Ui.Output(formatList(rows))
+	return 0
+}
+
+func (c *JobStatusCommand) show(client *api.Client, id, namespace string, asJSON, verbose bool) int {
+	sum, _, err := client.Jobs().Summary(id, &api.QueryOptions{Namespace: namespace})
+	if err != nil {
+		c.apiError(fmt.Sprintf("reading job %q", id), err)
+		return 1
+	}
+	var events []*structs.Event
+	if verbose {
+		// Events are filtered by job ID only, so drop other namespaces'.
+		all, _, err := client.Events(0, id, nil)
+		if err != nil {
+			c.apiError(fmt.Sprintf("reading the events of job %q", id), err)
+			return 1
+		}
+		for _, e := range all {
+			if e.Namespace == "" || e.Namespace == sum.Job.Namespace {
+				events = append(events, e)
+			}
+		}
+	}
+	if asJSON {
+		if verbose {
+			return c.outputJSON(struct {
+				*api.JobSummary
+				Events []*structs.Event
+			}{sum, events})
+		}
+		return c.outputJSON(sum)
+	}
+
+	job := sum.Job
+	kv := [][2]string{
+		{"ID", job.ID},
+		{"Name", job.Name},
+		{"Namespace", job.Namespace},
+		{"Status", job.Status},
+	}
+	if job.StatusDescription != "" {
+		kv = append(kv, [2]string{"Description", job.StatusDescription})
+	}
+	kv = append(kv,
+		[2]string{"Version", strconv.FormatUint(job.Version, 10)},
+		[2]string{"Submit Date", formatTime(job.SubmitTime)},
+	)
+	if t := job.Training; t != nil {
+		kv = append(kv, [2]string{"Training", fmt.Sprintf("%s, %s, global batch %d", t.Architecture, t.Mode, t.GlobalBatchSize)})
+	}
+	if e := job.Elastic; e != nil {
+		kv = append(kv, [2]string{"Workers", fmt.Sprintf("%d..%d", e.Workers.Min, e.Workers.Max)})
+		if e.ParameterServers != nil {
+			kv = append(kv, [2]string{"Parameter Servers", fmt.Sprintf("%d..%d", e.ParameterServers.Min, e.ParameterServers.Max)})
+		}
+	}
+	kv = append(kv, [2]string{"Samples", strconv.FormatInt(sum.Samples, 10)})
+	var b strings.Builder
+	b.WriteString(formatKV(kv))
+
+	b.WriteString("\n\nPlacement\n")
+	if p := sum.Placement; p == nil || p.Placement == nil {
+		b.WriteString("No placement yet")
+	} else {
+		b.WriteString(formatKV([][2]string{
+			{"Plan Index", strconv.FormatUint(p.PlanIndex, 10)},
+			{"Algorithm", p.Algorithm},
+			{"Time", formatTime(p.Time)},
+			{"Tasks", placementCounts(p.Placement)},
+			{"Reason", p.Placement.Reason},
+		}))
+		if len(p.Placement.Nodes) > 0 {
+			b.WriteString("\n\n" + formatPlacementNodes(p.Placement))
+		}
+	}
+
+	b.WriteString("\n\nModel\n")
+	if m := sum.Model; m == nil {
+		b.WriteString("No model fitted yet")
+	} else {
+		b.WriteString(formatModel(m, verbose))
+	}
+
+	if verbose {
+		b.WriteString("\n\nRecent Events\n")
+		b.WriteString(formatEvents(events, 10))
+	}
+	c.Ui.Output(b.String())
+	return 0
+}
+
+// formatModel describes a job's fitted models; verbose prints the
+// coefficients in full precision.
+func formatModel(m *structs.JobModel, verbose bool) string {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	if verbose {
+		num = func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	}
+	loss := "not fitted yet"
+	if len(m.Loss) == 3 {
+		loss = fmt.Sprintf("1/(b0·k + b1) + b2 with b0=%s b1=%s b2=%s", num(m.Loss[0]), num(m.Loss[1]), num(m.Loss[2]))
+	}
+	speed := "not fitted yet"
+	if len(m.Speed) > 0 {
+		theta := make([]string, len(m.Speed))
+		for i, v := range m.Speed {
+			theta[i] = num(v)
+		}
+		speed = fmt.Sprintf("%s, θ = [%s]", m.SpeedKind, strings.Join(theta, " "))
+	}
+	total, remaining := "unknown", "unknown"
+	if m.TotalSteps > 0 {
+		total = strconv.FormatFloat(m.TotalSteps, 'f', 0, 64)
+	}
+	if m.RemainingSeconds > 0 {
+		remaining = (time.Duration(m.RemainingSeconds * float64(time.Second))).Round(time.Second).String()
+	}
+	return formatKV([][2]string{
+		{"Loss", loss},
+		{"Speed", speed},
+		{"Step", strconv.FormatInt(m.Step, 10)},
+		{"Predicted Total Steps", total},
+		{"Steps/s", strconv.FormatFloat(m.StepsPerSecond, 'f', 2, 64)},
+		{"Remaining Time", remaining},
+	})
+}
+
+// formatEvents lists the last n events, oldest first.
+func formatEvents(events []*structs.Event, n int) string {
+	if len(events) == 0 {
+		return "No events"
+	}
+	if len(events) > n {
+		events = events[len(events)-n:]
+	}
+	rows := [][]string{{"Time", "Type", "Message"}}
+	for _, e := range events {
+		rows = append(rows, []string{formatTime(e.Time), e.Type, e.Message})
+	}
+	return formatList(rows)
+}
+
+// placementCounts is "1 ps, 3 workers on 2 nodes".
+func placementCounts(p *structs.Placement) string {
+	s := plural(p.NumWorkers, "worker") + " on " + plural(len(p.Nodes), "node")
+	if p.NumPS > 0 {
+		s = fmt.Sprintf("%d ps, %s", p.NumPS, s)
+	}
+	if p.Paused() {
+		s += " (paused)"
+	}
+	return s
+}
+
+// plural is "1 worker" or "n workers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// formatPlacement is a placement's table of tasks per node and role,
+// followed by its reason.
+func formatPlacement(p *structs.Placement) string {
+	out := formatPlacementNodes(p)
+	if p.Reason != "" {
+		out += "\nReason: " + p.Reason
+	}
+	return out
+}
+
+// formatPlacementNodes tabulates a placement's tasks: one row per node and
+// role.
+func formatPlacementNodes(p *structs.Placement) string {
+	rows := [][]string{{"Node ID", "Role", "Count"}}
+	for _, n := range p.Nodes {
+		if n.PS > 0 {
+			rows = append(rows, []string{n.NodeID, structs.RolePS, strconv.Itoa(n.PS)})
+		}
+		if n.Workers > 0 {
+			rows = append(rows, []string{n.NodeID, structs.RoleWorker, strconv.Itoa(n.Workers)})
+		}
+	}
+	return formatList(rows)
+}
+
+// outputJSON prints v as indented JSON and returns the exit code.
+func (m *Meta) outputJSON(v any) int {
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		m.Ui.Error("Error encoding JSON: " + err.Error())
+		return 1
+	}
+	m.Ui.Output(string(out))
+	return 0
+}
+
+// formatList aligns rows into columns; the first row is the header.
+func formatList(rows [][]string) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(w, strings.Join(r, "\t"))
+	}
+	w.Flush()
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// formatKV aligns "key = value" lines, as Nomad prints a single object.
+func formatKV(pairs [][2]string) string {
+	width := 0
+	for _, p := range pairs {
+		width = max(width, len([]rune(p[0])))
+	}
+	lines := make([]string, len(pairs))
+	for i, p := range pairs {
+		lines[i] = p[0] + strings.Repeat(" ", width-len([]rune(p[0]))) + " = " + p[1]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// formatTime renders Unix nanoseconds in RFC 3339, local time; zero is "-".
+func formatTime(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).Local().Format(time.RFC3339)
+}
+
+// indent indents every line of s by four spaces.
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
