@@ -133,3 +133,56 @@ func copyValue(v any) any {
 		return v
 	}
 }
+
+// Copy returns a deep copy of the node.
+func (n *Node) Copy() *Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Attributes = maps.Clone(n.Attributes)
+	c.Meta = maps.Clone(n.Meta)
+	if n.Devices != nil {
+		c.Devices = make([]*NodeDeviceResource, len(n.Devices))
+		for i, d := range n.Devices {
+			c.Devices[i] = d.Copy()
+		}
+	}
+	return &c
+}
+
+// Copy returns a deep copy of the device group.
+func (d *NodeDeviceResource) Copy() *NodeDeviceResource {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Instances = copyAll(d.Instances)
+	if d.Attributes != nil {
+		c.Attributes = make(map[string]*Attribute, len(d.Attributes))
+		for k, a := range d.Attributes {
+			c.Attributes[k] = a.Copy()
+		}
+	}
+	return &c
+}
+
+// Copy returns a deep copy of the attribute.
+func (a *Attribute) Copy() *Attribute {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Int, c.Float, c.String, c.Bool = copyPtr(a.Int), copyPtr(a.Float), copyPtr(a.String), copyPtr(a.Bool)
+	return &c
+}
+
+// Copy returns a deep copy of the placement.
+func (p *Placement) Copy() *Placement {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Nodes = copyAll(p.Nodes)
+	return &c
+}

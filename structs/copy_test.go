@@ -31,3 +31,28 @@ func TestJob_Copy(t *testing.T) {
 	must.NotEq(t, j, c)
 	must.Nil(t, (*Job)(nil).Copy())
 }
+
+func TestNode_Copy(t *testing.T) {
+	mem := int64(16)
+	n := &Node{
+		ID: "n1", Attributes: map[string]string{"a": "b"},
+		Devices: []*NodeDeviceResource{{
+			Vendor: "nvidia", Type: "gpu", Name: "T4",
+			Instances:  []*NodeDevice{{ID: "g0", Healthy: true}},
+			Attributes: map[string]*Attribute{"memory": {Int: &mem, Unit: "GiB"}},
+		}},
+	}
+	c := n.Copy()
+	must.Eq(t, n, c)
+	c.Attributes["a"] = "changed"
+	c.Devices[0].Instances[0].Healthy = false
+	*c.Devices[0].Attributes["memory"].Int = 32
+	must.Eq(t, "b", n.Attributes["a"])
+	must.True(t, n.Devices[0].Instances[0].Healthy)
+	must.Eq(t, 16, *n.Devices[0].Attributes["memory"].Int)
+
+	p := &Placement{JobID: "j", Nodes: []*NodeTasks{{NodeID: "n1", Workers: 2}}}
+	pc := p.Copy()
+	pc.Nodes[0].Workers = 3
+	must.Eq(t, 2, p.Nodes[0].Workers)
+}

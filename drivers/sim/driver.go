@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -213,7 +212,7 @@ func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
 	defer d.mu.Unlock()
 	out := make([]*structs.Node, len(d.sim.nodes))
 	for i, n := range d.sim.nodes {
-		out[i] = copyNode(n)
+		out[i] = n.Copy()
 	}
 	return out, nil
 }
@@ -283,7 +282,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 			}
 			submit = append(submit, spec)
 		}
-		placements = append(placements, copyPlacement(p))
+		placements = append(placements, p.Copy())
 	}
 	var stop []*job
 	for _, j := range d.sim.live {
@@ -471,56 +470,4 @@ func (s *Sim) rollback(m simMark) {
 	}
 	clear(s.samples[m.samples:])
 	s.samples = s.samples[:m.samples]
-}
-
-func copyPlacement(p *structs.Placement) *structs.Placement {
-	c := *p
-	c.Nodes = make([]*structs.NodeTasks, len(p.Nodes))
-	for i, nt := range p.Nodes {
-		n := *nt
-		c.Nodes[i] = &n
-	}
-	return &c
-}
-
-func copyNode(n *structs.Node) *structs.Node {
-	c := *n
-	c.Attributes = maps.Clone(n.Attributes)
-	c.Meta = maps.Clone(n.Meta)
-	if n.Devices != nil {
-		c.Devices = make([]*structs.NodeDeviceResource, len(n.Devices))
-		for i, d := range n.Devices {
-			dc := *d
-			dc.Instances = make([]*structs.NodeDevice, len(d.Instances))
-			for k, inst := range d.Instances {
-				ic := *inst
-				dc.Instances[k] = &ic
-			}
-			if d.Attributes != nil {
-				dc.Attributes = make(map[string]*structs.Attribute, len(d.Attributes))
-				for k, a := range d.Attributes {
-					dc.Attributes[k] = copyAttribute(a)
-				}
-			}
-			c.Devices[i] = &dc
-		}
-	}
-	return &c
-}
-
-func copyAttribute(a *structs.Attribute) *structs.Attribute {
-	if a == nil {
-		return nil
-	}
-	c := *a
-	c.Int, c.Float, c.String, c.Bool = copyPtr(a.Int), copyPtr(a.Float), copyPtr(a.String), copyPtr(a.Bool)
-	return &c
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	c := *p
-	return &c
 }
