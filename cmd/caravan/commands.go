@@ -1,13 +1,17 @@
 package main
 
-import "github.com/hashicorp/cli"
+import (
+	"strings"
+
+	"github.com/hashicorp/cli"
+)
 
 // commands is the registry of CLI commands, keyed by their words.
 func commands(m Meta) map[string]cli.CommandFactory {
 	return map[string]cli.CommandFactory{
 		"version":      func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 		"agent":        func() (cli.Command, error) { return &AgentCommand{Meta: m}, nil },
-		"job":          func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
+		"job":          jobCommand.factory(),
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 		"job inspect":  func() (cli.Command, error) { return &JobInspectCommand{Meta: m}, nil },
 		"sim":          func() (cli.Command, error) { return &SimCommand{Meta: m}, nil },
@@ -19,19 +23,38 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"job plan":                      func() (cli.Command, error) { return &JobPlanCommand{Meta: m}, nil },
 		"job history":                   func() (cli.Command, error) { return &JobHistoryCommand{Meta: m}, nil },
 		"events":                        func() (cli.Command, error) { return &EventsCommand{Meta: m}, nil },
-		"server":                        func() (cli.Command, error) { return &ServerCommand{Meta: m}, nil },
+		"server":                        serverCommand.factory(),
 		"server members":                func() (cli.Command, error) { return &ServerMembersCommand{Meta: m}, nil },
-		"node":                          func() (cli.Command, error) { return &NodeCommand{Meta: m}, nil },
+		"node":                          nodeCommand.factory(),
 		"node status":                   func() (cli.Command, error) { return &NodeStatusCommand{Meta: m}, nil },
-		"operator":                      func() (cli.Command, error) { return &OperatorCommand{Meta: m}, nil },
-		"operator raft":                 func() (cli.Command, error) { return &OperatorRaftCommand{Meta: m}, nil },
+		"operator":                      operatorCommand.factory(),
+		"operator raft":                 operatorRaftCommand.factory(),
 		"operator raft list-peers":      func() (cli.Command, error) { return &OperatorRaftListPeersCommand{Meta: m}, nil },
 		"operator raft remove-peer":     func() (cli.Command, error) { return &OperatorRaftRemovePeerCommand{Meta: m}, nil },
-		"operator snapshot":             func() (cli.Command, error) { return &OperatorSnapshotCommand{Meta: m}, nil },
+		"operator snapshot":             operatorSnapshotCommand.factory(),
 		"operator snapshot save":        func() (cli.Command, error) { return &OperatorSnapshotSaveCommand{Meta: m}, nil },
 		"operator snapshot restore":     func() (cli.Command, error) { return &OperatorSnapshotRestoreCommand{Meta: m}, nil },
-		"operator scheduler":            func() (cli.Command, error) { return &OperatorSchedulerCommand{Meta: m}, nil },
+		"operator scheduler":            operatorSchedulerCommand.factory(),
 		"operator scheduler get-config": func() (cli.Command, error) { return &OperatorSchedulerGetConfigCommand{Meta: m}, nil },
 		"operator scheduler set-config": func() (cli.Command, error) { return &OperatorSchedulerSetConfigCommand{Meta: m}, nil },
 	}
+}
+
+// parentCommand is a command that only groups subcommands, such as
+// "operator raft": alone it prints its help (the CLI then exits 1).
+type parentCommand struct {
+	synopsis string
+	// help is the usage text; surrounding white space is trimmed.
+	help string
+}
+
+func (c *parentCommand) Synopsis() string { return c.synopsis }
+
+func (c *parentCommand) Help() string { return strings.TrimSpace(c.help) }
+
+func (c *parentCommand) Run(args []string) int { return cli.RunResultHelp }
+
+// factory returns a factory of the command for the registry.
+func (c parentCommand) factory() cli.CommandFactory {
+	return func() (cli.Command, error) { return &c, nil }
 }

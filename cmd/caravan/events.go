@@ -49,17 +49,16 @@ func (c *EventsCommand) Run(args []string) int {
 	flags.BoolVar(&follow, "follow", false, "")
 	flags.BoolVar(&asJSON, "json", false, "")
 	flags.DurationVar(&timeout, "timeout", 0, "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
+	want := arguments{usage: "This command takes no arguments, and -until-done needs -follow"}
+	if !c.parseArgs(flags, args, c.Help(), want) {
 		return 1
 	}
-	if flags.NArg() > 0 || until != "" && !follow {
-		c.Ui.Error("This command takes no arguments, and -until-done needs -follow\n\n" + c.Help())
+	if until != "" && !follow {
+		c.usageError(want.usage, c.Help())
 		return 1
 	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.client()
+	if !ok {
 		return 1
 	}
 	ctx := context.Background()

@@ -1,20 +1,9 @@
 package main
 
-import (
-	"strings"
-
-	"github.com/hashicorp/cli"
-)
-
-// JobCommand is the parent of the job subcommands; alone it prints help.
-type JobCommand struct {
-	Meta
-}
-
-func (c *JobCommand) Synopsis() string { return "Work with ML jobs" }
-
-func (c *JobCommand) Help() string {
-	return strings.TrimSpace(`
+// jobCommand is the parent of the job subcommands.
+var jobCommand = parentCommand{
+	synopsis: "Work with ML jobs",
+	help: `
 Usage: caravan job <subcommand> [options] [args]
 
   Works with Caravan ML jobs, described in HCL jobspecs.
@@ -27,7 +16,5 @@ Usage: caravan job <subcommand> [options] [args]
 
       $ caravan job inspect -json train.hcl
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
-
-func (c *JobCommand) Run(args []string) int { return cli.RunResultHelp }

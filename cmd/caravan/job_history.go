@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // JobHistoryCommand lists the placements a job has had.
@@ -24,12 +25,8 @@ Usage: caravan job history [options] <job>
   workers on which nodes, and why.
 
 History Options:
-
-  -namespace=<ns>
-    The namespace of <job>. Default: default.
-
-  -json
-    Prints the history as JSON.
+` + namespaceOption + `
+` + jsonOption("the history") + `
 ` + generalOptions)
 }
 
@@ -39,31 +36,23 @@ func (c *JobHistoryCommand) Run(args []string) int {
 	flags := c.FlagSet("job history")
 	flags.BoolVar(&asJSON, "json", false, "")
 	flags.StringVar(&namespace, "namespace", "", "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>\n\n" + c.Help())
+	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<job>"))
+	if !ok {
 		return 1
 	}
 	id := flags.Arg(0)
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
 	hist, _, err := client.Jobs().History(id, &api.QueryOptions{Namespace: namespace})
 	if err != nil {
 		c.apiError(fmt.Sprintf("reading the history of job %q", id), err)
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(hist)
-	}
+	return c.output(asJSON, hist, func() string { return formatHistory(id, hist) })
+}
+
+// formatHistory tabulates the placements of job id, one row each.
+func formatHistory(id string, hist []*structs.JobPlacement) string {
 	if len(hist) == 0 {
-		c.Ui.Output(fmt.Sprintf("Job %q has not been placed yet", id))
-		return 0
+		return fmt.Sprintf("Job %q has not been placed yet", id)
 	}
 	rows := [][]string{{"Time", "Plan Index", "Algorithm", "PS", "Workers", "Nodes", "Reason"}}
 	for _, h := range hist {
@@ -75,13 +64,8 @@ func (c *JobHistoryCommand) Run(args []string) int {
 		for _, n := range p.Nodes {
 			nodes = append(nodes, n.NodeID)
 		}
-		nodeList := strings.Join(nodes, ",")
-		if nodeList == "" {
-			nodeList = "-"
-		}
 		rows = append(rows, []string{formatTime(h.Time), strconv.FormatUint(h.PlanIndex, 10), h.Algorithm,
-			strconv.Itoa(p.NumPS), strconv.Itoa(p.NumWorkers), nodeList, p.Reason})
+			strconv.Itoa(p.NumPS), strconv.Itoa(p.NumWorkers), orDash(strings.Join(nodes, ",")), p.Reason})
 	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return formatList(rows)
 }

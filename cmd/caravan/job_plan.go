@@ -27,9 +27,7 @@ Usage: caravan job plan [options] <path>
   on any error.
 
 Plan Options:
-
-  -json
-    Prints the plan answer as JSON.
+` + jsonOption("the plan answer") + `
 ` + jobspecOptions + `
 ` + generalOptions)
 }
@@ -42,9 +40,8 @@ func (c *JobPlanCommand) Run(args []string) int {
 	if job == nil {
 		return 1
 	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.client()
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
@@ -54,11 +51,15 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.apiError(fmt.Sprintf("planning job %q", job.ID), err)
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(resp)
-	}
+	path := args[len(args)-1]
+	return c.output(asJSON, resp, func() string { return formatPlan(job.ID, path, resp) })
+}
+
+// formatPlan describes the placement job id would get, and how to submit
+// the jobspec at path.
+func formatPlan(id, path string, resp *api.PlanResponse) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "+ Job: %q\n", job.ID)
+	fmt.Fprintf(&b, "+ Job: %q\n", id)
 	if p := resp.Placement; p == nil || p.Paused() {
 		b.WriteString("  The job would not be placed now.")
 		if p != nil && p.Reason != "" {
@@ -71,7 +72,6 @@ func (c *JobPlanCommand) Run(args []string) int {
 	if resp.Plan != nil {
 		fmt.Fprintf(&b, "\n\nScheduler dry run by %s: %d jobs in the plan.", resp.Plan.Algorithm, len(resp.Plan.Placements))
 	}
-	b.WriteString("\n\nTo submit the job, run:\n  caravan job run " + args[len(args)-1])
-	c.Ui.Output(b.String())
-	return 0
+	b.WriteString("\n\nTo submit the job, run:\n  caravan job run " + path)
+	return b.String()
 }

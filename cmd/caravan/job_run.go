@@ -6,33 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
 )
-
-// client returns an API client for the agent the global flags name.
-func (m *Meta) client() (*api.Client, error) {
-	c, err := api.NewClient(&api.Config{Address: m.address, Token: m.token})
-	if err != nil {
-		return nil, fmt.Errorf("create API client: %w", err)
-	}
-	return c, nil
-}
-
-// apiError prints "Error <what>: <err>", adding a hint when the request did
-// not get an answer at all (as opposed to an error answer or a timeout).
-func (m *Meta) apiError(what string, err error) {
-	msg := "Error " + what + ": " + err.Error()
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) && !urlErr.Timeout() && !errors.Is(err, context.DeadlineExceeded) {
-		msg += "\n\nIs a Caravan agent running at " + m.address + "? Set -address or CARAVAN_ADDR to reach another."
-	}
-	m.Ui.Error(msg)
-}
 
 // defaultRunTimeout bounds how long job run follows a job to its placement.
 const defaultRunTimeout = 5 * time.Minute
@@ -71,9 +50,7 @@ Run Options:
 
   -timeout=<duration>
     How long to wait for a placement. Default: 5m.
-
-  -json
-    Prints the registration (and the placement, unless -detach) as JSON.
+` + jsonOption("the registration (and the placement, unless -detach)") + `
 ` + jobspecOptions + `
 ` + generalOptions)
 }
@@ -90,9 +67,8 @@ func (c *JobRunCommand) Run(args []string) int {
 	if job == nil {
 		return 1
 	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.client()
+	if !ok {
 		return 1
 	}
 
@@ -100,6 +76,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	defer cancel()
 	req := &api.JobRegisterRequest{Job: job}
 	var resp *api.JobRegisterResponse
+	var err error
 	if update {
 		resp, err = client.Jobs().Update(ctx, job.ID, req)
 	} else {
@@ -118,11 +95,9 @@ func (c *JobRunCommand) Run(args []string) int {
 		return 1
 	}
 	if detach {
-		if asJSON {
-			return c.outputJSON(resp)
-		}
-		c.Ui.Output(fmt.Sprintf("Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index))
-		return 0
+		return c.output(asJSON, resp, func() string {
+			return fmt.Sprintf("Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index)
+		})
 	}
 	if !asJSON {
 		c.Ui.Output(fmt.Sprintf("==> Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index))

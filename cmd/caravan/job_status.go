@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
@@ -29,15 +27,11 @@ Usage: caravan job status [options] [<job>]
   its loss curve, its speed, and the predicted steps and time to convergence.
 
 Status Options:
-
-  -namespace=<ns>
-    The namespace of <job>. Default: default.
+` + namespaceOption + `
 
   -verbose
     Also shows the job's recent events and the models' coefficients in full.
-
-  -json
-    Prints the job list, or the job's summary, as JSON.
+` + jsonOption("the job list, or the job's summary,") + `
 ` + generalOptions)
 }
 
@@ -48,17 +42,8 @@ func (c *JobStatusCommand) Run(args []string) int {
 	flags.BoolVar(&asJSON, "json", false, "")
 	flags.BoolVar(&verbose, "verbose", false, "")
 	flags.StringVar(&namespace, "namespace", "", "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() > 1 {
-		c.Ui.Error("This command takes at most one argument: <job>\n\n" + c.Help())
-		return 1
-	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.agentCommand(flags, args, c.Help(), optionalArgument("<job>"))
+	if !ok {
 		return 1
 	}
 	if flags.NArg() == 0 {
@@ -73,19 +58,7 @@ func (c *JobStatusCommand) list(client *api.Client, namespace string, asJSON boo
 		c.apiError("listing jobs", err)
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(jobs)
-	}
-	if len(jobs) == 0 {
-		c.Ui.Output("No jobs")
-		return 0
-	}
-	rows := [][]string{{"ID", "Namespace", "Status", "Version", "Submit Date"}}
-	for _, j := range jobs {
-		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10), formatTime(j.SubmitTime)})
-	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return c.output(asJSON, jobs, func() string { return formatJobs(jobs) })
 }
 
 func (c *JobStatusCommand) show(client *api.Client, id, namespace string, asJSON, verbose bool) int {
@@ -94,30 +67,43 @@ func (c *JobStatusCommand) show(client *api.Client, id, namespace string, asJSON
 		c.apiError(fmt.Sprintf("reading job %q", id), err)
 		return 1
 	}
+	if !verbose {
+		return c.output(asJSON, sum, func() string { return formatJobSummary(sum, nil, false) })
+	}
+	// Events are filtered by job ID only, so drop other namespaces'.
+	all, _, err := client.Events(0, id, nil)
+	if err != nil {
+		c.apiError(fmt.Sprintf("reading the events of job %q", id), err)
+		return 1
+	}
 	var events []*structs.Event
-	if verbose {
-		// Events are filtered by job ID only, so drop other namespaces'.
-		all, _, err := client.Events(0, id, nil)
-		if err != nil {
-			c.apiError(fmt.Sprintf("reading the events of job %q", id), err)
-			return 1
-		}
-		for _, e := range all {
-			if e.Namespace == "" || e.Namespace == sum.Job.Namespace {
-				events = append(events, e)
-			}
+	for _, e := range all {
+		if e.Namespace == "" || e.Namespace == sum.Job.Namespace {
+			events = append(events, e)
 		}
 	}
-	if asJSON {
-		if verbose {
-			return c.outputJSON(struct {
-				*api.JobSummary
-				Events []*structs.Event
-			}{sum, events})
-		}
-		return c.outputJSON(sum)
-	}
+	withEvents := struct {
+		*api.JobSummary
+		Events []*structs.Event
+	}{sum, events}
+	return c.output(asJSON, withEvents, func() string { return formatJobSummary(sum, events, true) })
+}
 
+// formatJobs tabulates the job list.
+func formatJobs(jobs []*structs.Job) string {
+	if len(jobs) == 0 {
+		return "No jobs"
+	}
+	rows := [][]string{{"ID", "Namespace", "Status", "Version", "Submit Date"}}
+	for _, j := range jobs {
+		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10), formatTime(j.SubmitTime)})
+	}
+	return formatList(rows)
+}
+
+// formatJobSummary describes one job: its fields, placement and model, and
+// with verbose its recent events and the models' coefficients in full.
+func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool) string {
 	job := sum.Job
 	kv := [][2]string{
 		{"ID", job.ID},
@@ -172,8 +158,7 @@ func (c *JobStatusCommand) show(client *api.Client, id, namespace string, asJSON
 		b.WriteString("\n\nRecent Events\n")
 		b.WriteString(formatEvents(events, 10))
 	}
-	c.Ui.Output(b.String())
-	return 0
+	return b.String()
 }
 
 // formatModel describes a job's fitted models; verbose prints the
@@ -270,52 +255,4 @@ func formatPlacementNodes(p *structs.Placement) string {
 		}
 	}
 	return formatList(rows)
-}
-
-// outputJSON prints v as indented JSON and returns the exit code.
-func (m *Meta) outputJSON(v any) int {
-	out, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		m.Ui.Error("Error encoding JSON: " + err.Error())
-		return 1
-	}
-	m.Ui.Output(string(out))
-	return 0
-}
-
-// formatList aligns rows into columns; the first row is the header.
-func formatList(rows [][]string) string {
-	var b strings.Builder
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintln(w, strings.Join(r, "\t"))
-	}
-	w.Flush()
-	return strings.TrimRight(b.String(), "\n")
-}
-
-// formatKV aligns "key = value" lines, as Nomad prints a single object.
-func formatKV(pairs [][2]string) string {
-	width := 0
-	for _, p := range pairs {
-		width = max(width, len([]rune(p[0])))
-	}
-	lines := make([]string, len(pairs))
-	for i, p := range pairs {
-		lines[i] = p[0] + strings.Repeat(" ", width-len([]rune(p[0]))) + " = " + p[1]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// formatTime renders Unix nanoseconds in RFC 3339, local time; zero is "-".
-func formatTime(ns int64) string {
-	if ns == 0 {
-		return "-"
-	}
-	return time.Unix(0, ns).Local().Format(time.RFC3339)
-}
-
-// indent indents every line of s by four spaces.
-func indent(s string) string {
-	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }

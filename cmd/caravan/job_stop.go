@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 )
-
-// requestTimeout bounds a single write to the agent.
-const requestTimeout = time.Minute
 
 // JobStopCommand stops a job, and with -purge deletes it.
 type JobStopCommand struct {
@@ -29,9 +25,7 @@ Stop Options:
 
   -purge
     Also deletes the job, its versions and its history.
-
-  -namespace=<ns>
-    The namespace of <job>. Default: default.
+` + namespaceOption + `
 ` + generalOptions)
 }
 
@@ -41,20 +35,11 @@ func (c *JobStopCommand) Run(args []string) int {
 	flags := c.FlagSet("job stop")
 	flags.BoolVar(&purge, "purge", false, "")
 	flags.StringVar(&namespace, "namespace", "", "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <job>\n\n" + c.Help())
+	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<job>"))
+	if !ok {
 		return 1
 	}
 	id := flags.Arg(0)
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	if err := client.Jobs().Stop(ctx, namespace, id, purge); err != nil {

@@ -54,6 +54,45 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	return f
 }
 
+// arguments is how many positional arguments a command takes, and the usage
+// error that tells the user so.
+type arguments struct {
+	min, max int
+	usage    string
+}
+
+// noArguments is what a command that takes only flags accepts.
+var noArguments = arguments{0, 0, "This command takes no arguments"}
+
+// oneArgument is exactly one argument, such as "<job>".
+func oneArgument(name string) arguments {
+	return arguments{1, 1, "This command takes one argument: " + name}
+}
+
+// optionalArgument is at most one argument, such as "<job>".
+func optionalArgument(name string) arguments {
+	return arguments{0, 1, "This command takes at most one argument: " + name}
+}
+
+// parseArgs parses args with flags and checks the number of arguments left.
+// On an error it prints it followed by help, and returns false.
+func (m *Meta) parseArgs(flags *flag.FlagSet, args []string, help string, want arguments) bool {
+	if err := flags.Parse(args); err != nil {
+		m.usageError(err.Error(), help)
+		return false
+	}
+	if n := flags.NArg(); n < want.min || n > want.max {
+		m.usageError(want.usage, help)
+		return false
+	}
+	return true
+}
+
+// usageError prints msg followed by the command's help.
+func (m *Meta) usageError(msg, help string) {
+	m.Ui.Error(msg + "\n\n" + help)
+}
+
 // color reports whether diagnostics may use terminal colors.
 func (m *Meta) color() bool {
 	return !m.noColor && os.Getenv("NO_COLOR") == "" && isatty.IsTerminal(os.Stderr.Fd())
@@ -117,12 +156,7 @@ func (m *Meta) jobspecCommand(name string, args []string, help string, extra fun
 	if extra != nil {
 		extra(flags)
 	}
-	if err := flags.Parse(args); err != nil {
-		m.Ui.Error(err.Error() + "\n\n" + help)
-		return nil
-	}
-	if flags.NArg() != 1 {
-		m.Ui.Error("This command takes one argument: <path>\n\n" + help)
+	if !m.parseArgs(flags, args, help, oneArgument("<path>")) {
 		return nil
 	}
 	return m.parseJobspec(flags.Arg(0), &jf)

@@ -6,18 +6,12 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/structs"
-	"github.com/hashicorp/cli"
 )
 
-// NodeCommand is the parent of the node subcommands; alone it prints help.
-type NodeCommand struct {
-	Meta
-}
-
-func (c *NodeCommand) Synopsis() string { return "Work with the cluster's client nodes" }
-
-func (c *NodeCommand) Help() string {
-	return strings.TrimSpace(`
+// nodeCommand is the parent of the node subcommands.
+var nodeCommand = parentCommand{
+	synopsis: "Work with the cluster's client nodes",
+	help: `
 Usage: caravan node <subcommand> [options] [args]
 
   Works with the client nodes Caravan places tasks on.
@@ -26,10 +20,8 @@ Usage: caravan node <subcommand> [options] [args]
 
       $ caravan node status
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
-
-func (c *NodeCommand) Run(args []string) int { return cli.RunResultHelp }
 
 // NodeStatusCommand lists the cluster's nodes.
 type NodeStatusCommand struct {
@@ -47,9 +39,7 @@ Usage: caravan node status [options]
   GPUs (healthy/total).
 
 Node Status Options:
-
-  -json
-    Prints the nodes as JSON.
+` + jsonOption("the nodes") + `
 ` + generalOptions)
 }
 
@@ -57,17 +47,8 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	var asJSON bool
 	flags := c.FlagSet("node status")
 	flags.BoolVar(&asJSON, "json", false, "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments\n\n" + c.Help())
-		return 1
-	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
+	if !ok {
 		return 1
 	}
 	nodes, _, err := client.Nodes(nil)
@@ -75,20 +56,20 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		c.apiError("listing nodes", err)
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(nodes)
-	}
+	return c.output(asJSON, nodes, func() string { return formatNodes(nodes) })
+}
+
+// formatNodes tabulates the nodes with their resources.
+func formatNodes(nodes []*structs.Node) string {
 	if len(nodes) == 0 {
-		c.Ui.Output("No nodes")
-		return 0
+		return "No nodes"
 	}
 	rows := [][]string{{"ID", "Name", "Datacenter", "Class", "Status", "Eligible", "CPU", "Memory", "GPUs"}}
 	for _, n := range nodes {
 		rows = append(rows, []string{n.ID, n.Name, orDash(n.Datacenter), orDash(n.NodeClass), n.Status,
 			strconv.FormatBool(n.Eligible), strconv.Itoa(n.CPU), strconv.Itoa(n.MemoryMB), gpus(n)})
 	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return formatList(rows)
 }
 
 // gpus is a node's healthy and total GPU instances, "healthy/total".

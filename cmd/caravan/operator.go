@@ -1,21 +1,9 @@
 package main
 
-import (
-	"strings"
-
-	"github.com/hashicorp/cli"
-)
-
-// OperatorCommand is the parent of the operator subcommands; alone it
-// prints help.
-type OperatorCommand struct {
-	Meta
-}
-
-func (c *OperatorCommand) Synopsis() string { return "Provides cluster-level tools for operators" }
-
-func (c *OperatorCommand) Help() string {
-	return strings.TrimSpace(`
+// operatorCommand is the parent of the operator subcommands.
+var operatorCommand = parentCommand{
+	synopsis: "Provides cluster-level tools for operators",
+	help: `
 Usage: caravan operator <subcommand> [options] [args]
 
   Provides cluster-level tools for Caravan operators: the Raft peer set,
@@ -33,20 +21,13 @@ Usage: caravan operator <subcommand> [options] [args]
 
       $ caravan operator scheduler set-config -algorithm drf
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
 
-func (c *OperatorCommand) Run(args []string) int { return cli.RunResultHelp }
-
-// OperatorRaftCommand is the parent of the operator raft subcommands.
-type OperatorRaftCommand struct {
-	Meta
-}
-
-func (c *OperatorRaftCommand) Synopsis() string { return "Provides access to the Raft subsystem" }
-
-func (c *OperatorRaftCommand) Help() string {
-	return strings.TrimSpace(`
+// operatorRaftCommand is the parent of the operator raft subcommands.
+var operatorRaftCommand = parentCommand{
+	synopsis: "Provides access to the Raft subsystem",
+	help: `
 Usage: caravan operator raft <subcommand> [options]
 
   Inspects and changes the servers of the Raft peer set.
@@ -59,23 +40,14 @@ Usage: caravan operator raft <subcommand> [options]
 
       $ caravan operator raft remove-peer -peer-id <id>
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
 
-func (c *OperatorRaftCommand) Run(args []string) int { return cli.RunResultHelp }
-
-// OperatorSnapshotCommand is the parent of the operator snapshot
+// operatorSnapshotCommand is the parent of the operator snapshot
 // subcommands.
-type OperatorSnapshotCommand struct {
-	Meta
-}
-
-func (c *OperatorSnapshotCommand) Synopsis() string {
-	return "Saves and restores snapshots of the state"
-}
-
-func (c *OperatorSnapshotCommand) Help() string {
-	return strings.TrimSpace(`
+var operatorSnapshotCommand = parentCommand{
+	synopsis: "Saves and restores snapshots of the state",
+	help: `
 Usage: caravan operator snapshot <subcommand> [options] <file>
 
   Saves the cluster's replicated state to a file, and restores it.
@@ -88,23 +60,14 @@ Usage: caravan operator snapshot <subcommand> [options] <file>
 
       $ caravan operator snapshot restore backup.snap
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
 
-func (c *OperatorSnapshotCommand) Run(args []string) int { return cli.RunResultHelp }
-
-// OperatorSchedulerCommand is the parent of the operator scheduler
+// operatorSchedulerCommand is the parent of the operator scheduler
 // subcommands.
-type OperatorSchedulerCommand struct {
-	Meta
-}
-
-func (c *OperatorSchedulerCommand) Synopsis() string {
-	return "Provides access to the scheduler configuration"
-}
-
-func (c *OperatorSchedulerCommand) Help() string {
-	return strings.TrimSpace(`
+var operatorSchedulerCommand = parentCommand{
+	synopsis: "Provides access to the scheduler configuration",
+	help: `
 Usage: caravan operator scheduler <subcommand> [options]
 
   Reads and changes the replicated scheduler configuration: which algorithm
@@ -118,7 +81,5 @@ Usage: caravan operator scheduler <subcommand> [options]
 
       $ caravan operator scheduler set-config -algorithm drf
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
-
-func (c *OperatorSchedulerCommand) Run(args []string) int { return cli.RunResultHelp }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/caravan-sched/caravan/api"
 )
 
 // OperatorRaftListPeersCommand lists the Raft peers, as Nomad's does.
@@ -23,9 +25,7 @@ Usage: caravan operator raft list-peers [options]
   the ID of a server to remove with "caravan operator raft remove-peer".
 
 List Peers Options:
-
-  -json
-    Prints the peers as JSON.
+` + jsonOption("the peers") + `
 ` + generalOptions)
 }
 
@@ -33,31 +33,28 @@ func (c *OperatorRaftListPeersCommand) Run(args []string) int {
 	var asJSON bool
 	flags := c.FlagSet("operator raft list-peers")
 	flags.BoolVar(&asJSON, "json", false, "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments\n\n" + c.Help())
-		return 1
-	}
-	conf, ok := c.raftConfiguration()
+	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
 	if !ok {
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(conf)
+	conf, ok := c.raftConfiguration(client)
+	if !ok {
+		return 1
 	}
+	return c.output(asJSON, conf, func() string { return formatPeers(conf.Servers) })
+}
+
+// formatPeers tabulates the Raft peers and their state.
+func formatPeers(servers []*api.RaftServer) string {
 	rows := [][]string{{"Node", "ID", "Address", "State", "Voter"}}
-	for _, s := range conf.Servers {
+	for _, s := range servers {
 		state := "follower"
 		if s.Leader {
 			state = "leader"
 		}
 		rows = append(rows, []string{orDash(s.Name), s.ID, s.Address, state, strconv.FormatBool(s.Voter)})
 	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return formatList(rows)
 }
 
 // OperatorRaftRemovePeerCommand removes a server from the Raft peer set.
@@ -88,17 +85,16 @@ func (c *OperatorRaftRemovePeerCommand) Run(args []string) int {
 	var peerID string
 	flags := c.FlagSet("operator raft remove-peer")
 	flags.StringVar(&peerID, "peer-id", "", "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
+	want := arguments{usage: "This command takes -peer-id and no arguments"}
+	if !c.parseArgs(flags, args, c.Help(), want) {
 		return 1
 	}
-	if flags.NArg() != 0 || peerID == "" {
-		c.Ui.Error("This command takes -peer-id and no arguments\n\n" + c.Help())
+	if peerID == "" {
+		c.usageError(want.usage, c.Help())
 		return 1
 	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.client()
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // OperatorSchedulerGetConfigCommand shows the scheduler configuration.
@@ -28,9 +29,7 @@ Usage: caravan operator scheduler get-config [options]
   places jobs with, its options, and the Raft index of the last change.
 
 Get Config Options:
-
-  -json
-    Prints the configuration as JSON.
+` + jsonOption("the configuration") + `
 ` + generalOptions)
 }
 
@@ -38,17 +37,8 @@ func (c *OperatorSchedulerGetConfigCommand) Run(args []string) int {
 	var asJSON bool
 	flags := c.FlagSet("operator scheduler get-config")
 	flags.BoolVar(&asJSON, "json", false, "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments\n\n" + c.Help())
-		return 1
-	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
+	if !ok {
 		return 1
 	}
 	cfg, _, err := client.Operator().SchedulerConfig(nil)
@@ -56,9 +46,12 @@ func (c *OperatorSchedulerGetConfigCommand) Run(args []string) int {
 		c.apiError("reading the scheduler configuration", err)
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(cfg)
-	}
+	return c.output(asJSON, cfg, func() string { return formatSchedulerConfig(cfg) })
+}
+
+// formatSchedulerConfig describes the scheduler configuration, its options
+// sorted by name.
+func formatSchedulerConfig(cfg *structs.SchedulerConfig) string {
 	kv := [][2]string{
 		{"Algorithm", cfg.Algorithm},
 		{"Modify Index", strconv.FormatUint(cfg.ModifyIndex, 10)},
@@ -71,8 +64,7 @@ func (c *OperatorSchedulerGetConfigCommand) Run(args []string) int {
 		}
 		out += "\n\nOptions\n" + formatKV(opts)
 	}
-	c.Ui.Output(out)
-	return 0
+	return out
 }
 
 // OperatorSchedulerSetConfigCommand changes the scheduler configuration.
@@ -111,16 +103,11 @@ func (c *OperatorSchedulerSetConfigCommand) Run(args []string) int {
 	flags := c.FlagSet("operator scheduler set-config")
 	flags.StringVar(&algorithm, "algorithm", "", "")
 	flags.Var(&options, "option", "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments\n\n" + c.Help())
+	if !c.parseArgs(flags, args, c.Help(), noArguments) {
 		return 1
 	}
 	if algorithm == "" && len(options) == 0 {
-		c.Ui.Error("Give -algorithm, -option or both\n\n" + c.Help())
+		c.usageError("Give -algorithm, -option or both", c.Help())
 		return 1
 	}
 	set := map[string]string{}
@@ -132,9 +119,8 @@ func (c *OperatorSchedulerSetConfigCommand) Run(args []string) int {
 		}
 		set[k] = v
 	}
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.client()
+	if !ok {
 		return 1
 	}
 	cur, _, err := client.Operator().SchedulerConfig(nil)

@@ -33,20 +33,11 @@ Usage: caravan operator snapshot save [options] <file>
 
 func (c *OperatorSnapshotSaveCommand) Run(args []string) int {
 	flags := c.FlagSet("operator snapshot save")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <file>\n\n" + c.Help())
+	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<file>"))
+	if !ok {
 		return 1
 	}
 	path := flags.Arg(0)
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error creating snapshot file: %v", err))
@@ -95,12 +86,7 @@ Usage: caravan operator snapshot restore [options] <file>
 
 func (c *OperatorSnapshotRestoreCommand) Run(args []string) int {
 	flags := c.FlagSet("operator snapshot restore")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 1 {
-		c.Ui.Error("This command takes one argument: <file>\n\n" + c.Help())
+	if !c.parseArgs(flags, args, c.Help(), oneArgument("<file>")) {
 		return 1
 	}
 	f, err := os.Open(flags.Arg(0))
@@ -109,9 +95,8 @@ func (c *OperatorSnapshotRestoreCommand) Run(args []string) int {
 		return 1
 	}
 	defer f.Close()
-	client, err := c.client()
-	if err != nil {
-		c.Ui.Error(err.Error())
+	client, ok := c.client()
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), snapshotTimeout)

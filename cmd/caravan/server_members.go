@@ -6,19 +6,12 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/hashicorp/cli"
 )
 
-// ServerCommand is the parent of the server subcommands; alone it prints
-// help.
-type ServerCommand struct {
-	Meta
-}
-
-func (c *ServerCommand) Synopsis() string { return "Work with Caravan servers" }
-
-func (c *ServerCommand) Help() string {
-	return strings.TrimSpace(`
+// serverCommand is the parent of the server subcommands.
+var serverCommand = parentCommand{
+	synopsis: "Work with Caravan servers",
+	help: `
 Usage: caravan server <subcommand> [options] [args]
 
   Works with the Caravan servers of the cluster.
@@ -27,10 +20,8 @@ Usage: caravan server <subcommand> [options] [args]
 
       $ caravan server members
 
-  Please see the individual subcommand help for detailed usage information.`)
+  Please see the individual subcommand help for detailed usage information.`,
 }
-
-func (c *ServerCommand) Run(args []string) int { return cli.RunResultHelp }
 
 // ServerMembersCommand lists the servers of the Raft configuration.
 type ServerMembersCommand struct {
@@ -47,9 +38,7 @@ Usage: caravan server members [options]
   Raft and HTTP addresses, which one is the leader and which ones vote.
 
 Members Options:
-
-  -json
-    Prints the servers as JSON.
+` + jsonOption("the servers") + `
 ` + generalOptions)
 }
 
@@ -57,36 +46,28 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	var asJSON bool
 	flags := c.FlagSet("server members")
 	flags.BoolVar(&asJSON, "json", false, "")
-	if err := flags.Parse(args); err != nil {
-		c.Ui.Error(err.Error() + "\n\n" + c.Help())
-		return 1
-	}
-	if flags.NArg() != 0 {
-		c.Ui.Error("This command takes no arguments\n\n" + c.Help())
-		return 1
-	}
-	conf, ok := c.raftConfiguration()
+	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
 	if !ok {
 		return 1
 	}
-	if asJSON {
-		return c.outputJSON(conf.Servers)
+	conf, ok := c.raftConfiguration(client)
+	if !ok {
+		return 1
 	}
+	return c.output(asJSON, conf.Servers, func() string { return formatMembers(conf.Servers) })
+}
+
+// formatMembers tabulates the servers of the Raft configuration.
+func formatMembers(servers []*api.RaftServer) string {
 	rows := [][]string{{"Name", "ID", "Raft Address", "HTTP Address", "Leader", "Voter"}}
-	for _, s := range conf.Servers {
+	for _, s := range servers {
 		rows = append(rows, []string{orDash(s.Name), s.ID, s.Address, orDash(s.HTTPAddr), strconv.FormatBool(s.Leader), strconv.FormatBool(s.Voter)})
 	}
-	c.Ui.Output(formatList(rows))
-	return 0
+	return formatList(rows)
 }
 
 // raftConfiguration reads the Raft configuration, printing any error.
-func (m *Meta) raftConfiguration() (*api.RaftConfiguration, bool) {
-	client, err := m.client()
-	if err != nil {
-		m.Ui.Error(err.Error())
-		return nil, false
-	}
+func (m *Meta) raftConfiguration(client *api.Client) (*api.RaftConfiguration, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	conf, err := client.Operator().RaftConfiguration(ctx)
@@ -95,12 +76,4 @@ func (m *Meta) raftConfiguration() (*api.RaftConfiguration, bool) {
 		return nil, false
 	}
 	return conf, true
-}
-
-// orDash returns s, or "-" when it is empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
