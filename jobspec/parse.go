@@ -98,7 +98,7 @@ func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
 	diags = append(diags, dec.diags...)
 	job.Canonicalize()
 	diags = append(diags, dec.validation(job.Validate())...)
-	sortDiagnostics(diags)
+	SortDiagnostics(diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -108,9 +108,9 @@ func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
 // Parse parses one jobspec with a new Parser; see Parser.Parse.
 func Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) { return NewParser().Parse(cfg) }
 
-// sortDiagnostics orders diagnostics by file and position, those without a
+// SortDiagnostics orders diagnostics by file and position, those without a
 // position (such as a bad -var) first, so they read top to bottom.
-func sortDiagnostics(diags hcl.Diagnostics) {
+func SortDiagnostics(diags hcl.Diagnostics) {
 	sort.SliceStable(diags, func(i, j int) bool {
 		a, b := diags[i].Subject, diags[j].Subject
 		switch {

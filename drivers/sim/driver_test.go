@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
@@ -119,23 +120,6 @@ func statusOf(t *testing.T, d *Driver) map[string]*structs.JobReport {
 		out[r.JobID] = r
 	}
 	return out
-}
-
-// waitFor polls check until it returns nil and fails the test with its last
-// error if that takes longer than timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestDriver_TrainsAndCompletes(t *testing.T) {
@@ -389,7 +373,7 @@ func TestDriver_RealTime(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 20*time.Second, "job a to complete", func() error {
+	agent.WaitFor(t, 20*time.Second, "job a to complete", func() error {
 		if st := statusOf(t, d)["a"]; st.Status != structs.JobStatusComplete {
 			return fmt.Errorf("a is %s at step %d", st.Status, st.Step)
 		}
@@ -405,7 +389,7 @@ func TestDriver_RealTime(t *testing.T) {
 	}
 	must.Eq(t, frozen, d.Now(), must.Sprint("the clock stands still after Stop"))
 	d.Start()
-	waitFor(t, 10*time.Second, "the clock to run again", func() error {
+	agent.WaitFor(t, 10*time.Second, "the clock to run again", func() error {
 		if !d.Now().After(frozen) {
 			return errors.New("the clock stands still")
 		}

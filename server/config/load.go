@@ -5,13 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -67,7 +67,7 @@ func (l *Loader) LoadFile(path string) (*Config, hcl.Diagnostics) {
 			})
 		}
 	}
-	sortDiagnostics(diags)
+	jobspec.SortDiagnostics(diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -265,21 +265,6 @@ func (s *sites) parseDurations(c *Config) hcl.Diagnostics {
 		*d.d = v
 	}
 	return diags
-}
-
-// sortDiagnostics orders diagnostics by file and position, those without a
-// position first, so that they read top to bottom.
-func sortDiagnostics(diags hcl.Diagnostics) {
-	sort.SliceStable(diags, func(i, j int) bool {
-		a, b := diags[i].Subject, diags[j].Subject
-		switch {
-		case a == nil || b == nil:
-			return a == nil && b != nil
-		case a.Filename != b.Filename:
-			return a.Filename < b.Filename
-		}
-		return a.Start.Byte < b.Start.Byte
-	})
 }
 
 func upperFirst(s string) string {
