@@ -40,6 +40,20 @@ func badRequest(format string, args ...any) error {
 	return &CodedError{Code: http.StatusBadRequest, Err: fmt.Errorf(format, args...)}
 }
 
+// notFound returns a 404 error.
+func notFound(format string, args ...any) error {
+	return &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf(format, args...)}
+}
+
+// orEmpty returns s, or an empty slice for nil, so that lists encode as []
+// rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // endpoint handles one route. It returns the value to encode as JSON (nil
 // for no body) or an error.
 type endpoint func(w http.ResponseWriter, r *http.Request) (any, error)

@@ -55,10 +55,7 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	ns := r.URL.Query().Get("namespace")
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		jobs, err := state.Jobs(txn, ws, ns)
-		if jobs == nil {
-			jobs = []*structs.Job{}
-		}
-		return jobs, err
+		return orEmpty(jobs), err
 	}, state.TableJobs))
 }
 
@@ -202,10 +199,7 @@ func (s *Server) jobHistory(w http.ResponseWriter, r *http.Request) (any, error)
 			return nil, err
 		}
 		hist, err := state.Placements(txn, ws, namespace(r), r.PathValue("id"))
-		if hist == nil {
-			hist = []*structs.JobPlacement{}
-		}
-		return hist, err
+		return orEmpty(hist), err
 	}, state.TablePlacements, state.TableJobs))
 }
 
@@ -256,10 +250,7 @@ func (s *Server) jobStop(w http.ResponseWriter, r *http.Request) (any, error) {
 func (s *Server) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		nodes, err := state.Nodes(txn, ws)
-		if nodes == nil {
-			nodes = []*structs.Node{}
-		}
-		return nodes, err
+		return orEmpty(nodes), err
 	}, state.TableNodes))
 }
 
@@ -267,7 +258,7 @@ func (s *Server) planLatest(w http.ResponseWriter, r *http.Request) (any, error)
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		plan, err := state.LatestPlan(txn, ws)
 		if err == nil && plan == nil {
-			return nil, &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf("no plan has been committed yet")}
+			return nil, notFound("no plan has been committed yet")
 		}
 		return plan, err
 	}, state.TablePlans))
@@ -308,7 +299,7 @@ func (s *Server) schedulerConfigGet(w http.ResponseWriter, r *http.Request) (any
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		cfg, err := state.SchedulerConfig(txn, ws)
 		if err == nil && cfg == nil {
-			return nil, &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf("no scheduler configuration yet: the cluster has not elected its first leader")}
+			return nil, notFound("no scheduler configuration yet: the cluster has not elected its first leader")
 		}
 		return cfg, err
 	}, state.TableConfig))
@@ -397,7 +388,7 @@ func (s *Server) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, er
 		return nil, err
 	}
 	if !slices.ContainsFunc(conf.Servers, func(sv *api.RaftServer) bool { return sv.ID == id }) {
-		return nil, &CodedError{Code: http.StatusNotFound, Err: fmt.Errorf("no server %q in the raft configuration", id)}
+		return nil, notFound("no server %q in the raft configuration", id)
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()
