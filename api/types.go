@@ -22,6 +22,19 @@ type JobRegisterResponse struct {
 	Index   uint64
 }
 
+// ReportRequest is POST /v1/report: samples trainers report (the schema
+// of DESIGN.md §3).
+type ReportRequest struct {
+	Samples []structs.Sample `json:"samples"`
+}
+
+// ReportResponse says how many samples were committed (samples of jobs
+// that are not active are dropped) and at which index.
+type ReportResponse struct {
+	Accepted int
+	Index    uint64
+}
+
 // JobSummary is GET /v1/job/<id>/summary: the job, its current placement,
 // what its models predict and how many samples it reported.
 type JobSummary struct {

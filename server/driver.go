@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"time"
 
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -38,4 +41,29 @@ type MetricsSource interface {
 // jobs. The leader uses it when the driver has it.
 type Profiler interface {
 	Profile(ctx context.Context, namespace, jobID string, configs [][2]int) error
+}
+
+// hosted is implemented by drivers that need the server as a
+// structs.DriverHost.
+type hosted interface {
+	SetHost(structs.DriverHost)
+}
+
+// LastSample returns the newest committed sample of a job; it makes the
+// Server a structs.DriverHost.
+func (s *Server) LastSample(namespace, jobID string) (structs.Sample, bool) {
+	js, err := state.Samples(s.State().Txn(), nil, namespace, jobID)
+	if err != nil || js == nil || len(js.Samples) == 0 {
+		return structs.Sample{}, false
+	}
+	return js.Samples[len(js.Samples)-1], true
+}
+
+// Event commits an event stamped now unless it has a time.
+func (s *Server) Event(ctx context.Context, ev *structs.Event) error {
+	if ev.Time == 0 {
+		ev.Time = time.Now().UnixNano()
+	}
+	_, _, err := s.apply(ctx, fsm.EventAppendType, &fsm.EventAppendRequest{Event: ev})
+	return err
 }

@@ -28,6 +28,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
 	mux.HandleFunc("GET /v1/job/{id}/history", s.read(s.jobHistory))
 	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(s.jobSummary))
+	mux.HandleFunc("POST /v1/report", s.write(s.report))
 	mux.HandleFunc("GET /v1/nodes", s.read(s.nodeList))
 	mux.HandleFunc("GET /v1/plan", s.read(s.planLatest))
 	mux.HandleFunc("GET /v1/events", s.read(s.eventList))
@@ -141,6 +142,48 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 		}
 		return &api.JobRegisterResponse{JobID: job.ID, Version: stored.Version, Index: index}, nil
 	}
+}
+
+// report commits samples trainers report. The whole request is checked
+// before anything is committed; samples the trainer did not time are
+// stamped now. The leader feeds them to the models at its next poll.
+func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req api.ReportRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Samples) == 0 {
+		return nil, badRequest("request has no samples")
+	}
+	var errs []error
+	now := time.Now().UnixNano()
+	for i := range req.Samples {
+		smp := &req.Samples[i]
+		if err := smp.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("samples[%d]: %w", i, err))
+		}
+		if smp.Namespace == "" {
+			smp.Namespace = structs.DefaultNamespace
+		}
+		if smp.Time == 0 {
+			smp.Time = now
+		}
+	}
+	if len(errs) > 0 {
+		return nil, badRequest("invalid report: %v", errors.Join(errs...))
+	}
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	resp := &api.ReportResponse{}
+	for batch := range slices.Chunk(req.Samples, maxSampleBatch) {
+		out, index, err := s.apply(ctx, fsm.SampleBatchType, &fsm.SampleBatchRequest{Samples: batch})
+		if err != nil {
+			return nil, err
+		}
+		resp.Accepted += out.(fsm.SampleBatchResponse).Kept
+		resp.Index = index
+	}
+	return resp, nil
 }
 
 // jobPlan answers a dry run. Only the leader has the models to answer it.

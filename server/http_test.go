@@ -81,6 +81,9 @@ func TestAPI_BadInputs(t *testing.T) {
 		{"bad snapshot", "PUT", "/v1/operator/snapshot", "garbage\n", 400, "not a Caravan snapshot"},
 		{"unknown route", "GET", "/v1/nope", "", 404, "no endpoint"},
 		{"remove unknown peer", "DELETE", "/v1/operator/raft/peer?id=nope", "", 404, "no server"},
+		{"empty report", "POST", "/v1/report", `{"samples": []}`, 400, "no samples"},
+		{"report with a bad sample", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 2, "loss": -1}]}`, 400, "samples[1]: loss"},
+		{"report of a checkpoint ahead", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 2, "checkpoint_step": 5}]}`, 400, "checkpoint_step"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +98,42 @@ func TestAPI_BadInputs(t *testing.T) {
 		})
 	}
 	must.Eq(t, before, dump(t, s.State(), stable...), must.Sprint("no bad request changed the state"))
+	smps, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "dup")
+	must.NoError(t, err)
+	for _, smp := range smps.Samples {
+		must.NotEq(t, 3, smp.Step, must.Sprint("no sample of a rejected report was committed"))
+	}
+}
+
+// TestReport_Commits reports samples as a trainer does: they are committed
+// and stamped; samples of unknown jobs are dropped.
+func TestReport_Commits(t *testing.T) {
+	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
+	c := client(t, leader)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "rep"))
+	must.NoError(t, err)
+
+	body := `{"samples": [
+		{"job_id": "rep", "step": 100001, "loss": 0.5, "num_ps": 1, "num_workers": 2},
+		{"job_id": "rep", "step": 100002, "loss": 0.4, "checkpoint_step": 100002},
+		{"job_id": "nope", "step": 1, "loss": 1}]}`
+	resp, err := http.Post("http://"+leader.HTTPAddr()+"/v1/report", "application/json", strings.NewReader(body))
+	must.NoError(t, err)
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.Eq(t, 200, resp.StatusCode, must.Sprint(string(out)))
+	must.StrContains(t, string(out), `"Accepted":2`)
+
+	smps, err := state.Samples(leader.State().Txn(), nil, structs.DefaultNamespace, "rep")
+	must.NoError(t, err)
+	var steps []int64
+	for _, smp := range smps.Samples {
+		if smp.Step > 100000 {
+			steps = append(steps, smp.Step)
+			must.Positive(t, smp.Time, must.Sprint("the server stamps samples without a time"))
+		}
+	}
+	must.Eq(t, []int64{100001, 100002}, steps)
 }
 
 func jsonOf(v any) ([]byte, error) {

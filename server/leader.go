@@ -68,11 +68,27 @@ type leader struct {
 	nodes []*structs.Node
 	// cursor is the metrics source's cursor.
 	cursor uint64
+	// ingested counts, per job, the committed samples (JobSamples.Received)
+	// the models have seen.
+	ingested map[[2]string]int64
 	// urgent asks for a round at the next poll: the job set or the nodes
 	// changed. nextRound is when the next periodic round is due.
 	urgent    bool
 	nextRound time.Time
+	// unenacted is a committed plan the driver failed to enact; the
+	// leader retries it at every step until it succeeds or a newer plan
+	// replaces it.
+	unenacted *structs.Plan
+	// driverErr is the driver's last error, nil while it works.
+	driverErr error
 }
+
+// driverError marks errors of the driver (the cluster), as opposed to
+// errors of the leader's own state or of Raft.
+type driverError struct{ err error }
+
+func (e *driverError) Error() string { return e.err.Error() }
+func (e *driverError) Unwrap() error { return e.err }
 
 // leaderLoop plans while the server leads: it first makes the leader's
 // view whole (its own address, the scheduler config, the models rebuilt
@@ -96,9 +112,11 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
 	for {
-		if err := l.step(ctx); err != nil && ctx.Err() == nil {
+		err := l.step(ctx)
+		if err != nil && ctx.Err() == nil {
 			l.log.Error("scheduling step failed", "error", err)
 		}
+		l.driverHealth(ctx, err)
 		select {
 		case <-ctx.Done():
 			return
@@ -154,17 +172,16 @@ func (l *leader) establish(ctx context.Context) error {
 			l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
 		}
 	}
-	samples, err := state.AllSamples(txn, nil)
-	if err != nil {
-		return err
-	}
 	if l.cursor, err = state.Cursor(txn, state.MetricsCursor); err != nil {
 		return err
 	}
+	l.ingested = map[[2]string]int64{}
+	if err := l.ingest(txn); err != nil {
+		return err
+	}
 	profiled := map[[2]string]bool{}
-	for _, js := range samples {
-		l.sched.Ingest(js.Samples)
-		profiled[[2]string{js.Namespace, js.JobID}] = len(js.Samples) > 0
+	for key, n := range l.ingested {
+		profiled[key] = n > 0
 	}
 	l.profile(ctx, profiled)
 
@@ -181,10 +198,12 @@ func (l *leader) establish(ctx context.Context) error {
 			}
 		}
 		l.sched.Enacted(live)
+		// A driver that fails now is retried at every step.
 		if err := l.enact(ctx, live); err != nil {
-			return fmt.Errorf("reconcile the driver with plan %d: %w", plan.Index, err)
+			l.log.Error("failed to reconcile the driver with the last plan", "plan_index", plan.Index, "error", err)
+		} else {
+			l.log.Info("reconciled driver with the last plan", "plan_index", plan.Index, "jobs", len(live.Placements))
 		}
-		l.log.Info("reconciled driver with the last plan", "plan_index", plan.Index, "jobs", len(live.Placements))
 	}
 	l.urgent = true
 	l.nextRound = time.Now().Add(s.cfg.Interval)
@@ -247,6 +266,15 @@ func (l *leader) step(ctx context.Context) error {
 	if err := l.syncSamples(ctx); err != nil {
 		return err
 	}
+	if err := l.ingest(s.State().Txn()); err != nil {
+		return err
+	}
+	if l.unenacted != nil {
+		if err := l.enact(ctx, l.unenacted); err != nil {
+			return fmt.Errorf("enact plan %d again: %w", l.unenacted.Index, err)
+		}
+		l.log.Info("enacted plan after the driver recovered", "plan_index", l.unenacted.Index)
+	}
 	now := time.Now()
 	if !l.urgent && now.Before(l.nextRound) {
 		return nil
@@ -263,7 +291,7 @@ func (l *leader) step(ctx context.Context) error {
 func (l *leader) syncNodes(ctx context.Context) error {
 	nodes, err := l.s.cfg.Driver.Nodes(ctx)
 	if err != nil {
-		return fmt.Errorf("read nodes: %w", err)
+		return &driverError{fmt.Errorf("read nodes: %w", err)}
 	}
 	slices.SortFunc(nodes, func(a, b *structs.Node) int { return strings.Compare(a.ID, b.ID) })
 	committed, err := state.Nodes(l.s.State().Txn(), nil)
@@ -289,7 +317,7 @@ func (l *leader) syncNodes(ctx context.Context) error {
 func (l *leader) syncStatus(ctx context.Context) error {
 	reports, err := l.s.cfg.Driver.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("read job status: %w", err)
+		return &driverError{fmt.Errorf("read job status: %w", err)}
 	}
 	for _, r := range reports {
 		if !structs.Terminal(r.Status) || !l.sched.Has(r.Namespace, r.JobID) {
@@ -389,10 +417,30 @@ func (l *leader) syncSamples(ctx context.Context) error {
 		if _, _, err := l.s.apply(ctx, fsm.SampleBatchType, &fsm.SampleBatchRequest{Samples: batch, Cursor: cursor}); err != nil {
 			return err
 		}
-		l.sched.Ingest(batch)
 		metrics.IncrCounter([]string{"samples", "committed"}, float32(len(batch)))
 	}
 	l.cursor = next
+	return nil
+}
+
+// ingest feeds the models the samples committed since the last call,
+// whether the leader read them from its metrics source or trainers
+// reported them to the API. A history thinned since then has lost some
+// of them; the models get those still held.
+func (l *leader) ingest(txn *memdb.Txn) error {
+	all, err := state.AllSamples(txn, nil)
+	if err != nil {
+		return err
+	}
+	for _, js := range all {
+		key := [2]string{js.Namespace, js.JobID}
+		fresh := js.Received - l.ingested[key]
+		if fresh <= 0 {
+			continue
+		}
+		l.sched.Ingest(js.Samples[len(js.Samples)-int(min(fresh, int64(len(js.Samples)))):])
+		l.ingested[key] = js.Received
+	}
 	return nil
 }
 
@@ -436,13 +484,40 @@ func (l *leader) enact(ctx context.Context, plan *structs.Plan) error {
 		jobs = append(jobs, j.Copy())
 	}
 	if err := l.s.cfg.Driver.Enact(ctx, plan, jobs); err != nil {
-		return errors.Join(err, l.event(ctx, structs.EventRescaleAborted, "driver did not enact plan: "+err.Error()))
+		l.unenacted = plan
+		return &driverError{err}
 	}
+	l.unenacted = nil
 	return nil
 }
 
+// driverHealth records, as events, when the driver starts failing and
+// when it works again, so that an outage of the cluster shows in the
+// history once rather than at every poll.
+func (l *leader) driverHealth(ctx context.Context, stepErr error) {
+	var derr *driverError
+	failing := errors.As(stepErr, &derr)
+	if !failing && stepErr != nil {
+		return // the step stopped before the driver could tell
+	}
+	var err error
+	switch {
+	case failing && l.driverErr == nil:
+		err = l.event(ctx, structs.EventDriverError, "cluster unavailable, state kept, retrying: "+derr.Error())
+	case !failing && l.driverErr != nil:
+		err = l.event(ctx, structs.EventDriverRecovered, "cluster available again after: "+l.driverErr.Error())
+	}
+	if err != nil {
+		l.log.Warn("failed to record driver health", "error", err)
+		return
+	}
+	if failing {
+		l.driverErr = derr
+	} else {
+		l.driverErr = nil
+	}
+}
+
 func (l *leader) event(ctx context.Context, typ, msg string) error {
-	ev := &structs.Event{Time: time.Now().UnixNano(), Type: typ, Message: msg}
-	_, _, err := l.s.apply(ctx, fsm.EventAppendType, &fsm.EventAppendRequest{Event: ev})
-	return err
+	return l.s.Event(ctx, &structs.Event{Type: typ, Message: msg})
 }

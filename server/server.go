@@ -150,6 +150,9 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if h, ok := cfg.Driver.(hosted); ok {
+		h.SetHost(s)
+	}
 	if err := s.setupRaft(); err != nil {
 		s.close()
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,4 +193,75 @@ func TestCluster_FailoverLosesNothing(t *testing.T) {
 	_, err = nc.Jobs().Register(context.Background(), demoJob(t, "c"))
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "new job placed by the new leader", jobStatus(t, nc, "c", structs.JobStatusRunning))
+}
+
+// flakyDriver is a driver whose cluster can be made unreachable.
+type flakyDriver struct {
+	Driver
+	down atomic.Bool
+}
+
+var errUnreachable = errors.New("dial tcp 127.0.0.1:4646: connection refused")
+
+func (d *flakyDriver) Nodes(ctx context.Context) ([]*structs.Node, error) {
+	if d.down.Load() {
+		return nil, errUnreachable
+	}
+	return d.Driver.Nodes(ctx)
+}
+
+func (d *flakyDriver) Status(ctx context.Context) ([]*structs.JobReport, error) {
+	if d.down.Load() {
+		return nil, errUnreachable
+	}
+	return d.Driver.Status(ctx)
+}
+
+func (d *flakyDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error {
+	if d.down.Load() {
+		return errUnreachable
+	}
+	return d.Driver.Enact(ctx, plan, jobs)
+}
+
+// TestLeader_DriverOutage makes the cluster unreachable: the outage and
+// the recovery are each one event, jobs registered meanwhile are kept, and
+// the leader catches up when the cluster returns.
+func TestLeader_DriverOutage(t *testing.T) {
+	d := &flakyDriver{Driver: simDriver(t, 50)}
+	s := TestServer(t, TestConfig(t, d))
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "before"))
+	must.NoError(t, err)
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "before", structs.JobStatusRunning))
+
+	d.down.Store(true)
+	_, err = c.Jobs().Register(context.Background(), demoJob(t, "during"))
+	must.NoError(t, err)
+	countEvents := func(typ string) int {
+		evs, _, err := c.Events(0, "", nil)
+		must.NoError(t, err)
+		n := 0
+		for _, ev := range evs {
+			if ev.Type == typ {
+				n++
+			}
+		}
+		return n
+	}
+	agent.WaitFor(t, 10*time.Second, "DriverError event", func() error {
+		if countEvents(structs.EventDriverError) == 0 {
+			return errors.New("no DriverError event yet")
+		}
+		return nil
+	})
+	// Meanwhile the state is kept as it was.
+	must.NoError(t, jobStatus(t, c, "during", structs.JobStatusPending)())
+	must.NoError(t, jobStatus(t, c, "before", structs.JobStatusRunning)())
+
+	d.down.Store(false)
+	agent.WaitFor(t, 20*time.Second, "second job placed", jobStatus(t, c, "during", structs.JobStatusRunning))
+	must.Eq(t, 1, countEvents(structs.EventDriverError))
+	must.Eq(t, 1, countEvents(structs.EventDriverRecovered))
 }

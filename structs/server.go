@@ -1,5 +1,7 @@
 package structs
 
+import "context"
+
 // SchedulerConfig is the replicated scheduler configuration: which algorithm
 // the leader runs and its options. Every server agrees on it, and a change
 // survives leader changes.
@@ -65,4 +67,17 @@ type JobModel struct {
 	// RemainingSeconds is the predicted time to convergence at the current
 	// placement; 0 when unknown.
 	RemainingSeconds float64
+}
+
+// DriverHost is what a Caravan server offers the driver it runs, for
+// drivers that take part in the rescale protocol (DESIGN.md §3): what
+// trainers reported, as committed, and the replicated event history. It
+// lives here rather than in the server so that drivers need not import the
+// server. A driver that wants one has a method SetHost(DriverHost), which
+// the server calls before it can lead.
+type DriverHost interface {
+	// LastSample returns the newest committed sample of a job.
+	LastSample(namespace, jobID string) (Sample, bool)
+	// Event commits an event; it fails on a server that does not lead.
+	Event(ctx context.Context, ev *Event) error
 }

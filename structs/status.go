@@ -38,6 +38,16 @@ const (
 	EventJobStopped        = "JobStopped"
 	EventAlgorithmChanged  = "AlgorithmChanged"
 	EventAlgorithmFallback = "AlgorithmFallback"
+	// EventCheckpointRequested, EventCheckpointConfirmed: steps of the
+	// rescale protocol; EventJobRestarted: a driver restarted a job's
+	// failed tasks from its last checkpoint.
+	EventCheckpointRequested = "CheckpointRequested"
+	EventCheckpointConfirmed = "CheckpointConfirmed"
+	EventJobRestarted        = "JobRestarted"
+	// EventDriverError: the cluster (Nomad) could not be reached or
+	// refused a request; EventDriverRecovered: it answers again.
+	EventDriverError     = "DriverError"
+	EventDriverRecovered = "DriverRecovered"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

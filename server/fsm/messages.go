@@ -69,7 +69,8 @@ type PlanApplyRequest struct {
 }
 
 // SampleBatchRequest adds trainers' samples; Cursor is the metrics
-// source's cursor after them.
+// source's cursor after them, 0 to leave it as it is (samples that trainers
+// reported to the API, not read from a source).
 type SampleBatchRequest struct {
 	Samples []structs.Sample
 	Cursor  uint64

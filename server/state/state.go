@@ -362,14 +362,17 @@ func samePlacement(a, b *structs.Placement) bool {
 const MetricsCursor = "metrics"
 
 // AppendSamples adds samples to their jobs' bounded histories and records
-// the metrics source's cursor after them. Samples of jobs the store does
+// the metrics source's cursor after them (a cursor of 0 is not recorded).
+// Samples of jobs the store does
 // not hold as active are dropped; the return value says how many were
 // kept.
 func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uint64) (int, error) {
 	kept := 0
 	err := s.write(index, func(w *writer) error {
-		if err := w.insert(TableCursors, &indexEntry{Key: MetricsCursor, Value: cursor}); err != nil {
-			return err
+		if cursor != 0 {
+			if err := w.insert(TableCursors, &indexEntry{Key: MetricsCursor, Value: cursor}); err != nil {
+				return err
+			}
 		}
 		byJob := map[[2]string]*structs.JobSamples{}
 		var order [][2]string
