@@ -320,6 +320,10 @@ func (l *leader) syncStatus(ctx context.Context) error {
 		return &driverError{fmt.Errorf("read job status: %w", err)}
 	}
 	for _, r := range reports {
+		if r.Replan && l.sched.Has(r.Namespace, r.JobID) {
+			l.log.Info("driver lost tasks of a job", "job_id", r.JobID, "message", r.Message)
+			l.urgent = true
+		}
 		if !structs.Terminal(r.Status) || !l.sched.Has(r.Namespace, r.JobID) {
 			continue
 		}

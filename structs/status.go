@@ -44,6 +44,9 @@ const (
 	EventCheckpointRequested = "CheckpointRequested"
 	EventCheckpointConfirmed = "CheckpointConfirmed"
 	EventJobRestarted        = "JobRestarted"
+	// EventTasksRunning: every task of a job's new placement runs; its
+	// details say how long the start or rescale took.
+	EventTasksRunning = "TasksRunning"
 	// EventDriverError: the cluster (Nomad) could not be reached or
 	// refused a request; EventDriverRecovered: it answers again.
 	EventDriverError     = "DriverError"
@@ -78,4 +81,9 @@ type JobReport struct {
 	Message string
 	// Step is the last training step the driver saw.
 	Step int64
+	// Replan is set when the driver lost tasks of a running job (they
+	// failed or their node went away): the leader plans again at once, and
+	// the driver starts the job again from its checkpoint when it enacts
+	// the plan.
+	Replan bool
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/nomad"
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/config"
@@ -248,6 +249,35 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (server.Driver, func(), 
 		d.Start()
 		return d, d.Stop, nil
 	default:
-		return nil, nil, fmt.Errorf("driver %q is not available yet: the Nomad driver arrives with issue 6; use driver = %q (or -dev)", cfg.Driver, config.DriverSim)
+		d, err := nomad.New(nomadConfig(cfg, logger))
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Stop, nil
+	}
+}
+
+// nomadConfig resolves the nomad block, with NOMAD_ADDR, NOMAD_TOKEN,
+// NOMAD_REGION and NOMAD_NAMESPACE filling what it leaves at defaults.
+func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
+	n := cfg.Nomad
+	fromEnv := func(v, def, env string) string {
+		if e := os.Getenv(env); v == def && e != "" {
+			return e
+		}
+		return v
+	}
+	reportAddrs := n.ReportAddrs
+	if len(reportAddrs) == 0 {
+		reportAddrs = append([]string{"http://" + cfg.HTTPAddr()}, cfg.Server.RetryJoin...)
+	}
+	return nomad.Config{
+		Address:       fromEnv(n.Address, config.DefaultNomad().Address, "NOMAD_ADDR"),
+		Token:         fromEnv(n.Token, "", "NOMAD_TOKEN"),
+		Region:        fromEnv(n.Region, "", "NOMAD_REGION"),
+		Namespace:     fromEnv(n.Namespace, "", "NOMAD_NAMESPACE"),
+		CheckpointDir: n.CheckpointDir,
+		ReportAddrs:   reportAddrs,
+		Logger:        logger,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,6 +191,18 @@ type Nomad struct {
 	Token string `hcl:"token,optional"`
 	// Region is the Nomad region; empty means the agent's own.
 	Region string `hcl:"region,optional"`
+	// Namespace is the Nomad namespace of every job; empty means each
+	// Caravan job's own namespace.
+	Namespace string `hcl:"namespace,optional"`
+	// CheckpointDir is the directory, shared by every Nomad client, under
+	// which jobs checkpoint (CARAVAN_CHECKPOINT_DIR is
+	// <checkpoint_dir>/<namespace>/<job>). Default
+	// "/var/lib/caravan/checkpoints".
+	CheckpointDir string `hcl:"checkpoint_dir,optional"`
+	// ReportAddrs are the Caravan HTTP addresses trainers report samples
+	// to (CARAVAN_COLLECTOR_ADDR); empty means this agent's own and those
+	// of server.retry_join.
+	ReportAddrs []string `hcl:"report_addrs,optional"`
 }
 
 // DefaultNomad returns the default nomad block.
@@ -203,24 +216,33 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 		r.Address = mergeString(r.Address, o.Address)
 		r.Token = mergeString(r.Token, o.Token)
 		r.Region = mergeString(r.Region, o.Region)
+		r.Namespace = mergeString(r.Namespace, o.Namespace)
+		r.CheckpointDir = mergeString(r.CheckpointDir, o.CheckpointDir)
+		if len(o.ReportAddrs) > 0 {
+			r.ReportAddrs = o.ReportAddrs
+		}
 	}
 	return r
 }
 
 // Validate checks that the address is an http, https or unix URL, as the
-// Nomad API client requires.
+// Nomad API client requires, and that checkpoint_dir is absolute.
 func (n *Nomad) Validate() error { return joinProblems(n.problems()) }
 
 func (n *Nomad) problems() []problem {
 	if n == nil {
 		return nil
 	}
+	var ps []problem
 	u, err := url.Parse(n.Address)
 	ok := err == nil && (u.Scheme == "unix" || (u.Scheme == "http" || u.Scheme == "https") && u.Host != "")
 	if !ok {
-		return []problem{problemf("address", "%q is not a URL of the Nomad API; use one such as \"http://127.0.0.1:4646\" (http, https or unix)", n.Address)}
+		ps = append(ps, problemf("address", "%q is not a URL of the Nomad API; use one such as \"http://127.0.0.1:4646\" (http, https or unix)", n.Address))
 	}
-	return nil
+	if n.CheckpointDir != "" && !filepath.IsAbs(n.CheckpointDir) {
+		ps = append(ps, problemf("checkpoint_dir", "%q is a relative path; give an absolute path every Nomad client sees, such as \"/mnt/shared/caravan\"", n.CheckpointDir))
+	}
+	return ps
 }
 
 // Consul is the consul block: the Consul agent Caravan registers with.

@@ -44,6 +44,10 @@ nomad {
   address = "https://nomad.service:4646"
   token   = "nomad-token"
   region  = "eu"
+
+  namespace      = "ml"
+  checkpoint_dir = "/mnt/shared/caravan"
+  report_addrs   = ["http://10.0.0.1:4680", "http://10.0.0.2:4680"]
 }
 
 consul {
@@ -91,7 +95,10 @@ func TestLoadFile_Full(t *testing.T) {
 			IntervalDuration: 2 * time.Minute,
 			Options:          map[string]string{"young_factor": "0.95", "window": "8"},
 		},
-		Nomad:  &Nomad{Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu"},
+		Nomad: &Nomad{
+			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
+			Namespace: "ml", CheckpointDir: "/mnt/shared/caravan", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"},
+		},
 		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token"},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
 		Files:  []string{path},
@@ -509,6 +516,11 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "nomad address without scheme", src: "nomad {\n  address = \"127.0.0.1:4646\"\n}\n",
 			summary: "Invalid nomad.address", line: 2, col: 13, at: `"127.0.0.1:4646"`,
 			detail: []string{`"127.0.0.1:4646" is not a URL`, `"http://127.0.0.1:4646"`},
+		},
+		{
+			name: "relative checkpoint_dir", src: "nomad {\n  checkpoint_dir = \"ckpt\"\n}\n",
+			summary: "Invalid nomad.checkpoint_dir", line: 2, col: 20, at: `"ckpt"`,
+			detail: []string{`"ckpt" is a relative path`, "every Nomad client sees"},
 		},
 		{
 			name: "empty algorithm", src: "scheduler {\n  algorithm = \"\"\n}\n",

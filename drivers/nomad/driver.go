@@ -1,0 +1,311 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+)
+
+// The Driver satisfies the server's Driver interface (server/driver.go)
+// and takes the server as its structs.DriverHost, without importing the
+// server.
+var (
+	_ interface {
+		Nodes(context.Context) ([]*structs.Node, error)
+		Enact(context.Context, *structs.Plan, []*structs.Job) error
+		Status(context.Context) ([]*structs.JobReport, error)
+		SetHost(structs.DriverHost)
+	} = (*Driver)(nil)
+)
+
+// Config configures a Driver.
+type Config struct {
+	// Address, Token and Region reach the Nomad cluster; empty means
+	// Nomad's defaults (NOMAD_ADDR and the like are read by the caller).
+	Address string
+	Token   string
+	Region  string
+	// Namespace is the Nomad namespace of every job; empty means each
+	// Caravan job's own namespace.
+	Namespace string
+	// CheckpointDir is the root of the jobs' checkpoint directories, a path
+	// every Nomad client sees (a shared file system); default
+	// /var/lib/caravan/checkpoints.
+	CheckpointDir string
+	// ReportAddrs are the addresses trainers report samples to, the
+	// Caravan servers' HTTP addresses.
+	ReportAddrs []string
+	// MaxRestarts is how many times a job whose tasks failed is started
+	// again from its checkpoint before it is reported failed; default 3.
+	MaxRestarts int
+	// WaitTime bounds Nomad's blocking queries; default 1m.
+	WaitTime time.Duration
+	// ConfirmPoll is how often a rescale looks for the confirmation of the
+	// checkpoint it asked for; default 100ms.
+	ConfirmPoll time.Duration
+	// AbortBackoff is how long a rescale whose checkpoint was not
+	// confirmed is not tried again with the same placement; default 1m.
+	AbortBackoff time.Duration
+	Logger       hclog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.CheckpointDir == "" {
+		c.CheckpointDir = "/var/lib/caravan/checkpoints"
+	}
+	if c.MaxRestarts == 0 {
+		c.MaxRestarts = 3
+	}
+	if c.WaitTime == 0 {
+		c.WaitTime = time.Minute
+	}
+	if c.ConfirmPoll == 0 {
+		c.ConfirmPoll = 100 * time.Millisecond
+	}
+	if c.AbortBackoff == 0 {
+		c.AbortBackoff = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Driver runs Caravan's plans as Nomad jobs: one batch job `caravan-<id>`
+// per Caravan job (see Translate), rescaled through checkpoints (see
+// Enact). It keeps no state Nomad does not hold: what a Nomad job runs is
+// in its metadata, so a new leader's driver adopts the jobs its
+// predecessor submitted. Only the leader calls Enact and Status, from one
+// goroutine; Nodes is safe for concurrent use.
+type Driver struct {
+	cfg    Config
+	log    hclog.Logger
+	client *api.Client
+
+	mu       sync.Mutex
+	host     structs.DriverHost
+	nodes    []*structs.Node
+	nodesErr error
+	// listed is closed when the first node list (or error) is in.
+	listed     chan struct{}
+	listedOnce sync.Once
+	// jobs is what the driver remembers of the jobs it runs, by
+	// (namespace, job ID); a new leader starts without it.
+	jobs map[[2]string]*jobState
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// jobState is the driver's memory of one job.
+type jobState struct {
+	// restarts counts starts after failed tasks; lost is set by Status
+	// when tasks of the current generation failed, for Enact to start
+	// them again.
+	restarts int
+	lost     bool
+	lostMsg  string
+	// aborted is the fingerprint of the last rescale whose checkpoint was
+	// not confirmed, and when; it is not tried again before AbortBackoff.
+	aborted   string
+	abortedAt time.Time
+	// starting is the generation submitted and not yet all running.
+	starting *start
+}
+
+// start is a submitted generation of a job, until all its tasks run.
+type start struct {
+	generation int
+	// since is when the change began: the checkpoint request of a
+	// rescale, the submission otherwise.
+	since   time.Time
+	rescale bool
+}
+
+// New returns a driver and starts following Nomad's nodes. Stop it with
+// Stop.
+func New(cfg Config) (*Driver, error) {
+	cfg.setDefaults()
+	acfg := api.DefaultConfig()
+	if cfg.Address != "" {
+		acfg.Address = cfg.Address
+	}
+	if cfg.Token != "" {
+		acfg.SecretID = cfg.Token
+	}
+	if cfg.Region != "" {
+		acfg.Region = cfg.Region
+	}
+	client, err := api.NewClient(acfg)
+	if err != nil {
+		return nil, fmt.Errorf("nomad client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Driver{
+		cfg: cfg, log: cfg.Logger.Named("nomad"), client: client,
+		listed: make(chan struct{}), jobs: map[[2]string]*jobState{},
+		cancel: cancel, done: make(chan struct{}),
+	}
+	go func() {
+		defer close(d.done)
+		d.watchNodes(ctx)
+	}()
+	return d, nil
+}
+
+// Stop stops following Nomad. Jobs keep running on Nomad.
+func (d *Driver) Stop() {
+	d.cancel()
+	<-d.done
+}
+
+// SetHost gives the driver the server whose committed samples confirm
+// checkpoints and which records the driver's events.
+func (d *Driver) SetHost(h structs.DriverHost) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.host = h
+}
+
+func (d *Driver) setNodes(nodes []*structs.Node, err error) {
+	d.mu.Lock()
+	if err != nil && d.nodesErr == nil {
+		d.log.Warn("cannot read Nomad's nodes", "error", err)
+	}
+	d.nodes, d.nodesErr = nodes, err
+	d.mu.Unlock()
+	d.listedOnce.Do(func() { close(d.listed) })
+}
+
+// Nodes returns Nomad's nodes as last read. While Nomad cannot be reached
+// it fails rather than answer from a stale list.
+func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
+	select {
+	case <-d.listed:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.nodesErr != nil {
+		return nil, d.nodesErr
+	}
+	out := make([]*structs.Node, len(d.nodes))
+	for i, n := range d.nodes {
+		out[i] = n.Copy()
+	}
+	return out, nil
+}
+
+func (d *Driver) state(key [2]string) *jobState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	js := d.jobs[key]
+	if js == nil {
+		js = &jobState{}
+		d.jobs[key] = js
+	}
+	return js
+}
+
+// event records an event through the host, or only logs it without one.
+func (d *Driver) event(ctx context.Context, job *structs.Job, typ, msg string, details map[string]string) {
+	d.mu.Lock()
+	host := d.host
+	d.mu.Unlock()
+	d.log.Info(msg, "job_id", job.ID, "event", typ)
+	if host == nil {
+		return
+	}
+	ev := &structs.Event{Type: typ, Namespace: job.Namespace, JobID: job.ID, Message: msg, Details: details}
+	if err := host.Event(ctx, ev); err != nil {
+		d.log.Warn("failed to record event", "job_id", job.ID, "event", typ, "error", err)
+	}
+}
+
+// nomadJob is a Caravan job's Nomad job as listed.
+type nomadJob struct {
+	stub       *api.JobListStub
+	generation int
+}
+
+func (n *nomadJob) namespace() string { return n.stub.Namespace }
+
+// jobStatusDead is Nomad's status of a job none of whose allocations
+// runs or will run; the api package has no constant for it.
+const jobStatusDead = "dead"
+
+// running reports whether the Nomad job runs (or is about to run) tasks.
+func (n *nomadJob) running() bool {
+	return n != nil && !n.stub.Stop && n.stub.Status != jobStatusDead
+}
+
+// list returns the Nomad jobs Caravan submitted, by Caravan (namespace,
+// job ID).
+func (d *Driver) list(ctx context.Context) (map[[2]string]*nomadJob, error) {
+	q := (&api.QueryOptions{Namespace: d.queryNamespace(), Prefix: JobPrefix}).WithContext(ctx)
+	stubs, _, err := d.client.Jobs().ListOptions(&api.JobListOptions{Fields: &api.JobListFields{Meta: true}}, q)
+	if err != nil {
+		return nil, fmt.Errorf("list Nomad jobs: %w", err)
+	}
+	out := make(map[[2]string]*nomadJob, len(stubs))
+	for _, s := range stubs {
+		id, ok := s.Meta[metaJobID]
+		if !ok {
+			continue // not Caravan's, whatever its name
+		}
+		gen, _ := strconv.Atoi(s.Meta[metaGeneration])
+		out[[2]string{s.Meta[metaNamespace], id}] = &nomadJob{stub: s, generation: gen}
+	}
+	return out, nil
+}
+
+// queryNamespace is the namespace Caravan's jobs are listed in.
+func (d *Driver) queryNamespace() string {
+	if d.cfg.Namespace != "" {
+		return d.cfg.Namespace
+	}
+	return "*"
+}
+
+// current returns the Nomad job as it is now and the allocations of its
+// current version.
+func (d *Driver) current(ctx context.Context, nj *nomadJob) (*api.Job, []*api.AllocationListStub, error) {
+	q := (&api.QueryOptions{Namespace: nj.namespace()}).WithContext(ctx)
+	info, _, err := d.client.Jobs().Info(nj.stub.ID, q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read Nomad job %s: %w", nj.stub.ID, err)
+	}
+	allocs, _, err := d.client.Jobs().Allocations(nj.stub.ID, false, q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read allocations of Nomad job %s: %w", nj.stub.ID, err)
+	}
+	var cur []*api.AllocationListStub
+	for _, a := range allocs {
+		if a.JobVersion == *info.Version {
+			cur = append(cur, a)
+		}
+	}
+	return info, cur, nil
+}
+
+// expected is how many allocations a Nomad job's groups ask for.
+func expected(info *api.Job) int {
+	n := 0
+	for _, tg := range info.TaskGroups {
+		n += *tg.Count
+	}
+	return n
+}
+
+// isNotFound reports whether err is Nomad's 404.
+func isNotFound(err error) bool {
+	var ue api.UnexpectedResponseError
+	return errors.As(err, &ue) && ue.StatusCode() == 404
+}

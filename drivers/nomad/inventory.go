@@ -1,0 +1,122 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/nomad/api"
+)
+
+// watchNodes follows Nomad's node list with blocking queries and keeps
+// d.nodes current. A failed query is kept as d.nodesErr, so that Nodes
+// fails rather than answer from a stale list, and retried with backoff.
+func (d *Driver) watchNodes(ctx context.Context) {
+	var index uint64
+	details := map[string]*api.Node{} // full nodes by ID, for attributes and meta
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		if backoff > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+		q := (&api.QueryOptions{WaitIndex: index, WaitTime: d.cfg.WaitTime, Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+		stubs, meta, err := d.client.Nodes().List(q)
+		if err == nil {
+			err = d.refreshDetails(ctx, stubs, details)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.setNodes(nil, fmt.Errorf("list Nomad nodes: %w", err))
+			backoff = min(max(2*backoff, 250*time.Millisecond), 10*time.Second)
+			index = 0
+			continue
+		}
+		backoff = 0
+		// Nomad's index may go backwards after a server restart; start over.
+		if meta.LastIndex < index {
+			index = 0
+			continue
+		}
+		index = meta.LastIndex
+		nodes := make([]*structs.Node, 0, len(stubs))
+		for _, s := range stubs {
+			nodes = append(nodes, convertNode(s, details[s.ID]))
+		}
+		slices.SortFunc(nodes, func(a, b *structs.Node) int { return strings.Compare(a.ID, b.ID) })
+		d.setNodes(nodes, nil)
+	}
+}
+
+// refreshDetails reads the full node of every stub that changed since it
+// was last read; the list does not carry attributes and meta.
+func (d *Driver) refreshDetails(ctx context.Context, stubs []*api.NodeListStub, details map[string]*api.Node) error {
+	seen := make(map[string]bool, len(stubs))
+	for _, s := range stubs {
+		seen[s.ID] = true
+		if n := details[s.ID]; n != nil && n.ModifyIndex == s.ModifyIndex {
+			continue
+		}
+		n, _, err := d.client.Nodes().Info(s.ID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("read Nomad node %s: %w", s.ID, err)
+		}
+		details[s.ID] = n
+	}
+	for id := range details {
+		if !seen[id] {
+			delete(details, id)
+		}
+	}
+	return nil
+}
+
+// convertNode turns Nomad's view of a node into Caravan's: capacity less
+// what the node reserves, and its devices with their healthy instances.
+func convertNode(s *api.NodeListStub, full *api.Node) *structs.Node {
+	n := &structs.Node{
+		ID:         s.ID,
+		Name:       s.Name,
+		Datacenter: s.Datacenter,
+		NodeClass:  s.NodeClass,
+		NodePool:   s.NodePool,
+		Status:     s.Status,
+		Eligible:   s.SchedulingEligibility == api.NodeSchedulingEligible && !s.Drain,
+	}
+	if full != nil {
+		n.Attributes, n.Meta = full.Attributes, full.Meta
+	}
+	if r := s.NodeResources; r != nil {
+		n.CPU, n.MemoryMB = int(r.Cpu.CpuShares), int(r.Memory.MemoryMB)
+		for _, dev := range r.Devices {
+			n.Devices = append(n.Devices, convertDevice(dev))
+		}
+	}
+	if r := s.ReservedResources; r != nil {
+		n.CPU -= int(r.Cpu.CpuShares)
+		n.MemoryMB -= int(r.Memory.MemoryMB)
+	}
+	return n
+}
+
+func convertDevice(dev *api.NodeDeviceResource) *structs.NodeDeviceResource {
+	out := &structs.NodeDeviceResource{Vendor: dev.Vendor, Type: dev.Type, Name: dev.Name}
+	for _, inst := range dev.Instances {
+		out.Instances = append(out.Instances, &structs.NodeDevice{ID: inst.ID, Healthy: inst.Healthy, HealthDescription: inst.HealthDescription})
+	}
+	if len(dev.Attributes) > 0 {
+		out.Attributes = make(map[string]*structs.Attribute, len(dev.Attributes))
+		for k, a := range dev.Attributes {
+			out.Attributes[k] = &structs.Attribute{Int: a.IntVal, Float: a.FloatVal, String: a.StringVal, Bool: a.BoolVal, Unit: a.Unit}
+		}
+	}
+	return out
+}

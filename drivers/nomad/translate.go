@@ -1,0 +1,249 @@
+package nomad
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/nomad/api"
+)
+
+// Nomad job metadata that links a Nomad job back to its Caravan job and
+// records what the driver submitted, so that any leader can adopt it.
+const (
+	metaJobID      = "caravan_job_id"
+	metaNamespace  = "caravan_namespace"
+	metaGeneration = "caravan_generation"
+	// metaPlacement is the fingerprint of the placement and job version
+	// the Nomad job runs; equal fingerprints mean nothing to change.
+	metaPlacement = "caravan_placement"
+	metaPlanIndex = "caravan_plan_index"
+)
+
+// JobPrefix starts the ID of every Nomad job Caravan submits.
+const JobPrefix = "caravan-"
+
+// NomadJobID returns the ID of the Nomad job that runs a Caravan job.
+func NomadJobID(jobID string) string { return JobPrefix + jobID }
+
+// Submission is what Translate needs besides the job and its placement.
+type Submission struct {
+	// Namespace is the Nomad namespace; empty means the job's own.
+	Namespace string
+	// CheckpointDir is the root under which each job checkpoints, in
+	// <root>/<namespace>/<job ID>; it must be shared by the nodes.
+	CheckpointDir string
+	// ReportAddrs are the addresses trainers report samples to
+	// (CARAVAN_COLLECTOR_ADDR, comma-separated).
+	ReportAddrs []string
+	// Generation numbers the job's submissions from 1; tasks of a later
+	// generation resume from the job's checkpoint.
+	Generation int
+	// PlanIndex is the plan being enacted, for people reading the job.
+	PlanIndex uint64
+}
+
+// Restart and reschedule policies of every group. Nomad restarts a failed
+// task in place a few times; it never moves it to another node, because
+// placement is Caravan's: a group that keeps failing is reported to the
+// leader, which plans the job again.
+const (
+	restartAttempts = 2
+	restartDelay    = 5 * time.Second
+	restartInterval = 10 * time.Minute
+)
+
+// Fingerprint identifies what a Nomad job of the job runs: the job's
+// version and its per-node task counts. Enacting a placement with the
+// fingerprint the Nomad job carries changes nothing.
+func Fingerprint(job *structs.Job, p *structs.Placement) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "v%d", job.Version)
+	for _, n := range p.Nodes {
+		fmt.Fprintf(&b, ";%s:%d:%d", n.NodeID, n.PS, n.Workers)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Translate returns the Nomad job that runs job as placed: a batch job
+// `caravan-<id>` with one task group per role and node, `ps-<node ID>` and
+// `worker-<node ID>`, whose count is the role's task count there and which
+// a ${node.unique.id} constraint pins to that node. Each task is the role
+// template (driver, config, env, resources with device requests,
+// constraints and affinities) plus the environment of DESIGN.md §3.
+func Translate(job *structs.Job, p *structs.Placement, sub Submission) *api.Job {
+	ns := sub.Namespace
+	if ns == "" {
+		ns = job.Namespace
+	}
+	id := NomadJobID(job.ID)
+	meta := maps.Clone(job.Meta)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	maps.Copy(meta, map[string]string{
+		metaJobID:      job.ID,
+		metaNamespace:  job.Namespace,
+		metaGeneration: strconv.Itoa(sub.Generation),
+		metaPlacement:  Fingerprint(job, p),
+		metaPlanIndex:  strconv.FormatUint(sub.PlanIndex, 10),
+	})
+	nj := &api.Job{
+		ID:          &id,
+		Name:        &id,
+		Namespace:   &ns,
+		Type:        new(api.JobTypeBatch),
+		Datacenters: job.Datacenters,
+		Priority:    new(job.Priority),
+		Meta:        meta,
+		Constraints: constraints(job.Constraints),
+		Affinities:  affinities(job.Affinities),
+	}
+	if job.Region != "" {
+		nj.Region = new(job.Region)
+	}
+	if job.NodePool != "" {
+		nj.NodePool = new(job.NodePool)
+	}
+	env := contractEnv(job, p, sub)
+	for _, role := range []string{structs.RolePS, structs.RoleWorker} {
+		tmpl, roleEnv := job.Worker, map[string]string{"CARAVAN_ROLE": role}
+		if role == structs.RolePS && job.ParameterServer != nil {
+			tmpl = job.ParameterServer
+		}
+		base := 0
+		for _, n := range p.Nodes {
+			count := n.Workers
+			if role == structs.RolePS {
+				count = n.PS
+			}
+			if count == 0 {
+				continue
+			}
+			nj.TaskGroups = append(nj.TaskGroups, group(role+"-"+n.NodeID, n.NodeID, count, task(role, tmpl, base, env, roleEnv)))
+			base += count
+		}
+	}
+	return nj
+}
+
+// contractEnv is the environment every task of the job gets (DESIGN.md
+// §3), less the role and rank. Besides the contract's variables it passes
+// the training block, so that a trainer needs no flags.
+func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[string]string {
+	env := map[string]string{
+		"CARAVAN_JOB_ID":         job.ID,
+		"CARAVAN_NAMESPACE":      job.Namespace,
+		"CARAVAN_NUM_WORKERS":    strconv.Itoa(p.NumWorkers),
+		"CARAVAN_NUM_PS":         strconv.Itoa(p.NumPS),
+		"CARAVAN_RESUME":         "0",
+		"CARAVAN_CHECKPOINT_DIR": filepath.Join(sub.CheckpointDir, job.Namespace, job.ID),
+		"CARAVAN_COLLECTOR_ADDR": strings.Join(sub.ReportAddrs, ","),
+		"CARAVAN_GENERATION":     strconv.Itoa(sub.Generation),
+	}
+	if sub.Generation > 1 {
+		env["CARAVAN_RESUME"] = "1"
+	}
+	if e := job.Elastic; e != nil && e.Checkpoint != nil {
+		env["CARAVAN_CHECKPOINT_SIGNAL"] = e.Checkpoint.Signal
+	}
+	if t := job.Training; t != nil {
+		env["CARAVAN_MODE"] = t.Mode
+		env["CARAVAN_GLOBAL_BATCH_SIZE"] = strconv.Itoa(t.GlobalBatchSize)
+		local := t.GlobalBatchSize
+		if t.Mode == structs.ModeSync && p.NumWorkers > 0 {
+			local = max(1, t.GlobalBatchSize/p.NumWorkers)
+		}
+		env["CARAVAN_LOCAL_BATCH_SIZE"] = strconv.Itoa(local)
+		env["CARAVAN_STEPS_PER_EPOCH"] = strconv.Itoa(t.StepsPerEpoch)
+		if c := t.Convergence; c != nil {
+			env["CARAVAN_CONVERGENCE_THRESHOLD"] = strconv.FormatFloat(c.Threshold, 'g', -1, 64)
+			env["CARAVAN_CONVERGENCE_PATIENCE"] = strconv.Itoa(c.Patience)
+			env["CARAVAN_MAX_EPOCHS"] = strconv.Itoa(c.MaxEpochs)
+		}
+	}
+	return env
+}
+
+func group(name, nodeID string, count int, t *api.Task) *api.TaskGroup {
+	return &api.TaskGroup{
+		Name:  &name,
+		Count: &count,
+		Constraints: []*api.Constraint{
+			{LTarget: "${node.unique.id}", RTarget: nodeID, Operand: "="},
+		},
+		Tasks: []*api.Task{t},
+		RestartPolicy: &api.RestartPolicy{
+			Attempts: new(restartAttempts),
+			Delay:    new(restartDelay),
+			Interval: new(restartInterval),
+			Mode:     new("fail"),
+		},
+		ReschedulePolicy: &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)},
+	}
+}
+
+// task builds one role's task. A group's allocations share one task
+// definition, so the rank, base plus the allocation's index, is rendered
+// by a template into the environment.
+func task(role string, tmpl *structs.Role, base int, env, roleEnv map[string]string) *api.Task {
+	taskEnv := maps.Clone(tmpl.Env)
+	if taskEnv == nil {
+		taskEnv = map[string]string{}
+	}
+	maps.Copy(taskEnv, env)
+	maps.Copy(taskEnv, roleEnv)
+	res := tmpl.Resources
+	if res == nil {
+		res = &structs.Resources{}
+	}
+	resources := &api.Resources{CPU: new(res.CPU), MemoryMB: new(res.MemoryMB)}
+	for _, d := range res.Devices {
+		resources.Devices = append(resources.Devices, &api.RequestedDevice{
+			Name:        d.Name,
+			Count:       new(uint64(d.Count)),
+			Constraints: constraints(d.Constraints),
+			Affinities:  affinities(d.Affinities),
+		})
+	}
+	rank := fmt.Sprintf(`CARAVAN_RANK={{ env "NOMAD_ALLOC_INDEX" | parseInt | add %d }}`+"\n", base)
+	return &api.Task{
+		Name:        role,
+		Driver:      tmpl.Driver,
+		Config:      maps.Clone(tmpl.Config),
+		Env:         taskEnv,
+		Meta:        maps.Clone(tmpl.Meta),
+		Resources:   resources,
+		Constraints: constraints(tmpl.Constraints),
+		Affinities:  affinities(tmpl.Affinities),
+		Templates: []*api.Template{{
+			EmbeddedTmpl: &rank,
+			DestPath:     new("local/caravan-rank.env"),
+			Envvars:      new(true),
+			ChangeMode:   new("noop"),
+		}},
+	}
+}
+
+func constraints(cs []*structs.Constraint) []*api.Constraint {
+	var out []*api.Constraint
+	for _, c := range cs {
+		out = append(out, &api.Constraint{LTarget: c.LTarget, RTarget: c.RTarget, Operand: c.Operand})
+	}
+	return out
+}
+
+func affinities(as []*structs.Affinity) []*api.Affinity {
+	var out []*api.Affinity
+	for _, a := range as {
+		out = append(out, &api.Affinity{LTarget: a.LTarget, RTarget: a.RTarget, Operand: a.Operand, Weight: new(int8(a.Weight))})
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package nomad
+
+import (
+	"os"
+	"testing"
+
+	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+)
+
+func resnet(t *testing.T) *structs.Job {
+	src, err := os.ReadFile("../../examples/resnet50-ps.hcl")
+	must.NoError(t, err)
+	job, diags := jobspec.Parse(&jobspec.Config{Filename: "resnet50-ps.hcl", Src: src})
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	job.Canonicalize()
+	job.Version = 3
+	return job
+}
+
+// placement is 1 PS and 2 workers on node-a, 3 workers on node-b.
+func placement() *structs.Placement {
+	return &structs.Placement{
+		Namespace: "default", JobID: "resnet50", NumPS: 1, NumWorkers: 5,
+		Nodes: []*structs.NodeTasks{{NodeID: "node-a", PS: 1, Workers: 2}, {NodeID: "node-b", Workers: 3}},
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	job := resnet(t)
+	nj := Translate(job, placement(), Submission{CheckpointDir: "/ckpt", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"}, Generation: 2, PlanIndex: 42})
+
+	must.Eq(t, "caravan-resnet50", *nj.ID)
+	must.Eq(t, "default", *nj.Namespace)
+	must.Eq(t, api.JobTypeBatch, *nj.Type)
+	must.Eq(t, []string{"dc1"}, nj.Datacenters)
+	must.Eq(t, 60, *nj.Priority)
+	must.Eq(t, "vision", nj.Meta["team"], must.Sprint("the job's meta is kept"))
+	must.Eq(t, "resnet50", nj.Meta[metaJobID])
+	must.Eq(t, "2", nj.Meta[metaGeneration])
+	must.Eq(t, "42", nj.Meta[metaPlanIndex])
+	must.Eq(t, Fingerprint(job, placement()), nj.Meta[metaPlacement])
+
+	// One group per role and node, pinned, with the role's count.
+	type group struct {
+		name, node string
+		count      int
+		rankBase   string
+	}
+	var got []group
+	for _, tg := range nj.TaskGroups {
+		must.SliceLen(t, 1, tg.Constraints)
+		must.Eq(t, "${node.unique.id}", tg.Constraints[0].LTarget)
+		must.Eq(t, "fail", *tg.RestartPolicy.Mode)
+		must.Eq(t, 0, *tg.ReschedulePolicy.Attempts, must.Sprint("Nomad must not move tasks Caravan placed"))
+		must.SliceLen(t, 1, tg.Tasks)
+		tmpl := *tg.Tasks[0].Templates[0].EmbeddedTmpl
+		got = append(got, group{*tg.Name, tg.Constraints[0].RTarget, *tg.Count, tmpl})
+	}
+	must.Eq(t, []group{
+		{"ps-node-a", "node-a", 1, `CARAVAN_RANK={{ env "NOMAD_ALLOC_INDEX" | parseInt | add 0 }}` + "\n"},
+		{"worker-node-a", "node-a", 2, `CARAVAN_RANK={{ env "NOMAD_ALLOC_INDEX" | parseInt | add 0 }}` + "\n"},
+		{"worker-node-b", "node-b", 3, `CARAVAN_RANK={{ env "NOMAD_ALLOC_INDEX" | parseInt | add 2 }}` + "\n"},
+	}, got)
+
+	ps, worker := nj.TaskGroups[0].Tasks[0], nj.TaskGroups[2].Tasks[0]
+	must.Eq(t, "docker", worker.Driver)
+	must.Eq(t, "ghcr.io/acme/resnet:1.4", worker.Config["image"])
+	must.Eq(t, 4000, *worker.Resources.CPU)
+	must.Eq(t, 16384, *worker.Resources.MemoryMB)
+	must.SliceLen(t, 1, worker.Resources.Devices)
+	dev := worker.Resources.Devices[0]
+	must.Eq(t, "nvidia/gpu", dev.Name)
+	must.Eq(t, 1, *dev.Count)
+	must.Eq(t, []*api.Constraint{{LTarget: "${device.attr.memory}", RTarget: "16 GiB", Operand: ">="}}, dev.Constraints)
+	must.SliceEmpty(t, ps.Resources.Devices, must.Sprint("the PS template asks for no GPU"))
+	must.Eq(t, 2000, *ps.Resources.CPU)
+
+	must.MapContainsValues(t, worker.Env, []string{"WARN"}, must.Sprint("the role's env is kept"))
+	for k, v := range map[string]string{
+		"CARAVAN_JOB_ID": "resnet50", "CARAVAN_ROLE": "worker", "CARAVAN_NUM_WORKERS": "5",
+		"CARAVAN_NUM_PS": "1", "CARAVAN_LOCAL_BATCH_SIZE": "102", "CARAVAN_GLOBAL_BATCH_SIZE": "512",
+		"CARAVAN_RESUME": "1", "CARAVAN_CHECKPOINT_DIR": "/ckpt/default/resnet50",
+		"CARAVAN_COLLECTOR_ADDR": "http://10.0.0.1:4680,http://10.0.0.2:4680",
+		"CARAVAN_CHECKPOINT_SIGNAL": "SIGUSR1", "CARAVAN_GENERATION": "2", "CARAVAN_MODE": "sync",
+		"CARAVAN_STEPS_PER_EPOCH": "2500", "CARAVAN_MAX_EPOCHS": "90",
+	} {
+		must.Eq(t, v, worker.Env[k], must.Sprintf("worker env %s", k))
+	}
+	must.Eq(t, "ps", ps.Env["CARAVAN_ROLE"])
+	must.Eq(t, "/ckpt/default/resnet50", ps.Env["CARAVAN_CHECKPOINT_DIR"])
+}
+
+func TestTranslate_FirstGenerationDoesNotResume(t *testing.T) {
+	nj := Translate(resnet(t), placement(), Submission{Generation: 1})
+	must.Eq(t, "0", nj.TaskGroups[0].Tasks[0].Env["CARAVAN_RESUME"])
+}
+
+func TestTranslate_NamespaceFromConfig(t *testing.T) {
+	nj := Translate(resnet(t), placement(), Submission{Namespace: "ml", Generation: 1})
+	must.Eq(t, "ml", *nj.Namespace)
+	must.Eq(t, "default", nj.Meta[metaNamespace], must.Sprint("the Caravan namespace is kept in meta"))
+}
+
+func TestTranslate_PSFromWorkerTemplate(t *testing.T) {
+	job := resnet(t)
+	job.ParameterServer = nil
+	nj := Translate(job, placement(), Submission{Generation: 1})
+	ps := nj.TaskGroups[0].Tasks[0]
+	must.Eq(t, "ps", ps.Name)
+	must.Eq(t, "ps", ps.Env["CARAVAN_ROLE"])
+	must.Eq(t, 4000, *ps.Resources.CPU, must.Sprint("parameter servers run the worker template"))
+}
+
+func TestFingerprint(t *testing.T) {
+	job := resnet(t)
+	fp := Fingerprint(job, placement())
+	must.Eq(t, fp, Fingerprint(job, placement()), must.Sprint("stable"))
+
+	moved := placement()
+	moved.Nodes[1].NodeID = "node-c"
+	must.NotEq(t, fp, Fingerprint(job, moved), must.Sprint("a move changes it"))
+
+	grown := placement()
+	grown.Nodes[1].Workers, grown.NumWorkers = 4, 6
+	must.NotEq(t, fp, Fingerprint(job, grown), must.Sprint("a count changes it"))
+
+	job.Version++
+	must.NotEq(t, fp, Fingerprint(job, placement()), must.Sprint("a new job version changes it"))
+
+	reasoned := placement()
+	reasoned.Reason = "another reason"
+	must.Eq(t, fp, Fingerprint(resnet(t), reasoned), must.Sprint("the reason does not"))
+}
