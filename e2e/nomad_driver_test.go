@@ -1,0 +1,252 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/drivers/nomad"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/structs"
+	nomadapi "github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+)
+
+// recordingHost is the driver's host in driver-level tests: the test plays
+// the trainers' part by setting the last sample, and reads the events.
+type recordingHost struct {
+	mu     sync.Mutex
+	sample structs.Sample
+	events []*structs.Event
+}
+
+func (h *recordingHost) LastSample(_, _ string) (structs.Sample, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sample, h.sample.Step > 0
+}
+
+func (h *recordingHost) Event(_ context.Context, ev *structs.Event) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+	return nil
+}
+
+func (h *recordingHost) report(s structs.Sample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sample = s
+}
+
+func (h *recordingHost) eventTypes() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, ev := range h.events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+// shellJob is a job whose tasks print their contract environment, write a
+// marker file when they get the checkpoint signal, and sleep.
+func shellJob(t *testing.T, dir string) *structs.Job {
+	src := fmt.Sprintf(`
+job "sh" {
+  training {
+    global_batch_size = 64
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      min = 1
+      max = 4
+    }
+    parameter_servers {
+      min = 1
+      max = 2
+    }
+    checkpoint {
+      timeout = "3s"
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = "/bin/sh"
+      args = ["-c", "echo role=$CARAVAN_ROLE rank=$CARAVAN_RANK workers=$CARAVAN_NUM_WORKERS resume=$CARAVAN_RESUME; trap 'touch %s/signalled-$CARAVAN_ROLE-$CARAVAN_RANK-$CARAVAN_GENERATION' USR1; while true; do sleep 0.1; done"]
+    }
+    resources {
+      cpu    = 50
+      memory = 32
+    }
+  }
+}
+`, dir)
+	job, diags := jobspec.Parse(&jobspec.Config{Filename: "sh.hcl", Src: []byte(src)})
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	job.Canonicalize()
+	must.NoError(t, job.Validate())
+	return job
+}
+
+func plan(index uint64, node string, ps, workers int) *structs.Plan {
+	return &structs.Plan{Index: index, Placements: []*structs.Placement{{
+		Namespace: "default", JobID: "sh", NumPS: ps, NumWorkers: workers,
+		Nodes: []*structs.NodeTasks{{NodeID: node, PS: ps, Workers: workers}},
+	}}}
+}
+
+func newDriver(t *testing.T, n *agent.Nomad, host structs.DriverHost) *nomad.Driver {
+	d, err := nomad.New(nomad.Config{Address: n.Address, CheckpointDir: t.TempDir(), ConfirmPoll: 20 * time.Millisecond})
+	must.NoError(t, err)
+	t.Cleanup(d.Stop)
+	d.SetHost(host)
+	return d
+}
+
+// runningTasks waits until the Nomad job's current version runs want
+// allocations and returns the lines they printed.
+func runningTasks(t *testing.T, n *agent.Nomad, want int) []string {
+	t.Helper()
+	var lines []string
+	agent.WaitFor(t, time.Minute, fmt.Sprintf("%d running tasks", want), func() error {
+		job, _, err := n.Client.Jobs().Info("caravan-sh", nil)
+		if err != nil {
+			return err
+		}
+		allocs, _, err := n.Client.Jobs().Allocations("caravan-sh", false, nil)
+		if err != nil {
+			return err
+		}
+		lines = nil
+		for _, a := range allocs {
+			if a.JobVersion != *job.Version || a.ClientStatus != nomadapi.AllocClientStatusRunning {
+				continue
+			}
+			alloc, _, err := n.Client.Allocations().Info(a.ID, nil)
+			if err != nil {
+				return err
+			}
+			task := alloc.Job.LookupTaskGroup(a.TaskGroup).Tasks[0].Name
+			out, err := catFile(n, alloc, "alloc/logs/"+task+".stdout.0")
+			if err != nil || out == "" {
+				return fmt.Errorf("no output of %s yet (%v)", a.Name, err)
+			}
+			lines = append(lines, strings.TrimSpace(out))
+		}
+		if len(lines) != want {
+			return fmt.Errorf("%d of %d tasks run", len(lines), want)
+		}
+		return nil
+	})
+	slices.Sort(lines)
+	return lines
+}
+
+func catFile(n *agent.Nomad, alloc *nomadapi.Allocation, path string) (string, error) {
+	r, err := n.Client.AllocFS().Cat(alloc, path, nil)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	out, err := io.ReadAll(r)
+	return string(out), err
+}
+
+// TestNomadDriver_EnactRescaleAdopt drives the nomad driver against a real
+// Nomad agent: the first plan starts the tasks with the contract's
+// environment; enacting it again, or from a second driver as a new leader
+// would, changes nothing; a rescale signals the tasks and waits for the
+// confirmed checkpoint before it submits the next generation; a rescale
+// whose checkpoint is never confirmed is not applied; a plan without the
+// job stops it.
+func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
+	n := agent.StartNomad(t, agent.NomadOptions{})
+	host := &recordingHost{}
+	d := newDriver(t, n, host)
+	ctx := context.Background()
+	dir := t.TempDir()
+	job := shellJob(t, dir)
+
+	nodes, err := d.Nodes(ctx)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, nodes)
+	must.Eq(t, n.NodeID, nodes[0].ID)
+	must.Positive(t, nodes[0].CPU)
+	must.Positive(t, nodes[0].MemoryMB)
+	must.True(t, nodes[0].Schedulable())
+
+	must.NoError(t, d.Enact(ctx, plan(10, n.NodeID, 1, 2), []*structs.Job{job}))
+	must.Eq(t, []string{
+		"role=ps rank=0 workers=2 resume=0",
+		"role=worker rank=0 workers=2 resume=0",
+		"role=worker rank=1 workers=2 resume=0",
+	}, runningTasks(t, n, 3))
+	info, _, err := n.Client.Jobs().Info("caravan-sh", nil)
+	must.NoError(t, err)
+	version := *info.Version
+
+	// The same plan, from this driver and from a new one: no new version.
+	must.NoError(t, d.Enact(ctx, plan(11, n.NodeID, 1, 2), []*structs.Job{job}))
+	adopter := newDriver(t, n, host)
+	must.NoError(t, adopter.Enact(ctx, plan(11, n.NodeID, 1, 2), []*structs.Job{job}))
+	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
+	must.NoError(t, err)
+	must.Eq(t, version, *info.Version, must.Sprint("enacting the running plan again changed the Nomad job"))
+	reports, err := adopter.Status(ctx)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, reports)
+	must.Eq(t, structs.JobStatusRunning, reports[0].Status)
+
+	// A rescale waits for the checkpoint: confirm it once the tasks got
+	// the signal.
+	host.report(structs.Sample{JobID: "sh", Step: 40, CheckpointStep: 20})
+	confirmed := make(chan struct{})
+	go func() {
+		defer close(confirmed)
+		agent.WaitFor(t, 30*time.Second, "checkpoint signal delivered", func() error {
+			if _, err := os.Stat(filepath.Join(dir, "signalled-worker-0-1")); err != nil {
+				return err
+			}
+			return nil
+		})
+		host.report(structs.Sample{JobID: "sh", Step: 41, CheckpointStep: 41})
+	}()
+	must.NoError(t, d.Enact(ctx, plan(12, n.NodeID, 1, 3), []*structs.Job{job}))
+	<-confirmed
+	must.Eq(t, []string{
+		"role=ps rank=0 workers=3 resume=1",
+		"role=worker rank=0 workers=3 resume=1",
+		"role=worker rank=1 workers=3 resume=1",
+		"role=worker rank=2 workers=3 resume=1",
+	}, runningTasks(t, n, 4))
+	must.SliceContainsAll(t, host.eventTypes(), []string{structs.EventCheckpointRequested, structs.EventCheckpointConfirmed})
+
+	// Nobody confirms this one: the job keeps running as it was.
+	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
+	must.NoError(t, err)
+	version = *info.Version
+	must.NoError(t, d.Enact(ctx, plan(13, n.NodeID, 1, 1), []*structs.Job{job}))
+	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
+	must.NoError(t, err)
+	must.Eq(t, version, *info.Version, must.Sprint("a rescale without a confirmed checkpoint was applied"))
+	must.SliceContains(t, host.eventTypes(), structs.EventRescaleAborted)
+
+	// A plan without the job stops it.
+	must.NoError(t, d.Enact(ctx, &structs.Plan{Index: 14}, nil))
+	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
+	must.NoError(t, err)
+	must.True(t, *info.Stop)
+}
