@@ -1,0 +1,127 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// caravans is a cluster of real `caravan agent` processes on loopback that
+// form a cluster through retry_join.
+type caravans struct {
+	// addrs are the agents' HTTP addresses, host:port.
+	addrs   []string
+	procs   map[string]*agent.Caravan
+	clients map[string]*api.Client
+}
+
+// startCaravans starts n agents of the binary bin. body is HCL added to
+// each agent's configuration: the driver and its block, the scheduler.
+func startCaravans(t *testing.T, bin string, n int, body string) *caravans {
+	t.Helper()
+	ports := agent.FreePorts(t, 2*n)
+	c := &caravans{procs: map[string]*agent.Caravan{}, clients: map[string]*api.Client{}}
+	for i := range n {
+		c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
+	}
+	for i, addr := range c.addrs {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "agent.hcl")
+		hcl := fmt.Sprintf(`
+name      = "server-%d"
+data_dir  = %q
+bind_addr = "127.0.0.1"
+ports {
+  http = %d
+  raft = %d
+}
+server {
+  bootstrap_expect = %d
+  retry_join       = [%s]
+  retry_interval   = "200ms"
+}
+%s
+`, i+1, filepath.Join(dir, "data"), ports[2*i], ports[2*i+1], n, `"`+strings.Join(c.addrs, `", "`)+`"`, body)
+		must.NoError(t, os.WriteFile(cfg, []byte(hcl), 0o600))
+		c.procs[addr] = agent.StartCaravan(t, bin, fmt.Sprintf("caravan-%d", i+1), "-config", cfg)
+		client, err := api.NewClient(&api.Config{Address: addr})
+		must.NoError(t, err)
+		c.clients[addr] = client
+	}
+	return c
+}
+
+// leader returns the address of the leader that a cluster of all the
+// agents elected, other than exclude.
+func (c *caravans) leader(exclude string) (string, error) {
+	for addr, client := range c.clients {
+		if addr == exclude {
+			continue
+		}
+		self, err := client.Agent().Self(context.Background())
+		if err != nil || self.LeaderID == "" {
+			continue
+		}
+		conf, err := client.Operator().RaftConfiguration(context.Background())
+		if err != nil {
+			continue
+		}
+		for _, sv := range conf.Servers {
+			if sv.Leader && sv.HTTPAddr != "" && sv.HTTPAddr != exclude && len(conf.Servers) == len(c.addrs) {
+				return sv.HTTPAddr, nil
+			}
+		}
+	}
+	return "", errors.New("no leader with a known address")
+}
+
+// waitLeader waits for a leader other than exclude.
+func (c *caravans) waitLeader(t *testing.T, exclude string) string {
+	t.Helper()
+	var leader string
+	agent.WaitFor(t, time.Minute, "a Caravan leader", func() (err error) {
+		leader, err = c.leader(exclude)
+		return err
+	})
+	return leader
+}
+
+// jobIs returns a check that a job has a status.
+func jobIs(c *api.Client, id, want string) func() error {
+	return func() error {
+		job, _, err := c.Jobs().Info(id, nil)
+		if err != nil {
+			return err
+		}
+		if job.Status != want {
+			return fmt.Errorf("job %s is %s (%s), want %s", id, job.Status, job.StatusDescription, want)
+		}
+		return nil
+	}
+}
+
+// events returns a job's events of a type.
+func events(t *testing.T, c *api.Client, job, typ string) []*structs.Event {
+	t.Helper()
+	all, _, err := c.Events(0, job, nil)
+	must.NoError(t, err)
+	var out []*structs.Event
+	for _, ev := range all {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
