@@ -66,6 +66,14 @@ func (j *Jobs) Summary(id string, q *QueryOptions) (*JobSummary, *QueryMeta, err
 	return &out, meta, err
 }
 
+// Samples returns the samples the server keeps of a job, oldest first:
+// a bounded history, thinned in its older half when full.
+func (j *Jobs) Samples(id string, q *QueryOptions) (*structs.JobSamples, *QueryMeta, error) {
+	var out structs.JobSamples
+	meta, err := j.c.do(q.ctx(), http.MethodGet, "/v1/job/"+url.PathEscape(id)+"/samples", q.values(), nil, &out)
+	return &out, meta, err
+}
+
 // Versions returns a job's versions, newest first.
 func (j *Jobs) Versions(id string, q *QueryOptions) ([]*structs.Job, *QueryMeta, error) {
 	var out []*structs.Job

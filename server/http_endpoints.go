@@ -28,6 +28,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
 	mux.HandleFunc("GET /v1/job/{id}/history", s.read(s.jobHistory))
 	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(s.jobSummary))
+	mux.HandleFunc("GET /v1/job/{id}/samples", s.read(s.jobSamples))
 	mux.HandleFunc("POST /v1/report", s.write(s.report))
 	mux.HandleFunc("GET /v1/nodes", s.read(s.nodeList))
 	mux.HandleFunc("GET /v1/plan", s.read(s.planLatest))
@@ -273,6 +274,21 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		}
 		return sum, nil
 	}, state.TableJobs, state.TablePlacements, state.TableModels, state.TableSamples))
+}
+
+// jobSamples returns the job's kept samples, oldest first.
+func (s *Server) jobSamples(w http.ResponseWriter, r *http.Request) (any, error) {
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		job, err := s.jobByPath(txn, ws, r)
+		if err != nil {
+			return nil, err
+		}
+		smp, err := state.Samples(txn, ws, job.Namespace, job.ID)
+		if err != nil || smp != nil {
+			return smp, err
+		}
+		return &structs.JobSamples{Namespace: job.Namespace, JobID: job.ID, Samples: []structs.Sample{}}, nil
+	}, state.TableJobs, state.TableSamples))
 }
 
 func (s *Server) jobStop(w http.ResponseWriter, r *http.Request) (any, error) {

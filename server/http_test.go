@@ -134,6 +134,10 @@ func TestReport_Commits(t *testing.T) {
 		}
 	}
 	must.Eq(t, []int64{100001, 100002}, steps)
+
+	got, _, err := c.Jobs().Samples("rep", nil)
+	must.NoError(t, err)
+	must.Eq(t, smps.Samples, got.Samples, must.Sprint("GET /v1/job/rep/samples"))
 }
 
 func jsonOf(v any) ([]byte, error) {
