@@ -1,6 +1,12 @@
 package planner
 
-import "math"
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
 
 // Aggregate is the cluster's total free capacity, for algorithms that, like
 // Optimus, allocate against the cluster as a whole before placing tasks on
@@ -75,6 +81,42 @@ func (a *Aggregate) devicesFit(x *Task, nx int, y *Task, ny int) bool {
 		}
 	}
 	return true
+}
+
+// Shortfall says, for people, what the aggregate lacks for na tasks ta and
+// nb tasks tb together, e.g. "they need 5 gpu, 4 free of 4"; empty when
+// they fit.
+func (a *Aggregate) Shortfall(ta *Task, na int, tb *Task, nb int) string {
+	need := map[string]int{}
+	add := func(t *Task, n int) {
+		if n <= 0 {
+			return
+		}
+		need["MHz CPU"] += n * t.CPU
+		need["MB memory"] += n * t.MemoryMB
+		for typ, c := range t.DeviceCounts {
+			need[typ] += n * c
+		}
+	}
+	add(ta, na)
+	add(tb, nb)
+	var short []string
+	for _, k := range slices.Sorted(maps.Keys(need)) {
+		free, total := a.dev[k], a.totDevices[k]
+		switch k {
+		case "MHz CPU":
+			free, total = a.cpu, a.totCPU
+		case "MB memory":
+			free, total = a.mem, a.totMem
+		}
+		if need[k] > free {
+			short = append(short, fmt.Sprintf("%d %s, %d free of %.0f", need[k], k, free, total))
+		}
+	}
+	if len(short) == 0 {
+		return ""
+	}
+	return "they need " + strings.Join(short, "; ")
 }
 
 // Release gives back n tasks t taken before.

@@ -165,7 +165,7 @@ func (o *Optimus) Plan(req *planner.Request) (*planner.Decision, error) {
 			continue
 		}
 		if !agg.Fits(j.tasks.PS, j.minP, j.tasks.Worker, j.minW) {
-			j.paused = fmt.Sprintf("waiting: the cluster has no room for the minimum of %d ps and %d workers", j.minP, j.minW)
+			j.paused = fmt.Sprintf("waiting: the cluster has no room for the minimum of %d ps and %d workers: %s", j.minP, j.minW, agg.Shortfall(j.tasks.PS, j.minP, j.tasks.Worker, j.minW))
 			continue
 		}
 		agg.Take(j.tasks.PS, j.minP)
