@@ -140,7 +140,7 @@ func runningTasks(t *testing.T, n *agent.Nomad, want int) []string {
 				return err
 			}
 			task := alloc.Job.LookupTaskGroup(a.TaskGroup).Tasks[0].Name
-			out, err := catFile(n, alloc, "alloc/logs/"+task+".stdout.0")
+			out, err := catFile(n.Client, alloc, "alloc/logs/"+task+".stdout.0")
 			if err != nil || out == "" {
 				return fmt.Errorf("no output of %s yet (%v)", a.Name, err)
 			}
@@ -155,8 +155,8 @@ func runningTasks(t *testing.T, n *agent.Nomad, want int) []string {
 	return lines
 }
 
-func catFile(n *agent.Nomad, alloc *nomadapi.Allocation, path string) (string, error) {
-	r, err := n.Client.AllocFS().Cat(alloc, path, nil)
+func catFile(c *nomadapi.Client, alloc *nomadapi.Allocation, path string) (string, error) {
+	r, err := c.AllocFS().Cat(alloc, path, nil)
 	if err != nil {
 		return "", err
 	}

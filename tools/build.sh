@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds the real nomad and consul binaries Caravan's e2e tests start, and the
-# staticcheck `make lint` runs, from the modules pinned in tools/nomad,
-# tools/consul and tools/lint. Binaries are cached by version
-# outside the clone (a fresh clone on the same machine reuses them, as Go's own
-# build cache is reused) and linked into .tools/bin. The first build takes
-# several minutes per binary.
+# Builds the real nomad and consul binaries Caravan's e2e tests start, the
+# fakegpu device plugin they load into Nomad clients, and the staticcheck
+# `make lint` runs, from the modules pinned in tools/nomad, tools/consul,
+# e2e/fakegpu and tools/lint. Binaries are cached by version (fakegpu by its
+# sources) outside the clone (a fresh clone on the same machine reuses them,
+# as Go's own build cache is reused) and linked into .tools/bin. The first
+# build takes several minutes per binary.
 #
-# Usage: tools/build.sh [nomad] [consul] [staticcheck]   (all when none given)
+# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck]   (all when none given)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,12 +19,15 @@ bin="$root/.tools/bin"
 export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/hashicorp/consul-awsauth"
 export GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
 
-# build MODULE_DIR BINARY PACKAGE
+# build MODULE_DIR BINARY PACKAGE [SOURCE...]
 build() {
-	local dir="$root/tools/$1" name=$2 pkg=$3 version sum out
-	version=$(cd "$dir" && go list -f '{{.Module.Version}}' "$pkg")
-	# The go.sum hash keys the cache too: a changed dependency rebuilds.
-	sum=$(sha256sum "$dir/go.sum" | cut -c1-12)
+	local dir="$root/$1" name=$2 pkg=$3 version sum out
+	shift 3
+	# A package of the module itself (fakegpu) has no version: call it dev.
+	version=$(cd "$dir" && go list -f '{{or .Module.Version "dev"}}' "$pkg")
+	# The go.sum hash keys the cache too: a changed dependency rebuilds. So
+	# does a changed SOURCE, for a binary built from this repository.
+	sum=$(cat "$dir/go.sum" "$@" | sha256sum | cut -c1-12)
 	out="$cache/$name-$version-$sum/$name"
 	if [ ! -x "$out" ]; then
 		echo "tools: building $name $version into $out (takes minutes the first time)" >&2
@@ -37,12 +41,17 @@ build() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(nomad consul staticcheck)
+[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck)
 for t in "${targets[@]}"; do
 	case "$t" in
-	nomad) build nomad nomad github.com/hashicorp/nomad ;;
-	consul) build consul consul github.com/hashicorp/consul ;;
-	staticcheck) build lint staticcheck honnef.co/go/tools/cmd/staticcheck ;;
+	nomad) build tools/nomad nomad github.com/hashicorp/nomad ;;
+	consul) build tools/consul consul github.com/hashicorp/consul ;;
+	fakegpu)
+		mapfile -t srcs < <(find "$root/e2e/fakegpu" -name '*.go' ! -name '*_test.go' | LC_ALL=C sort)
+		build e2e/fakegpu fakegpu github.com/caravan-sched/caravan/e2e/fakegpu \
+			"$root/e2e/fakegpu/go.mod" "${srcs[@]}"
+		;;
+	staticcheck) build tools/lint staticcheck honnef.co/go/tools/cmd/staticcheck ;;
 	*) echo "tools: unknown tool $t" >&2; exit 2 ;;
 	esac
 done

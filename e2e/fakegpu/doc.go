@@ -1,0 +1,28 @@
+// Command fakegpu is a Nomad device plugin that reports GPUs which do not
+// exist, so that Caravan's e2e tests run Nomad's real device fingerprinting,
+// scheduling and reservation on machines without GPUs.
+//
+// Each Nomad client that loads it reports one device group, vendor "nvidia",
+// type "gpu", named after the configured model, with `count` healthy
+// instances "<id_prefix>-0" … "<id_prefix>-<count-1>" and the attributes
+// memory (MiB), model and cuda_cores. Reserving instances sets
+// NVIDIA_VISIBLE_DEVICES to their IDs, as NVIDIA's plugin does, so a task can
+// print which GPUs it was given; nothing is mounted.
+//
+// Nomad loads it from a client's plugin_dir and configures it with
+//
+//	plugin "fakegpu" {
+//	  config {
+//	    count     = 2
+//	    id_prefix = "c0-gpu"
+//	  }
+//	}
+//
+// Nomad only needs instance IDs to be unique within a node, but tests tell
+// clients apart by them, so give each client its own id_prefix; the e2e
+// harness (e2e/agent) does.
+//
+// It is its own Go module so that the main module never depends on Nomad.
+// Test it with `cd e2e/fakegpu && go test ./...`; tools/build.sh fakegpu
+// builds it into .tools/bin.
+package main
