@@ -53,7 +53,7 @@ func start(t testing.TB, name, bin string, args ...string) *process {
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("last lines of the %s log (%s):\n%s", name, logPath, tail(logPath, 40))
+			t.Logf("last lines of the %s log (%s):\n%s", name, logPath, Tail(logPath, 40))
 		}
 	})
 	return p
@@ -98,7 +98,8 @@ func environ() []string {
 	return out
 }
 
-func tail(path string, n int) string {
+// Tail returns the last n lines of a file, or why it cannot be read.
+func Tail(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()

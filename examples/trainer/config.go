@@ -1,0 +1,376 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// The environment a task gets from Caravan (DESIGN.md §3), and the
+// extensions the Nomad driver sets besides.
+const (
+	envJobID         = "CARAVAN_JOB_ID"
+	envRole          = "CARAVAN_ROLE"
+	envRank          = "CARAVAN_RANK"
+	envNumWorkers    = "CARAVAN_NUM_WORKERS"
+	envNumPS         = "CARAVAN_NUM_PS"
+	envLocalBatch    = "CARAVAN_LOCAL_BATCH_SIZE"
+	envResume        = "CARAVAN_RESUME"
+	envCheckpointDir = "CARAVAN_CHECKPOINT_DIR"
+	envCollector     = "CARAVAN_COLLECTOR_ADDR"
+
+	envNamespace        = "CARAVAN_NAMESPACE"
+	envGeneration       = "CARAVAN_GENERATION"
+	envGlobalBatch      = "CARAVAN_GLOBAL_BATCH_SIZE"
+	envMode             = "CARAVAN_MODE"
+	envStepsPerEpoch    = "CARAVAN_STEPS_PER_EPOCH"
+	envThreshold        = "CARAVAN_CONVERGENCE_THRESHOLD"
+	envPatience         = "CARAVAN_CONVERGENCE_PATIENCE"
+	envMaxEpochs        = "CARAVAN_MAX_EPOCHS"
+	envCheckpointSignal = "CARAVAN_CHECKPOINT_SIGNAL"
+)
+
+// Defaults of the knobs the environment may leave out.
+const (
+	defaultGlobalBatch = 64
+	defaultGeneration  = "0"
+)
+
+// config is everything a trainer process needs: the environment contract
+// and the flags. parseConfig fills it; nothing changes it afterwards.
+type config struct {
+	// From the environment.
+	JobID         string
+	Namespace     string
+	Role          string
+	Rank          int
+	NumWorkers    int
+	NumPS         int
+	LocalBatch    int
+	GlobalBatch   int
+	Resume        bool
+	CheckpointDir string
+	CollectorAddr string
+	Generation    string
+	Mode          string
+	StepsPerEpoch int64
+	Threshold     float64
+	Patience      int
+	MaxEpochs     int
+	SignalName    string
+	Signal        syscall.Signal
+
+	// From the flags.
+	Model             string
+	LR                float64
+	L2                float64
+	Seed              uint64
+	Features          int
+	Examples          int
+	EvalExamples      int
+	SampleCost        time.Duration
+	Bind              string
+	MaxSteps          int64
+	ReportEvery       int64
+	RPCTimeout        time.Duration
+	RendezvousTimeout time.Duration
+	FlushTimeout      time.Duration
+	IdleTimeout       time.Duration
+	LogLevel          string
+}
+
+// chief reports whether this process is worker 0, the one that evaluates,
+// reports, checkpoints and decides when training is done.
+func (c *config) chief() bool { return c.Role == structs.RoleWorker && c.Rank == 0 }
+
+// samplesPerStep is how many examples one step processes: the whole
+// (effective) global batch in sync mode, one worker's batch in async mode.
+func (c *config) samplesPerStep() int64 {
+	if c.Mode == structs.ModeSync {
+		return int64(c.LocalBatch * c.NumWorkers)
+	}
+	return int64(c.LocalBatch)
+}
+
+// errUsage marks configuration errors: the process exits with status 2.
+var errUsage = errors.New("invalid configuration")
+
+// parseConfig reads the flags in args and the environment through getenv,
+// and reports every problem at once.
+func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&c.Model, "model", "logreg", "model to train; only logreg (L2-regularised logistic regression) exists")
+	fs.Float64Var(&c.LR, "lr", 0.02, "learning rate of SGD")
+	fs.Float64Var(&c.L2, "l2", 1e-4, "L2 regularisation strength")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the synthetic dataset and of the batches")
+	fs.IntVar(&c.Features, "features", 200, "number of features (model parameters)")
+	fs.IntVar(&c.Examples, "examples", 50000, "number of training examples")
+	fs.IntVar(&c.EvalExamples, "eval-examples", 1000, "number of held-out examples the chief evaluates the loss on")
+	fs.DurationVar(&c.SampleCost, "sample-cost", 200*time.Microsecond, "simulated accelerator time per example, slept by a worker after computing its gradient")
+	fs.StringVar(&c.Bind, "bind", "127.0.0.1:0", "address a parameter server listens on and publishes (port 0 picks a free port)")
+	fs.Int64Var(&c.MaxSteps, "max-steps", 0, "stop after this many steps; 0 means no cap")
+	fs.Int64Var(&c.ReportEvery, "report-every", 1, "the chief reports a sample every this many steps")
+	fs.DurationVar(&c.RPCTimeout, "rpc-timeout", 60*time.Second, "give up when a parameter server is unreachable, or a step does not complete, for this long")
+	fs.DurationVar(&c.RendezvousTimeout, "rendezvous-timeout", 2*time.Minute, "how long workers wait for the parameter servers to publish their addresses, and for the first step")
+	fs.DurationVar(&c.FlushTimeout, "flush-timeout", 10*time.Second, "how long the chief waits for a checkpoint's sample to be committed")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 5*time.Minute, "a parameter server that no worker called for this long exits with an error")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+
+	e := envReader{getenv: getenv}
+	c.JobID = e.required(envJobID)
+	c.Namespace = e.str(envNamespace, structs.DefaultNamespace)
+	c.Role = e.required(envRole)
+	c.Rank = e.int(envRank, -1, true)
+	c.NumWorkers = e.int(envNumWorkers, 0, true)
+	c.NumPS = e.int(envNumPS, 0, true)
+	c.CheckpointDir = e.required(envCheckpointDir)
+	c.CollectorAddr = e.str(envCollector, "")
+	c.Generation = e.str(envGeneration, defaultGeneration)
+	c.Mode = e.str(envMode, structs.ModeSync)
+	c.Resume = e.bool(envResume)
+	c.GlobalBatch = e.int(envGlobalBatch, 0, false)
+	c.LocalBatch = e.int(envLocalBatch, 0, false)
+	c.StepsPerEpoch = int64(e.int(envStepsPerEpoch, 0, false))
+	c.Threshold = e.float(envThreshold, structs.DefaultThreshold)
+	c.Patience = e.int(envPatience, structs.DefaultPatience, false)
+	c.MaxEpochs = e.int(envMaxEpochs, 0, false)
+	c.SignalName = e.str(envCheckpointSignal, structs.DefaultCheckpointSignal)
+
+	errs := e.errs
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch c.Role {
+	case "", structs.RoleWorker, structs.RolePS:
+	default:
+		bad("%s=%q: use %q or %q", envRole, c.Role, structs.RoleWorker, structs.RolePS)
+	}
+	if c.NumWorkers < 1 && getenv(envNumWorkers) != "" {
+		bad("%s=%d: must be at least 1", envNumWorkers, c.NumWorkers)
+	}
+	if c.NumPS < 1 && getenv(envNumPS) != "" {
+		bad("%s=%d: must be at least 1", envNumPS, c.NumPS)
+	}
+	if c.Rank < 0 && getenv(envRank) != "" {
+		bad("%s=%d: must not be negative", envRank, c.Rank)
+	}
+	if c.Role == structs.RoleWorker && c.NumWorkers > 0 && c.Rank >= c.NumWorkers {
+		bad("%s=%d: a worker's rank must be below %s=%d", envRank, c.Rank, envNumWorkers, c.NumWorkers)
+	}
+	if c.Role == structs.RolePS && c.NumPS > 0 && c.Rank >= c.NumPS {
+		bad("%s=%d: a parameter server's rank must be below %s=%d", envRank, c.Rank, envNumPS, c.NumPS)
+	}
+	if c.Generation == "" || c.Generation != filepath.Base(c.Generation) || strings.HasPrefix(c.Generation, ".") {
+		bad("%s=%q: must be a plain name (it names a directory)", envGeneration, c.Generation)
+	}
+	switch c.Mode {
+	case structs.ModeSync, structs.ModeAsync:
+	default:
+		bad("%s=%q: use %q or %q", envMode, c.Mode, structs.ModeSync, structs.ModeAsync)
+	}
+	if c.CheckpointDir != "" && !filepath.IsAbs(c.CheckpointDir) {
+		if abs, err := filepath.Abs(c.CheckpointDir); err == nil {
+			c.CheckpointDir = abs
+		}
+	}
+	if c.GlobalBatch < 0 {
+		bad("%s=%d: must be positive", envGlobalBatch, c.GlobalBatch)
+	}
+	if c.LocalBatch < 0 {
+		bad("%s=%d: must be positive", envLocalBatch, c.LocalBatch)
+	}
+	if c.NumWorkers > 0 {
+		c.fillBatches()
+	}
+	if c.StepsPerEpoch < 0 {
+		bad("%s=%d: must be positive", envStepsPerEpoch, c.StepsPerEpoch)
+	}
+	if !(c.Threshold > 0 && c.Threshold < 1) {
+		bad("%s=%v: must be between 0 and 1 (a relative loss decrease per epoch)", envThreshold, c.Threshold)
+	}
+	if c.Patience < 1 {
+		bad("%s=%d: must be at least 1", envPatience, c.Patience)
+	}
+	if c.MaxEpochs < 0 {
+		bad("%s=%d: must not be negative (0 means no cap)", envMaxEpochs, c.MaxEpochs)
+	}
+	sig, err := checkpointSignal(c.SignalName)
+	if err != nil {
+		bad("%s: %v", envCheckpointSignal, err)
+	}
+	c.Signal = sig
+
+	if c.Model != "logreg" {
+		bad("-model=%q: only logreg is implemented", c.Model)
+	}
+	if !(c.LR > 0) {
+		bad("-lr=%v: must be positive", c.LR)
+	}
+	if !(c.L2 >= 0) {
+		bad("-l2=%v: must not be negative", c.L2)
+	}
+	if c.Features < 1 {
+		bad("-features=%d: must be positive", c.Features)
+	}
+	if c.NumPS > c.Features {
+		bad("%s=%d: more parameter servers than -features=%d", envNumPS, c.NumPS, c.Features)
+	}
+	if c.Examples < 1 {
+		bad("-examples=%d: must be positive", c.Examples)
+	}
+	if c.EvalExamples < 1 {
+		bad("-eval-examples=%d: must be positive", c.EvalExamples)
+	}
+	if c.SampleCost < 0 {
+		bad("-sample-cost=%v: must not be negative", c.SampleCost)
+	}
+	if c.MaxSteps < 0 {
+		bad("-max-steps=%d: must not be negative (0 means no cap)", c.MaxSteps)
+	}
+	if c.ReportEvery < 1 {
+		bad("-report-every=%d: must be at least 1", c.ReportEvery)
+	}
+	for name, d := range map[string]time.Duration{
+		"-rpc-timeout": c.RPCTimeout, "-rendezvous-timeout": c.RendezvousTimeout,
+		"-flush-timeout": c.FlushTimeout, "-idle-timeout": c.IdleTimeout,
+	} {
+		if d <= 0 {
+			bad("%s=%v: must be positive", name, d)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w:\n%w", errUsage, err)
+	}
+	return c, nil
+}
+
+// fillBatches derives the batch sizes the environment left out. In sync
+// mode the global batch is split evenly (Caravan passes global/workers,
+// rounded down); in async mode every worker steps on a local batch.
+func (c *config) fillBatches() {
+	switch {
+	case c.GlobalBatch == 0 && c.LocalBatch == 0:
+		c.GlobalBatch = defaultGlobalBatch
+	case c.GlobalBatch == 0 && c.Mode == structs.ModeSync:
+		c.GlobalBatch = c.LocalBatch * c.NumWorkers
+	case c.GlobalBatch == 0:
+		c.GlobalBatch = c.LocalBatch
+	}
+	if c.LocalBatch == 0 {
+		c.LocalBatch = c.GlobalBatch
+		if c.Mode == structs.ModeSync {
+			c.LocalBatch = max(1, c.GlobalBatch/c.NumWorkers)
+		}
+	}
+	if c.StepsPerEpoch == 0 {
+		c.StepsPerEpoch = max(1, int64(c.Examples)/c.samplesPerStep())
+	}
+}
+
+// envReader reads variables through getenv and collects what is wrong.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (e *envReader) required(name string) string {
+	v := strings.TrimSpace(e.getenv(name))
+	if v == "" {
+		e.errs = append(e.errs, fmt.Errorf("%s is not set", name))
+	}
+	return v
+}
+
+func (e *envReader) str(name, def string) string {
+	if v := strings.TrimSpace(e.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (e *envReader) int(name string, def int, required bool) int {
+	v := strings.TrimSpace(e.getenv(name))
+	if v == "" {
+		if required {
+			e.errs = append(e.errs, fmt.Errorf("%s is not set", name))
+		}
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: not an integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (e *envReader) float(name string, def float64) float64 {
+	v := strings.TrimSpace(e.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: not a number", name, v))
+		return def
+	}
+	return f
+}
+
+func (e *envReader) bool(name string) bool {
+	switch v := strings.TrimSpace(e.getenv(name)); strings.ToLower(v) {
+	case "", "0", "false":
+		return false
+	case "1", "true":
+		return true
+	default:
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: use 1 or 0", name, v))
+		return false
+	}
+}
+
+// checkpointSignals are the signals a trainer can take as its checkpoint
+// signal: those whose default action would otherwise end or stop it and
+// that neither Nomad's stop (SIGINT, SIGTERM) nor the Go runtime (SIGURG,
+// SIGPROF) uses.
+var checkpointSignals = map[string]syscall.Signal{
+	"SIGHUP":    syscall.SIGHUP,
+	"SIGUSR1":   syscall.SIGUSR1,
+	"SIGUSR2":   syscall.SIGUSR2,
+	"SIGALRM":   syscall.SIGALRM,
+	"SIGWINCH":  syscall.SIGWINCH,
+	"SIGIO":     syscall.SIGIO,
+	"SIGVTALRM": syscall.SIGVTALRM,
+	"SIGXCPU":   syscall.SIGXCPU,
+	"SIGXFSZ":   syscall.SIGXFSZ,
+}
+
+// checkpointSignal parses a signal name such as "SIGUSR1" or "USR1".
+func checkpointSignal(name string) (syscall.Signal, error) {
+	n := strings.ToUpper(strings.TrimSpace(name))
+	if !strings.HasPrefix(n, "SIG") {
+		n = "SIG" + n
+	}
+	if sig, ok := checkpointSignals[n]; ok {
+		return sig, nil
+	}
+	switch n {
+	case "SIGINT", "SIGTERM":
+		return 0, fmt.Errorf("%q stops the trainer; use another signal, such as SIGUSR1", name)
+	}
+	return 0, fmt.Errorf("%q cannot be a checkpoint signal; use SIGUSR1, SIGUSR2, SIGHUP, SIGALRM, SIGWINCH, SIGIO, SIGVTALRM, SIGXCPU or SIGXFSZ", name)
+}
