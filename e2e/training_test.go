@@ -1,0 +1,269 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// buildTrainer builds examples/trainer into a temporary folder.
+func buildTrainer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "trainer")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/caravan-sched/caravan/examples/trainer").CombinedOutput(); err != nil {
+		t.Fatalf("build trainer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// trainerJob is a parameter-server job of examples/trainer: up to 4
+// workers with a GPU each and one parameter server, converging in a few
+// hundred steps.
+func trainerJob(id, trainer string) *api.JobRegisterRequest {
+	hcl := fmt.Sprintf(`
+job %[1]q {
+  training {
+    architecture      = "ps"
+    mode              = "sync"
+    global_batch_size = 240
+    steps_per_epoch   = 40
+    convergence {
+      threshold  = 0.02
+      patience   = 2
+      max_epochs = 8
+    }
+  }
+  elastic {
+    workers {
+      min = 1
+      max = 4
+    }
+    parameter_servers {
+      min = 1
+      max = 1
+    }
+    checkpoint {
+      timeout = "30s"
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = %[2]q
+      args    = ["-features", "100", "-examples", "20000", "-sample-cost", "1ms"]
+    }
+    resources {
+      cpu    = 100
+      memory = 128
+      device "nvidia/gpu" {
+        count = 1
+      }
+    }
+  }
+  parameter_server {
+    driver = "raw_exec"
+    config {
+      command = %[2]q
+      args    = ["-features", "100", "-examples", "20000"]
+    }
+    resources {
+      cpu    = 100
+      memory = 128
+    }
+  }
+}
+`, id, trainer)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
+}
+
+// waitEvent waits for a job's n-th event of a type and returns it.
+func waitEvent(t *testing.T, c *api.Client, job, typ string, n int, timeout time.Duration) *structs.Event {
+	t.Helper()
+	var ev *structs.Event
+	agent.WaitFor(t, timeout, fmt.Sprintf("%s event %d of job %s", typ, n, job), func() error {
+		evs := events(t, c, job, typ)
+		if len(evs) < n {
+			return fmt.Errorf("%d %s events so far", len(evs), typ)
+		}
+		ev = evs[n-1]
+		return nil
+	})
+	return ev
+}
+
+// waitStep waits until a job reported a step of at least step.
+func waitStep(t *testing.T, c *api.Client, job string, step int64) {
+	t.Helper()
+	agent.WaitFor(t, 2*time.Minute, fmt.Sprintf("job %s at step %d", job, step), func() error {
+		sum, _, err := c.Jobs().Summary(job, nil)
+		if err != nil {
+			return err
+		}
+		if sum.LastSample == nil || sum.LastSample.Step < step {
+			return fmt.Errorf("job %s not at step %d yet", job, step)
+		}
+		return nil
+	})
+}
+
+func seconds(t *testing.T, ev *structs.Event) float64 {
+	s, err := strconv.ParseFloat(ev.Details["seconds"], 64)
+	must.NoError(t, err)
+	return s
+}
+
+// TestCaravanNomad_RescaleOnArrival runs two trainer jobs on a real Nomad
+// cluster with 4 fake GPUs. The first gets all four GPUs; when the second
+// arrives, Caravan checkpoints the first, confirms the checkpoint from its
+// reported samples, and restarts it on two; it resumes from the
+// checkpoint's step. Both converge and complete.
+func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	trainer := buildTrainer(t)
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
+	c := cl.clients[cl.waitLeader(t, "")]
+	waitNodes(t, c, 3, 4)
+
+	start := time.Now()
+	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	must.NoError(t, err)
+	running := waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	a, _, err := c.Jobs().Info("a", nil)
+	must.NoError(t, err)
+	t.Logf("job run → all tasks running on Nomad: %.3fs (driver: %ss from submission)",
+		float64(running.Time-a.SubmitTime)/1e9, running.Details["seconds"])
+	hist, _, err := c.Jobs().History("a", nil)
+	must.NoError(t, err)
+	must.Eq(t, 4, hist[0].Placement.NumWorkers, must.Sprint("alone, the first job gets every GPU"))
+	waitStep(t, c, "a", 40)
+
+	_, err = c.Jobs().Register(context.Background(), trainerJob("b", trainer))
+	must.NoError(t, err)
+	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
+	k, err := strconv.ParseInt(confirmed.Details["step"], 10, 64)
+	must.NoError(t, err)
+	rescaled := waitEvent(t, c, "a", structs.EventTasksRunning, 2, 2*time.Minute)
+	must.Eq(t, "true", rescaled.Details["rescale"])
+	hist, _, err = c.Jobs().History("a", nil)
+	must.NoError(t, err)
+	must.Eq(t, 2, hist[0].Placement.NumWorkers, must.Sprint("the first job shares the GPUs with the second"))
+
+	// The first sample on two workers continues from the checkpoint.
+	var resumed *structs.Sample
+	agent.WaitFor(t, time.Minute, "a sample of job a on 2 workers", func() error {
+		smps, _, err := c.Jobs().Samples("a", nil)
+		if err != nil {
+			return err
+		}
+		for i := range smps.Samples {
+			if s := smps.Samples[i]; s.NumWorkers == 2 {
+				resumed = &s
+				return nil
+			}
+		}
+		return fmt.Errorf("no sample on 2 workers yet")
+	})
+	t.Logf("checkpoint at step %d; first step after the rescale: %d (checkpoint_step %d)", k, resumed.Step, resumed.CheckpointStep)
+	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("the resumed tasks loaded the confirmed checkpoint"))
+	must.Between(t, k, resumed.Step, k+3)
+
+	for _, id := range []string{"a", "b"} {
+		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
+	}
+	makespan := time.Since(start).Seconds()
+	var inRescales float64
+	rescales := 0
+	for _, id := range []string{"a", "b"} {
+		for _, ev := range events(t, c, id, structs.EventTasksRunning) {
+			if ev.Details["rescale"] == "true" {
+				inRescales += seconds(t, ev)
+				rescales++
+			}
+		}
+		must.SliceEmpty(t, events(t, c, id, structs.EventRescaleAborted))
+	}
+	t.Logf("makespan %.1fs, of which %.1fs in %d rescales (%.2f%%)", makespan, inRescales, rescales, 100*inRescales/makespan)
+}
+
+// nomadJobVersion returns the version of a Caravan job's Nomad job.
+func nomadJobVersion(t *testing.T, nc *agent.NomadCluster, id string) uint64 {
+	t.Helper()
+	job, _, err := nc.Client.Jobs().Info("caravan-"+id, nil)
+	must.NoError(t, err)
+	return *job.Version
+}
+
+// TestCaravanNomad_LeaderKilled kills the Caravan leader of three while a
+// trainer job runs on Nomad: the new leader adopts the running Nomad job
+// without submitting it again, the trainers report to the servers left,
+// and the job completes.
+func TestCaravanNomad_LeaderKilled(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	trainer := buildTrainer(t)
+	cl := startCaravans(t, agent.BuildCaravan(t), 3, nomadAgentBody(nc, t.TempDir(), "drf"))
+	leader := cl.waitLeader(t, "")
+	c := cl.clients[leader]
+	waitNodes(t, c, 3, 4)
+
+	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	must.NoError(t, err)
+	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitStep(t, c, "a", 20)
+	version := nomadJobVersion(t, nc, "a")
+
+	cl.procs[leader].Kill()
+	next := cl.waitLeader(t, leader)
+	c = cl.clients[next]
+	sum, _, err := c.Jobs().Summary("a", nil)
+	must.NoError(t, err)
+	waitStep(t, c, "a", sum.LastSample.Step+10)
+	must.Eq(t, version, nomadJobVersion(t, nc, "a"), must.Sprint("the new leader submitted the running job again"))
+	jobs, _, err := nc.Client.Jobs().PrefixList("caravan-")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, jobs, must.Sprint("one Nomad job per Caravan job"))
+
+	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", structs.JobStatusComplete))
+	must.Eq(t, version, nomadJobVersion(t, nc, "a"))
+}
+
+// TestCaravanNomad_NomadUnreachable stops the Nomad server while a trainer
+// job runs: Caravan keeps its state and reports the outage, a job
+// registered meanwhile waits, and when Nomad returns Caravan catches up
+// and both jobs complete.
+func TestCaravanNomad_NomadUnreachable(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	trainer := buildTrainer(t)
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
+	c := cl.clients[cl.waitLeader(t, "")]
+	waitNodes(t, c, 3, 4)
+
+	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	must.NoError(t, err)
+	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+
+	nc.StopServer()
+	outage := waitEvent(t, c, "", structs.EventDriverError, 1, time.Minute)
+	t.Logf("reported: %s", outage.Message)
+	_, err = c.Jobs().Register(context.Background(), trainerJob("b", trainer))
+	must.NoError(t, err, must.Sprint("Caravan takes jobs while Nomad is away"))
+	must.NoError(t, jobIs(c, "b", structs.JobStatusPending)())
+	must.NoError(t, jobIs(c, "a", structs.JobStatusRunning)())
+
+	nc.StartServer()
+	waitEvent(t, c, "", structs.EventDriverRecovered, 1, 2*time.Minute)
+	for _, id := range []string{"a", "b"} {
+		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
+	}
+	must.SliceLen(t, 1, events(t, c, "", structs.EventDriverError), must.Sprint("one event per outage"))
+}
