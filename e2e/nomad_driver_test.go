@@ -60,8 +60,14 @@ func (h *recordingHost) eventTypes() []string {
 }
 
 // shellJob is a job whose tasks print their contract environment, write a
-// marker file when they get the checkpoint signal, and sleep.
+// marker file into dir when they get the checkpoint signal, and sleep.
 func shellJob(t *testing.T, dir string) *structs.Job {
+	script := fmt.Sprintf("echo role=$CARAVAN_ROLE rank=$CARAVAN_RANK workers=$CARAVAN_NUM_WORKERS resume=$CARAVAN_RESUME; trap 'touch %s/signalled-$CARAVAN_ROLE-$CARAVAN_RANK-$CARAVAN_GENERATION' USR1; while true; do sleep 0.1; done", dir)
+	return scriptJob(t, script)
+}
+
+// scriptJob is a job whose tasks run a shell script.
+func scriptJob(t *testing.T, script string) *structs.Job {
 	src := fmt.Sprintf(`
 job "sh" {
   training {
@@ -85,7 +91,7 @@ job "sh" {
     driver = "raw_exec"
     config {
       command = "/bin/sh"
-      args = ["-c", "echo role=$CARAVAN_ROLE rank=$CARAVAN_RANK workers=$CARAVAN_NUM_WORKERS resume=$CARAVAN_RESUME; trap 'touch %s/signalled-$CARAVAN_ROLE-$CARAVAN_RANK-$CARAVAN_GENERATION' USR1; while true; do sleep 0.1; done"]
+      args = ["-c", %q]
     }
     resources {
       cpu    = 50
@@ -93,7 +99,7 @@ job "sh" {
     }
   }
 }
-`, dir)
+`, script)
 	job, diags := jobspec.Parse(&jobspec.Config{Filename: "sh.hcl", Src: []byte(src)})
 	must.False(t, diags.HasErrors(), must.Sprint(diags))
 	job.Canonicalize()
@@ -109,7 +115,13 @@ func plan(index uint64, node string, ps, workers int) *structs.Plan {
 }
 
 func newDriver(t *testing.T, n *agent.Nomad, host structs.DriverHost) *nomad.Driver {
-	d, err := nomad.New(nomad.Config{Address: n.Address, CheckpointDir: t.TempDir(), ConfirmPoll: 20 * time.Millisecond})
+	return newDriverWith(t, n, host, nomad.Config{})
+}
+
+// newDriverWith returns a driver of cfg on the agent, with fast polling.
+func newDriverWith(t *testing.T, n *agent.Nomad, host structs.DriverHost, cfg nomad.Config) *nomad.Driver {
+	cfg.Address, cfg.CheckpointDir, cfg.ConfirmPoll = n.Address, t.TempDir(), 20*time.Millisecond
+	d, err := nomad.New(cfg)
 	must.NoError(t, err)
 	t.Cleanup(d.Stop)
 	d.SetHost(host)
@@ -249,4 +261,48 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
 	must.NoError(t, err)
 	must.True(t, *info.Stop)
+}
+
+// TestNomadDriver_FailedTasks runs tasks that fail: the driver reports the
+// job for replanning, not as failed, and starts it again from its
+// checkpoint when the plan is enacted; once it failed MaxRestarts times
+// more, it reports the job failed with the task's error.
+func TestNomadDriver_FailedTasks(t *testing.T) {
+	n := agent.StartNomad(t, agent.NomadOptions{})
+	host := &recordingHost{}
+	d := newDriverWith(t, n, host, nomad.Config{MaxRestarts: 1})
+	ctx := context.Background()
+	job := scriptJob(t, "echo starting; exit 3")
+
+	report := func(want func(*structs.JobReport) bool, what string) *structs.JobReport {
+		var got *structs.JobReport
+		agent.WaitFor(t, 2*time.Minute, what, func() error {
+			reports, err := d.Status(ctx)
+			if err != nil {
+				return err
+			}
+			for _, r := range reports {
+				if r.JobID == "sh" && want(r) {
+					got = r
+					return nil
+				}
+			}
+			return fmt.Errorf("reports: %v", reports)
+		})
+		return got
+	}
+	must.NoError(t, d.Enact(ctx, plan(1, n.NodeID, 1, 1), []*structs.Job{job}))
+	lost := report(func(r *structs.JobReport) bool { return r.Replan }, "a report asking to replan")
+	must.Eq(t, structs.JobStatusRunning, lost.Status, must.Sprint("failed tasks do not fail the job at once"))
+	t.Logf("replan: %s", lost.Message)
+
+	must.NoError(t, d.Enact(ctx, plan(2, n.NodeID, 1, 1), []*structs.Job{job}))
+	must.SliceContains(t, host.eventTypes(), structs.EventJobRestarted)
+	failed := report(func(r *structs.JobReport) bool { return r.Status == structs.JobStatusFailed }, "the job failed")
+	must.StrContains(t, failed.Message, "after 1 restarts")
+	must.StrContains(t, failed.Message, "Exit Code: 3")
+	t.Logf("failed: %s", failed.Message)
+	info, _, err := n.Client.Jobs().Info("caravan-sh", nil)
+	must.NoError(t, err)
+	must.Eq(t, "2", info.Meta["caravan_generation"])
 }

@@ -187,6 +187,7 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	for _, id := range []string{"a", "b"} {
 		for _, ev := range events(t, c, id, structs.EventTasksRunning) {
 			if ev.Details["rescale"] == "true" {
+				t.Logf("rescale of job %s: %ss", id, ev.Details["seconds"])
 				inRescales += seconds(t, ev)
 				rescales++
 			}

@@ -87,20 +87,29 @@ func (d *Driver) tasksRunning(ctx context.Context, key [2]string, st *start, tas
 }
 
 // failure describes why an allocation failed: the last event of a failed
-// task, or the allocation's own status.
+// task and how it last exited, or the allocation's own status.
 func failure(a *api.AllocationListStub) string {
 	for name, ts := range a.TaskStates {
 		if !ts.Failed || len(ts.Events) == 0 {
 			continue
 		}
-		ev := ts.Events[len(ts.Events)-1]
-		msg := ev.DisplayMessage
-		if msg == "" {
-			msg = ev.Type
+		msg := eventMessage(ts.Events[len(ts.Events)-1])
+		for i := len(ts.Events) - 1; i >= 0; i-- {
+			if ev := ts.Events[i]; ev.Type == api.TaskTerminated {
+				msg += " (last exit: " + eventMessage(ev) + ")"
+				break
+			}
 		}
 		return fmt.Sprintf("task %s of %s on node %s: %s", name, a.TaskGroup, a.NodeID, msg)
 	}
 	return fmt.Sprintf("allocation %s of %s on node %s is %s: %s", a.ID, a.TaskGroup, a.NodeID, a.ClientStatus, a.ClientDescription)
+}
+
+func eventMessage(ev *api.TaskEvent) string {
+	if ev.DisplayMessage != "" {
+		return ev.DisplayMessage
+	}
+	return ev.Type
 }
 
 func (d *Driver) lastSample(key [2]string) (structs.Sample, bool) {
