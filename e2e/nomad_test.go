@@ -186,3 +186,41 @@ func TestCaravanNomad_GPUJobs(t *testing.T) {
 	_, _, err = nc.Client.Jobs().Info("caravan-big", nil)
 	must.ErrorContains(t, err, "404", must.Sprint("a waiting job must not reach Nomad"))
 }
+
+// dumpOnFailure logs, when the test fails, every Caravan job's Nomad
+// allocations and the last lines their tasks wrote to stderr.
+func dumpOnFailure(t *testing.T, nc *agent.NomadCluster) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		jobs, _, err := nc.Client.Jobs().PrefixList("caravan-")
+		if err != nil {
+			t.Logf("list Nomad jobs: %v", err)
+			return
+		}
+		for _, j := range jobs {
+			allocs, _, err := nc.Client.Jobs().Allocations(j.ID, true, nil)
+			if err != nil {
+				t.Logf("allocations of %s: %v", j.ID, err)
+				continue
+			}
+			for _, a := range allocs {
+				t.Logf("%s: alloc %s (version %d) %s/%s", j.ID, a.Name, a.JobVersion, a.DesiredStatus, a.ClientStatus)
+				alloc, _, err := nc.Client.Allocations().Info(a.ID, nil)
+				if err != nil {
+					continue
+				}
+				task := alloc.Job.LookupTaskGroup(a.TaskGroup).Tasks[0].Name
+				if out, err := catFile(nc.Client, alloc, "alloc/logs/"+task+".stderr.0"); err == nil {
+					t.Logf("last lines of its stderr:\n%s", lastLines(out, 15))
+				}
+			}
+		}
+	})
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -130,6 +130,7 @@ func seconds(t *testing.T, ev *structs.Event) float64 {
 // checkpoint's step. Both converge and complete.
 func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
 	trainer := buildTrainer(t)
 	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
 	c := cl.clients[cl.waitLeader(t, "")]
@@ -211,6 +212,7 @@ func nomadJobVersion(t *testing.T, nc *agent.NomadCluster, id string) uint64 {
 // and the job completes.
 func TestCaravanNomad_LeaderKilled(t *testing.T) {
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
 	trainer := buildTrainer(t)
 	cl := startCaravans(t, agent.BuildCaravan(t), 3, nomadAgentBody(nc, t.TempDir(), "drf"))
 	leader := cl.waitLeader(t, "")
@@ -244,6 +246,7 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 // and both jobs complete.
 func TestCaravanNomad_NomadUnreachable(t *testing.T) {
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
 	trainer := buildTrainer(t)
 	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
 	c := cl.clients[cl.waitLeader(t, "")]

@@ -269,7 +269,14 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 	}
 	reportAddrs := n.ReportAddrs
 	if len(reportAddrs) == 0 {
-		reportAddrs = append([]string{"http://" + cfg.HTTPAddr()}, cfg.Server.RetryJoin...)
+		// This agent first, then the others of retry_join (which may list
+		// this one too).
+		reportAddrs = []string{"http://" + cfg.HTTPAddr()}
+		for _, a := range cfg.Server.RetryJoin {
+			if a != cfg.HTTPAddr() {
+				reportAddrs = append(reportAddrs, "http://"+a)
+			}
+		}
 	}
 	return nomad.Config{
 		Address:       fromEnv(n.Address, config.DefaultNomad().Address, "NOMAD_ADDR"),

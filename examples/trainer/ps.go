@@ -25,6 +25,10 @@ const pullWait = 2 * time.Second
 // workers that have not yet heard that training is done.
 const finishGrace = 10 * time.Second
 
+// finishLinger is how long a parameter server whose workers were all told
+// that training is done keeps serving, so that its replies are delivered.
+const finishLinger = 500 * time.Millisecond
+
 // The RPC messages between workers and parameter servers (net/rpc, gob).
 // Every reply carries the server's incarnation so that a worker notices a
 // restart, and Done once training is over.
@@ -207,6 +211,11 @@ func runPS(ctx context.Context, cfg *config, log hclog.Logger) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.finished:
+			// Let the last replies reach their workers before the
+			// connections close.
+			if err := sleep(ctx, finishLinger); err != nil {
+				return err
+			}
 			log.Info("training finished; every worker was told", "step", s.currentStep())
 			return nil
 		case <-grace:
@@ -385,6 +394,9 @@ func (s *paramServer) Finish(_ FinishArgs, reply *FinishReply) error {
 	if !s.done {
 		s.done = true
 		s.log.Info("chief says training is done", "step", s.step)
+		if err := markDone(s.cfg.CheckpointDir, s.cfg.Generation); err != nil {
+			s.log.Warn("could not write the done marker", "error", err)
+		}
 		s.advance()
 		s.tell(0) // the chief asks, so it knows
 	}

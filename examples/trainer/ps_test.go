@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
@@ -130,4 +133,25 @@ func TestCheckpointAndRestore(t *testing.T) {
 	must.NoError(t, err)
 	must.False(t, ok)
 	must.Eq(t, 0, d.currentStep())
+}
+
+// TestPSClient_GoneAfterDone: a worker whose parameter server has left
+// after training finished (its last reply lost with the connection) sees
+// the done marker and stops cleanly instead of retrying until it fails.
+func TestPSClient_GoneAfterDone(t *testing.T) {
+	cfg := &config{CheckpointDir: t.TempDir(), Generation: "2", RPCTimeout: time.Hour}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	addr := l.Addr().String()
+	must.NoError(t, l.Close()) // nothing listens there any more
+	p := &psClient{cfg: cfg, log: hclog.NewNullLogger(), addr: addr}
+
+	must.NoError(t, markDone(cfg.CheckpointDir, "2"))
+	// Without the marker the call would retry for the hour of -rpc-timeout
+	// and end with the context's error.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var reply FinishReply
+	err = p.call(ctx, "PS.Finish", FinishArgs{}, &reply, &reply.Incarnation, cfg.RPCTimeout)
+	must.ErrorIs(t, err, errDone)
 }

@@ -107,3 +107,21 @@ func removeOldRendezvous(checkpointDir, generation string) error {
 	}
 	return nil
 }
+
+// donePath is the marker a parameter server writes when the chief says
+// training is done, so that a worker that finds the servers gone knows
+// they finished rather than failed.
+func donePath(checkpointDir, generation string) string {
+	return filepath.Join(checkpointDir, rendezvousDir, generation, "done")
+}
+
+// markDone writes the done marker of the generation.
+func markDone(checkpointDir, generation string) error {
+	return writeFileAtomic(donePath(checkpointDir, generation), nil)
+}
+
+// isDone reports whether the generation's training is done.
+func isDone(checkpointDir, generation string) bool {
+	_, err := os.Stat(donePath(checkpointDir, generation))
+	return err == nil
+}

@@ -323,6 +323,9 @@ func (p *psClient) call(ctx context.Context, method string, args, reply any, inc
 			return fmt.Errorf("ps-%d %s: %w", p.rank, method, err)
 		}
 		p.close()
+		if isDone(p.cfg.CheckpointDir, p.cfg.Generation) {
+			return errDone // the servers finished and left
+		}
 		if waited := time.Since(start); waited > patience {
 			return fmt.Errorf("ps-%d at %s unreachable for %v (-rpc-timeout): %w", p.rank, p.addr, waited.Round(time.Second), err)
 		}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/caravan-sched/caravan/server/config"
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+)
+
+func TestNomadConfig(t *testing.T) {
+	cfg := config.Default()
+	cfg.BindAddr = "10.0.0.1"
+	cfg.Server.RetryJoin = []string{"10.0.0.1:4680", "10.0.0.2:4680"}
+	cfg.Nomad.CheckpointDir = "/mnt/ckpt"
+
+	t.Setenv("NOMAD_ADDR", "https://nomad.example:4646")
+	t.Setenv("NOMAD_TOKEN", "secret")
+	nc := nomadConfig(cfg, hclog.NewNullLogger())
+	must.Eq(t, "https://nomad.example:4646", nc.Address, must.Sprint("NOMAD_ADDR fills the default address"))
+	must.Eq(t, "secret", nc.Token)
+	must.Eq(t, "/mnt/ckpt", nc.CheckpointDir)
+	must.Eq(t, []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"}, nc.ReportAddrs,
+		must.Sprint("this agent first, retry_join's others after, no duplicate"))
+
+	cfg.Nomad.Address = "http://127.0.0.1:5646"
+	cfg.Nomad.ReportAddrs = []string{"http://lb:4680"}
+	nc = nomadConfig(cfg, hclog.NewNullLogger())
+	must.Eq(t, "http://127.0.0.1:5646", nc.Address, must.Sprint("the configuration wins over NOMAD_ADDR"))
+	must.Eq(t, []string{"http://lb:4680"}, nc.ReportAddrs)
+}
