@@ -79,10 +79,11 @@ func (c *Config) setDefaults() {
 
 // Driver runs Caravan's plans as Nomad jobs: one batch job `caravan-<id>`
 // per Caravan job (see Translate), rescaled through checkpoints (see
-// Enact). It keeps no state Nomad does not hold: what a Nomad job runs is
-// in its metadata, so a new leader's driver adopts the jobs its
-// predecessor submitted. Only the leader calls Enact and Status, from one
-// goroutine; Nodes is safe for concurrent use.
+// Enact). What a Nomad job runs is in its metadata, so a new leader's
+// driver adopts the jobs its predecessor submitted; the driver's own
+// memory (restarts counted, rescales aborted, starts awaited) only refines
+// that, and a new leader starts without it. Only the leader calls Enact
+// and Status, from one goroutine; Nodes is safe for concurrent use.
 type Driver struct {
 	cfg    Config
 	log    hclog.Logger

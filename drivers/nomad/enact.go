@@ -61,7 +61,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		if job == nil {
 			return fmt.Errorf("plan %d names job %q without its spec", plan.Index, p.JobID)
 		}
-		if c := d.changeFor(ctx, key, job, p, existing[key]); c != nil {
+		if c := d.changeFor(key, job, p, existing[key]); c != nil {
 			changes = append(changes, c)
 		}
 	}
@@ -71,6 +71,13 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 			errs = append(errs, d.deregister(ctx, nj))
 		}
 	}
+	d.mu.Lock()
+	for key := range d.jobs {
+		if !planned[key] {
+			delete(d.jobs, key)
+		}
+	}
+	d.mu.Unlock()
 	results := make([]error, len(changes))
 	var wg sync.WaitGroup
 	for i, c := range changes {
@@ -81,7 +88,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 }
 
 // changeFor decides what to do to one job; nil means nothing.
-func (d *Driver) changeFor(ctx context.Context, key [2]string, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
+func (d *Driver) changeFor(key [2]string, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
 	js := d.state(key)
 	c := &change{key: key, job: job, placement: p, existing: nj, checkpoint: nj.running()}
 	if js.lost {
@@ -123,6 +130,7 @@ func (d *Driver) apply(ctx context.Context, plan *structs.Plan, c *change) error
 		}
 	}
 	if c.placement.Paused() {
+		js.lost = false // a paused job has no tasks to lose
 		return d.deregister(ctx, c.existing)
 	}
 	gen := 1
