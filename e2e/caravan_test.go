@@ -27,14 +27,26 @@ type caravans struct {
 	clients map[string]*api.Client
 }
 
-// startCaravans starts n agents of the binary bin. body is HCL added to
-// each agent's configuration: the driver and its block, the scheduler.
+// startCaravans starts n agents of the binary bin that join each other
+// through retry_join. body is HCL added to each agent's configuration: the
+// driver and its block, the scheduler.
 func startCaravans(t *testing.T, bin string, n int, body string) *caravans {
+	t.Helper()
+	return startCaravansJoining(t, bin, n, body, true)
+}
+
+// startCaravansJoining starts n agents; with staticJoin they list each
+// other's addresses in retry_join, without it body says how they meet.
+func startCaravansJoining(t *testing.T, bin string, n int, body string, staticJoin bool) *caravans {
 	t.Helper()
 	ports := agent.FreePorts(t, 2*n)
 	c := &caravans{procs: map[string]*agent.Caravan{}, clients: map[string]*api.Client{}}
 	for i := range n {
 		c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
+	}
+	join := ""
+	if staticJoin {
+		join = `retry_join = ["` + strings.Join(c.addrs, `", "`) + `"]`
 	}
 	for i, addr := range c.addrs {
 		dir := t.TempDir()
@@ -49,11 +61,11 @@ ports {
 }
 server {
   bootstrap_expect = %d
-  retry_join       = [%s]
   retry_interval   = "200ms"
+  %s
 }
 %s
-`, i+1, filepath.Join(dir, "data"), ports[2*i], ports[2*i+1], n, `"`+strings.Join(c.addrs, `", "`)+`"`, body)
+`, i+1, filepath.Join(dir, "data"), ports[2*i], ports[2*i+1], n, join, body)
 		must.NoError(t, os.WriteFile(cfg, []byte(hcl), 0o600))
 		c.procs[addr] = agent.StartCaravan(t, bin, fmt.Sprintf("caravan-%d", i+1), "-config", cfg)
 		client, err := api.NewClient(&api.Config{Address: addr})
@@ -124,4 +136,54 @@ func events(t *testing.T, c *api.Client, job, typ string) []*structs.Event {
 		}
 	}
 	return out
+}
+
+// TestCaravanCluster_ConsulJoin starts three agents that know nothing of
+// each other but a Consul agent: they advertise themselves as service
+// "caravan", find each other through it, and elect a leader; one that
+// leaves is deregistered.
+func TestCaravanCluster_ConsulJoin(t *testing.T) {
+	consul := agent.StartConsul(t)
+	cl := startCaravansJoining(t, agent.BuildCaravan(t), 3, fmt.Sprintf(`
+driver = "sim"
+consul {
+  address          = %q
+  auto_advertise   = true
+  server_auto_join = true
+}
+`, consul.HTTPAddr), false)
+	leader := cl.waitLeader(t, "")
+
+	passing := func(want int) func() error {
+		return func() error {
+			entries, _, err := consul.Client.Health().Service("caravan", "", true, nil)
+			if err != nil {
+				return err
+			}
+			if len(entries) != want {
+				return fmt.Errorf("%d passing instances of caravan, want %d", len(entries), want)
+			}
+			return nil
+		}
+	}
+	agent.WaitFor(t, 30*time.Second, "3 servers registered in Consul", passing(3))
+	entries, _, err := consul.Client.Health().Service("caravan", "", true, nil)
+	must.NoError(t, err)
+	var raftAddrs []string
+	for _, e := range entries {
+		raftAddrs = append(raftAddrs, e.Service.Meta["raft_addr"])
+	}
+	conf, err := cl.clients[leader].Operator().RaftConfiguration(context.Background())
+	must.NoError(t, err)
+	for _, sv := range conf.Servers {
+		must.SliceContains(t, raftAddrs, sv.Address, must.Sprint("Consul lists every Raft peer"))
+	}
+
+	for _, addr := range cl.addrs {
+		if addr != leader {
+			cl.procs[addr].Stop()
+			break
+		}
+	}
+	agent.WaitFor(t, 30*time.Second, "the stopped server deregistered", passing(2))
 }

@@ -67,7 +67,7 @@ func (s *Server) tryJoin() bool {
 		return true
 	}
 	known := []api.AgentSelf{s.self()}
-	for _, addr := range s.cfg.RetryJoin {
+	for _, addr := range s.joinAddrs() {
 		var peer api.AgentSelf
 		if err := s.call(http.MethodGet, addr, "/v1/agent/self", nil, &peer); err != nil {
 			s.log.Debug("cannot reach server to join", "address", addr, "error", err)

@@ -45,7 +45,8 @@ type Config struct {
 	RaftAddr string
 	// BootstrapExpect is how many servers form the cluster initially;
 	// RetryJoin lists other servers' HTTP addresses, tried every
-	// RetryInterval until this server is part of a cluster.
+	// RetryInterval until this server is part of a cluster; an entry
+	// "consul://<service>" stands for the service's healthy instances.
 	BootstrapExpect int
 	RetryJoin       []string
 	RetryInterval   time.Duration
@@ -61,6 +62,10 @@ type Config struct {
 	// is how often the leader reads the driver (default 1 s).
 	Interval time.Duration
 	Poll     time.Duration
+
+	// Consul, when set, advertises the server in Consul and resolves
+	// consul:// entries of RetryJoin.
+	Consul *Consul
 
 	Driver Driver
 	// Metrics delivers samples; nil means the driver, if it is a
@@ -97,6 +102,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Metrics == nil {
 		c.Metrics, _ = c.Driver.(MetricsSource)
+	}
+	if c.Consul != nil {
+		c.Consul.setDefaults()
 	}
 }
 
@@ -161,9 +169,10 @@ func New(cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.monitorLeadership()
 	go s.join()
+	go s.advertiseLoop()
 	s.log.Info("server started", "node_id", s.cfg.NodeID, "http", s.httpAddr, "raft", s.trans.LocalAddr())
 	return s, nil
 }
@@ -311,6 +320,7 @@ func (s *Server) Shutdown() error {
 			cancel()
 		}
 		s.wg.Wait()
+		s.withdraw() // after advertiseLoop has stopped
 		err = errors.Join(err, s.close())
 	})
 	return err

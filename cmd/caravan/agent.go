@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/config"
+	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -79,9 +81,14 @@ func (c *AgentCommand) Run(args []string) int {
 		return 1
 	}
 	defer stopDriver()
+	consul, retryJoin, err := consulConfig(cfg)
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
 	scfg := server.Config{
 		NodeName: cfg.Name, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr(), RaftAddr: cfg.RaftAddr(),
-		BootstrapExpect: cfg.Server.BootstrapExpect, RetryJoin: cfg.Server.RetryJoin,
+		BootstrapExpect: cfg.Server.BootstrapExpect, RetryJoin: retryJoin, Consul: consul,
 		RetryInterval: cfg.Server.RetryIntervalDuration,
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
 		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Logger: logger,
@@ -257,6 +264,32 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (server.Driver, func(), 
 	}
 }
 
+// consulConfig resolves the consul block: the server's use of Consul
+// (nil when it has none) and its retry_join list, with the Consul service
+// of server_auto_join added.
+func consulConfig(cfg *config.Config) (*server.Consul, []string, error) {
+	c := cfg.Consul
+	join := slices.Clone(cfg.Server.RetryJoin)
+	if c.ServerAutoJoin != nil && *c.ServerAutoJoin {
+		join = append(join, server.ConsulJoinScheme+c.ServiceName)
+	}
+	if !c.Used() && !slices.ContainsFunc(join, func(a string) bool { return strings.HasPrefix(a, server.ConsulJoinScheme) }) {
+		return nil, join, nil
+	}
+	ccfg := consulapi.DefaultConfig()
+	if c.Address != "" {
+		ccfg.Address = c.Address
+	}
+	if c.Token != "" {
+		ccfg.Token = c.Token
+	}
+	client, err := consulapi.NewClient(ccfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("consul client: %w", err)
+	}
+	return &server.Consul{Client: client, ServiceName: c.ServiceName, Advertise: c.AutoAdvertise != nil && *c.AutoAdvertise}, join, nil
+}
+
 // nomadConfig resolves the nomad block, with NOMAD_ADDR, NOMAD_TOKEN,
 // NOMAD_REGION and NOMAD_NAMESPACE filling what it leaves at defaults.
 func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
@@ -273,7 +306,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		// this one too).
 		reportAddrs = []string{"http://" + cfg.HTTPAddr()}
 		for _, a := range cfg.Server.RetryJoin {
-			if a != cfg.HTTPAddr() {
+			if a != cfg.HTTPAddr() && !strings.HasPrefix(a, server.ConsulJoinScheme) {
 				reportAddrs = append(reportAddrs, "http://"+a)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,9 @@ type Server struct {
 	// elects its first leader. At least 1; default 1.
 	BootstrapExpect int `hcl:"bootstrap_expect,optional"`
 	// RetryJoin lists other servers' HTTP addresses, each host:port, to join
-	// until one answers. A non-empty list replaces the earlier one in Merge.
+	// until one answers; "consul://<service>" stands for the healthy
+	// instances of a Consul service. A non-empty list replaces the earlier
+	// one in Merge.
 	RetryJoin []string `hcl:"retry_join,optional"`
 	// RetryInterval is the wait between join attempts as written, such as
 	// "15s"; RetryIntervalDuration is its value, which is what the agent and
@@ -118,9 +121,16 @@ func (s *Server) problems() []problem {
 		ps = append(ps, problemf("bootstrap_expect", "%d servers cannot elect a leader; use 1 or more (1 for a single server)", s.BootstrapExpect))
 	}
 	for i, addr := range s.RetryJoin {
+		if svc, ok := strings.CutPrefix(addr, "consul://"); ok {
+			if !consulService.MatchString(svc) {
+				ps = append(ps, problemf(fmt.Sprintf("retry_join[%d]", i),
+					"%q does not name a Consul service; use one such as \"consul://caravan\"", addr))
+			}
+			continue
+		}
 		if err := checkHostPort(addr); err != nil {
 			ps = append(ps, problemf(fmt.Sprintf("retry_join[%d]", i),
-				"%q is not host:port (%v); give a server's HTTP address, such as \"10.0.0.2:%d\"", addr, err, DefaultHTTPPort))
+				"%q is not host:port (%v); give a server's HTTP address, such as \"10.0.0.2:%d\", or a Consul service, \"consul://caravan\"", addr, err, DefaultHTTPPort))
 		}
 	}
 	if s.RetryIntervalDuration <= 0 {
@@ -252,10 +262,26 @@ type Consul struct {
 	Address string `hcl:"address,optional"`
 	// Token is the ACL token; empty means none.
 	Token string `hcl:"token,optional"`
+	// ServiceName is the service servers register as, and the one
+	// server_auto_join looks for. Default "caravan".
+	ServiceName string `hcl:"service_name,optional"`
+	// AutoAdvertise registers the server in Consul. nil means unset;
+	// Default sets false.
+	AutoAdvertise *bool `hcl:"auto_advertise,optional"`
+	// ServerAutoJoin adds "consul://<service_name>" to server.retry_join.
+	// nil means unset; Default sets false.
+	ServerAutoJoin *bool `hcl:"server_auto_join,optional"`
 }
 
 // DefaultConsul returns the default consul block.
-func DefaultConsul() *Consul { return &Consul{Address: "127.0.0.1:8500"} }
+func DefaultConsul() *Consul {
+	return &Consul{Address: "127.0.0.1:8500", ServiceName: "caravan", AutoAdvertise: new(false), ServerAutoJoin: new(false)}
+}
+
+// Used reports whether the agent talks to Consul at all.
+func (c *Consul) Used() bool {
+	return c != nil && (c.AutoAdvertise != nil && *c.AutoAdvertise || c.ServerAutoJoin != nil && *c.ServerAutoJoin)
+}
 
 // Merge returns a copy of c with the fields set in o overriding it. Either
 // may be nil; the result is not.
@@ -264,15 +290,27 @@ func (c *Consul) Merge(o *Consul) *Consul {
 	if o != nil {
 		r.Address = mergeString(r.Address, o.Address)
 		r.Token = mergeString(r.Token, o.Token)
+		r.ServiceName = mergeString(r.ServiceName, o.ServiceName)
+		r.AutoAdvertise = mergePtr(r.AutoAdvertise, o.AutoAdvertise)
+		r.ServerAutoJoin = mergePtr(r.ServerAutoJoin, o.ServerAutoJoin)
 	}
 	return r
 }
 
-// Validate checks nothing yet: the Consul client accepts an address with or
-// without a scheme. It exists so that every block has one.
+// Validate checks the service name; the Consul client accepts an address
+// with or without a scheme.
 func (c *Consul) Validate() error { return joinProblems(c.problems()) }
 
-func (c *Consul) problems() []problem { return nil }
+// consulService is what Consul accepts as a service name that DNS can
+// also resolve.
+var consulService = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`)
+
+func (c *Consul) problems() []problem {
+	if c == nil || c.ServiceName == "" || consulService.MatchString(c.ServiceName) {
+		return nil
+	}
+	return []problem{problemf("service_name", "%q is not a Consul service name; use letters, digits and dashes, such as \"caravan\"", c.ServiceName)}
+}
 
 // Sim is the sim block: the embedded simulated cluster of the sim driver.
 type Sim struct {

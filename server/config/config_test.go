@@ -30,7 +30,7 @@ ports {
 server {
   enabled          = false
   bootstrap_expect = 3
-  retry_join       = ["10.0.0.2:4680", "[fd00::3]:4680"]
+  retry_join       = ["10.0.0.2:4680", "[fd00::3]:4680", "consul://caravan"]
   retry_interval   = "30s"
 }
 
@@ -51,8 +51,11 @@ nomad {
 }
 
 consul {
-  address = "10.0.0.1:8500"
-  token   = "consul-token"
+  address          = "10.0.0.1:8500"
+  token            = "consul-token"
+  service_name     = "caravan-ml"
+  auto_advertise   = true
+  server_auto_join = true
 }
 
 sim {
@@ -85,7 +88,7 @@ func TestLoadFile_Full(t *testing.T) {
 		Server: &Server{
 			Enabled:               new(false),
 			BootstrapExpect:       3,
-			RetryJoin:             []string{"10.0.0.2:4680", "[fd00::3]:4680"},
+			RetryJoin:             []string{"10.0.0.2:4680", "[fd00::3]:4680", "consul://caravan"},
 			RetryInterval:         "30s",
 			RetryIntervalDuration: 30 * time.Second,
 		},
@@ -99,7 +102,7 @@ func TestLoadFile_Full(t *testing.T) {
 			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
 			Namespace: "ml", CheckpointDir: "/mnt/shared/caravan", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"},
 		},
-		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token"},
+		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token", ServiceName: "caravan-ml", AutoAdvertise: new(true), ServerAutoJoin: new(true)},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
 		Files:  []string{path},
 	}, c)
@@ -138,7 +141,7 @@ func TestDefault(t *testing.T) {
 		},
 		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute},
 		Nomad:     &Nomad{Address: "http://127.0.0.1:4646"},
-		Consul:    &Consul{Address: "127.0.0.1:8500"},
+		Consul:    DefaultConsul(),
 		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
 	}
 	must.Eq(t, want, Default())
@@ -501,6 +504,18 @@ func TestLoadFile_Invalid(t *testing.T) {
 			src:     "server {\n  retry_join = [\n    \"a:http\",\n  ]\n}\n",
 			summary: "Invalid server.retry_join[0]", line: 3, col: 5, at: `"a:http"`,
 			detail: []string{`"a:http" is not host:port`, `port "http" is not a number from 1 to 65535`},
+		},
+		{
+			name:    "retry_join Consul entry without a service",
+			src:     "server {\n  retry_join = [\"consul://\"]\n}\n",
+			summary: "Invalid server.retry_join[0]", line: 2, col: 17, at: `"consul://"`,
+			detail: []string{`"consul://" does not name a Consul service`, `"consul://caravan"`},
+		},
+		{
+			name:    "consul service_name with a space",
+			src:     "consul {\n  service_name = \"my caravan\"\n}\n",
+			summary: "Invalid consul.service_name", line: 2, col: 18, at: `"my caravan"`,
+			detail: []string{`"my caravan" is not a Consul service name`},
 		},
 		{
 			name: "bind_addr not an IP", src: "bind_addr = \"localhost\"\n",
