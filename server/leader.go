@@ -401,15 +401,34 @@ func (l *leader) syncSamples(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read samples: %w", err)
 	}
+	// A source read again from its start, as a new leader reads the
+	// collectors, repeats samples already committed: a job's trainer
+	// stamps its samples in order, so those older than the job's newest
+	// committed sample, or equal to it, are dropped. (Samples of one
+	// instant, such as profiling runs, may share a time.)
+	txn := l.s.State().Txn()
+	newest := map[[2]string]structs.Sample{}
 	var keep []structs.Sample
 	for _, smp := range smps {
+		if smp.Namespace == "" {
+			smp.Namespace = structs.DefaultNamespace
+		}
 		ns := smp.Namespace
-		if ns == "" {
-			ns = structs.DefaultNamespace
+		if !l.sched.Has(ns, smp.JobID) || smp.Validate() != nil {
+			continue
 		}
-		if l.sched.Has(ns, smp.JobID) && smp.Validate() == nil {
-			keep = append(keep, smp)
+		key := [2]string{ns, smp.JobID}
+		last, ok := newest[key]
+		if !ok {
+			if js, err := state.Samples(txn, nil, ns, smp.JobID); err == nil && js != nil && len(js.Samples) > 0 {
+				last = js.Samples[len(js.Samples)-1]
+			}
 		}
+		if smp.Time < last.Time || smp == last {
+			continue
+		}
+		newest[key] = smp
+		keep = append(keep, smp)
 	}
 	for len(keep) > 0 {
 		batch := keep[:min(len(keep), maxSampleBatch)]

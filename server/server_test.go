@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -264,4 +265,60 @@ func TestLeader_DriverOutage(t *testing.T) {
 	agent.WaitFor(t, 20*time.Second, "second job placed", jobStatus(t, c, "during", structs.JobStatusRunning))
 	must.Eq(t, 1, countEvents(structs.EventDriverError))
 	must.Eq(t, 1, countEvents(structs.EventDriverRecovered))
+}
+
+// overlappingSource hands out the same samples more than once, as
+// collectors read again from their start after a failover do.
+type overlappingSource struct {
+	ready atomic.Bool // set once the job is registered
+	mu    sync.Mutex
+	calls int
+}
+
+func (o *overlappingSource) Samples(_ context.Context, cursor uint64) ([]structs.Sample, uint64, error) {
+	if !o.ready.Load() {
+		return nil, cursor, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls++
+	smp := func(step int64) structs.Sample {
+		return structs.Sample{JobID: "dedup", Step: step, Loss: 1 / float64(step), StepTimeS: 0.1, NumPS: 1, NumWorkers: 1, Time: step * 1e9}
+	}
+	if o.calls == 1 {
+		return []structs.Sample{smp(1), smp(2), smp(3)}, 1, nil
+	}
+	return []structs.Sample{smp(2), smp(3), smp(4)}, 2, nil
+}
+
+// TestLeader_DropsRepeatedSamples commits each sample of a job once though
+// the source repeats them.
+func TestLeader_DropsRepeatedSamples(t *testing.T) {
+	cfg := TestConfig(t, simDriver(t, 1))
+	src := &overlappingSource{}
+	cfg.Metrics = src
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "dedup"))
+	must.NoError(t, err)
+	// Placed, so the leader's scheduler knows the job.
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "dedup", structs.JobStatusRunning))
+	src.ready.Store(true)
+	var steps []int64
+	agent.WaitFor(t, 10*time.Second, "4 samples committed", func() error {
+		js, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "dedup")
+		if err != nil || js == nil {
+			return fmt.Errorf("no samples yet (%v)", err)
+		}
+		steps = nil
+		for _, smp := range js.Samples {
+			steps = append(steps, smp.Step)
+		}
+		if len(steps) < 4 {
+			return fmt.Errorf("steps so far %v", steps)
+		}
+		return nil
+	})
+	must.Eq(t, []int64{1, 2, 3, 4}, steps)
 }
