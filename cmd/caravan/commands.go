@@ -11,6 +11,7 @@ func commands(m Meta) map[string]cli.CommandFactory {
 	return map[string]cli.CommandFactory{
 		"version":      func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 		"agent":        func() (cli.Command, error) { return &AgentCommand{Meta: m}, nil },
+		"collector":    func() (cli.Command, error) { return &CollectorCommand{Meta: m}, nil },
 		"job":          jobCommand.factory(),
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 		"job inspect":  func() (cli.Command, error) { return &JobInspectCommand{Meta: m}, nil },

@@ -184,7 +184,6 @@ func TestFlushSendsInBatches(t *testing.T) {
 	for s := range int64(7) {
 		c.Report(sample(s))
 	}
-	must.Eq(t, 7, c.Pending())
 	must.NoError(t, c.Flush(flushCtx(t)))
 
 	got, sizes := r.steps()

@@ -115,17 +115,52 @@ func Tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// binary finds a tool: the env override first, then the PATH.
+// binary finds a tool: the env override first, then the PATH, then the
+// .tools/bin folder of the repository that `make tools` fills, so that
+// plain `go test ./...` finds the agents once it ran.
 func binary(t testing.TB, name, env string) string {
 	t.Helper()
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s binary not found on the PATH or in %s: run `make tools` and test with `make e2e`", name, env)
+	if p, err := exec.LookPath(name); err == nil {
+		return p
 	}
-	return p
+	if root, err := moduleRoot(); err == nil {
+		p := filepath.Join(root, ".tools", "bin", name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	t.Fatalf("%s binary not found in %s, on the PATH or in .tools/bin: run `make tools` and test with `make e2e`", name, env)
+	return ""
+}
+
+// modulePath is the module whose root holds .tools/bin.
+const modulePath = "github.com/caravan-sched/caravan"
+
+// moduleRoot walks up from the working directory to the folder whose
+// go.mod declares modulePath (nested modules, such as e2e/fakegpu, are
+// passed by).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			for line := range strings.SplitSeq(string(data), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == modulePath {
+					return dir, nil
+				}
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s above the working directory", modulePath)
+		}
+		dir = parent
+	}
 }
 
 // FreePorts returns n distinct free TCP ports on 127.0.0.1. The listeners are
