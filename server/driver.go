@@ -31,7 +31,8 @@ type Driver interface {
 // MetricsSource delivers trainers' samples. Samples returns the samples
 // reported after cursor and the cursor to pass next time; cursor 0 means
 // from the oldest sample still held. A source may drop samples older than
-// the last cursor passed to it.
+// the last cursor passed to it. A source with a method Run(ctx) gathers in
+// the background: the server runs it while it leads.
 type MetricsSource interface {
 	Samples(ctx context.Context, cursor uint64) ([]structs.Sample, uint64, error)
 }

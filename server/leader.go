@@ -97,6 +97,16 @@ func (e *driverError) Unwrap() error { return e.err }
 // round every Interval, or at once when jobs or nodes change.
 func (s *Server) leaderLoop(ctx context.Context) {
 	l := &leader{s: s, log: s.log.Named("leader")}
+	// A metrics source that gathers in the background (the collectors
+	// in Consul) does so while this server leads.
+	if r, ok := s.cfg.Metrics.(interface{ Run(context.Context) }); ok {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.Run(ctx)
+		}()
+		defer func() { <-done }()
+	}
 	for {
 		err := l.establish(ctx)
 		if err == nil {

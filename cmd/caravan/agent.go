@@ -14,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/nomad"
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/server"
+	"github.com/caravan-sched/caravan/server/collectors"
 	"github.com/caravan-sched/caravan/server/config"
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
@@ -86,12 +87,16 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
+	var metrics server.MetricsSource
+	if consul != nil && cfg.Driver == config.DriverNomad {
+		metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
+	}
 	scfg := server.Config{
 		NodeName: cfg.Name, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr(), RaftAddr: cfg.RaftAddr(),
 		BootstrapExpect: cfg.Server.BootstrapExpect, RetryJoin: retryJoin, Consul: consul,
 		RetryInterval: cfg.Server.RetryIntervalDuration,
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
-		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Logger: logger,
+		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Metrics: metrics, Logger: logger,
 	}
 	if cfg.Driver == config.DriverSim {
 		// Intervals are in the cluster's time, which the simulator speeds up.

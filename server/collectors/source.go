@@ -1,0 +1,326 @@
+// Package collectors finds the metrics collectors registered in Consul and
+// pulls trainers' samples from them for the leader (DESIGN.md §3): a
+// blocking query on the collector service's healthy instances starts and
+// stops one scraper per collector; each scraper long-polls its collector's
+// GET /v1/samples with backoff and jitter; samples are checked, de-duplicated
+// and handed to the leader through the server's MetricsSource interface.
+package collectors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
+)
+
+// DefaultService is the Consul service collectors register as.
+const DefaultService = "caravan-collector"
+
+// Config configures a Source.
+type Config struct {
+	Consul *consulapi.Client
+	// Service is the collectors' Consul service; default
+	// "caravan-collector".
+	Service string
+	// Wait bounds a long poll of a collector (default 30s) and a blocking
+	// query of Consul (default 1m).
+	Wait time.Duration
+	// MaxPending bounds the samples held for the leader per job (default
+	// 4096); beyond it every other held sample is dropped, keeping the
+	// whole span with less detail, as Optimus thins old samples.
+	MaxPending int
+	HTTPClient *http.Client
+	Logger     hclog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Service == "" {
+		c.Service = DefaultService
+	}
+	if c.Wait == 0 {
+		c.Wait = 30 * time.Second
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = 4096
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: c.Wait + 10*time.Second}
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Source gathers samples from every healthy collector while Run runs. It
+// satisfies the server's MetricsSource: Samples returns what was gathered
+// after a cursor. Cursors are wall-clock nanoseconds of arrival, strictly
+// increasing, so that a new leader's Source, asked with the cursor its
+// predecessor committed, returns what arrived since rather than nothing.
+type Source struct {
+	cfg Config
+	log hclog.Logger
+
+	mu      sync.Mutex
+	pending []entry
+	seq     uint64
+	// seen de-duplicates samples by (namespace, job, step, time): a
+	// collector read again from the start, after it flapped in Consul,
+	// gives the same samples with the same stamps. Keys older than
+	// dedupWindow are forgotten.
+	seen map[key]uint64
+	// flagged counts, per collector, the samples dropped as implausible.
+	flagged map[string]int
+}
+
+type entry struct {
+	seq uint64
+	smp structs.Sample
+}
+
+type key struct {
+	ns, job string
+	step    int64
+	time    int64
+}
+
+// New returns a Source; call Run to start gathering.
+func New(cfg Config) *Source {
+	cfg.setDefaults()
+	return &Source{cfg: cfg, log: cfg.Logger.Named("collectors"), seen: map[key]uint64{}, flagged: map[string]int{}}
+}
+
+// Samples returns the samples gathered after cursor, and the cursor to pass
+// next; it drops those at or before cursor.
+func (s *Source) Samples(_ context.Context, cursor uint64) ([]structs.Sample, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := 0
+	for i < len(s.pending) && s.pending[i].seq <= cursor {
+		i++
+	}
+	s.pending = s.pending[i:]
+	out := make([]structs.Sample, len(s.pending))
+	for j, e := range s.pending {
+		out[j] = e.smp
+	}
+	next := cursor
+	if len(s.pending) > 0 {
+		next = s.pending[len(s.pending)-1].seq
+	}
+	return out, next, nil
+}
+
+// Flagged returns how many samples each collector sent that were dropped
+// as implausible.
+func (s *Source) Flagged() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.flagged))
+	for k, v := range s.flagged {
+		out[k] = v
+	}
+	return out
+}
+
+// Run watches Consul for collectors and scrapes each until ctx ends.
+func (s *Source) Run(ctx context.Context) {
+	scrapers := map[string]context.CancelFunc{}
+	var wg sync.WaitGroup
+	defer func() {
+		for _, cancel := range scrapers {
+			cancel()
+		}
+		wg.Wait()
+	}()
+	var index uint64
+	backoff := newBackoff()
+	for ctx.Err() == nil {
+		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: s.cfg.Wait}).WithContext(ctx)
+		entries, meta, err := s.cfg.Consul.Health().Service(s.cfg.Service, "", true, q)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("cannot list collectors in Consul; retrying", "error", err)
+				backoff.wait(ctx)
+			}
+			continue
+		}
+		backoff.reset()
+		if meta.LastIndex < index {
+			index = 0 // Consul's index went back: start over
+		} else {
+			index = meta.LastIndex
+		}
+		live := map[string]string{}
+		for _, e := range entries {
+			host := e.Service.Address
+			if host == "" {
+				host = e.Node.Address
+			}
+			live[e.Service.ID] = net.JoinHostPort(host, strconv.Itoa(e.Service.Port))
+		}
+		for id, cancel := range scrapers {
+			if _, ok := live[id]; !ok {
+				s.log.Info("collector gone", "collector", id)
+				cancel()
+				delete(scrapers, id)
+			}
+		}
+		for id, addr := range live {
+			if _, ok := scrapers[id]; ok {
+				continue
+			}
+			s.log.Info("collector found", "collector", id, "address", addr)
+			sctx, cancel := context.WithCancel(ctx)
+			scrapers[id] = cancel
+			wg.Go(func() { s.scrape(sctx, id, addr) })
+		}
+	}
+}
+
+// page is the part of a collector's GET /v1/samples answer the source
+// reads.
+type page struct {
+	Samples []structs.Sample `json:"samples"`
+	Next    uint64           `json:"next"`
+	Reset   bool             `json:"reset"`
+}
+
+// scrape long-polls one collector until ctx ends, backing off with jitter
+// while it fails.
+func (s *Source) scrape(ctx context.Context, id, addr string) {
+	var since uint64
+	backoff := newBackoff()
+	for ctx.Err() == nil {
+		p, err := s.poll(ctx, addr, since)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug("cannot read collector; backing off", "collector", id, "error", err)
+				backoff.wait(ctx)
+			}
+			continue
+		}
+		backoff.reset()
+		since = p.Next
+		s.add(id, p.Samples)
+	}
+}
+
+func (s *Source) poll(ctx context.Context, addr string, since uint64) (*page, error) {
+	u := url.URL{Scheme: "http", Host: addr, Path: "/v1/samples",
+		RawQuery: url.Values{"since": {strconv.FormatUint(since, 10)}, "wait": {s.cfg.Wait.String()}}.Encode()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u.Path, resp.Status)
+	}
+	var p page
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		return nil, fmt.Errorf("decode samples of %s: %w", addr, err)
+	}
+	return &p, nil
+}
+
+// add keeps the samples that are valid, plausible and new.
+func (s *Source) add(collector string, smps []structs.Sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, smp := range smps {
+		if smp.Namespace == "" {
+			smp.Namespace = structs.DefaultNamespace
+		}
+		if why := implausible(&smp); why != "" {
+			s.flagged[collector]++
+			s.log.Warn("dropped an implausible sample", "collector", collector, "job_id", smp.JobID, "step", smp.Step, "reason", why)
+			continue
+		}
+		k := key{smp.Namespace, smp.JobID, smp.Step, smp.Time}
+		if _, dup := s.seen[k]; dup {
+			continue
+		}
+		s.seq = max(s.seq+1, uint64(time.Now().UnixNano()))
+		s.seen[k] = s.seq
+		s.pending = append(s.pending, entry{seq: s.seq, smp: smp})
+	}
+	s.bound()
+}
+
+// maxSamplesPerSecond is beyond any real trainer: a collector that
+// reports more is lying or broken.
+const maxSamplesPerSecond = 1e9
+
+// implausible says why a sample cannot be believed, or "".
+func implausible(smp *structs.Sample) string {
+	if err := smp.Validate(); err != nil {
+		return err.Error()
+	}
+	if smp.StepTimeS > 0 && float64(smp.Samples)/smp.StepTimeS > maxSamplesPerSecond {
+		return fmt.Sprintf("%d samples in %gs is faster than any trainer", smp.Samples, smp.StepTimeS)
+	}
+	return ""
+}
+
+// bound keeps at most MaxPending samples per job by thinning each over-full
+// job's older half, and forgets de-duplication keys older than
+// dedupWindow. s.mu is held.
+func (s *Source) bound() {
+	count := map[[2]string]int{}
+	for _, e := range s.pending {
+		count[[2]string{e.smp.Namespace, e.smp.JobID}]++
+	}
+	if slices.ContainsFunc(slices.Collect(maps.Values(count)), func(n int) bool { return n > s.cfg.MaxPending }) {
+		seen := map[[2]string]int{}
+		kept := s.pending[:0]
+		for _, e := range s.pending {
+			j := [2]string{e.smp.Namespace, e.smp.JobID}
+			seen[j]++
+			if n := count[j]; n > s.cfg.MaxPending && seen[j] <= n/2 && seen[j]%2 == 0 {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		s.pending = kept
+	}
+	if len(s.seen) > 4*s.cfg.MaxPending {
+		horizon := uint64(time.Now().Add(-dedupWindow).UnixNano())
+		maps.DeleteFunc(s.seen, func(_ key, seq uint64) bool { return seq < horizon })
+	}
+}
+
+// dedupWindow is how long a sample is remembered for de-duplication: longer
+// than a collector takes to be found again after it flapped.
+const dedupWindow = 10 * time.Minute
+
+// backoff waits exponentially longer, from 250ms to 10s, with jitter.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{} }
+
+func (b *backoff) reset() { b.d = 0 }
+
+func (b *backoff) wait(ctx context.Context) {
+	b.d = min(max(2*b.d, 250*time.Millisecond), 10*time.Second)
+	jittered := b.d/2 + rand.N(b.d/2+1)
+	select {
+	case <-ctx.Done():
+	case <-time.After(jittered):
+	}
+}
