@@ -5,11 +5,17 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/collector"
+	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/collectors"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -102,6 +108,83 @@ func TestCollectors_DiscoverAndScrape(t *testing.T) {
 		if len(entries) != 1 {
 			return fmt.Errorf("%d collectors registered", len(entries))
 		}
+		return nil
+	})
+}
+
+// TestCollectors_FeedRefits runs a Caravan server whose samples come from
+// collectors in a real Consul agent: a collector registers, the leader
+// discovers it, the samples reach the replicated state, and the refitted
+// models change the job's predicted remaining time.
+func TestCollectors_FeedRefits(t *testing.T) {
+	consul := agent.StartConsul(t)
+	col := startCollector(t, consul, "refit")
+	d := sim.NewDriver(sim.DriverConfig{Speed: 1})
+	d.Start()
+	t.Cleanup(d.Stop)
+	cfg := server.TestConfig(t, d)
+	cfg.Consul = &server.Consul{Client: consul.Client}
+	cfg.Metrics = collectors.New(collectors.Config{Consul: consul.Client, Wait: time.Second})
+	srv := server.TestServer(t, cfg)
+	c, err := api.NewClient(&api.Config{Address: srv.HTTPAddr()})
+	must.NoError(t, err)
+	src, err := os.ReadFile("../examples/demo.hcl")
+	must.NoError(t, err)
+	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
+		if !srv.IsLeader() {
+			return fmt.Errorf("not leading yet")
+		}
+		return nil
+	})
+	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{
+		JobHCL: strings.Replace(string(src), `job "demo"`, `job "refit"`, 1), Filename: "demo.hcl"})
+	must.NoError(t, err)
+	agent.WaitFor(t, 20*time.Second, "job placed", jobIs(c, "refit", structs.JobStatusRunning))
+
+	// A trainer at 1 PS + 1 worker, then 1 PS + 2 workers, for 4 epochs,
+	// its loss falling as 1/(0.01k + 1) + 0.1.
+	start := time.Now().Add(-time.Hour)
+	report := func(from, to int64, workers int, stepTime float64) {
+		var smps []structs.Sample
+		for k := from; k < to; k++ {
+			smps = append(smps, structs.Sample{
+				JobID: "refit", Role: structs.RoleWorker, Step: k, Loss: 1/(0.01*float64(k)+1) + 0.1,
+				StepTimeS: stepTime, NumPS: 1, NumWorkers: workers,
+				Time: start.Add(time.Duration(k) * time.Second).UnixNano(),
+			})
+		}
+		_, err := col.Report(smps)
+		must.NoError(t, err)
+	}
+	report(1, 100, 1, 0.5)
+	report(100, 200, 2, 0.3)
+	var first float64
+	var firstSpeed []float64
+	agent.WaitFor(t, 30*time.Second, "a fitted model predicting the remaining time", func() error {
+		sum, _, err := c.Jobs().Summary("refit", nil)
+		if err != nil {
+			return err
+		}
+		if sum.Samples < 199 || sum.Model == nil || sum.Model.RemainingSeconds <= 0 {
+			return fmt.Errorf("%d samples, model %+v", sum.Samples, sum.Model)
+		}
+		first, firstSpeed = sum.Model.RemainingSeconds, sum.Model.Speed
+		return nil
+	})
+
+	// The trainer reports much slower steps: the speed model is refitted
+	// (the scheduler averages each configuration's speed over its samples
+	// and predicts at the job's placement) and the prediction changes.
+	report(200, 300, 2, 3)
+	agent.WaitFor(t, 30*time.Second, "a refit", func() error {
+		sum, _, err := c.Jobs().Summary("refit", nil)
+		if err != nil {
+			return err
+		}
+		if sum.Samples < 299 || slices.Equal(sum.Model.Speed, firstSpeed) || sum.Model.RemainingSeconds == first {
+			return fmt.Errorf("%d samples, speed %v (was %v), remaining %v s (was %v s)", sum.Samples, sum.Model.Speed, firstSpeed, sum.Model.RemainingSeconds, first)
+		}
+		t.Logf("predicted remaining time: %.0fs, after the refit %.0fs", first, sum.Model.RemainingSeconds)
 		return nil
 	})
 }
