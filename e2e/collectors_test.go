@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -112,23 +113,18 @@ func TestCollectors_DiscoverAndScrape(t *testing.T) {
 	})
 }
 
-// TestCollectors_FeedRefits runs a Caravan server whose samples come from
-// collectors in a real Consul agent: a collector registers, the leader
-// discovers it, the samples reach the replicated state, and the refitted
-// models change the job's predicted remaining time.
-func TestCollectors_FeedRefits(t *testing.T) {
-	consul := agent.StartConsul(t)
-	col := startCollector(t, consul, "refit")
+// scrapingServer starts a Caravan server on a simulated cluster whose
+// samples come from the collectors in consul, registers the demo job as
+// id, and returns its client.
+func scrapingServer(t *testing.T, consul *agent.Consul, id string) *api.Client {
+	t.Helper()
 	d := sim.NewDriver(sim.DriverConfig{Speed: 1})
 	d.Start()
 	t.Cleanup(d.Stop)
 	cfg := server.TestConfig(t, d)
-	cfg.Consul = &server.Consul{Client: consul.Client}
 	cfg.Metrics = collectors.New(collectors.Config{Consul: consul.Client, Wait: time.Second})
 	srv := server.TestServer(t, cfg)
 	c, err := api.NewClient(&api.Config{Address: srv.HTTPAddr()})
-	must.NoError(t, err)
-	src, err := os.ReadFile("../examples/demo.hcl")
 	must.NoError(t, err)
 	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
 		if !srv.IsLeader() {
@@ -136,9 +132,22 @@ func TestCollectors_FeedRefits(t *testing.T) {
 		}
 		return nil
 	})
-	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{
-		JobHCL: strings.Replace(string(src), `job "demo"`, `job "refit"`, 1), Filename: "demo.hcl"})
+	src, err := os.ReadFile("../examples/demo.hcl")
 	must.NoError(t, err)
+	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{
+		JobHCL: strings.Replace(string(src), `job "demo"`, fmt.Sprintf("job %q", id), 1), Filename: "demo.hcl"})
+	must.NoError(t, err)
+	return c
+}
+
+// TestCollectors_FeedRefits runs a Caravan server whose samples come from
+// collectors in a real Consul agent: a collector registers, the leader
+// discovers it, the samples reach the replicated state, and the refitted
+// models change the job's predicted remaining time.
+func TestCollectors_FeedRefits(t *testing.T) {
+	consul := agent.StartConsul(t)
+	col := startCollector(t, consul, "refit")
+	c := scrapingServer(t, consul, "refit")
 	agent.WaitFor(t, 20*time.Second, "job placed", jobIs(c, "refit", structs.JobStatusRunning))
 
 	// A trainer at 1 PS + 1 worker, then 1 PS + 2 workers, for 4 epochs,
@@ -187,4 +196,56 @@ func TestCollectors_FeedRefits(t *testing.T) {
 		t.Logf("predicted remaining time: %.0fs, after the refit %.0fs", first, sum.Model.RemainingSeconds)
 		return nil
 	})
+}
+
+// TestCollectors_KilledCollectorExpires SIGKILLs a real `caravan
+// collector` process whose samples the leader committed: Consul's check
+// expires it (Consul reaps a service critical for its minimum of one
+// minute, looking every 30 s) and the committed samples stay.
+func TestCollectors_KilledCollectorExpires(t *testing.T) {
+	consul := agent.StartConsul(t)
+	c := scrapingServer(t, consul, "killed")
+
+	port := agent.FreePorts(t, 1)[0]
+	proc := agent.StartCaravanCommand(t, agent.BuildCaravan(t), "collector", "collector",
+		"-port", fmt.Sprint(port), "-consul-addr", consul.HTTPAddr, "-job", "killed", "-check-interval", "500ms")
+	addr := fmt.Sprintf("http://127.0.0.1:%d", port)
+	agent.WaitFor(t, 30*time.Second, "the collector registered and passing", func() error {
+		if err := proc.Running(); err != nil {
+			return err
+		}
+		entries, _, err := consul.Client.Health().Service(collectors.DefaultService, "job=killed", true, nil)
+		if err != nil || len(entries) != 1 {
+			return fmt.Errorf("%d passing collectors (%v)", len(entries), err)
+		}
+		return nil
+	})
+	body := `{"samples": [{"job_id": "killed", "step": 5, "loss": 0.5, "step_time_s": 0.1, "num_ps": 1, "num_workers": 1, "time": 1000}]}`
+	resp, err := http.Post(addr+"/v1/report", "application/json", strings.NewReader(body))
+	must.NoError(t, err)
+	resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	committed := func() error {
+		sum, _, err := c.Jobs().Summary("killed", nil)
+		if err != nil {
+			return err
+		}
+		if sum.LastSample == nil || sum.LastSample.Step != 5 {
+			return fmt.Errorf("sample not committed: %+v", sum.LastSample)
+		}
+		return nil
+	}
+	agent.WaitFor(t, 30*time.Second, "the sample committed", committed)
+
+	proc.Kill()
+	start := time.Now()
+	agent.WaitFor(t, 3*time.Minute, "the killed collector reaped by Consul", func() error {
+		entries, _, err := consul.Client.Health().Service(collectors.DefaultService, "", false, nil)
+		if err != nil || len(entries) != 0 {
+			return fmt.Errorf("%d collectors registered (%v)", len(entries), err)
+		}
+		return nil
+	})
+	t.Logf("killed collector deregistered after %v", time.Since(start).Round(time.Second))
+	must.NoError(t, committed(), must.Sprint("committed samples outlive their collector"))
 }

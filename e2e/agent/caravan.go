@@ -19,7 +19,7 @@ func BuildCaravan(t testing.TB) string {
 	return bin
 }
 
-// Caravan is a `caravan agent` process.
+// Caravan is a `caravan` process: an agent, a collector.
 type Caravan struct {
 	proc *process
 }
@@ -28,7 +28,14 @@ type Caravan struct {
 // ends.
 func StartCaravan(t testing.TB, bin, name string, args ...string) *Caravan {
 	t.Helper()
-	return &Caravan{proc: start(t, name, bin, append([]string{"agent"}, args...)...)}
+	return StartCaravanCommand(t, bin, name, append([]string{"agent"}, args...)...)
+}
+
+// StartCaravanCommand runs `caravan <args>`, such as `caravan collector`,
+// and stops it when the test ends.
+func StartCaravanCommand(t testing.TB, bin, name string, args ...string) *Caravan {
+	t.Helper()
+	return &Caravan{proc: start(t, name, bin, args...)}
 }
 
 // Kill ends the agent with SIGKILL, as a crash would, and waits for it.
