@@ -244,7 +244,7 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 		"role=worker rank=1 workers=3 resume=1",
 		"role=worker rank=2 workers=3 resume=1",
 	}, runningTasks(t, n, 4))
-	must.SliceContainsAll(t, host.eventTypes(), []string{structs.EventCheckpointRequested, structs.EventCheckpointConfirmed})
+	must.SliceContainsSubset(t, host.eventTypes(), []string{structs.EventCheckpointRequested, structs.EventCheckpointConfirmed})
 
 	// Nobody confirms this one: the job keeps running as it was.
 	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)

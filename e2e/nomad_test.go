@@ -20,17 +20,23 @@ import (
 // algorithm. Rounds run at arrivals and completions only, so that tests
 // see the rescales those cause and no other.
 func nomadAgentBody(nc *agent.NomadCluster, checkpoints, algorithm string) string {
+	return nomadAgentBodyWith(nc, checkpoints, algorithm, "")
+}
+
+// nomadAgentBodyWith adds lines to the nomad block.
+func nomadAgentBodyWith(nc *agent.NomadCluster, checkpoints, algorithm, nomadExtra string) string {
 	return fmt.Sprintf(`
 driver = "nomad"
 nomad {
   address        = %q
   checkpoint_dir = %q
+  %s
 }
 scheduler {
   algorithm = %q
   interval  = "10m"
 }
-`, nc.Address, checkpoints, algorithm)
+`, nc.Address, checkpoints, nomadExtra, algorithm)
 }
 
 // waitNodes waits until Caravan sees the cluster's nodes and GPUs.

@@ -208,13 +208,17 @@ func nomadJobVersion(t *testing.T, nc *agent.NomadCluster, id string) uint64 {
 
 // TestCaravanNomad_LeaderKilled kills the Caravan leader of three while a
 // trainer job runs on Nomad: the new leader adopts the running Nomad job
-// without submitting it again, the trainers report to the servers left,
-// and the job completes.
+// without submitting it again and the job completes. Its trainers report
+// to `caravan collector` sidecars registered in Consul, which whichever
+// server leads scrapes.
 func TestCaravanNomad_LeaderKilled(t *testing.T) {
+	consul := agent.StartConsul(t)
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	dumpOnFailure(t, nc)
 	trainer := buildTrainer(t)
-	cl := startCaravans(t, agent.BuildCaravan(t), 3, nomadAgentBody(nc, t.TempDir(), "drf"))
+	bin := agent.BuildCaravan(t)
+	cl := startCaravans(t, bin, 3, nomadAgentBodyWith(nc, t.TempDir(), "drf", fmt.Sprintf("collector_command = %q", bin))+
+		fmt.Sprintf("consul {\n  address = %q\n}\n", consul.HTTPAddr))
 	leader := cl.waitLeader(t, "")
 	c := cl.clients[leader]
 	waitNodes(t, c, 3, 4)
@@ -224,6 +228,11 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
 	waitStep(t, c, "a", 20)
 	version := nomadJobVersion(t, nc, "a")
+	entries, _, err := consul.Client.Health().Service("caravan-collector", "job=a", true, nil)
+	must.NoError(t, err)
+	hist, _, err := c.Jobs().History("a", nil)
+	must.NoError(t, err)
+	must.Eq(t, hist[0].Placement.NumPS+hist[0].Placement.NumWorkers, len(entries), must.Sprint("a passing collector per task"))
 
 	cl.procs[leader].Kill()
 	next := cl.waitLeader(t, leader)
@@ -238,6 +247,9 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 
 	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", structs.JobStatusComplete))
 	must.Eq(t, version, nomadJobVersion(t, nc, "a"))
+	info, _, err := nc.Client.Jobs().Info("caravan-a", nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 2, info.TaskGroups[0].Tasks, must.Sprint("each group has its collector sidecar"))
 }
 
 // TestCaravanNomad_NomadUnreachable stops the Nomad server while a trainer

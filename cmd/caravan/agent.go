@@ -88,7 +88,7 @@ func (c *AgentCommand) Run(args []string) int {
 		return 1
 	}
 	var metrics server.MetricsSource
-	if consul != nil && cfg.Driver == config.DriverNomad {
+	if consul != nil && cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != "" {
 		metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
 	}
 	scfg := server.Config{
@@ -278,7 +278,8 @@ func consulConfig(cfg *config.Config) (*server.Consul, []string, error) {
 	if c.ServerAutoJoin != nil && *c.ServerAutoJoin {
 		join = append(join, server.ConsulJoinScheme+c.ServiceName)
 	}
-	if !c.Used() && !slices.ContainsFunc(join, func(a string) bool { return strings.HasPrefix(a, server.ConsulJoinScheme) }) {
+	scrape := cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != ""
+	if !c.Used() && !scrape && !slices.ContainsFunc(join, func(a string) bool { return strings.HasPrefix(a, server.ConsulJoinScheme) }) {
 		return nil, join, nil
 	}
 	ccfg := consulapi.DefaultConfig()
@@ -316,7 +317,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 			}
 		}
 	}
-	return nomad.Config{
+	nc := nomad.Config{
 		Address:       fromEnv(n.Address, config.DefaultNomad().Address, "NOMAD_ADDR"),
 		Token:         fromEnv(n.Token, "", "NOMAD_TOKEN"),
 		Region:        fromEnv(n.Region, "", "NOMAD_REGION"),
@@ -325,4 +326,8 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		ReportAddrs:   reportAddrs,
 		Logger:        logger,
 	}
+	if n.CollectorCommand != "" {
+		nc.Collector = &nomad.Sidecar{Command: n.CollectorCommand, ConsulAddr: cfg.Consul.Address}
+	}
+	return nc
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// ReportAddrs are the addresses trainers report samples to, the
 	// Caravan servers' HTTP addresses.
 	ReportAddrs []string
+	// Collector, when set, adds a `caravan collector` sidecar to every
+	// group, which tasks report to before the servers.
+	Collector *Sidecar
 	// MaxRestarts is how many times a job whose tasks failed is started
 	// again from its checkpoint before it is reported failed; default 3.
 	MaxRestarts int

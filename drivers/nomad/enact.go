@@ -143,7 +143,7 @@ func (d *Driver) apply(ctx context.Context, plan *structs.Plan, c *change) error
 	}
 	nj := Translate(c.job, c.placement, Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
-		ReportAddrs: d.cfg.ReportAddrs, Generation: gen, PlanIndex: plan.Index,
+		ReportAddrs: d.cfg.ReportAddrs, Generation: gen, PlanIndex: plan.Index, Collector: d.cfg.Collector,
 	})
 	if _, _, err := d.client.Jobs().Register(nj, (&api.WriteOptions{Namespace: *nj.Namespace}).WithContext(ctx)); err != nil {
 		return fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)

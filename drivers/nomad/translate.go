@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -47,6 +48,45 @@ type Submission struct {
 	Generation int
 	// PlanIndex is the plan being enacted, for people reading the job.
 	PlanIndex uint64
+	// Collector, when set, adds a metrics collector sidecar to every group;
+	// tasks report to it first.
+	Collector *Sidecar
+}
+
+// Sidecar is the `caravan collector` task the driver adds to each group
+// (a prestart sidecar, on a dynamic port "collector"): the group's tasks
+// report to it, it registers in Consul with the job's tags, and the
+// leader scrapes it.
+type Sidecar struct {
+	// Command is the caravan binary on the Nomad clients.
+	Command string
+	// Driver runs it; default "raw_exec".
+	Driver string
+	// ConsulAddr is the Consul agent the collector registers with, as the
+	// clients reach it; empty means the collector's default
+	// (CONSUL_HTTP_ADDR, else 127.0.0.1:8500).
+	ConsulAddr string
+	// CPU (MHz) and MemoryMB it reserves; default 50 and 64.
+	CPU      int
+	MemoryMB int
+}
+
+// sidecarTask is the collector task of a role's group.
+func (sc *Sidecar) task(job *structs.Job, role string) *api.Task {
+	args := []string{"collector", "-bind", "${NOMAD_IP_collector}", "-port", "${NOMAD_PORT_collector}",
+		"-job", job.ID, "-namespace", job.Namespace, "-role", role}
+	if sc.ConsulAddr != "" {
+		args = append(args, "-consul-addr", sc.ConsulAddr)
+	}
+	return &api.Task{
+		Name:      "collector",
+		Driver:    cmp.Or(sc.Driver, "raw_exec"),
+		Config:    map[string]any{"command": sc.Command, "args": args},
+		Lifecycle: &api.TaskLifecycle{Hook: api.TaskLifecycleHookPrestart, Sidecar: true},
+		Resources: &api.Resources{CPU: new(cmp.Or(sc.CPU, 50)), MemoryMB: new(cmp.Or(sc.MemoryMB, 64))},
+		// It deregisters from Consul on SIGINT.
+		KillSignal: "SIGINT",
+	}
 }
 
 // Restart and reschedule policies of every group. Nomad restarts a failed
@@ -127,7 +167,12 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) *api.Job 
 			if count == 0 {
 				continue
 			}
-			nj.TaskGroups = append(nj.TaskGroups, group(role+"-"+n.NodeID, n.NodeID, count, task(role, tmpl, base, env, roleEnv)))
+			tg := group(role+"-"+n.NodeID, n.NodeID, count, task(role, tmpl, base, env, roleEnv))
+			if sc := sub.Collector; sc != nil {
+				tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "collector"}}}}
+				tg.Tasks = append(tg.Tasks, sc.task(job, role))
+			}
+			nj.TaskGroups = append(nj.TaskGroups, tg)
 			base += count
 		}
 	}
@@ -145,7 +190,7 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 		"CARAVAN_NUM_PS":         strconv.Itoa(p.NumPS),
 		"CARAVAN_RESUME":         "0",
 		"CARAVAN_CHECKPOINT_DIR": filepath.Join(sub.CheckpointDir, job.Namespace, job.ID),
-		"CARAVAN_COLLECTOR_ADDR": strings.Join(sub.ReportAddrs, ","),
+		"CARAVAN_COLLECTOR_ADDR": strings.Join(reportAddrs(sub), ","),
 		"CARAVAN_GENERATION":     strconv.Itoa(sub.Generation),
 	}
 	if sub.Generation > 1 {
@@ -170,6 +215,15 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 		}
 	}
 	return env
+}
+
+// reportAddrs are where tasks report: their group's collector first when
+// there is one, then the servers.
+func reportAddrs(sub Submission) []string {
+	if sub.Collector == nil {
+		return sub.ReportAddrs
+	}
+	return append([]string{"http://${NOMAD_ADDR_collector}"}, sub.ReportAddrs...)
 }
 
 func group(name, nodeID string, count int, t *api.Task) *api.TaskGroup {

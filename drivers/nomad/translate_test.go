@@ -134,3 +134,22 @@ func TestFingerprint(t *testing.T) {
 	reasoned.Reason = "another reason"
 	must.Eq(t, fp, Fingerprint(resnet(t), reasoned), must.Sprint("the reason does not"))
 }
+
+func TestTranslate_CollectorSidecar(t *testing.T) {
+	nj := Translate(resnet(t), placement(), Submission{
+		Generation: 1, ReportAddrs: []string{"http://10.0.0.1:4680"},
+		Collector: &Sidecar{Command: "/usr/local/bin/caravan", ConsulAddr: "127.0.0.1:8500"},
+	})
+	for _, tg := range nj.TaskGroups {
+		must.Eq(t, "collector", tg.Networks[0].DynamicPorts[0].Label)
+		must.SliceLen(t, 2, tg.Tasks)
+		main, sc := tg.Tasks[0], tg.Tasks[1]
+		must.Eq(t, "http://${NOMAD_ADDR_collector},http://10.0.0.1:4680", main.Env["CARAVAN_COLLECTOR_ADDR"],
+			must.Sprint("the group's collector first, the servers after"))
+		must.Eq(t, "collector", sc.Name)
+		must.Eq(t, "prestart", sc.Lifecycle.Hook)
+		must.True(t, sc.Lifecycle.Sidecar)
+		must.Eq(t, "/usr/local/bin/caravan", sc.Config["command"])
+		must.SliceContainsSubset(t, sc.Config["args"].([]string), []string{"collector", "-job", "resnet50", "-role", main.Name, "-consul-addr", "127.0.0.1:8500"})
+	}
+}

@@ -213,6 +213,10 @@ type Nomad struct {
 	// to (CARAVAN_COLLECTOR_ADDR); empty means this agent's own and those
 	// of server.retry_join.
 	ReportAddrs []string `hcl:"report_addrs,optional"`
+	// CollectorCommand is the caravan binary on the Nomad clients; when
+	// set, every task group gets a `caravan collector` sidecar registered
+	// in the consul block's Consul, which the leader scrapes.
+	CollectorCommand string `hcl:"collector_command,optional"`
 }
 
 // DefaultNomad returns the default nomad block.
@@ -231,6 +235,7 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 		if len(o.ReportAddrs) > 0 {
 			r.ReportAddrs = o.ReportAddrs
 		}
+		r.CollectorCommand = mergeString(r.CollectorCommand, o.CollectorCommand)
 	}
 	return r
 }
