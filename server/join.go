@@ -36,11 +36,12 @@ func (s *Server) self() api.AgentSelf {
 // RetryJoin, every RetryInterval, until either one of them leads a cluster
 // it can join or BootstrapExpect servers know each other and bootstrap
 // together. A server restarted with Raft state on disk rejoins through
-// Raft itself.
+// Raft itself when the cluster still counts it, at its address; one that
+// left, or comes back at another address, asks to join again.
 func (s *Server) join() {
 	defer s.wg.Done()
 	go s.registerSelf()
-	if s.bootstrapped {
+	if s.bootstrapped && s.isMember() {
 		return
 	}
 	if s.cfg.BootstrapExpect == 1 && len(s.cfg.RetryJoin) == 0 {
@@ -85,9 +86,21 @@ func (s *Server) tryJoin() bool {
 			s.log.Info("joined cluster", "through", addr)
 			return true
 		}
+		if peer.Voters > 0 {
+			// Part of a cluster that is electing a leader: join it
+			// once it has one rather than bootstrap another.
+			s.log.Info("waiting for the cluster to elect a leader to join", "peer", addr)
+			return false
+		}
 		if !slices.ContainsFunc(known, func(k api.AgentSelf) bool { return k.ID == peer.ID }) {
 			known = append(known, peer)
 		}
+	}
+	if s.bootstrapped {
+		// Raft state cannot be bootstrapped again: only a leader can
+		// take this server back.
+		s.log.Info("waiting for a leader to rejoin the cluster through")
+		return false
 	}
 	if len(known) < s.cfg.BootstrapExpect {
 		s.log.Info("waiting for servers to bootstrap", "known", len(known), "bootstrap_expect", s.cfg.BootstrapExpect)
@@ -95,6 +108,18 @@ func (s *Server) tryJoin() bool {
 	}
 	s.bootstrap(known)
 	return true
+}
+
+// isMember reports whether the latest Raft configuration holds this
+// server at its current address.
+func (s *Server) isMember() bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(sv raft.Server) bool {
+		return string(sv.ID) == s.cfg.NodeID && string(sv.Address) == s.RaftAddr()
+	})
 }
 
 // bootstrap forms a cluster of servers. Every server that sees the same set

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/raft"
 	"github.com/shoenig/test/must"
 )
 
@@ -321,4 +323,51 @@ func TestLeader_DropsRepeatedSamples(t *testing.T) {
 		return nil
 	})
 	must.Eq(t, []int64{1, 2, 3, 4}, steps)
+}
+
+// TestCluster_LeaveAndRejoin stops a server gracefully, which removes it
+// from the Raft configuration, and starts it again on its data dir (and a
+// new Raft port): it asks to join again and is a voter once more.
+func TestCluster_LeaveAndRejoin(t *testing.T) {
+	var addrs []string
+	for _, port := range agent.FreePorts(t, 3) {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	driver := simDriver(t, 50)
+	var cfgs []Config
+	var servers []*Server
+	for i := range 3 {
+		cfg := TestConfig(t, driver)
+		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
+		cfg.HTTPAddr, cfg.BootstrapExpect, cfg.RetryJoin = addrs[i], 3, addrs
+		cfgs = append(cfgs, cfg)
+		servers = append(servers, TestServer(t, cfg))
+	}
+	leader := leaderOf(t, servers...)
+	i := slices.IndexFunc(servers, func(s *Server) bool { return s != leader })
+	id := servers[i].ID()
+	voters := func(want int, with bool) func() error {
+		return func() error {
+			f := leader.raft.GetConfiguration()
+			if err := f.Error(); err != nil {
+				return err
+			}
+			got := f.Configuration().Servers
+			member := slices.ContainsFunc(got, func(sv raft.Server) bool { return string(sv.ID) == id })
+			if len(got) != want || member != with {
+				return fmt.Errorf("%d servers (member %v), want %d (%v)", len(got), member, want, with)
+			}
+			return nil
+		}
+	}
+	agent.WaitFor(t, 10*time.Second, "the follower knows the leader's address", func() error {
+		_, err := servers[i].leaderHTTP()
+		return err
+	})
+	must.NoError(t, servers[i].Leave())
+	agent.WaitFor(t, 10*time.Second, "the server left", voters(2, false))
+
+	cfgs[i].NodeID = id // read from the data dir anyway
+	TestServer(t, cfgs[i])
+	agent.WaitFor(t, 20*time.Second, "the server rejoined", voters(3, true))
 }
