@@ -67,6 +67,13 @@ type JobModel struct {
 	// RemainingSeconds is the predicted time to convergence at the current
 	// placement; 0 when unknown.
 	RemainingSeconds float64
+	// The fits' quality: LossRMSE is the loss fit's root-mean-square
+	// residual, as a fraction of the largest loss; SpeedError is the speed
+	// fit's mean relative error over the configurations measured, and
+	// SpeedConfigs how many there are. Zero until fitted.
+	LossRMSE     float64
+	SpeedError   float64
+	SpeedConfigs int
 }
 
 // DriverHost is what a Caravan server offers the driver it runs, for

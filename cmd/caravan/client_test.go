@@ -121,6 +121,7 @@ func TestClientCommands(t *testing.T) {
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Speed\s+= sync, θ = \[\S+( \S+)*\]$`), out)
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Steps/s\s+= \d+\.\d\d$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Speed Fit Error\s+= \d+\.\d% mean over [1-9]\d* configurations$`), out)
 		must.StrNotContains(t, out, "Steps/s               = 0.00")
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Samples\s+= [1-9]\d*$`), out)
 	})

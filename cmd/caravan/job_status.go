@@ -187,14 +187,19 @@ func formatModel(m *structs.JobModel, verbose bool) string {
 	if m.RemainingSeconds > 0 {
 		remaining = (time.Duration(m.RemainingSeconds * float64(time.Second))).Round(time.Second).String()
 	}
-	return formatKV([][2]string{
-		{"Loss", loss},
-		{"Speed", speed},
+	rows := [][2]string{{"Loss", loss}, {"Speed", speed}}
+	if verbose && len(m.Loss) == 3 {
+		rows = append(rows, [2]string{"Loss Fit RMSE", num(m.LossRMSE) + " (fraction of the largest loss)"})
+	}
+	if verbose && len(m.Speed) > 0 {
+		rows = append(rows, [2]string{"Speed Fit Error", fmt.Sprintf("%.1f%% mean over %d configurations", 100*m.SpeedError, m.SpeedConfigs)})
+	}
+	return formatKV(append(rows, [][2]string{
 		{"Step", strconv.FormatInt(m.Step, 10)},
 		{"Predicted Total Steps", total},
 		{"Steps/s", strconv.FormatFloat(m.StepsPerSecond, 'f', 2, 64)},
 		{"Remaining Time", remaining},
-	})
+	}...))
 }
 
 // formatEvents lists the last n events, oldest first.

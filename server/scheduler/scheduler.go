@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -341,10 +342,12 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 			b0, b1, b2 := e.lossFit.Coefficients()
 			m.Loss = []float64{b0, b1, b2}
 			m.TotalSteps = e.step + pj.RemainingSteps()
+			m.LossRMSE = e.lossFit.RMSE
 		}
 		if e.speedFit != nil {
 			m.SpeedKind = e.speedFit.Kind
 			m.Speed = slices.Clone(e.speedFit.Theta[:])
+			m.SpeedError, m.SpeedConfigs = speedError(e)
 			if c := e.current; c != nil && c.NumWorkers > 0 {
 				m.StepsPerSecond = e.speedFit.At(c.NumPS, c.NumWorkers)
 				if e.lossFit != nil && m.StepsPerSecond > 0 {
@@ -355,6 +358,24 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 		out = append(out, m)
 	}
 	return out
+}
+
+// speedError is the mean relative error of a job's speed fit over the
+// configurations it was measured at, and how many there are.
+func speedError(e *entry) (float64, int) {
+	sum, n := 0.0, 0
+	for k, m := range e.speeds {
+		measured := m.sum / m.n
+		if measured <= 0 {
+			continue
+		}
+		sum += math.Abs(e.speedFit.At(k[0], k[1])-measured) / measured
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
 }
 
 // DryRun returns the plan Plan would make if job were registered too (or

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -75,4 +76,27 @@ func TestScheduler_SamplesToPlan(t *testing.T) {
 	loss, speed = s.Models("default", "a")
 	must.Nil(t, loss)
 	must.Nil(t, speed)
+}
+
+func TestSpeedError(t *testing.T) {
+	truth := func(ps, w int) float64 { return float64(w) / (1 + 0.1*float64(w)/float64(ps)) }
+	e := &entry{speeds: map[[2]int]*mean{}}
+	var pts []model.SpeedPoint
+	for _, c := range [][2]int{{1, 1}, {1, 2}, {2, 4}, {2, 8}} {
+		v := truth(c[0], c[1])
+		e.speeds[c] = &mean{sum: 2 * v, n: 2}
+		pts = append(pts, model.SpeedPoint{PS: c[0], Workers: c[1], Speed: v})
+	}
+	fit, err := model.FitSpeed(model.SpeedAsync, 0, pts)
+	must.NoError(t, err)
+	e.speedFit = fit
+	exact, n := speedError(e)
+	must.Eq(t, 4, n)
+	must.Less(t, 1e-9, exact, must.Sprint("a fit through every point has no error"))
+
+	// One configuration measured twice as fast as the fit says: it is off
+	// by 1/2 of what was measured, the mean over 4 by 1/8.
+	e.speeds[[2]int{1, 1}] = &mean{sum: 2 * 2 * truth(1, 1), n: 2}
+	off, _ := speedError(e)
+	must.Less(t, 1e-9, math.Abs(off-0.125))
 }
