@@ -82,6 +82,9 @@ type Source struct {
 	seen map[key]uint64
 	// flagged counts, per collector, the samples dropped as implausible.
 	flagged map[string]int
+	// checkpoints is, per collector and job, the newest checkpoint step it
+	// reported: no later sample of it can be at an earlier step.
+	checkpoints map[[3]string]int64
 }
 
 type entry struct {
@@ -98,7 +101,7 @@ type key struct {
 // New returns a Source; call Run to start gathering.
 func New(cfg Config) *Source {
 	cfg.setDefaults()
-	return &Source{cfg: cfg, log: cfg.Logger.Named("collectors"), seen: map[key]uint64{}, flagged: map[string]int{}}
+	return &Source{cfg: cfg, log: cfg.Logger.Named("collectors"), seen: map[key]uint64{}, flagged: map[string]int{}, checkpoints: map[[3]string]int64{}}
 }
 
 // Samples returns the samples gathered after cursor, and the cursor to pass
@@ -247,11 +250,17 @@ func (s *Source) add(collector string, smps []structs.Sample) {
 		if smp.Namespace == "" {
 			smp.Namespace = structs.DefaultNamespace
 		}
-		if why := implausible(&smp); why != "" {
+		ck := [3]string{collector, smp.Namespace, smp.JobID}
+		why := implausible(&smp)
+		if why == "" && smp.Step < s.checkpoints[ck] {
+			why = fmt.Sprintf("step %d is before checkpoint %d the same collector reported", smp.Step, s.checkpoints[ck])
+		}
+		if why != "" {
 			s.flagged[collector]++
 			s.log.Warn("dropped an implausible sample", "collector", collector, "job_id", smp.JobID, "step", smp.Step, "reason", why)
 			continue
 		}
+		s.checkpoints[ck] = max(s.checkpoints[ck], smp.CheckpointStep)
 		k := key{smp.Namespace, smp.JobID, smp.Step, smp.Time}
 		if _, dup := s.seen[k]; dup {
 			continue
