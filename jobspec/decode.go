@@ -198,6 +198,16 @@ func (d *decoder) training(b *hcl.Block, path string) *structs.Training {
 		d.nonZero(cc, p, "patience", &t.Convergence.Patience)
 		d.attr(cc, p, "max_epochs", &t.Convergence.MaxEpochs)
 	}
+	for i, sb := range c.Blocks.OfType("speed") {
+		p := fmt.Sprintf("%s[%d]", join(path, "speed"), i)
+		d.ranges[p] = sb.DefRange
+		sc := d.content(sb.Body, speedSchema)
+		sp := &structs.SpeedPrior{}
+		d.attr(sc, p, "ps", &sp.PS)
+		d.attr(sc, p, "workers", &sp.Workers)
+		d.attr(sc, p, "steps_per_second", &sp.StepsPerSecond)
+		t.Speeds = append(t.Speeds, sp)
+	}
 	return t
 }
 

@@ -36,8 +36,9 @@ var (
 	}
 	trainingSchema = &hcl.BodySchema{
 		Attributes: attrs("framework", "architecture", "mode", "global_batch_size", "steps_per_epoch"),
-		Blocks:     blocks("convergence"),
+		Blocks:     blocks("convergence", "speed"),
 	}
+	speedSchema       = &hcl.BodySchema{Attributes: attrs("ps", "workers", "steps_per_second")}
 	convergenceSchema = &hcl.BodySchema{Attributes: attrs("threshold", "patience", "max_epochs")}
 	elasticSchema     = &hcl.BodySchema{Blocks: blocks("workers", "parameter_servers", "checkpoint")}
 	boundsSchema      = &hcl.BodySchema{Attributes: attrs("min", "max")}
@@ -58,7 +59,7 @@ var (
 // blockTypes are the names that are blocks rather than arguments, to word
 // "missing" diagnostics right.
 var blockTypes = map[string]bool{
-	"training": true, "convergence": true, "elastic": true, "workers": true,
+	"training": true, "convergence": true, "speed": true, "elastic": true, "workers": true,
 	"parameter_servers": true, "checkpoint": true, "worker": true,
 	"parameter_server": true, "resources": true,
 }

@@ -30,6 +30,10 @@ func (t *Training) Copy() *Training {
 	}
 	c := *t
 	c.Convergence = copyPtr(t.Convergence)
+	c.Speeds = nil
+	for _, sp := range t.Speeds {
+		c.Speeds = append(c.Speeds, copyPtr(sp))
+	}
 	return &c
 }
 

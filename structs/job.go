@@ -111,6 +111,17 @@ type Training struct {
 	// StepsPerEpoch converts steps to epochs for convergence and reporting.
 	StepsPerEpoch int
 	Convergence   *Convergence
+	// Speeds are measured speeds the user gives (jobspec `speed` blocks):
+	// priors for the speed model, in place of the profiling runs Optimus
+	// makes before a job trains.
+	Speeds []*SpeedPrior
+}
+
+// SpeedPrior is a job's measured training speed at one configuration.
+type SpeedPrior struct {
+	PS             int
+	Workers        int
+	StepsPerSecond float64
 }
 
 // Convergence says when a job counts as trained: when the relative decrease
@@ -342,6 +353,20 @@ func (t *Training) validate(v validator) {
 		v.missing("steps_per_epoch")
 	case t.StepsPerEpoch < 0:
 		v.fail("steps_per_epoch", "%d must be positive", t.StepsPerEpoch)
+	}
+	for i, sp := range t.Speeds {
+		sv := v.at(fmt.Sprintf("speed[%d]", i))
+		if sp.Workers < 1 {
+			sv.fail("workers", "%d must be at least 1", sp.Workers)
+		}
+		if t.Architecture == ArchitectureAllReduce && sp.PS != 0 {
+			sv.fail("ps", "an allreduce job has no parameter servers; leave ps out")
+		} else if t.Architecture != ArchitectureAllReduce && sp.PS < 1 {
+			sv.fail("ps", "%d must be at least 1 for a parameter-server job", sp.PS)
+		}
+		if !(sp.StepsPerSecond > 0) || math.IsInf(sp.StepsPerSecond, 0) {
+			sv.fail("steps_per_second", "%v must be a positive number", sp.StepsPerSecond)
+		}
 	}
 	if c := t.Convergence; c != nil {
 		cv := v.at("convergence")

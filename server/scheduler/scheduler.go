@@ -90,8 +90,23 @@ func (s *Scheduler) Register(j *structs.Job) error {
 	if _, ok := s.jobs[key]; ok {
 		return fmt.Errorf("register job %q: %w", j.ID, ErrDuplicateJob)
 	}
-	s.jobs[key] = &entry{job: j, speeds: map[[2]int]*mean{}}
-	s.unprofiled = append(s.unprofiled, key)
+	e := &entry{job: j, speeds: map[[2]int]*mean{}}
+	// Speeds the jobspec gives count as one measurement each and take the
+	// place of profiling.
+	for _, sp := range j.Training.Speeds {
+		m := e.speeds[[2]int{sp.PS, sp.Workers}]
+		if m == nil {
+			m = &mean{}
+			e.speeds[[2]int{sp.PS, sp.Workers}] = m
+		}
+		m.sum += sp.StepsPerSecond
+		m.n++
+		e.speedDirty = true
+	}
+	s.jobs[key] = e
+	if len(j.Training.Speeds) == 0 {
+		s.unprofiled = append(s.unprofiled, key)
+	}
 	s.changed = true
 	return nil
 }
@@ -105,7 +120,8 @@ type ProfileRequest struct {
 
 // ProfileRequests returns, once per job, the configurations each newly
 // registered job should be profiled at: model.ProfileConfigs within its
-// bounds, as Optimus profiles a job before fitting its speed function.
+// bounds, as Optimus profiles a job before fitting its speed function. A
+// job whose jobspec gives speeds is not profiled.
 func (s *Scheduler) ProfileRequests() []ProfileRequest {
 	var out []ProfileRequest
 	for _, key := range s.unprofiled {

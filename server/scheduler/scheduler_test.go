@@ -100,3 +100,29 @@ func TestSpeedError(t *testing.T) {
 	off, _ := speedError(e)
 	must.Less(t, 1e-9, math.Abs(off-0.125))
 }
+
+// TestRegister_SpeedPriors: speeds given in the jobspec fit the speed
+// model at once, and the job is not profiled.
+func TestRegister_SpeedPriors(t *testing.T) {
+	s := New(optimus.New(), Options{})
+	j := newJob("measured")
+	j.Training.Speeds = []*structs.SpeedPrior{{PS: 1, Workers: 1, StepsPerSecond: 2}, {PS: 1, Workers: 4, StepsPerSecond: 6}, {PS: 2, Workers: 8, StepsPerSecond: 10}}
+	must.NoError(t, s.Register(j))
+	must.NoError(t, s.Register(newJob("unmeasured")))
+
+	reqs := s.ProfileRequests()
+	must.SliceLen(t, 1, reqs)
+	must.Eq(t, "unmeasured", reqs[0].JobID)
+
+	_, err := s.Plan(nil, 0)
+	must.NoError(t, err)
+	var got *structs.JobModel
+	for _, m := range s.Summaries() {
+		if m.JobID == "measured" {
+			got = m
+		}
+	}
+	must.NotNil(t, got)
+	must.SliceNotEmpty(t, got.Speed, must.Sprint("the priors fit the speed model"))
+	must.Eq(t, 3, got.SpeedConfigs)
+}
