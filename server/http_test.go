@@ -201,6 +201,13 @@ func TestServer_RestartKeepsState(t *testing.T) {
 	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "a", structs.JobStatusRunning))
+	agent.WaitFor(t, 20*time.Second, "samples committed", func() error {
+		js, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "a")
+		if err != nil || js == nil || len(js.Samples) == 0 {
+			return fmt.Errorf("no samples of job a yet (%v)", err)
+		}
+		return nil
+	})
 	must.NoError(t, s.Shutdown())
 	driver.Stop()
 	// Samples the driver held at the shutdown are committed after the
