@@ -37,6 +37,10 @@ type Collector struct {
 	received atomic.Uint64
 	rejected atomic.Uint64
 	badLines atomic.Uint64
+	// waiting counts the reads blocked until a sample comes; tailChecks
+	// the times the tailer looked at the file for news.
+	waiting    atomic.Int64
+	tailChecks atomic.Uint64
 
 	mu        sync.Mutex
 	started   bool
@@ -245,11 +249,15 @@ func (c *Collector) Samples(ctx context.Context, since uint64, limit int, wait t
 		if len(p.Samples) > 0 || p.Reset || timeout == nil {
 			return p
 		}
+		c.waiting.Add(1)
 		select {
 		case <-changed:
+			c.waiting.Add(-1)
 		case <-timeout:
+			c.waiting.Add(-1)
 			return p
 		case <-ctx.Done():
+			c.waiting.Add(-1)
 			return p
 		}
 	}
@@ -272,6 +280,10 @@ type Stats struct {
 	// BadLines the lines of the file that were not valid samples.
 	Rejected uint64 `json:"rejected"`
 	BadLines uint64 `json:"bad_lines"`
+	// Waiting is how many reads are blocked until a sample comes;
+	// TailChecks how many times the file (-file) was looked at for news.
+	Waiting    int    `json:"waiting"`
+	TailChecks uint64 `json:"tail_checks"`
 }
 
 // Stats returns the collector's counters.
@@ -281,5 +293,6 @@ func (c *Collector) Stats() Stats {
 		Status: "ok", Instance: c.instance, Held: held, Last: last,
 		Received: c.received.Load(), Dropped: dropped,
 		Rejected: c.rejected.Load(), BadLines: c.badLines.Load(),
+		Waiting: int(c.waiting.Load()), TailChecks: c.tailChecks.Load(),
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/collector/client"
+	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
@@ -269,7 +270,12 @@ func TestShutdown_EndsBlockingReads(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // let the read start waiting
+	agent.WaitFor(t, 10*time.Second, "the read waiting", func() error {
+		if c.Stats().Waiting != 1 {
+			return fmt.Errorf("%d reads waiting", c.Stats().Waiting)
+		}
+		return nil
+	})
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -45,6 +45,7 @@ func (t *tailer) run(ctx context.Context) {
 			if !sleep(ctx, t.interval) {
 				return
 			}
+			t.c.tailChecks.Add(1)
 			continue
 		}
 		waiting = false
@@ -122,6 +123,7 @@ func (t *tailer) follow(ctx context.Context, f *os.File) bool {
 		if !sleep(ctx, t.interval) {
 			return true
 		}
+		t.c.tailChecks.Add(1)
 		now, err := os.Stat(t.path)
 		switch {
 		case err != nil || !os.SameFile(fi, now):

@@ -68,7 +68,7 @@ func TestTail(t *testing.T) {
 		line := jsonLine(t, sample(5))
 		// A line counts once its newline is written.
 		appendFile(t, path, line[:10])
-		time.Sleep(50 * time.Millisecond) // several polls see the partial line
+		waitChecks(t, c, 3) // several looks see the partial line
 		must.Eq(t, 3, c.Stats().Held)
 		appendFile(t, path, line[10:]+jsonLine(t, map[string]any{"job_id": "j1", "step": 6, "bogus": 1})+jsonLine(t, sample(7)))
 		waitStats(t, c, 5, 3)
@@ -93,7 +93,7 @@ func TestTail(t *testing.T) {
 	})
 	t.Run("waits for a removed file", func(t *testing.T) {
 		must.NoError(t, os.Remove(path))
-		time.Sleep(50 * time.Millisecond) // the tailer notices
+		waitChecks(t, c, 3) // the tailer notices
 		appendFile(t, path, jsonLine(t, sample(40)))
 		waitStats(t, c, 10, 4)
 	})
@@ -102,9 +102,21 @@ func TestTail(t *testing.T) {
 func TestTail_FileCreatedLater(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "later.jsonl")
 	c := TestCollector(t, Config{File: path, TailInterval: 10 * time.Millisecond})
-	time.Sleep(50 * time.Millisecond)
+	waitChecks(t, c, 2) // it waits for the file
 	appendFile(t, path, jsonLine(t, sample(1)))
 	waitStats(t, c, 1, 0)
+}
+
+// waitChecks waits until the tailer has looked at the file n more times.
+func waitChecks(t *testing.T, c *Collector, n uint64) {
+	t.Helper()
+	from := c.Stats().TailChecks
+	agent.WaitFor(t, 10*time.Second, fmt.Sprintf("%d looks at the file", n), func() error {
+		if got := c.Stats().TailChecks - from; got < n {
+			return fmt.Errorf("%d looks so far", got)
+		}
+		return nil
+	})
 }
 
 func TestParseLine(t *testing.T) {
