@@ -166,5 +166,7 @@ func (c *Collector) metricsHandler() http.Handler {
 	counter("file_bad_lines_total", "Lines of the followed file that were not valid samples.", func(s Stats) uint64 { return s.BadLines })
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "caravan_collector_samples_held", Help: "Samples the window holds."},
 		func() float64 { return float64(c.Stats().Held) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "caravan_collector_reads_waiting", Help: "Reads blocked until a sample comes."},
+		func() float64 { return float64(c.Stats().Waiting) }))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
