@@ -59,33 +59,8 @@ func TestAgents_RunJob(t *testing.T) {
 	_, _, err = nomad.Client.Jobs().Register(job, nil)
 	must.NoError(t, err)
 
-	var allocID string
-	agent.WaitFor(t, time.Minute, "the smoke job's allocation to complete", func() error {
-		allocs, _, err := nomad.Client.Jobs().Allocations("e2e-smoke", false, nil)
-		if err != nil {
-			return err
-		}
-		for _, a := range allocs {
-			switch a.ClientStatus {
-			case nomadapi.AllocClientStatusComplete:
-				allocID = a.ID
-				return nil
-			case nomadapi.AllocClientStatusFailed:
-				return fmt.Errorf("allocation %s failed: %+v", a.ID, a.TaskStates)
-			}
-		}
-		return fmt.Errorf("%d allocations, none complete yet", len(allocs))
-	})
-
-	alloc, _, err := nomad.Client.Allocations().Info(allocID, nil)
+	alloc := completedAlloc(t, nomad.Client, "e2e-smoke")
+	out, err := catFile(nomad.Client, alloc, "alloc/logs/hello.stdout.0")
 	must.NoError(t, err)
-	frames, errs := nomad.Client.AllocFS().Logs(alloc, false, "hello", "stdout", "start", 0, nil, nil)
-	select {
-	case f := <-frames:
-		must.Eq(t, "caravan-e2e-ok", strings.TrimSpace(string(f.Data)))
-	case err := <-errs:
-		t.Fatalf("read task logs: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("timed out reading task logs")
-	}
+	must.Eq(t, "caravan-e2e-ok", strings.TrimSpace(out))
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -68,25 +67,7 @@ func TestNomadCluster_FakeGPUs(t *testing.T) {
 	resp, _, err := c.Client.Jobs().Register(tooMany, nil)
 	must.NoError(t, err)
 
-	var allocID string
-	agent.WaitFor(t, time.Minute, "the one-GPU job to complete", func() error {
-		allocs, _, err := c.Client.Jobs().Allocations("gpu-one", false, nil)
-		if err != nil {
-			return err
-		}
-		for _, a := range allocs {
-			switch a.ClientStatus {
-			case nomadapi.AllocClientStatusComplete:
-				allocID = a.ID
-				return nil
-			case nomadapi.AllocClientStatusFailed:
-				return fmt.Errorf("allocation %s failed: %+v", a.ID, a.TaskStates)
-			}
-		}
-		return fmt.Errorf("%d allocations, none complete yet", len(allocs))
-	})
-	alloc, _, err := c.Client.Allocations().Info(allocID, nil)
-	must.NoError(t, err)
+	alloc := completedAlloc(t, c.Client, "gpu-one")
 	node, ok := gpuNodes[alloc.NodeID]
 	must.True(t, ok, must.Sprintf("placed on %s, not a GPU node", alloc.NodeName))
 	devices := alloc.AllocatedResources.Tasks["visible"].Devices
@@ -97,12 +78,9 @@ func TestNomadCluster_FakeGPUs(t *testing.T) {
 	gpu := devices[0].DeviceIDs[0]
 	must.SliceContains(t, node.GPUIDs, gpu)
 
-	r, err := c.Client.AllocFS().Cat(alloc, "alloc/logs/visible.stdout.0", nil)
+	out, err := catFile(c.Client, alloc, "alloc/logs/visible.stdout.0")
 	must.NoError(t, err)
-	out, err := io.ReadAll(r)
-	r.Close()
-	must.NoError(t, err)
-	must.Eq(t, "visible="+gpu, strings.TrimSpace(string(out)))
+	must.Eq(t, "visible="+gpu, strings.TrimSpace(out))
 
 	var eval *nomadapi.Evaluation
 	agent.WaitFor(t, 30*time.Second, "the three-GPU job's evaluation", func() error {

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,16 +164,6 @@ func runningTasks(t *testing.T, n *agent.Nomad, want int) []string {
 	})
 	slices.Sort(lines)
 	return lines
-}
-
-func catFile(c *nomadapi.Client, alloc *nomadapi.Allocation, path string) (string, error) {
-	r, err := c.AllocFS().Cat(alloc, path, nil)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	out, err := io.ReadAll(r)
-	return string(out), err
 }
 
 // TestNomadDriver_EnactRescaleAdopt drives the nomad driver against a real

@@ -87,6 +87,20 @@ job %[1]q {
 	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
 }
 
+// trainingOnNomad starts a Nomad cluster with 4 fake GPUs and a caravan
+// agent on it, and returns the cluster, the trainer binary and the agent's
+// client once the agent sees every node.
+func trainingOnNomad(t *testing.T) (*agent.NomadCluster, string, *api.Client) {
+	t.Helper()
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
+	trainer := buildTrainer(t)
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
+	c := cl.clients[cl.waitLeader(t, "")]
+	waitNodes(t, c, 3, 4)
+	return nc, trainer, c
+}
+
 // waitEvent waits for a job's n-th event of a type and returns it.
 func waitEvent(t *testing.T, c *api.Client, job, typ string, n int, timeout time.Duration) *structs.Event {
 	t.Helper()
@@ -129,12 +143,7 @@ func seconds(t *testing.T, ev *structs.Event) float64 {
 // reported samples, and restarts it on two; it resumes from the
 // checkpoint's step. Both converge and complete.
 func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
-	c := cl.clients[cl.waitLeader(t, "")]
-	waitNodes(t, c, 3, 4)
+	_, trainer, c := trainingOnNomad(t)
 
 	start := time.Now()
 	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
@@ -257,12 +266,7 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 // registered meanwhile waits, and when Nomad returns Caravan catches up
 // and both jobs complete.
 func TestCaravanNomad_NomadUnreachable(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
-	c := cl.clients[cl.waitLeader(t, "")]
-	waitNodes(t, c, 3, 4)
+	nc, trainer, c := trainingOnNomad(t)
 
 	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
 	must.NoError(t, err)
