@@ -1,6 +1,6 @@
 # A small CPU-only job: the one `make demo` runs on the embedded simulated
-# cluster and the e2e tests run on real Nomad, with Caravan's example trainer
-# (a real SGD program) as the task.
+# cluster. On Nomad its task is Caravan's example trainer (a real SGD
+# program, examples/trainer), installed on the clients as var.trainer.
 
 variable "trainer" {
   type        = string

@@ -8,8 +8,7 @@
 # address on the ports Nomad gives it, and finds the others through Consul:
 # `retry_join = ["consul://caravan"]` means "the HTTP addresses of the
 # passing instances of the Consul service caravan", which this job registers.
-# That form of retry_join, and the agent's consul block, come with issue 7
-# (Consul discovery); see deploy/README.md.
+# See deploy/README.md.
 #
 # Needs on each client: the Caravan binary (caravan_binary, or an artifact),
 # the exec or raw_exec driver, Consul, and the Nomad API reachable at
