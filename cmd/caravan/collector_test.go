@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,41 +130,26 @@ func TestCollectorCommand(t *testing.T) {
 	t.Run("a killed process stays registered, critical", func(t *testing.T) {
 		bin := agent.BuildCaravan(t)
 		const id = "caravan-collector-killed"
-		proc := exec.Command(bin, "collector", "-consul-addr", consul.HTTPAddr, "-job", "j2",
-			"-service-id", id, "-check-interval", "1s")
-		stdout, err := proc.StdoutPipe()
-		must.NoError(t, err)
-		var stderr bytes.Buffer
-		proc.Stderr = &stderr
-		must.NoError(t, proc.Start())
-		t.Cleanup(func() {
-			_ = proc.Process.Kill()
-			_ = proc.Wait()
-			if t.Failed() {
-				t.Logf("caravan collector's log:\n%s", stderr.String())
+		port := agent.FreePorts(t, 1)[0]
+		proc := agent.StartCaravanCommand(t, bin, "collector", "collector", "-port", strconv.Itoa(port),
+			"-consul-addr", consul.HTTPAddr, "-job", "j2", "-service-id", id, "-check-interval", "1s")
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		agent.WaitFor(t, 10*time.Second, "caravan collector serving", func() error {
+			if err := proc.Running(); err != nil {
+				return err
 			}
+			resp, err := http.Get("http://" + addr + "/v1/health")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
 		})
-		addrs := make(chan string, 1)
-		go func() {
-			for s := bufio.NewScanner(stdout); s.Scan(); {
-				if addr, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "HTTP: http://"); ok {
-					addrs <- addr
-				}
-			}
-		}()
-		var addr string
-		select {
-		case addr = <-addrs:
-		case <-time.After(10 * time.Second):
-			t.Fatal("caravan collector did not print its address")
-		}
 		reportSteps(t, addr, "j2", 7)
 		must.Eq(t, []int64{7}, collectorSteps(t, addr))
 		waitCheck(t, consul.Client, id, consulapi.HealthPassing)
 
-		must.NoError(t, proc.Process.Signal(syscall.SIGKILL))
-		var exitErr *exec.ExitError
-		must.True(t, errors.As(proc.Wait(), &exitErr))
+		proc.Kill()
 		// Consul notices within a few check intervals; it reaps the service
 		// a minute later (collector/README.md).
 		waitCheck(t, consul.Client, id, consulapi.HealthCritical)
