@@ -20,11 +20,11 @@ import (
 // algorithm. Rounds run at arrivals and completions only, so that tests
 // see the rescales those cause and no other.
 func nomadAgentBody(nc *agent.NomadCluster, checkpoints, algorithm string) string {
-	return nomadAgentBodyWith(nc, checkpoints, algorithm, "")
+	return nomadAgentBodyWith(nc, checkpoints, algorithm, "", "")
 }
 
-// nomadAgentBodyWith adds lines to the nomad block.
-func nomadAgentBodyWith(nc *agent.NomadCluster, checkpoints, algorithm, nomadExtra string) string {
+// nomadAgentBodyWith adds lines to the nomad and scheduler blocks.
+func nomadAgentBodyWith(nc *agent.NomadCluster, checkpoints, algorithm, nomadExtra, schedulerExtra string) string {
 	return fmt.Sprintf(`
 driver = "nomad"
 nomad {
@@ -35,8 +35,9 @@ nomad {
 scheduler {
   algorithm = %q
   interval  = "10m"
+  %s
 }
-`, nc.Address, checkpoints, nomadExtra, algorithm)
+`, nc.Address, checkpoints, nomadExtra, algorithm, schedulerExtra)
 }
 
 // waitNodes waits until Caravan sees the cluster's nodes and GPUs.

@@ -207,6 +207,67 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	t.Logf("makespan %.1fs, of which %.1fs in %d rescales (%.2f%%)", makespan, inRescales, rescales, 100*inRescales/makespan)
 }
 
+// TestCaravanNomad_ProfileInPlace runs a trainer job without speed priors
+// under optimus on Nomad, which cannot profile out of band: Caravan runs
+// the job at its three profiling configurations in turn, smallest first,
+// until each has three samples, rescaling it through confirmed
+// checkpoints; then optimus sizes it from the fitted speed model, and the
+// job completes.
+func TestCaravanNomad_ProfileInPlace(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
+	trainer := buildTrainer(t)
+	body := nomadAgentBodyWith(nc, t.TempDir(), "optimus", "", "profile_configs = 3\n  profile_steps = 3")
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, body)
+	c := cl.clients[cl.waitLeader(t, "")]
+	waitNodes(t, c, 3, 4)
+
+	_, err := c.Jobs().Register(context.Background(), trainerJob("p", trainer))
+	must.NoError(t, err)
+	want := [][2]int{{1, 1}, {1, 2}, {1, 4}} // model.ProfileConfigs for 1 ps, 1..4 workers
+	first := waitEvent(t, c, "p", structs.EventTasksRunning, 1, 2*time.Minute)
+	profiled := waitEvent(t, c, "p", structs.EventTasksRunning, len(want), 2*time.Minute)
+	agent.WaitFor(t, time.Minute, "job p profiled", func() error {
+		sum, _, err := c.Jobs().Summary("p", nil)
+		switch {
+		case err != nil:
+			return err
+		case sum.Model == nil || len(sum.Model.Profiling) > 0 || sum.Model.SpeedConfigs < len(want):
+			return fmt.Errorf("model: %+v", sum.Model)
+		}
+		return nil
+	})
+	agent.WaitFor(t, 4*time.Minute, "job p complete", jobIs(c, "p", structs.JobStatusComplete))
+
+	// The samples show the configurations in order, each measured enough
+	// before the next.
+	smps, _, err := c.Jobs().Samples("p", nil)
+	must.NoError(t, err)
+	var order [][2]int
+	measured := map[[2]int]int{}
+	for _, s := range smps.Samples {
+		cfg := [2]int{s.NumPS, s.NumWorkers}
+		if len(order) == 0 || order[len(order)-1] != cfg {
+			if len(order) > 0 && len(order) <= len(want) {
+				must.GreaterEq(t, 3, measured[order[len(order)-1]], must.Sprintf("samples at %v before moving on", order[len(order)-1]))
+			}
+			order = append(order, cfg)
+		}
+		if s.StepTimeS > 0 {
+			measured[cfg]++
+		}
+	}
+	must.GreaterEq(t, len(want), len(order))
+	must.Eq(t, want, order[:len(want)])
+	must.SliceEmpty(t, events(t, c, "p", structs.EventRescaleAborted))
+	var rescales float64
+	for _, ev := range events(t, c, "p", structs.EventTasksRunning)[1:len(want)] {
+		rescales += seconds(t, ev)
+	}
+	t.Logf("profiling at %v: %.1fs from the first tasks running to the last configuration's, %.1fs of it in %d rescales",
+		want, float64(profiled.Time-first.Time)/1e9, rescales, len(want)-1)
+}
+
 // nomadJobVersion returns the version of a Caravan job's Nomad job.
 func nomadJobVersion(t *testing.T, nc *agent.NomadCluster, id string) uint64 {
 	t.Helper()
@@ -226,7 +287,7 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 	dumpOnFailure(t, nc)
 	trainer := buildTrainer(t)
 	bin := agent.BuildCaravan(t)
-	cl := startCaravans(t, bin, 3, nomadAgentBodyWith(nc, t.TempDir(), "drf", fmt.Sprintf("collector_command = %q", bin))+
+	cl := startCaravans(t, bin, 3, nomadAgentBodyWith(nc, t.TempDir(), "drf", fmt.Sprintf("collector_command = %q", bin), "")+
 		fmt.Sprintf("consul {\n  address = %q\n}\n", consul.HTTPAddr))
 	leader := cl.waitLeader(t, "")
 	c := cl.clients[leader]

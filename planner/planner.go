@@ -26,6 +26,14 @@ type Configurable interface {
 	SetConfig(options map[string]string) error
 }
 
+// ModelDriven is implemented by algorithms that size jobs from their
+// fitted speed models, as Optimus does. The server profiles new jobs at
+// several configurations for them, in place when the driver cannot profile
+// out of band; other algorithms size jobs without waiting for that.
+type ModelDriven interface {
+	SpeedModels() bool
+}
+
 // Factory returns a new Algorithm with its default configuration.
 type Factory func() Algorithm
 

@@ -167,7 +167,11 @@ func (l *leader) establish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.sched = scheduler.New(alg, scheduler.Options{Logger: l.log})
+	_, profiler := s.cfg.Driver.(Profiler)
+	l.sched = scheduler.New(alg, scheduler.Options{
+		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: !profiler,
+		Logger: l.log,
+	})
 
 	// Rebuild the models from the replicated samples.
 	jobs, err := state.Jobs(txn, nil, "")
@@ -278,6 +282,9 @@ func (l *leader) step(ctx context.Context) error {
 	}
 	if err := l.ingest(s.State().Txn()); err != nil {
 		return err
+	}
+	if l.sched.Profiled() {
+		l.urgent = true
 	}
 	if l.unenacted != nil {
 		if err := l.enact(ctx, l.unenacted); err != nil {

@@ -62,6 +62,13 @@ type Config struct {
 	// is how often the leader reads the driver (default 1 s).
 	Interval time.Duration
 	Poll     time.Duration
+	// ProfileConfigs is how many (ps, workers) configurations a new job
+	// without speed priors is profiled at before the algorithm sizes it
+	// (0: 6; negative: none); ProfileSteps is how many samples a
+	// configuration needs when the driver profiles by running the job
+	// there (0: 5). See scheduler.Options.
+	ProfileConfigs int
+	ProfileSteps   int
 
 	// Consul, when set, advertises the server in Consul and resolves
 	// consul:// entries of RetryJoin.

@@ -74,6 +74,10 @@ type JobModel struct {
 	LossRMSE     float64
 	SpeedError   float64
 	SpeedConfigs int
+	// Profiling lists the (ps, workers) configurations the job is still
+	// to be profiled at by running there, the first being the one it is
+	// pinned to now; empty once profiled or when it needs no profiling.
+	Profiling [][2]int `json:",omitempty"`
 }
 
 // DriverHost is what a Caravan server offers the driver it runs, for

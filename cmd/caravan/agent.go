@@ -97,6 +97,7 @@ func (c *AgentCommand) Run(args []string) int {
 		RetryInterval: cfg.Server.RetryIntervalDuration,
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
 		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Metrics: metrics, Logger: logger,
+		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 	}
 	if cfg.Driver == config.DriverSim {
 		// Intervals are in the cluster's time, which the simulator speeds up.
@@ -330,4 +331,17 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		nc.Collector = &nomad.Sidecar{Command: n.CollectorCommand, ConsulAddr: cfg.Consul.Address}
 	}
 	return nc
+}
+
+// profileConfigs maps the scheduler block's profile_configs, where 0 turns
+// profiling off, to server.Config's, where 0 is the default and a negative
+// number turns it off.
+func profileConfigs(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return -1
+	}
+	return *n
 }

@@ -100,6 +100,10 @@ func (o *Optimus) Name() string {
 	return Name
 }
 
+// SpeedModels reports true: Optimus sizes jobs from their speed models, so
+// the server profiles new jobs for it (planner.ModelDriven).
+func (o *Optimus) SpeedModels() bool { return true }
+
 // NewRelative returns Optimus with GainRelative.
 func NewRelative() planner.Algorithm { return NewWithOptions(Options{Gain: GainRelative}) }
 

@@ -153,11 +153,18 @@ type Scheduler struct {
 	// Options are the algorithm's settings, passed to it as strings. Merge
 	// merges them key by key.
 	Options map[string]string `hcl:"options,optional"`
+	// ProfileConfigs is how many (ps, workers) configurations a new job
+	// without speed priors is profiled at before a model-driven algorithm
+	// sizes it; 0 turns profiling off. nil means unset; default 6.
+	ProfileConfigs *int `hcl:"profile_configs,optional"`
+	// ProfileSteps is how many samples each configuration needs when the
+	// driver profiles by running the job there (Nomad). Default 5.
+	ProfileSteps int `hcl:"profile_steps,optional"`
 }
 
 // DefaultScheduler returns the default scheduler block.
 func DefaultScheduler() *Scheduler {
-	return &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: 60 * time.Second}
+	return &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: 60 * time.Second, ProfileConfigs: new(6), ProfileSteps: 5}
 }
 
 // Merge returns a copy of s with the fields set in o overriding it, and
@@ -166,16 +173,20 @@ func DefaultScheduler() *Scheduler {
 func (s *Scheduler) Merge(o *Scheduler) *Scheduler {
 	r := copyOf(s)
 	r.Options = mergeMap(r.Options, nil)
+	r.ProfileConfigs = mergePtr(r.ProfileConfigs, nil)
 	if o == nil {
 		return r
 	}
 	r.Algorithm = mergeString(r.Algorithm, o.Algorithm)
 	r.Interval, r.IntervalDuration = mergeDuration(r.Interval, r.IntervalDuration, o.Interval, o.IntervalDuration)
 	r.Options = mergeMap(r.Options, o.Options)
+	r.ProfileConfigs = mergePtr(r.ProfileConfigs, o.ProfileConfigs)
+	r.ProfileSteps = mergeNumber(r.ProfileSteps, o.ProfileSteps)
 	return r
 }
 
-// Validate checks that an algorithm is named and the interval is positive.
+// Validate checks that an algorithm is named, the interval is positive and
+// the profiling counts are not negative.
 func (s *Scheduler) Validate() error { return joinProblems(s.problems()) }
 
 func (s *Scheduler) problems() []problem {
@@ -188,6 +199,12 @@ func (s *Scheduler) problems() []problem {
 	}
 	if s.IntervalDuration <= 0 {
 		ps = append(ps, problemf("interval", "%s is not a positive duration; use one such as \"60s\"", durationString(s.Interval, s.IntervalDuration)))
+	}
+	if s.ProfileConfigs != nil && *s.ProfileConfigs < 0 {
+		ps = append(ps, problemf("profile_configs", "%d is negative; use 0 to turn profiling off", *s.ProfileConfigs))
+	}
+	if s.ProfileSteps < 0 {
+		ps = append(ps, problemf("profile_steps", "%d is negative; use at least 1", s.ProfileSteps))
 	}
 	return ps
 }

@@ -38,6 +38,9 @@ scheduler {
   algorithm = "drf"
   interval  = "2m"
   options   = { young_factor = "0.95", window = 8 }
+
+  profile_configs = 0
+  profile_steps   = 3
 }
 
 nomad {
@@ -97,6 +100,8 @@ func TestLoadFile_Full(t *testing.T) {
 			Interval:         "2m",
 			IntervalDuration: 2 * time.Minute,
 			Options:          map[string]string{"young_factor": "0.95", "window": "8"},
+			ProfileConfigs:   new(0),
+			ProfileSteps:     3,
 		},
 		Nomad: &Nomad{
 			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
@@ -139,7 +144,7 @@ func TestDefault(t *testing.T) {
 			RetryInterval:         "15s",
 			RetryIntervalDuration: 15 * time.Second,
 		},
-		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute},
+		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, ProfileConfigs: new(6), ProfileSteps: 5},
 		Nomad:     &Nomad{Address: "http://127.0.0.1:4646"},
 		Consul:    DefaultConsul(),
 		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
@@ -441,6 +446,11 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "zero duration", src: "scheduler {\n  interval = \"0s\"\n}\n",
 			summary: "Invalid scheduler.interval", line: 2, col: 14, at: `"0s"`,
 			detail: []string{`"0s" is not a positive duration`, `such as "60s"`},
+		},
+		{
+			name: "negative profile count", src: "scheduler {\n  profile_configs = -2\n}\n",
+			summary: "Invalid scheduler.profile_configs", line: 2, col: 21, at: `-2`,
+			detail: []string{"-2 is negative", "0 to turn profiling off"},
 		},
 		{
 			name: "negative duration", src: "server {\n  retry_interval = \"-5s\"\n}\n",

@@ -23,8 +23,16 @@ type Options struct {
 	// (default 3).
 	YoungConfigs int
 	// ProfileConfigs is how many configurations a new job is profiled at
-	// before it runs (default 6); see ProfileRequests.
+	// before the algorithm sizes it freely (default 6; negative: none).
 	ProfileConfigs int
+	// ProfileInPlace profiles new jobs by running them: Plan pins such a
+	// job to each of its profiling configurations in turn, smallest first,
+	// and moves on once ProfileSteps samples were measured there (default
+	// 5). Drivers that cannot measure a job out of band, such as Nomad's,
+	// need it. Without it, ProfileRequests hands the configurations to the
+	// driver.
+	ProfileInPlace bool
+	ProfileSteps   int
 	Logger         hclog.Logger
 }
 
@@ -37,6 +45,9 @@ type Scheduler struct {
 	changed bool
 	// unprofiled lists jobs registered since the last ProfileRequests.
 	unprofiled [][2]string
+	// profiled is set when a job finished profiling at a configuration
+	// in place; see Profiled.
+	profiled bool
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
 }
@@ -49,6 +60,9 @@ type entry struct {
 	speeds   map[[2]int]*mean
 	lossFit  *model.Loss
 	speedFit *model.Speed
+	// profile lists the configurations the job is still to be profiled
+	// at in place; Plan pins the job to the first.
+	profile [][2]int
 	// lossDirty and speedDirty mark new data since the last fit;
 	// fittedAt is the step of the last loss fit.
 	lossDirty, speedDirty bool
@@ -69,6 +83,9 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 	}
 	if opts.ProfileConfigs == 0 {
 		opts.ProfileConfigs = 6
+	}
+	if opts.ProfileSteps == 0 {
+		opts.ProfileSteps = 5
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -104,11 +121,27 @@ func (s *Scheduler) Register(j *structs.Job) error {
 		e.speedDirty = true
 	}
 	s.jobs[key] = e
-	if len(j.Training.Speeds) == 0 {
+	switch {
+	case len(j.Training.Speeds) > 0 || s.opts.ProfileConfigs < 0:
+	case s.opts.ProfileInPlace:
+		e.profile = s.profileConfigs(e)
+		slices.SortStableFunc(e.profile, func(a, b [2]int) int { return cmp.Compare(a[0]+a[1], b[0]+b[1]) })
+	default:
 		s.unprofiled = append(s.unprofiled, key)
 	}
 	s.changed = true
 	return nil
+}
+
+// profileConfigs returns the configurations to profile a job at:
+// model.ProfileConfigs within its bounds.
+func (s *Scheduler) profileConfigs(e *entry) [][2]int {
+	ps, workers := (&planner.Job{Job: e.job}).Bounds()
+	var out [][2]int
+	for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Min, ps.Max, workers.Min, workers.Max, s.opts.ProfileConfigs) {
+		out = append(out, [2]int{c.PS, c.Workers})
+	}
+	return out
 }
 
 // ProfileRequest asks a driver to measure a job's speed at configurations
@@ -129,12 +162,7 @@ func (s *Scheduler) ProfileRequests() []ProfileRequest {
 		if !ok {
 			continue
 		}
-		ps, workers := (&planner.Job{Job: e.job}).Bounds()
-		req := ProfileRequest{Namespace: key[0], JobID: key[1]}
-		for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Min, ps.Max, workers.Min, workers.Max, s.opts.ProfileConfigs) {
-			req.Configs = append(req.Configs, [2]int{c.PS, c.Workers})
-		}
-		out = append(out, req)
+		out = append(out, ProfileRequest{Namespace: key[0], JobID: key[1], Configs: s.profileConfigs(e)})
 	}
 	s.unprofiled = s.unprofiled[:0]
 	return out
@@ -162,9 +190,16 @@ func (s *Scheduler) Complete(namespace, id string) {
 // Active returns how many jobs are active.
 func (s *Scheduler) Active() int { return len(s.jobs) }
 
-// Ingest takes trainers' samples. Invalid samples, and samples of unknown
-// jobs, are dropped and counted in Rejected; they never reach a fit.
+// Ingest takes trainers' samples and refits the models that have enough
+// new data (see refit). Invalid samples, and samples of unknown jobs, are
+// dropped and counted in Rejected; they never reach a fit.
 func (s *Scheduler) Ingest(samples []structs.Sample) {
+	touched := map[*entry]bool{}
+	defer func() {
+		for e := range touched {
+			s.refit(e)
+		}
+	}()
 	for i := range samples {
 		smp := &samples[i]
 		ns := smp.Namespace
@@ -176,6 +211,7 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			s.Rejected++
 			continue
 		}
+		touched[e] = true
 		e.step = max(e.step, float64(smp.Step))
 		if smp.Loss > 0 {
 			e.loss = append(e.loss, model.LossPoint{Step: float64(smp.Step), Loss: smp.Loss})
@@ -200,8 +236,43 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			if m.n >= 2*m.fitted {
 				e.speedDirty = true
 			}
+			s.advanceProfile(e)
 		}
 	}
+}
+
+// advanceProfile drops the configurations at the front of a job's
+// in-place profile that have been measured enough.
+func (s *Scheduler) advanceProfile(e *entry) {
+	for len(e.profile) > 0 {
+		m := e.speeds[e.profile[0]]
+		if m == nil || m.n < float64(s.opts.ProfileSteps) {
+			return
+		}
+		s.log.Debug("profiled job", "job_id", e.job.ID, "ps", e.profile[0][0], "workers", e.profile[0][1], "speed", m.sum/m.n, "left", len(e.profile)-1)
+		e.profile = e.profile[1:]
+		s.profiled = true
+		s.changed = true
+	}
+}
+
+// Profiled reports, once, whether a job finished profiling at a
+// configuration in place since the last call: the next round should run
+// soon, to move it to its next configuration or let the algorithm size
+// it.
+func (s *Scheduler) Profiled() bool {
+	p := s.profiled
+	s.profiled = false
+	return p
+}
+
+// Profiling returns the configurations a job is still to be profiled at
+// in place, the first being the one it is pinned to.
+func (s *Scheduler) Profiling(namespace, id string) [][2]int {
+	if e, ok := s.jobs[[2]string{namespace, id}]; ok {
+		return slices.Clone(e.profile)
+	}
+	return nil
 }
 
 // downsample halves a loss history by averaging neighbours, keeping its
@@ -274,23 +345,65 @@ func (s *Scheduler) Changed() bool {
 
 // Plan refits what has new data, runs the algorithm over the active jobs
 // on nodes, and returns its decision as a plan after CheckDecision passed.
-// The caller enacts the plan and then calls Enacted.
+// Under a planner.ModelDriven algorithm, a job profiling in place is
+// pinned to its next profiling configuration; when that does not fit now but the job would run unpinned, it runs
+// unpinned and the configuration is skipped. The caller enacts the plan
+// and then calls Enacted.
 func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
-	keys := make([][2]string, 0, len(s.jobs))
-	for k := range s.jobs {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	req := &planner.Request{Nodes: nodes, Now: now}
-	for _, k := range keys {
+	pinned := map[[2]string]*planner.Job{}
+	modelDriven := s.modelDriven()
+	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		s.refit(e)
-		req.Jobs = append(req.Jobs, &planner.Job{
+		pj := &planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
 			Young: len(e.speeds) < s.opts.YoungConfigs,
-		})
+		}
+		if len(e.profile) > 0 && modelDriven {
+			pj.Job = pin(e.job, e.profile[0])
+			pinned[k] = pj
+		}
+		req.Jobs = append(req.Jobs, pj)
 	}
 	s.changed = false
+	dec, err := s.decide(req)
+	if err != nil {
+		return nil, err
+	}
+	var unfit [][2]string
+	for _, p := range dec.Placements {
+		key := [2]string{p.Namespace, p.JobID}
+		if pj := pinned[key]; pj != nil && p.Paused() {
+			pj.Job = s.jobs[key].job
+			unfit = append(unfit, key)
+		}
+	}
+	if len(unfit) > 0 {
+		if dec, err = s.decide(req); err != nil {
+			return nil, err
+		}
+		for _, p := range dec.Placements {
+			key := [2]string{p.Namespace, p.JobID}
+			if e := s.jobs[key]; slices.Contains(unfit, key) && !p.Paused() {
+				s.log.Debug("skipped a profiling configuration that does not fit", "job_id", p.JobID, "ps", e.profile[0][0], "workers", e.profile[0][1])
+				e.profile = e.profile[1:]
+				s.advanceProfile(e)
+			}
+		}
+	}
+	return &structs.Plan{Algorithm: s.alg.Name(), CreateTime: now, Placements: dec.Placements}, nil
+}
+
+// modelDriven reports whether the algorithm sizes jobs from their speed
+// models, so that jobs profiling in place are pinned.
+func (s *Scheduler) modelDriven() bool {
+	md, ok := s.alg.(planner.ModelDriven)
+	return ok && md.SpeedModels()
+}
+
+// decide runs the algorithm and checks its decision.
+func (s *Scheduler) decide(req *planner.Request) (*planner.Decision, error) {
 	dec, err := s.alg.Plan(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.alg.Name(), err)
@@ -298,7 +411,17 @@ func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error
 	if err := planner.CheckDecision(req, dec); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.alg.Name(), err)
 	}
-	return &structs.Plan{Algorithm: s.alg.Name(), CreateTime: now, Placements: dec.Placements}, nil
+	return dec, nil
+}
+
+// pin returns a copy of j whose bounds allow only configuration c.
+func pin(j *structs.Job, c [2]int) *structs.Job {
+	j = j.Copy()
+	if j.Elastic.ParameterServers != nil {
+		j.Elastic.ParameterServers = &structs.Bounds{Min: c[0], Max: c[0]}
+	}
+	j.Elastic.Workers = structs.Bounds{Min: c[1], Max: c[1]}
+	return j
 }
 
 // Enacted records that plan now runs, so that the next request shows each
@@ -353,6 +476,9 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		m := &structs.JobModel{Namespace: k[0], JobID: k[1], Step: int64(e.step)}
+		if s.modelDriven() {
+			m.Profiling = slices.Clone(e.profile)
+		}
 		pj := &planner.Job{Job: e.job, Loss: e.lossFit, Speed: e.speedFit, Step: e.step}
 		if e.lossFit != nil {
 			b0, b1, b2 := e.lossFit.Coefficients()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/structs"
@@ -125,4 +126,106 @@ func TestRegister_SpeedPriors(t *testing.T) {
 	must.NotNil(t, got)
 	must.SliceNotEmpty(t, got.Speed, must.Sprint("the priors fit the speed model"))
 	must.Eq(t, 3, got.SpeedConfigs)
+}
+
+// TestScheduler_ProfileInPlace: under a model-driven algorithm, a new job
+// runs at each profiling configuration in turn, smallest first, until
+// ProfileSteps samples were measured there; then the algorithm sizes it.
+// Its models are refitted as the samples arrive, before any round.
+func TestScheduler_ProfileInPlace(t *testing.T) {
+	s := New(optimus.New(), Options{ProfileInPlace: true, ProfileConfigs: 3, ProfileSteps: 2})
+	must.NoError(t, s.Register(newJob("a")))
+	must.SliceEmpty(t, s.ProfileRequests(), must.Sprint("the driver is not asked to profile"))
+	configs := s.Profiling("default", "a")
+	must.SliceLen(t, 3, configs)
+	for i := 1; i < len(configs); i++ {
+		must.LessEq(t, configs[i][0]+configs[i][1], configs[i-1][0]+configs[i-1][1], must.Sprint("smallest first"))
+	}
+
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 2, 16000, 65536, 0)
+	sample := func(step int, c [2]int) structs.Sample {
+		p, w := float64(c[0]), float64(c[1])
+		return structs.Sample{JobID: "a", Step: int64(step), Loss: 1 / (0.01*float64(step) + 1),
+			StepTimeS: (1 + 0.2*w/p + 0.01*w + 0.02*p) / w, NumPS: c[0], NumWorkers: c[1]} // async: w steps per that
+	}
+	step := 0
+	for i, c := range configs {
+		plan, err := s.Plan(h.Nodes, 0)
+		must.NoError(t, err)
+		p := plan.Placements[0]
+		must.Eq(t, c, [2]int{p.NumPS, p.NumWorkers}, must.Sprintf("round %d runs profiling configuration %d", i, i))
+		s.Enacted(plan)
+
+		step++
+		s.Ingest([]structs.Sample{sample(step, c)})
+		must.False(t, s.Profiled(), must.Sprint("one sample of two"))
+		step++
+		s.Ingest([]structs.Sample{sample(step, c)})
+		must.True(t, s.Profiled())
+		must.False(t, s.Profiled(), must.Sprint("reported once"))
+		must.SliceLen(t, len(configs)-i-1, s.Profiling("default", "a"))
+		_, speed := s.Models("default", "a")
+		must.NotNil(t, speed, must.Sprint("refitted on ingest, before the round"))
+	}
+	rec := &recorder{Algorithm: optimus.New()}
+	s.SetAlgorithm(rec)
+	_, err := s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	ps, workers := rec.last.Jobs[0].Bounds()
+	must.Eq(t, structs.Bounds{Min: 1, Max: 4}, ps, must.Sprint("unpinned once profiled"))
+	must.Eq(t, structs.Bounds{Min: 1, Max: 8}, workers)
+}
+
+// recorder is a model-driven algorithm that keeps the last request.
+type recorder struct {
+	planner.Algorithm
+	last *planner.Request
+}
+
+func (r *recorder) Plan(req *planner.Request) (*planner.Decision, error) {
+	r.last = req
+	return r.Algorithm.Plan(req)
+}
+
+func (r *recorder) SpeedModels() bool { return true }
+
+// TestScheduler_ProfileInPlaceUnfit: a profiling configuration that does
+// not fit is skipped when the job can run otherwise, kept while the job
+// cannot run at all, and jobs are not pinned under algorithms that do not
+// use speed models.
+func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
+	s := New(optimus.New(), Options{ProfileInPlace: true, ProfileConfigs: 3, ProfileSteps: 1})
+	must.NoError(t, s.Register(newJob("a")))
+	configs := s.Profiling("default", "a")
+	big := configs[len(configs)-1]
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 1, 1000*(big[0]+big[1]-1), 65536, 0) // everything but the largest fits
+	for _, c := range configs[:len(configs)-1] {
+		s.Ingest([]structs.Sample{{JobID: "a", Step: 1, StepTimeS: 1, NumPS: c[0], NumWorkers: c[1]}})
+	}
+	must.Eq(t, [][2]int{big}, s.Profiling("default", "a"))
+	plan, err := s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.False(t, plan.Placements[0].Paused(), must.Sprint("runs unpinned"))
+	must.SliceEmpty(t, s.Profiling("default", "a"), must.Sprint("the configuration that does not fit is skipped"))
+
+	// No room at all: the job waits and keeps its configurations.
+	must.NoError(t, s.Register(newJob("b")))
+	plan, err = s.Plan(nil, 0)
+	must.NoError(t, err)
+	for _, p := range plan.Placements {
+		must.True(t, p.Paused())
+	}
+	must.SliceLen(t, 3, s.Profiling("default", "b"))
+
+	// drf sizes jobs without models: b is not pinned to (1, 1).
+	s.SetAlgorithm(drf.New())
+	plan, err = s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	for _, p := range plan.Placements {
+		if p.JobID == "b" {
+			must.NotEq(t, s.Profiling("default", "b")[0], [2]int{p.NumPS, p.NumWorkers})
+		}
+	}
 }
