@@ -129,7 +129,9 @@ func TestTrainerMoreWorkersStepFaster(t *testing.T) {
 		j := startJob(t, jobSpec{
 			ps: 1, workers: workers, generation: "1", dir: dir, collector: coll,
 			env:   trainingEnv(structs.ModeSync, 96, workers, 1000, 0.01, 3, 0),
-			flags: []string{"-sample-cost", "200us", "-max-steps", "60"},
+			// The simulated accelerator time dominates a step, so that
+			// the ratio holds on a loaded 2-core machine.
+			flags: []string{"-sample-cost", "500us", "-max-steps", "60"},
 		})
 		for name, code := range j.waitExit(30 * time.Second) {
 			must.Eq(t, 0, code, must.Sprintf("exit status of %s", name))
@@ -138,7 +140,7 @@ func TestTrainerMoreWorkersStepFaster(t *testing.T) {
 		for _, s := range coll.all() {
 			if s.Step > 5 && s.StepTimeS > 0 {
 				times = append(times, s.StepTimeS)
-				must.GreaterEq(t, (time.Duration(96/workers) * 200 * time.Microsecond).Seconds(), s.CPUS)
+				must.GreaterEq(t, (time.Duration(96/workers) * 500 * time.Microsecond).Seconds(), s.CPUS)
 			}
 		}
 		must.Greater(t, 40, len(times))
