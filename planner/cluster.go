@@ -339,8 +339,12 @@ func (c *Cluster) FitsPair(i int, a *Task, na int, b *Task, nb int) bool {
 }
 
 // Take places n tasks t on node i. The caller must have checked that they
-// fit (Fits, FitsPair); Take panics on devices that are not there.
+// fit (Fits, FitsPair); Take panics on devices that are not there. Taking
+// no task does nothing, even where t could not run.
 func (c *Cluster) Take(i int, t *Task, n int) {
+	if n <= 0 {
+		return
+	}
 	f := &c.free[i]
 	f.cpu -= n * t.CPU
 	f.mem -= n * t.MemoryMB
