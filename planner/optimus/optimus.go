@@ -2,7 +2,9 @@ package optimus
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -98,6 +100,39 @@ func (o *Optimus) Name() string {
 		return NameRelative
 	}
 	return Name
+}
+
+// SetConfig sets young_factor, a number in (0, 1], and rescale_cost, a
+// positive duration such as "30s"; unknown keys and bad values are
+// errors, and then nothing changes. Keys left out take their defaults
+// (planner.Configurable).
+func (o *Optimus) SetConfig(options map[string]string) error {
+	opts := Options{Scan: o.opts.Scan, Gain: o.opts.Gain}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		v := options[k]
+		switch k {
+		case "young_factor":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f > 0 && f <= 1) {
+				errs = append(errs, fmt.Errorf("young_factor = %q: must be a number in (0, 1]", v))
+			}
+			opts.YoungFactor = f
+		case "rescale_cost":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("rescale_cost = %q: must be a positive duration such as \"30s\"", v))
+			}
+			opts.RescaleCost = d
+		default:
+			errs = append(errs, fmt.Errorf("unknown option %q; %s takes young_factor and rescale_cost", k, o.Name()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	o.opts = NewWithOptions(opts).opts
+	return nil
 }
 
 // SpeedModels reports true: Optimus sizes jobs from their speed models, so

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/model"
@@ -174,4 +175,21 @@ func TestOptimus_HeapMatchesScan(t *testing.T) {
 			must.Eq(t, heap, scan, must.Sprintf("trial %d, gain %d", trial, g))
 		}
 	}
+}
+
+func TestOptimus_SetConfig(t *testing.T) {
+	o := NewWithOptions(Options{})
+	must.NoError(t, o.SetConfig(map[string]string{"young_factor": "0.8", "rescale_cost": "10s"}))
+	must.Eq(t, 0.8, o.opts.YoungFactor)
+	must.Eq(t, 10*time.Second, o.opts.RescaleCost)
+
+	err := o.SetConfig(map[string]string{"young_factor": "2", "rescale_cost": "-1s", "colour": "red"})
+	must.ErrorContains(t, err, `young_factor = "2": must be a number in (0, 1]`)
+	must.ErrorContains(t, err, `rescale_cost = "-1s": must be a positive duration`)
+	must.ErrorContains(t, err, `unknown option "colour"`)
+	must.Eq(t, 0.8, o.opts.YoungFactor, must.Sprint("nothing changes on an error"))
+
+	must.NoError(t, o.SetConfig(nil))
+	must.Eq(t, DefaultYoungFactor, o.opts.YoungFactor, must.Sprint("keys left out take their defaults"))
+	must.Eq(t, DefaultRescaleCost, o.opts.RescaleCost)
 }
