@@ -2,7 +2,11 @@ package planner
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/structs"
@@ -101,4 +105,223 @@ func MockJob(id string, ps, workers structs.Bounds) *structs.Job {
 // workers: f(p,w) = w / (1 + 0.2·w/p + 0.01·w + 0.02·p).
 func MockSpeed() *model.Speed {
 	return &model.Speed{Kind: model.SpeedAsync, Theta: [5]float64{1, 0.2, 0.01, 0.02}}
+}
+
+// RandomRequest builds a random but valid request from rng, the same one for
+// the same rng state: 1 to 24 ready nodes, half of them with 1 to 8 "nvidia/gpu"
+// instances of one of two models (some unhealthy), and 1 to 30 canonicalized
+// jobs, PS and all-reduce, with GPU requests and memory constraints, rack
+// constraints, distinct_hosts, a parameter-server template for some, fitted
+// and missing loss and speed models, priorities and weights. Some jobs
+// already run at their minimum: their current placements fit together and
+// keep every rule of CheckDecision. It also fills what algorithms do not read
+// today but a plugin receives: node names, classes, pools and metadata,
+// device health descriptions and typed device attributes of every kind, job
+// names, regions, metadata, statuses, indexes, speed priors, affinities,
+// checkpoint settings, role metadata, and the driver config and environment
+// that are never sent to plugins.
+//
+// Property tests of algorithms and round-trip tests of the plugin wire form
+// use it; it is not a model of a real cluster.
+func RandomRequest(rng *rand.Rand) *Request {
+	req := &Request{Now: 1_700_000_000_000_000_000 + rng.Int64N(int64(time.Hour))}
+	for i := range 1 + rng.IntN(24) {
+		n := &structs.Node{
+			ID: fmt.Sprintf("node-%02d", i), Name: fmt.Sprintf("host-%02d", i),
+			Datacenter: "dc1", NodeClass: "cpu", Status: structs.NodeStatusReady, Eligible: true,
+			CPU: 2000 * (1 + rng.IntN(8)), MemoryMB: 4096 * (1 + rng.IntN(8)),
+			Attributes: map[string]string{"kernel.name": "linux", "rack": fmt.Sprint(rng.IntN(3))},
+		}
+		if rng.IntN(2) == 0 {
+			n.NodeClass = "gpu"
+			n.Devices = []*structs.NodeDeviceResource{randomGPUs(rng, n.ID)}
+		}
+		if rng.IntN(2) == 0 {
+			n.NodePool = "default"
+			n.Meta = map[string]string{"zone": fmt.Sprintf("zone-%d", rng.IntN(2)), "owner": "ml"}
+		}
+		req.Nodes = append(req.Nodes, n)
+	}
+	c := NewCluster(req.Nodes)
+	for i := range 1 + rng.IntN(30) {
+		minW := 1 + rng.IntN(3)
+		j := MockJob(fmt.Sprintf("job-%02d", i), structs.Bounds{Min: 1, Max: 1 + rng.IntN(4)}, structs.Bounds{Min: minW, Max: minW + rng.IntN(12)})
+		j.Priority = 1 + rng.IntN(100)
+		j.Weight = 0.5 + rng.Float64()*2
+		j.SubmitTime = int64(rng.IntN(1000))
+		j.Worker.Resources.CPU = 500 * (1 + rng.IntN(6))
+		j.Worker.Resources.MemoryMB = 1024 * (1 + rng.IntN(6))
+		if rng.IntN(3) == 0 {
+			j.Training.Architecture, j.Training.Mode, j.Elastic.ParameterServers = structs.ArchitectureAllReduce, structs.ModeSync, nil
+		}
+		if rng.IntN(3) == 0 {
+			dev := &structs.RequestedDevice{Name: "nvidia/gpu", Count: 1 + rng.IntN(2)}
+			if rng.IntN(2) == 0 {
+				dev.Constraints = []*structs.Constraint{{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "32 GiB"}}
+			}
+			if rng.IntN(2) == 0 {
+				dev.Affinities = []*structs.Affinity{{LTarget: "${device.attr.ecc}", Operand: "=", RTarget: "true", Weight: 25}}
+			}
+			j.Worker.Resources.Devices = []*structs.RequestedDevice{dev}
+		}
+		if rng.IntN(5) == 0 {
+			j.Worker.Constraints = []*structs.Constraint{{LTarget: "${attr.rack}", Operand: "=", RTarget: "1"}}
+		}
+		if rng.IntN(6) == 0 {
+			j.Worker.Constraints = append(j.Worker.Constraints, &structs.Constraint{Operand: structs.OpDistinctHosts})
+		}
+		randomSpecExtras(rng, j)
+		j.Canonicalize()
+		v := &Job{Job: j, Young: rng.IntN(3) == 0, Step: float64(rng.IntN(500))}
+		if rng.IntN(4) != 0 {
+			kind := model.SpeedAsync
+			if j.Training.Architecture == structs.ArchitectureAllReduce {
+				kind = model.SpeedAllReduce
+			}
+			v.Speed = &model.Speed{Kind: kind, Batch: 64, Theta: [5]float64{rng.Float64(), rng.Float64() * 0.5, rng.Float64() * 0.05, rng.Float64() * 0.05}}
+			v.Speed.RelRMSE, v.Speed.Points = rng.Float64()*0.1, 4+rng.IntN(20)
+		}
+		if rng.IntN(2) == 0 {
+			v.Loss = &model.Loss{B0: 0.01 + rng.Float64()*0.3, B1: 1, B2: rng.Float64() * 0.1, Scale: 1}
+			v.Loss.RMSE, v.Loss.Points = rng.Float64()*0.05, 5+rng.IntN(50)
+		}
+		if rng.IntN(3) == 0 {
+			v.Current = runAtMinimum(c, v)
+		}
+		if v.Current != nil {
+			j.Status = structs.JobStatusRunning
+		}
+		req.Jobs = append(req.Jobs, v)
+	}
+	return req
+}
+
+// randomGPUs returns a group of 1 to 8 GPUs of one of two models on node
+// id, every seventh unhealthy, with a typed attribute of every kind.
+func randomGPUs(rng *rand.Rand, id string) *structs.NodeDeviceResource {
+	name, mem, cores, clock := "V100", "16 GiB", int64(5120), 1.53
+	if rng.IntN(2) == 0 {
+		name, mem, cores, clock = "A100", "40 GiB", 6912, 1.41
+	}
+	driver, ecc := "535.104.05", rng.IntN(2) == 0
+	d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: name,
+		Attributes: map[string]*structs.Attribute{
+			"memory":         structs.ParseAttribute(mem),
+			"cuda_cores":     {Int: &cores},
+			"clock":          {Float: &clock, Unit: "GHz"},
+			"driver_version": {String: &driver},
+			"ecc":            {Bool: &ecc},
+		}}
+	for g := range 1 + rng.IntN(8) {
+		inst := &structs.NodeDevice{ID: fmt.Sprintf("%s-%d", id, g), Healthy: g%7 != 6}
+		if !inst.Healthy {
+			inst.HealthDescription = "uncorrectable ECC errors"
+		}
+		d.Instances = append(d.Instances, inst)
+	}
+	return d
+}
+
+// randomSpecExtras fills the fields of job j that placement does not read,
+// keeping it valid, and for some PS jobs a parameter-server template.
+func randomSpecExtras(rng *rand.Rand, j *structs.Job) {
+	j.Name = "train " + j.ID
+	j.Region = []string{"global", "eu-west"}[rng.IntN(2)]
+	j.Status = structs.JobStatusPending
+	j.Version = uint64(rng.IntN(5))
+	j.CreateIndex = uint64(10 + rng.IntN(1000))
+	j.ModifyIndex = j.CreateIndex + uint64(rng.IntN(100))
+	j.Meta = map[string]string{"team": []string{"vision", "nlp"}[rng.IntN(2)]}
+	j.Training.Framework = []string{"pytorch", "tensorflow"}[rng.IntN(2)]
+	if j.Training.Mode == structs.ModeSync {
+		// Each worker must get an equal share of the batch.
+		j.Training.GlobalBatchSize = 16 * j.Elastic.Workers.Max
+	}
+	ps := 0
+	if j.Training.Architecture == structs.ArchitecturePS {
+		ps = j.Elastic.ParameterServers.Min
+	}
+	if rng.IntN(2) == 0 {
+		j.Training.Speeds = []*structs.SpeedPrior{
+			{PS: ps, Workers: j.Elastic.Workers.Min, StepsPerSecond: 0.5 + rng.Float64()},
+			{PS: ps, Workers: j.Elastic.Workers.Max, StepsPerSecond: 1 + rng.Float64()*4},
+		}
+	}
+	j.Elastic.Checkpoint = &structs.Checkpoint{
+		Signal:  []string{"SIGUSR1", "SIGUSR2", "SIGTERM"}[rng.IntN(3)],
+		Timeout: time.Duration(1+rng.IntN(600)) * time.Second,
+	}
+	if rng.IntN(3) == 0 {
+		j.Affinities = []*structs.Affinity{{LTarget: "${meta.zone}", Operand: "=", RTarget: "zone-0", Weight: 50}}
+	}
+	j.Worker.Meta = map[string]string{"image": "trainer:1." + fmt.Sprint(rng.IntN(9))}
+	j.Worker.Env = map[string]string{"NCCL_DEBUG": "WARN"}
+	j.Worker.Config = map[string]any{"command": "python", "args": []any{"train.py"}}
+	if j.Training.Architecture == structs.ArchitecturePS && rng.IntN(3) == 0 {
+		// The template differs from the worker's in size but not in where
+		// it may run: same devices and constraints.
+		ps := j.Worker.Copy()
+		ps.Config = map[string]any{"command": "ps-server"}
+		ps.Meta = map[string]string{"image": "ps:1"}
+		ps.Resources.CPU, ps.Resources.MemoryMB = 250*(1+rng.IntN(4)), 512*(1+rng.IntN(4))
+		ps.Affinities = []*structs.Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "cpu", Weight: 30}}
+		j.ParameterServer = ps
+	}
+}
+
+// runAtMinimum places job j at its minimum size on c, first fit in node
+// order and at most one task of a role per node under distinct_hosts, takes
+// the capacity and returns the placement, or nil when the minimum does not
+// fit.
+func runAtMinimum(c *Cluster, j *Job) *structs.Placement {
+	tasks := c.JobTasks(j)
+	psb, wb := j.Bounds()
+	ps, w := 0, max(wb.Min, 1)
+	if j.HasPS() {
+		ps = max(psb.Min, 1)
+	}
+	onPS, onW := make([]int, len(c.Nodes)), make([]int, len(c.Nodes))
+	place := func(isPS bool) bool {
+		for i := range c.Nodes {
+			p, n := onPS[i], onW[i]
+			if isPS {
+				p++
+			} else {
+				n++
+			}
+			if isPS && tasks.PS.DistinctHosts && p > 1 || !isPS && tasks.Worker.DistinctHosts && n > 1 {
+				continue
+			}
+			if c.FitsPair(i, tasks.PS, p, tasks.Worker, n) {
+				onPS[i], onW[i] = p, n
+				return true
+			}
+		}
+		return false
+	}
+	for range ps {
+		if !place(true) {
+			return nil
+		}
+	}
+	for range w {
+		if !place(false) {
+			return nil
+		}
+	}
+	p := &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Reason: "running at its minimum"}
+	for i, n := range c.Nodes {
+		if onPS[i] == 0 && onW[i] == 0 {
+			continue
+		}
+		if onPS[i] > 0 {
+			c.Take(i, tasks.PS, onPS[i])
+		}
+		if onW[i] > 0 {
+			c.Take(i, tasks.Worker, onW[i])
+		}
+		p.Nodes = append(p.Nodes, &structs.NodeTasks{NodeID: n.ID, PS: onPS[i], Workers: onW[i]})
+	}
+	slices.SortFunc(p.Nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return p
 }

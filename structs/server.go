@@ -92,3 +92,32 @@ type DriverHost interface {
 	// Event commits an event; it fails on a server that does not lead.
 	Event(ctx context.Context, ev *Event) error
 }
+
+// PluginStatus describes an algorithm the server can run: GET /v1/plugins
+// and `caravan plugin list`.
+type PluginStatus struct {
+	Name    string
+	Version string
+	// Origin is PluginOriginBuiltin or PluginOriginExternal; Path is an
+	// external plugin's binary.
+	Origin string
+	Path   string `json:",omitempty"`
+	// APIVersion is the contract version in use.
+	APIVersion  string
+	SpeedModels bool
+	// Health is PluginHealthy or PluginUnhealthy; Error says why it is
+	// unhealthy. Restarts counts the plugin's failures, and StartSeconds
+	// is how long its last start took.
+	Health       string
+	Error        string  `json:",omitempty"`
+	Restarts     int     `json:",omitempty"`
+	StartSeconds float64 `json:",omitempty"`
+}
+
+// Plugin origins and health.
+const (
+	PluginOriginBuiltin  = "builtin"
+	PluginOriginExternal = "external"
+	PluginHealthy        = "healthy"
+	PluginUnhealthy      = "unhealthy"
+)

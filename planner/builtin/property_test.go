@@ -1,83 +1,15 @@
 package builtin
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
-
-// randomRequest builds a random cluster and job set: CPU nodes and GPU nodes
-// with two GPU models, PS and all-reduce jobs, GPU requests with memory
-// constraints, fitted and missing models, priorities and weights.
-func randomRequest(rng *rand.Rand) *planner.Request {
-	req := &planner.Request{}
-	for i := range 1 + rng.IntN(24) {
-		n := &structs.Node{
-			ID: fmt.Sprintf("node-%02d", i), Datacenter: "dc1", Status: structs.NodeStatusReady, Eligible: true,
-			CPU: 2000 * (1 + rng.IntN(8)), MemoryMB: 4096 * (1 + rng.IntN(8)),
-			Attributes: map[string]string{"kernel.name": "linux", "rack": fmt.Sprint(rng.IntN(3))},
-		}
-		if rng.IntN(2) == 0 {
-			model, mem := "V100", "16 GiB"
-			if rng.IntN(2) == 0 {
-				model, mem = "A100", "40 GiB"
-			}
-			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: model,
-				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute(mem)}}
-			for g := range 1 + rng.IntN(8) {
-				d.Instances = append(d.Instances, &structs.NodeDevice{ID: fmt.Sprintf("%s-%d", n.ID, g), Healthy: g%7 != 6})
-			}
-			n.Devices = []*structs.NodeDeviceResource{d}
-		}
-		req.Nodes = append(req.Nodes, n)
-	}
-	for i := range 1 + rng.IntN(30) {
-		minW := 1 + rng.IntN(3)
-		j := planner.MockJob(fmt.Sprintf("job-%02d", i), structs.Bounds{Min: 1, Max: 1 + rng.IntN(4)}, structs.Bounds{Min: minW, Max: minW + rng.IntN(12)})
-		j.Priority = 1 + rng.IntN(100)
-		j.Weight = 0.5 + rng.Float64()*2
-		j.SubmitTime = int64(rng.IntN(1000))
-		j.Worker.Resources.CPU = 500 * (1 + rng.IntN(6))
-		j.Worker.Resources.MemoryMB = 1024 * (1 + rng.IntN(6))
-		if rng.IntN(3) == 0 {
-			j.Training.Architecture, j.Training.Mode, j.Elastic.ParameterServers = structs.ArchitectureAllReduce, structs.ModeSync, nil
-		}
-		if rng.IntN(3) == 0 {
-			dev := &structs.RequestedDevice{Name: "nvidia/gpu", Count: 1 + rng.IntN(2)}
-			if rng.IntN(2) == 0 {
-				dev.Constraints = []*structs.Constraint{{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "32 GiB"}}
-			}
-			j.Worker.Resources.Devices = []*structs.RequestedDevice{dev}
-		}
-		if rng.IntN(5) == 0 {
-			j.Worker.Constraints = []*structs.Constraint{{LTarget: "${attr.rack}", Operand: "=", RTarget: "1"}}
-		}
-		if rng.IntN(6) == 0 {
-			j.Worker.Constraints = append(j.Worker.Constraints, &structs.Constraint{Operand: structs.OpDistinctHosts})
-		}
-		j.Canonicalize()
-		v := &planner.Job{Job: j, Young: rng.IntN(3) == 0, Step: float64(rng.IntN(500))}
-		if rng.IntN(4) != 0 {
-			kind := model.SpeedAsync
-			if j.Training.Architecture == structs.ArchitectureAllReduce {
-				kind = model.SpeedAllReduce
-			}
-			v.Speed = &model.Speed{Kind: kind, Batch: 64, Theta: [5]float64{rng.Float64(), rng.Float64() * 0.5, rng.Float64() * 0.05, rng.Float64() * 0.05}}
-		}
-		if rng.IntN(2) == 0 {
-			v.Loss = &model.Loss{B0: 0.01 + rng.Float64()*0.3, B1: 1, B2: rng.Float64() * 0.1, Scale: 1}
-		}
-		req.Jobs = append(req.Jobs, v)
-	}
-	return req
-}
 
 // minimum is the smallest size the algorithm runs job j at.
 func minimum(alg string, j *planner.Job) (ps, w int) {
@@ -116,15 +48,16 @@ func leftover(t *testing.T, req *planner.Request, dec *planner.Decision) *planne
 // instances: decisions keep CheckDecision's rules (capacity, devices,
 // constraints, bounds); the same request, in any job order, gives the same
 // decision; and no job is left paused while the room left over could hold
-// its minimum. Each instance is planned twice, the second time with the
-// first decision as the jobs' current placements.
+// its minimum. Each instance is planned twice: first with the current
+// placements planner.RandomRequest gives some jobs, then with the first
+// decision as every job's current placement.
 func TestAlgorithms_Properties(t *testing.T) {
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(42, 7))
 			paused, placed := 0, 0
 			for trial := range 150 {
-				req := randomRequest(rng)
+				req := planner.RandomRequest(rng)
 				for round := range 2 {
 					alg := Algorithms[name]()
 					dec, err := alg.Plan(req)

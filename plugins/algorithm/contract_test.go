@@ -1,0 +1,65 @@
+package algorithm_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/plugins/algorithm"
+	"github.com/caravan-sched/caravan/version"
+	"github.com/shoenig/test/must"
+)
+
+// TestContract_Builtins runs every built-in in-process and through
+// go-plugin's gRPC transport on the same random requests: the decisions
+// are identical, and valid.
+func TestContract_Builtins(t *testing.T) {
+	for _, name := range builtin.Names() {
+		t.Run(name, func(t *testing.T) {
+			local := algorithm.FromPlanner(builtin.Algorithms[name](), version.Version)
+			remote := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms[name](), version.Version))
+
+			info, err := remote.PluginInfo()
+			must.NoError(t, err)
+			want, _ := local.PluginInfo()
+			must.Eq(t, want, info)
+			api, err := algorithm.Negotiate(info, algorithm.APIVersions)
+			must.NoError(t, err)
+			must.NoError(t, remote.SetConfig(api, nil))
+
+			rng := rand.New(rand.NewPCG(7, uint64(len(name))))
+			for i := range 50 {
+				req := planner.RandomRequest(rng)
+				in, err := local.Plan(context.Background(), req)
+				must.NoError(t, err)
+				over, err := remote.Plan(context.Background(), req)
+				must.NoError(t, err)
+				must.Eq(t, in, over, must.Sprintf("request %d", i))
+				must.NoError(t, planner.CheckDecision(req, over))
+			}
+		})
+	}
+}
+
+// TestContract_Config: options reach the plugin's SetConfig and its
+// validation errors come back with their message.
+func TestContract_Config(t *testing.T) {
+	remote := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["optimus"](), version.Version))
+	must.NoError(t, remote.SetConfig(algorithm.APIVersion1, map[string]string{"young_factor": "0.9"}))
+	err := remote.SetConfig(algorithm.APIVersion1, map[string]string{"young_factor": "two"})
+	must.ErrorContains(t, err, "young_factor")
+
+	drf := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["drf"](), version.Version))
+	must.ErrorContains(t, drf.SetConfig(algorithm.APIVersion1, map[string]string{"x": "1"}), `algorithm "drf" takes no options`)
+}
+
+func TestNegotiate(t *testing.T) {
+	v, err := algorithm.Negotiate(&algorithm.PluginInfo{Name: "p", APIVersions: []string{"v0", "v1", "v2"}}, []string{"v2", "v1"})
+	must.NoError(t, err)
+	must.Eq(t, "v2", v)
+	_, err = algorithm.Negotiate(&algorithm.PluginInfo{Name: "p", APIVersions: []string{"v9"}}, algorithm.APIVersions)
+	must.ErrorIs(t, err, algorithm.ErrNoCommonVersion)
+	must.ErrorContains(t, err, `plugin "p" speaks [v9], Caravan speaks [v1]`)
+}

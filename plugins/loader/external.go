@@ -1,0 +1,255 @@
+package loader
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/plugins/algorithm"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// external is one external plugin: its process, when running, and its
+// failures.
+type external struct {
+	cfg    *PluginConfig
+	opts   Config
+	log    hclog.Logger
+	secure *plugin.SecureConfig
+
+	mu     sync.Mutex
+	client *plugin.Client
+	alg    algorithm.Algorithm
+	info   *algorithm.PluginInfo
+	api    string
+	// applied are the options last set; nil until set.
+	applied map[string]string
+	// failures counts failures in a row; retryAt is when the plugin may
+	// start again; lastErr is the last failure.
+	failures int
+	restarts int
+	retryAt  time.Time
+	lastErr  error
+	// startTime is how long the last start took.
+	startTime time.Duration
+}
+
+func newExternal(pc *PluginConfig, checksum []byte, opts Config) *external {
+	return &external{
+		cfg: pc, opts: opts, log: opts.Logger.ResetNamed("plugin." + pc.Name),
+		secure: &plugin.SecureConfig{Checksum: checksum, Hash: sha256.New()},
+	}
+}
+
+// readyLocked returns the running plugin, starting it if it is not
+// running and its backoff has passed.
+func (e *external) readyLocked() (algorithm.Algorithm, error) {
+	if e.client != nil && !e.client.Exited() {
+		return e.alg, nil
+	}
+	if e.client != nil {
+		e.failLocked(errors.New("the plugin process exited"))
+	}
+	if wait := time.Until(e.retryAt); wait > 0 {
+		return nil, fmt.Errorf("%w: plugin %q is down, next start in %s; last error: %v", ErrUnavailable, e.cfg.Name, wait.Round(time.Millisecond), e.lastErr)
+	}
+	if err := e.startLocked(); err != nil {
+		e.failLocked(err)
+		return nil, fmt.Errorf("%w: start plugin %q: %v", ErrUnavailable, e.cfg.Name, err)
+	}
+	return e.alg, nil
+}
+
+func (e *external) startLocked() error {
+	start := time.Now()
+	// The secure config is checked against the binary just before it
+	// runs; each start hashes the file anew.
+	secure := &plugin.SecureConfig{Checksum: e.secure.Checksum, Hash: sha256.New()}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  algorithm.Handshake,
+		Plugins:          algorithm.PluginSet(nil),
+		Cmd:              exec.Command(e.cfg.Path),
+		SecureConfig:     secure,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     e.opts.StartTimeout,
+		Logger:           e.log,
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+			return fmt.Errorf("the binary %s does not match its checksum: %w", e.cfg.Path, err)
+		}
+		return err
+	}
+	raw, err := rpc.Dispense(algorithm.PluginName)
+	if err != nil {
+		client.Kill()
+		return err
+	}
+	alg := raw.(algorithm.Algorithm)
+	info, err := alg.PluginInfo()
+	if err != nil {
+		client.Kill()
+		return err
+	}
+	api, err := algorithm.Negotiate(info, algorithm.APIVersions)
+	if err != nil {
+		client.Kill()
+		return err
+	}
+	e.client, e.alg, e.info, e.api, e.applied = client, alg, info, api, nil
+	e.startTime = time.Since(start)
+	e.log.Info("started plugin", "version", info.Version, "api_version", api, "duration", e.startTime)
+	return nil
+}
+
+// failLocked records a failure, stops the process, and sets when it may
+// start again.
+func (e *external) failLocked(err error) {
+	e.stopLocked()
+	e.failures++
+	e.restarts++
+	backoff := min(e.opts.Backoff<<min(e.failures-1, 16), e.opts.MaxBackoff)
+	e.retryAt = time.Now().Add(backoff)
+	e.lastErr = err
+	e.log.Warn("plugin failed", "error", err, "failures", e.failures, "backoff", backoff)
+}
+
+func (e *external) stopLocked() {
+	if e.client != nil {
+		e.client.Kill()
+	}
+	e.client, e.alg = nil, nil
+}
+
+// configureLocked sets options on the running plugin unless they are
+// set already.
+func (e *external) configureLocked(alg algorithm.Algorithm, options map[string]string) error {
+	if e.applied != nil && maps.Equal(e.applied, options) {
+		return nil
+	}
+	if err := alg.SetConfig(e.api, options); err != nil {
+		e.applied = nil
+		if e.lostLocked(err) {
+			return fmt.Errorf("%w: plugin %q: %v", ErrUnavailable, e.cfg.Name, err)
+		}
+		return fmt.Errorf("options of plugin %q: %w", e.cfg.Name, err)
+	}
+	e.applied = maps.Clone(options)
+	if e.applied == nil {
+		e.applied = map[string]string{}
+	}
+	return nil
+}
+
+func (e *external) status() *structs.PluginStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := &structs.PluginStatus{
+		Name: e.cfg.Name, Origin: structs.PluginOriginExternal, Path: e.cfg.Path,
+		Restarts: e.restarts, StartSeconds: e.startTime.Seconds(),
+	}
+	if e.info != nil {
+		s.Version, s.APIVersion, s.SpeedModels = e.info.Version, e.api, e.info.Capabilities.SpeedModels
+	}
+	switch {
+	case e.client != nil && !e.client.Exited():
+		s.Health = structs.PluginHealthy
+	default:
+		s.Health = structs.PluginUnhealthy
+		if e.lastErr != nil {
+			s.Error = e.lastErr.Error()
+		}
+	}
+	return s
+}
+
+// validateWait is how long Algorithm waits for a plugin's backoff to end.
+const validateWait = 5 * time.Second
+
+// proxy is a planner.Algorithm that plans with an external plugin under
+// a set of options.
+type proxy struct {
+	e       *external
+	options map[string]string
+}
+
+var (
+	_ planner.Algorithm   = (*proxy)(nil)
+	_ planner.ModelDriven = (*proxy)(nil)
+)
+
+func (p *proxy) Name() string { return p.e.cfg.Name }
+
+// SpeedModels reports the plugin's capability as it last said.
+func (p *proxy) SpeedModels() bool {
+	p.e.mu.Lock()
+	defer p.e.mu.Unlock()
+	return p.e.info != nil && p.e.info.Capabilities.SpeedModels
+}
+
+// validate starts the plugin if needed and sets the options, which
+// checks them. A plugin due to start again within validateWait is
+// waited for.
+func (p *proxy) validate() error {
+	p.e.mu.Lock()
+	defer p.e.mu.Unlock()
+	if wait := time.Until(p.e.retryAt); wait > 0 && wait <= validateWait {
+		time.Sleep(wait)
+	}
+	alg, err := p.e.readyLocked()
+	if err != nil {
+		return err
+	}
+	return p.e.configureLocked(alg, p.options)
+}
+
+// Plan asks the plugin, within the plan timeout. A plugin that crashed,
+// or did not answer in time, is stopped and started again after its
+// backoff.
+func (p *proxy) Plan(req *planner.Request) (*planner.Decision, error) {
+	e := p.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	alg, err := e.readyLocked()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.configureLocked(alg, p.options); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.PlanTimeout)
+	defer cancel()
+	dec, err := alg.Plan(ctx, req)
+	switch {
+	case err == nil:
+		e.failures = 0
+		return dec, nil
+	case ctx.Err() != nil:
+		err = fmt.Errorf("no answer within %s: %w", e.opts.PlanTimeout, err)
+		e.failLocked(err)
+	default:
+		e.lostLocked(err)
+	}
+	return nil, fmt.Errorf("plugin %q: %w", e.cfg.Name, err)
+}
+
+// lostLocked reports whether err means the plugin process died or its
+// connection broke, and if so records the failure.
+func (e *external) lostLocked(err error) bool {
+	if !errors.Is(err, algorithm.ErrConnection) && !e.client.Exited() {
+		return false
+	}
+	e.failLocked(fmt.Errorf("the plugin process exited or its connection broke: %w", err))
+	return true
+}

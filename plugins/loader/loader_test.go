@@ -1,0 +1,179 @@
+package loader
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+	"github.com/shoenig/test/wait"
+)
+
+// syncBuffer is a logger's output that tests read while plugins write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newLoader loads plugins with short timeouts, and stops them when the
+// test ends.
+func newLoader(t *testing.T, logs *syncBuffer, plugins ...*PluginConfig) *Loader {
+	t.Helper()
+	logger := hclog.New(&hclog.LoggerOptions{Name: "agent", Level: hclog.Debug, Output: logs})
+	l, err := New(Config{
+		Builtins: builtin.Algorithms, Plugins: plugins, Logger: logger,
+		PlanTimeout: 2 * time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+	})
+	must.NoError(t, err)
+	t.Cleanup(l.Shutdown)
+	return l
+}
+
+// request is a small cluster with two jobs.
+func request(t *testing.T) *planner.Request {
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 3, 8000, 32768, 0)
+	return &planner.Request{Nodes: h.Nodes, Now: 42, Jobs: []*planner.Job{
+		{Job: planner.MockJob("a", structs.Bounds{Min: 1, Max: 2}, structs.Bounds{Min: 1, Max: 4})},
+		{Job: planner.MockJob("b", structs.Bounds{Min: 1, Max: 2}, structs.Bounds{Min: 1, Max: 4})},
+	}}
+}
+
+func status(l *Loader, name string) *structs.PluginStatus {
+	for _, s := range l.Plugins() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// TestLoader_External runs the example plugin: it starts, says who it is,
+// validates its options, plans deterministically within the rules, and
+// logs as plugin.random.
+func TestLoader_External(t *testing.T) {
+	logs := &syncBuffer{}
+	bin := BuildPlugin(t, "examples/plugin-random")
+	l := newLoader(t, logs, &PluginConfig{Name: "random", Path: bin, Config: map[string]string{"seed": "1"}})
+
+	s := status(l, "random")
+	must.NotNil(t, s)
+	must.Eq(t, structs.PluginHealthy, s.Health)
+	must.Eq(t, "0.1.0", s.Version)
+	must.Eq(t, "v1", s.APIVersion)
+	must.Eq(t, structs.PluginOriginExternal, s.Origin)
+	must.Positive(t, s.StartSeconds)
+	t.Logf("plugin start: %.1f ms", s.StartSeconds*1000)
+	must.Eq(t, structs.PluginOriginBuiltin, status(l, "optimus").Origin)
+	must.True(t, status(l, "optimus").SpeedModels)
+	must.Eq(t, []string{"drf", "fifo", "optimus", "optimus-relative", "random", "tetris"}, l.Names())
+
+	alg, err := l.Algorithm("random", map[string]string{"seed": "7"})
+	must.NoError(t, err)
+	must.Eq(t, "random", alg.Name())
+	req := request(t)
+	first, err := alg.Plan(req)
+	must.NoError(t, err)
+	must.NoError(t, planner.CheckDecision(req, first))
+	again, err := alg.Plan(req)
+	must.NoError(t, err)
+	must.Eq(t, first, again, must.Sprint("the same request gets the same answer"))
+
+	_, err = l.Algorithm("random", map[string]string{"colour": "red"})
+	must.ErrorContains(t, err, `unknown option "colour"`)
+	_, err = l.Algorithm("nope", nil)
+	must.ErrorIs(t, err, ErrUnknownAlgorithm)
+	_, err = l.Algorithm("drf", map[string]string{"x": "1"})
+	must.ErrorContains(t, err, `algorithm "drf" takes no options`)
+	must.StrContains(t, logs.String(), "plugin.random: started plugin")
+}
+
+// TestLoader_Checksum: a binary that does not match its checksum never
+// runs, nor does one replaced after the agent pinned its checksum.
+func TestLoader_Checksum(t *testing.T) {
+	bin := BuildPlugin(t, "examples/plugin-random")
+	l := newLoader(t, &syncBuffer{}, &PluginConfig{Name: "random", Path: bin, Checksum: strings.Repeat("00", 32)})
+	_, err := l.Algorithm("random", nil)
+	must.ErrorIs(t, err, ErrUnavailable)
+	must.ErrorContains(t, err, "does not match its checksum")
+	s := status(l, "random")
+	must.Eq(t, structs.PluginUnhealthy, s.Health)
+	must.StrContains(t, s.Error, "checksum")
+
+	_, err = New(Config{Plugins: []*PluginConfig{{Name: "random", Path: bin, Checksum: "abc"}}})
+	must.ErrorContains(t, err, `checksum "abc" is not a SHA-256 in hex`)
+	_, err = New(Config{Builtins: builtin.Algorithms, Plugins: []*PluginConfig{{Name: "drf", Path: bin}}})
+	must.ErrorContains(t, err, "a built-in algorithm has this name")
+
+	// Pinned at load, then replaced by another binary.
+	other := BuildPlugin(t, "plugins/loader/internal/misbehave")
+	data, err := os.ReadFile(bin)
+	must.NoError(t, err)
+	sum := sha256.Sum256(data)
+	copied := t.TempDir() + "/random"
+	must.NoError(t, os.WriteFile(copied, data, 0o755))
+	l = newLoader(t, &syncBuffer{}, &PluginConfig{Name: "random", Path: copied, Checksum: hex.EncodeToString(sum[:])})
+	_, err = l.Algorithm("random", nil)
+	must.NoError(t, err)
+	l.Shutdown()
+	replaced, err := os.ReadFile(other)
+	must.NoError(t, err)
+	must.NoError(t, os.WriteFile(copied, replaced, 0o755))
+	_, err = l.Algorithm("random", nil)
+	must.ErrorContains(t, err, "does not match its checksum")
+}
+
+// TestLoader_Misbehaving: a plugin that panics or hangs is stopped, its
+// Plan fails with the reason, and it is started again after its backoff.
+func TestLoader_Misbehaving(t *testing.T) {
+	bin := BuildPlugin(t, "plugins/loader/internal/misbehave")
+	l := newLoader(t, &syncBuffer{}, &PluginConfig{Name: "misbehave", Path: bin})
+	req := request(t)
+
+	for _, tc := range []struct{ mode, err string }{
+		{"panic", "plugin connection lost"},
+		{"hang", "no answer within 2s"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			bad, err := l.Algorithm("misbehave", map[string]string{"mode": tc.mode})
+			must.NoError(t, err)
+			restarts := status(l, "misbehave").Restarts
+			_, err = bad.Plan(req)
+			must.ErrorContains(t, err, tc.err)
+			s := status(l, "misbehave")
+			must.Eq(t, structs.PluginUnhealthy, s.Health)
+			must.Eq(t, restarts+1, s.Restarts)
+
+			good, err := l.Algorithm("misbehave", map[string]string{"mode": "fine"})
+			if err != nil {
+				must.ErrorIs(t, err, ErrUnavailable, must.Sprint("within the backoff"))
+			}
+			must.Wait(t, wait.InitialSuccess(wait.ErrorFunc(func() error {
+				_, err := good.Plan(req)
+				return err
+			}), wait.Timeout(10*time.Second), wait.Gap(50*time.Millisecond)))
+			must.Eq(t, structs.PluginHealthy, status(l, "misbehave").Health)
+		})
+	}
+}
