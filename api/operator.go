@@ -17,6 +17,14 @@ func (c *Client) Nodes(q *QueryOptions) ([]*structs.Node, *QueryMeta, error) {
 	return out, meta, err
 }
 
+// Plugins describes the algorithms the agent can run, built-in and
+// external, with their health.
+func (c *Client) Plugins(ctx context.Context) ([]*structs.PluginStatus, error) {
+	var out []*structs.PluginStatus
+	_, err := c.do(ctx, http.MethodGet, "/v1/plugins", nil, nil, &out)
+	return out, err
+}
+
 // LatestPlan returns the last committed plan.
 func (c *Client) LatestPlan(q *QueryOptions) (*structs.Plan, *QueryMeta, error) {
 	var out structs.Plan

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
@@ -35,6 +36,16 @@ type Driver interface {
 // the background: the server runs it while it leads.
 type MetricsSource interface {
 	Samples(ctx context.Context, cursor uint64) ([]structs.Sample, uint64, error)
+}
+
+// Algorithms resolves the algorithm a scheduler configuration names;
+// plugins/loader's Loader is one.
+type Algorithms interface {
+	// Algorithm returns the algorithm called name, configured with
+	// options, or an error naming what is wrong.
+	Algorithm(name string, options map[string]string) (planner.Algorithm, error)
+	// Plugins describes every algorithm.
+	Plugins() []*structs.PluginStatus
 }
 
 // Profiler is implemented by drivers that can measure a new job's speed at

@@ -43,6 +43,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.write(s.raftRemovePeer))
 	mux.HandleFunc("GET /v1/operator/snapshot", s.snapshotSave)
 	mux.HandleFunc("PUT /v1/operator/snapshot", s.snapshotRestore)
+	mux.HandleFunc("GET /v1/plugins", s.read(s.pluginList))
 	mux.HandleFunc("GET /v1/agent/self", s.read(s.agentSelf))
 	mux.HandleFunc("GET /v1/agent/health", s.agentHealth)
 	mux.HandleFunc("GET /v1/agent/members", s.read(s.raftConfiguration))
@@ -380,6 +381,12 @@ func (s *Server) schedulerConfigSet(w http.ResponseWriter, r *http.Request) (any
 		return nil, err
 	}
 	return map[string]uint64{"Index": index}, nil
+}
+
+// pluginList describes the algorithms this server can run; each server
+// answers for its own plugins.
+func (s *Server) pluginList(w http.ResponseWriter, r *http.Request) (any, error) {
+	return orEmpty(s.cfg.Algorithms.Plugins()), nil
 }
 
 func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) (any, error) {

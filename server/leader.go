@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -81,6 +80,10 @@ type leader struct {
 	unenacted *structs.Plan
 	// driverErr is the driver's last error, nil while it works.
 	driverErr error
+	// lastGood is the last algorithm whose plan was committed; algErr is
+	// the algorithm in force's last failure, nil while it works.
+	lastGood planner.Algorithm
+	algErr   error
 }
 
 // driverError marks errors of the driver (the cluster), as opposed to
@@ -233,28 +236,33 @@ func (l *leader) algorithm(txn *memdb.Txn) (planner.Algorithm, bool, error) {
 	}
 	alg, err := l.s.newAlgorithm(cfg)
 	if err != nil {
-		return nil, false, err
+		// The committed configuration stands even where it cannot run now
+		// (a plugin that is down, or that this server lacks): rounds fall
+		// back until it works.
+		l.log.Error("cannot run the configured algorithm", "algorithm", cfg.Algorithm, "error", err)
+		if alg == nil {
+			alg = &unavailable{name: cfg.Algorithm, err: err}
+		}
 	}
 	l.configIndex = cfg.ModifyIndex
 	return alg, true, nil
 }
 
+// unavailable stands for an algorithm the server cannot build: planning
+// with it fails, so that rounds fall back.
+type unavailable struct {
+	name string
+	err  error
+}
+
+func (u *unavailable) Name() string { return u.name }
+
+func (u *unavailable) Plan(*planner.Request) (*planner.Decision, error) { return nil, u.err }
+
 // newAlgorithm builds the algorithm a scheduler config names, with its
 // options.
 func (s *Server) newAlgorithm(cfg *structs.SchedulerConfig) (planner.Algorithm, error) {
-	factory, ok := s.cfg.Algorithms[cfg.Algorithm]
-	if !ok {
-		return nil, fmt.Errorf("unknown algorithm %q; known: %v", cfg.Algorithm, slices.Sorted(maps.Keys(s.cfg.Algorithms)))
-	}
-	alg := factory()
-	if c, ok := alg.(planner.Configurable); ok {
-		if err := c.SetConfig(cfg.Options); err != nil {
-			return nil, fmt.Errorf("options of algorithm %q: %w", cfg.Algorithm, err)
-		}
-	} else if len(cfg.Options) > 0 {
-		return nil, fmt.Errorf("algorithm %q takes no options", cfg.Algorithm)
-	}
-	return alg, nil
+	return s.cfg.Algorithms.Algorithm(cfg.Algorithm, cfg.Options)
 }
 
 // step polls the driver, commits what changed, and runs a round when one
@@ -266,6 +274,7 @@ func (l *leader) step(ctx context.Context) error {
 	} else if changed {
 		l.sched.SetAlgorithm(alg)
 		l.urgent = true
+		l.algErr = nil // a new algorithm's failures are its own
 		l.log.Info("switched algorithm", "algorithm", alg.Name())
 	}
 	if err := l.syncNodes(ctx); err != nil {
@@ -491,7 +500,7 @@ const maxSampleBatch = 512
 func (l *leader) round(ctx context.Context) error {
 	defer metrics.MeasureSince([]string{"leader", "round"}, time.Now())
 	now := time.Now()
-	plan, err := l.sched.Plan(l.nodes, now.UnixNano())
+	plan, err := l.plan(ctx, now.UnixNano())
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
@@ -507,6 +516,43 @@ func (l *leader) round(ctx context.Context) error {
 		return fmt.Errorf("enact plan %d: %w", index, err)
 	}
 	return nil
+}
+
+// plan runs the algorithm in force. When it fails (an error, a crashed or
+// hung plugin, a decision that breaks the rules), the round plans with the
+// last algorithm that worked, or else the fallback algorithm, and an
+// AlgorithmFallback event records it once per streak of failures; the
+// algorithm in force is tried again next round.
+func (l *leader) plan(ctx context.Context, now int64) (*structs.Plan, error) {
+	alg := l.sched.Algorithm()
+	plan, err := l.sched.Plan(l.nodes, now)
+	if err == nil {
+		if l.algErr != nil {
+			l.log.Info("algorithm works again", "algorithm", alg.Name())
+			l.algErr = nil
+		}
+		l.lastGood = alg
+		return plan, nil
+	}
+	fallback := l.lastGood
+	if fallback == nil || fallback.Name() == alg.Name() {
+		var ferr error
+		if fallback, ferr = l.s.newAlgorithm(&structs.SchedulerConfig{Algorithm: l.s.cfg.FallbackAlgorithm}); ferr != nil {
+			return nil, errors.Join(err, fmt.Errorf("fallback algorithm: %w", ferr))
+		}
+		if fallback.Name() == alg.Name() {
+			return nil, err
+		}
+	}
+	l.log.Error("algorithm failed; planning with the fallback", "algorithm", alg.Name(), "fallback", fallback.Name(), "error", err)
+	if l.algErr == nil {
+		msg := fmt.Sprintf("algorithm %s failed, planned with %s: %v", alg.Name(), fallback.Name(), err)
+		if eerr := l.event(ctx, structs.EventAlgorithmFallback, msg); eerr != nil {
+			l.log.Warn("failed to record the fallback", "error", eerr)
+		}
+	}
+	l.algErr = err
+	return l.sched.PlanWith(fallback, l.nodes, now)
 }
 
 // enact hands a plan to the driver with the specs of its jobs.

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/hashicorp/go-hclog"
@@ -55,9 +55,12 @@ type Config struct {
 	// first leader commits when the replicated state has none.
 	Algorithm        string
 	AlgorithmOptions map[string]string
-	// Algorithms are the algorithms the server can run (default: the
-	// built-ins).
-	Algorithms map[string]planner.Factory
+	// Algorithms resolves algorithm names (default: a loader of the
+	// built-ins). FallbackAlgorithm is what the leader plans with when the
+	// algorithm in force fails and none has worked before (default
+	// "optimus").
+	Algorithms        Algorithms
+	FallbackAlgorithm string
 	// Interval is the time between scheduling rounds (default 60 s); Poll
 	// is how often the leader reads the driver (default 1 s).
 	Interval time.Duration
@@ -99,7 +102,10 @@ func (c *Config) setDefaults() {
 		c.Algorithm = "optimus"
 	}
 	if c.Algorithms == nil {
-		c.Algorithms = builtin.Algorithms
+		c.Algorithms, _ = loader.New(loader.Config{Builtins: builtin.Algorithms, Logger: c.Logger})
+	}
+	if c.FallbackAlgorithm == "" {
+		c.FallbackAlgorithm = "optimus"
 	}
 	if c.Interval == 0 {
 		c.Interval = time.Minute

@@ -13,6 +13,8 @@ import (
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/drivers/nomad"
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/collectors"
 	"github.com/caravan-sched/caravan/server/config"
@@ -87,6 +89,12 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
+	algorithms, err := newLoader(cfg, logger)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))
+		return 1
+	}
+	defer algorithms.Shutdown()
 	var metrics server.MetricsSource
 	if consul != nil && cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != "" {
 		metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
@@ -98,6 +106,7 @@ func (c *AgentCommand) Run(args []string) int {
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
 		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Metrics: metrics, Logger: logger,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
+		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
 	}
 	if cfg.Driver == config.DriverSim {
 		// Intervals are in the cluster's time, which the simulator speeds up.
@@ -344,4 +353,22 @@ func profileConfigs(n *int) int {
 		return -1
 	}
 	return *n
+}
+
+// newLoader starts the external algorithm plugins the configuration
+// declares, beside the built-ins.
+func newLoader(cfg *config.Config, logger hclog.Logger) (*loader.Loader, error) {
+	var plugins []*loader.PluginConfig
+	for _, p := range cfg.Plugins {
+		path, err := cfg.PluginPath(p)
+		if err != nil {
+			return nil, err
+		}
+		plugins = append(plugins, &loader.PluginConfig{Name: p.Name, Path: path, Checksum: p.Checksum, Config: p.Config})
+	}
+	l, err := loader.New(loader.Config{Builtins: builtin.Algorithms, Plugins: plugins, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("load plugins: %w", err)
+	}
+	return l, nil
 }

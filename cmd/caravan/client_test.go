@@ -218,6 +218,21 @@ func TestClientCommands(t *testing.T) {
 		must.StrContains(t, errOut, "Error: ../../jobspec/testdata/invalid/min_gt_max.hcl:8:13: Invalid elastic.workers.min")
 	})
 
+	t.Run("plugin list", func(t *testing.T) {
+		code, out, errOut := cli(t, "plugin", "list", "-json")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var plugins []*structs.PluginStatus
+		must.NoError(t, json.Unmarshal([]byte(out), &plugins))
+		must.SliceLen(t, 5, plugins)
+		must.Eq(t, "drf", plugins[0].Name)
+		must.Eq(t, structs.PluginOriginBuiltin, plugins[0].Origin)
+
+		code, out, errOut = cli(t, "plugin", "list")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Name\s+Version\s+Origin\s+API\s+Health\s+Restarts\s+Start\s+Error\ndrf\s`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^optimus\s+\S+\s+builtin\s+v1\s+healthy\s+0\s+-\s+-$`), out)
+	})
+
 	t.Run("server members", func(t *testing.T) {
 		code, out, errOut := cli(t, "server", "members", "-json")
 		must.Eq(t, 0, code, must.Sprint(errOut))

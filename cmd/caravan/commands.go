@@ -24,6 +24,8 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"job plan":                      func() (cli.Command, error) { return &JobPlanCommand{Meta: m}, nil },
 		"job history":                   func() (cli.Command, error) { return &JobHistoryCommand{Meta: m}, nil },
 		"events":                        func() (cli.Command, error) { return &EventsCommand{Meta: m}, nil },
+		"plugin":                        pluginCommand.factory(),
+		"plugin list":                   func() (cli.Command, error) { return &PluginListCommand{Meta: m}, nil },
 		"server":                        serverCommand.factory(),
 		"server members":                func() (cli.Command, error) { return &ServerMembersCommand{Meta: m}, nil },
 		"node":                          nodeCommand.factory(),

@@ -128,7 +128,7 @@ func TestTrainerMoreWorkersStepFaster(t *testing.T) {
 		dir, coll := t.TempDir(), newCollector(t)
 		j := startJob(t, jobSpec{
 			ps: 1, workers: workers, generation: "1", dir: dir, collector: coll,
-			env:   trainingEnv(structs.ModeSync, 96, workers, 1000, 0.01, 3, 0),
+			env: trainingEnv(structs.ModeSync, 96, workers, 1000, 0.01, 3, 0),
 			// The simulated accelerator time dominates a step, so that
 			// the ratio holds on a loaded 2-core machine.
 			flags: []string{"-sample-cost", "500us", "-max-steps", "60"},

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -153,6 +155,9 @@ type Scheduler struct {
 	// Options are the algorithm's settings, passed to it as strings. Merge
 	// merges them key by key.
 	Options map[string]string `hcl:"options,optional"`
+	// FallbackAlgorithm plans a round when the algorithm in force fails
+	// and no other has worked yet. Default "optimus".
+	FallbackAlgorithm string `hcl:"fallback_algorithm,optional"`
 	// ProfileConfigs is how many (ps, workers) configurations a new job
 	// without speed priors is profiled at before a model-driven algorithm
 	// sizes it; 0 turns profiling off. nil means unset; default 6.
@@ -164,7 +169,10 @@ type Scheduler struct {
 
 // DefaultScheduler returns the default scheduler block.
 func DefaultScheduler() *Scheduler {
-	return &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: 60 * time.Second, ProfileConfigs: new(6), ProfileSteps: 5}
+	return &Scheduler{
+		Algorithm: "optimus", Interval: "60s", IntervalDuration: 60 * time.Second, FallbackAlgorithm: "optimus",
+		ProfileConfigs: new(6), ProfileSteps: 5,
+	}
 }
 
 // Merge returns a copy of s with the fields set in o overriding it, and
@@ -180,6 +188,7 @@ func (s *Scheduler) Merge(o *Scheduler) *Scheduler {
 	r.Algorithm = mergeString(r.Algorithm, o.Algorithm)
 	r.Interval, r.IntervalDuration = mergeDuration(r.Interval, r.IntervalDuration, o.Interval, o.IntervalDuration)
 	r.Options = mergeMap(r.Options, o.Options)
+	r.FallbackAlgorithm = mergeString(r.FallbackAlgorithm, o.FallbackAlgorithm)
 	r.ProfileConfigs = mergePtr(r.ProfileConfigs, o.ProfileConfigs)
 	r.ProfileSteps = mergeNumber(r.ProfileSteps, o.ProfileSteps)
 	return r
@@ -207,6 +216,49 @@ func (s *Scheduler) problems() []problem {
 		ps = append(ps, problemf("profile_steps", "%d is negative; use at least 1", s.ProfileSteps))
 	}
 	return ps
+}
+
+// Plugin is a plugin block: an external algorithm plugin,
+// `plugin "random" { path = "random" }`.
+type Plugin struct {
+	// Name is the block's label, the name operators select it by.
+	Name string `hcl:"name,label"`
+	// Path is the binary: absolute, or relative to plugin_dir. Default the
+	// name, under plugin_dir.
+	Path string `hcl:"path,optional"`
+	// Checksum is the binary's SHA-256 in hex; Caravan refuses to run a
+	// binary that does not match. Default: the binary's checksum when the
+	// agent starts.
+	Checksum string `hcl:"checksum,optional"`
+	// Config are the plugin's options, as the scheduler block's options;
+	// the replicated scheduler options override them key by key.
+	Config map[string]string `hcl:"config,optional"`
+}
+
+func (p *Plugin) problems() []problem {
+	var ps []problem
+	if c := p.Checksum; c != "" {
+		if b, err := hex.DecodeString(c); err != nil || len(b) != sha256.Size {
+			ps = append(ps, problemf("checksum", "%q is not a SHA-256 in hex; give the 64 hex digits sha256sum prints", c))
+		}
+	}
+	return ps
+}
+
+// mergePlugins returns a's plugins with b's added, a plugin of b replacing
+// a's of the same name.
+func mergePlugins(a, b []*Plugin) []*Plugin {
+	var out []*Plugin
+	for _, p := range append(slices.Clone(a), b...) {
+		q := copyOf(p)
+		q.Config = mergeMap(p.Config, nil)
+		if i := slices.IndexFunc(out, func(o *Plugin) bool { return o.Name == p.Name }); i >= 0 {
+			out[i] = q
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
 }
 
 // Nomad is the nomad block: the Nomad cluster the nomad driver runs jobs

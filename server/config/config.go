@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -57,6 +58,9 @@ type Config struct {
 	// Driver is where jobs run: DriverNomad or DriverSim. Default "nomad";
 	// dev "sim".
 	Driver string `hcl:"driver,optional"`
+	// PluginDir is where the binaries of plugin blocks without an
+	// absolute path are. Default none.
+	PluginDir string `hcl:"plugin_dir,optional"`
 
 	Ports     *Ports     `hcl:"ports,block"`
 	Server    *Server    `hcl:"server,block"`
@@ -64,6 +68,9 @@ type Config struct {
 	Nomad     *Nomad     `hcl:"nomad,block"`
 	Consul    *Consul    `hcl:"consul,block"`
 	Sim       *Sim       `hcl:"sim,block"`
+	// Plugins declare external algorithm plugins, by name; Merge lets a
+	// later plugin of the same name replace the earlier one.
+	Plugins []*Plugin `hcl:"plugin,block"`
 
 	// DevMode marks the configuration of `caravan agent -dev`: a single
 	// server whose state may live in memory. No file can set it; DevDefault
@@ -129,6 +136,8 @@ func (c *Config) Merge(o *Config) *Config {
 	r.LogLevel = mergeString(c.LogLevel, o.LogLevel)
 	r.LogJSON = mergePtr(c.LogJSON, o.LogJSON)
 	r.Driver = mergeString(c.Driver, o.Driver)
+	r.PluginDir = mergeString(c.PluginDir, o.PluginDir)
+	r.Plugins = mergePlugins(c.Plugins, o.Plugins)
 	r.Ports = c.Ports.Merge(o.Ports)
 	r.Server = c.Server.Merge(o.Server)
 	r.Scheduler = c.Scheduler.Merge(o.Scheduler)
@@ -162,10 +171,28 @@ func (c *Config) Validate() error {
 	if full.Ports.HTTP != 0 && full.Ports.HTTP == full.Ports.Raft {
 		errs = append(errs, fmt.Errorf("ports: http and raft are both %d; they must differ", full.Ports.HTTP))
 	}
+	for _, p := range full.Plugins {
+		if _, err := full.PluginPath(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if full.DevMode && full.Server.BootstrapExpect > 1 {
 		errs = append(errs, fmt.Errorf("server.bootstrap_expect: dev mode runs a single server, so it must be 1, not %d", full.Server.BootstrapExpect))
 	}
 	return errors.Join(errs...)
+}
+
+// PluginPath returns the binary of plugin p: its path when absolute, else
+// under plugin_dir.
+func (c *Config) PluginPath(p *Plugin) (string, error) {
+	path := cmp.Or(p.Path, p.Name)
+	switch {
+	case filepath.IsAbs(path):
+		return path, nil
+	case c.PluginDir == "":
+		return "", fmt.Errorf("plugin.%s.path: %q is not an absolute path and plugin_dir is not set; set either", p.Name, path)
+	}
+	return filepath.Join(c.PluginDir, path), nil
 }
 
 // HTTPAddr returns the address the HTTP API listens on, bind_addr:ports.http.
@@ -203,6 +230,12 @@ func (c *Config) problems() []problem {
 	ps = append(ps, within("nomad", c.Nomad.problems())...)
 	ps = append(ps, within("consul", c.Consul.problems())...)
 	ps = append(ps, within("sim", c.Sim.problems())...)
+	if c.PluginDir != "" && !filepath.IsAbs(c.PluginDir) {
+		ps = append(ps, problemf("plugin_dir", "%q is a relative path; give an absolute path such as \"/opt/caravan/plugins\"", c.PluginDir))
+	}
+	for _, p := range c.Plugins {
+		ps = append(ps, within("plugin."+p.Name, p.problems())...)
+	}
 	return ps
 }
 

@@ -144,7 +144,7 @@ func TestDefault(t *testing.T) {
 			RetryInterval:         "15s",
 			RetryIntervalDuration: 15 * time.Second,
 		},
-		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, ProfileConfigs: new(6), ProfileSteps: 5},
+		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, FallbackAlgorithm: "optimus", ProfileConfigs: new(6), ProfileSteps: 5},
 		Nomad:     &Nomad{Address: "http://127.0.0.1:4646"},
 		Consul:    DefaultConsul(),
 		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
@@ -916,4 +916,47 @@ func positions(diags hcl.Diagnostics) []string {
 		out[i] = fmt.Sprintf("%d:%d %s", d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
 	}
 	return out
+}
+
+// TestPlugins: plugin blocks load by name, a later file's block of the same
+// name replaces the earlier one, paths resolve under plugin_dir, and a bad
+// checksum is a diagnostic at its value.
+func TestPlugins(t *testing.T) {
+	dir := t.TempDir()
+	first := writeFile(t, dir, "first.hcl", `
+plugin_dir = "/opt/caravan/plugins"
+plugin "random" {
+  config = { seed = 7 }
+}
+plugin "mine" {
+  path     = "/usr/local/bin/mine"
+  checksum = "`+strings.Repeat("ab", 32)+`"
+}
+`)
+	second := writeFile(t, dir, "second.hcl", `
+plugin "random" {
+  path   = "random-v2"
+  config = { seed = 8 }
+}
+`)
+	c, diags := Load(first, second)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.SliceLen(t, 2, c.Plugins)
+	must.Eq(t, &Plugin{Name: "random", Path: "random-v2", Config: map[string]string{"seed": "8"}}, c.Plugins[0])
+	must.Eq(t, "mine", c.Plugins[1].Name)
+	path, err := c.PluginPath(c.Plugins[0])
+	must.NoError(t, err)
+	must.Eq(t, "/opt/caravan/plugins/random-v2", path)
+	path, err = c.PluginPath(c.Plugins[1])
+	must.NoError(t, err)
+	must.Eq(t, "/usr/local/bin/mine", path)
+	must.NoError(t, Default().Merge(c).Merge(&Config{DataDir: "/d"}).Validate())
+
+	noDir := Default().Merge(&Config{DataDir: "/d", Plugins: []*Plugin{{Name: "random"}}})
+	must.ErrorContains(t, noDir.Validate(), `plugin.random.path: "random" is not an absolute path and plugin_dir is not set`)
+
+	bad := writeFile(t, dir, "bad.hcl", "plugin \"x\" {\n  checksum = \"abc\"\n}\n")
+	_, diags = LoadFile(bad)
+	must.Eq(t, []string{"2:14 Invalid plugin.x.checksum"}, positions(diags))
+	must.StrContains(t, diags[0].Detail, "not a SHA-256 in hex")
 }

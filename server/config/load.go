@@ -207,7 +207,18 @@ func (s *sites) walk(body hcl.Body, prefix string, t reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, kind, _ := strings.Cut(f.Tag.Get("hcl"), ",")
-		if kind != "block" || len(blocks[name]) != 1 {
+		if kind != "block" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Slice { // labelled blocks, plugin "name" {}
+			for _, b := range blocks[name] {
+				path := prefix + name + "." + strings.Join(b.Labels, ".")
+				s.at[path] = site{attr: b.DefRange, value: b.DefRange}
+				s.walk(b.Body, path+".", f.Type.Elem().Elem())
+			}
+			continue
+		}
+		if len(blocks[name]) != 1 {
 			continue
 		}
 		b := blocks[name][0]

@@ -350,9 +350,16 @@ func (s *Scheduler) Changed() bool {
 // unpinned and the configuration is skipped. The caller enacts the plan
 // and then calls Enacted.
 func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
+	return s.PlanWith(s.alg, nodes, now)
+}
+
+// PlanWith is Plan with alg in place of the scheduler's algorithm, for
+// one round: the leader plans with a fallback when the algorithm in force
+// fails.
+func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now int64) (*structs.Plan, error) {
 	req := &planner.Request{Nodes: nodes, Now: now}
 	pinned := map[[2]string]*planner.Job{}
-	modelDriven := s.modelDriven()
+	modelDriven := modelDriven(alg)
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		s.refit(e)
@@ -367,7 +374,7 @@ func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error
 		req.Jobs = append(req.Jobs, pj)
 	}
 	s.changed = false
-	dec, err := s.decide(req)
+	dec, err := decide(alg, req)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +387,7 @@ func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error
 		}
 	}
 	if len(unfit) > 0 {
-		if dec, err = s.decide(req); err != nil {
+		if dec, err = decide(alg, req); err != nil {
 			return nil, err
 		}
 		for _, p := range dec.Placements {
@@ -392,24 +399,24 @@ func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error
 			}
 		}
 	}
-	return &structs.Plan{Algorithm: s.alg.Name(), CreateTime: now, Placements: dec.Placements}, nil
+	return &structs.Plan{Algorithm: alg.Name(), CreateTime: now, Placements: dec.Placements}, nil
 }
 
-// modelDriven reports whether the algorithm sizes jobs from their speed
-// models, so that jobs profiling in place are pinned.
-func (s *Scheduler) modelDriven() bool {
-	md, ok := s.alg.(planner.ModelDriven)
+// modelDriven reports whether alg sizes jobs from their speed models, so
+// that jobs profiling in place are pinned.
+func modelDriven(alg planner.Algorithm) bool {
+	md, ok := alg.(planner.ModelDriven)
 	return ok && md.SpeedModels()
 }
 
-// decide runs the algorithm and checks its decision.
-func (s *Scheduler) decide(req *planner.Request) (*planner.Decision, error) {
-	dec, err := s.alg.Plan(req)
+// decide runs alg and checks its decision.
+func decide(alg planner.Algorithm, req *planner.Request) (*planner.Decision, error) {
+	dec, err := alg.Plan(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.alg.Name(), err)
+		return nil, fmt.Errorf("%s: %w", alg.Name(), err)
 	}
 	if err := planner.CheckDecision(req, dec); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.alg.Name(), err)
+		return nil, fmt.Errorf("%s: %w", alg.Name(), err)
 	}
 	return dec, nil
 }
@@ -476,7 +483,7 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		m := &structs.JobModel{Namespace: k[0], JobID: k[1], Step: int64(e.step)}
-		if s.modelDriven() {
+		if modelDriven(s.alg) {
 			m.Profiling = slices.Clone(e.profile)
 		}
 		pj := &planner.Job{Job: e.job, Loss: e.lossFit, Speed: e.speedFit, Step: e.step}

@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/plugins/loader"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// pluginServer runs a server on the simulator with the example plugin
+// ("random"), the misbehaving test plugin ("misbehave"), and a plugin whose
+// checksum does not match ("tampered"), with three demo jobs running.
+func pluginServer(t *testing.T) *api.Client {
+	random := loader.BuildPlugin(t, "examples/plugin-random")
+	l, err := loader.New(loader.Config{
+		Builtins: builtin.Algorithms, Logger: testLogger(t),
+		Plugins: []*loader.PluginConfig{
+			{Name: "random", Path: random},
+			{Name: "misbehave", Path: loader.BuildPlugin(t, "plugins/loader/internal/misbehave")},
+			{Name: "tampered", Path: random, Checksum: strings.Repeat("0", 64)},
+		},
+		PlanTimeout: time.Second, Backoff: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+	})
+	must.NoError(t, err)
+	t.Cleanup(l.Shutdown)
+	cfg := TestConfig(t, simDriver(t, 20))
+	cfg.Algorithms = l
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	for i := range 3 {
+		_, err := c.Jobs().Register(context.Background(), demoJob(t, fmt.Sprintf("demo-%d", i)))
+		must.NoError(t, err)
+	}
+	return c
+}
+
+// setAlgorithm commits a scheduler configuration and returns its index.
+func setAlgorithm(t *testing.T, c *api.Client, name string, options map[string]string) uint64 {
+	t.Helper()
+	must.NoError(t, c.Operator().SetSchedulerConfig(context.Background(), &api.SchedulerConfigRequest{Algorithm: name, Options: options}))
+	cfg, _, err := c.Operator().SchedulerConfig(nil)
+	must.NoError(t, err)
+	must.Eq(t, name, cfg.Algorithm)
+	return cfg.ModifyIndex
+}
+
+// waitPlan waits for a plan committed after index by algorithm, checks it
+// against the nodes and jobs, and returns it.
+func waitPlan(t *testing.T, c *api.Client, after uint64, algorithm string) *structs.Plan {
+	t.Helper()
+	var plan *structs.Plan
+	agent.WaitFor(t, 20*time.Second, "a plan by "+algorithm, func() error {
+		p, _, err := c.LatestPlan(nil)
+		switch {
+		case err != nil:
+			return err
+		case p.Index <= after || p.Algorithm != algorithm:
+			return fmt.Errorf("latest plan %d by %s", p.Index, p.Algorithm)
+		}
+		plan = p
+		return nil
+	})
+	nodes, _, err := c.Nodes(nil)
+	must.NoError(t, err)
+	req := &planner.Request{Nodes: nodes}
+	for _, p := range plan.Placements {
+		j, _, err := c.Jobs().Info(p.JobID, nil)
+		must.NoError(t, err)
+		req.Jobs = append(req.Jobs, &planner.Job{Job: j})
+	}
+	must.NoError(t, planner.CheckDecision(req, &planner.Decision{Placements: plan.Placements}))
+	return plan
+}
+
+// TestLeader_SwapAlgorithms swaps algorithms at run time while jobs run
+// in the simulator: optimus → drf → an external plugin → optimus. Each
+// takes over at the next round, and every plan after a swap is made by
+// the algorithm in force and is valid.
+func TestLeader_SwapAlgorithms(t *testing.T) {
+	c := pluginServer(t)
+	waitPlan(t, c, 0, "optimus")
+	for _, name := range []string{"drf", "random", "optimus"} {
+		waitPlan(t, c, setAlgorithm(t, c, name, nil), name)
+	}
+	jobs, _, err := c.Jobs().List(nil)
+	must.NoError(t, err)
+	for _, j := range jobs {
+		must.NotEq(t, structs.JobStatusFailed, j.Status)
+	}
+	plugins, err := c.Plugins(context.Background())
+	must.NoError(t, err)
+	must.SliceLen(t, 8, plugins)
+}
+
+// TestLeader_PluginFailures: a plugin that over-allocates, places a job
+// that does not exist, panics or hangs is not applied: the round plans
+// with the last algorithm that worked, an event says why, and the jobs
+// keep running. A plugin whose checksum does not match is refused.
+func TestLeader_PluginFailures(t *testing.T) {
+	c := pluginServer(t)
+	waitPlan(t, c, 0, "optimus")
+
+	err := c.Operator().SetSchedulerConfig(context.Background(), &api.SchedulerConfigRequest{Algorithm: "tampered"})
+	must.ErrorContains(t, err, "does not match its checksum")
+	err = c.Operator().SetSchedulerConfig(context.Background(), &api.SchedulerConfigRequest{Algorithm: "misbehave", Options: map[string]string{"mode": "sideways"}})
+	must.ErrorContains(t, err, `mode "sideways" is not one of`)
+
+	for _, tc := range []struct{ mode, why string }{
+		{"overallocate", "invalid decision"},
+		{"unknown-job", `job "ghost" in namespace "default" is not in the request`},
+		{"panic", "plugin connection lost"},
+		{"hang", "no answer within 1s"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			before, _, err := c.Events(0, "", nil)
+			must.NoError(t, err)
+			index := setAlgorithm(t, c, "misbehave", map[string]string{"mode": tc.mode})
+			waitPlan(t, c, index, "optimus")
+			var fallback *structs.Event
+			agent.WaitFor(t, 10*time.Second, "a fallback event", func() error {
+				events, _, err := c.Events(0, "", nil)
+				if err != nil {
+					return err
+				}
+				for _, e := range events[len(before):] {
+					if e.Type == structs.EventAlgorithmFallback {
+						fallback = e
+						return nil
+					}
+				}
+				return fmt.Errorf("no fallback event")
+			})
+			must.StrContains(t, fallback.Message, "algorithm misbehave failed, planned with optimus")
+			must.StrContains(t, fallback.Message, tc.why)
+		})
+	}
+	jobs, _, err := c.Jobs().List(nil)
+	must.NoError(t, err)
+	for _, j := range jobs {
+		must.NotEq(t, structs.JobStatusFailed, j.Status)
+	}
+}
