@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -324,4 +325,33 @@ func runAtMinimum(c *Cluster, j *Job) *structs.Placement {
 	}
 	slices.SortFunc(p.Nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
 	return p
+}
+
+// LargeRequest returns a deterministic request of nodes nodes, half of them
+// with eight GPUs, and jobs jobs, a third of them asking for GPUs and all
+// running on two nodes with fitted models: what benchmarks of the
+// plugin path send.
+func LargeRequest(tb testing.TB, nodes, jobs int) *Request {
+	h := NewHarness(tb)
+	h.AddNodes("gpu", nodes/2, 64000, 262144, 8)
+	h.AddNodes("cpu", nodes-nodes/2, 32000, 131072, 0)
+	for i, n := range h.Nodes {
+		n.Meta = map[string]string{"rack": strconv.Itoa(i % 40)}
+	}
+	for i := range jobs {
+		j := MockJob(fmt.Sprintf("job-%04d", i), structs.Bounds{Min: 1, Max: 4}, structs.Bounds{Min: 1, Max: 16})
+		j.Meta = map[string]string{"team": "vision"}
+		j.Training.Speeds = []*structs.SpeedPrior{{PS: 1, Workers: 1, StepsPerSecond: 1}, {PS: 2, Workers: 4, StepsPerSecond: 3.5}}
+		if i%3 == 0 {
+			j.Worker.Resources.Devices = []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 1,
+				Constraints: []*structs.Constraint{{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "16 GiB"}}}}
+		}
+		v := h.AddJob(j, MockSpeed())
+		v.Loss = &model.Loss{B0: 0.1, B1: 1, B2: 0.01, Scale: 2.5, RMSE: 0.01, Points: 40}
+		v.Step = float64(100 * i)
+		a, b := h.Nodes[(2*i)%nodes].ID, h.Nodes[(2*i+1)%nodes].ID
+		v.Current = &structs.Placement{Namespace: j.Namespace, JobID: j.ID, NumPS: 1, NumWorkers: 2,
+			Nodes: []*structs.NodeTasks{{NodeID: a, PS: 1, Workers: 1}, {NodeID: b, Workers: 1}}, Reason: "running"}
+	}
+	return h.Request()
 }

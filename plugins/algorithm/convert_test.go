@@ -1,7 +1,6 @@
 package algorithm
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -431,7 +430,7 @@ func FuzzRequestFromProto(f *testing.F) {
 // nodes from the host's Request to the plugin's: RequestToProto,
 // proto.Marshal, proto.Unmarshal and RequestFromProto.
 func BenchmarkRequestRoundTrip(b *testing.B) {
-	req := largeRequest(b, 2000, 1000)
+	req := planner.LargeRequest(b, 2000, 1000)
 	b.ReportAllocs()
 	size := 0
 	for b.Loop() {
@@ -449,34 +448,6 @@ func BenchmarkRequestRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(size), "wire-B/op")
-}
-
-// largeRequest returns a deterministic request of nodes nodes, half of them
-// with eight GPUs, and jobs jobs, a third of them asking for GPUs and all
-// running on two nodes with fitted models.
-func largeRequest(tb testing.TB, nodes, jobs int) *planner.Request {
-	h := planner.NewHarness(tb)
-	h.AddNodes("gpu", nodes/2, 64000, 262144, 8)
-	h.AddNodes("cpu", nodes-nodes/2, 32000, 131072, 0)
-	for i, n := range h.Nodes {
-		n.Meta = map[string]string{"rack": strconv.Itoa(i % 40)}
-	}
-	for i := range jobs {
-		j := planner.MockJob(fmt.Sprintf("job-%04d", i), structs.Bounds{Min: 1, Max: 4}, structs.Bounds{Min: 1, Max: 16})
-		j.Meta = map[string]string{"team": "vision"}
-		j.Training.Speeds = []*structs.SpeedPrior{{PS: 1, Workers: 1, StepsPerSecond: 1}, {PS: 2, Workers: 4, StepsPerSecond: 3.5}}
-		if i%3 == 0 {
-			j.Worker.Resources.Devices = []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 1,
-				Constraints: []*structs.Constraint{{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "16 GiB"}}}}
-		}
-		v := h.AddJob(j, planner.MockSpeed())
-		v.Loss = &model.Loss{B0: 0.1, B1: 1, B2: 0.01, Scale: 2.5, RMSE: 0.01, Points: 40}
-		v.Step = float64(100 * i)
-		a, b := h.Nodes[(2*i)%nodes].ID, h.Nodes[(2*i+1)%nodes].ID
-		v.Current = &structs.Placement{Namespace: j.Namespace, JobID: j.ID, NumPS: 1, NumWorkers: 2,
-			Nodes: []*structs.NodeTasks{{NodeID: a, PS: 1, Workers: 1}, {NodeID: b, Workers: 1}}, Reason: "running"}
-	}
-	return h.Request()
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -34,6 +34,21 @@ func (p *Plugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.Cli
 	return &client{c: pb.NewAlgorithmClient(c)}, nil
 }
 
+// MaxMessageSize bounds a request or decision on the wire. gRPC's default
+// of 4 MiB would refuse a request for several thousand jobs on ten
+// thousand nodes; this is far above any cluster Caravan plans.
+const MaxMessageSize = 256 << 20
+
+// ServerOptions are the gRPC server options a plugin serves with.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}
+}
+
+// DialOptions are the gRPC dial options the host calls a plugin with.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize))}
+}
+
 // PluginSet is the plugin set of an algorithm plugin serving impl, or of
 // the host when impl is nil.
 func PluginSet(impl Algorithm) plugin.PluginSet {

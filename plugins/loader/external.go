@@ -80,6 +80,7 @@ func (e *external) startLocked() error {
 		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  algorithm.DialOptions(),
 		StartTimeout:     e.opts.StartTimeout,
 		Logger:           e.log,
 	})

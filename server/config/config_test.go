@@ -903,6 +903,9 @@ func TestREADME(t *testing.T) {
 			RetryJoin:       []string{"10.0.0.2:4680", "10.0.0.3:4680"},
 		},
 		Scheduler: &Scheduler{Options: map[string]string{"young_factor": "0.95"}},
+		PluginDir: "/opt/caravan/plugins",
+		Plugins: []*Plugin{{Name: "random", Path: "random", Config: map[string]string{"seed": "7"},
+			Checksum: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
 	})
 	want.Files = loaded[0].Files
 	must.Eq(t, want, Default().Merge(loaded[0]))

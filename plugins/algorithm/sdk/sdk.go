@@ -25,6 +25,7 @@ import (
 	"github.com/caravan-sched/caravan/plugins/algorithm"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 // PlanFunc decides placements for every job of req; options are the
@@ -89,7 +90,9 @@ func Serve(alg algorithm.Algorithm) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: algorithm.Handshake,
 		Plugins:         algorithm.PluginSet(alg),
-		GRPCServer:      plugin.DefaultGRPCServer,
-		Logger:          Log,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return plugin.DefaultGRPCServer(append(opts, algorithm.ServerOptions()...))
+		},
+		Logger: Log,
 	})
 }
