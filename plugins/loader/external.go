@@ -73,10 +73,12 @@ func (e *external) startLocked() error {
 	// The secure config is checked against the binary just before it
 	// runs; each start hashes the file anew.
 	secure := &plugin.SecureConfig{Checksum: e.secure.Checksum, Hash: sha256.New()}
+	cmd := exec.Command(e.cfg.Path)
+	dieWithParent(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  algorithm.Handshake,
 		Plugins:          algorithm.PluginSet(nil),
-		Cmd:              exec.Command(e.cfg.Path),
+		Cmd:              cmd,
 		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
