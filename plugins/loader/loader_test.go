@@ -181,7 +181,12 @@ func TestLoader_Misbehaving(t *testing.T) {
 // TestLoader_LargeRequest sends a plugin process a request of 8,000 jobs
 // on 16,000 nodes (5.8 MB), larger than gRPC's default message limit.
 func TestLoader_LargeRequest(t *testing.T) {
-	l := newLoader(t, &syncBuffer{}, &PluginConfig{Name: "ext", Path: BuildPlugin(t, "plugins/builtin/algorithm/fifo")})
+	l, err := New(Config{
+		Plugins:     []*PluginConfig{{Name: "ext", Path: BuildPlugin(t, "plugins/builtin/algorithm/fifo")}},
+		PlanTimeout: 2 * time.Minute, // the race detector slows the conversions tenfold
+	})
+	must.NoError(t, err)
+	t.Cleanup(l.Shutdown)
 	alg, err := l.Algorithm("ext", nil)
 	must.NoError(t, err)
 	req := planner.LargeRequest(t, 16000, 8000)
