@@ -58,11 +58,23 @@ type Job struct {
 	// arrived.
 	Loss  *model.Loss
 	Speed *model.Speed
+	// Subtasks is the job's measured split of an iteration into
+	// computation and communication (Harmony's profile); nil until
+	// measured.
+	Subtasks *Subtasks
 	// Young marks models fitted from too little of the curve to trust fully;
 	// Optimus discounts the marginal gains of such jobs.
 	Young bool
 	// Step is how many training steps the job has completed.
 	Step float64
+}
+
+// Subtasks are moving averages of a job's per-step computation and
+// communication times, in seconds (samples' cpu_s and net_s), at the
+// parallelism they were measured at.
+type Subtasks struct {
+	CPU, Net    float64
+	PS, Workers int
 }
 
 // Decision is an algorithm's answer: one placement per job of the request.

@@ -186,6 +186,9 @@ func RandomRequest(rng *rand.Rand) *Request {
 			v.Loss = &model.Loss{B0: 0.01 + rng.Float64()*0.3, B1: 1, B2: rng.Float64() * 0.1, Scale: 1}
 			v.Loss.RMSE, v.Loss.Points = rng.Float64()*0.05, 5+rng.IntN(50)
 		}
+		if rng.IntN(2) == 0 {
+			v.Subtasks = &Subtasks{CPU: rng.Float64(), Net: rng.Float64(), PS: 1 + rng.IntN(4), Workers: 1 + rng.IntN(8)}
+		}
 		if rng.IntN(3) == 0 {
 			v.Current = runAtMinimum(c, v)
 		}

@@ -378,13 +378,21 @@ func jobToProto(j *planner.Job) *pb.Job {
 		return nil
 	}
 	return &pb.Job{
-		Spec:    jobSpecToProto(j.Job),
-		Current: placementToProto(j.Current),
-		Loss:    lossToProto(j.Loss),
-		Speed:   speedToProto(j.Speed),
-		Young:   j.Young,
-		Step:    j.Step,
+		Spec:     jobSpecToProto(j.Job),
+		Current:  placementToProto(j.Current),
+		Loss:     lossToProto(j.Loss),
+		Speed:    speedToProto(j.Speed),
+		Young:    j.Young,
+		Step:     j.Step,
+		Subtasks: subtasksToProto(j.Subtasks),
 	}
+}
+
+func subtasksToProto(s *planner.Subtasks) *pb.Subtasks {
+	if s == nil {
+		return nil
+	}
+	return &pb.Subtasks{CpuS: s.CPU, NetS: s.Net, NumPs: int64(s.PS), NumWorkers: int64(s.Workers)}
 }
 
 func jobFromProto(p *pb.Job) (*planner.Job, error) {
@@ -401,6 +409,12 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 			ps.in("spec", err)
 		}
 		j.Job = spec
+	}
+	if s := p.Subtasks; s != nil {
+		j.Subtasks = &planner.Subtasks{
+			CPU: s.CpuS, Net: s.NetS,
+			PS: ps.toInt("subtasks.num_ps", s.NumPs), Workers: ps.toInt("subtasks.num_workers", s.NumWorkers),
+		}
 	}
 	if p.Current != nil {
 		cur, err := placementFromProto(p.Current)

@@ -125,6 +125,8 @@ func note(seen map[string]int, req *planner.Request) {
 		count("speed", j.Speed != nil)
 		count("no speed", j.Speed == nil)
 		count("young", j.Young)
+		count("subtasks", j.Subtasks != nil)
+		count("no subtasks", j.Subtasks == nil)
 	}
 }
 

@@ -63,6 +63,9 @@ type entry struct {
 	// profile lists the configurations the job is still to be profiled
 	// at in place; Plan pins the job to the first.
 	profile [][2]int
+	// subtasks are the moving averages of the job's samples' cpu_s and
+	// net_s at its latest configuration; nil until measured.
+	subtasks *planner.Subtasks
 	// lossDirty and speedDirty mark new data since the last fit;
 	// fittedAt is the step of the last loss fit.
 	lossDirty, speedDirty bool
@@ -220,6 +223,9 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			}
 			e.lossDirty = true
 		}
+		if smp.CPUS > 0 || smp.NetS > 0 {
+			e.subtasks = averageSubtasks(e.subtasks, smp)
+		}
 		if smp.StepTimeS > 0 && smp.NumWorkers > 0 {
 			key := [2]int{smp.NumPS, smp.NumWorkers}
 			m := e.speeds[key]
@@ -238,6 +244,23 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			}
 			s.advanceProfile(e)
 		}
+	}
+}
+
+// subtaskWeight is the weight of a new sample in the moving averages of
+// subtask times: about the last ten samples count.
+const subtaskWeight = 0.2
+
+// averageSubtasks folds a sample's cpu_s and net_s into the moving
+// averages s, which start again when the job's configuration changed:
+// subtask times depend on it.
+func averageSubtasks(s *planner.Subtasks, smp *structs.Sample) *planner.Subtasks {
+	if s == nil || s.PS != smp.NumPS || s.Workers != smp.NumWorkers {
+		return &planner.Subtasks{CPU: smp.CPUS, Net: smp.NetS, PS: smp.NumPS, Workers: smp.NumWorkers}
+	}
+	return &planner.Subtasks{
+		CPU: s.CPU + subtaskWeight*(smp.CPUS-s.CPU), Net: s.Net + subtaskWeight*(smp.NetS-s.Net),
+		PS: s.PS, Workers: s.Workers,
 	}
 }
 
@@ -365,7 +388,7 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 		s.refit(e)
 		pj := &planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
-			Young: len(e.speeds) < s.opts.YoungConfigs,
+			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks,
 		}
 		if len(e.profile) > 0 && modelDriven {
 			pj.Job = pin(e.job, e.profile[0])

@@ -9,6 +9,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/shoenig/test/must"
 )
 
@@ -228,4 +229,27 @@ func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
 			must.NotEq(t, s.Profiling("default", "b")[0], [2]int{p.NumPS, p.NumWorkers})
 		}
 	}
+}
+
+// TestScheduler_Subtasks: samples' cpu_s and net_s become moving averages
+// at the job's configuration, which start again when it changes, and reach
+// the algorithm.
+func TestScheduler_Subtasks(t *testing.T) {
+	rec := &recorder{Algorithm: optimus.New()}
+	s := New(rec, Options{ProfileConfigs: -1})
+	must.NoError(t, s.Register(newJob("a")))
+	smp := func(cpu, net float64, w int) structs.Sample {
+		return structs.Sample{JobID: "a", Step: 1, CPUS: cpu, NetS: net, NumPS: 1, NumWorkers: w}
+	}
+	s.Ingest([]structs.Sample{smp(1, 2, 2), smp(2, 1, 2)})
+	_, err := s.Plan(nil, 0)
+	must.NoError(t, err)
+	got := rec.last.Jobs[0].Subtasks
+	must.NotNil(t, got)
+	must.Eq(t, planner.Subtasks{CPU: 1.2, Net: 1.8, PS: 1, Workers: 2}, *got, must.Cmp(cmpopts.EquateApprox(0, 1e-12)))
+
+	s.Ingest([]structs.Sample{smp(0.5, 3, 4)})
+	_, err = s.Plan(nil, 0)
+	must.NoError(t, err)
+	must.Eq(t, planner.Subtasks{CPU: 0.5, Net: 3, PS: 1, Workers: 4}, *rec.last.Jobs[0].Subtasks, must.Sprint("a new configuration starts again"))
 }

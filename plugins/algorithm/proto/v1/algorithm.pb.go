@@ -778,7 +778,10 @@ type Job struct {
 	// fully.
 	Young bool `protobuf:"varint,5,opt,name=young,proto3" json:"young,omitempty"`
 	// step is how many training steps the job has completed.
-	Step          float64 `protobuf:"fixed64,6,opt,name=step,proto3" json:"step,omitempty"`
+	Step float64 `protobuf:"fixed64,6,opt,name=step,proto3" json:"step,omitempty"`
+	// subtasks is the job's measured computation and communication time
+	// per step; unset until measured.
+	Subtasks      *Subtasks `protobuf:"bytes,7,opt,name=subtasks,proto3" json:"subtasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -855,6 +858,83 @@ func (x *Job) GetStep() float64 {
 	return 0
 }
 
+func (x *Job) GetSubtasks() *Subtasks {
+	if x != nil {
+		return x.Subtasks
+	}
+	return nil
+}
+
+type Subtasks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu_s and net_s are moving averages of a step's computation and
+	// communication, in seconds, at num_ps servers and num_workers workers.
+	CpuS          float64 `protobuf:"fixed64,1,opt,name=cpu_s,json=cpuS,proto3" json:"cpu_s,omitempty"`
+	NetS          float64 `protobuf:"fixed64,2,opt,name=net_s,json=netS,proto3" json:"net_s,omitempty"`
+	NumPs         int64   `protobuf:"varint,3,opt,name=num_ps,json=numPs,proto3" json:"num_ps,omitempty"`
+	NumWorkers    int64   `protobuf:"varint,4,opt,name=num_workers,json=numWorkers,proto3" json:"num_workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Subtasks) Reset() {
+	*x = Subtasks{}
+	mi := &file_algorithm_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subtasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subtasks) ProtoMessage() {}
+
+func (x *Subtasks) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subtasks.ProtoReflect.Descriptor instead.
+func (*Subtasks) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Subtasks) GetCpuS() float64 {
+	if x != nil {
+		return x.CpuS
+	}
+	return 0
+}
+
+func (x *Subtasks) GetNetS() float64 {
+	if x != nil {
+		return x.NetS
+	}
+	return 0
+}
+
+func (x *Subtasks) GetNumPs() int64 {
+	if x != nil {
+		return x.NumPs
+	}
+	return 0
+}
+
+func (x *Subtasks) GetNumWorkers() int64 {
+	if x != nil {
+		return x.NumWorkers
+	}
+	return 0
+}
+
 type JobSpec struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -885,7 +965,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +977,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +990,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{12}
+	return file_algorithm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobSpec) GetId() string {
@@ -1068,7 +1148,7 @@ type Training struct {
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1160,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1173,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{13}
+	return file_algorithm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Training) GetFramework() string {
@@ -1156,7 +1236,7 @@ type Convergence struct {
 
 func (x *Convergence) Reset() {
 	*x = Convergence{}
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1248,7 @@ func (x *Convergence) String() string {
 func (*Convergence) ProtoMessage() {}
 
 func (x *Convergence) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1261,7 @@ func (x *Convergence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Convergence.ProtoReflect.Descriptor instead.
 func (*Convergence) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{14}
+	return file_algorithm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Convergence) GetThreshold() float64 {
@@ -1216,7 +1296,7 @@ type SpeedPrior struct {
 
 func (x *SpeedPrior) Reset() {
 	*x = SpeedPrior{}
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1308,7 @@ func (x *SpeedPrior) String() string {
 func (*SpeedPrior) ProtoMessage() {}
 
 func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1321,7 @@ func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedPrior.ProtoReflect.Descriptor instead.
 func (*SpeedPrior) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{15}
+	return file_algorithm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SpeedPrior) GetPs() int64 {
@@ -1275,7 +1355,7 @@ type Bounds struct {
 
 func (x *Bounds) Reset() {
 	*x = Bounds{}
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1367,7 @@ func (x *Bounds) String() string {
 func (*Bounds) ProtoMessage() {}
 
 func (x *Bounds) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1380,7 @@ func (x *Bounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bounds.ProtoReflect.Descriptor instead.
 func (*Bounds) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{16}
+	return file_algorithm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Bounds) GetMin() int64 {
@@ -1330,7 +1410,7 @@ type Elastic struct {
 
 func (x *Elastic) Reset() {
 	*x = Elastic{}
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1422,7 @@ func (x *Elastic) String() string {
 func (*Elastic) ProtoMessage() {}
 
 func (x *Elastic) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1435,7 @@ func (x *Elastic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elastic.ProtoReflect.Descriptor instead.
 func (*Elastic) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{17}
+	return file_algorithm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Elastic) GetWorkers() *Bounds {
@@ -1402,7 +1482,7 @@ type Role struct {
 
 func (x *Role) Reset() {
 	*x = Role{}
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1494,7 @@ func (x *Role) String() string {
 func (*Role) ProtoMessage() {}
 
 func (x *Role) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1507,7 @@ func (x *Role) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Role.ProtoReflect.Descriptor instead.
 func (*Role) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{18}
+	return file_algorithm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Role) GetName() string {
@@ -1483,7 +1563,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1575,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1588,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{19}
+	return file_algorithm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -1544,7 +1624,7 @@ type RequestedDevice struct {
 
 func (x *RequestedDevice) Reset() {
 	*x = RequestedDevice{}
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1636,7 @@ func (x *RequestedDevice) String() string {
 func (*RequestedDevice) ProtoMessage() {}
 
 func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1649,7 @@ func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestedDevice.ProtoReflect.Descriptor instead.
 func (*RequestedDevice) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{20}
+	return file_algorithm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RequestedDevice) GetName() string {
@@ -1611,7 +1691,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1703,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1716,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{21}
+	return file_algorithm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Constraint) GetLtarget() string {
@@ -1672,7 +1752,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1764,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1777,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{22}
+	return file_algorithm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Affinity) GetLtarget() string {
@@ -1742,7 +1822,7 @@ type LossModel struct {
 
 func (x *LossModel) Reset() {
 	*x = LossModel{}
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1834,7 @@ func (x *LossModel) String() string {
 func (*LossModel) ProtoMessage() {}
 
 func (x *LossModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1847,7 @@ func (x *LossModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LossModel.ProtoReflect.Descriptor instead.
 func (*LossModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{23}
+	return file_algorithm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LossModel) GetB0() float64 {
@@ -1825,7 +1905,7 @@ type SpeedModel struct {
 
 func (x *SpeedModel) Reset() {
 	*x = SpeedModel{}
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1917,7 @@ func (x *SpeedModel) String() string {
 func (*SpeedModel) ProtoMessage() {}
 
 func (x *SpeedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1930,7 @@ func (x *SpeedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedModel.ProtoReflect.Descriptor instead.
 func (*SpeedModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{24}
+	return file_algorithm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SpeedModel) GetKind() string {
@@ -1903,7 +1983,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +1995,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2008,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{25}
+	return file_algorithm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Placement) GetNamespace() string {
@@ -1984,7 +2064,7 @@ type NodeTasks struct {
 
 func (x *NodeTasks) Reset() {
 	*x = NodeTasks{}
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2076,7 @@ func (x *NodeTasks) String() string {
 func (*NodeTasks) ProtoMessage() {}
 
 func (x *NodeTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2089,7 @@ func (x *NodeTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTasks.ProtoReflect.Descriptor instead.
 func (*NodeTasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{26}
+	return file_algorithm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NodeTasks) GetNodeId() string {
@@ -2109,14 +2189,21 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\xaa\x02\n" +
+	"\x05value\"\xee\x02\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
 	"\x04loss\x18\x03 \x01(\v2'.caravan.plugins.algorithm.v1.LossModelR\x04loss\x12>\n" +
 	"\x05speed\x18\x04 \x01(\v2(.caravan.plugins.algorithm.v1.SpeedModelR\x05speed\x12\x14\n" +
 	"\x05young\x18\x05 \x01(\bR\x05young\x12\x12\n" +
-	"\x04step\x18\x06 \x01(\x01R\x04step\"\x91\a\n" +
+	"\x04step\x18\x06 \x01(\x01R\x04step\x12B\n" +
+	"\bsubtasks\x18\a \x01(\v2&.caravan.plugins.algorithm.v1.SubtasksR\bsubtasks\"l\n" +
+	"\bSubtasks\x12\x13\n" +
+	"\x05cpu_s\x18\x01 \x01(\x01R\x04cpuS\x12\x13\n" +
+	"\x05net_s\x18\x02 \x01(\x01R\x04netS\x12\x15\n" +
+	"\x06num_ps\x18\x03 \x01(\x03R\x05numPs\x12\x1f\n" +
+	"\vnum_workers\x18\x04 \x01(\x03R\n" +
+	"numWorkers\"\x91\a\n" +
 	"\aJobSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -2248,7 +2335,7 @@ func file_algorithm_proto_rawDescGZIP() []byte {
 	return file_algorithm_proto_rawDescData
 }
 
-var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_algorithm_proto_goTypes = []any{
 	(*PluginInfoRequest)(nil),  // 0: caravan.plugins.algorithm.v1.PluginInfoRequest
 	(*PluginInfoResponse)(nil), // 1: caravan.plugins.algorithm.v1.PluginInfoResponse
@@ -2262,74 +2349,76 @@ var file_algorithm_proto_goTypes = []any{
 	(*DeviceInstance)(nil),     // 9: caravan.plugins.algorithm.v1.DeviceInstance
 	(*Attribute)(nil),          // 10: caravan.plugins.algorithm.v1.Attribute
 	(*Job)(nil),                // 11: caravan.plugins.algorithm.v1.Job
-	(*JobSpec)(nil),            // 12: caravan.plugins.algorithm.v1.JobSpec
-	(*Training)(nil),           // 13: caravan.plugins.algorithm.v1.Training
-	(*Convergence)(nil),        // 14: caravan.plugins.algorithm.v1.Convergence
-	(*SpeedPrior)(nil),         // 15: caravan.plugins.algorithm.v1.SpeedPrior
-	(*Bounds)(nil),             // 16: caravan.plugins.algorithm.v1.Bounds
-	(*Elastic)(nil),            // 17: caravan.plugins.algorithm.v1.Elastic
-	(*Role)(nil),               // 18: caravan.plugins.algorithm.v1.Role
-	(*Resources)(nil),          // 19: caravan.plugins.algorithm.v1.Resources
-	(*RequestedDevice)(nil),    // 20: caravan.plugins.algorithm.v1.RequestedDevice
-	(*Constraint)(nil),         // 21: caravan.plugins.algorithm.v1.Constraint
-	(*Affinity)(nil),           // 22: caravan.plugins.algorithm.v1.Affinity
-	(*LossModel)(nil),          // 23: caravan.plugins.algorithm.v1.LossModel
-	(*SpeedModel)(nil),         // 24: caravan.plugins.algorithm.v1.SpeedModel
-	(*Placement)(nil),          // 25: caravan.plugins.algorithm.v1.Placement
-	(*NodeTasks)(nil),          // 26: caravan.plugins.algorithm.v1.NodeTasks
-	nil,                        // 27: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
-	nil,                        // 28: caravan.plugins.algorithm.v1.Node.AttributesEntry
-	nil,                        // 29: caravan.plugins.algorithm.v1.Node.MetaEntry
-	nil,                        // 30: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	nil,                        // 31: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	nil,                        // 32: caravan.plugins.algorithm.v1.Role.MetaEntry
+	(*Subtasks)(nil),           // 12: caravan.plugins.algorithm.v1.Subtasks
+	(*JobSpec)(nil),            // 13: caravan.plugins.algorithm.v1.JobSpec
+	(*Training)(nil),           // 14: caravan.plugins.algorithm.v1.Training
+	(*Convergence)(nil),        // 15: caravan.plugins.algorithm.v1.Convergence
+	(*SpeedPrior)(nil),         // 16: caravan.plugins.algorithm.v1.SpeedPrior
+	(*Bounds)(nil),             // 17: caravan.plugins.algorithm.v1.Bounds
+	(*Elastic)(nil),            // 18: caravan.plugins.algorithm.v1.Elastic
+	(*Role)(nil),               // 19: caravan.plugins.algorithm.v1.Role
+	(*Resources)(nil),          // 20: caravan.plugins.algorithm.v1.Resources
+	(*RequestedDevice)(nil),    // 21: caravan.plugins.algorithm.v1.RequestedDevice
+	(*Constraint)(nil),         // 22: caravan.plugins.algorithm.v1.Constraint
+	(*Affinity)(nil),           // 23: caravan.plugins.algorithm.v1.Affinity
+	(*LossModel)(nil),          // 24: caravan.plugins.algorithm.v1.LossModel
+	(*SpeedModel)(nil),         // 25: caravan.plugins.algorithm.v1.SpeedModel
+	(*Placement)(nil),          // 26: caravan.plugins.algorithm.v1.Placement
+	(*NodeTasks)(nil),          // 27: caravan.plugins.algorithm.v1.NodeTasks
+	nil,                        // 28: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	nil,                        // 29: caravan.plugins.algorithm.v1.Node.AttributesEntry
+	nil,                        // 30: caravan.plugins.algorithm.v1.Node.MetaEntry
+	nil,                        // 31: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	nil,                        // 32: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	nil,                        // 33: caravan.plugins.algorithm.v1.Role.MetaEntry
 }
 var file_algorithm_proto_depIdxs = []int32{
 	2,  // 0: caravan.plugins.algorithm.v1.PluginInfoResponse.capabilities:type_name -> caravan.plugins.algorithm.v1.Capabilities
-	27, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	28, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
 	7,  // 2: caravan.plugins.algorithm.v1.PlanRequest.nodes:type_name -> caravan.plugins.algorithm.v1.Node
 	11, // 3: caravan.plugins.algorithm.v1.PlanRequest.jobs:type_name -> caravan.plugins.algorithm.v1.Job
-	25, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
+	26, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
 	8,  // 5: caravan.plugins.algorithm.v1.Node.devices:type_name -> caravan.plugins.algorithm.v1.NodeDevice
-	28, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
-	29, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
+	29, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
+	30, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
 	9,  // 8: caravan.plugins.algorithm.v1.NodeDevice.instances:type_name -> caravan.plugins.algorithm.v1.DeviceInstance
-	30, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	12, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
-	25, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
-	23, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
-	24, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
-	31, // 14: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	21, // 15: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	22, // 16: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	13, // 17: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
-	17, // 18: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
-	18, // 19: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
-	18, // 20: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
-	14, // 21: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
-	15, // 22: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
-	16, // 23: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	16, // 24: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	32, // 25: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
-	19, // 26: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
-	21, // 27: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	22, // 28: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	20, // 29: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
-	21, // 30: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	22, // 31: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	26, // 32: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
-	10, // 33: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
-	0,  // 34: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
-	3,  // 35: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
-	5,  // 36: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
-	1,  // 37: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
-	4,  // 38: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
-	6,  // 39: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
-	37, // [37:40] is the sub-list for method output_type
-	34, // [34:37] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	31, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	13, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
+	26, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
+	24, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
+	25, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
+	12, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
+	32, // 15: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	22, // 16: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	23, // 17: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	14, // 18: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
+	18, // 19: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
+	19, // 20: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
+	19, // 21: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
+	15, // 22: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
+	16, // 23: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
+	17, // 24: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	17, // 25: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	33, // 26: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
+	20, // 27: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
+	22, // 28: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	23, // 29: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	21, // 30: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
+	22, // 31: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	23, // 32: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	27, // 33: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
+	10, // 34: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
+	0,  // 35: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
+	3,  // 36: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
+	5,  // 37: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
+	1,  // 38: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
+	4,  // 39: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
+	6,  // 40: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
+	38, // [38:41] is the sub-list for method output_type
+	35, // [35:38] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_algorithm_proto_init() }
@@ -2349,7 +2438,7 @@ func file_algorithm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_algorithm_proto_rawDesc), len(file_algorithm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
