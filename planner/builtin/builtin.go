@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/cruise"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/optimus"
@@ -17,6 +18,7 @@ var Algorithms = map[string]planner.Factory{
 	drf.Name:             drf.New,
 	tetris.Name:          tetris.New,
 	fifo.Name:            fifo.New,
+	cruise.Name:          cruise.New,
 }
 
 // Names returns the built-in algorithms' names, sorted.
