@@ -7,6 +7,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/cruise"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
+	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/planner/tetris"
 )
@@ -19,6 +20,7 @@ var Algorithms = map[string]planner.Factory{
 	tetris.Name:          tetris.New,
 	fifo.Name:            fifo.New,
 	cruise.Name:          cruise.New,
+	harmony.Name:         harmony.New,
 }
 
 // Names returns the built-in algorithms' names, sorted.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/cruise"
 	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -13,7 +14,13 @@ import (
 
 // minimum is the smallest size the algorithm runs job j at.
 func minimum(alg string, j *planner.Job) (ps, w int) {
-	if alg == "fifo" || alg == "tetris" {
+	switch alg {
+	case "fifo", "tetris":
+		return j.FixedRequest()
+	case "cruise":
+		if ps, w, ok := cruise.SplitJob(j, cruise.Size(j)); ok {
+			return ps, w
+		}
 		return j.FixedRequest()
 	}
 	psb, wb := j.Bounds()
@@ -101,7 +108,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"drf", "fifo", "optimus", "optimus-relative", "tetris"}, Names())
+	must.Eq(t, []string{"cruise", "drf", "fifo", "harmony", "optimus", "optimus-relative", "tetris"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}
