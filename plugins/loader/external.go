@@ -238,7 +238,9 @@ func (p *proxy) Plan(req *planner.Request) (*planner.Decision, error) {
 	case err == nil:
 		e.failures = 0
 		return dec, nil
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		// The plugin's side may cancel the call at the deadline a moment
+		// before the host's own timer fires.
 		err = fmt.Errorf("no answer within %s: %w", e.opts.PlanTimeout, err)
 		e.failLocked(err)
 	default:
