@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,16 +39,20 @@ Usage: caravan sim -workload <name> [options]
   read from disk or from the data compiled into caravan), the Philly trace
   (pollux/traces/philly.csv), a CSV of "time,jobspec" rows, or
   parametric[:N[:GAP]] (N parameter-server jobs after the Optimus paper,
-  one every GAP seconds on average).
+  one every GAP seconds on average), or harmony[:N[:GAP]] (Harmony's
+  workloads as computation and communication subtasks; use -cluster 16x0
+  and -policy harmony,isolated).
 
 Sim Options:
 
   -workload=<name>        The workload (required).
   -cluster=16x4           Nodes and GPUs per node.
   -policy=optimus,drf,tetris,fifo
-                          The policies to compare: drf, fifo, optimus,
-                          optimus-relative (Optimus with the relative
-                          gain, see drivers/sim/README.md) or tetris.
+                          The policies to compare: cruise, drf, fifo,
+                          harmony, optimus, optimus-relative (Optimus with
+                          the relative gain, see drivers/sim/README.md),
+                          tetris, or the baseline isolated (one job per
+                          partition of the nodes).
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
@@ -87,8 +93,8 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	var names []string
 	for _, p := range strings.Split(policies, ",") {
-		if _, ok := builtin.Algorithms[p]; !ok {
-			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s", p, strings.Join(builtin.Names(), ", ")))
+		if _, ok := simulate.Policy(p); !ok {
+			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", p, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
 			return 1
 		}
 		names = append(names, p)
@@ -125,10 +131,10 @@ func (c *SimCommand) Run(args []string) int {
 	for _, r := range results {
 		width = max(width, len(r.Policy))
 	}
-	c.Ui.Output(fmt.Sprintf("%-*s %12s %12s %12s %12s %8s %9s %8s", width, "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "rescales", "wall"))
+	c.Ui.Output(fmt.Sprintf("%-*s %12s %12s %12s %12s %8s %8s %8s %9s %8s", width, "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "CPU util", "net util", "rescales", "wall"))
 	for _, r := range results {
 		s := r.Summary
-		c.Ui.Output(fmt.Sprintf("%-*s %12.0f %12.0f %12.0f %12.0f %7.1f%% %9d %8s", width, r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, s.Rescales, r.Wall.Round(time.Millisecond)))
+		c.Ui.Output(fmt.Sprintf("%-*s %12.0f %12.0f %12.0f %12.0f %7.1f%% %7.1f%% %7.1f%% %9d %8s", width, r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, 100*s.CPUUtil, 100*s.NetUtil, s.Rescales, r.Wall.Round(time.Millisecond)))
 	}
 	return 0
 }
@@ -149,7 +155,8 @@ func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Opti
 			defer func() { <-sem }()
 			o := opts
 			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
-			results[i], errs[i] = simulate.Run(wl, builtin.Algorithms[name](), o)
+			alg, _ := simulate.Policy(name)
+			results[i], errs[i] = simulate.Run(wl, alg, o)
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", name, errs[i])
 			}

@@ -74,6 +74,10 @@ type JobResult struct {
 type UsePoint struct {
 	Time float64
 	GPUs int
+	// CPU and Net are the cluster's utilisation by subtask jobs (Harmony's
+	// workloads): per node, Σ computation and Σ communication over the
+	// node's iteration cycle, averaged over every node; 0 without them.
+	CPU, Net float64
 }
 
 // AllocChange records that a job holds GPUs from a time on.
@@ -301,9 +305,18 @@ func samePlacement(a, b *structs.Placement) bool {
 // running reports whether j holds tasks and has not finished.
 func (j *job) running() bool { return j.finish < 0 && j.perNode != nil }
 
+// stepTime is j's seconds per step now: its truth's, or for a subtask
+// job its iteration among the subtask jobs it shares nodes with (loads).
+func (s *Sim) stepTime(j *job, loads []subtaskLoad) float64 {
+	if _, ok := j.truth.(*SubtaskTruth); ok {
+		return s.colocatedStepTime(j, loads)
+	}
+	return j.truth.StepTime(j.ps, j.perNode)
+}
+
 // rate is j's steps per second while not restarting.
-func (j *job) rate() float64 {
-	st := j.truth.StepTime(j.ps, j.perNode)
+func (s *Sim) rate(j *job, loads []subtaskLoad) float64 {
+	st := s.stepTime(j, loads)
 	if st <= 0 || math.IsNaN(st) {
 		return 0
 	}
@@ -314,6 +327,7 @@ func (j *job) rate() float64 {
 // ends a restart, or +Inf.
 func (s *Sim) NextEvent() float64 {
 	next := math.Inf(1)
+	loads := s.loads()
 	for _, j := range s.live {
 		if !j.running() {
 			continue
@@ -322,7 +336,7 @@ func (s *Sim) NextEvent() float64 {
 			next = min(next, j.restartTo)
 			continue
 		}
-		if r := j.rate(); r > 0 {
+		if r := s.rate(j, loads); r > 0 {
 			next = min(next, s.now+(j.truth.TotalSteps()-j.step)/r)
 		}
 	}
@@ -337,6 +351,9 @@ func (s *Sim) Advance(t float64) {
 		return
 	}
 	finished := false
+	// Subtask jobs' speeds depend on each other's placements, which only
+	// change at events: callers advance event by event (NextEvent).
+	loads := s.loads()
 	for _, j := range s.live {
 		if !j.running() {
 			continue
@@ -345,7 +362,7 @@ func (s *Sim) Advance(t float64) {
 		if from > t {
 			continue
 		}
-		r := j.rate()
+		r := s.rate(j, loads)
 		total := j.truth.TotalSteps()
 		// Steps are floats: a job within a hair of its total is done, or
 		// its completion would sit at "now" forever.
@@ -355,14 +372,14 @@ func (s *Sim) Advance(t float64) {
 			end = min(from+max(total-j.step, 0)/r, t)
 		}
 		for j.nextSample <= end {
-			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample)
+			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample, loads)
 			j.nextSample += s.cfg.SampleInterval.Seconds()
 		}
 		j.step += (end - from) * r
 		if j.step >= total-eps {
 			j.step = total
 			j.finish = end
-			s.sample(j, total, end)
+			s.sample(j, total, end, loads)
 			s.setGPUs(j, 0)
 			j.placement, j.perNode, j.ps = nil, nil, 0
 			finished = true
@@ -391,17 +408,23 @@ func (s *Sim) Completions(cursor int) ([]string, int) {
 	return s.done[cursor:], len(s.done)
 }
 
-// sample records what j's trainer reports at time at, after step steps.
-func (s *Sim) sample(j *job, step, at float64) {
+// sample records what j's trainer reports at time at, after step steps;
+// a subtask job also reports its computation and communication.
+func (s *Sim) sample(j *job, step, at float64, loads []subtaskLoad) {
 	noise := func() float64 { return max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05) }
 	_, workers := shape(j.perNode)
-	s.samples = append(s.samples, structs.Sample{
+	smp := structs.Sample{
 		Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
 		Step: int64(step), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
-		StepTimeS: j.truth.StepTime(j.ps, j.perNode) * noise(),
+		StepTimeS: s.stepTime(j, loads) * noise(),
 		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(step),
 		Time: int64(at * 1e9),
-	})
+	}
+	if t, ok := j.truth.(*SubtaskTruth); ok {
+		cpu, net := t.Subtasks(workerNodes(j.perNode))
+		smp.CPUS, smp.NetS = cpu*noise(), net*noise()
+	}
+	s.samples = append(s.samples, smp)
 }
 
 // Profile measures a job's speed at each (ps, workers) configuration, as
@@ -481,6 +504,7 @@ func (s *Sim) setGPUs(j *job, gpus int) {
 // changes.
 func (s *Sim) recordUsage() {
 	p := UsePoint{Time: s.now, GPUs: s.held}
+	p.CPU, p.Net = s.subtaskUtilisation()
 	if n := len(s.usage); n > 0 && s.usage[n-1].Time == s.now {
 		s.usage[n-1] = p
 		return

@@ -197,3 +197,58 @@ func TestParseCluster(t *testing.T) {
 	_, _, err = ParseCluster("16")
 	must.ErrorContains(t, err, "is not NODESxGPUS")
 }
+
+func subtaskJob(id string) *structs.Job {
+	j := &structs.Job{
+		ID:       id,
+		Training: &structs.Training{Architecture: structs.ArchitecturePS, GlobalBatchSize: 64, StepsPerEpoch: 10},
+		Elastic:  &structs.Elastic{Workers: structs.Bounds{Min: 1, Max: 8}},
+		Worker:   &structs.Role{Driver: "sim", Resources: &structs.Resources{CPU: 1000, MemoryMB: 1024}},
+	}
+	j.Canonicalize()
+	return j
+}
+
+// TestSim_Colocation: subtask jobs sharing nodes overlap one's computation
+// with the other's communication: a CPU-heavy and a network-heavy job on
+// the same two nodes iterate in max(ΣC, ΣN, own) (eq. 4.1) rather than
+// each in its own C + N, and report their subtasks in their samples. The
+// utilisation follows.
+func TestSim_Colocation(t *testing.T) {
+	cfg := testConfig()
+	cfg.RestartPenalty = 0
+	s := New(cfg)
+	cpuHeavy := &SubtaskTruth{CPU1: 6, Net: 1, Iterations: 100}
+	netHeavy := &SubtaskTruth{CPU1: 1, Net: 3, Iterations: 100}
+	must.NoError(t, s.Submit(subtaskJob("c"), cpuHeavy))
+	must.NoError(t, s.Submit(subtaskJob("n"), netHeavy))
+	both := map[string]int{"node-00": 1, "node-01": 1}
+	p := plan("c", both)
+	p.Placements = append(p.Placements, plan("n", both).Placements...)
+	must.NoError(t, s.Enact(p))
+
+	// On 2 nodes: C = 3 and 0.5, N = 1 and 3: ΣC = 3.5, ΣN = 4, own 4 and
+	// 3.5: every iteration takes 4 s, for both.
+	loads := s.loads()
+	for _, id := range []string{"c", "n"} {
+		must.Eq(t, 4.0, s.stepTime(s.jobs[id], loads))
+	}
+	cpu, net := s.subtaskUtilisation()
+	// Two nodes of three busy: CPU 3.5/4 and network 4/4 on each.
+	must.Less(t, 1e-12, math.Abs(cpu-2*3.5/4/3))
+	must.Less(t, 1e-12, math.Abs(net-2*1.0/3))
+
+	s.Advance(40)
+	samples, _ := s.Samples(0)
+	must.SliceNotEmpty(t, samples)
+	for _, smp := range samples {
+		if smp.JobID == "c" {
+			must.Between(t, 2.5, smp.CPUS, 3.5)
+			must.Between(t, 0.8, smp.NetS, 1.2)
+		}
+	}
+	must.Eq(t, 10.0, s.Jobs()[0].Step, must.Sprint("4 s an iteration"))
+	// Alone, the CPU-heavy job would take 3 + 1 = 4 s too, the other 3.5:
+	// together they iterate as fast as alone, on the same nodes.
+	must.Eq(t, 4.0, cpuHeavy.StepTime(0, []int{1, 1}))
+}

@@ -116,9 +116,9 @@ func (g *Grouping) IterationTimes(jobs []Job) []float64 {
 	return out
 }
 
-// Isolated is the baseline grouping: every job alone, machines divided as
+// IsolatedGrouping is the baseline grouping: every job alone, machines divided as
 // evenly as they go, at most total jobs (the first ones).
-func Isolated(n, total int) *Grouping {
+func IsolatedGrouping(n, total int) *Grouping {
 	g := &Grouping{}
 	n = min(n, total)
 	for i := range n {

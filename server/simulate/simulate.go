@@ -8,12 +8,30 @@ import (
 
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/server/scheduler"
 )
 
 // FixedPolicies run every job at its fixed request instead of within its
 // elastic bounds: they do not rescale.
 var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
+
+// Baselines are policies only `caravan sim` runs, beside the built-in
+// algorithms: comparison baselines that leave jobs waiting while there is
+// room, which the server's algorithms never do.
+var Baselines = map[string]planner.Factory{harmony.IsolatedName: harmony.NewIsolated}
+
+// Policy returns the algorithm of a built-in or a baseline by name.
+func Policy(name string) (planner.Algorithm, bool) {
+	if f, ok := builtin.Algorithms[name]; ok {
+		return f(), true
+	}
+	if f, ok := Baselines[name]; ok {
+		return f(), true
+	}
+	return nil, false
+}
 
 // Options configure one run.
 type Options struct {
@@ -46,6 +64,10 @@ type Summary struct {
 	P99JCT   float64 `json:"p99_jct_s"`
 	Makespan float64 `json:"makespan_s"`
 	GPUUtil  float64 `json:"gpu_util"`
+	// CPUUtil and NetUtil are the cluster's average utilisation by subtask
+	// jobs (Harmony's workloads; 0 for others), over the same span.
+	CPUUtil  float64 `json:"cpu_util"`
+	NetUtil  float64 `json:"net_util"`
 	Rescales int     `json:"rescales"`
 	Jobs     int     `json:"jobs"`
 }
@@ -170,13 +192,18 @@ func summarize(jobs []sim.JobResult, usage []sim.UsePoint, totalGPUs int) Summar
 	s.Makespan = last - first
 	// GPU utilisation: GPU-seconds held by jobs over GPU-seconds available
 	// from the first arrival to the last completion.
-	held := 0.0
+	held, cpu, net := 0.0, 0.0, 0.0
 	for i, u := range usage {
 		end := last
 		if i+1 < len(usage) {
 			end = usage[i+1].Time
 		}
 		held += float64(u.GPUs) * max(end-u.Time, 0)
+		cpu += u.CPU * max(end-u.Time, 0)
+		net += u.Net * max(end-u.Time, 0)
+	}
+	if s.Makespan > 0 {
+		s.CPUUtil, s.NetUtil = cpu/s.Makespan, net/s.Makespan
 	}
 	if s.Makespan > 0 && totalGPUs > 0 {
 		s.GPUUtil = held / (s.Makespan * float64(totalGPUs))

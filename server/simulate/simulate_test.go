@@ -70,3 +70,31 @@ func TestLoadWorkload(t *testing.T) {
 	_, err = LoadWorkload("/nonexistent.csv", 1, 0)
 	must.Error(t, err)
 }
+
+// TestRun_HarmonyAgainstIsolated: on Harmony's workloads, grouping jobs
+// with complementary subtasks beats running each alone on a partition of
+// the cluster in average JCT, makespan and utilisation.
+func TestRun_HarmonyAgainstIsolated(t *testing.T) {
+	wl, err := LoadWorkload("harmony:24", 1, 0)
+	must.NoError(t, err)
+	cfg := sim.DefaultConfig()
+	cfg.GPUsPerNode = 0
+	results := map[string]*Result{}
+	for _, name := range []string{"harmony", "isolated"} {
+		alg, ok := Policy(name)
+		must.True(t, ok)
+		r, err := Run(wl, alg, Options{Cluster: cfg})
+		must.NoError(t, err)
+		must.Eq(t, 24, r.Summary.Jobs)
+		results[name] = r
+	}
+	h, iso := results["harmony"].Summary, results["isolated"].Summary
+	t.Logf("isolated/harmony: avg JCT %.2fx, makespan %.2fx; CPU util %.0f%% vs %.0f%%, network %.0f%% vs %.0f%%",
+		iso.AvgJCT/h.AvgJCT, iso.Makespan/h.Makespan, 100*h.CPUUtil, 100*iso.CPUUtil, 100*h.NetUtil, 100*iso.NetUtil)
+	must.Greater(t, h.AvgJCT, iso.AvgJCT)
+	must.Greater(t, h.Makespan, iso.Makespan)
+	must.Greater(t, iso.CPUUtil, h.CPUUtil)
+	must.Greater(t, iso.NetUtil, h.NetUtil)
+	_, ok := Policy("nope")
+	must.False(t, ok)
+}

@@ -19,6 +19,10 @@ import (
 //   - "parametric", "parametric:N" or "parametric:N:GAP": N (default 100)
 //     parameter-server jobs after the Optimus paper, arriving every GAP
 //     seconds on average (default 200);
+//   - "harmony", "harmony:N" or "harmony:N:GAP": N (default 40) jobs of
+//     Harmony's four workloads (MLR, Lasso, NMF, LDA) as computation and
+//     communication subtasks, arriving every GAP seconds on average
+//     (default 60), for harmony against isolated;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,
@@ -31,8 +35,21 @@ import (
 //
 // limit > 0 keeps only the first limit jobs.
 func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
-	if rest, ok := strings.CutPrefix(name, "parametric"); ok && (rest == "" || rest[0] == ':') {
-		n, gap := 100, 200.0
+	generated := []struct {
+		prefix string
+		n      int
+		gap    float64
+		make   func(n int, gap float64, seed uint64) *sim.Workload
+	}{
+		{"parametric", 100, 200, sim.ParametricWorkload},
+		{"harmony", 40, 60, sim.HarmonyWorkload},
+	}
+	for _, g := range generated {
+		rest, ok := strings.CutPrefix(name, g.prefix)
+		if !ok || rest != "" && rest[0] != ':' {
+			continue
+		}
+		n, gap := g.n, g.gap
 		parts := strings.Split(strings.TrimPrefix(rest, ":"), ":")
 		var err error
 		if parts[0] != "" {
@@ -45,7 +62,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 				return nil, fmt.Errorf("workload %q: gap %q is not a positive number of seconds", name, parts[1])
 			}
 		}
-		return trim(sim.ParametricWorkload(n, gap, seed), limit), nil
+		return trim(g.make(n, gap, seed), limit), nil
 	}
 	fsys, file := sim.OpenFile(name)
 	header, err := firstLine(fsys, file)
