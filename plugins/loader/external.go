@@ -20,10 +20,11 @@ import (
 // external is one external plugin: its process, when running, and its
 // failures.
 type external struct {
-	cfg    *PluginConfig
-	opts   Config
-	log    hclog.Logger
-	secure *plugin.SecureConfig
+	cfg  *PluginConfig
+	opts Config
+	log  hclog.Logger
+	// checksum is the SHA-256 the binary must have.
+	checksum []byte
 
 	mu     sync.Mutex
 	client *plugin.Client
@@ -44,8 +45,7 @@ type external struct {
 
 func newExternal(pc *PluginConfig, checksum []byte, opts Config) *external {
 	return &external{
-		cfg: pc, opts: opts, log: opts.Logger.ResetNamed("plugin." + pc.Name),
-		secure: &plugin.SecureConfig{Checksum: checksum, Hash: sha256.New()},
+		cfg: pc, opts: opts, log: opts.Logger.ResetNamed("plugin." + pc.Name), checksum: checksum,
 	}
 }
 
@@ -70,9 +70,8 @@ func (e *external) readyLocked() (algorithm.Algorithm, error) {
 
 func (e *external) startLocked() error {
 	start := time.Now()
-	// The secure config is checked against the binary just before it
-	// runs; each start hashes the file anew.
-	secure := &plugin.SecureConfig{Checksum: e.secure.Checksum, Hash: sha256.New()}
+	// go-plugin hashes the binary just before it runs it, at every start.
+	secure := &plugin.SecureConfig{Checksum: e.checksum, Hash: sha256.New()}
 	cmd := exec.Command(e.cfg.Path)
 	dieWithParent(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
