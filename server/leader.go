@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/scheduler"
 	"github.com/caravan-sched/caravan/server/state"
@@ -80,10 +81,12 @@ type leader struct {
 	unenacted *structs.Plan
 	// driverErr is the driver's last error, nil while it works.
 	driverErr error
-	// lastGood is the last algorithm whose plan was committed; algErr is
-	// the algorithm in force's last failure, nil while it works.
-	lastGood planner.Algorithm
-	algErr   error
+	// lastGood is the last algorithm whose plan passed its checks;
+	// fallback is the configured fallback algorithm, built when first
+	// needed; algErr is the algorithm in force's last failure, nil while
+	// it works.
+	lastGood, fallback planner.Algorithm
+	algErr             error
 }
 
 // driverError marks errors of the driver (the cluster), as opposed to
@@ -158,7 +161,9 @@ func (l *leader) establish(ctx context.Context) error {
 	}
 	if cfg == nil {
 		cfg = &structs.SchedulerConfig{Algorithm: s.cfg.Algorithm, Options: s.cfg.AlgorithmOptions}
-		if _, err := s.newAlgorithm(cfg); err != nil {
+		// A plugin that is down now is no reason not to lead: rounds fall
+		// back until it starts.
+		if _, err := s.newAlgorithm(cfg); err != nil && !errors.Is(err, loader.ErrUnavailable) {
 			return fmt.Errorf("scheduler configuration of the agent: %w", err)
 		}
 		if _, _, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: time.Now().UnixNano()}); err != nil {
@@ -306,7 +311,8 @@ func (l *leader) step(ctx context.Context) error {
 		return nil
 	}
 	l.nextRound = now.Add(s.cfg.Interval)
-	if !l.urgent && !l.sched.Changed() {
+	// A failing algorithm is tried again at every round, changes or not.
+	if !l.urgent && !l.sched.Changed() && l.algErr == nil {
 		l.log.Debug("skipped round", "reason", "no job, node or model changed")
 		return nil
 	}
@@ -520,8 +526,8 @@ func (l *leader) round(ctx context.Context) error {
 
 // plan runs the algorithm in force. When it fails (an error, a crashed or
 // hung plugin, a decision that breaks the rules), the round plans with the
-// last algorithm that worked, or else the fallback algorithm, and an
-// AlgorithmFallback event records it once per streak of failures; the
+// last algorithm that worked, or failing that the fallback algorithm, and
+// an AlgorithmFallback event records it once per streak of failures; the
 // algorithm in force is tried again next round.
 func (l *leader) plan(ctx context.Context, now int64) (*structs.Plan, error) {
 	alg := l.sched.Algorithm()
@@ -534,25 +540,42 @@ func (l *leader) plan(ctx context.Context, now int64) (*structs.Plan, error) {
 		l.lastGood = alg
 		return plan, nil
 	}
-	fallback := l.lastGood
-	if fallback == nil || fallback.Name() == alg.Name() {
-		var ferr error
-		if fallback, ferr = l.s.newAlgorithm(&structs.SchedulerConfig{Algorithm: l.s.cfg.FallbackAlgorithm}); ferr != nil {
-			return nil, errors.Join(err, fmt.Errorf("fallback algorithm: %w", ferr))
+	errs := []error{err}
+	for _, fallback := range []planner.Algorithm{l.lastGood, l.fallbackAlgorithm()} {
+		if fallback == nil || fallback.Name() == alg.Name() {
+			continue
 		}
-		if fallback.Name() == alg.Name() {
-			return nil, err
+		plan, ferr := l.sched.PlanWith(fallback, l.nodes, now)
+		if ferr != nil {
+			errs = append(errs, fmt.Errorf("fallback: %w", ferr))
+			continue
 		}
-	}
-	l.log.Error("algorithm failed; planning with the fallback", "algorithm", alg.Name(), "fallback", fallback.Name(), "error", err)
-	if l.algErr == nil {
-		msg := fmt.Sprintf("algorithm %s failed, planned with %s: %v", alg.Name(), fallback.Name(), err)
-		if eerr := l.event(ctx, structs.EventAlgorithmFallback, msg); eerr != nil {
-			l.log.Warn("failed to record the fallback", "error", eerr)
+		l.log.Error("algorithm failed; planned with the fallback", "algorithm", alg.Name(), "fallback", fallback.Name(), "error", err)
+		if l.algErr == nil {
+			msg := fmt.Sprintf("algorithm %s failed, planned with %s: %v", alg.Name(), fallback.Name(), err)
+			if eerr := l.event(ctx, structs.EventAlgorithmFallback, msg); eerr != nil {
+				l.log.Warn("failed to record the fallback", "error", eerr)
+			}
 		}
+		l.algErr = err
+		return plan, nil
 	}
 	l.algErr = err
-	return l.sched.PlanWith(fallback, l.nodes, now)
+	return nil, errors.Join(errs...)
+}
+
+// fallbackAlgorithm returns the configured fallback algorithm, or nil
+// when it cannot be built.
+func (l *leader) fallbackAlgorithm() planner.Algorithm {
+	if l.fallback == nil {
+		alg, err := l.s.newAlgorithm(&structs.SchedulerConfig{Algorithm: l.s.cfg.FallbackAlgorithm})
+		if err != nil {
+			l.log.Error("cannot build the fallback algorithm", "algorithm", l.s.cfg.FallbackAlgorithm, "error", err)
+			return nil
+		}
+		l.fallback = alg
+	}
+	return l.fallback
 }
 
 // enact hands a plan to the driver with the specs of its jobs.

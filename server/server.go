@@ -101,9 +101,6 @@ func (c *Config) setDefaults() {
 	if c.Algorithm == "" {
 		c.Algorithm = "optimus"
 	}
-	if c.Algorithms == nil {
-		c.Algorithms, _ = loader.New(loader.Config{Builtins: builtin.Algorithms, Logger: c.Logger})
-	}
 	if c.FallbackAlgorithm == "" {
 		c.FallbackAlgorithm = "optimus"
 	}
@@ -157,6 +154,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server needs a driver")
 	}
 	cfg.setDefaults()
+	if cfg.Algorithms == nil {
+		l, err := loader.New(loader.Config{Builtins: builtin.Algorithms, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("load the built-in algorithms: %w", err)
+		}
+		cfg.Algorithms = l
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel}
 	setupMetrics(s.log)

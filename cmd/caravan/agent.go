@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -95,6 +96,10 @@ func (c *AgentCommand) Run(args []string) int {
 		return 1
 	}
 	defer algorithms.Shutdown()
+	if _, err := algorithms.Algorithm(cfg.Scheduler.FallbackAlgorithm, nil); errors.Is(err, loader.ErrUnknownAlgorithm) {
+		c.Ui.Error(fmt.Sprintf("Error starting agent: scheduler.fallback_algorithm: %v", err))
+		return 1
+	}
 	var metrics server.MetricsSource
 	if consul != nil && cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != "" {
 		metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})

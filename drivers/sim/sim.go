@@ -327,7 +327,7 @@ func (s *Sim) rate(j *job, loads []subtaskLoad) float64 {
 // ends a restart, or +Inf.
 func (s *Sim) NextEvent() float64 {
 	next := math.Inf(1)
-	loads := s.loads()
+	loads := s.loads(false)
 	for _, j := range s.live {
 		if !j.running() {
 			continue
@@ -353,7 +353,7 @@ func (s *Sim) Advance(t float64) {
 	finished := false
 	// Subtask jobs' speeds depend on each other's placements, which only
 	// change at events: callers advance event by event (NextEvent).
-	loads := s.loads()
+	loads := s.loads(false)
 	for _, j := range s.live {
 		if !j.running() {
 			continue
@@ -421,7 +421,7 @@ func (s *Sim) sample(j *job, step, at float64, loads []subtaskLoad) {
 		Time: int64(at * 1e9),
 	}
 	if t, ok := j.truth.(*SubtaskTruth); ok {
-		cpu, net := t.Subtasks(workerNodes(j.perNode))
+		cpu, net := t.Subtasks(workers)
 		smp.CPUS, smp.NetS = cpu*noise(), net*noise()
 	}
 	s.samples = append(s.samples, smp)

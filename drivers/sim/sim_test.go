@@ -229,7 +229,7 @@ func TestSim_Colocation(t *testing.T) {
 
 	// On 2 nodes: C = 3 and 0.5, N = 1 and 3: ΣC = 3.5, ΣN = 4, own 4 and
 	// 3.5: every iteration takes 4 s, for both.
-	loads := s.loads()
+	loads := s.loads(false)
 	for _, id := range []string{"c", "n"} {
 		must.Eq(t, 4.0, s.stepTime(s.jobs[id], loads))
 	}

@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/caravan-sched/caravan/structs"
 )
 
 // SubtaskTruth is a job whose every iteration is a computation subtask
-// and a communication subtask, Harmony's model: on m nodes, each with one
-// worker and one server of the job, an iteration computes for CPU1/m
-// seconds and communicates for Net seconds. Alone it takes their sum;
-// jobs sharing nodes overlap (see Sim's co-location).
+// and a communication subtask, Harmony's model: with w workers, each
+// computes for CPU1/w seconds of an iteration (a node with k of them for
+// k times that), and the job communicates for Net seconds. Alone it takes
+// their sum; jobs sharing nodes overlap (see Sim's co-location).
 type SubtaskTruth struct {
 	// App names the workload the job stands for (MLR, NMF, LDA, Lasso).
 	App        string
@@ -22,25 +23,22 @@ type SubtaskTruth struct {
 	B [3]float64
 }
 
-// Subtasks returns the computation and communication of an iteration on
-// m nodes.
-func (t *SubtaskTruth) Subtasks(m int) (cpu, net float64) {
-	return t.CPU1 / float64(max(m, 1)), t.Net
+// Subtasks returns a worker's computation and the job's communication in
+// an iteration with workers workers: what its samples report as cpu_s and
+// net_s.
+func (t *SubtaskTruth) Subtasks(workers int) (cpu, net float64) {
+	return t.CPU1 / float64(max(workers, 1)), t.Net
 }
 
-// StepTime is an iteration alone on the nodes that hold workers.
+// StepTime is an iteration alone: its busiest node's computation, then
+// its communication.
 func (t *SubtaskTruth) StepTime(_ int, workersPerNode []int) float64 {
-	m := 0
-	for _, w := range workersPerNode {
-		if w > 0 {
-			m++
-		}
-	}
-	if m == 0 {
+	_, workers := shape(workersPerNode)
+	if workers == 0 {
 		return math.Inf(1)
 	}
-	cpu, net := t.Subtasks(m)
-	return cpu + net
+	cpu, net := t.Subtasks(workers)
+	return cpu*float64(slices.Max(workersPerNode)) + net
 }
 
 func (t *SubtaskTruth) TotalSteps() float64        { return t.Iterations }
@@ -109,42 +107,37 @@ type subtaskLoad struct {
 // own iteration (eq. 4.1 per node).
 func (l subtaskLoad) time() float64 { return math.Max(math.Max(l.cpu, l.net), l.own) }
 
-// loads returns every node's subtask load from the jobs running now.
-func (s *Sim) loads() []subtaskLoad {
+// loads returns every node's subtask load from the jobs training now;
+// with restarting, also from those restarting, which hold their nodes
+// and will train on them until the next change.
+func (s *Sim) loads(restarting bool) []subtaskLoad {
 	out := make([]subtaskLoad, len(s.nodes))
 	for _, j := range s.live {
 		t, ok := j.truth.(*SubtaskTruth)
-		if !ok || !j.running() {
+		if !ok || !j.running() || !restarting && j.restartTo > s.now {
 			continue
 		}
-		cpu, net := t.Subtasks(workerNodes(j.perNode))
+		_, workers := shape(j.perNode)
+		cpu, net := t.Subtasks(workers)
 		for i, w := range j.perNode {
 			if w > 0 {
 				l := &out[i]
-				l.cpu += cpu
+				c := cpu * float64(w)
+				l.cpu += c
 				l.net += net
-				l.own = math.Max(l.own, cpu+net)
+				l.own = math.Max(l.own, c+net)
 			}
 		}
 	}
 	return out
 }
 
-func workerNodes(perNode []int) int {
-	m := 0
-	for _, w := range perNode {
-		if w > 0 {
-			m++
-		}
-	}
-	return m
-}
-
 // colocatedStepTime is a subtask job's iteration among the jobs it shares
-// nodes with: the slowest of its nodes' cycles. On a group's nodes this is
-// the group's iteration time, eq. 4.1.
+// nodes with: the slowest of its nodes' cycles, and at least its own
+// iteration alone (a job restarting counts in no node's load). On a
+// group's nodes this is the group's iteration time, eq. 4.1.
 func (s *Sim) colocatedStepTime(j *job, loads []subtaskLoad) float64 {
-	t := 0.0
+	t := j.truth.StepTime(j.ps, j.perNode)
 	for i, w := range j.perNode {
 		if w > 0 {
 			t = math.Max(t, loads[i].time())
@@ -157,10 +150,11 @@ func (s *Sim) colocatedStepTime(j *job, loads []subtaskLoad) float64 {
 }
 
 // subtaskUtilisation is the cluster's CPU and network utilisation by
-// subtask jobs now: per node, Σ computation and Σ communication over the
-// node's cycle, averaged over every node (idle ones count 0).
+// subtask jobs from now to the next change of placements: per node, Σ
+// computation and Σ communication over the node's cycle, averaged over
+// every node (idle ones count 0). Jobs restarting count as training.
 func (s *Sim) subtaskUtilisation() (cpu, net float64) {
-	loads := s.loads()
+	loads := s.loads(true)
 	for _, l := range loads {
 		if t := l.time(); t > 0 {
 			cpu += l.cpu / t

@@ -10,8 +10,9 @@
 // communication through one server: computation splits over the workers,
 // and each worker's pulls go through the servers, which bottleneck when
 // fewer than the workers. Cost.Split gives the optimum on N homogeneous
-// machines in closed form, SplitMachines searches it when machines differ,
-// and Estimate fits A and K from a job's measured subtask times. The
-// algorithm Cruise runs jobs first come, first served at their fixed size,
-// split as the cost model says.
+// machines in closed form, SplitMachines searches it when machines differ
+// (for callers that know their machines' speeds; Caravan's nodes carry
+// none yet), and Estimate fits A and K from a job's measured subtask
+// times. The algorithm Cruise runs jobs first come, first served at their
+// fixed size, split as the cost model says for homogeneous nodes.
 package cruise

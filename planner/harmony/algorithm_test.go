@@ -115,3 +115,20 @@ func TestHarmony_SetConfig(t *testing.T) {
 	must.ErrorContains(t, err, `unknown option "x"`)
 	must.Eq(t, 0.8, h.opts.CPUWeight)
 }
+
+// TestHarmony_BadProfiles: subtasks that are infinite or all zero are no
+// profile: such a job runs alone at its minimum, and nothing panics.
+func TestHarmony_BadProfiles(t *testing.T) {
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 3, 16000, 65536, 0)
+	jobWith(h, "ok", 1, 2, 1)
+	inf := jobWith(h, "inf", 2, 1, 1)
+	inf.Subtasks.CPU = 1e308
+	inf.Subtasks.Workers = 10 // CPU1 overflows to +Inf
+	req := h.Request()
+	dec, err := New().Plan(req)
+	must.NoError(t, err)
+	must.NoError(t, planner.CheckDecision(req, dec))
+	must.StrContains(t, byID(dec)["inf"].Reason, "measured")
+	must.NotNil(t, Group([]Job{{CPU1: 1, Net: 1}}, 2, Options{}))
+}

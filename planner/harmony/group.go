@@ -62,7 +62,7 @@ func bestNumberOfGroups(jobs []Job, total int, alpha float64) *Grouping {
 			continue
 		}
 		g := assign(jobs, n, total)
-		if u := g.Utilisation(jobs, total, alpha); u > bestU {
+		if u := g.Utilisation(jobs, total, alpha); best == nil || u > bestU {
 			best, bestU = g, u
 		}
 	}

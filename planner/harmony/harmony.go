@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,10 +72,15 @@ func (h *Harmony) SetConfig(options map[string]string) error {
 // workers, times w) and its communication.
 func profile(j *planner.Job) (Job, bool) {
 	s := j.Subtasks
-	if s == nil || s.Workers < 1 || !(s.CPU >= 0) || !(s.Net >= 0) || s.CPU+s.Net <= 0 {
+	if s == nil || s.Workers < 1 {
 		return Job{}, false
 	}
-	return Job{CPU1: s.CPU * float64(s.Workers), Net: s.Net}, true
+	p := Job{CPU1: s.CPU * float64(s.Workers), Net: s.Net}
+	finite := func(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
+	if !finite(p.CPU1) || !finite(p.Net) || p.CPU1+p.Net <= 0 {
+		return Job{}, false
+	}
+	return p, true
 }
 
 // Plan places jobs in Harmony's groups. Jobs not profiled yet run alone

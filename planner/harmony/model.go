@@ -39,7 +39,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// time is the group's iteration time on m machines (eq. 4.1).
+// groupTime is the group's iteration time on m machines (eq. 4.1).
 func groupTime(jobs []Job, members []int, m int) float64 {
 	var c, n, own float64
 	for _, i := range members {

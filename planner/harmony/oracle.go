@@ -5,7 +5,7 @@ package harmony
 // into groups and every division of the machines among them (each group
 // at least one, some possibly idle). It is exponential: for instances up
 // to about 8 jobs and 12 machines, to measure how far Group is from the
-// best. Groups never outnumber machines; nil means no job.
+// best. Groups never outnumber machines; nil when there are no machines.
 func Oracle(jobs []Job, total int, alpha float64) *Grouping {
 	var best *Grouping
 	bestU := -1.0

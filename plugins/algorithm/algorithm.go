@@ -49,14 +49,14 @@ type Capabilities struct {
 // Implementations are called by one goroutine at a time.
 type Algorithm interface {
 	// PluginInfo names the algorithm and what it speaks.
-	PluginInfo() (*PluginInfo, error)
+	PluginInfo(ctx context.Context) (*PluginInfo, error)
 	// SetConfig validates options and applies them all, or none: an
 	// invalid option returns an error naming it and changes nothing.
 	// apiVersion is the contract version the host negotiated.
-	SetConfig(apiVersion string, options map[string]string) error
+	SetConfig(ctx context.Context, apiVersion string, options map[string]string) error
 	// Plan decides a placement for every job of req, under
-	// planner.Algorithm's rules. It must not modify req. The host gives up
-	// when ctx is done.
+	// planner.Algorithm's rules. It must not modify req. In every call
+	// the host gives up when ctx is done.
 	Plan(ctx context.Context, req *planner.Request) (*planner.Decision, error)
 }
 
@@ -88,7 +88,7 @@ type inProcess struct {
 	version string
 }
 
-func (a *inProcess) PluginInfo() (*PluginInfo, error) {
+func (a *inProcess) PluginInfo(context.Context) (*PluginInfo, error) {
 	md, ok := a.alg.(planner.ModelDriven)
 	return &PluginInfo{
 		Name: a.alg.Name(), Version: a.version, APIVersions: APIVersions,
@@ -96,7 +96,7 @@ func (a *inProcess) PluginInfo() (*PluginInfo, error) {
 	}, nil
 }
 
-func (a *inProcess) SetConfig(_ string, options map[string]string) error {
+func (a *inProcess) SetConfig(_ context.Context, _ string, options map[string]string) error {
 	if c, ok := a.alg.(planner.Configurable); ok {
 		return c.SetConfig(options)
 	}

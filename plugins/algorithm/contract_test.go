@@ -18,16 +18,17 @@ import (
 func TestContract_Builtins(t *testing.T) {
 	for _, name := range builtin.Names() {
 		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
 			local := algorithm.FromPlanner(builtin.Algorithms[name](), version.Version)
 			remote := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms[name](), version.Version))
 
-			info, err := remote.PluginInfo()
+			info, err := remote.PluginInfo(ctx)
 			must.NoError(t, err)
-			want, _ := local.PluginInfo()
+			want, _ := local.PluginInfo(ctx)
 			must.Eq(t, want, info)
 			api, err := algorithm.Negotiate(info, algorithm.APIVersions)
 			must.NoError(t, err)
-			must.NoError(t, remote.SetConfig(api, nil))
+			must.NoError(t, remote.SetConfig(ctx, api, nil))
 
 			rng := rand.New(rand.NewPCG(7, uint64(len(name))))
 			for i := range 50 {
@@ -47,12 +48,13 @@ func TestContract_Builtins(t *testing.T) {
 // validation errors come back with their message.
 func TestContract_Config(t *testing.T) {
 	remote := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["optimus"](), version.Version))
-	must.NoError(t, remote.SetConfig(algorithm.APIVersion1, map[string]string{"young_factor": "0.9"}))
-	err := remote.SetConfig(algorithm.APIVersion1, map[string]string{"young_factor": "two"})
+	ctx := context.Background()
+	must.NoError(t, remote.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"young_factor": "0.9"}))
+	err := remote.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"young_factor": "two"})
 	must.ErrorContains(t, err, "young_factor")
 
 	drf := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["drf"](), version.Version))
-	must.ErrorContains(t, drf.SetConfig(algorithm.APIVersion1, map[string]string{"x": "1"}), `algorithm "drf" takes no options`)
+	must.ErrorContains(t, drf.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"x": "1"}), `algorithm "drf" takes no options`)
 }
 
 func TestNegotiate(t *testing.T) {

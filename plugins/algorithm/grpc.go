@@ -61,8 +61,8 @@ type server struct {
 	impl Algorithm
 }
 
-func (s *server) PluginInfo(context.Context, *pb.PluginInfoRequest) (*pb.PluginInfoResponse, error) {
-	info, err := s.impl.PluginInfo()
+func (s *server) PluginInfo(ctx context.Context, _ *pb.PluginInfoRequest) (*pb.PluginInfoResponse, error) {
+	info, err := s.impl.PluginInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +72,8 @@ func (s *server) PluginInfo(context.Context, *pb.PluginInfoRequest) (*pb.PluginI
 	}, nil
 }
 
-func (s *server) SetConfig(_ context.Context, req *pb.SetConfigRequest) (*pb.SetConfigResponse, error) {
-	if err := s.impl.SetConfig(req.GetApiVersion(), req.GetOptions()); err != nil {
+func (s *server) SetConfig(ctx context.Context, req *pb.SetConfigRequest) (*pb.SetConfigResponse, error) {
+	if err := s.impl.SetConfig(ctx, req.GetApiVersion(), req.GetOptions()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	return &pb.SetConfigResponse{}, nil
@@ -96,8 +96,8 @@ type client struct {
 	c pb.AlgorithmClient
 }
 
-func (c *client) PluginInfo() (*PluginInfo, error) {
-	resp, err := c.c.PluginInfo(context.Background(), &pb.PluginInfoRequest{})
+func (c *client) PluginInfo(ctx context.Context) (*PluginInfo, error) {
+	resp, err := c.c.PluginInfo(ctx, &pb.PluginInfoRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("plugin info: %w", unwrap(err))
 	}
@@ -110,8 +110,8 @@ func (c *client) PluginInfo() (*PluginInfo, error) {
 	}, nil
 }
 
-func (c *client) SetConfig(apiVersion string, options map[string]string) error {
-	_, err := c.c.SetConfig(context.Background(), &pb.SetConfigRequest{ApiVersion: apiVersion, Options: options})
+func (c *client) SetConfig(ctx context.Context, apiVersion string, options map[string]string) error {
+	_, err := c.c.SetConfig(ctx, &pb.SetConfigRequest{ApiVersion: apiVersion, Options: options})
 	return unwrap(err)
 }
 

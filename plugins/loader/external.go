@@ -33,8 +33,9 @@ type external struct {
 	api    string
 	// applied are the options last set; nil until set.
 	applied map[string]string
-	// failures counts failures in a row; retryAt is when the plugin may
-	// start again; lastErr is the last failure.
+	// failures counts failures in a row and restarts all of them (each
+	// is followed by a start); retryAt is when the plugin may start
+	// again; lastErr is the last failure.
 	failures int
 	restarts int
 	retryAt  time.Time
@@ -59,11 +60,11 @@ func (e *external) readyLocked() (algorithm.Algorithm, error) {
 		e.failLocked(errors.New("the plugin process exited"))
 	}
 	if wait := time.Until(e.retryAt); wait > 0 {
-		return nil, fmt.Errorf("%w: plugin %q is down, next start in %s; last error: %v", ErrUnavailable, e.cfg.Name, wait.Round(time.Millisecond), e.lastErr)
+		return nil, fmt.Errorf("%w: plugin %q is down, next start in %s; last error: %w", ErrUnavailable, e.cfg.Name, wait.Round(time.Millisecond), e.lastErr)
 	}
 	if err := e.startLocked(); err != nil {
 		e.failLocked(err)
-		return nil, fmt.Errorf("%w: start plugin %q: %v", ErrUnavailable, e.cfg.Name, err)
+		return nil, fmt.Errorf("%w: start plugin %q: %w", ErrUnavailable, e.cfg.Name, err)
 	}
 	return e.alg, nil
 }
@@ -99,7 +100,9 @@ func (e *external) startLocked() error {
 		return err
 	}
 	alg := raw.(algorithm.Algorithm)
-	info, err := alg.PluginInfo()
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.StartTimeout)
+	info, err := alg.PluginInfo(ctx)
+	cancel()
 	if err != nil {
 		client.Kill()
 		return err
@@ -140,10 +143,16 @@ func (e *external) configureLocked(alg algorithm.Algorithm, options map[string]s
 	if e.applied != nil && maps.Equal(e.applied, options) {
 		return nil
 	}
-	if err := alg.SetConfig(e.api, options); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.PlanTimeout)
+	defer cancel()
+	if err := alg.SetConfig(ctx, e.api, options); err != nil {
 		e.applied = nil
+		if ctx.Err() != nil {
+			e.failLocked(fmt.Errorf("no answer to its options within %s: %w", e.opts.PlanTimeout, err))
+			return fmt.Errorf("%w: plugin %q: %w", ErrUnavailable, e.cfg.Name, err)
+		}
 		if e.lostLocked(err) {
-			return fmt.Errorf("%w: plugin %q: %v", ErrUnavailable, e.cfg.Name, err)
+			return fmt.Errorf("%w: plugin %q: %w", ErrUnavailable, e.cfg.Name, err)
 		}
 		return fmt.Errorf("options of plugin %q: %w", e.cfg.Name, err)
 	}

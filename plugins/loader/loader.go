@@ -1,6 +1,8 @@
 package loader
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -84,7 +86,8 @@ var ErrUnknownAlgorithm = errors.New("unknown algorithm")
 // and could not be started now.
 var ErrUnavailable = errors.New("plugin unavailable")
 
-// New checks the plugin declarations, pins each binary's checksum and
+// New checks the plugin declarations and each binary against its
+// checksum, pins the checksums (a binary replaced later never runs), and
 // starts the plugins. A plugin that fails to start is no error here: its
 // status says why, and it is started again when used.
 func New(cfg Config) (*Loader, error) {
@@ -123,13 +126,16 @@ func (l *Loader) add(pc *PluginConfig) error {
 	if err != nil {
 		return err
 	}
-	want := sum
 	if pc.Checksum != "" {
-		if want, err = hex.DecodeString(pc.Checksum); err != nil || len(want) != sha256.Size {
+		want, err := hex.DecodeString(pc.Checksum)
+		if err != nil || len(want) != sha256.Size {
 			return fmt.Errorf("checksum %q is not a SHA-256 in hex (64 hex digits)", pc.Checksum)
 		}
+		if !bytes.Equal(sum, want) {
+			return fmt.Errorf("the binary %s does not match its checksum: its SHA-256 is %x", pc.Path, sum)
+		}
 	}
-	l.external[pc.Name] = newExternal(pc, want, l.cfg)
+	l.external[pc.Name] = newExternal(pc, sum, l.cfg)
 	return nil
 }
 
@@ -154,7 +160,7 @@ func fileSHA256(path string) ([]byte, error) {
 func (l *Loader) Algorithm(name string, options map[string]string) (planner.Algorithm, error) {
 	if factory, ok := l.cfg.Builtins[name]; ok {
 		alg := factory()
-		if err := algorithm.FromPlanner(alg, version.Version).SetConfig(algorithm.APIVersion1, options); err != nil {
+		if err := algorithm.FromPlanner(alg, version.Version).SetConfig(context.Background(), algorithm.APIVersion1, options); err != nil {
 			return nil, fmt.Errorf("options of algorithm %q: %w", name, err)
 		}
 		return alg, nil
@@ -201,7 +207,7 @@ func (l *Loader) Plugins() []*structs.PluginStatus {
 			out = append(out, e.status())
 			continue
 		}
-		info, _ := algorithm.FromPlanner(l.cfg.Builtins[name](), version.Version).PluginInfo()
+		info, _ := algorithm.FromPlanner(l.cfg.Builtins[name](), version.Version).PluginInfo(context.Background())
 		out = append(out, &structs.PluginStatus{
 			Name: name, Version: info.Version, Origin: structs.PluginOriginBuiltin, APIVersion: algorithm.APIVersion1,
 			Health: structs.PluginHealthy, SpeedModels: info.Capabilities.SpeedModels,

@@ -15,6 +15,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
 	"github.com/shoenig/test/must"
 	"github.com/shoenig/test/wait"
 )
@@ -116,13 +117,8 @@ func TestLoader_External(t *testing.T) {
 // runs, nor does one replaced after the agent pinned its checksum.
 func TestLoader_Checksum(t *testing.T) {
 	bin := BuildPlugin(t, "examples/plugin-random")
-	l := newLoader(t, &syncBuffer{}, &PluginConfig{Name: "random", Path: bin, Checksum: strings.Repeat("00", 32)})
-	_, err := l.Algorithm("random", nil)
-	must.ErrorIs(t, err, ErrUnavailable)
-	must.ErrorContains(t, err, "does not match its checksum")
-	s := status(l, "random")
-	must.Eq(t, structs.PluginUnhealthy, s.Health)
-	must.StrContains(t, s.Error, "checksum")
+	_, err := New(Config{Plugins: []*PluginConfig{{Name: "random", Path: bin, Checksum: strings.Repeat("00", 32)}}})
+	must.ErrorContains(t, err, `plugin "random": the binary `+bin+` does not match its checksum`)
 
 	_, err = New(Config{Plugins: []*PluginConfig{{Name: "random", Path: bin, Checksum: "abc"}}})
 	must.ErrorContains(t, err, `checksum "abc" is not a SHA-256 in hex`)
@@ -136,7 +132,7 @@ func TestLoader_Checksum(t *testing.T) {
 	sum := sha256.Sum256(data)
 	copied := t.TempDir() + "/random"
 	must.NoError(t, os.WriteFile(copied, data, 0o755))
-	l = newLoader(t, &syncBuffer{}, &PluginConfig{Name: "random", Path: copied, Checksum: hex.EncodeToString(sum[:])})
+	l := newLoader(t, &syncBuffer{}, &PluginConfig{Name: "random", Path: copied, Checksum: hex.EncodeToString(sum[:])})
 	_, err = l.Algorithm("random", nil)
 	must.NoError(t, err)
 	l.Shutdown()
@@ -144,7 +140,11 @@ func TestLoader_Checksum(t *testing.T) {
 	must.NoError(t, err)
 	must.NoError(t, os.WriteFile(copied, replaced, 0o755))
 	_, err = l.Algorithm("random", nil)
-	must.ErrorContains(t, err, "does not match its checksum")
+	must.ErrorIs(t, err, ErrUnavailable)
+	must.ErrorIs(t, err, plugin.ErrChecksumsDoNotMatch)
+	s := status(l, "random")
+	must.Eq(t, structs.PluginUnhealthy, s.Health)
+	must.StrContains(t, s.Error, "checksum")
 }
 
 // TestLoader_Misbehaving: a plugin that panics or hangs is stopped, its

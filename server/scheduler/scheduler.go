@@ -124,16 +124,29 @@ func (s *Scheduler) Register(j *structs.Job) error {
 		e.speedDirty = true
 	}
 	s.jobs[key] = e
-	switch {
-	case len(j.Training.Speeds) > 0 || s.opts.ProfileConfigs < 0:
-	case s.opts.ProfileInPlace:
-		e.profile = s.profileConfigs(e)
-		slices.SortStableFunc(e.profile, func(a, b [2]int) int { return cmp.Compare(a[0]+a[1], b[0]+b[1]) })
-	default:
+	if s.profiles(e) && !s.opts.ProfileInPlace {
 		s.unprofiled = append(s.unprofiled, key)
 	}
+	e.profile = s.inPlace(e)
 	s.changed = true
 	return nil
+}
+
+// profiles reports whether a new job is to be profiled: it has no speed
+// priors and profiling is on.
+func (s *Scheduler) profiles(e *entry) bool {
+	return len(e.job.Training.Speeds) == 0 && s.opts.ProfileConfigs >= 0
+}
+
+// inPlace returns the configurations a new job is to be profiled at in
+// place, smallest first; none unless ProfileInPlace.
+func (s *Scheduler) inPlace(e *entry) [][2]int {
+	if !s.opts.ProfileInPlace || !s.profiles(e) {
+		return nil
+	}
+	configs := s.profileConfigs(e)
+	slices.SortStableFunc(configs, func(a, b [2]int) int { return cmp.Compare(a[0]+a[1], b[0]+b[1]) })
+	return configs
 }
 
 // profileConfigs returns the configurations to profile a job at:
@@ -561,8 +574,15 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 	}
 	key := [2]string{j.Namespace, j.ID}
 	prev, had := s.jobs[key]
-	changed := s.changed
+	changed, profiled := s.changed, s.profiled
+	// Plan may skip profiling configurations that do not fit: a dry run
+	// must not.
+	profiles := make(map[*entry][][2]int, len(s.jobs))
+	for _, e := range s.jobs {
+		profiles[e] = e.profile
+	}
 	e := &entry{job: j, speeds: map[[2]int]*mean{}}
+	e.profile = s.inPlace(e)
 	if had {
 		e.current = prev.current
 	}
@@ -573,7 +593,10 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 		} else {
 			delete(s.jobs, key)
 		}
-		s.changed = changed
+		for e, p := range profiles {
+			e.profile = p
+		}
+		s.changed, s.profiled = changed, profiled
 	}()
 	return s.Plan(nodes, now)
 }

@@ -55,7 +55,7 @@ var _ algorithm.Algorithm = (*Plugin)(nil)
 var Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stderr, JSONFormat: true})
 
 // PluginInfo implements algorithm.Algorithm.
-func (p *Plugin) PluginInfo() (*algorithm.PluginInfo, error) {
+func (p *Plugin) PluginInfo(context.Context) (*algorithm.PluginInfo, error) {
 	return &algorithm.PluginInfo{
 		Name: p.Name, Version: p.Version, APIVersions: algorithm.APIVersions,
 		Capabilities: algorithm.Capabilities{SpeedModels: p.SpeedModels},
@@ -63,7 +63,7 @@ func (p *Plugin) PluginInfo() (*algorithm.PluginInfo, error) {
 }
 
 // SetConfig implements algorithm.Algorithm.
-func (p *Plugin) SetConfig(_ string, options map[string]string) error {
+func (p *Plugin) SetConfig(_ context.Context, _ string, options map[string]string) error {
 	switch {
 	case p.Validate != nil:
 		if err := p.Validate(options); err != nil {
