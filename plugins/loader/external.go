@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -42,12 +43,36 @@ type external struct {
 	lastErr  error
 	// startTime is how long the last start took.
 	startTime time.Duration
+
+	// published is the plugin's status as of its last change, and running
+	// its process then: status reads them without waiting for mu, which a
+	// plan holds for as long as it runs.
+	published atomic.Pointer[structs.PluginStatus]
+	running   atomic.Pointer[plugin.Client]
 }
 
 func newExternal(pc *PluginConfig, checksum []byte, opts Config) *external {
-	return &external{
+	e := &external{
 		cfg: pc, opts: opts, log: opts.Logger.ResetNamed("plugin." + pc.Name), checksum: checksum,
 	}
+	e.publishLocked()
+	return e
+}
+
+// publishLocked records the status after a change.
+func (e *external) publishLocked() {
+	s := &structs.PluginStatus{
+		Name: e.cfg.Name, Origin: structs.PluginOriginExternal, Path: e.cfg.Path,
+		Restarts: e.restarts, StartSeconds: e.startTime.Seconds(),
+	}
+	if e.info != nil {
+		s.Version, s.APIVersion, s.SpeedModels = e.info.Version, e.api, e.info.Capabilities.SpeedModels
+	}
+	if e.lastErr != nil {
+		s.Error = e.lastErr.Error()
+	}
+	e.published.Store(s)
+	e.running.Store(e.client)
 }
 
 // readyLocked returns the running plugin, starting it if it is not
@@ -114,6 +139,7 @@ func (e *external) startLocked() error {
 	}
 	e.client, e.alg, e.info, e.api, e.applied = client, alg, info, api, nil
 	e.startTime = time.Since(start)
+	e.publishLocked()
 	e.log.Info("started plugin", "version", info.Version, "api_version", api, "duration", e.startTime)
 	return nil
 }
@@ -127,6 +153,7 @@ func (e *external) failLocked(err error) {
 	backoff := min(e.opts.Backoff<<min(e.failures-1, 16), e.opts.MaxBackoff)
 	e.retryAt = time.Now().Add(backoff)
 	e.lastErr = err
+	e.publishLocked()
 	e.log.Warn("plugin failed", "error", err, "failures", e.failures, "backoff", backoff)
 }
 
@@ -135,6 +162,7 @@ func (e *external) stopLocked() {
 		e.client.Kill()
 	}
 	e.client, e.alg = nil, nil
+	e.publishLocked()
 }
 
 // configureLocked sets options on the running plugin unless they are
@@ -163,26 +191,16 @@ func (e *external) configureLocked(alg algorithm.Algorithm, options map[string]s
 	return nil
 }
 
+// status is the plugin's status: healthy while its process runs. It
+// does not wait for a plan in flight.
 func (e *external) status() *structs.PluginStatus {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := &structs.PluginStatus{
-		Name: e.cfg.Name, Origin: structs.PluginOriginExternal, Path: e.cfg.Path,
-		Restarts: e.restarts, StartSeconds: e.startTime.Seconds(),
-	}
-	if e.info != nil {
-		s.Version, s.APIVersion, s.SpeedModels = e.info.Version, e.api, e.info.Capabilities.SpeedModels
-	}
-	switch {
-	case e.client != nil && !e.client.Exited():
-		s.Health = structs.PluginHealthy
-	default:
+	s := *e.published.Load()
+	if c := e.running.Load(); c != nil && !c.Exited() {
+		s.Health, s.Error = structs.PluginHealthy, ""
+	} else {
 		s.Health = structs.PluginUnhealthy
-		if e.lastErr != nil {
-			s.Error = e.lastErr.Error()
-		}
 	}
-	return s
+	return &s
 }
 
 // validateWait is how long Algorithm waits for a plugin's backoff to end.
@@ -203,11 +221,7 @@ var (
 func (p *proxy) Name() string { return p.e.cfg.Name }
 
 // SpeedModels reports the plugin's capability as it last said.
-func (p *proxy) SpeedModels() bool {
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	return p.e.info != nil && p.e.info.Capabilities.SpeedModels
-}
+func (p *proxy) SpeedModels() bool { return p.e.published.Load().SpeedModels }
 
 // validate starts the plugin if needed and sets the options, which
 // checks them. A plugin due to start again within validateWait is
