@@ -136,7 +136,21 @@ func errorCode(err error) int {
 
 // forward proxies a request to the leader.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	// During an election, or just after one while the new leader's
+	// address replicates, the request waits a little, as Nomad holds RPCs
+	// (rpc_hold_timeout) rather than failing them at once.
 	addr, err := s.leaderHTTP()
+	for hold := time.Now().Add(leaderHold); err != nil && time.Now().Before(hold); {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.shutdownCtx.Done():
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		addr, err = s.leaderHTTP()
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -152,6 +166,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	proxy.ServeHTTP(w, r)
 }
+
+// leaderHold bounds how long a request to a follower waits for a leader
+// it can forward to.
+const leaderHold = 5 * time.Second
 
 // decode reads a JSON body into v, rejecting unknown fields and trailing
 // data.
