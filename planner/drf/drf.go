@@ -3,9 +3,11 @@ package drf
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/cruise"
 	"github.com/caravan-sched/caravan/planner/internal/pq"
 	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
@@ -15,9 +17,35 @@ import (
 const Name = "drf"
 
 // DRF implements planner.Algorithm.
-type DRF struct{}
+type DRF struct {
+	// cruise grows a measured job's servers in the ratio Cruise's cost
+	// model gives, instead of one per worker.
+	cruise bool
+}
 
-var _ planner.Algorithm = (*DRF)(nil)
+var (
+	_ planner.Algorithm    = (*DRF)(nil)
+	_ planner.Configurable = (*DRF)(nil)
+)
+
+// SetConfig takes split: "even" (the default: one server per worker, up
+// to the servers' maximum) or "cruise" (servers per worker as Cruise's
+// cost model of the job's measured subtasks says, √(K/A) at most 1).
+func (d *DRF) SetConfig(options map[string]string) error {
+	cruiseSplit := false
+	for k, v := range options {
+		switch {
+		case k != "split":
+			return fmt.Errorf("unknown option %q; drf takes split", k)
+		case v == "cruise":
+			cruiseSplit = true
+		case v != "even":
+			return fmt.Errorf("split = %q: use \"even\" or \"cruise\"", v)
+		}
+	}
+	d.cruise = cruiseSplit
+	return nil
+}
 
 // New returns DRF.
 func New() planner.Algorithm { return &DRF{} }
@@ -26,13 +54,15 @@ func New() planner.Algorithm { return &DRF{} }
 func (*DRF) Name() string { return Name }
 
 type job struct {
-	view          *planner.Job
-	tasks         planner.JobTasks
-	p, w          int
-	minP, maxP    int
-	minW, maxW    int
-	domP, domW    float64
-	weight        float64
+	view       *planner.Job
+	tasks      planner.JobTasks
+	p, w       int
+	minP, maxP int
+	minW, maxW int
+	domP, domW float64
+	weight     float64
+	// psPerWorker is how many servers the job grows per worker (≤ 1).
+	psPerWorker   float64
 	active, atMax bool
 	paused        string
 }
@@ -46,7 +76,7 @@ func (j *job) share() float64 {
 // next returns the ps and workers the job would have after one more step.
 func (j *job) next() (p, w int) {
 	p, w = j.p, j.w+1
-	if j.maxP > 0 && p < min(j.maxP, w) {
+	if j.maxP > 0 && p < min(j.maxP, int(math.Ceil(j.psPerWorker*float64(w)-1e-9))) {
 		p++
 	}
 	return p, w
@@ -54,7 +84,7 @@ func (j *job) next() (p, w int) {
 
 // Plan allocates by weighted DRF, then places smallest job first as Optimus
 // does, shrinking jobs that do not fit.
-func (*DRF) Plan(req *planner.Request) (*planner.Decision, error) {
+func (d *DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 	views := slices.Clone(req.Jobs)
 	planner.SortJobs(views)
 	c := planner.NewCluster(req.Nodes)
@@ -63,7 +93,10 @@ func (*DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 	jobs := make([]*job, len(views))
 	for i, v := range views {
 		ps, workers := v.Bounds()
-		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, weight: v.Job.Weight}
+		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, weight: v.Job.Weight, psPerWorker: 1}
+		if cost, ok := cruise.Estimate(v.Subtasks); ok && d.cruise {
+			j.psPerWorker = min(1, math.Sqrt(cost.K/cost.A))
+		}
 		if v.HasPS() {
 			j.minP, j.maxP = max(ps.Min, 1), ps.Max
 			j.domP = agg.DominantShare(j.tasks.PS)

@@ -53,8 +53,8 @@ func TestContract_Config(t *testing.T) {
 	err := remote.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"young_factor": "two"})
 	must.ErrorContains(t, err, "young_factor")
 
-	drf := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["drf"](), version.Version))
-	must.ErrorContains(t, drf.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"x": "1"}), `algorithm "drf" takes no options`)
+	fifo := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["fifo"](), version.Version))
+	must.ErrorContains(t, fifo.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"x": "1"}), `algorithm "fifo" takes no options`)
 }
 
 func TestNegotiate(t *testing.T) {

@@ -108,8 +108,8 @@ func TestLoader_External(t *testing.T) {
 	must.ErrorContains(t, err, `unknown option "colour"`)
 	_, err = l.Algorithm("nope", nil)
 	must.ErrorIs(t, err, ErrUnknownAlgorithm)
-	_, err = l.Algorithm("drf", map[string]string{"x": "1"})
-	must.ErrorContains(t, err, `algorithm "drf" takes no options`)
+	_, err = l.Algorithm("fifo", map[string]string{"x": "1"})
+	must.ErrorContains(t, err, `algorithm "fifo" takes no options`)
 	must.StrContains(t, logs.String(), "plugin.random: started plugin")
 }
 
