@@ -109,13 +109,17 @@ func (l subtaskLoad) time() float64 { return math.Max(math.Max(l.cpu, l.net), l.
 
 // loads returns every node's subtask load from the jobs training now;
 // with restarting, also from those restarting, which hold their nodes
-// and will train on them until the next change.
+// and will train on them until the next change. It is nil without
+// subtask jobs, which is every workload but Harmony's.
 func (s *Sim) loads(restarting bool) []subtaskLoad {
-	out := make([]subtaskLoad, len(s.nodes))
+	var out []subtaskLoad
 	for _, j := range s.live {
 		t, ok := j.truth.(*SubtaskTruth)
 		if !ok || !j.running() || !restarting && j.restartTo > s.now {
 			continue
+		}
+		if out == nil {
+			out = make([]subtaskLoad, len(s.nodes))
 		}
 		_, workers := shape(j.perNode)
 		cpu, net := t.Subtasks(workers)
@@ -139,7 +143,7 @@ func (s *Sim) loads(restarting bool) []subtaskLoad {
 func (s *Sim) colocatedStepTime(j *job, loads []subtaskLoad) float64 {
 	t := j.truth.StepTime(j.ps, j.perNode)
 	for i, w := range j.perNode {
-		if w > 0 {
+		if w > 0 && loads != nil {
 			t = math.Max(t, loads[i].time())
 		}
 	}
@@ -161,6 +165,6 @@ func (s *Sim) subtaskUtilisation() (cpu, net float64) {
 			net += l.net / t
 		}
 	}
-	n := float64(max(len(loads), 1))
+	n := float64(max(len(s.nodes), 1))
 	return cpu / n, net / n
 }

@@ -18,11 +18,13 @@
 // with α > ½ weighting CPU above network. A group whose time is set by one
 // job's own C + N is job-bound: co-location buys nothing there.
 //
-// Group (Algorithms 1 and 2) admits jobs in arrival order while
-// utilisation improves, each into the group whose imbalance it best
-// offsets or into a new group, gives groups machines where their CPU and
-// network balance, and fine-tunes by moving jobs between groups. Oracle
-// finds the best grouping by exhaustive search, for small instances.
-// Harmony, the planner.Algorithm, places the groups on nodes and regroups
-// only when that gains at least 5%.
+// Group (Algorithms 1 and 2) considers a prefix of the jobs in arrival
+// order, doubling it while utilisation improves, tries several numbers of
+// groups, puts each job in the group whose imbalance it best offsets,
+// gives groups machines where their CPU and network balance, and
+// fine-tunes by moving and swapping jobs between groups. Oracle finds the
+// best grouping by exhaustive search, for small instances. Harmony, the
+// planner.Algorithm, places the groups on nodes and regroups running jobs
+// only when that gains at least 5%; Isolated is the baseline it is
+// measured against.
 package harmony

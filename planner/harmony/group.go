@@ -310,10 +310,10 @@ func (a *agg) add(jobs []Job, i int) {
 	}
 }
 
-// util is m·U_g (eq. 4.3) with job out removed (-1: none) and job in
-// added (-1: none).
-func (a agg) util(jobs []Job, alpha float64, out, in int) float64 {
-	c, n, own := a.c, a.n, a.top1
+// with returns the group's Σ C, Σ N and longest own C + N with job out
+// removed (-1: none) and job in added (-1: none).
+func (a agg) with(jobs []Job, out, in int) (c, n, own float64) {
+	c, n, own = a.c, a.n, a.top1
 	if out >= 0 {
 		c -= jobs[out].CPU(a.m)
 		n -= jobs[out].Net
@@ -327,6 +327,13 @@ func (a agg) util(jobs []Job, alpha float64, out, in int) float64 {
 		n += jobs[in].Net
 		own = math.Max(own, ci+jobs[in].Net)
 	}
+	return c, n, own
+}
+
+// util is m·U_g (eq. 4.3) with job out removed (-1: none) and job in
+// added (-1: none).
+func (a agg) util(jobs []Job, alpha float64, out, in int) float64 {
+	c, n, own := a.with(jobs, out, in)
 	t := math.Max(math.Max(c, n), own)
 	if t <= 0 {
 		return 0
@@ -339,20 +346,7 @@ func (a agg) bound(jobs []Job, out, in int, size int) bool {
 	if size < 2 {
 		return false
 	}
-	c, n, own := a.c, a.n, a.top1
-	if out >= 0 {
-		c -= jobs[out].CPU(a.m)
-		n -= jobs[out].Net
-		if out == a.top1Job {
-			own = a.top2
-		}
-	}
-	if in >= 0 {
-		ci := jobs[in].CPU(a.m)
-		c += ci
-		n += jobs[in].Net
-		own = math.Max(own, ci+jobs[in].Net)
-	}
+	c, n, own := a.with(jobs, out, in)
 	return own > math.Max(c, n)
 }
 

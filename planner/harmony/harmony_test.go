@@ -24,12 +24,12 @@ func TestModel_WorkedCases(t *testing.T) {
 	// Together on two: C = 1.5 + 0.5, N = 1 + 3: T = max(2, 4, 2.5, 3.5) = 4.
 	approx(t, 4, groupTime(jobs, []int{0, 1}, 2))
 	approx(t, 2.0/3*2/4+1.0/3*4/4, GroupUtilisation(jobs, []int{0, 1}, 2, 2.0/3))
-	isolated := IsolatedGrouping(2, 2)
+	isolated := &Grouping{Groups: [][]int{{0}, {1}}, Machines: []int{1, 1}}
 	together := &Grouping{Groups: [][]int{{0, 1}}, Machines: []int{2}}
 	must.Greater(t, isolated.Utilisation(jobs, 2, 2.0/3), together.Utilisation(jobs, 2, 2.0/3))
 	// Each job's iteration: 4 s either way, but together they share the
 	// machines, so each gets twice the machines' CPU.
-	must.Eq(t, []float64{4, 4}, together.IterationTimes(jobs))
+	approx(t, 4, groupTime(jobs, []int{1}, 1))
 
 	// A job whose own computation and communication exceed the group's
 	// totals of either makes the group job-bound.

@@ -39,31 +39,28 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// groupTime is the group's iteration time on m machines (eq. 4.1).
-func groupTime(jobs []Job, members []int, m int) float64 {
-	var c, n, own float64
+// sums returns a group's Σ C and Σ N on m machines and its longest job's
+// own C + N.
+func sums(jobs []Job, members []int, m int) (c, n, own float64) {
 	for _, i := range members {
 		ci := jobs[i].CPU(m)
 		c += ci
 		n += jobs[i].Net
 		own = math.Max(own, ci+jobs[i].Net)
 	}
+	return c, n, own
+}
+
+// groupTime is the group's iteration time on m machines (eq. 4.1).
+func groupTime(jobs []Job, members []int, m int) float64 {
+	c, n, own := sums(jobs, members, m)
 	return math.Max(math.Max(c, n), own)
 }
 
 // jobBound reports whether one job's own iteration sets the group's time.
 func jobBound(jobs []Job, members []int, m int) bool {
-	if len(members) < 2 {
-		return false
-	}
-	var c, n, own float64
-	for _, i := range members {
-		ci := jobs[i].CPU(m)
-		c += ci
-		n += jobs[i].Net
-		own = math.Max(own, ci+jobs[i].Net)
-	}
-	return own > math.Max(c, n)
+	c, n, own := sums(jobs, members, m)
+	return len(members) > 1 && own > math.Max(c, n)
 }
 
 // GroupUtilisation is U_g of eq. 4.3 for the jobs members of jobs on m
@@ -72,14 +69,10 @@ func GroupUtilisation(jobs []Job, members []int, m int, alpha float64) float64 {
 	if len(members) == 0 || m < 1 {
 		return 0
 	}
-	t := groupTime(jobs, members, m)
+	c, n, own := sums(jobs, members, m)
+	t := math.Max(math.Max(c, n), own)
 	if t <= 0 {
 		return 0
-	}
-	var c, n float64
-	for _, i := range members {
-		c += jobs[i].CPU(m)
-		n += jobs[i].Net
 	}
 	return alpha*c/t + (1-alpha)*n/t
 }
@@ -101,36 +94,4 @@ func (g *Grouping) Utilisation(jobs []Job, total int, alpha float64) float64 {
 		u += float64(g.Machines[k]) * GroupUtilisation(jobs, members, g.Machines[k], alpha)
 	}
 	return u / float64(total)
-}
-
-// IterationTimes returns each job's iteration time under the grouping:
-// its group's T_g; 0 for a job in no group.
-func (g *Grouping) IterationTimes(jobs []Job) []float64 {
-	out := make([]float64, len(jobs))
-	for k, members := range g.Groups {
-		t := groupTime(jobs, members, g.Machines[k])
-		for _, i := range members {
-			out[i] = t
-		}
-	}
-	return out
-}
-
-// IsolatedGrouping is the baseline grouping: every job alone, machines divided as
-// evenly as they go, at most total jobs (the first ones).
-func IsolatedGrouping(n, total int) *Grouping {
-	g := &Grouping{}
-	n = min(n, total)
-	for i := range n {
-		g.Groups = append(g.Groups, []int{i})
-		g.Machines = append(g.Machines, total/n+boolInt(i < total%n))
-	}
-	return g
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -516,10 +516,11 @@ func (s *Scheduler) Keys() [][2]string {
 // and time left.
 func (s *Scheduler) Summaries() []*structs.JobModel {
 	out := make([]*structs.JobModel, 0, len(s.jobs))
+	pinned := modelDriven(s.alg)
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		m := &structs.JobModel{Namespace: k[0], JobID: k[1], Step: int64(e.step)}
-		if modelDriven(s.alg) {
+		if pinned {
 			m.Profiling = slices.Clone(e.profile)
 		}
 		pj := &planner.Job{Job: e.job, Loss: e.lossFit, Speed: e.speedFit, Step: e.step}
