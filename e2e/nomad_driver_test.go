@@ -29,7 +29,7 @@ type recordingHost struct {
 	events []*structs.Event
 }
 
-func (h *recordingHost) LastSample(_, _ string) (structs.Sample, bool) {
+func (h *recordingHost) LastSample(structs.JobKey) (structs.Sample, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sample, h.sample.Step > 0
@@ -119,12 +119,41 @@ func newDriver(t *testing.T, n *agent.Nomad, host structs.DriverHost) *nomad.Dri
 
 // newDriverWith returns a driver of cfg on the agent, with fast polling.
 func newDriverWith(t *testing.T, n *agent.Nomad, host structs.DriverHost, cfg nomad.Config) *nomad.Driver {
-	cfg.Address, cfg.CheckpointDir, cfg.ConfirmPoll = n.Address, t.TempDir(), 20*time.Millisecond
+	cfg.Address, cfg.CheckpointDir, cfg.Host = n.Address, t.TempDir(), host
 	d, err := nomad.New(cfg)
 	must.NoError(t, err)
 	t.Cleanup(d.Stop)
-	d.SetHost(host)
 	return d
+}
+
+// enact enacts a plan and returns the report of job "sh".
+func enact(t *testing.T, d *nomad.Driver, p *structs.Plan, job *structs.Job) *structs.JobReport {
+	t.Helper()
+	reports, err := d.Enact(context.Background(), p, []*structs.Job{job})
+	must.NoError(t, err)
+	must.SliceLen(t, 1, reports)
+	return reports[0]
+}
+
+// settle advances the driver, as the leader's loop does, until the change
+// of job "sh" is no longer in flight, and returns the last report.
+func settle(t *testing.T, d *nomad.Driver) *structs.JobReport {
+	t.Helper()
+	var got *structs.JobReport
+	agent.WaitFor(t, time.Minute, "the change to end", func() error {
+		reports, err := d.Status(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, r := range reports {
+			if r.JobID == "sh" && r.Change != nil && !r.Change.InFlight() {
+				got = r
+				return nil
+			}
+		}
+		return fmt.Errorf("reports: %v", reports)
+	})
+	return got
 }
 
 // runningTasks waits until the Nomad job's current version runs want
@@ -189,7 +218,9 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	must.Positive(t, nodes[0].MemoryMB)
 	must.True(t, nodes[0].Schedulable())
 
-	must.NoError(t, d.Enact(ctx, plan(10, n.NodeID, 1, 2), []*structs.Job{job}))
+	started := enact(t, d, plan(10, n.NodeID, 1, 2), job)
+	must.Eq(t, structs.ChangeStarting, started.Change.Phase, must.Sprint("nothing runs: submitted at once"))
+	must.Eq(t, structs.ChangeDone, settle(t, d).Change.Phase)
 	must.Eq(t, []string{
 		"role=ps rank=0 workers=2 resume=0",
 		"role=worker rank=0 workers=2 resume=0",
@@ -200,9 +231,9 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	version := *info.Version
 
 	// The same plan, from this driver and from a new one: no new version.
-	must.NoError(t, d.Enact(ctx, plan(11, n.NodeID, 1, 2), []*structs.Job{job}))
+	enact(t, d, plan(11, n.NodeID, 1, 2), job)
 	adopter := newDriver(t, n, host)
-	must.NoError(t, adopter.Enact(ctx, plan(11, n.NodeID, 1, 2), []*structs.Job{job}))
+	must.Nil(t, enact(t, adopter, plan(11, n.NodeID, 1, 2), job).Change, must.Sprint("the adopter changes nothing"))
 	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
 	must.NoError(t, err)
 	must.Eq(t, version, *info.Version, must.Sprint("enacting the running plan again changed the Nomad job"))
@@ -210,6 +241,7 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, reports)
 	must.Eq(t, structs.JobStatusRunning, reports[0].Status)
+	must.Eq(t, 3, reports[0].Placement.NumPS+reports[0].Placement.NumWorkers, must.Sprint("what runs, from the allocations"))
 
 	// A rescale waits for the checkpoint: confirm it once the tasks got
 	// the signal.
@@ -225,8 +257,17 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 		})
 		host.report(structs.Sample{JobID: "sh", Step: 41, CheckpointStep: 41})
 	}()
-	must.NoError(t, d.Enact(ctx, plan(12, n.NodeID, 1, 3), []*structs.Job{job}))
+	// Enact does not wait for the checkpoint, and a second plan while the
+	// change is in flight does not start another.
+	r := enact(t, d, plan(12, n.NodeID, 1, 3), job)
+	must.Eq(t, structs.ChangeCheckpointing, r.Change.Phase)
+	must.Eq(t, 2, r.Placement.NumWorkers, must.Sprint("the old placement runs while the checkpoint is awaited"))
+	r = enact(t, d, plan(13, n.NodeID, 1, 1), job)
+	must.Eq(t, uint64(12), r.Change.PlanIndex, must.Sprint("no second change while one is in flight"))
 	<-confirmed
+	done := settle(t, d)
+	must.Eq(t, structs.ChangeDone, done.Change.Phase)
+	must.Eq(t, 3, done.Placement.NumWorkers)
 	must.Eq(t, []string{
 		"role=ps rank=0 workers=3 resume=1",
 		"role=worker rank=0 workers=3 resume=1",
@@ -239,14 +280,19 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
 	must.NoError(t, err)
 	version = *info.Version
-	must.NoError(t, d.Enact(ctx, plan(13, n.NodeID, 1, 1), []*structs.Job{job}))
+	must.Eq(t, structs.ChangeCheckpointing, enact(t, d, plan(13, n.NodeID, 1, 1), job).Change.Phase)
+	aborted := settle(t, d)
+	must.Eq(t, structs.ChangeAborted, aborted.Change.Phase)
+	must.StrContains(t, aborted.Change.Message, "no checkpoint newer than step 41")
+	must.Eq(t, 3, aborted.Placement.NumWorkers, must.Sprint("the job runs as it was"))
 	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
 	must.NoError(t, err)
 	must.Eq(t, version, *info.Version, must.Sprint("a rescale without a confirmed checkpoint was applied"))
 	must.SliceContains(t, host.eventTypes(), structs.EventRescaleAborted)
 
 	// A plan without the job stops it.
-	must.NoError(t, d.Enact(ctx, &structs.Plan{Index: 14}, nil))
+	_, err = d.Enact(ctx, &structs.Plan{Index: 14}, nil)
+	must.NoError(t, err)
 	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
 	must.NoError(t, err)
 	must.True(t, *info.Stop)
@@ -280,12 +326,12 @@ func TestNomadDriver_FailedTasks(t *testing.T) {
 		})
 		return got
 	}
-	must.NoError(t, d.Enact(ctx, plan(1, n.NodeID, 1, 1), []*structs.Job{job}))
+	enact(t, d, plan(1, n.NodeID, 1, 1), job)
 	lost := report(func(r *structs.JobReport) bool { return r.Replan }, "a report asking to replan")
 	must.Eq(t, structs.JobStatusRunning, lost.Status, must.Sprint("failed tasks do not fail the job at once"))
 	t.Logf("replan: %s", lost.Message)
 
-	must.NoError(t, d.Enact(ctx, plan(2, n.NodeID, 1, 1), []*structs.Job{job}))
+	enact(t, d, plan(2, n.NodeID, 1, 1), job)
 	must.SliceContains(t, host.eventTypes(), structs.EventJobRestarted)
 	failed := report(func(r *structs.JobReport) bool { return r.Status == structs.JobStatusFailed }, "the job failed")
 	must.StrContains(t, failed.Message, "after 1 restarts")

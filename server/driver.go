@@ -10,22 +10,32 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// Driver enacts committed plans on a cluster and reports what runs there.
-// drivers/sim and drivers/nomad satisfy it without importing this package.
-// Only the leader calls a driver, from one goroutine at a time.
+// Driver enacts plans on a cluster and reports what runs there: the
+// observed state the leader plans from. drivers/sim and drivers/nomad
+// satisfy it without importing this package. Only the leader calls a
+// driver, from one goroutine at a time, and no call may wait for a
+// change to finish (a checkpoint, tasks starting): a change is a state
+// the driver advances at each Status, so that the leader's loop keeps
+// ingesting samples and answering requests meanwhile.
 type Driver interface {
 	// Nodes returns the cluster's nodes as they are now.
 	Nodes(ctx context.Context) ([]*structs.Node, error)
 
-	// Enact makes the cluster run exactly plan. jobs holds the spec of every
-	// job the plan names. A job the driver runs that the plan does not name
-	// is stopped. Enacting the same plan twice changes nothing, so a new
-	// leader reconciles by enacting the last committed plan. An error means
-	// the plan was not (entirely) applied; what runs is then whatever Status
-	// reports.
-	Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error
+	// Enact starts making the cluster run plan and returns without
+	// waiting for any change to finish. jobs holds the spec of every job
+	// the plan names. A job the driver runs that the plan does not name
+	// is stopped; a job whose change is in flight keeps working toward
+	// its target, whatever the plan gives it. Enacting the same plan
+	// twice changes nothing, so a new leader reconciles by enacting the
+	// plan in force. It reports every job the plan names: what runs now
+	// and its change (in flight, done or aborted, and why). An error
+	// means the plan was not (entirely) started; what runs is then what
+	// Status reports.
+	Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error)
 
-	// Status reports every job the driver runs or ran since it started.
+	// Status advances the changes in flight (a checkpoint confirmed or
+	// timed out, tasks running) and reports every job the driver runs or
+	// ran since it started.
 	Status(ctx context.Context) ([]*structs.JobReport, error)
 }
 
@@ -49,22 +59,20 @@ type Algorithms interface {
 }
 
 // Profiler is implemented by drivers that can measure a new job's speed at
-// a few (ps, workers) configurations before it runs, as Optimus profiles
-// jobs. The leader uses it when the driver has it.
+// a few configurations before it runs, as Optimus profiles jobs. The
+// server finds it on its driver when it starts (see Config.Profiler).
 type Profiler interface {
-	Profile(ctx context.Context, namespace, jobID string, configs [][2]int) error
+	Profile(ctx context.Context, job structs.JobKey, configs []structs.Shape) error
 }
 
-// hosted is implemented by drivers that need the server as a
-// structs.DriverHost.
-type hosted interface {
-	SetHost(structs.DriverHost)
-}
+// The server is the host of the drivers that take part in the rescale
+// protocol.
+var _ structs.DriverHost = (*Server)(nil)
 
 // LastSample returns the newest committed sample of a job; it makes the
 // Server a structs.DriverHost.
-func (s *Server) LastSample(namespace, jobID string) (structs.Sample, bool) {
-	js, err := state.Samples(s.State().Txn(), nil, namespace, jobID)
+func (s *Server) LastSample(job structs.JobKey) (structs.Sample, bool) {
+	js, err := state.Samples(s.State().Txn(), nil, job.Namespace, job.ID)
 	if err != nil || js == nil || len(js.Samples) == 0 {
 		return structs.Sample{}, false
 	}

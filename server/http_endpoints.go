@@ -321,7 +321,7 @@ func (s *Server) planLatest(w http.ResponseWriter, r *http.Request) (any, error)
 			return nil, notFound("no plan has been committed yet")
 		}
 		return plan, err
-	}, state.TablePlans))
+	}, state.TableDecision, state.TableDesired, state.TableJobs))
 }
 
 func (s *Server) eventList(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -70,7 +70,19 @@ type leader struct {
 	cursor uint64
 	// ingested counts, per job, the committed samples (JobSamples.Received)
 	// the models have seen.
-	ingested map[[2]string]int64
+	ingested map[structs.JobKey]int64
+	// versions are the job versions the scheduler plans with.
+	versions map[structs.JobKey]uint64
+	// What the leader last committed, per job: the desired placement, what
+	// runs (observed) and the models; only changes to them are committed.
+	desired  map[structs.JobKey]*structs.Placement
+	observed map[structs.JobKey]*structs.Observed
+	models   map[structs.JobKey]*structs.JobModel
+	// decidedBy is the algorithm of the last decision committed.
+	decidedBy string
+	// inFlight is set while a job's change is in flight: the loop then
+	// polls the driver more often, to advance it promptly.
+	inFlight bool
 	// urgent asks for a round at the next poll: the job set or the nodes
 	// changed. nextRound is when the next periodic round is due.
 	urgent    bool
@@ -125,24 +137,35 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		case <-time.After(s.cfg.Poll):
 		}
 	}
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
+	poll := time.NewTimer(s.cfg.Poll)
+	defer poll.Stop()
 	for {
 		err := l.step(ctx)
 		if err != nil && ctx.Err() == nil {
 			l.log.Error("scheduling step failed", "error", err)
 		}
 		l.driverHealth(ctx, err)
+		poll.Reset(l.pollInterval())
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-poll.C:
 		case <-s.wake:
 		case req := <-s.dryRuns:
 			plan, err := l.sched.DryRun(req.job, l.nodes, time.Now().UnixNano())
 			req.reply <- dryRunReply{plan: plan, err: err}
 		}
 	}
+}
+
+// pollInterval is how long the loop waits for the next step: Poll, or a
+// tenth of it while a change is in flight, so that a confirmed checkpoint
+// is acted on promptly.
+func (l *leader) pollInterval() time.Duration {
+	if l.inFlight {
+		return max(l.s.cfg.Poll/10, 10*time.Millisecond)
+	}
+	return l.s.cfg.Poll
 }
 
 func (l *leader) establish(ctx context.Context) error {
@@ -175,13 +198,17 @@ func (l *leader) establish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, profiler := s.cfg.Driver.(Profiler)
 	l.sched = scheduler.New(alg, scheduler.Options{
-		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: !profiler,
+		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: s.cfg.Profiler == nil,
 		Logger: l.log,
 	})
+	l.versions = map[structs.JobKey]uint64{}
+	l.desired = map[structs.JobKey]*structs.Placement{}
+	l.observed = map[structs.JobKey]*structs.Observed{}
+	l.models = map[structs.JobKey]*structs.JobModel{}
 
-	// Rebuild the models from the replicated samples.
+	// Rebuild the scheduler from the replicated state: the active jobs,
+	// what runs of them, and the models from their samples.
 	jobs, err := state.Jobs(txn, nil, "")
 	if err != nil {
 		return err
@@ -190,41 +217,55 @@ func (l *leader) establish(ctx context.Context) error {
 		if structs.Terminal(j.Status) {
 			continue
 		}
+		key := j.Key()
 		if err := l.sched.Register(j); err != nil {
 			l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
+			continue
+		}
+		l.versions[key] = j.Version
+		if o, err := state.ObservedOf(txn, nil, j.Namespace, j.ID); err != nil {
+			return err
+		} else if o != nil {
+			l.observed[key] = o
+			l.sched.Observe(key, o.Placement, o.Change)
+		}
+		if d, err := state.Desired(txn, nil, j.Namespace, j.ID); err != nil {
+			return err
+		} else if d != nil {
+			l.desired[key] = d.Placement
+		}
+		if m, err := state.Model(txn, nil, j.Namespace, j.ID); err != nil {
+			return err
+		} else if m != nil {
+			l.models[key] = m
 		}
 	}
 	if l.cursor, err = state.Cursor(txn, state.MetricsCursor); err != nil {
 		return err
 	}
-	l.ingested = map[[2]string]int64{}
+	l.ingested = map[structs.JobKey]int64{}
 	if err := l.ingest(txn); err != nil {
 		return err
 	}
-	profiled := map[[2]string]bool{}
+	profiled := map[structs.JobKey]bool{}
 	for key, n := range l.ingested {
 		profiled[key] = n > 0
 	}
 	l.profile(ctx, profiled)
 
-	// Reconcile the driver with the last committed plan.
+	// Reconcile the driver with the plan in force: what the last leader
+	// decided for the jobs still active.
 	plan, err := state.LatestPlan(txn, nil)
 	if err != nil {
 		return err
 	}
 	if plan != nil {
-		live := &structs.Plan{Index: plan.Index, Algorithm: plan.Algorithm, CreateTime: plan.CreateTime}
-		for _, p := range plan.Placements {
-			if l.sched.Has(p.Namespace, p.JobID) {
-				live.Placements = append(live.Placements, p)
-			}
-		}
-		l.sched.Enacted(live)
+		l.decidedBy = plan.Algorithm
 		// A driver that fails now is retried at every step.
-		if err := l.enact(ctx, live); err != nil {
-			l.log.Error("failed to reconcile the driver with the last plan", "plan_index", plan.Index, "error", err)
+		if err := l.enact(ctx, plan); err != nil {
+			l.log.Error("failed to reconcile the driver with the plan in force", "plan_index", plan.Index, "error", err)
 		} else {
-			l.log.Info("reconciled driver with the last plan", "plan_index", plan.Index, "jobs", len(live.Placements))
+			l.log.Info("reconciled driver with the plan in force", "plan_index", plan.Index, "jobs", len(plan.Placements))
 		}
 	}
 	l.urgent = true
@@ -345,21 +386,26 @@ func (l *leader) syncNodes(ctx context.Context) error {
 	return nil
 }
 
-// syncStatus commits what the driver says about jobs that ended.
+// syncStatus advances the driver's changes in flight and commits what it
+// reports: what runs of each job, and the jobs that ended.
 func (l *leader) syncStatus(ctx context.Context) error {
 	reports, err := l.s.cfg.Driver.Status(ctx)
 	if err != nil {
 		return &driverError{fmt.Errorf("read job status: %w", err)}
 	}
+	if err := l.observe(ctx, reports); err != nil {
+		return err
+	}
 	for _, r := range reports {
-		if r.Replan && l.sched.Has(r.Namespace, r.JobID) {
+		key := structs.NewJobKey(r.Namespace, r.JobID)
+		if r.Replan && l.sched.Has(key) {
 			l.log.Info("driver lost tasks of a job", "job_id", r.JobID, "message", r.Message)
 			l.urgent = true
 		}
-		if !structs.Terminal(r.Status) || !l.sched.Has(r.Namespace, r.JobID) {
+		if !structs.Terminal(r.Status) || !l.sched.Has(key) {
 			continue
 		}
-		req := &fsm.JobStatusRequest{Namespace: r.Namespace, JobID: r.JobID, Status: r.Status, Description: r.Message, Time: time.Now().UnixNano()}
+		req := &fsm.JobStatusRequest{Namespace: key.Namespace, JobID: key.ID, Status: r.Status, Description: r.Message, Time: time.Now().UnixNano()}
 		if _, _, err := l.s.apply(ctx, fsm.JobStatusType, req); err != nil {
 			return err
 		}
@@ -368,33 +414,99 @@ func (l *leader) syncStatus(ctx context.Context) error {
 	return nil
 }
 
-// syncJobs makes the scheduler's job set the state's active jobs.
+// observe commits, in one entry, what the driver reports runs of the
+// active jobs whose observed state changed, and tells the scheduler: the
+// next plan starts from what runs, not from what was asked for.
+func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) error {
+	var changed []*structs.Observed
+	inFlight := false
+	for _, r := range reports {
+		key := structs.NewJobKey(r.Namespace, r.JobID)
+		if !l.sched.Has(key) {
+			continue
+		}
+		o := &structs.Observed{Namespace: key.Namespace, JobID: key.ID, Placement: r.Placement, Change: r.Change}
+		inFlight = inFlight || o.Change.InFlight()
+		if prev := l.observed[key]; prev != nil && sameObserved(prev, o) {
+			continue
+		}
+		changed = append(changed, o)
+	}
+	l.inFlight = inFlight
+	if len(changed) == 0 {
+		return nil
+	}
+	req := &fsm.ObservedUpsertRequest{Observed: changed, Time: time.Now().UnixNano()}
+	if _, _, err := l.s.apply(ctx, fsm.ObservedUpsertType, req); err != nil {
+		return err
+	}
+	for _, o := range changed {
+		key := structs.NewJobKey(o.Namespace, o.JobID)
+		l.observed[key] = o
+		l.sched.Observe(key, o.Placement, o.Change)
+		if c := o.Change; c != nil {
+			l.log.Debug("observed job", "job_id", o.JobID, "phase", c.Phase, "message", c.Message)
+		}
+	}
+	return nil
+}
+
+// sameObserved reports whether two observed states say the same: the
+// same tasks run and the change is at the same phase of the same target.
+func sameObserved(a, b *structs.Observed) bool {
+	if !a.Placement.SameTasks(b.Placement) || (a.Change == nil) != (b.Change == nil) {
+		return false
+	}
+	if a.Change == nil {
+		return true
+	}
+	x, y := a.Change, b.Change
+	return x.Phase == y.Phase && x.PlanIndex == y.PlanIndex && x.Message == y.Message && x.Target.SameTasks(y.Target)
+}
+
+// syncJobs makes the scheduler's job set the state's active jobs, each at
+// its latest version: a new version reaches the next round, which it
+// triggers.
 func (l *leader) syncJobs(ctx context.Context) error {
 	jobs, err := state.Jobs(l.s.State().Txn(), nil, "")
 	if err != nil {
 		return err
 	}
-	active := map[[2]string]bool{}
-	fresh := map[[2]string]bool{}
+	active := map[structs.JobKey]bool{}
+	fresh := map[structs.JobKey]bool{}
 	for _, j := range jobs {
-		key := [2]string{j.Namespace, j.ID}
+		key := j.Key()
 		if structs.Terminal(j.Status) {
 			continue
 		}
 		active[key] = true
-		if l.sched.Has(j.Namespace, j.ID) {
+		v, known := l.versions[key]
+		switch {
+		case known && v == j.Version:
 			continue
+		case known:
+			if err := l.sched.Update(j); err != nil {
+				l.log.Error("cannot schedule the new version of a job", "job_id", j.ID, "version", j.Version, "error", err)
+				continue
+			}
+			l.log.Info("job updated", "job_id", j.ID, "version", j.Version)
+		default:
+			if err := l.sched.Register(j); err != nil {
+				l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
+				continue
+			}
+			fresh[key] = false
 		}
-		if err := l.sched.Register(j); err != nil {
-			l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
-			continue
-		}
-		fresh[key] = false
+		l.versions[key] = j.Version
 		l.urgent = true
 	}
 	for _, k := range l.sched.Keys() {
 		if !active[k] {
-			l.sched.Complete(k[0], k[1])
+			l.sched.Complete(k)
+			delete(l.versions, k)
+			delete(l.desired, k)
+			delete(l.observed, k)
+			delete(l.models, k)
 			l.urgent = true
 		}
 	}
@@ -404,20 +516,20 @@ func (l *leader) syncJobs(ctx context.Context) error {
 
 // profile asks a profiling driver to measure new jobs; jobs marked true
 // in skip already have samples and are not profiled again.
-func (l *leader) profile(ctx context.Context, skip map[[2]string]bool) {
+func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
 	reqs := l.sched.ProfileRequests()
-	p, ok := l.s.cfg.Driver.(Profiler)
-	if !ok {
+	p := l.s.cfg.Profiler
+	if p == nil {
 		return
 	}
 	for _, r := range reqs {
-		if skip[[2]string{r.Namespace, r.JobID}] {
+		if skip[r.Job] {
 			continue
 		}
-		if err := p.Profile(ctx, r.Namespace, r.JobID, r.Configs); ctx.Err() != nil {
+		if err := p.Profile(ctx, r.Job, r.Configs); ctx.Err() != nil {
 			return
 		} else if err != nil {
-			l.log.Warn("failed to profile job", "job_id", r.JobID, "error", err)
+			l.log.Warn("failed to profile job", "job_id", r.Job.ID, "error", err)
 		}
 	}
 }
@@ -439,20 +551,17 @@ func (l *leader) syncSamples(ctx context.Context) error {
 	// committed sample, or equal to it, are dropped. (Samples of one
 	// instant, such as profiling runs, may share a time.)
 	txn := l.s.State().Txn()
-	newest := map[[2]string]structs.Sample{}
+	newest := map[structs.JobKey]structs.Sample{}
 	var keep []structs.Sample
 	for _, smp := range smps {
-		if smp.Namespace == "" {
-			smp.Namespace = structs.DefaultNamespace
-		}
-		ns := smp.Namespace
-		if !l.sched.Has(ns, smp.JobID) || smp.Validate() != nil {
+		key := structs.NewJobKey(smp.Namespace, smp.JobID)
+		smp.Namespace = key.Namespace
+		if !l.sched.Has(key) || smp.Validate() != nil {
 			continue
 		}
-		key := [2]string{ns, smp.JobID}
 		last, ok := newest[key]
 		if !ok {
-			if js, err := state.Samples(txn, nil, ns, smp.JobID); err == nil && js != nil && len(js.Samples) > 0 {
+			if js, err := state.Samples(txn, nil, key.Namespace, key.ID); err == nil && js != nil && len(js.Samples) > 0 {
 				last = js.Samples[len(js.Samples)-1]
 			}
 		}
@@ -488,7 +597,7 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 		return err
 	}
 	for _, js := range all {
-		key := [2]string{js.Namespace, js.JobID}
+		key := structs.JobKey{Namespace: js.Namespace, ID: js.JobID}
 		fresh := js.Received - l.ingested[key]
 		if fresh <= 0 {
 			continue
@@ -502,7 +611,9 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 // maxSampleBatch bounds the samples one Raft entry carries.
 const maxSampleBatch = 512
 
-// round plans, commits the plan and enacts it.
+// round plans, commits what changed of the decision and the models, and
+// starts enacting the plan. It returns as soon as the driver has started
+// the changes; later steps advance them.
 func (l *leader) round(ctx context.Context) error {
 	defer metrics.MeasureSince([]string{"leader", "round"}, time.Now())
 	now := time.Now()
@@ -511,17 +622,48 @@ func (l *leader) round(ctx context.Context) error {
 		return fmt.Errorf("plan: %w", err)
 	}
 	plan.CreateTime = now.UnixNano()
-	_, index, err := l.s.apply(ctx, fsm.PlanApplyType, &fsm.PlanApplyRequest{Plan: plan, Models: l.sched.Summaries()})
-	if err != nil {
-		return err
+	req := &fsm.DecisionApplyRequest{Algorithm: plan.Algorithm, Time: plan.CreateTime}
+	for _, p := range plan.Placements {
+		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || p.Paused() && prev.Reason != p.Reason {
+			req.Placements = append(req.Placements, p)
+		}
+	}
+	for _, m := range l.sched.Summaries() {
+		key := structs.JobKey{Namespace: m.Namespace, ID: m.JobID}
+		if prev := l.models[key]; prev == nil || modelChanged(prev, m) {
+			req.Models = append(req.Models, m)
+		}
+	}
+	index := l.s.State().Index(state.TableDecision)
+	if len(req.Placements) > 0 || len(req.Models) > 0 || plan.Algorithm != l.decidedBy {
+		if _, index, err = l.s.apply(ctx, fsm.DecisionApplyType, req); err != nil {
+			return err
+		}
+		for _, p := range req.Placements {
+			l.desired[p.Key()] = p
+		}
+		for _, m := range req.Models {
+			l.models[structs.JobKey{Namespace: m.Namespace, ID: m.JobID}] = m
+		}
+		l.decidedBy = plan.Algorithm
 	}
 	plan.Index = index
-	l.sched.Enacted(plan)
-	l.log.Debug("committed plan", "plan_index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements))
+	l.log.Debug("committed decision", "index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements), "changed", len(req.Placements))
 	if err := l.enact(ctx, plan); err != nil {
 		return fmt.Errorf("enact plan %d: %w", index, err)
 	}
 	return nil
+}
+
+// modelChanged reports whether a job's models say something new: a
+// refit, a new configuration measured, a new speed at its placement. The
+// step alone, and the time left that follows from it, do not count:
+// readers work those out from the newest sample.
+func modelChanged(a, b *structs.JobModel) bool {
+	x, y := *a, *b
+	x.Step, y.Step = 0, 0
+	x.RemainingSeconds, y.RemainingSeconds = 0, 0
+	return !reflect.DeepEqual(&x, &y)
 }
 
 // plan runs the algorithm in force. When it fails (an error, a crashed or
@@ -578,7 +720,8 @@ func (l *leader) fallbackAlgorithm() planner.Algorithm {
 	return l.fallback
 }
 
-// enact hands a plan to the driver with the specs of its jobs.
+// enact hands a plan to the driver with the specs of its jobs, and
+// commits what the driver reports runs of them.
 func (l *leader) enact(ctx context.Context, plan *structs.Plan) error {
 	txn := l.s.State().Txn()
 	jobs := make([]*structs.Job, 0, len(plan.Placements))
@@ -592,12 +735,16 @@ func (l *leader) enact(ctx context.Context, plan *structs.Plan) error {
 		}
 		jobs = append(jobs, j.Copy())
 	}
-	if err := l.s.cfg.Driver.Enact(ctx, plan, jobs); err != nil {
+	reports, err := l.s.cfg.Driver.Enact(ctx, plan, jobs)
+	if err != nil {
 		l.unenacted = plan
+		if oerr := l.observe(ctx, reports); oerr != nil {
+			l.log.Warn("failed to commit what runs", "error", oerr)
+		}
 		return &driverError{err}
 	}
 	l.unenacted = nil
-	return nil
+	return l.observe(ctx, reports)
 }
 
 // driverHealth records, as events, when the driver starts failing and

@@ -17,6 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -77,10 +78,16 @@ type Config struct {
 	// consul:// entries of RetryJoin.
 	Consul *Consul
 
-	Driver Driver
-	// Metrics delivers samples; nil means the driver, if it is a
-	// MetricsSource.
-	Metrics MetricsSource
+	// Driver is the cluster the server enacts plans on; NewDriver, set in
+	// its place, builds a driver that needs the server as its host (the
+	// nomad driver confirms checkpoints from committed samples).
+	Driver    Driver
+	NewDriver func(host structs.DriverHost) (Driver, error)
+	// Metrics delivers samples besides those trainers report to the API;
+	// Profiler measures new jobs out of band, and without one jobs are
+	// profiled in place. The sim driver is both.
+	Metrics  MetricsSource
+	Profiler Profiler
 
 	Logger hclog.Logger
 	// RaftConfig overrides Raft's defaults (tests use short timeouts);
@@ -109,9 +116,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.Poll == 0 {
 		c.Poll = time.Second
-	}
-	if c.Metrics == nil {
-		c.Metrics, _ = c.Driver.(MetricsSource)
 	}
 	if c.Consul != nil {
 		c.Consul.setDefaults()
@@ -150,8 +154,8 @@ type Server struct {
 // New starts a server: its Raft peer, its HTTP API and the goroutines that
 // join a cluster and lead when elected. Call Shutdown or Leave to stop it.
 func New(cfg Config) (*Server, error) {
-	if cfg.Driver == nil {
-		return nil, errors.New("server needs a driver")
+	if (cfg.Driver == nil) == (cfg.NewDriver == nil) {
+		return nil, errors.New("server needs a driver: set either Driver or NewDriver")
 	}
 	cfg.setDefaults()
 	if cfg.Algorithms == nil {
@@ -175,8 +179,11 @@ func New(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
-	if h, ok := cfg.Driver.(hosted); ok {
-		h.SetHost(s)
+	if cfg.NewDriver != nil {
+		if s.cfg.Driver, err = cfg.NewDriver(s); err != nil {
+			cancel()
+			return nil, fmt.Errorf("start the driver: %w", err)
+		}
 	}
 	if err := s.setupRaft(); err != nil {
 		s.close()

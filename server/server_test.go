@@ -220,9 +220,9 @@ func (d *flakyDriver) Status(ctx context.Context) ([]*structs.JobReport, error) 
 	return d.Driver.Status(ctx)
 }
 
-func (d *flakyDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error {
+func (d *flakyDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
 	if d.down.Load() {
-		return errUnreachable
+		return nil, errUnreachable
 	}
 	return d.Driver.Enact(ctx, plan, jobs)
 }

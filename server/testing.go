@@ -12,7 +12,12 @@ import (
 // TestConfig returns a Config for tests: loopback addresses on free ports,
 // Raft timeouts short enough to elect a leader in well under a second, a
 // data dir under t.TempDir(), one-second rounds and fast polling.
+//
+// A driver that is also a MetricsSource or a Profiler (the sim driver) is
+// wired as those too.
 func TestConfig(t testing.TB, driver Driver) Config {
+	metrics, _ := driver.(MetricsSource)
+	profiler, _ := driver.(Profiler)
 	rc := raft.DefaultConfig()
 	rc.HeartbeatTimeout = 300 * time.Millisecond
 	rc.ElectionTimeout = 300 * time.Millisecond
@@ -27,6 +32,8 @@ func TestConfig(t testing.TB, driver Driver) Config {
 		Interval:      time.Second,
 		Poll:          50 * time.Millisecond,
 		Driver:        driver,
+		Metrics:       metrics,
+		Profiler:      profiler,
 		Logger:        testLogger(t),
 		RaftConfig:    rc,
 	}

@@ -190,3 +190,24 @@ func (p *Placement) Copy() *Placement {
 	c.Nodes = copyAll(p.Nodes)
 	return &c
 }
+
+// Copy returns a deep copy of the change.
+func (c *Change) Copy() *Change {
+	if c == nil {
+		return nil
+	}
+	o := *c
+	o.Target = c.Target.Copy()
+	return &o
+}
+
+// Copy returns a deep copy of the observed state.
+func (o *Observed) Copy() *Observed {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Placement = o.Placement.Copy()
+	c.Change = o.Change.Copy()
+	return &c
+}

@@ -3,6 +3,7 @@ package structs
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Plan is one scheduling decision for the whole cluster: a placement for every
@@ -39,6 +40,16 @@ type NodeTasks struct {
 
 // Paused reports whether the placement runs no task of the job.
 func (p *Placement) Paused() bool { return p.NumWorkers == 0 && p.NumPS == 0 }
+
+// SameTasks reports whether two placements run the same tasks on the same
+// nodes; reasons do not count, and nil runs no task, as a paused placement.
+func (p *Placement) SameTasks(o *Placement) bool {
+	if p == nil || o == nil {
+		return (p == nil || p.Paused()) && (o == nil || o.Paused())
+	}
+	return p.NumPS == o.NumPS && p.NumWorkers == o.NumWorkers &&
+		slices.EqualFunc(p.Nodes, o.Nodes, func(a, b *NodeTasks) bool { return *a == *b })
+}
 
 // Validate checks that the per-node counts add up to the totals, that no
 // count is negative and that no node appears twice. Whether the placement

@@ -77,18 +77,18 @@ type JobModel struct {
 	// Profiling lists the (ps, workers) configurations the job is still
 	// to be profiled at by running there, the first being the one it is
 	// pinned to now; empty once profiled or when it needs no profiling.
-	Profiling [][2]int `json:",omitempty"`
+	Profiling []Shape `json:",omitempty"`
 }
 
 // DriverHost is what a Caravan server offers the driver it runs, for
 // drivers that take part in the rescale protocol (DESIGN.md §3): what
 // trainers reported, as committed, and the replicated event history. It
 // lives here rather than in the server so that drivers need not import the
-// server. A driver that wants one has a method SetHost(DriverHost), which
-// the server calls before it can lead.
+// server. A driver that needs one gets it in its constructor (the
+// server's Config.NewDriver).
 type DriverHost interface {
 	// LastSample returns the newest committed sample of a job.
-	LastSample(namespace, jobID string) (Sample, bool)
+	LastSample(job JobKey) (Sample, bool)
 	// Event commits an event; it fails on a server that does not lead.
 	Event(ctx context.Context, ev *Event) error
 }

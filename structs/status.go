@@ -86,4 +86,65 @@ type JobReport struct {
 	// the driver starts the job again from its checkpoint when it enacts
 	// the plan.
 	Replan bool
+	// Placement is what runs now, as the driver sees it: the job's tasks
+	// per node. Nil when no task runs (not started yet, paused, ended).
+	Placement *Placement
+	// Change is the driver's latest change of the job toward a new
+	// placement: in flight, done or aborted. Nil when the driver made
+	// none since it started.
+	Change *Change
+}
+
+// Phases of a Change. A change moves checkpointing → starting → done, or
+// ends aborted; a change with nothing to checkpoint starts at starting.
+const (
+	// ChangeCheckpointing: the job's checkpoint signal was sent; the
+	// driver waits for a committed sample to confirm a newer checkpoint.
+	ChangeCheckpointing = "checkpointing"
+	// ChangeStarting: the new placement was submitted; the driver waits
+	// for its tasks to run.
+	ChangeStarting = "starting"
+	// ChangeDone: every task of the new placement runs.
+	ChangeDone = "done"
+	// ChangeAborted: the change was not applied (its checkpoint was not
+	// confirmed, or the cluster refused it); the job runs as it did.
+	ChangeAborted = "aborted"
+)
+
+// Change is a driver's change of one job toward a new placement: a state
+// machine that the leader's loop advances at every poll, never a call
+// that holds the loop.
+type Change struct {
+	// Target is the placement the change works toward.
+	Target *Placement
+	// PlanIndex is the Raft index of the decision that asked for it.
+	PlanIndex uint64
+	Phase     string
+	// Message says, for people, where the change stands and why.
+	Message string
+	// Since is when the phase began, Unix nanoseconds.
+	Since int64
+}
+
+// InFlight reports whether the change is still under way: a job whose
+// change is in flight gets no second change until it ends.
+func (c *Change) InFlight() bool {
+	return c != nil && (c.Phase == ChangeCheckpointing || c.Phase == ChangeStarting)
+}
+
+// Observed is what runs of a job, as the leader last committed it from
+// its driver's reports: the placement whose tasks run and the state of
+// the latest change. Algorithms plan from it; `job status` shows it beside
+// the desired placement.
+type Observed struct {
+	Namespace string
+	JobID     string
+	// Placement is what runs now; nil when no task runs.
+	Placement *Placement
+	// Change is the latest change; nil when there was none.
+	Change *Change
+	// ModifyIndex is the Raft index of the last change of this record;
+	// UpdateTime, stamped by the leader, is when it was committed.
+	ModifyIndex uint64
+	UpdateTime  int64
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/collectors"
 	"github.com/caravan-sched/caravan/server/config"
+	"github.com/caravan-sched/caravan/structs"
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 )
@@ -79,12 +80,12 @@ func (c *AgentCommand) Run(args []string) int {
 		Name: "agent", Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON != nil && *cfg.LogJSON,
 		Output: os.Stderr,
 	})
-	driver, stopDriver, err := newDriver(cfg, logger)
+	wiring, err := newDriver(cfg, logger)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	defer stopDriver()
+	defer wiring.stop()
 	consul, retryJoin, err := consulConfig(cfg)
 	if err != nil {
 		c.Ui.Error(err.Error())
@@ -100,16 +101,16 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: scheduler.fallback_algorithm: %v", err))
 		return 1
 	}
-	var metrics server.MetricsSource
 	if consul != nil && cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != "" {
-		metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
+		wiring.metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
 	}
 	scfg := server.Config{
 		NodeName: cfg.Name, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr(), RaftAddr: cfg.RaftAddr(),
 		BootstrapExpect: cfg.Server.BootstrapExpect, RetryJoin: retryJoin, Consul: consul,
 		RetryInterval: cfg.Server.RetryIntervalDuration,
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
-		Interval: cfg.Scheduler.IntervalDuration, Driver: driver, Metrics: metrics, Logger: logger,
+		Interval: cfg.Scheduler.IntervalDuration, Logger: logger,
+		Driver: wiring.driver, NewDriver: wiring.newDriver, Metrics: wiring.metrics, Profiler: wiring.profiler,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
 	}
@@ -258,14 +259,35 @@ func (c *AgentCommand) reload(files []string, old *config.Config, logger hclog.L
 	}
 }
 
-// newDriver returns the driver the configuration names, started, and a
-// function that stops it.
-func newDriver(cfg *config.Config, logger hclog.Logger) (server.Driver, func(), error) {
+// driverWiring is how the server gets its driver and the capabilities
+// that come with it: a driver (or, for a driver that needs the server as
+// its host, its constructor), a metrics source, a profiler, and what
+// stops the driver.
+type driverWiring struct {
+	driver    server.Driver
+	newDriver func(structs.DriverHost) (server.Driver, error)
+	metrics   server.MetricsSource
+	profiler  server.Profiler
+	stop      func()
+}
+
+// The simulated cluster reports its trainers' samples and profiles jobs
+// out of band; the nomad driver does neither.
+var (
+	_ server.Driver        = (*sim.Driver)(nil)
+	_ server.MetricsSource = (*sim.Driver)(nil)
+	_ server.Profiler      = (*sim.Driver)(nil)
+	_ server.Driver        = (*nomad.Driver)(nil)
+)
+
+// newDriver wires the driver the configuration names; the simulated
+// cluster is started at once, the nomad driver when the server builds it.
+func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 	switch cfg.Driver {
 	case config.DriverSim:
 		nodes, gpus, err := cfg.Sim.ParseCluster()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		cluster := sim.DefaultConfig()
 		cluster.Nodes, cluster.GPUsPerNode = nodes, gpus
@@ -274,13 +296,20 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (server.Driver, func(), 
 		}
 		d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: cfg.Sim.Speed, Logger: logger})
 		d.Start()
-		return d, d.Stop, nil
+		return &driverWiring{driver: d, metrics: d, profiler: d, stop: d.Stop}, nil
 	default:
-		d, err := nomad.New(nomadConfig(cfg, logger))
-		if err != nil {
-			return nil, nil, err
+		w := &driverWiring{stop: func() {}}
+		w.newDriver = func(host structs.DriverHost) (server.Driver, error) {
+			ncfg := nomadConfig(cfg, logger)
+			ncfg.Host = host
+			d, err := nomad.New(ncfg)
+			if err != nil {
+				return nil, err
+			}
+			w.stop = d.Stop
+			return d, nil
 		}
-		return d, d.Stop, nil
+		return w, nil
 	}
 }
 

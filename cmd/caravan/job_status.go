@@ -189,7 +189,7 @@ func formatModel(m *structs.JobModel, verbose bool) string {
 	}
 	rows := [][2]string{{"Loss", loss}, {"Speed", speed}}
 	if p := m.Profiling; len(p) > 0 {
-		rows = append(rows, [2]string{"Profiling", fmt.Sprintf("at %d ps × %d workers, %d configurations to go", p[0][0], p[0][1], len(p))})
+		rows = append(rows, [2]string{"Profiling", fmt.Sprintf("at %s, %d configurations to go", p[0], len(p))})
 	}
 	if verbose && len(m.Loss) == 3 {
 		rows = append(rows, [2]string{"Loss Fit RMSE", num(m.LossRMSE) + " (fraction of the largest loss)"})

@@ -14,16 +14,12 @@ import (
 )
 
 // The Driver satisfies the server's Driver interface (server/driver.go)
-// and takes the server as its structs.DriverHost, without importing the
-// server.
-var (
-	_ interface {
-		Nodes(context.Context) ([]*structs.Node, error)
-		Enact(context.Context, *structs.Plan, []*structs.Job) error
-		Status(context.Context) ([]*structs.JobReport, error)
-		SetHost(structs.DriverHost)
-	} = (*Driver)(nil)
-)
+// without importing the server.
+var _ interface {
+	Nodes(context.Context) ([]*structs.Node, error)
+	Enact(context.Context, *structs.Plan, []*structs.Job) ([]*structs.JobReport, error)
+	Status(context.Context) ([]*structs.JobReport, error)
+} = (*Driver)(nil)
 
 // Config configures a Driver.
 type Config struct {
@@ -50,13 +46,18 @@ type Config struct {
 	MaxRestarts int
 	// WaitTime bounds Nomad's blocking queries; default 1m.
 	WaitTime time.Duration
-	// ConfirmPoll is how often a rescale looks for the confirmation of the
-	// checkpoint it asked for; default 100ms.
-	ConfirmPoll time.Duration
 	// AbortBackoff is how long a rescale whose checkpoint was not
 	// confirmed is not tried again with the same placement; default 1m.
 	AbortBackoff time.Duration
-	Logger       hclog.Logger
+	// StartTimeout is how long a change waits for its tasks to run before
+	// it counts as done (Nomad goes on placing what it could not), so
+	// that the job can be changed again; default 2m.
+	StartTimeout time.Duration
+	// Host is the server whose committed samples confirm checkpoints and
+	// which records the driver's events; without one, no rescale of a
+	// running job is applied.
+	Host   structs.DriverHost
+	Logger hclog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -69,11 +70,11 @@ func (c *Config) setDefaults() {
 	if c.WaitTime == 0 {
 		c.WaitTime = time.Minute
 	}
-	if c.ConfirmPoll == 0 {
-		c.ConfirmPoll = 100 * time.Millisecond
-	}
 	if c.AbortBackoff == 0 {
 		c.AbortBackoff = time.Minute
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 2 * time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -93,15 +94,14 @@ type Driver struct {
 	client *api.Client
 
 	mu       sync.Mutex
-	host     structs.DriverHost
 	nodes    []*structs.Node
 	nodesErr error
 	// listed is closed when the first node list (or error) is in.
 	listed     chan struct{}
 	listedOnce sync.Once
-	// jobs is what the driver remembers of the jobs it runs, by
-	// (namespace, job ID); a new leader starts without it.
-	jobs map[[2]string]*jobState
+	// jobs is what the driver remembers of the jobs it runs; a new
+	// leader starts without it.
+	jobs map[structs.JobKey]*jobState
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -119,17 +119,10 @@ type jobState struct {
 	// not confirmed, and when; it is not tried again before AbortBackoff.
 	aborted   string
 	abortedAt time.Time
-	// starting is the generation submitted and not yet all running.
-	starting *start
-}
-
-// start is a submitted generation of a job, until all its tasks run.
-type start struct {
-	generation int
-	// since is when the change began: the checkpoint request of a
-	// rescale, the submission otherwise.
-	since   time.Time
-	rescale bool
+	// flight is the change in flight, or the last one that ended.
+	flight *flight
+	// running is what runs of the job as Status last saw it.
+	running *structs.Placement
 }
 
 // New returns a driver and starts following Nomad's nodes. Stop it with
@@ -153,7 +146,7 @@ func New(cfg Config) (*Driver, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Driver{
 		cfg: cfg, log: cfg.Logger.Named("nomad"), client: client,
-		listed: make(chan struct{}), jobs: map[[2]string]*jobState{},
+		listed: make(chan struct{}), jobs: map[structs.JobKey]*jobState{},
 		cancel: cancel, done: make(chan struct{}),
 	}
 	go func() {
@@ -169,13 +162,8 @@ func (d *Driver) Stop() {
 	<-d.done
 }
 
-// SetHost gives the driver the server whose committed samples confirm
-// checkpoints and which records the driver's events.
-func (d *Driver) SetHost(h structs.DriverHost) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.host = h
-}
+// hostOf returns the driver's host, nil when it has none.
+func (d *Driver) hostOf() structs.DriverHost { return d.cfg.Host }
 
 func (d *Driver) setNodes(nodes []*structs.Node, err error) {
 	d.mu.Lock()
@@ -207,7 +195,7 @@ func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
 	return out, nil
 }
 
-func (d *Driver) state(key [2]string) *jobState {
+func (d *Driver) state(key structs.JobKey) *jobState {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	js := d.jobs[key]
@@ -220,9 +208,7 @@ func (d *Driver) state(key [2]string) *jobState {
 
 // event records an event through the host, or only logs it without one.
 func (d *Driver) event(ctx context.Context, job *structs.Job, typ, msg string, details map[string]string) {
-	d.mu.Lock()
-	host := d.host
-	d.mu.Unlock()
+	host := d.hostOf()
 	d.log.Info(msg, "job_id", job.ID, "event", typ)
 	if host == nil {
 		return
@@ -250,22 +236,21 @@ func (n *nomadJob) running() bool {
 	return n != nil && !n.stub.Stop && n.stub.Status != jobStatusDead
 }
 
-// list returns the Nomad jobs Caravan submitted, by Caravan (namespace,
-// job ID).
-func (d *Driver) list(ctx context.Context) (map[[2]string]*nomadJob, error) {
+// list returns the Nomad jobs Caravan submitted, by Caravan job.
+func (d *Driver) list(ctx context.Context) (map[structs.JobKey]*nomadJob, error) {
 	q := (&api.QueryOptions{Namespace: d.queryNamespace(), Prefix: JobPrefix}).WithContext(ctx)
 	stubs, _, err := d.client.Jobs().ListOptions(&api.JobListOptions{Fields: &api.JobListFields{Meta: true}}, q)
 	if err != nil {
 		return nil, fmt.Errorf("list Nomad jobs: %w", err)
 	}
-	out := make(map[[2]string]*nomadJob, len(stubs))
+	out := make(map[structs.JobKey]*nomadJob, len(stubs))
 	for _, s := range stubs {
 		id, ok := s.Meta[metaJobID]
 		if !ok {
 			continue // not Caravan's, whatever its name
 		}
 		gen, _ := strconv.Atoi(s.Meta[metaGeneration])
-		out[[2]string{s.Meta[metaNamespace], id}] = &nomadJob{stub: s, generation: gen}
+		out[structs.JobKey{Namespace: s.Meta[metaNamespace], ID: id}] = &nomadJob{stub: s, generation: gen}
 	}
 	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -14,9 +13,10 @@ import (
 
 // change is what Enact does to one job.
 type change struct {
-	key       [2]string
+	key       structs.JobKey
 	job       *structs.Job
 	placement *structs.Placement
+	planIndex uint64
 	// existing is the job's Nomad job, nil if there is none.
 	existing *nomadJob
 	// checkpoint says whether tasks run whose progress a checkpoint must
@@ -26,42 +26,64 @@ type change struct {
 	restart bool
 }
 
-// Enact makes Nomad run plan. For each job whose Nomad job does not run
-// the placement's fingerprint it submits the next generation of the
-// Nomad job; a job whose tasks run is first checkpointed (the rescale
-// protocol of DESIGN.md §3):
+// flight is a change under way, or the last one that ended: its state as
+// the leader sees it (structs.Change), and what advancing it needs.
+type flight struct {
+	*change
+	state structs.Change
+	// before is the checkpoint step reported before the checkpoint was
+	// requested; deadline is when an unconfirmed checkpoint aborts the
+	// change.
+	before   int64
+	signal   string
+	deadline time.Time
+	// began is when the change began: the checkpoint request of a
+	// rescale, the submission otherwise. generation is the Nomad job's
+	// generation submitted.
+	began      time.Time
+	generation int
+}
+
+// Enact starts making Nomad run plan and returns without waiting for any
+// change to finish. For each job whose Nomad job does not run the
+// placement's fingerprint it starts a change, the rescale protocol of
+// DESIGN.md §3, which Status advances:
 //
-//  1. send the job's checkpoint signal to its running allocations,
-//  2. wait until a sample committed after the request reports a newer
-//     checkpoint step, at most the job's checkpoint timeout,
-//  3. submit the new generation, whose tasks resume from the checkpoint.
+//  1. a job whose tasks run is sent its checkpoint signal (phase
+//     checkpointing);
+//  2. once a sample committed after the request reports a newer
+//     checkpoint step, the next generation of the Nomad job is submitted
+//     (phase starting); a job with nothing running is submitted at once;
+//  3. once every task of that generation runs, the change is done.
 //
-// A rescale whose checkpoint is not confirmed is not applied: the job
-// keeps running as it was, a RescaleAborted event says why, and the same
-// placement is not tried again for AbortBackoff. A paused placement
-// checkpoints and stops the Nomad job; a job the plan does not name is
-// stopped. Jobs are changed concurrently. Enacting a plan Nomad already
-// runs changes nothing, which is how a new leader adopts the Nomad jobs
-// of the last.
-func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error {
+// A rescale whose checkpoint is not confirmed within the job's checkpoint
+// timeout is not applied: the job keeps running as it was, the change is
+// aborted, a RescaleAborted event says why, and the same placement is not
+// tried again for AbortBackoff. A job whose change is in flight gets no
+// second change until it ends. A paused placement checkpoints and stops
+// the Nomad job; a job the plan does not name is stopped. Enacting a plan
+// Nomad already runs changes nothing, which is how a new leader adopts
+// the Nomad jobs of the last. It reports every job the plan names.
+func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
 	existing, err := d.list(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	specs := make(map[[2]string]*structs.Job, len(jobs))
+	specs := make(map[structs.JobKey]*structs.Job, len(jobs))
 	for _, j := range jobs {
-		specs[[2]string{j.Namespace, j.ID}] = j
+		specs[j.Key()] = j
 	}
 	var changes []*change
-	planned := map[[2]string]bool{}
+	planned := map[structs.JobKey]bool{}
 	for _, p := range plan.Placements {
-		key := [2]string{p.Namespace, p.JobID}
+		key := p.Key()
 		planned[key] = true
 		job := specs[key]
 		if job == nil {
-			return fmt.Errorf("plan %d names job %q without its spec", plan.Index, p.JobID)
+			return nil, fmt.Errorf("plan %d names job %q without its spec", plan.Index, p.JobID)
 		}
 		if c := d.changeFor(key, job, p, existing[key]); c != nil {
+			c.planIndex = plan.Index
 			changes = append(changes, c)
 		}
 	}
@@ -78,18 +100,22 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		}
 	}
 	d.mu.Unlock()
-	results := make([]error, len(changes))
-	var wg sync.WaitGroup
-	for i, c := range changes {
-		wg.Go(func() { results[i] = d.apply(ctx, plan, c) })
+	for _, c := range changes {
+		errs = append(errs, d.begin(ctx, c))
 	}
-	wg.Wait()
-	return errors.Join(append(errs, results...)...)
+	reports := make([]*structs.JobReport, 0, len(plan.Placements))
+	for _, p := range plan.Placements {
+		reports = append(reports, d.report(p.Key()))
+	}
+	return reports, errors.Join(errs...)
 }
 
 // changeFor decides what to do to one job; nil means nothing.
-func (d *Driver) changeFor(key [2]string, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
+func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
 	js := d.state(key)
+	if js.flight != nil && js.flight.state.InFlight() {
+		return nil // it finishes the change it is making first
+	}
 	c := &change{key: key, job: job, placement: p, existing: nj, checkpoint: nj.running()}
 	if js.lost {
 		c.restart, c.checkpoint = true, false
@@ -113,25 +139,91 @@ func (d *Driver) changeFor(key [2]string, job *structs.Job, p *structs.Placement
 	return c
 }
 
-// apply carries out one change: checkpoint if tasks run, then submit the
-// next generation or, for a paused placement, stop the Nomad job.
-func (d *Driver) apply(ctx context.Context, plan *structs.Plan, c *change) error {
+// begin starts a change: it sends the checkpoint signal when tasks run,
+// and otherwise submits the new placement at once.
+func (d *Driver) begin(ctx context.Context, c *change) error {
 	js := d.state(c.key)
-	since := time.Now()
+	f := &flight{change: c, began: time.Now()}
+	f.state = structs.Change{Target: c.placement.Copy(), PlanIndex: c.planIndex, Since: f.began.UnixNano()}
+	js.flight = f
 	if c.checkpoint {
-		step, err := d.checkpoint(ctx, c)
-		if err != nil {
-			js.aborted, js.abortedAt = Fingerprint(c.job, c.placement), time.Now()
-			d.event(ctx, c.job, structs.EventRescaleAborted, "rescale not applied, the job keeps running as it was: "+err.Error(), nil)
+		host := d.hostOf()
+		if host == nil {
+			d.abort(ctx, f, "the driver has no server to confirm checkpoints")
 			return nil
 		}
-		if step >= 0 {
-			d.event(ctx, c.job, structs.EventCheckpointConfirmed, fmt.Sprintf("checkpoint at step %d confirmed", step), map[string]string{"step": strconv.FormatInt(step, 10)})
+		f.signal, f.deadline = structs.DefaultCheckpointSignal, f.began.Add(structs.DefaultCheckpointTimeout)
+		if e := c.job.Elastic; e != nil && e.Checkpoint != nil {
+			f.signal, f.deadline = e.Checkpoint.Signal, f.began.Add(e.Checkpoint.Timeout)
+		}
+		before, _ := host.LastSample(c.key)
+		f.before = before.CheckpointStep
+		switch err := d.signal(ctx, c.existing, f.signal); {
+		case errors.Is(err, errNothingRuns):
+			// No task runs that could have made progress.
+		case err != nil:
+			d.abort(ctx, f, "cannot send the checkpoint signal: "+err.Error())
+			return nil
+		default:
+			msg := fmt.Sprintf("sent %s to checkpoint (last checkpoint step %d), waiting up to %s", f.signal, f.before, f.deadline.Sub(f.began))
+			f.state.Phase, f.state.Message = structs.ChangeCheckpointing, "waiting for a checkpoint newer than step "+strconv.FormatInt(f.before, 10)
+			d.event(ctx, c.job, structs.EventCheckpointRequested, msg, nil)
+			return nil
 		}
 	}
+	return d.submit(ctx, f)
+}
+
+// advance moves a change in flight on: a confirmed checkpoint submits the
+// new placement, a deadline passed aborts it. A change that is starting
+// is done when Status sees all its tasks run, or after StartTimeout.
+func (d *Driver) advance(ctx context.Context, f *flight) {
+	if f.state.Phase == structs.ChangeStarting {
+		if since := time.Since(time.Unix(0, f.state.Since)); since > d.cfg.StartTimeout {
+			// Nomad keeps placing what it could not; the leader may plan
+			// the job again meanwhile.
+			f.state.Phase, f.state.Since = structs.ChangeDone, time.Now().UnixNano()
+			f.state.Message = fmt.Sprintf("generation %d submitted; not all its tasks run after %s", f.generation, since.Round(time.Second))
+		}
+		return
+	}
+	if f.state.Phase != structs.ChangeCheckpointing {
+		return
+	}
+	if last, ok := d.hostOf().LastSample(f.key); ok && last.CheckpointStep > f.before {
+		d.event(ctx, f.job, structs.EventCheckpointConfirmed, fmt.Sprintf("checkpoint at step %d confirmed", last.CheckpointStep),
+			map[string]string{"step": strconv.FormatInt(last.CheckpointStep, 10)})
+		if err := d.submit(ctx, f); err != nil {
+			d.log.Warn("failed to submit a rescale", "job_id", f.key.ID, "error", err)
+		}
+		return
+	}
+	if time.Now().After(f.deadline) {
+		d.abort(ctx, f, fmt.Sprintf("no checkpoint newer than step %d was reported within %s of %s", f.before, f.deadline.Sub(f.began), f.signal))
+	}
+}
+
+// abort ends a change without applying it: the job runs as it did.
+func (d *Driver) abort(ctx context.Context, f *flight, why string) {
+	js := d.state(f.key)
+	js.aborted, js.abortedAt = Fingerprint(f.job, f.placement), time.Now()
+	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeAborted, why, time.Now().UnixNano()
+	d.event(ctx, f.job, structs.EventRescaleAborted, "rescale not applied, the job keeps running as it was: "+why, nil)
+}
+
+// submit submits the next generation of the Nomad job or, for a paused
+// placement, stops it.
+func (d *Driver) submit(ctx context.Context, f *flight) error {
+	js := d.state(f.key)
+	c := f.change
 	if c.placement.Paused() {
 		js.lost = false // a paused job has no tasks to lose
-		return d.deregister(ctx, c.existing)
+		if err := d.deregister(ctx, c.existing); err != nil {
+			d.abort(ctx, f, err.Error())
+			return err
+		}
+		f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, "paused: no task runs", time.Now().UnixNano()
+		return nil
 	}
 	gen := 1
 	if c.existing != nil {
@@ -143,13 +235,16 @@ func (d *Driver) apply(ctx context.Context, plan *structs.Plan, c *change) error
 	}
 	nj := Translate(c.job, c.placement, Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
-		ReportAddrs: d.cfg.ReportAddrs, Generation: gen, PlanIndex: plan.Index, Collector: d.cfg.Collector,
+		ReportAddrs: d.cfg.ReportAddrs, Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
 	})
 	if _, _, err := d.client.Jobs().Register(nj, (&api.WriteOptions{Namespace: *nj.Namespace}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)
+		err = fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)
+		d.abort(ctx, f, err.Error())
+		return err
 	}
 	js.lost = false
-	js.starting = &start{generation: gen, since: since, rescale: c.checkpoint}
+	f.generation = gen
+	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeStarting, fmt.Sprintf("generation %d submitted, waiting for its tasks", gen), time.Now().UnixNano()
 	d.log.Info("submitted Nomad job", "job_id", c.job.ID, "nomad_job", *nj.ID, "generation", gen, "ps", c.placement.NumPS, "workers", c.placement.NumWorkers)
 	return nil
 }
@@ -157,44 +252,6 @@ func (d *Driver) apply(ctx context.Context, plan *structs.Plan, c *change) error
 // errNothingRuns means no allocation of the job runs, so no progress can
 // be lost and no checkpoint is needed.
 var errNothingRuns = errors.New("no task runs")
-
-// checkpoint asks the job's running tasks to checkpoint and waits for a
-// committed sample to confirm it; it returns the checkpoint's step, or -1
-// when no task ran that could have made progress.
-func (d *Driver) checkpoint(ctx context.Context, c *change) (int64, error) {
-	d.mu.Lock()
-	host := d.host
-	d.mu.Unlock()
-	if host == nil {
-		return 0, errors.New("the driver has no server to confirm checkpoints")
-	}
-	signal, timeout := structs.DefaultCheckpointSignal, structs.DefaultCheckpointTimeout
-	if e := c.job.Elastic; e != nil && e.Checkpoint != nil {
-		signal, timeout = e.Checkpoint.Signal, e.Checkpoint.Timeout
-	}
-	before, _ := host.LastSample(c.key[0], c.key[1])
-	err := d.signal(ctx, c.existing, signal)
-	if errors.Is(err, errNothingRuns) {
-		return -1, nil
-	} else if err != nil {
-		return 0, err
-	}
-	d.event(ctx, c.job, structs.EventCheckpointRequested, fmt.Sprintf("sent %s to checkpoint (last checkpoint step %d), waiting up to %s", signal, before.CheckpointStep, timeout), nil)
-	wait, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(d.cfg.ConfirmPoll)
-	defer tick.Stop()
-	for {
-		if last, ok := host.LastSample(c.key[0], c.key[1]); ok && last.CheckpointStep > before.CheckpointStep {
-			return last.CheckpointStep, nil
-		}
-		select {
-		case <-wait.Done():
-			return 0, fmt.Errorf("no checkpoint newer than step %d was reported within %s of %s", before.CheckpointStep, timeout, signal)
-		case <-tick.C:
-		}
-	}
-}
 
 // signal sends sig to every running allocation of the Nomad job.
 func (d *Driver) signal(ctx context.Context, nj *nomadJob, sig string) error {

@@ -3,29 +3,47 @@ package nomad
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/nomad/api"
 )
 
-// Status reports every Caravan job Nomad runs, judged by the allocations
-// of its Nomad job's current version: complete when all of them finished
-// successfully (a trainer exits 0 only once it converged or reached its
-// epoch cap), running otherwise. Failed or lost allocations set Replan,
-// up to MaxRestarts times, and then fail the job with the task's last
-// error. It records a TasksRunning event when all tasks of a generation
-// the driver submitted run.
+// Status advances the changes in flight (see Enact) and reports every
+// Caravan job Nomad runs, judged by the allocations of its Nomad job's
+// current version: what runs (the running allocations, per node and role),
+// complete when all of them finished successfully (a trainer exits 0 only
+// once it converged or reached its epoch cap), running otherwise. Failed
+// or lost allocations set Replan, up to MaxRestarts times, and then fail
+// the job with the task's last error. A change is done, and a
+// TasksRunning event says how long it took, when all tasks of the
+// generation it submitted run.
 func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
+	d.mu.Lock()
+	var flights []*flight
+	for _, js := range d.jobs {
+		if js.flight != nil && js.flight.state.InFlight() {
+			flights = append(flights, js.flight)
+		}
+	}
+	d.mu.Unlock()
+	for _, f := range flights {
+		d.advance(ctx, f)
+	}
 	jobs, err := d.list(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var reports []*structs.JobReport
 	for key, nj := range jobs {
+		js := d.state(key)
 		if nj.stub.Stop {
-			continue // paused or stopped by Caravan
+			js.running = nil // paused, or stopped by Caravan
+			reports = append(reports, d.report(key))
+			continue
 		}
 		info, allocs, err := d.current(ctx, nj)
 		if isNotFound(err) {
@@ -33,7 +51,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		r := &structs.JobReport{Namespace: key[0], JobID: key[1], Status: structs.JobStatusRunning}
+		r := d.report(key)
 		var running, complete, failed int
 		for _, a := range allocs {
 			switch a.ClientStatus {
@@ -46,12 +64,13 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 				r.Message = failure(a)
 			}
 		}
+		js.running = observed(key, allocs)
+		r.Placement = js.running.Copy()
 		if last, ok := d.lastSample(key); ok {
 			r.Step = last.Step
 		}
-		js := d.state(key)
 		want := expected(info)
-		switch {
+		switch f := js.flight; {
 		case failed > 0 && js.restarts >= d.cfg.MaxRestarts:
 			r.Status = structs.JobStatusFailed
 			r.Message = fmt.Sprintf("tasks failed after %d restarts from the checkpoint: %s", js.restarts, r.Message)
@@ -61,27 +80,73 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		case want > 0 && complete == want:
 			r.Status = structs.JobStatusComplete
 			r.Message = fmt.Sprintf("all %d tasks finished at step %d", want, r.Step)
-		case want > 0 && running == want && js.starting != nil && js.starting.generation == nj.generation:
-			d.tasksRunning(ctx, key, js.starting, want)
-			js.starting = nil
+		case want > 0 && running == want && f != nil && f.state.Phase == structs.ChangeStarting && f.generation == nj.generation:
+			d.tasksRunning(ctx, f, want)
+			r.Change = f.state.Copy()
 		}
 		reports = append(reports, r)
 	}
 	return reports, nil
 }
 
-// tasksRunning records how long a start or rescale took, from the
-// checkpoint request (rescales) or the submission until every task ran.
-func (d *Driver) tasksRunning(ctx context.Context, key [2]string, st *start, tasks int) {
-	took := time.Since(st.since)
-	job := &structs.Job{Namespace: key[0], ID: key[1]}
+// report is what the driver knows of a job without asking Nomad: what
+// ran at the last Status and its change.
+func (d *Driver) report(key structs.JobKey) *structs.JobReport {
+	js := d.state(key)
+	r := &structs.JobReport{Namespace: key.Namespace, JobID: key.ID, Status: structs.JobStatusRunning, Placement: js.running.Copy()}
+	if js.flight != nil {
+		r.Change = js.flight.state.Copy()
+	}
+	return r
+}
+
+// observed is the placement the running allocations make up: per node,
+// how many of its ps and worker groups' allocations run. Nil when none
+// runs.
+func observed(key structs.JobKey, allocs []*api.AllocationListStub) *structs.Placement {
+	byNode := map[string]*structs.NodeTasks{}
+	p := &structs.Placement{Namespace: key.Namespace, JobID: key.ID}
+	for _, a := range allocs {
+		if a.ClientStatus != api.AllocClientStatusRunning {
+			continue
+		}
+		role, node, ok := strings.Cut(a.TaskGroup, "-")
+		if !ok {
+			continue
+		}
+		nt := byNode[node]
+		if nt == nil {
+			nt = &structs.NodeTasks{NodeID: node}
+			byNode[node] = nt
+			p.Nodes = append(p.Nodes, nt)
+		}
+		if role == structs.RolePS {
+			nt.PS++
+			p.NumPS++
+		} else {
+			nt.Workers++
+			p.NumWorkers++
+		}
+	}
+	if len(p.Nodes) == 0 {
+		return nil
+	}
+	slices.SortFunc(p.Nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return p
+}
+
+// tasksRunning ends a change whose tasks all run, and records how long it
+// took, from the checkpoint request (rescales) or the submission.
+func (d *Driver) tasksRunning(ctx context.Context, f *flight, tasks int) {
+	took := time.Since(f.began)
 	what := "start"
-	if st.rescale {
+	if f.checkpoint {
 		what = "rescale"
 	}
-	d.event(ctx, job, structs.EventTasksRunning, fmt.Sprintf("all %d tasks of generation %d run; the %s took %s", tasks, st.generation, what, took.Round(time.Millisecond)), map[string]string{
-		"generation": strconv.Itoa(st.generation),
-		"rescale":    strconv.FormatBool(st.rescale),
+	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, fmt.Sprintf("all %d tasks run", tasks), time.Now().UnixNano()
+	d.event(ctx, f.job, structs.EventTasksRunning, fmt.Sprintf("all %d tasks of generation %d run; the %s took %s", tasks, f.generation, what, took.Round(time.Millisecond)), map[string]string{
+		"generation": strconv.Itoa(f.generation),
+		"rescale":    strconv.FormatBool(f.checkpoint),
 		"seconds":    strconv.FormatFloat(took.Seconds(), 'f', 3, 64),
 	})
 }
@@ -112,12 +177,10 @@ func eventMessage(ev *api.TaskEvent) string {
 	return ev.Type
 }
 
-func (d *Driver) lastSample(key [2]string) (structs.Sample, bool) {
-	d.mu.Lock()
-	host := d.host
-	d.mu.Unlock()
+func (d *Driver) lastSample(key structs.JobKey) (structs.Sample, bool) {
+	host := d.hostOf()
 	if host == nil {
 		return structs.Sample{}, false
 	}
-	return host.LastSample(key[0], key[1])
+	return host.LastSample(key)
 }

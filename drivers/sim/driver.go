@@ -19,14 +19,14 @@ import (
 var (
 	_ interface {
 		Nodes(context.Context) ([]*structs.Node, error)
-		Enact(context.Context, *structs.Plan, []*structs.Job) error
+		Enact(context.Context, *structs.Plan, []*structs.Job) ([]*structs.JobReport, error)
 		Status(context.Context) ([]*structs.JobReport, error)
 	} = (*Driver)(nil)
 	_ interface {
 		Samples(context.Context, uint64) ([]structs.Sample, uint64, error)
 	} = (*Driver)(nil)
 	_ interface {
-		Profile(context.Context, string, string, [][2]int) error
+		Profile(context.Context, structs.JobKey, []structs.Shape) error
 	} = (*Driver)(nil)
 )
 
@@ -89,9 +89,11 @@ type Driver struct {
 	anchorWall time.Time
 	anchorVirt float64
 	doneCursor int
-	// deferred holds the profiling requests of jobs not submitted yet, by
-	// (namespace, job ID).
-	deferred map[[2]string][][2]int
+	// deferred holds the profiling requests of jobs not submitted yet.
+	deferred map[structs.JobKey][]structs.Shape
+	// changes holds each job's latest change: the simulator applies a
+	// change at once, so every change it reports is done.
+	changes map[structs.JobKey]*structs.Change
 }
 
 // NewDriver returns a stopped Driver over a new Sim of cfg.Cluster; Start
@@ -113,7 +115,8 @@ func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
 	}
 	return &Driver{
 		cfg: cfg, log: cfg.Logger.Named("sim"), clock: clock, epoch: clock(),
-		sim: New(cfg.Cluster), deferred: map[[2]string][][2]int{},
+		sim: New(cfg.Cluster), deferred: map[structs.JobKey][]structs.Shape{},
+		changes: map[structs.JobKey]*structs.Change{},
 	}
 }
 
@@ -233,24 +236,26 @@ func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
 //   - a job that has already completed stays complete, whatever the plan
 //     gives it: the plan was made before its completion was seen.
 //
-// A plan that is invalid, over-commits a node (the error wraps
-// ErrOverCommitted), names a new job jobs holds no spec for, or names a
-// job ID the simulator holds in another namespace is rejected whole and
-// changes nothing. Errors do not name the plan; the caller does.
-func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error {
+// Changes take effect at once (a job whose placement changes restarts,
+// as Sim.Enact models it), so the reports say done. A plan that is
+// invalid, over-commits a node (the error wraps ErrOverCommitted), names
+// a new job jobs holds no spec for, or names a job ID the simulator holds
+// in another namespace is rejected whole and changes nothing. Errors do
+// not name the plan; the caller does.
+func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if plan == nil {
-		return errors.New("enact: no plan")
+		return nil, errors.New("enact: no plan")
 	}
 	if err := plan.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	specs := make(map[[2]string]*structs.Job, len(jobs))
+	specs := make(map[structs.JobKey]*structs.Job, len(jobs))
 	for _, j := range jobs {
 		if j != nil {
-			specs[[2]string{j.Namespace, j.ID}] = j
+			specs[j.Key()] = j
 		}
 	}
 
@@ -265,20 +270,20 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 	)
 	for _, p := range plan.Placements {
 		if ns, ok := named[p.JobID]; ok {
-			return fmt.Errorf("job %q is placed in namespaces %q and %q; the simulator keys jobs by ID", p.JobID, ns, p.Namespace)
+			return nil, fmt.Errorf("job %q is placed in namespaces %q and %q; the simulator keys jobs by ID", p.JobID, ns, p.Namespace)
 		}
 		named[p.JobID] = p.Namespace
 		j, ok := d.sim.jobs[p.JobID]
 		switch {
 		case ok && j.spec.Namespace != p.Namespace:
-			return fmt.Errorf("job %q in namespace %q: the simulator already holds job %q in namespace %q",
+			return nil, fmt.Errorf("job %q in namespace %q: the simulator already holds job %q in namespace %q",
 				p.JobID, p.Namespace, p.JobID, j.spec.Namespace)
 		case ok && j.finish >= 0:
 			continue
 		case !ok:
-			spec := specs[[2]string{p.Namespace, p.JobID}]
+			spec := specs[p.Key()]
 			if spec == nil {
-				return fmt.Errorf("job %q in namespace %q is new and jobs holds no spec for it", p.JobID, p.Namespace)
+				return nil, fmt.Errorf("job %q in namespace %q is new and jobs holds no spec for it", p.JobID, p.Namespace)
 			}
 			submit = append(submit, spec)
 		}
@@ -296,7 +301,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 	if len(submit) > 0 {
 		var err error
 		if profiles, err = d.profiles(); err != nil {
-			return fmt.Errorf("load Pollux profiles: %w", err)
+			return nil, fmt.Errorf("load Pollux profiles: %w", err)
 		}
 	}
 
@@ -307,32 +312,51 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		spec = spec.Copy()
 		if err := d.sim.Submit(spec, TruthFor(spec, profiles, d.cfg.Cluster.Seed)); err != nil {
 			d.sim.rollback(mark)
-			return err
+			return nil, err
 		}
-		if cfgs, ok := d.deferred[[2]string{spec.Namespace, spec.ID}]; ok {
+		if cfgs, ok := d.deferred[spec.Key()]; ok {
 			if err := d.sim.Profile(spec.ID, cfgs); err != nil {
 				d.sim.rollback(mark)
-				return err
+				return nil, err
 			}
+		}
+	}
+	before := make(map[string]*structs.Placement, len(placements))
+	for _, p := range placements {
+		if j, ok := d.sim.jobs[p.JobID]; ok {
+			before[p.JobID] = j.placement
 		}
 	}
 	if err := d.sim.Enact(&structs.Plan{Placements: placements}); err != nil {
 		d.sim.rollback(mark)
-		return err
+		return nil, err
+	}
+	now := d.wall(d.sim.Now()).UnixNano()
+	for _, p := range placements {
+		if !before[p.JobID].SameTasks(p) {
+			d.changes[p.Key()] = &structs.Change{Target: p.Copy(), PlanIndex: plan.Index, Phase: structs.ChangeDone, Message: "applied at once", Since: now}
+		}
 	}
 	for _, spec := range submit {
-		delete(d.deferred, [2]string{spec.Namespace, spec.ID})
+		delete(d.deferred, spec.Key())
 		d.log.Info("submitted job", "namespace", spec.Namespace, "job_id", spec.ID)
 	}
 	for _, j := range stop {
 		if err := d.sim.StopJob(j.spec.ID); err != nil {
-			return err // cannot happen: j is live
+			return nil, err // cannot happen: j is live
 		}
+		delete(d.changes, j.spec.Key())
 		d.log.Info("stopped job", "namespace", j.spec.Namespace, "job_id", j.spec.ID, "step", int64(j.step))
 	}
 	d.log.Debug("enacted plan", "index", plan.Index, "placements", len(plan.Placements),
 		"submitted", len(submit), "stopped", len(stop))
-	return nil
+	out := make([]*structs.JobReport, 0, len(plan.Placements))
+	for _, p := range plan.Placements {
+		if j, ok := d.sim.jobs[p.JobID]; ok {
+			out = append(out, d.report(j))
+		}
+	}
+	return out, nil
 }
 
 func (d *Driver) profiles() (map[string]*Profile, error) {
@@ -356,24 +380,34 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 	d.syncLocked()
 	out := make([]*structs.JobReport, 0, len(d.sim.order))
 	for _, j := range d.sim.order {
-		r := &structs.JobReport{
-			Namespace: j.spec.Namespace, JobID: j.spec.ID,
-			Status: structs.JobStatusRunning, Step: int64(j.step),
-		}
-		switch {
-		case j.finish >= 0:
-			r.Status = structs.JobStatusComplete
-			r.Message = "converged at epoch " + strconv.FormatFloat(math.Round(j.truth.Epoch(j.step)*100)/100, 'f', -1, 64)
-		case !j.running():
-			r.Message = "waiting for tasks"
-		case j.restartTo > d.sim.now:
-			r.Message = fmt.Sprintf("restarting with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
-		default:
-			r.Message = fmt.Sprintf("training with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
-		}
-		out = append(out, r)
+		out = append(out, d.report(j))
 	}
 	return out, nil
+}
+
+// report describes a job as it is now: what runs of it (its placement,
+// also while it restarts) and its latest change.
+func (d *Driver) report(j *job) *structs.JobReport {
+	r := &structs.JobReport{
+		Namespace: j.spec.Namespace, JobID: j.spec.ID,
+		Status: structs.JobStatusRunning, Step: int64(j.step),
+		Change: d.changes[j.spec.Key()],
+	}
+	switch {
+	case j.finish >= 0:
+		r.Status = structs.JobStatusComplete
+		r.Message = "converged at epoch " + strconv.FormatFloat(math.Round(j.truth.Epoch(j.step)*100)/100, 'f', -1, 64)
+	case !j.running():
+		r.Message = "waiting for tasks"
+	case j.restartTo > d.sim.now:
+		r.Message = fmt.Sprintf("restarting with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
+	default:
+		r.Message = fmt.Sprintf("training with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
+	}
+	if j.running() {
+		r.Placement = j.placement.Copy()
+	}
+	return r
 }
 
 // Samples returns the samples trainers reported after cursor and the cursor
@@ -402,25 +436,24 @@ func (d *Driver) Samples(ctx context.Context, cursor uint64) ([]structs.Sample, 
 // before any plan names the job, when the driver has no spec for it yet:
 // the request is then kept and carried out when Enact submits the job,
 // just before it is placed, and Profile returns nil.
-func (d *Driver) Profile(ctx context.Context, namespace, jobID string, configs [][2]int) error {
+func (d *Driver) Profile(ctx context.Context, key structs.JobKey, configs []structs.Shape) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.syncLocked()
-	j, ok := d.sim.jobs[jobID]
+	j, ok := d.sim.jobs[key.ID]
 	switch {
 	case !ok:
-		key := [2]string{namespace, jobID}
 		d.deferred[key] = append(d.deferred[key], configs...)
-		d.log.Debug("deferred profiling until a plan names the job", "namespace", namespace, "job_id", jobID)
+		d.log.Debug("deferred profiling until a plan names the job", "namespace", key.Namespace, "job_id", key.ID)
 		return nil
-	case j.spec.Namespace != namespace:
+	case j.spec.Namespace != key.Namespace:
 		return fmt.Errorf("profile job %q in namespace %q: the simulator holds job %q in namespace %q",
-			jobID, namespace, jobID, j.spec.Namespace)
+			key.ID, key.Namespace, key.ID, j.spec.Namespace)
 	}
-	return d.sim.Profile(jobID, configs)
+	return d.sim.Profile(key.ID, configs)
 }
 
 // StopJob stops a job that has not finished, as a user stopping it would:

@@ -125,7 +125,7 @@ func statusOf(t *testing.T, d *Driver) map[string]*structs.JobReport {
 func TestDriver_TrainsAndCompletes(t *testing.T) {
 	ctx := context.Background()
 	d, clk := testDriver(t, driverCluster(2), 1000)
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2}), jobs("a")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2}), jobs("a")))
 	st := statusOf(t, d)["a"]
 	must.Eq(t, structs.JobStatusRunning, st.Status)
 	must.Eq(t, "restarting with 0 ps and 2 workers", st.Message)
@@ -203,21 +203,21 @@ func TestDriver_Clock(t *testing.T) {
 func TestDriver_EnactTwiceDoesNotRestart(t *testing.T) {
 	ctx := context.Background()
 	d, clk := testDriver(t, driverCluster(1), 10)
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2, "b": 1}), jobs("a", "b")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2, "b": 1}), jobs("a", "b")))
 	clk.Add(10 * time.Second) // 100 virtual seconds: past the restart
 	before := statusOf(t, d)
 	allocs := len(d.sim.Allocations())
 
 	// The same plan again, as a new leader would enact it, with new specs
 	// and placement objects.
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2, "b": 1}), jobs("a", "b")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2, "b": 1}), jobs("a", "b")))
 	must.Eq(t, before, statusOf(t, d), must.Sprint("nothing restarts"))
 	must.Eq(t, allocs, len(d.sim.Allocations()))
 	for _, r := range d.sim.Results() {
 		must.Eq(t, 0, r.Rescales, must.Sprintf("job %s", r.JobID))
 	}
 
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 3, "b": 1}), nil))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 3, "b": 1}), nil))
 	must.Eq(t, []int{1, 0}, []int{d.sim.Results()[0].Rescales, d.sim.Results()[1].Rescales},
 		must.Sprint("a changed plan rescales a"))
 	must.StrHasPrefix(t, "restarting", statusOf(t, d)["a"].Message)
@@ -226,12 +226,12 @@ func TestDriver_EnactTwiceDoesNotRestart(t *testing.T) {
 func TestDriver_StopsJobsLeftOut(t *testing.T) {
 	ctx := context.Background()
 	d, clk := testDriver(t, driverCluster(1), 10)
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 4}), jobs("a")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 4}), jobs("a")))
 	clk.Add(10 * time.Second)
 	must.Positive(t, statusOf(t, d)["a"].Step)
 
 	// b takes all 4 GPUs: the plan only fits because a is stopped.
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"b": 4}), jobs("b")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"b": 4}), jobs("b")))
 	st := statusOf(t, d)
 	must.MapLen(t, 1, st, must.Sprint("a stopped job is not reported"))
 	must.Eq(t, structs.JobStatusRunning, st["b"].Status)
@@ -240,7 +240,7 @@ func TestDriver_StopsJobsLeftOut(t *testing.T) {
 	must.Eq(t, []AllocChange{{Time: 100, JobID: "a", GPUs: 0}, {Time: 100, JobID: "b", GPUs: 4}}, allocs[len(allocs)-2:])
 
 	// A plan that names a again starts it over.
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2, "b": 2}), jobs("a", "b")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2, "b": 2}), jobs("a", "b")))
 	st = statusOf(t, d)
 	must.Eq(t, int64(0), st["a"].Step)
 	must.Eq(t, "restarting with 0 ps and 2 workers", st["a"].Message)
@@ -250,7 +250,7 @@ func TestDriver_StopsJobsLeftOut(t *testing.T) {
 	for statusOf(t, d)["a"].Status != structs.JobStatusComplete {
 		clk.Add(10 * time.Second)
 	}
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2}), nil))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2}), nil))
 	st = statusOf(t, d)
 	must.Eq(t, structs.JobStatusComplete, st["a"].Status, must.Sprint("a is still complete"))
 	if r, ok := st["b"]; ok {
@@ -261,9 +261,9 @@ func TestDriver_StopsJobsLeftOut(t *testing.T) {
 func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	d, clk := testDriver(t, driverCluster(1), 10)
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2}), jobs("a")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2}), jobs("a")))
 	clk.Add(10 * time.Second)
-	must.NoError(t, d.Profile(ctx, structs.DefaultNamespace, "b", [][2]int{{0, 1}, {0, 2}}))
+	must.NoError(t, d.Profile(ctx, structs.NewJobKey("", "b"), []structs.Shape{{Workers: 1}, {Workers: 2}}))
 
 	_, cursor, err := d.Samples(ctx, 0)
 	must.NoError(t, err)
@@ -290,7 +290,7 @@ func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			must.ErrorContains(t, d.Enact(ctx, tc.plan, tc.jobs), tc.err)
+			must.ErrorContains(t, enact(d, ctx, tc.plan, tc.jobs), tc.err)
 			must.Eq(t, before, statusOf(t, d))
 			must.SliceLen(t, 1, d.sim.order)
 			must.Eq(t, allocs, len(d.sim.Allocations()))
@@ -301,11 +301,11 @@ func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 			must.Eq(t, cursor, next)
 		})
 	}
-	must.ErrorIs(t, d.Enact(ctx, workers(map[string]int{"b": 5}), jobs("b")), ErrOverCommitted)
+	must.ErrorIs(t, enact(d, ctx, workers(map[string]int{"b": 5}), jobs("b")), ErrOverCommitted)
 
 	// The deferred profiling of b happens when a valid plan submits it: one
 	// sample per configuration, and 2 × 10 s before its first start.
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 2, "b": 2}), jobs("a", "b")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2, "b": 2}), jobs("a", "b")))
 	smp, _, err := d.Samples(ctx, cursor)
 	must.NoError(t, err)
 	must.SliceLen(t, 2, smp)
@@ -319,19 +319,19 @@ func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 	must.MapEmpty(t, d.deferred)
 
 	// Profiling a known job happens at once.
-	must.NoError(t, d.Profile(ctx, structs.DefaultNamespace, "a", [][2]int{{0, 3}}))
+	must.NoError(t, d.Profile(ctx, structs.NewJobKey("", "a"), []structs.Shape{{Workers: 3}}))
 	smp, _, err = d.Samples(ctx, cursor+2)
 	must.NoError(t, err)
 	must.SliceLen(t, 1, smp)
 	must.Eq(t, 3, smp[0].NumWorkers)
-	must.ErrorContains(t, d.Profile(ctx, "other", "a", [][2]int{{0, 1}}), `holds job "a" in namespace "default"`)
+	must.ErrorContains(t, d.Profile(ctx, structs.NewJobKey("other", "a"), []structs.Shape{{Workers: 1}}), `holds job "a" in namespace "default"`)
 }
 
 func TestDriver_ContextCanceled(t *testing.T) {
 	d, _ := testDriver(t, driverCluster(1), 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	must.ErrorIs(t, d.Enact(ctx, workers(map[string]int{"a": 1}), jobs("a")), context.Canceled)
+	must.ErrorIs(t, enact(d, ctx, workers(map[string]int{"a": 1}), jobs("a")), context.Canceled)
 	_, err := d.Status(ctx)
 	must.ErrorIs(t, err, context.Canceled)
 	must.SliceEmpty(t, d.sim.order)
@@ -346,7 +346,7 @@ func TestDriver_RealTime(t *testing.T) {
 	t.Cleanup(d.Stop)
 	d.Stop() // stopping a stopped driver does nothing
 	d.Start()
-	must.NoError(t, d.Enact(ctx, workers(map[string]int{"a": 4}), jobs("a")))
+	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 4}), jobs("a")))
 
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -421,4 +421,41 @@ func TestSim_StopJob(t *testing.T) {
 	must.NoError(t, s.Submit(driverJob("a"), TruthFor(driverJob("a"), nil, 1)), must.Sprint("a's ID is free again"))
 	must.Eq(t, StatePending, s.Jobs()[1].Status)
 	must.Eq(t, 0.0, s.Jobs()[1].Step)
+}
+
+// enact enacts a plan and drops the reports.
+func enact(d *Driver, ctx context.Context, plan *structs.Plan, jobs []*structs.Job) error {
+	_, err := d.Enact(ctx, plan, jobs)
+	return err
+}
+
+// TestDriver_EnactReports checks that Enact reports what runs of every job
+// the plan names and the change it made, and that enacting the same plan
+// again makes no new change.
+func TestDriver_EnactReports(t *testing.T) {
+	d, _ := testDriver(t, driverCluster(1), 1)
+	ctx := context.Background()
+	plan := workers(map[string]int{"a": 2})
+	plan.Index = 7
+	reports, err := d.Enact(ctx, plan, jobs("a"))
+	must.NoError(t, err)
+	must.SliceLen(t, 1, reports)
+	r := reports[0]
+	must.Eq(t, "a", r.JobID)
+	must.NotNil(t, r.Placement)
+	must.Eq(t, 2, r.Placement.NumWorkers)
+	must.NotNil(t, r.Change)
+	must.Eq(t, structs.ChangeDone, r.Change.Phase)
+	must.Eq(t, uint64(7), r.Change.PlanIndex)
+	must.True(t, r.Change.Target.SameTasks(plan.Placements[0]))
+
+	again := workers(map[string]int{"a": 2})
+	again.Index = 8
+	reports, err = d.Enact(ctx, again, jobs("a"))
+	must.NoError(t, err)
+	must.Eq(t, uint64(7), reports[0].Change.PlanIndex, must.Sprint("an unchanged placement makes no new change"))
+
+	status, err := d.Status(ctx)
+	must.NoError(t, err)
+	must.Eq(t, 2, status[0].Placement.NumWorkers)
 }

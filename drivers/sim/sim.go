@@ -433,7 +433,7 @@ func (s *Sim) sample(j *job, step, at float64, loads []subtaskLoad) {
 // GPUsPerNode to a node, and the job pays ProfileTime per configuration
 // before its first start. The simulator does not model the resources the
 // short profiling runs borrow.
-func (s *Sim) Profile(id string, configs [][2]int) error {
+func (s *Sim) Profile(id string, configs []structs.Shape) error {
 	j, ok := s.jobs[id]
 	if !ok {
 		return fmt.Errorf("profile unknown job %q", id)
@@ -441,13 +441,13 @@ func (s *Sim) Profile(id string, configs [][2]int) error {
 	per := max(s.cfg.GPUsPerNode, 1)
 	for _, c := range configs {
 		var perNode []int
-		for w := c[1]; w > 0; w -= per {
+		for w := c.Workers; w > 0; w -= per {
 			perNode = append(perNode, min(w, per))
 		}
 		noise := max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05)
 		s.samples = append(s.samples, structs.Sample{
 			Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
-			StepTimeS: j.truth.StepTime(c[0], perNode) * noise, NumPS: c[0], NumWorkers: c[1],
+			StepTimeS: j.truth.StepTime(c.PS, perNode) * noise, NumPS: c.PS, NumWorkers: c.Workers,
 			Time: int64(s.now * 1e9),
 		})
 	}

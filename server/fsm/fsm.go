@@ -42,7 +42,13 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 		JobStatusType: handle(func(i uint64, r *JobStatusRequest) any {
 			return f.State().UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description)
 		}),
-		PlanApplyType:    handle(func(i uint64, r *PlanApplyRequest) any { return f.State().ApplyPlan(i, r.Plan, r.Models) }),
+		PlanApplyType: handle(func(i uint64, r *PlanApplyRequest) any { return f.State().ApplyPlan(i, r.Plan, r.Models) }),
+		DecisionApplyType: handle(func(i uint64, r *DecisionApplyRequest) any {
+			return f.State().ApplyDecision(i, r.Time, r.Algorithm, r.Placements, r.Models)
+		}),
+		ObservedUpsertType: handle(func(i uint64, r *ObservedUpsertRequest) any {
+			return f.State().UpsertObserved(i, r.Time, r.Observed)
+		}),
 		SampleBatchType:  handle(func(i uint64, r *SampleBatchRequest) any { return appendSamples(f.State(), i, r) }),
 		NodesReplaceType: handle(func(i uint64, r *NodesReplaceRequest) any { return f.State().ReplaceNodes(i, r.Nodes) }),
 		SchedulerConfigType: handle(func(i uint64, r *SchedulerConfigRequest) any {

@@ -63,6 +63,12 @@ func populate(f *testFSM) {
 		Plan:   &structs.Plan{Algorithm: "optimus", CreateTime: 20, Placements: []*structs.Placement{placement("a", 2, "n1"), placement("b", 1, "n1")}},
 		Models: []*structs.JobModel{{Namespace: structs.DefaultNamespace, JobID: "a", Loss: []float64{0.2, 1, 0.1}, SpeedKind: "sync", Speed: []float64{1, 2, 3, 4, 5}, Step: 40}},
 	})
+	f.mustApply(DecisionApplyType, &DecisionApplyRequest{Algorithm: "optimus", Time: 21, Placements: []*structs.Placement{placement("b", 2, "n1")},
+		Models: []*structs.JobModel{{Namespace: structs.DefaultNamespace, JobID: "b", Loss: []float64{0.3, 1, 0.1}}}})
+	f.mustApply(ObservedUpsertType, &ObservedUpsertRequest{Time: 22, Observed: []*structs.Observed{
+		{Namespace: structs.DefaultNamespace, JobID: "a", Placement: placement("a", 2, "n1")},
+		{Namespace: structs.DefaultNamespace, JobID: "b", Placement: placement("b", 1, "n1"), Change: &structs.Change{Target: placement("b", 2, "n1"), PlanIndex: 5, Phase: structs.ChangeCheckpointing}},
+	}})
 	f.mustApply(SampleBatchType, &SampleBatchRequest{Samples: []structs.Sample{{JobID: "a", Step: 40, Loss: 1.5, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2}}, Cursor: 7})
 	f.mustApply(SchedulerConfigType, &SchedulerConfigRequest{Config: &structs.SchedulerConfig{Algorithm: "drf", Options: map[string]string{"k": "v"}}, Time: 30})
 	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s1", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2"}})
@@ -76,7 +82,7 @@ func populate(f *testFSM) {
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 10, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 12, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -90,11 +96,23 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 
 	plan, err := state.LatestPlan(txn, nil)
 	must.NoError(t, err)
-	must.Eq(t, 4, plan.Index)
+	must.Eq(t, 5, plan.Index)
+	must.SliceEmpty(t, plan.Placements, must.Sprint("no job is active"))
+	da, err := state.Desired(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, 4, da.PlanIndex, must.Sprint("a whole-cluster plan of an earlier version becomes desired placements"))
+	db, err := state.Desired(txn, nil, structs.DefaultNamespace, "b")
+	must.NoError(t, err)
+	must.Eq(t, 5, db.PlanIndex)
+	must.Eq(t, 2, db.Placement.NumWorkers)
 	hist, err := state.Placements(txn, nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.SliceLen(t, 1, hist)
 	must.Eq(t, 2, hist[0].Placement.NumWorkers)
+	ob, err := state.ObservedOf(txn, nil, structs.DefaultNamespace, "b")
+	must.NoError(t, err)
+	must.Eq(t, 1, ob.Placement.NumWorkers, must.Sprint("what runs, not what was decided"))
+	must.Eq(t, structs.ChangeCheckpointing, ob.Change.Phase)
 
 	smp, err := state.Samples(txn, nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)

@@ -24,6 +24,8 @@ const (
 	MemberUpsertType
 	MemberDeleteType
 	EventAppendType
+	DecisionApplyType
+	ObservedUpsertType
 )
 
 func (t MessageType) String() string {
@@ -38,6 +40,7 @@ var messageNames = map[MessageType]string{
 	PlanApplyType: "PlanApply", SampleBatchType: "SampleBatch", NodesReplaceType: "NodesReplace",
 	SchedulerConfigType: "SchedulerConfig", MemberUpsertType: "MemberUpsert",
 	MemberDeleteType: "MemberDelete", EventAppendType: "EventAppend",
+	DecisionApplyType: "DecisionApply", ObservedUpsertType: "ObservedUpsert",
 }
 
 // JobRegisterRequest registers a new version of a job. With MustBeNew the
@@ -62,10 +65,28 @@ type JobStatusRequest struct {
 	Time                int64
 }
 
-// PlanApplyRequest commits a plan and the models it was made with.
+// PlanApplyRequest commits a whole-cluster plan and the models it was made
+// with. Leaders no longer send it (they send DecisionApplyRequest, which
+// carries only what changed); it stays for the logs of earlier versions.
 type PlanApplyRequest struct {
 	Plan   *structs.Plan
 	Models []*structs.JobModel
+}
+
+// DecisionApplyRequest commits the placements an algorithm decided for
+// the jobs whose placement changed, and the models that changed.
+type DecisionApplyRequest struct {
+	Algorithm  string
+	Placements []*structs.Placement
+	Models     []*structs.JobModel
+	Time       int64
+}
+
+// ObservedUpsertRequest records what the driver reports runs of the jobs
+// whose observed state changed.
+type ObservedUpsertRequest struct {
+	Observed []*structs.Observed
+	Time     int64
 }
 
 // SampleBatchRequest adds trainers' samples; Cursor is the metrics

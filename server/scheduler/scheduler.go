@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -41,10 +42,10 @@ type Scheduler struct {
 	alg     planner.Algorithm
 	opts    Options
 	log     hclog.Logger
-	jobs    map[[2]string]*entry
+	jobs    map[structs.JobKey]*entry
 	changed bool
 	// unprofiled lists jobs registered since the last ProfileRequests.
-	unprofiled [][2]string
+	unprofiled []structs.JobKey
 	// profiled is set when a job finished profiling at a configuration
 	// in place; see Profiled.
 	profiled bool
@@ -53,16 +54,18 @@ type Scheduler struct {
 }
 
 type entry struct {
-	job      *structs.Job
-	current  *structs.Placement
-	step     float64
-	loss     []model.LossPoint
-	speeds   map[[2]int]*mean
-	lossFit  *model.Loss
-	speedFit *model.Speed
+	job *structs.Job
+	// current is what runs of the job, as observed; held is the target
+	// of its change in flight, nil when none is.
+	current, held *structs.Placement
+	step          float64
+	loss          []model.LossPoint
+	speeds        map[structs.Shape]*mean
+	lossFit       *model.Loss
+	speedFit      *model.Speed
 	// profile lists the configurations the job is still to be profiled
 	// at in place; Plan pins the job to the first.
-	profile [][2]int
+	profile []structs.Shape
 	// subtasks are the moving averages of the job's samples' cpu_s and
 	// net_s at its latest configuration; nil until measured.
 	subtasks *planner.Subtasks
@@ -93,7 +96,7 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Scheduler{alg: alg, opts: opts, log: opts.Logger.Named("scheduler"), jobs: map[[2]string]*entry{}}
+	return &Scheduler{alg: alg, opts: opts, log: opts.Logger.Named("scheduler"), jobs: map[structs.JobKey]*entry{}}
 }
 
 // ErrDuplicateJob is returned by Register for a job that is already active.
@@ -106,29 +109,76 @@ func (s *Scheduler) Register(j *structs.Job) error {
 	if err := j.Validate(); err != nil {
 		return fmt.Errorf("register job %q: %w", j.ID, err)
 	}
-	key := [2]string{j.Namespace, j.ID}
+	key := j.Key()
 	if _, ok := s.jobs[key]; ok {
 		return fmt.Errorf("register job %q: %w", j.ID, ErrDuplicateJob)
 	}
-	e := &entry{job: j, speeds: map[[2]int]*mean{}}
-	// Speeds the jobspec gives count as one measurement each and take the
-	// place of profiling.
-	for _, sp := range j.Training.Speeds {
-		m := e.speeds[[2]int{sp.PS, sp.Workers}]
-		if m == nil {
-			m = &mean{}
-			e.speeds[[2]int{sp.PS, sp.Workers}] = m
-		}
-		m.sum += sp.StepsPerSecond
-		m.n++
-		e.speedDirty = true
-	}
+	e := &entry{job: j, speeds: map[structs.Shape]*mean{}}
+	e.addPriors(j.Training.Speeds)
 	s.jobs[key] = e
 	if s.profiles(e) && !s.opts.ProfileInPlace {
 		s.unprofiled = append(s.unprofiled, key)
 	}
 	e.profile = s.inPlace(e)
 	s.changed = true
+	return nil
+}
+
+// addPriors counts speeds the jobspec gives as one measurement each: they
+// take the place of profiling.
+func (e *entry) addPriors(speeds []*structs.SpeedPrior) {
+	for _, sp := range speeds {
+		c := structs.Shape{PS: sp.PS, Workers: sp.Workers}
+		m := e.speeds[c]
+		if m == nil {
+			m = &mean{}
+			e.speeds[c] = m
+		}
+		m.sum += sp.StepsPerSecond
+		m.n++
+		e.speedDirty = true
+	}
+}
+
+// Update replaces the spec of an active job by a new version of it: its
+// bounds, resources, constraints, priority, weight and training spec
+// count from the next plan on, while what was measured of it stays.
+// Speeds the new version gives that the old one did not count as
+// measurements; profiling configurations outside the new bounds are
+// dropped. The job must be valid.
+func (s *Scheduler) Update(j *structs.Job) error {
+	j = j.Copy()
+	j.Canonicalize()
+	if err := j.Validate(); err != nil {
+		return fmt.Errorf("update job %q: %w", j.ID, err)
+	}
+	e, ok := s.jobs[j.Key()]
+	if !ok {
+		return s.Register(j)
+	}
+	var added []*structs.SpeedPrior
+	for _, sp := range j.Training.Speeds {
+		if !slices.ContainsFunc(e.job.Training.Speeds, func(o *structs.SpeedPrior) bool { return *o == *sp }) {
+			added = append(added, sp)
+		}
+	}
+	e.job = j
+	e.addPriors(added)
+	ps, workers := (&planner.Job{Job: j}).Bounds()
+	e.profile = slices.DeleteFunc(e.profile, func(c structs.Shape) bool {
+		return !workers.Contains(c.Workers) || j.Elastic.ParameterServers != nil && !ps.Contains(c.PS)
+	})
+	e.lossDirty = true
+	s.changed = true
+	return nil
+}
+
+// Job returns the spec of an active job as the scheduler plans it, nil
+// for a job it does not hold.
+func (s *Scheduler) Job(key structs.JobKey) *structs.Job {
+	if e, ok := s.jobs[key]; ok {
+		return e.job
+	}
 	return nil
 }
 
@@ -140,31 +190,31 @@ func (s *Scheduler) profiles(e *entry) bool {
 
 // inPlace returns the configurations a new job is to be profiled at in
 // place, smallest first; none unless ProfileInPlace.
-func (s *Scheduler) inPlace(e *entry) [][2]int {
+func (s *Scheduler) inPlace(e *entry) []structs.Shape {
 	if !s.opts.ProfileInPlace || !s.profiles(e) {
 		return nil
 	}
 	configs := s.profileConfigs(e)
-	slices.SortStableFunc(configs, func(a, b [2]int) int { return cmp.Compare(a[0]+a[1], b[0]+b[1]) })
+	slices.SortStableFunc(configs, func(a, b structs.Shape) int { return cmp.Compare(a.Tasks(), b.Tasks()) })
 	return configs
 }
 
 // profileConfigs returns the configurations to profile a job at:
 // model.ProfileConfigs within its bounds.
-func (s *Scheduler) profileConfigs(e *entry) [][2]int {
+func (s *Scheduler) profileConfigs(e *entry) []structs.Shape {
 	ps, workers := (&planner.Job{Job: e.job}).Bounds()
-	var out [][2]int
+	var out []structs.Shape
 	for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Min, ps.Max, workers.Min, workers.Max, s.opts.ProfileConfigs) {
-		out = append(out, [2]int{c.PS, c.Workers})
+		out = append(out, structs.Shape{PS: c.PS, Workers: c.Workers})
 	}
 	return out
 }
 
 // ProfileRequest asks a driver to measure a job's speed at configurations
-// of (ps, workers) before it runs.
+// before it runs.
 type ProfileRequest struct {
-	Namespace, JobID string
-	Configs          [][2]int
+	Job     structs.JobKey
+	Configs []structs.Shape
 }
 
 // ProfileRequests returns, once per job, the configurations each newly
@@ -178,7 +228,7 @@ func (s *Scheduler) ProfileRequests() []ProfileRequest {
 		if !ok {
 			continue
 		}
-		out = append(out, ProfileRequest{Namespace: key[0], JobID: key[1], Configs: s.profileConfigs(e)})
+		out = append(out, ProfileRequest{Job: key, Configs: s.profileConfigs(e)})
 	}
 	s.unprofiled = s.unprofiled[:0]
 	return out
@@ -195,8 +245,7 @@ func speedKind(j *structs.Job) string {
 }
 
 // Complete removes a finished job.
-func (s *Scheduler) Complete(namespace, id string) {
-	key := [2]string{namespace, id}
+func (s *Scheduler) Complete(key structs.JobKey) {
 	if _, ok := s.jobs[key]; ok {
 		delete(s.jobs, key)
 		s.changed = true
@@ -218,11 +267,7 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 	}()
 	for i := range samples {
 		smp := &samples[i]
-		ns := smp.Namespace
-		if ns == "" {
-			ns = structs.DefaultNamespace
-		}
-		e, ok := s.jobs[[2]string{ns, smp.JobID}]
+		e, ok := s.jobs[structs.NewJobKey(smp.Namespace, smp.JobID)]
 		if !ok || smp.Validate() != nil {
 			s.Rejected++
 			continue
@@ -240,7 +285,7 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
 		if smp.StepTimeS > 0 && smp.NumWorkers > 0 {
-			key := [2]int{smp.NumPS, smp.NumWorkers}
+			key := structs.Shape{PS: smp.NumPS, Workers: smp.NumWorkers}
 			m := e.speeds[key]
 			if m == nil {
 				m = &mean{}
@@ -285,7 +330,7 @@ func (s *Scheduler) advanceProfile(e *entry) {
 		if m == nil || m.n < float64(s.opts.ProfileSteps) {
 			return
 		}
-		s.log.Debug("profiled job", "job_id", e.job.ID, "ps", e.profile[0][0], "workers", e.profile[0][1], "speed", m.sum/m.n, "left", len(e.profile)-1)
+		s.log.Debug("profiled job", "job_id", e.job.ID, "ps", e.profile[0].PS, "workers", e.profile[0].Workers, "speed", m.sum/m.n, "left", len(e.profile)-1)
 		e.profile = e.profile[1:]
 		s.profiled = true
 		s.changed = true
@@ -304,8 +349,8 @@ func (s *Scheduler) Profiled() bool {
 
 // Profiling returns the configurations a job is still to be profiled at
 // in place, the first being the one it is pinned to.
-func (s *Scheduler) Profiling(namespace, id string) [][2]int {
-	if e, ok := s.jobs[[2]string{namespace, id}]; ok {
+func (s *Scheduler) Profiling(key structs.JobKey) []structs.Shape {
+	if e, ok := s.jobs[key]; ok {
 		return slices.Clone(e.profile)
 	}
 	return nil
@@ -341,7 +386,7 @@ func (s *Scheduler) refit(e *entry) {
 		kind := speedKind(e.job)
 		pts := make([]model.SpeedPoint, 0, len(e.speeds))
 		for k, m := range e.speeds {
-			pts = append(pts, model.SpeedPoint{PS: k[0], Workers: k[1], Speed: m.sum / m.n})
+			pts = append(pts, model.SpeedPoint{PS: k.PS, Workers: k.Workers, Speed: m.sum / m.n})
 			m.fitted = m.n
 		}
 		slices.SortFunc(pts, func(a, b model.SpeedPoint) int {
@@ -381,10 +426,13 @@ func (s *Scheduler) Changed() bool {
 
 // Plan refits what has new data, runs the algorithm over the active jobs
 // on nodes, and returns its decision as a plan after CheckDecision passed.
-// Under a planner.ModelDriven algorithm, a job profiling in place is
-// pinned to its next profiling configuration; when that does not fit now but the job would run unpinned, it runs
-// unpinned and the configuration is skipped. The caller enacts the plan
-// and then calls Enacted.
+// A job whose change is in flight (see Observe) keeps its target: the
+// algorithm plans the other jobs around it, on nodes with its target's
+// capacity reserved, and the plan gives it its target again, so that no
+// round starts a second change of a job. Under a planner.ModelDriven
+// algorithm, a job profiling in place is pinned to its next profiling
+// configuration; when that does not fit now but the job would run
+// unpinned, it runs unpinned and the configuration is skipped.
 func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
 	return s.PlanWith(s.alg, nodes, now)
 }
@@ -393,15 +441,20 @@ func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error
 // one round: the leader plans with a fallback when the algorithm in force
 // fails.
 func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now int64) (*structs.Plan, error) {
-	req := &planner.Request{Nodes: nodes, Now: now}
-	pinned := map[[2]string]*planner.Job{}
+	req := &planner.Request{Now: now}
+	pinned := map[structs.JobKey]*planner.Job{}
 	modelDriven := modelDriven(alg)
+	var held []planner.Held
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		s.refit(e)
 		pj := &planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
 			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks,
+		}
+		if e.held != nil {
+			held = append(held, planner.Held{Job: pj, Placement: e.held})
+			continue
 		}
 		if len(e.profile) > 0 && modelDriven {
 			pj.Job = pin(e.job, e.profile[0])
@@ -410,16 +463,19 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 		req.Jobs = append(req.Jobs, pj)
 	}
 	s.changed = false
+	var err error
+	if req.Nodes, err = planner.Reserve(nodes, held); err != nil {
+		return nil, err
+	}
 	dec, err := decide(alg, req)
 	if err != nil {
 		return nil, err
 	}
-	var unfit [][2]string
+	var unfit []structs.JobKey
 	for _, p := range dec.Placements {
-		key := [2]string{p.Namespace, p.JobID}
-		if pj := pinned[key]; pj != nil && p.Paused() {
-			pj.Job = s.jobs[key].job
-			unfit = append(unfit, key)
+		if pj := pinned[p.Key()]; pj != nil && p.Paused() {
+			pj.Job = s.jobs[p.Key()].job
+			unfit = append(unfit, p.Key())
 		}
 	}
 	if len(unfit) > 0 {
@@ -427,15 +483,21 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 			return nil, err
 		}
 		for _, p := range dec.Placements {
-			key := [2]string{p.Namespace, p.JobID}
-			if e := s.jobs[key]; slices.Contains(unfit, key) && !p.Paused() {
-				s.log.Debug("skipped a profiling configuration that does not fit", "job_id", p.JobID, "ps", e.profile[0][0], "workers", e.profile[0][1])
+			if e := s.jobs[p.Key()]; slices.Contains(unfit, p.Key()) && !p.Paused() {
+				s.log.Debug("skipped a profiling configuration that does not fit", "job_id", p.JobID, "ps", e.profile[0].PS, "workers", e.profile[0].Workers)
 				e.profile = e.profile[1:]
 				s.advanceProfile(e)
 			}
 		}
 	}
-	return &structs.Plan{Algorithm: alg.Name(), CreateTime: now, Placements: dec.Placements}, nil
+	placements := dec.Placements
+	for _, h := range held {
+		p := h.Placement.Copy()
+		p.Reason = "a change to this placement is in flight"
+		placements = append(placements, p)
+	}
+	slices.SortFunc(placements, func(a, b *structs.Placement) int { return a.Key().Compare(b.Key()) })
+	return &structs.Plan{Algorithm: alg.Name(), CreateTime: now, Placements: placements}, nil
 }
 
 // modelDriven reports whether alg sizes jobs from their speed models, so
@@ -458,28 +520,38 @@ func decide(alg planner.Algorithm, req *planner.Request) (*planner.Decision, err
 }
 
 // pin returns a copy of j whose bounds allow only configuration c.
-func pin(j *structs.Job, c [2]int) *structs.Job {
+func pin(j *structs.Job, c structs.Shape) *structs.Job {
 	j = j.Copy()
 	if j.Elastic.ParameterServers != nil {
-		j.Elastic.ParameterServers = &structs.Bounds{Min: c[0], Max: c[0]}
+		j.Elastic.ParameterServers = &structs.Bounds{Min: c.PS, Max: c.PS}
 	}
-	j.Elastic.Workers = structs.Bounds{Min: c[1], Max: c[1]}
+	j.Elastic.Workers = structs.Bounds{Min: c.Workers, Max: c.Workers}
 	return j
 }
 
-// Enacted records that plan now runs, so that the next request shows each
-// job's current placement.
-func (s *Scheduler) Enacted(plan *structs.Plan) {
-	for _, p := range plan.Placements {
-		if e, ok := s.jobs[[2]string{p.Namespace, p.JobID}]; ok {
-			e.current = p
-		}
+// Observe records what runs of a job, as its driver reports it: the
+// placement whose tasks run (nil when none do), which the next request
+// shows as the job's current placement, and its change, whose target the
+// job keeps while the change is in flight. A job the scheduler does not
+// hold is ignored.
+func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, change *structs.Change) {
+	e, ok := s.jobs[key]
+	if !ok {
+		return
 	}
+	var held *structs.Placement
+	if change.InFlight() {
+		held = change.Target
+	}
+	if !e.current.SameTasks(running) || !e.held.SameTasks(held) || (e.held == nil) != (held == nil) {
+		s.changed = true
+	}
+	e.current, e.held = running, held
 }
 
 // Models returns a job's fitted models, nil until fitted.
-func (s *Scheduler) Models(namespace, id string) (*model.Loss, *model.Speed) {
-	e, ok := s.jobs[[2]string{namespace, id}]
+func (s *Scheduler) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
+	e, ok := s.jobs[key]
 	if !ok {
 		return nil, nil
 	}
@@ -496,18 +568,15 @@ func (s *Scheduler) SetAlgorithm(alg planner.Algorithm) {
 func (s *Scheduler) Algorithm() planner.Algorithm { return s.alg }
 
 // Has reports whether a job is active.
-func (s *Scheduler) Has(namespace, id string) bool {
-	_, ok := s.jobs[[2]string{namespace, id}]
+func (s *Scheduler) Has(key structs.JobKey) bool {
+	_, ok := s.jobs[key]
 	return ok
 }
 
-// Keys returns the (namespace, ID) of every active job, sorted.
-func (s *Scheduler) Keys() [][2]string {
-	keys := make([][2]string, 0, len(s.jobs))
-	for k := range s.jobs {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+// Keys returns the key of every active job, sorted.
+func (s *Scheduler) Keys() []structs.JobKey {
+	keys := slices.Collect(maps.Keys(s.jobs))
+	slices.SortFunc(keys, structs.JobKey.Compare)
 	return keys
 }
 
@@ -519,7 +588,7 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 	pinned := modelDriven(s.alg)
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
-		m := &structs.JobModel{Namespace: k[0], JobID: k[1], Step: int64(e.step)}
+		m := &structs.JobModel{Namespace: k.Namespace, JobID: k.ID, Step: int64(e.step)}
 		if pinned {
 			m.Profiling = slices.Clone(e.profile)
 		}
@@ -555,7 +624,7 @@ func speedError(e *entry) (float64, int) {
 		if measured <= 0 {
 			continue
 		}
-		sum += math.Abs(e.speedFit.At(k[0], k[1])-measured) / measured
+		sum += math.Abs(e.speedFit.At(k.PS, k.Workers)-measured) / measured
 		n++
 	}
 	if n == 0 {
@@ -573,19 +642,19 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", j.ID, err)
 	}
-	key := [2]string{j.Namespace, j.ID}
+	key := j.Key()
 	prev, had := s.jobs[key]
 	changed, profiled := s.changed, s.profiled
 	// Plan may skip profiling configurations that do not fit: a dry run
 	// must not.
-	profiles := make(map[*entry][][2]int, len(s.jobs))
+	profiles := make(map[*entry][]structs.Shape, len(s.jobs))
 	for _, e := range s.jobs {
 		profiles[e] = e.profile
 	}
-	e := &entry{job: j, speeds: map[[2]int]*mean{}}
+	e := &entry{job: j, speeds: map[structs.Shape]*mean{}}
 	e.profile = s.inPlace(e)
 	if had {
-		e.current = prev.current
+		e.current, e.held = prev.current, prev.held
 	}
 	s.jobs[key] = e
 	defer func() {

@@ -28,11 +28,11 @@ func TestScheduler_Register(t *testing.T) {
 
 	reqs := s.ProfileRequests()
 	must.SliceLen(t, 1, reqs)
-	must.Eq(t, "a", reqs[0].JobID)
+	must.Eq(t, "a", reqs[0].Job.ID)
 	must.SliceLen(t, 6, reqs[0].Configs)
 	for _, c := range reqs[0].Configs {
-		must.Between(t, 1, c[0], 4)
-		must.Between(t, 1, c[1], 8)
+		must.Between(t, 1, c.PS, 4)
+		must.Between(t, 1, c.Workers, 8)
 	}
 	must.SliceEmpty(t, s.ProfileRequests(), must.Sprint("profiling is requested once"))
 }
@@ -45,8 +45,8 @@ func TestScheduler_SamplesToPlan(t *testing.T) {
 	must.NoError(t, s.Register(newJob("a")))
 	var samples []structs.Sample
 	for _, c := range s.ProfileRequests()[0].Configs {
-		p, w := float64(c[0]), float64(c[1])
-		samples = append(samples, structs.Sample{JobID: "a", NumPS: c[0], NumWorkers: c[1],
+		p, w := float64(c.PS), float64(c.Workers)
+		samples = append(samples, structs.Sample{JobID: "a", NumPS: c.PS, NumWorkers: c.Workers,
 			StepTimeS: 1 + 0.2*w/p + 0.01*w + 0.02*p}) // async: w steps per that
 	}
 	for step := range 40 {
@@ -67,27 +67,27 @@ func TestScheduler_SamplesToPlan(t *testing.T) {
 	must.Eq(t, "optimus", plan.Algorithm)
 	must.SliceLen(t, 1, plan.Placements)
 	must.Greater(t, 2, plan.Placements[0].NumWorkers+plan.Placements[0].NumPS)
-	loss, speed := s.Models("default", "a")
+	loss, speed := s.Models(structs.NewJobKey("", "a"))
 	must.NotNil(t, loss)
 	must.NotNil(t, speed)
 	must.False(t, s.Changed(), must.Sprint("nothing new since the plan"))
 
-	s.Enacted(plan)
-	s.Complete("default", "a")
+	s.Observe(plan.Placements[0].Key(), plan.Placements[0], nil)
+	s.Complete(structs.NewJobKey("", "a"))
 	must.Eq(t, 0, s.Active())
-	loss, speed = s.Models("default", "a")
+	loss, speed = s.Models(structs.NewJobKey("", "a"))
 	must.Nil(t, loss)
 	must.Nil(t, speed)
 }
 
 func TestSpeedError(t *testing.T) {
 	truth := func(ps, w int) float64 { return float64(w) / (1 + 0.1*float64(w)/float64(ps)) }
-	e := &entry{speeds: map[[2]int]*mean{}}
+	e := &entry{speeds: map[structs.Shape]*mean{}}
 	var pts []model.SpeedPoint
-	for _, c := range [][2]int{{1, 1}, {1, 2}, {2, 4}, {2, 8}} {
-		v := truth(c[0], c[1])
+	for _, c := range []structs.Shape{{PS: 1, Workers: 1}, {PS: 1, Workers: 2}, {PS: 2, Workers: 4}, {PS: 2, Workers: 8}} {
+		v := truth(c.PS, c.Workers)
 		e.speeds[c] = &mean{sum: 2 * v, n: 2}
-		pts = append(pts, model.SpeedPoint{PS: c[0], Workers: c[1], Speed: v})
+		pts = append(pts, model.SpeedPoint{PS: c.PS, Workers: c.Workers, Speed: v})
 	}
 	fit, err := model.FitSpeed(model.SpeedAsync, 0, pts)
 	must.NoError(t, err)
@@ -98,7 +98,7 @@ func TestSpeedError(t *testing.T) {
 
 	// One configuration measured twice as fast as the fit says: it is off
 	// by 1/2 of what was measured, the mean over 4 by 1/8.
-	e.speeds[[2]int{1, 1}] = &mean{sum: 2 * 2 * truth(1, 1), n: 2}
+	e.speeds[structs.Shape{PS: 1, Workers: 1}] = &mean{sum: 2 * 2 * truth(1, 1), n: 2}
 	off, _ := speedError(e)
 	must.Less(t, 1e-9, math.Abs(off-0.125))
 }
@@ -114,7 +114,7 @@ func TestRegister_SpeedPriors(t *testing.T) {
 
 	reqs := s.ProfileRequests()
 	must.SliceLen(t, 1, reqs)
-	must.Eq(t, "unmeasured", reqs[0].JobID)
+	must.Eq(t, "unmeasured", reqs[0].Job.ID)
 
 	_, err := s.Plan(nil, 0)
 	must.NoError(t, err)
@@ -137,26 +137,26 @@ func TestScheduler_ProfileInPlace(t *testing.T) {
 	s := New(optimus.New(), Options{ProfileInPlace: true, ProfileConfigs: 3, ProfileSteps: 2})
 	must.NoError(t, s.Register(newJob("a")))
 	must.SliceEmpty(t, s.ProfileRequests(), must.Sprint("the driver is not asked to profile"))
-	configs := s.Profiling("default", "a")
+	configs := s.Profiling(structs.NewJobKey("", "a"))
 	must.SliceLen(t, 3, configs)
 	for i := 1; i < len(configs); i++ {
-		must.LessEq(t, configs[i][0]+configs[i][1], configs[i-1][0]+configs[i-1][1], must.Sprint("smallest first"))
+		must.LessEq(t, configs[i].Tasks(), configs[i-1].Tasks(), must.Sprint("smallest first"))
 	}
 
 	h := planner.NewHarness(t)
 	h.AddNodes("n", 2, 16000, 65536, 0)
-	sample := func(step int, c [2]int) structs.Sample {
-		p, w := float64(c[0]), float64(c[1])
+	sample := func(step int, c structs.Shape) structs.Sample {
+		p, w := float64(c.PS), float64(c.Workers)
 		return structs.Sample{JobID: "a", Step: int64(step), Loss: 1 / (0.01*float64(step) + 1),
-			StepTimeS: (1 + 0.2*w/p + 0.01*w + 0.02*p) / w, NumPS: c[0], NumWorkers: c[1]} // async: w steps per that
+			StepTimeS: (1 + 0.2*w/p + 0.01*w + 0.02*p) / w, NumPS: c.PS, NumWorkers: c.Workers} // async: w steps per that
 	}
 	step := 0
 	for i, c := range configs {
 		plan, err := s.Plan(h.Nodes, 0)
 		must.NoError(t, err)
 		p := plan.Placements[0]
-		must.Eq(t, c, [2]int{p.NumPS, p.NumWorkers}, must.Sprintf("round %d runs profiling configuration %d", i, i))
-		s.Enacted(plan)
+		must.Eq(t, c, p.Shape(), must.Sprintf("round %d runs profiling configuration %d", i, i))
+		s.Observe(p.Key(), p, nil)
 
 		step++
 		s.Ingest([]structs.Sample{sample(step, c)})
@@ -165,8 +165,8 @@ func TestScheduler_ProfileInPlace(t *testing.T) {
 		s.Ingest([]structs.Sample{sample(step, c)})
 		must.True(t, s.Profiled())
 		must.False(t, s.Profiled(), must.Sprint("reported once"))
-		must.SliceLen(t, len(configs)-i-1, s.Profiling("default", "a"))
-		_, speed := s.Models("default", "a")
+		must.SliceLen(t, len(configs)-i-1, s.Profiling(structs.NewJobKey("", "a")))
+		_, speed := s.Models(structs.NewJobKey("", "a"))
 		must.NotNil(t, speed, must.Sprint("refitted on ingest, before the round"))
 	}
 	rec := &recorder{Algorithm: optimus.New()}
@@ -198,18 +198,18 @@ func (r *recorder) SpeedModels() bool { return true }
 func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
 	s := New(optimus.New(), Options{ProfileInPlace: true, ProfileConfigs: 3, ProfileSteps: 1})
 	must.NoError(t, s.Register(newJob("a")))
-	configs := s.Profiling("default", "a")
+	configs := s.Profiling(structs.NewJobKey("", "a"))
 	big := configs[len(configs)-1]
 	h := planner.NewHarness(t)
-	h.AddNodes("n", 1, 1000*(big[0]+big[1]-1), 65536, 0) // everything but the largest fits
+	h.AddNodes("n", 1, 1000*(big.Tasks()-1), 65536, 0) // everything but the largest fits
 	for _, c := range configs[:len(configs)-1] {
-		s.Ingest([]structs.Sample{{JobID: "a", Step: 1, StepTimeS: 1, NumPS: c[0], NumWorkers: c[1]}})
+		s.Ingest([]structs.Sample{{JobID: "a", Step: 1, StepTimeS: 1, NumPS: c.PS, NumWorkers: c.Workers}})
 	}
-	must.Eq(t, [][2]int{big}, s.Profiling("default", "a"))
+	must.Eq(t, []structs.Shape{big}, s.Profiling(structs.NewJobKey("", "a")))
 	plan, err := s.Plan(h.Nodes, 0)
 	must.NoError(t, err)
 	must.False(t, plan.Placements[0].Paused(), must.Sprint("runs unpinned"))
-	must.SliceEmpty(t, s.Profiling("default", "a"), must.Sprint("the configuration that does not fit is skipped"))
+	must.SliceEmpty(t, s.Profiling(structs.NewJobKey("", "a")), must.Sprint("the configuration that does not fit is skipped"))
 
 	// No room at all: the job waits and keeps its configurations.
 	must.NoError(t, s.Register(newJob("b")))
@@ -218,7 +218,7 @@ func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
 	for _, p := range plan.Placements {
 		must.True(t, p.Paused())
 	}
-	must.SliceLen(t, 3, s.Profiling("default", "b"))
+	must.SliceLen(t, 3, s.Profiling(structs.NewJobKey("", "b")))
 
 	// drf sizes jobs without models: b is not pinned to (1, 1).
 	s.SetAlgorithm(drf.New())
@@ -226,7 +226,7 @@ func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
 	must.NoError(t, err)
 	for _, p := range plan.Placements {
 		if p.JobID == "b" {
-			must.NotEq(t, s.Profiling("default", "b")[0], [2]int{p.NumPS, p.NumWorkers})
+			must.NotEq(t, s.Profiling(structs.NewJobKey("", "b"))[0], p.Shape())
 		}
 	}
 }
@@ -252,4 +252,60 @@ func TestScheduler_Subtasks(t *testing.T) {
 	_, err = s.Plan(nil, 0)
 	must.NoError(t, err)
 	must.Eq(t, planner.Subtasks{CPU: 0.5, Net: 3, PS: 1, Workers: 4}, *rec.last.Jobs[0].Subtasks, must.Sprint("a new configuration starts again"))
+}
+
+// TestScheduler_Update: a new version of a job reaches the next plan (a
+// lowered maximum caps it at once) and keeps what was measured of it.
+func TestScheduler_Update(t *testing.T) {
+	s := New(drf.New(), Options{ProfileConfigs: -1})
+	must.NoError(t, s.Register(newJob("a")))
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 4, 16000, 65536, 0)
+	plan, err := s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.Eq(t, 8, plan.Placements[0].NumWorkers, must.Sprint("drf grows the job to its maximum"))
+	s.Ingest([]structs.Sample{{JobID: "a", Step: 10, Loss: 1, StepTimeS: 1, NumPS: 1, NumWorkers: 8}})
+
+	lower := newJob("a")
+	lower.Elastic.Workers.Max = 3
+	lower.Version = 1
+	must.NoError(t, s.Update(lower))
+	must.True(t, s.Changed())
+	must.Eq(t, 3, s.Job(structs.NewJobKey("", "a")).Elastic.Workers.Max)
+	plan, err = s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.Eq(t, 3, plan.Placements[0].NumWorkers)
+	must.Eq(t, 10, s.Summaries()[0].Step, must.Sprint("what was measured stays"))
+
+	bad := newJob("a")
+	bad.Training.Mode = "semi"
+	must.Error(t, s.Update(bad))
+	must.Eq(t, 3, s.Job(structs.NewJobKey("", "a")).Elastic.Workers.Max, must.Sprint("an invalid version changes nothing"))
+}
+
+// TestScheduler_InFlight: a job whose change is in flight keeps its
+// target in every plan, and the other jobs are planned around the
+// capacity it holds.
+func TestScheduler_InFlight(t *testing.T) {
+	s := New(drf.New(), Options{ProfileConfigs: -1})
+	must.NoError(t, s.Register(newJob("a")))
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 1, 8000, 65536, 0) // room for 8 tasks of 1000 MHz
+	target := &structs.Placement{Namespace: "default", JobID: "a", NumPS: 1, NumWorkers: 5,
+		Nodes: []*structs.NodeTasks{{NodeID: h.Nodes[0].ID, PS: 1, Workers: 5}}}
+	s.Observe(target.Key(), nil, &structs.Change{Target: target, Phase: structs.ChangeCheckpointing})
+	must.NoError(t, s.Register(newJob("b")))
+
+	plan, err := s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.SliceLen(t, 2, plan.Placements)
+	a, b := plan.Placements[0], plan.Placements[1]
+	must.True(t, a.SameTasks(target), must.Sprint("the job in flight keeps its target"))
+	must.Eq(t, 2, b.NumPS+b.NumWorkers, must.Sprint("the other job gets what is left: 8 - 6 tasks"))
+
+	// Once the change is done, the job is planned again like any other.
+	s.Observe(target.Key(), target, &structs.Change{Target: target, Phase: structs.ChangeDone})
+	plan, err = s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.Eq(t, 8, plan.Placements[0].NumPS+plan.Placements[0].NumWorkers+plan.Placements[1].NumPS+plan.Placements[1].NumWorkers)
 }

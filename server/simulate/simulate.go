@@ -11,6 +11,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/server/scheduler"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // FixedPolicies run every job at its fixed request instead of within its
@@ -86,7 +87,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	res := &Result{Policy: alg.Name(), TotalGPUs: s.TotalGPUs()}
 
 	next, sampleCursor, doneCursor := 0, 0, 0
-	namespace := make(map[string]string, len(wl.Arrivals)) // job ID → namespace
+	keys := make(map[string]structs.JobKey, len(wl.Arrivals)) // by job ID
 	nextRound, last, stuck := 0.0, -1.0, 0
 	arrivals := wl.Arrivals
 	for next < len(arrivals) || !s.Done() {
@@ -118,21 +119,21 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			if err := s.Submit(job, a.Truth); err != nil {
 				return nil, err
 			}
-			namespace[job.ID] = job.Namespace
+			keys[job.ID] = job.Key()
 			if err := sched.Register(job); err != nil {
 				return nil, err
 			}
 			next++
 		}
 		for _, pr := range sched.ProfileRequests() {
-			if err := s.Profile(pr.JobID, pr.Configs); err != nil {
+			if err := s.Profile(pr.Job.ID, pr.Configs); err != nil {
 				return nil, err
 			}
 		}
 		var done []string
 		done, doneCursor = s.Completions(doneCursor)
 		for _, id := range done {
-			sched.Complete(namespace[id], id)
+			sched.Complete(keys[id])
 		}
 		if opts.Progress != nil && len(done) > 0 {
 			opts.Progress(doneCursor, len(arrivals))
@@ -154,7 +155,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		if err := s.Enact(plan); err != nil {
 			return nil, fmt.Errorf("round at %.0fs: %w", t, err)
 		}
-		sched.Enacted(plan)
+		for _, p := range plan.Placements {
+			sched.Observe(p.Key(), p, nil)
+		}
 		res.Rounds++
 	}
 	res.Jobs = s.Results()

@@ -89,13 +89,62 @@ func latestPlacement(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*
 	return all[0], nil
 }
 
-// LatestPlan returns the last committed plan, nil before the first.
+// LatestPlan returns the plan in force, a view built from state: the
+// index, algorithm and time of the last decision, and the desired
+// placement of every active job, sorted by job. Nil before the first
+// decision.
 func LatestPlan(txn *memdb.Txn, ws memdb.WatchSet) (*structs.Plan, error) {
-	plans, err := watchAll[*structs.Plan](txn, ws, TablePlans, "id", reverse)
-	if len(plans) == 0 || err != nil {
+	raw, err := watchFirst(txn, ws, TableDecision)
+	if raw == nil || err != nil {
 		return nil, err
 	}
-	return plans[0], nil
+	plan := *raw.(*structs.Plan)
+	plan.Placements = nil
+	rows, err := watchAll[*structs.JobPlacement](txn, ws, TableDesired, "id", forward)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if job, err := activeJob(txn, r.Namespace, r.JobID); err != nil {
+			return nil, err
+		} else if job != nil {
+			plan.Placements = append(plan.Placements, r.Placement)
+		}
+	}
+	return &plan, nil
+}
+
+func desired(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobPlacement, error) {
+	raw, err := watchFirst(txn, ws, TableDesired, namespace, id)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	return raw.(*structs.JobPlacement), nil
+}
+
+// Desired returns a job's desired placement, the latest decision for it;
+// nil before the first.
+func Desired(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobPlacement, error) {
+	return desired(txn, ws, namespace, id)
+}
+
+func observedOf(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.Observed, error) {
+	raw, err := watchFirst(txn, ws, TableObserved, namespace, id)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	return raw.(*structs.Observed), nil
+}
+
+// ObservedOf returns what runs of a job as last reported; nil before the
+// driver reported it.
+func ObservedOf(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.Observed, error) {
+	return observedOf(txn, ws, namespace, id)
+}
+
+// AllObserved returns what runs of every job the driver reported.
+func AllObserved(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.Observed, error) {
+	return watchAll[*structs.Observed](txn, ws, TableObserved, "id", forward)
 }
 
 func jobSamples(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobSamples, error) {

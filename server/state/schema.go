@@ -9,7 +9,6 @@ const (
 	TableIndex      = "index"
 	TableJobs       = "jobs"
 	TableVersions   = "job_versions"
-	TablePlans      = "plans"
 	TablePlacements = "placements"
 	TableSamples    = "samples"
 	TableModels     = "models"
@@ -18,12 +17,17 @@ const (
 	TableMembers    = "members"
 	TableConfig     = "scheduler_config"
 	TableCursors    = "cursors"
+	// TableDesired holds each job's latest decision, TableObserved what
+	// its driver reports runs.
+	TableDesired  = "desired"
+	TableObserved = "observed"
+	// TableDecision holds the last decision committed: its index,
+	// algorithm and time (a Plan without placements).
+	TableDecision = "decision"
 )
 
 // Bounds on what the store keeps.
 const (
-	// MaxPlans is how many plans are kept.
-	MaxPlans = 32
 	// MaxPlacements is how many placement history entries are kept per job.
 	MaxPlacements = 64
 	// MaxEvents is how many events are kept.
@@ -47,6 +51,11 @@ func jobIndex() *memdb.IndexSchema {
 			&memdb.StringFieldIndex{Field: "JobID"},
 		}},
 	}
+}
+
+// singleton indexes a table of one row.
+func singleton() *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}}
 }
 
 func schema() *memdb.DBSchema {
@@ -93,14 +102,16 @@ func schema() *memdb.DBSchema {
 		TableIndex:      single(TableIndex, stringID("Key")),
 		TableJobs:       single(TableJobs, jobs),
 		TableVersions:   single(TableVersions, versions),
-		TablePlans:      single(TablePlans, uintID("Index")),
 		TablePlacements: single(TablePlacements, perJob("PlanIndex")),
 		TableSamples:    single(TableSamples, jobIndex()),
 		TableModels:     single(TableModels, jobIndex()),
+		TableDesired:    single(TableDesired, jobIndex()),
+		TableObserved:   single(TableObserved, jobIndex()),
 		TableNodes:      single(TableNodes, stringID("ID")),
 		TableEvents:     single(TableEvents, uintID("Seq")),
 		TableMembers:    single(TableMembers, stringID("ID")),
 		TableCursors:    single(TableCursors, stringID("Key")),
-		TableConfig:     single(TableConfig, &memdb.IndexSchema{Name: "id", Unique: true, Indexer: &memdb.ConditionalIndex{Conditional: func(any) (bool, error) { return true, nil }}}),
+		TableConfig:     single(TableConfig, singleton()),
+		TableDecision:   single(TableDecision, singleton()),
 	}}
 }

@@ -22,6 +22,9 @@ const (
 	recordMember
 	recordSchedulerConfig
 	recordCursor
+	recordDesired
+	recordObserved
+	recordDecision
 )
 
 // records maps each kind to its table and a constructor of the value its
@@ -34,7 +37,6 @@ var records = []struct {
 	{recordIndex, TableIndex, func() any { return new(indexEntry) }},
 	{recordJob, TableJobs, func() any { return new(structs.Job) }},
 	{recordJobVersion, TableVersions, func() any { return new(structs.Job) }},
-	{recordPlan, TablePlans, func() any { return new(structs.Plan) }},
 	{recordPlacement, TablePlacements, func() any { return new(structs.JobPlacement) }},
 	{recordSamples, TableSamples, func() any { return new(structs.JobSamples) }},
 	{recordModel, TableModels, func() any { return new(structs.JobModel) }},
@@ -43,6 +45,9 @@ var records = []struct {
 	{recordMember, TableMembers, func() any { return new(structs.Member) }},
 	{recordSchedulerConfig, TableConfig, func() any { return new(structs.SchedulerConfig) }},
 	{recordCursor, TableCursors, func() any { return new(indexEntry) }},
+	{recordDesired, TableDesired, func() any { return new(structs.JobPlacement) }},
+	{recordObserved, TableObserved, func() any { return new(structs.Observed) }},
+	{recordDecision, TableDecision, func() any { return new(structs.Plan) }},
 }
 
 // Dump calls emit with every row of the store as txn sees it, each with its
@@ -77,8 +82,26 @@ func NewRestore() (*Restore, error) {
 	return &Restore{store: s, txn: s.db.Txn(true)}, nil
 }
 
-// Load decodes one row of kind with decode and inserts it.
+// Load decodes one row of kind with decode and inserts it. Whole-cluster
+// plans, which snapshots of earlier versions hold, become the desired
+// placements of their jobs.
 func (r *Restore) Load(kind uint8, decode func(v any) error) error {
+	if kind == recordPlan {
+		var p structs.Plan
+		if err := decode(&p); err != nil {
+			return fmt.Errorf("decode plan row: %w", err)
+		}
+		if err := r.txn.Insert(TableDecision, &structs.Plan{Index: p.Index, Algorithm: p.Algorithm, CreateTime: p.CreateTime}); err != nil {
+			return fmt.Errorf("restore plan row: %w", err)
+		}
+		for _, pl := range p.Placements {
+			row := &structs.JobPlacement{Namespace: pl.Namespace, JobID: pl.JobID, PlanIndex: p.Index, Time: p.CreateTime, Algorithm: p.Algorithm, Placement: pl}
+			if err := r.txn.Insert(TableDesired, row); err != nil {
+				return fmt.Errorf("restore plan row: %w", err)
+			}
+		}
+		return nil
+	}
 	for _, rec := range records {
 		if rec.kind != kind {
 			continue

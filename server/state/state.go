@@ -257,7 +257,7 @@ func (s *Store) StopJob(index uint64, now int64, namespace, id string, purge boo
 				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
 			}
 		}
-		for _, t := range []string{TableSamples, TableModels} {
+		for _, t := range []string{TableSamples, TableModels, TableDesired, TableObserved} {
 			w.touched[t] = true
 			if _, err := w.txn.DeleteAll(t, "id", namespace, id); err != nil {
 				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
@@ -267,35 +267,45 @@ func (s *Store) StopJob(index uint64, now int64, namespace, id string, purge boo
 	})
 }
 
-// ApplyPlan stores a committed plan at index, appends each job's placement
-// to its history, stores the models the plan was made with, marks placed
-// pending jobs running and records JobPlaced and JobRescaled events.
-// Placements of jobs the store no longer holds as active are kept in the
-// plan but change nothing else.
-func (s *Store) ApplyPlan(index uint64, plan *structs.Plan, models []*structs.JobModel) error {
+// ApplyDecision stores, at index, the placements an algorithm decided for
+// jobs (each job's desired placement, replacing the last) and the models
+// they were decided with, and records the decision's index, algorithm and
+// time. Only what changed need be given: the log grows with changes, not
+// with the cluster. A paused placement of a pending job records a
+// JobWaiting event with its reason when the reason is new. Placements and
+// models of jobs the store does not hold as active are dropped.
+func (s *Store) ApplyDecision(index uint64, now int64, algorithm string, placements []*structs.Placement, models []*structs.JobModel) error {
 	return s.write(index, func(w *writer) error {
-		p := *plan
-		p.Index = index
-		if err := w.insert(TablePlans, &p); err != nil {
+		if err := w.insert(TableDecision, &structs.Plan{Index: index, Algorithm: algorithm, CreateTime: now}); err != nil {
 			return err
 		}
-		if err := w.trim(TablePlans, MaxPlans); err != nil {
-			return err
-		}
-		for _, pl := range p.Placements {
-			job, err := jobByID(w.txn, nil, pl.Namespace, pl.JobID)
+		for _, pl := range placements {
+			job, err := activeJob(w.txn, pl.Namespace, pl.JobID)
 			if err != nil {
 				return err
 			}
-			if job == nil || structs.Terminal(job.Status) {
+			if job == nil {
 				continue
 			}
-			if err := w.place(p.CreateTime, p.Algorithm, job, pl); err != nil {
+			prev, err := desired(w.txn, nil, job.Namespace, job.ID)
+			if err != nil {
 				return err
+			}
+			if prev != nil && prev.Placement.SameTasks(pl) && prev.Placement.Reason == pl.Reason {
+				continue
+			}
+			row := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: index, Time: now, Algorithm: algorithm, Placement: pl.Copy()}
+			if err := w.insert(TableDesired, row); err != nil {
+				return err
+			}
+			if pl.Paused() && job.Status == structs.JobStatusPending {
+				if err := w.event(now, structs.EventJobWaiting, job.Namespace, job.ID, pl.Reason, map[string]string{"algorithm": algorithm}); err != nil {
+					return err
+				}
 			}
 		}
 		for _, m := range models {
-			if job, err := jobByID(w.txn, nil, m.Namespace, m.JobID); err != nil {
+			if job, err := activeJob(w.txn, m.Namespace, m.JobID); err != nil {
 				return err
 			} else if job == nil {
 				continue
@@ -308,52 +318,124 @@ func (s *Store) ApplyPlan(index uint64, plan *structs.Plan, models []*structs.Jo
 	})
 }
 
-func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Placement) error {
+// ApplyPlan applies a whole-cluster plan, as leaders of earlier versions
+// committed them: every placement becomes its job's desired placement.
+func (s *Store) ApplyPlan(index uint64, plan *structs.Plan, models []*structs.JobModel) error {
+	return s.ApplyDecision(index, plan.CreateTime, plan.Algorithm, plan.Placements, models)
+}
+
+// activeJob returns a job that has not ended, nil if there is none.
+func activeJob(txn *memdb.Txn, namespace, id string) (*structs.Job, error) {
+	job, err := jobByID(txn, nil, namespace, id)
+	if err != nil || job == nil || structs.Terminal(job.Status) {
+		return nil, err
+	}
+	return job, nil
+}
+
+// UpsertObserved records what the driver reports runs of jobs. A job whose
+// running placement changed gets an entry in its placement history and a
+// JobPlaced or JobRescaled event; a pending job that runs tasks becomes
+// running, and a running job is rescaling while a change is in flight.
+// Reports of jobs the store does not hold as active are dropped.
+func (s *Store) UpsertObserved(index uint64, now int64, observed []*structs.Observed) error {
+	return s.write(index, func(w *writer) error {
+		for _, o := range observed {
+			job, err := activeJob(w.txn, o.Namespace, o.JobID)
+			if err != nil {
+				return err
+			}
+			if job == nil {
+				continue
+			}
+			prev, err := observedOf(w.txn, nil, job.Namespace, job.ID)
+			if err != nil {
+				return err
+			}
+			row := o.Copy()
+			row.ModifyIndex, row.UpdateTime = index, now
+			if err := w.insert(TableObserved, row); err != nil {
+				return err
+			}
+			var before *structs.Placement
+			if prev != nil {
+				before = prev.Placement
+			}
+			if !before.SameTasks(row.Placement) {
+				if err := w.ran(now, job, row); err != nil {
+					return err
+				}
+			}
+			if err := w.setRunStatus(job, row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ran appends what now runs of a job to its placement history, with the
+// decision that asked for it, and records the event.
+func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed) error {
+	pl := o.Placement
+	if pl == nil {
+		pl = &structs.Placement{Namespace: job.Namespace, JobID: job.ID}
+	}
+	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Placement: pl.Copy()}
+	if d, err := desired(w.txn, nil, job.Namespace, job.ID); err != nil {
+		return err
+	} else if d != nil {
+		rec.Algorithm = d.Algorithm
+		if pl.Reason == "" && d.Placement.SameTasks(pl) {
+			rec.Placement.Reason = d.Placement.Reason
+		}
+	}
+	if c := o.Change; c != nil && c.Target.SameTasks(pl) {
+		rec.PlanIndex = c.PlanIndex
+	}
 	prev, err := latestPlacement(w.txn, nil, job.Namespace, job.ID)
 	if err != nil {
 		return err
 	}
-	if prev != nil && samePlacement(prev.Placement, pl) {
-		return nil
-	}
-	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Algorithm: alg, Placement: pl}
 	if err := w.insert(TablePlacements, rec); err != nil {
 		return err
 	}
 	if err := w.trim(TablePlacements, MaxPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
 		return err
 	}
-	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": alg}
-	msg := fmt.Sprintf("%d ps and %d workers on %d nodes: %s", pl.NumPS, pl.NumWorkers, len(pl.Nodes), pl.Reason)
+	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": rec.Algorithm}
+	msg := fmt.Sprintf("%d ps and %d workers run on %d nodes", pl.NumPS, pl.NumWorkers, len(pl.Nodes))
+	if r := rec.Placement.Reason; r != "" {
+		msg += ": " + r
+	}
 	typ := structs.EventJobRescaled
 	switch {
-	case pl.Paused() && job.Status == structs.JobStatusPending:
-		typ, msg = structs.EventJobWaiting, pl.Reason
+	case pl.Paused():
+		typ, msg = structs.EventJobWaiting, "no task runs"
 	case prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending:
 		typ = structs.EventJobPlaced
-	}
-	if job.Status == structs.JobStatusPending && !pl.Paused() {
-		j := *job
-		j.Status, j.StatusDescription, j.ModifyIndex = structs.JobStatusRunning, "", w.index
-		if err := w.insert(TableJobs, &j); err != nil {
-			return err
-		}
 	}
 	return w.event(now, typ, job.Namespace, job.ID, msg, details)
 }
 
-// samePlacement reports whether two placements run the same tasks on the
-// same nodes; reasons do not count.
-func samePlacement(a, b *structs.Placement) bool {
-	if a.NumPS != b.NumPS || a.NumWorkers != b.NumWorkers || len(a.Nodes) != len(b.Nodes) {
-		return false
+// setRunStatus moves an active job between pending, running and
+// rescaling by what runs of it.
+func (w *writer) setRunStatus(job *structs.Job, o *structs.Observed) error {
+	status := job.Status
+	switch {
+	case o.Change.InFlight() && job.Status != structs.JobStatusPending:
+		status = structs.JobStatusRescaling
+	case o.Placement != nil && !o.Placement.Paused():
+		status = structs.JobStatusRunning
+	case job.Status == structs.JobStatusRescaling:
+		status = structs.JobStatusRunning // paused: it keeps its place in the queue as running
 	}
-	for i, n := range a.Nodes {
-		if *n != *b.Nodes[i] {
-			return false
-		}
+	if status == job.Status {
+		return nil
 	}
-	return true
+	j := *job
+	j.Status, j.StatusDescription, j.ModifyIndex = status, "", w.index
+	return w.insert(TableJobs, &j)
 }
 
 // MetricsCursor names the cursor of the leader's metrics source, which

@@ -33,13 +33,18 @@ func placement(id string, workers int) *structs.Placement {
 	}
 }
 
+func observed(p *structs.Placement, c *structs.Change) *structs.Observed {
+	return &structs.Observed{Namespace: p.Namespace, JobID: p.JobID, Placement: p, Change: c}
+}
+
+// TestPlacements_HistoryPerJob: the history records what ran, as observed,
+// once per change, bounded per job.
 func TestPlacements_HistoryPerJob(t *testing.T) {
 	s := newStore(t, "a", "ab")
 	idx := uint64(10)
 	for w := 1; w <= MaxPlacements+5; w++ {
 		idx++
-		plan := &structs.Plan{Placements: []*structs.Placement{placement("a", w), placement("ab", 1)}}
-		must.NoError(t, s.ApplyPlan(idx, plan, nil))
+		must.NoError(t, s.UpsertObserved(idx, 0, []*structs.Observed{observed(placement("a", w), nil), observed(placement("ab", 1), nil)}))
 	}
 	hist, err := Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
@@ -49,13 +54,6 @@ func TestPlacements_HistoryPerJob(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, hist, must.Sprint("an unchanged placement is recorded once"))
 
-	plans, err := watchAll[*structs.Plan](s.Txn(), nil, TablePlans, "id", forward)
-	must.NoError(t, err)
-	must.SliceLen(t, MaxPlans, plans)
-	latest, err := LatestPlan(s.Txn(), nil)
-	must.NoError(t, err)
-	must.Eq(t, idx, latest.Index)
-
 	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.Eq(t, structs.JobStatusRunning, job.Status)
@@ -64,9 +62,89 @@ func TestPlacements_HistoryPerJob(t *testing.T) {
 	hist, err = Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.SliceEmpty(t, hist)
+	o, err := ObservedOf(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Nil(t, o, must.Sprint("purged with the job"))
 	hist, err = Placements(s.Txn(), nil, structs.DefaultNamespace, "ab")
 	must.NoError(t, err)
 	must.SliceLen(t, 1, hist, must.Sprint("purging a keeps ab"))
+}
+
+// TestApplyDecision_OnlyChanges: a decision stores each job's desired
+// placement; the plan in force is a view of them; a decision changes
+// neither the history nor the status, which follow what runs.
+func TestApplyDecision_OnlyChanges(t *testing.T) {
+	s := newStore(t, "a", "b")
+	must.NoError(t, s.ApplyDecision(10, 100, "drf", []*structs.Placement{placement("a", 2), placement("b", 1)}, nil))
+	must.NoError(t, s.ApplyDecision(11, 200, "drf", []*structs.Placement{placement("b", 3)}, nil))
+	plan, err := LatestPlan(s.Txn(), nil)
+	must.NoError(t, err)
+	must.Eq(t, uint64(11), plan.Index)
+	must.SliceLen(t, 2, plan.Placements)
+	must.Eq(t, 2, plan.Placements[0].NumWorkers)
+	must.Eq(t, 3, plan.Placements[1].NumWorkers)
+	d, err := Desired(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, uint64(10), d.PlanIndex, must.Sprint("a's placement did not change at 11"))
+
+	hist, err := Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceEmpty(t, hist, must.Sprint("nothing ran yet"))
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusPending, job.Status)
+
+	must.NoError(t, s.StopJob(12, 0, structs.DefaultNamespace, "b", false))
+	plan, err = LatestPlan(s.Txn(), nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, plan.Placements, must.Sprint("the plan in force holds active jobs only"))
+}
+
+// TestObserved_Lifecycle follows a job through what its driver reports:
+// waiting, placed, a rescale in flight, the rescale aborted.
+func TestObserved_Lifecycle(t *testing.T) {
+	s := newStore(t, "a")
+	paused := &structs.Placement{Namespace: structs.DefaultNamespace, JobID: "a", Reason: "waiting: no room"}
+	must.NoError(t, s.ApplyDecision(5, 0, "drf", []*structs.Placement{paused}, nil))
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusPending, job.Status)
+	evs, err := Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, evs)
+	must.Eq(t, structs.EventJobWaiting, evs[0].Type)
+	must.Eq(t, "waiting: no room", evs[0].Message)
+
+	two := placement("a", 2)
+	must.NoError(t, s.ApplyDecision(6, 0, "drf", []*structs.Placement{two}, nil))
+	must.NoError(t, s.UpsertObserved(7, 0, []*structs.Observed{observed(two, &structs.Change{Target: two, PlanIndex: 6, Phase: structs.ChangeDone})}))
+	evs, err = Events(s.Txn(), nil, 2)
+	must.NoError(t, err)
+	must.Eq(t, structs.EventJobPlaced, evs[0].Type)
+	job, err = JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusRunning, job.Status)
+	hist, err := Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, uint64(6), hist[0].PlanIndex, must.Sprint("the history names the decision that asked for it"))
+
+	four := placement("a", 4)
+	must.NoError(t, s.UpsertObserved(8, 0, []*structs.Observed{observed(two, &structs.Change{Target: four, PlanIndex: 8, Phase: structs.ChangeCheckpointing})}))
+	job, err = JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusRescaling, job.Status)
+
+	must.NoError(t, s.UpsertObserved(9, 0, []*structs.Observed{observed(two, &structs.Change{Target: four, PlanIndex: 8, Phase: structs.ChangeAborted, Message: "no checkpoint"})}))
+	job, err = JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusRunning, job.Status)
+	hist, err = Placements(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, hist, must.Sprint("an aborted change never ran"))
+	o, err := ObservedOf(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, 2, o.Placement.NumWorkers)
+	must.Eq(t, structs.ChangeAborted, o.Change.Phase)
 }
 
 func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
@@ -175,23 +253,4 @@ func TestEvents_Bounded(t *testing.T) {
 	must.SliceLen(t, MaxEvents, evs)
 	must.Eq(t, 11, evs[0].Seq)
 	must.Eq(t, MaxEvents+10, evs[len(evs)-1].Seq)
-}
-
-func TestApplyPlan_WaitingJobStaysPending(t *testing.T) {
-	s := newStore(t, "a")
-	paused := &structs.Placement{Namespace: structs.DefaultNamespace, JobID: "a", Reason: "waiting: no room"}
-	must.NoError(t, s.ApplyPlan(5, &structs.Plan{Placements: []*structs.Placement{paused}}, nil))
-	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
-	must.NoError(t, err)
-	must.Eq(t, structs.JobStatusPending, job.Status)
-	evs, err := Events(s.Txn(), nil, 1)
-	must.NoError(t, err)
-	must.SliceLen(t, 1, evs)
-	must.Eq(t, structs.EventJobWaiting, evs[0].Type)
-	must.Eq(t, "waiting: no room", evs[0].Message)
-
-	must.NoError(t, s.ApplyPlan(6, &structs.Plan{Placements: []*structs.Placement{placement("a", 2)}}, nil))
-	evs, err = Events(s.Txn(), nil, 2)
-	must.NoError(t, err)
-	must.Eq(t, structs.EventJobPlaced, evs[0].Type)
 }
