@@ -188,5 +188,6 @@ func (p *Placement) Copy() *Placement {
 	}
 	c := *p
 	c.Nodes = copyAll(p.Nodes)
+	c.Metric = p.Metric.Copy()
 	return &c
 }
