@@ -361,6 +361,12 @@ func (c *Cluster) Take(i int, t *Task, n int) {
 // takeDevices assigns each of n tasks its device counts from matching groups
 // in devs, first fit, and reports whether all found room.
 func (c *Cluster) takeDevices(i int, t *Task, n int, devs []int) bool {
+	return c.shortDevice(i, t, n, devs) < 0
+}
+
+// shortDevice is takeDevices returning the index in t.Devices of the first
+// request that found no room, or -1 when every task found room.
+func (c *Cluster) shortDevice(i int, t *Task, n int, devs []int) int {
 	groups := t.groups[c.class[i]]
 	for range n {
 		for r, req := range t.Devices {
@@ -373,11 +379,11 @@ func (c *Cluster) takeDevices(i int, t *Task, n int, devs []int) bool {
 				}
 			}
 			if !ok {
-				return false
+				return r
 			}
 		}
 	}
-	return true
+	return -1
 }
 
 // Free returns the free CPU (MHz), memory (MB) and device instances of node

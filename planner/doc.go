@@ -4,8 +4,9 @@
 //
 // This package holds what every algorithm shares: the Request and Decision
 // types, the Algorithm interface, Cluster (free capacity with Nomad's
-// device semantics), CheckDecision (the rules every decision must keep) and
-// a test Harness. Subpackages hold the models (planner/model), feasibility
+// device semantics), CheckDecision (the rules every decision must keep),
+// ExplainPaused (why a paused job's minimum does not fit) and a test
+// Harness. Subpackages hold the models (planner/model), feasibility
 // (planner/feasible), placement (planner/placement), one algorithm each
 // (planner/optimus, planner/drf, planner/tetris, planner/fifo) and the
 // registry of built-ins (planner/builtin). See README.md for the pipeline.

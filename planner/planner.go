@@ -117,6 +117,17 @@ func (j *Job) Bounds() (ps, workers structs.Bounds) {
 	return ps, j.Job.Elastic.Workers
 }
 
+// Minimum returns the smallest shape the job runs at: its minimum workers
+// and, for a PS job, its minimum parameter servers, at least one of each.
+func (j *Job) Minimum() structs.Shape {
+	ps, workers := j.Bounds()
+	m := structs.Shape{Workers: max(workers.Min, 1)}
+	if j.HasPS() {
+		m.PS = max(ps.Min, 1)
+	}
+	return m
+}
+
 // Paused returns a placement that runs nothing of job j, with a reason.
 func Paused(j *Job, reason string) *structs.Placement {
 	return &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, Reason: reason}

@@ -188,6 +188,7 @@ func (p *Placement) Copy() *Placement {
 	}
 	c := *p
 	c.Nodes = copyAll(p.Nodes)
+	c.Metric = p.Metric.Copy()
 	return &c
 }
 

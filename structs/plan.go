@@ -29,6 +29,11 @@ type Placement struct {
 	Nodes []*NodeTasks
 	// Reason says, for people, why the job got this placement.
 	Reason string
+	// Metric, on a paused placement whose job's minimum does not fit,
+	// says why; nil otherwise. The server computes it after the
+	// algorithm's decision (planner.ExplainPaused), so that it reads the
+	// same for every algorithm, and Reason is then its String.
+	Metric *PlacementMetric `json:",omitempty"`
 }
 
 // NodeTasks is the tasks of one job on one node.

@@ -49,6 +49,30 @@ func jobFile(t *testing.T, id string) string {
 	return path
 }
 
+// unplaceableJobFile writes examples/demo.hcl, renamed to job id, with
+// tasks that each ask for a GPU of 32 GiB, which the simulated cluster's
+// 16 GiB GPUs never are, to a temporary file.
+func unplaceableJobFile(t *testing.T, id string) string {
+	t.Helper()
+	path := jobFile(t, id)
+	src, err := os.ReadFile(path)
+	must.NoError(t, err)
+	gpu := `memory = 64
+
+      device "nvidia/gpu" {
+        count = 1
+
+        constraint {
+          attribute = "${device.attr.memory}"
+          operator  = ">="
+          value     = "32 GiB"
+        }
+      }`
+	must.StrContains(t, string(src), "memory = 64")
+	must.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), "memory = 64", gpu, 1)), 0o644))
+	return path
+}
+
 // logged logs a command line's output, shown when a test fails or with -v.
 func logged(t *testing.T, args []string) func(int, string, string) (int, string, string) {
 	return func(code int, out, errOut string) (int, string, string) {
@@ -210,6 +234,42 @@ func TestClientCommands(t *testing.T) {
 		code, out, errOut = cliArgs(t, []string{"job", "status"}, "stoppable")
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Status\s+= stopped$`), out)
+	})
+
+	t.Run("job run of a job that cannot be placed", func(t *testing.T) {
+		start := time.Now()
+		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-no-color", unplaceableJobFile(t, "unplaceable"))
+		must.Eq(t, 2, code, must.Sprint(errOut))
+		must.Less(t, 20*time.Second, time.Since(start), must.Sprint("job run returns once the first plan pauses the job"))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^==> Job "unplaceable": Placement Failure at plan index \d+ by optimus$`), out)
+		must.StrContains(t, out, `==> Job "unplaceable" stays registered and pending until there is room; "caravan job status unplaceable" shows why it waits`)
+
+		// The job stays registered and pending, and its status says why,
+		// as job run did.
+		code, js, errOut := cliArgs(t, []string{"job", "status"}, "-json", "unplaceable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var sum api.JobSummary
+		must.NoError(t, json.Unmarshal([]byte(js), &sum))
+		must.Eq(t, structs.JobStatusPending, sum.Job.Status)
+		must.NotNil(t, sum.Placement)
+		must.True(t, sum.Placement.Placement.Paused())
+		must.NotEq(t, "", sum.Placement.Placement.Reason)
+		failure := formatPlacementFailure(sum.Placement.Placement)
+		must.StrContains(t, out, indent(failure))
+
+		code, status, errOut := cliArgs(t, []string{"job", "status"}, "unplaceable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Status\s+= pending$`), status)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Tasks\s+= 0 workers on 0 nodes \(paused\)$`), status)
+		must.StrContains(t, status, "\n\nPlacement Failure\n"+failure+"\n\nModel\n")
+
+		// With -json, job run prints the summary and exits 2 all the same.
+		code, js, errOut = cliArgs(t, []string{"job", "run"}, "-json", unplaceableJobFile(t, "unplaceable-json"))
+		must.Eq(t, 2, code, must.Sprint(errOut))
+		var run struct{ Summary *api.JobSummary }
+		must.NoError(t, json.Unmarshal([]byte(js), &run))
+		must.Eq(t, structs.JobStatusPending, run.Summary.Job.Status)
+		must.True(t, run.Summary.Placement.Placement.Paused())
 	})
 
 	t.Run("job run of an invalid jobspec", func(t *testing.T) {

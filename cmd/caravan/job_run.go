@@ -19,7 +19,14 @@ const defaultRunTimeout = 5 * time.Minute
 // followWait is the wait of each blocking query while following a job.
 const followWait = 30 * time.Second
 
+// exitPlacementFailure is job run's exit code when the job's first
+// placement is paused: registered, but nothing runs.
+const exitPlacementFailure = 2
+
 // JobRunCommand registers a job and follows it to its first placement.
+// It exits 0 when the job is placed (or complete), 2 when its first
+// placement is paused, as Nomad's job run exits 2 on placement failures,
+// and 1 on errors.
 type JobRunCommand struct {
 	Meta
 }
@@ -33,8 +40,14 @@ Usage: caravan job run [options] <path>
   Parses the ML jobspec at <path> ("-" reads standard input), as "caravan job
   validate" does, and registers the job with the Caravan agent. Unless
   -detach is given, it then follows the job until the scheduler places it
-  (or it ends), prints its placement per node, and exits 0. It exits 1 if the
-  job cannot be registered, fails, or is not placed within -timeout.
+  (or it ends), prints its placement per node, and exits 0.
+
+  It exits 2 if the scheduler's first placement of the job runs nothing:
+  it prints the Placement Failure (nodes evaluated, how many each constraint
+  filtered, on how many each resource was exhausted), and the job stays
+  registered and pending until there is room ("caravan job status" shows
+  why it waits). It exits 1 if the job cannot be registered, fails, or is
+  not placed within -timeout.
 
   A job that is already registered and active is refused; change it with
   -update, or stop it first with "caravan job stop".
@@ -114,18 +127,30 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.apiError(fmt.Sprintf("following job %q", resp.JobID), err)
 		return 1
 	}
+	p := committedSince(sum, resp.Index)
+	status := sum.Job.Status
+	failed := p != nil && p.Placement.Paused() && !structs.Terminal(status)
 	if asJSON {
-		return c.outputJSON(struct {
+		code := c.outputJSON(struct {
 			Registration *api.JobRegisterResponse
 			Summary      *api.JobSummary
 		}{resp, sum})
+		if code == 0 && failed {
+			return exitPlacementFailure
+		}
+		return code
 	}
-	if p := placedSince(sum, resp.Index); p != nil {
+	if p != nil && !p.Placement.Paused() {
 		c.Ui.Output(fmt.Sprintf("==> Job %q placed at plan index %d by %s: %s", resp.JobID, p.PlanIndex, p.Algorithm, placementCounts(p.Placement)))
 		c.Ui.Output(indent(formatPlacement(p.Placement)))
 		return 0
 	}
-	status := sum.Job.Status
+	if failed {
+		c.Ui.Output(fmt.Sprintf("==> Job %q: Placement Failure at plan index %d by %s", resp.JobID, p.PlanIndex, p.Algorithm))
+		c.Ui.Output(indent(formatPlacementFailure(p.Placement)))
+		c.Ui.Output(fmt.Sprintf("==> Job %q stays registered and %s until there is room; \"caravan job status %s\" shows why it waits", resp.JobID, status, resp.JobID))
+		return exitPlacementFailure
+	}
 	desc := ""
 	if sum.Job.StatusDescription != "" {
 		desc = ": " + sum.Job.StatusDescription
@@ -138,20 +163,20 @@ func (c *JobRunCommand) Run(args []string) int {
 	return 1
 }
 
-// placedSince returns the job's current placement if a plan committed after
-// index gave it one with workers, nil otherwise.
-func placedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
+// committedSince returns the job's current placement if a plan committed
+// after index gave it one, paused or not, and nil otherwise.
+func committedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
 	p := sum.Placement
-	if p == nil || p.Placement == nil || p.PlanIndex <= index || p.Placement.NumWorkers == 0 {
+	if p == nil || p.Placement == nil || p.PlanIndex <= index {
 		return nil
 	}
 	return p
 }
 
-// followToPlacement waits with blocking queries until the job registered by
-// resp is placed by a plan after its registration or reaches a terminal
-// status, and returns its summary then. It returns ctx's error when ctx
-// ends first.
+// followToPlacement waits with blocking queries until a plan after the
+// registration resp commits a placement of its job, one that runs tasks or
+// a paused one, or until the job reaches a terminal status, and returns its
+// summary then. It returns ctx's error when ctx ends first.
 func followToPlacement(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
 	q := &api.QueryOptions{Namespace: namespace, WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
 	for {
@@ -162,7 +187,7 @@ func followToPlacement(ctx context.Context, client *api.Client, namespace string
 			}
 			return nil, err
 		}
-		if placedSince(sum, resp.Index) != nil || structs.Terminal(sum.Job.Status) {
+		if committedSince(sum, resp.Index) != nil || structs.Terminal(sum.Job.Status) {
 			return sum, nil
 		}
 		if meta.LastIndex > q.WaitIndex {

@@ -25,6 +25,9 @@ Usage: caravan job status [options] [<job>]
   shows the job's status, its placement per node and role, the reason the
   scheduler gave for it, and the models Caravan fitted to the job's samples:
   its loss curve, its speed, and the predicted steps and time to convergence.
+  For a job whose placement runs nothing, a Placement Failure section says
+  why: the nodes evaluated, how many each constraint filtered, and on how
+  many each resource was exhausted.
 
 Status Options:
 ` + namespaceOption + `
@@ -135,15 +138,22 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 	if p := sum.Placement; p == nil || p.Placement == nil {
 		b.WriteString("No placement yet")
 	} else {
-		b.WriteString(formatKV([][2]string{
+		failed := p.Placement.Paused() && !structs.Terminal(job.Status)
+		kv := [][2]string{
 			{"Plan Index", strconv.FormatUint(p.PlanIndex, 10)},
 			{"Algorithm", p.Algorithm},
 			{"Time", formatTime(p.Time)},
 			{"Tasks", placementCounts(p.Placement)},
-			{"Reason", p.Placement.Reason},
-		}))
+		}
+		if !failed {
+			kv = append(kv, [2]string{"Reason", p.Placement.Reason})
+		}
+		b.WriteString(formatKV(kv))
 		if len(p.Placement.Nodes) > 0 {
 			b.WriteString("\n\n" + formatPlacementNodes(p.Placement))
+		}
+		if failed {
+			b.WriteString("\n\nPlacement Failure\n" + formatPlacementFailure(p.Placement))
 		}
 	}
 
@@ -248,6 +258,21 @@ func formatPlacement(p *structs.Placement) string {
 		out += "\nReason: " + p.Reason
 	}
 	return out
+}
+
+// formatPlacementFailure says why a paused placement runs nothing, as
+// Nomad prints an allocation's metric: the metric's summary, then its
+// details as a list. Without a metric it is the placement's reason.
+func formatPlacementFailure(p *structs.Placement) string {
+	m := p.Metric
+	if m == nil {
+		return orDash(p.Reason)
+	}
+	lines := []string{m.Summary()}
+	for _, d := range m.Details() {
+		lines = append(lines, "* "+d)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // formatPlacementNodes tabulates a placement's tasks: one row per node and

@@ -54,15 +54,16 @@ func leftover(t *testing.T, req *planner.Request, dec *planner.Decision) *planne
 // TestAlgorithms_Properties checks, for every built-in algorithm on random
 // instances: decisions keep CheckDecision's rules (capacity, devices,
 // constraints, bounds); the same request, in any job order, gives the same
-// decision; and no job is left paused while the room left over could hold
-// its minimum. Each instance is planned twice: first with the current
+// decision; no job is left paused while the room left over could hold
+// its minimum; and planner.ExplainPaused accounts for every node of a
+// paused job whose minimum does not fit, deterministically. Each instance is planned twice: first with the current
 // placements planner.RandomRequest gives some jobs, then with the first
 // decision as every job's current placement.
 func TestAlgorithms_Properties(t *testing.T) {
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(42, 7))
-			paused, placed := 0, 0
+			paused, placed, explained := 0, 0, 0
 			for trial := range 150 {
 				req := planner.RandomRequest(rng)
 				for round := range 2 {
@@ -96,12 +97,35 @@ func TestAlgorithms_Properties(t *testing.T) {
 						_, fits := placer.Place(tasks.PS, ps, tasks.Worker, w)
 						must.False(t, fits, must.Sprintf("trial %d round %d: job %s is paused (%s) but its minimum of %d ps and %d workers fits", trial, round, j.Job.ID, p.Reason, ps, w))
 					}
+
+					// The host's explanation of paused placements is
+					// deterministic too, and accounts for every node.
+					planner.ExplainPaused(req, dec)
+					planner.ExplainPaused(&shuffled, again)
+					must.Eq(t, dec, again, must.Sprintf("trial %d round %d: explanations not deterministic", trial, round))
+					for _, p := range dec.Placements {
+						if p.Metric == nil {
+							continue
+						}
+						explained++
+						must.True(t, p.Paused())
+						must.Eq(t, p.Metric.String(), p.Reason)
+						n := 0
+						for _, c := range p.Metric.ConstraintFiltered {
+							n += c
+						}
+						for _, c := range p.Metric.DimensionExhausted {
+							n += c
+						}
+						must.Eq(t, len(req.Nodes), p.Metric.NodesEvaluated)
+						must.Eq(t, len(req.Nodes), n, must.Sprintf("trial %d round %d: %s", trial, round, p.Reason))
+					}
 					for _, j := range req.Jobs {
 						j.Current = byID[j.Job.ID]
 					}
 				}
 			}
-			t.Logf("%s: %d placements, %d paused", name, placed, paused)
+			t.Logf("%s: %d placements, %d paused, %d of them explained", name, placed, paused, explained)
 			must.Positive(t, paused, must.Sprint("the instances should stress capacity"))
 		})
 	}

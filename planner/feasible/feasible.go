@@ -69,6 +69,13 @@ func interpolation(s string) (string, bool) {
 // distinct_property concern several tasks, not one node; they hold here and
 // are the placement's to enforce.
 func (c *Checker) Node(n *structs.Node, constraints []*structs.Constraint) bool {
+	return c.FailedConstraint(n, constraints) == nil
+}
+
+// FailedConstraint returns the first of constraints that node n does not
+// satisfy, as Node decides it, or nil when n satisfies them all. Placement
+// failures name it.
+func (c *Checker) FailedConstraint(n *structs.Node, constraints []*structs.Constraint) *structs.Constraint {
 	for _, con := range constraints {
 		switch con.Operand {
 		case structs.OpDistinctHosts, structs.OpDistinctProperty:
@@ -77,18 +84,27 @@ func (c *Checker) Node(n *structs.Node, constraints []*structs.Constraint) bool 
 		l, lok := NodeTarget(n, con.LTarget)
 		r, rok := NodeTarget(n, con.RTarget)
 		if !c.check(con.Operand, l, lok, r, rok, nil, nil) {
-			return false
+			return con
 		}
 	}
-	return true
+	return nil
 }
 
 // DeviceGroup reports whether a node's device group d satisfies a device
 // request's identity and constraints; it does not look at counts.
 func (c *Checker) DeviceGroup(d *structs.NodeDeviceResource, req *structs.RequestedDevice) bool {
+	matches, failed := c.FailedDeviceConstraint(d, req)
+	return matches && failed == nil
+}
+
+// FailedDeviceConstraint reports whether device group d has the identity
+// a device request names and, if it has, returns the first of the
+// request's constraints d does not satisfy (nil when it satisfies them
+// all). Placement failures name it.
+func (c *Checker) FailedDeviceConstraint(d *structs.NodeDeviceResource, req *structs.RequestedDevice) (matches bool, failed *structs.Constraint) {
 	id, err := structs.ParseDeviceID(req.Name)
 	if err != nil || !id.Matches(d.ID()) {
-		return false
+		return false, nil
 	}
 	for _, con := range req.Constraints {
 		l, lok := deviceTarget(d, con.LTarget)
@@ -101,10 +117,10 @@ func (c *Checker) DeviceGroup(d *structs.NodeDeviceResource, req *structs.Reques
 			ra = attributeOf(d, con.RTarget, r)
 		}
 		if !c.check(con.Operand, l, lok, r, rok, la, ra) {
-			return false
+			return true, con
 		}
 	}
-	return true
+	return true, nil
 }
 
 func deviceTarget(d *structs.NodeDeviceResource, target string) (string, bool) {

@@ -66,3 +66,26 @@ func TestChecker_DeviceGroup(t *testing.T) {
 	must.False(t, c.DeviceGroup(v100, &structs.RequestedDevice{Name: "nvidia/gpu", Constraints: []*structs.Constraint{
 		{LTarget: "${device.attr.nvlink}", Operand: "is_set"}}}))
 }
+
+func TestChecker_Failed(t *testing.T) {
+	n := &structs.Node{ID: "n1", Attributes: map[string]string{"kernel.name": "linux"}}
+	linux := &structs.Constraint{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}
+	windows := &structs.Constraint{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "windows"}
+	rack := &structs.Constraint{LTarget: "${meta.rack}", Operand: "is_set"}
+	c := New()
+	must.Nil(t, c.FailedConstraint(n, []*structs.Constraint{linux, {Operand: "distinct_hosts"}}))
+	must.Eq(t, windows, c.FailedConstraint(n, []*structs.Constraint{linux, windows, rack}), must.Sprint("the first that fails"))
+
+	v100 := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "V100",
+		Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute("16 GiB")}}
+	big := &structs.Constraint{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "32 GiB"}
+	small := &structs.Constraint{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "8 GiB"}
+	matches, failed := c.FailedDeviceConstraint(v100, &structs.RequestedDevice{Name: "nvidia/gpu", Constraints: []*structs.Constraint{small, big}})
+	must.True(t, matches)
+	must.Eq(t, big, failed)
+	matches, failed = c.FailedDeviceConstraint(v100, &structs.RequestedDevice{Name: "nvidia/gpu", Constraints: []*structs.Constraint{small}})
+	must.True(t, matches)
+	must.Nil(t, failed)
+	matches, _ = c.FailedDeviceConstraint(v100, &structs.RequestedDevice{Name: "amd/gpu"})
+	must.False(t, matches)
+}

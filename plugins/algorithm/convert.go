@@ -812,7 +812,9 @@ func affinityFromProto(p *pb.Affinity) (*structs.Affinity, error) {
 	return a, ps.err()
 }
 
-// Placements.
+// Placements. A placement's Metric is not on the wire: the host explains
+// paused placements itself after the decision (planner.ExplainPaused), the
+// same way for every algorithm.
 
 func placementToProto(pl *structs.Placement) *pb.Placement {
 	if pl == nil {
