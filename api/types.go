@@ -35,11 +35,16 @@ type ReportResponse struct {
 	Index    uint64
 }
 
-// JobSummary is GET /v1/job/<id>/summary: the job, its current placement,
-// what its models predict and how many samples it reported.
+// JobSummary is GET /v1/job/<id>/summary: the job, its desired placement
+// (the latest decision for it) and what runs of it, what its models
+// predict and how many samples it reported.
 type JobSummary struct {
-	Job       *structs.Job
+	Job *structs.Job
+	// Placement is the desired placement: what the latest decision gives
+	// the job. Observed is what runs, as the driver last reported it, and
+	// the state of the change toward the desired placement.
 	Placement *structs.JobPlacement `json:",omitempty"`
+	Observed  *structs.Observed     `json:",omitempty"`
 	Model     *structs.JobModel     `json:",omitempty"`
 	// Samples counts the samples received; LastSample is the newest kept.
 	Samples    int64

@@ -255,12 +255,11 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 			return nil, err
 		}
 		sum := &api.JobSummary{Job: job}
-		hist, err := state.Placements(txn, ws, job.Namespace, job.ID)
-		if err != nil {
+		if sum.Placement, err = state.Desired(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
 		}
-		if len(hist) > 0 {
-			sum.Placement = hist[0]
+		if sum.Observed, err = state.ObservedOf(txn, ws, job.Namespace, job.ID); err != nil {
+			return nil, err
 		}
 		if sum.Model, err = state.Model(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
@@ -273,8 +272,18 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 			sum.Samples = smp.Received
 			sum.LastSample = &smp.Samples[len(smp.Samples)-1]
 		}
+		if m := sum.Model; m != nil && sum.LastSample != nil {
+			// Models are committed when they change, not at every step:
+			// the time left follows from the newest sample.
+			c := *m
+			c.Step = max(c.Step, sum.LastSample.Step)
+			if c.TotalSteps > 0 && c.StepsPerSecond > 0 {
+				c.RemainingSeconds = max(c.TotalSteps-float64(c.Step), 0) / c.StepsPerSecond
+			}
+			sum.Model = &c
+		}
 		return sum, nil
-	}, state.TableJobs, state.TablePlacements, state.TableModels, state.TableSamples))
+	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples))
 }
 
 // jobSamples returns the job's kept samples, oldest first.

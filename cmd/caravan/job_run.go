@@ -163,20 +163,27 @@ func (c *JobRunCommand) Run(args []string) int {
 	return 1
 }
 
-// committedSince returns the job's current placement if a plan committed
-// after index gave it one, paused or not, and nil otherwise.
+// committedSince returns the job's desired placement if a decision
+// committed after index gave it one, paused or not, and the driver has
+// taken it up (it runs, or a change toward it began); nil otherwise.
 func committedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
 	p := sum.Placement
 	if p == nil || p.Placement == nil || p.PlanIndex <= index {
 		return nil
 	}
-	return p
+	if p.Placement.Paused() {
+		return p
+	}
+	if o := sum.Observed; o != nil && (o.Placement.SameTasks(p.Placement) || o.Change != nil && o.Change.PlanIndex >= p.PlanIndex) {
+		return p
+	}
+	return nil
 }
 
-// followToPlacement waits with blocking queries until a plan after the
-// registration resp commits a placement of its job, one that runs tasks or
-// a paused one, or until the job reaches a terminal status, and returns its
-// summary then. It returns ctx's error when ctx ends first.
+// followToPlacement waits with blocking queries until a decision after the
+// registration resp gives its job a placement, one that runs tasks (and
+// the driver started) or a paused one, or until the job reaches a
+// terminal status, and returns its summary then. It returns ctx's error when ctx ends first.
 func followToPlacement(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
 	q := &api.QueryOptions{Namespace: namespace, WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
 	for {

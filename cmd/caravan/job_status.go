@@ -156,6 +156,9 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 			b.WriteString("\n\nPlacement Failure\n" + formatPlacementFailure(p.Placement))
 		}
 	}
+	if r := formatRunning(sum); r != "" {
+		b.WriteString("\n\nRunning\n" + r)
+	}
 
 	b.WriteString("\n\nModel\n")
 	if m := sum.Model; m == nil {
@@ -248,6 +251,39 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// formatRunning describes what runs of a job while it differs from its
+// desired placement, or while a change is in flight or was aborted; ""
+// when what runs is what was decided.
+func formatRunning(sum *api.JobSummary) string {
+	o := sum.Observed
+	if o == nil || structs.Terminal(sum.Job.Status) {
+		return ""
+	}
+	var desired *structs.Placement
+	if sum.Placement != nil {
+		desired = sum.Placement.Placement
+	}
+	c := o.Change
+	if o.Placement.SameTasks(desired) && (c == nil || c.Phase == structs.ChangeDone) {
+		return ""
+	}
+	running := "no task runs"
+	if o.Placement != nil {
+		running = placementCounts(o.Placement)
+	}
+	kv := [][2]string{{"Tasks", running}}
+	if c != nil {
+		kv = append(kv,
+			[2]string{"Change", fmt.Sprintf("%s to %s (plan index %d) since %s", c.Phase, placementCounts(c.Target), c.PlanIndex, formatTime(c.Since))},
+			[2]string{"Change Status", c.Message})
+	}
+	out := formatKV(kv)
+	if o.Placement != nil && len(o.Placement.Nodes) > 0 {
+		out += "\n\n" + formatPlacementNodes(o.Placement)
+	}
+	return out
 }
 
 // formatPlacement is a placement's table of tasks per node and role,

@@ -516,6 +516,7 @@ func decide(alg planner.Algorithm, req *planner.Request) (*planner.Decision, err
 	if err := planner.CheckDecision(req, dec); err != nil {
 		return nil, fmt.Errorf("%s: %w", alg.Name(), err)
 	}
+	planner.ExplainPaused(req, dec)
 	return dec, nil
 }
 
