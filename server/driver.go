@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -82,7 +81,7 @@ func (s *Server) LastSample(job structs.JobKey) (structs.Sample, bool) {
 // Event commits an event stamped now unless it has a time.
 func (s *Server) Event(ctx context.Context, ev *structs.Event) error {
 	if ev.Time == 0 {
-		ev.Time = time.Now().UnixNano()
+		ev.Time = s.now().UnixNano()
 	}
 	_, _, err := s.apply(ctx, fsm.EventAppendType, &fsm.EventAppendRequest{Event: ev})
 	return err

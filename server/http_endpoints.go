@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/jobspec"
@@ -133,7 +132,7 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 		}
 		ctx, cancel := applyContext(r)
 		defer cancel()
-		job.SubmitTime = time.Now().UnixNano()
+		job.SubmitTime = s.now().UnixNano()
 		_, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
 		if err != nil {
 			return nil, err
@@ -158,7 +157,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, badRequest("request has no samples")
 	}
 	var errs []error
-	now := time.Now().UnixNano()
+	now := s.now().UnixNano()
 	for i := range req.Samples {
 		smp := &req.Samples[i]
 		if err := smp.Validate(); err != nil {
@@ -309,7 +308,7 @@ func (s *Server) jobStop(w http.ResponseWriter, r *http.Request) (any, error) {
 	id := r.PathValue("id")
 	ctx, cancel := applyContext(r)
 	defer cancel()
-	_, index, err := s.apply(ctx, fsm.JobStopType, &fsm.JobStopRequest{Namespace: namespace(r), JobID: id, Purge: purge, Time: time.Now().UnixNano()})
+	_, index, err := s.apply(ctx, fsm.JobStopType, &fsm.JobStopRequest{Namespace: namespace(r), JobID: id, Purge: purge, Time: s.now().UnixNano()})
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +384,7 @@ func (s *Server) schedulerConfigSet(w http.ResponseWriter, r *http.Request) (any
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()
-	_, index, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: time.Now().UnixNano()})
+	_, index, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: s.now().UnixNano()})
 	if err != nil {
 		return nil, err
 	}

@@ -43,18 +43,57 @@ func (s *Server) monitorLeadership() {
 }
 
 // startLeaderLoop runs the leader loop in a goroutine and returns a
-// function that stops it and waits for it.
+// function that stops it and waits for it. In Manual mode it only makes
+// the leader's view whole; Step runs the loop's steps.
 func (s *Server) startLeaderLoop() func() {
 	ctx, cancel := context.WithCancel(s.shutdownCtx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.leaderLoop(ctx)
+		if !s.cfg.Manual {
+			s.leaderLoop(ctx)
+			return
+		}
+		if l := s.newLeader(ctx); l != nil {
+			s.manualMu.Lock()
+			s.manual = l
+			s.manualMu.Unlock()
+		}
 	}()
 	return func() {
 		cancel()
 		<-done
+		s.manualMu.Lock()
+		s.manual = nil
+		s.manualMu.Unlock()
 	}
+}
+
+// Step runs one step of the leader loop in Manual mode: it reads the
+// driver and the metrics, commits what changed and runs a round when one
+// is due. It returns ErrNotLeader until the server leads and its view is
+// whole.
+func (s *Server) Step(ctx context.Context) error {
+	s.manualMu.Lock()
+	l := s.manual
+	s.manualMu.Unlock()
+	if l == nil {
+		return ErrNotLeader
+	}
+	err := l.step(ctx)
+	l.driverHealth(ctx, err)
+	return err
+}
+
+// NextRound returns when the next periodic round is due in Manual mode,
+// by the server's clock; the zero time while it does not lead.
+func (s *Server) NextRound() time.Time {
+	s.manualMu.Lock()
+	defer s.manualMu.Unlock()
+	if s.manual == nil {
+		return time.Time{}
+	}
+	return s.manual.nextRound
 }
 
 // leader is the state of one term of leadership.
@@ -108,13 +147,30 @@ type driverError struct{ err error }
 func (e *driverError) Error() string { return e.err.Error() }
 func (e *driverError) Unwrap() error { return e.err }
 
-// leaderLoop plans while the server leads: it first makes the leader's
-// view whole (its own address, the scheduler config, the models rebuilt
-// from the replicated samples, the driver reconciled with the last
-// committed plan), then polls the driver every Poll and runs a scheduling
-// round every Interval, or at once when jobs or nodes change.
-func (s *Server) leaderLoop(ctx context.Context) {
+// newLeader makes a new leader's view whole: its own address, the
+// scheduler config, the models rebuilt from the replicated samples, the
+// driver reconciled with the plan in force. It retries every Poll until it
+// succeeds, and returns nil when ctx ends first.
+func (s *Server) newLeader(ctx context.Context) *leader {
 	l := &leader{s: s, log: s.log.Named("leader")}
+	for {
+		err := l.establish(ctx)
+		if err == nil {
+			return l
+		}
+		l.log.Error("failed to establish leadership", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.cfg.Poll):
+		}
+	}
+}
+
+// leaderLoop plans while the server leads: it makes the leader's view
+// whole, then polls the driver every Poll and runs a scheduling round
+// every Interval, or at once when jobs or nodes change.
+func (s *Server) leaderLoop(ctx context.Context) {
 	// A metrics source that gathers in the background (the collectors
 	// in Consul) does so while this server leads.
 	if r, ok := s.cfg.Metrics.(interface{ Run(context.Context) }); ok {
@@ -125,17 +181,9 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		}()
 		defer func() { <-done }()
 	}
-	for {
-		err := l.establish(ctx)
-		if err == nil {
-			break
-		}
-		l.log.Error("failed to establish leadership", "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(s.cfg.Poll):
-		}
+	l := s.newLeader(ctx)
+	if l == nil {
+		return
 	}
 	poll := time.NewTimer(s.cfg.Poll)
 	defer poll.Stop()
@@ -152,7 +200,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		case <-poll.C:
 		case <-s.wake:
 		case req := <-s.dryRuns:
-			plan, err := l.sched.DryRun(req.job, l.nodes, time.Now().UnixNano())
+			plan, err := l.sched.DryRun(req.job, l.nodes, s.now().UnixNano())
 			req.reply <- dryRunReply{plan: plan, err: err}
 		}
 	}
@@ -189,7 +237,7 @@ func (l *leader) establish(ctx context.Context) error {
 		if _, err := s.newAlgorithm(cfg); err != nil && !errors.Is(err, loader.ErrUnavailable) {
 			return fmt.Errorf("scheduler configuration of the agent: %w", err)
 		}
-		if _, _, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: time.Now().UnixNano()}); err != nil {
+		if _, _, err := s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: cfg, Time: s.now().UnixNano()}); err != nil {
 			return err
 		}
 		txn = s.State().Txn()
@@ -269,7 +317,7 @@ func (l *leader) establish(ctx context.Context) error {
 		}
 	}
 	l.urgent = true
-	l.nextRound = time.Now().Add(s.cfg.Interval)
+	l.nextRound = s.now().Add(s.cfg.Interval)
 	return nil
 }
 
@@ -347,7 +395,7 @@ func (l *leader) step(ctx context.Context) error {
 		}
 		l.log.Info("enacted plan after the driver recovered", "plan_index", l.unenacted.Index)
 	}
-	now := time.Now()
+	now := s.now()
 	if !l.urgent && now.Before(l.nextRound) {
 		return nil
 	}
@@ -405,7 +453,7 @@ func (l *leader) syncStatus(ctx context.Context) error {
 		if !structs.Terminal(r.Status) || !l.sched.Has(key) {
 			continue
 		}
-		req := &fsm.JobStatusRequest{Namespace: key.Namespace, JobID: key.ID, Status: r.Status, Description: r.Message, Time: time.Now().UnixNano()}
+		req := &fsm.JobStatusRequest{Namespace: key.Namespace, JobID: key.ID, Status: r.Status, Description: r.Message, Time: l.s.now().UnixNano()}
 		if _, _, err := l.s.apply(ctx, fsm.JobStatusType, req); err != nil {
 			return err
 		}
@@ -436,7 +484,7 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 	if len(changed) == 0 {
 		return nil
 	}
-	req := &fsm.ObservedUpsertRequest{Observed: changed, Time: time.Now().UnixNano()}
+	req := &fsm.ObservedUpsertRequest{Observed: changed, Time: l.s.now().UnixNano()}
 	if _, _, err := l.s.apply(ctx, fsm.ObservedUpsertType, req); err != nil {
 		return err
 	}
@@ -616,7 +664,7 @@ const maxSampleBatch = 512
 // the changes; later steps advance them.
 func (l *leader) round(ctx context.Context) error {
 	defer metrics.MeasureSince([]string{"leader", "round"}, time.Now())
-	now := time.Now()
+	now := l.s.now()
 	plan, err := l.plan(ctx, now.UnixNano())
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)

@@ -89,6 +89,16 @@ type Config struct {
 	Metrics  MetricsSource
 	Profiler Profiler
 
+	// Clock stamps what the server records and times its rounds; nil
+	// means the wall clock. caravan sim passes the simulated cluster's
+	// virtual clock.
+	Clock func() time.Time
+	// Manual, when set, runs no leader loop of its own: while the server
+	// leads, its caller advances the loop with Step, as caravan sim does
+	// on a virtual clock. Every step is then the one `caravan agent`
+	// runs.
+	Manual bool
+
 	Logger hclog.Logger
 	// RaftConfig overrides Raft's defaults (tests use short timeouts);
 	// LocalID, Logger and NotifyCh are set by the server.
@@ -117,6 +127,9 @@ func (c *Config) setDefaults() {
 	if c.Poll == 0 {
 		c.Poll = time.Second
 	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
 	if c.Consul != nil {
 		c.Consul.setDefaults()
 	}
@@ -144,6 +157,11 @@ type Server struct {
 	// wake is signalled when an applied entry may call for a scheduling
 	// round.
 	wake chan struct{}
+
+	// manual is the leader's state while it leads in Manual mode; nil
+	// otherwise.
+	manualMu sync.Mutex
+	manual   *leader
 
 	shutdownCtx context.Context
 	shutdown    context.CancelFunc
@@ -292,6 +310,9 @@ func nodeID(dataDir string) (string, error) {
 	}
 	return id, nil
 }
+
+// now is the time by the server's clock.
+func (s *Server) now() time.Time { return s.cfg.Clock() }
 
 // ID returns the server's Raft ID.
 func (s *Server) ID() string { return s.cfg.NodeID }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner/builtin"
-	"github.com/caravan-sched/caravan/server/simulate"
+	"github.com/caravan-sched/caravan/simulate"
 )
 
 // SimCommand runs a workload under several policies on the simulated

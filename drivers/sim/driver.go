@@ -48,6 +48,15 @@ type DriverConfig struct {
 	// Profiles are the Pollux models a job can name as meta "application";
 	// nil means the embedded ones (PolluxProfiles).
 	Profiles map[string]*Profile
+	// Truth gives the ground truth of a job the driver submits; nil means
+	// TruthFor with Profiles and the cluster's Seed. caravan sim passes
+	// its workload's truths.
+	Truth func(*structs.Job) Truth
+	// Clock, when set, is the virtual clock the driver follows instead of
+	// the wall clock: virtual time is Clock() - Clock() at NewDriver, at
+	// Speed 1, from the start and without a goroutine (Start and Stop do
+	// nothing). caravan sim drives the server's loop on such a clock.
+	Clock func() time.Time
 	// Logger receives the driver's logs; nil means none.
 	Logger hclog.Logger
 }
@@ -83,6 +92,8 @@ type Driver struct {
 
 	mu  sync.Mutex
 	sim *Sim
+	// virtual is set when the driver follows a virtual Clock.
+	virtual bool
 	// running is true between Start and Stop; the virtual time is then
 	// anchorVirt + (clock() - anchorWall) × Speed.
 	running    bool
@@ -97,8 +108,17 @@ type Driver struct {
 }
 
 // NewDriver returns a stopped Driver over a new Sim of cfg.Cluster; Start
-// sets its clock going.
-func NewDriver(cfg DriverConfig) *Driver { return newDriver(cfg, time.Now) }
+// sets its clock going. With cfg.Clock, it follows that clock at once.
+func NewDriver(cfg DriverConfig) *Driver {
+	if cfg.Clock == nil {
+		return newDriver(cfg, time.Now)
+	}
+	cfg.Speed = 1
+	d := newDriver(cfg, cfg.Clock)
+	d.virtual = true
+	d.running, d.anchorWall, d.anchorVirt = true, d.epoch, 0
+	return d
+}
 
 func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
 	if cfg.Cluster == (Config{}) {
@@ -126,7 +146,7 @@ func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
 func (d *Driver) Start() {
 	d.life.Lock()
 	defer d.life.Unlock()
-	if d.stop != nil {
+	if d.stop != nil || d.virtual {
 		return
 	}
 	d.mu.Lock()
@@ -298,7 +318,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		}
 	}
 	var profiles map[string]*Profile
-	if len(submit) > 0 {
+	if len(submit) > 0 && d.cfg.Truth == nil {
 		var err error
 		if profiles, err = d.profiles(); err != nil {
 			return nil, fmt.Errorf("load Pollux profiles: %w", err)
@@ -310,7 +330,11 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 	mark := d.sim.mark()
 	for _, spec := range submit {
 		spec = spec.Copy()
-		if err := d.sim.Submit(spec, TruthFor(spec, profiles, d.cfg.Cluster.Seed)); err != nil {
+		truth := TruthFor(spec, profiles, d.cfg.Cluster.Seed)
+		if d.cfg.Truth != nil {
+			truth = d.cfg.Truth(spec)
+		}
+		if err := d.sim.Submit(spec, truth); err != nil {
 			d.sim.rollback(mark)
 			return nil, err
 		}
@@ -503,4 +527,22 @@ func (s *Sim) rollback(m simMark) {
 	}
 	clear(s.samples[m.samples:])
 	s.samples = s.samples[:m.samples]
+}
+
+// NextEvent returns, in virtual seconds, when the simulator next changes
+// on its own (a job finishes or restarts); +Inf when nothing is pending.
+func (d *Driver) NextEvent() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	return d.sim.NextEvent()
+}
+
+// Results returns what the simulator recorded: every job's result, the
+// GPUs held over time, the allocation changes and the cluster's GPUs.
+func (d *Driver) Results() ([]JobResult, []UsePoint, []AllocChange, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	return d.sim.Results(), slices.Clone(d.sim.Usage()), slices.Clone(d.sim.Allocations()), d.sim.TotalGPUs()
 }

@@ -1,9 +1,9 @@
 // Package scheduler is the core of the leader's scheduling loop, without
 // Raft or I/O: it keeps the active jobs, turns the samples trainers report
 // into fitted loss and speed models, builds the planner's request, runs the
-// active algorithm and checks its decision. The caller (the server's leader
-// loop, or server/simulate) feeds it samples and completions and enacts the
-// plans it returns.
+// active algorithm and checks its decision. The server's leader loop, the
+// one caller (caravan sim runs that loop too), feeds it samples,
+// completions and what runs, and enacts the plans it returns.
 //
 // A Scheduler is not safe for concurrent use, and is deterministic: the
 // same calls in the same order give the same plans.

@@ -96,7 +96,7 @@ func spread(w, g int) []int {
 // models). It logs the mean average JCT over seeds 1–3; drivers/sim/README.md
 // reports its output. Run it with
 //
-//	go test ./server/simulate -run TestAblation -ablation -v -timeout 30m
+//	go test ./simulate -run TestAblation -ablation -v -timeout 30m
 func TestAblation(t *testing.T) {
 	if !*ablation {
 		t.Skip("run with -ablation")

@@ -1,0 +1,299 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/harmony"
+	"github.com/caravan-sched/caravan/plugins/loader"
+	"github.com/caravan-sched/caravan/server"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// FixedPolicies run every job at its fixed request instead of within its
+// elastic bounds: they do not rescale.
+var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
+
+// Baselines are policies only `caravan sim` runs, beside the built-in
+// algorithms: comparison baselines that leave jobs waiting while there is
+// room, which the server's algorithms never do.
+var Baselines = map[string]planner.Factory{harmony.IsolatedName: harmony.NewIsolated}
+
+// Policy returns the algorithm of a built-in or a baseline by name.
+func Policy(name string) (planner.Algorithm, bool) {
+	if f, ok := builtin.Algorithms[name]; ok {
+		return f(), true
+	}
+	if f, ok := Baselines[name]; ok {
+		return f(), true
+	}
+	return nil, false
+}
+
+// Options configure one run.
+type Options struct {
+	Cluster sim.Config
+	// Interval is the time between scheduling rounds (default 60 s, as in
+	// the Pollux simulator).
+	Interval time.Duration
+	// Progress, when set, is called whenever jobs finish, with how many
+	// have finished so far and how many the workload has.
+	Progress func(done, total int)
+	// Logger receives the server's logs; nil means none.
+	Logger hclog.Logger
+}
+
+// Result is the outcome of one policy on one workload.
+type Result struct {
+	Policy    string
+	Jobs      []sim.JobResult
+	Usage     []sim.UsePoint
+	Allocs    []sim.AllocChange
+	TotalGPUs int
+	Summary   Summary
+	// Wall is how long the run took in real time.
+	Wall time.Duration
+}
+
+// Summary is what summary.json reports per policy.
+type Summary struct {
+	AvgJCT   float64 `json:"avg_jct_s"`
+	P50JCT   float64 `json:"p50_jct_s"`
+	P99JCT   float64 `json:"p99_jct_s"`
+	Makespan float64 `json:"makespan_s"`
+	GPUUtil  float64 `json:"gpu_util"`
+	// CPUUtil and NetUtil are the cluster's average utilisation by subtask
+	// jobs (Harmony's workloads; 0 for others), over the same span.
+	CPUUtil  float64 `json:"cpu_util"`
+	NetUtil  float64 `json:"net_util"`
+	Rescales int     `json:"rescales"`
+	Jobs     int     `json:"jobs"`
+}
+
+// epoch is the wall time virtual time 0 stands for: fixed, so that runs
+// reproduce.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// clock is a virtual clock the runner sets and the server reads.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) Now() time.Time { return epoch.Add(time.Duration(c.ns.Load())) }
+
+// set moves the clock to t seconds, rounded up to the next nanosecond
+// and one more, so that what reads the clock back reaches t.
+func (c *clock) set(t float64) { c.ns.Store(int64(math.Ceil(t*1e9)) + 1) }
+
+func (c *clock) seconds() float64 { return float64(c.ns.Load()) / 1e9 }
+func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
+
+// Run runs wl under the algorithm alg until every job has finished, with
+// the server's own leader loop (server.Config.Manual) on a virtual clock:
+// an in-memory Caravan server whose driver is the simulated cluster, to
+// which jobs are submitted through the HTTP API at their arrival times.
+// The runner moves the clock to the next arrival, round or event of the
+// simulator and runs one step of the loop there, so what it measures is
+// what the agent does. The run is deterministic for the cluster's seed.
+func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
+	start := time.Now()
+	if opts.Interval == 0 {
+		opts.Interval = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	fixed := FixedPolicies[alg.Name()]
+	// Workloads are shared by runs in parallel: each run submits its own
+	// canonical copies.
+	jobs := make([]*structs.Job, len(wl.Arrivals))
+	truths := make(map[string]sim.Truth, len(wl.Arrivals))
+	for i := range wl.Arrivals {
+		a := &wl.Arrivals[i]
+		job := a.Job
+		if fixed {
+			job = a.FixedJob()
+		}
+		job = job.Copy()
+		job.Canonicalize()
+		jobs[i] = job
+		truths[job.ID] = a.Truth
+	}
+
+	clk := &clock{}
+	driver := sim.NewDriver(sim.DriverConfig{
+		Cluster: opts.Cluster, Clock: clk.Now, Logger: opts.Logger,
+		Truth: func(j *structs.Job) sim.Truth { return truths[j.ID] },
+	})
+	builtins := maps.Clone(builtin.Algorithms)
+	builtins[alg.Name()] = func() planner.Algorithm { return alg }
+	algs, err := loader.New(loader.Config{Builtins: builtins, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer algs.Shutdown()
+	srv, err := server.New(server.Config{
+		NodeName: "sim", HTTPAddr: "127.0.0.1:0", Driver: driver, Metrics: driver, Profiler: driver,
+		Algorithm: alg.Name(), Algorithms: algs, Interval: opts.Interval,
+		Clock: clk.Now, Manual: true, Logger: opts.Logger, RaftConfig: fastRaft(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Shutdown()
+	ctx := context.Background()
+	if err := waitLeader(ctx, srv); err != nil {
+		return nil, err
+	}
+	client, err := api.NewClient(&api.Config{Address: "http://" + srv.HTTPAddr()})
+	if err != nil {
+		return nil, err
+	}
+
+	next, finished, last, stuck := 0, 0, -1.0, 0
+	for {
+		t := min(at(srv.NextRound()), driver.NextEvent())
+		if next < len(jobs) {
+			t = min(t, wl.Arrivals[next].Time)
+		}
+		if next == len(jobs) && finished == len(jobs) {
+			break
+		}
+		if t <= last {
+			if stuck++; stuck > 1000 {
+				return nil, fmt.Errorf("simulation made no progress at %.3fs (next round %.3fs, next event %.3fs, %d of %d jobs submitted, %d ended)",
+					t, at(srv.NextRound()), driver.NextEvent(), next, len(jobs), finished)
+			}
+		} else {
+			stuck = 0
+		}
+		last = max(t, clk.seconds())
+		clk.set(last)
+		for next < len(jobs) && wl.Arrivals[next].Time <= last {
+			if _, err := client.Jobs().Register(ctx, &api.JobRegisterRequest{Job: jobs[next]}); err != nil {
+				return nil, fmt.Errorf("submit job %q at %.0fs: %w", jobs[next].ID, last, err)
+			}
+			next++
+		}
+		if err := srv.Step(ctx); err != nil {
+			return nil, fmt.Errorf("step at %.0fs: %w", last, err)
+		}
+		done, err := ended(srv)
+		if err != nil {
+			return nil, err
+		}
+		if done != finished && opts.Progress != nil {
+			opts.Progress(done, len(jobs))
+		}
+		finished = done
+	}
+	res := &Result{Policy: alg.Name()}
+	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
+	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
+	res.Wall = time.Since(start)
+	return res, nil
+}
+
+// ended counts the jobs the server holds that have ended.
+func ended(srv *server.Server) (int, error) {
+	all, err := state.Jobs(srv.State().Txn(), nil, "")
+	n := 0
+	for _, j := range all {
+		if structs.Terminal(j.Status) {
+			n++
+		}
+	}
+	return n, err
+}
+
+// waitLeader waits, in real time, until the in-memory server leads and
+// its loop can step.
+func waitLeader(ctx context.Context, srv *server.Server) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := srv.Step(ctx)
+		if !errors.Is(err, server.ErrNotLeader) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the simulation's server did not become leader within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// fastRaft is Raft's configuration for the run's one in-memory server: it
+// elects itself at once.
+func fastRaft() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.HeartbeatTimeout = 50 * time.Millisecond
+	rc.ElectionTimeout = 50 * time.Millisecond
+	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	rc.CommitTimeout = time.Millisecond
+	rc.LogOutput = io.Discard
+	return rc
+}
+
+func summarize(jobs []sim.JobResult, usage []sim.UsePoint, totalGPUs int) Summary {
+	var s Summary
+	jcts := make([]float64, 0, len(jobs))
+	first, last := math.Inf(1), 0.0
+	for _, j := range jobs {
+		s.Rescales += j.Rescales
+		first = min(first, j.Arrival)
+		if j.Finish >= 0 {
+			jcts = append(jcts, j.Finish-j.Arrival)
+			last = max(last, j.Finish)
+		}
+	}
+	s.Jobs = len(jcts)
+	if len(jcts) == 0 {
+		return s
+	}
+	slices.Sort(jcts)
+	sum := 0.0
+	for _, v := range jcts {
+		sum += v
+	}
+	s.AvgJCT = sum / float64(len(jcts))
+	s.P50JCT = percentile(jcts, 0.50)
+	s.P99JCT = percentile(jcts, 0.99)
+	s.Makespan = last - first
+	// GPU utilisation: GPU-seconds held by jobs over GPU-seconds available
+	// from the first arrival to the last completion.
+	held, cpu, net := 0.0, 0.0, 0.0
+	for i, u := range usage {
+		end := last
+		if i+1 < len(usage) {
+			end = usage[i+1].Time
+		}
+		held += float64(u.GPUs) * max(end-u.Time, 0)
+		cpu += u.CPU * max(end-u.Time, 0)
+		net += u.Net * max(end-u.Time, 0)
+	}
+	if s.Makespan > 0 {
+		s.CPUUtil, s.NetUtil = cpu/s.Makespan, net/s.Makespan
+	}
+	if s.Makespan > 0 && totalGPUs > 0 {
+		s.GPUUtil = held / (s.Makespan * float64(totalGPUs))
+	}
+	return s
+}
+
+// percentile of sorted values, nearest rank.
+func percentile(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
