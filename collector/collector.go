@@ -192,24 +192,29 @@ func (c *Collector) Run(ctx context.Context, shutdownTimeout time.Duration) erro
 // Report checks every sample, then keeps them all and returns the sequence
 // number of the last; when any is invalid it keeps none and returns an
 // error wrapping ErrInvalidReport that lists the problems as
-// "samples[i]: field: problem". Samples without a time are stamped now,
-// and those without a namespace are in the default one.
+// "samples[i]: field: problem". A sample whose time is more than
+// structs.MaxSampleSkew ahead of the collector's clock is invalid: the
+// server, which drops samples older than a job's newest, would otherwise
+// ignore the job's later samples. Samples without a time are stamped now,
+// and those without a namespace are in the default one. The collector
+// holds no jobs: samples of jobs the server does not hold are kept here
+// and dropped by the server.
 func (c *Collector) Report(samples []structs.Sample) (uint64, error) {
 	if len(samples) == 0 {
 		return 0, fmt.Errorf("%w: it has no samples", ErrInvalidReport)
 	}
 	var problems []string
 	invalid := 0
-	now := time.Now().UnixNano()
+	now := time.Now()
 	for i := range samples {
 		s := &samples[i]
 		if s.Namespace == "" {
 			s.Namespace = structs.DefaultNamespace
 		}
 		if s.Time == 0 {
-			s.Time = now
+			s.Time = now.UnixNano()
 		}
-		errs := structs.FieldErrors(s.Validate())
+		errs := structs.FieldErrors(errors.Join(s.Validate(), s.ValidateTime(now)))
 		for _, f := range []struct{ name, val string }{{"namespace", s.Namespace}, {"job_id", s.JobID}} {
 			if len(f.val) > MaxIDLength {
 				errs = append(errs, &structs.FieldError{Path: f.name, Err: fmt.Errorf("is %d bytes long; the limit is %d", len(f.val), MaxIDLength)})

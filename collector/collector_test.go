@@ -119,6 +119,11 @@ func TestReport_Malformed(t *testing.T) {
 	aheadCkpt.CheckpointStep = 9
 	longID := sample(4)
 	longID.JobID = strings.Repeat("x", MaxIDLength+1)
+	future := sample(6)
+	// 2h1s ahead: a little less by the time it arrives, "2h0m…" still.
+	future.Time = time.Now().Add(2*time.Hour + time.Second).UnixNano()
+	skewed := sample(7)
+	skewed.Time = time.Now().Add(30 * time.Second).UnixNano()
 	cases := []struct {
 		name string
 		body string
@@ -130,14 +135,17 @@ func TestReport_Malformed(t *testing.T) {
 		{"no samples", `{"samples": []}`, []string{"invalid report: it has no samples"}},
 		{"a sample, not a report", `{"job_id": "j1", "step": 1}`, []string{`unknown field "job_id"`}},
 		{"one invalid sample spoils the batch",
-			string(reportBody(t, sample(1), negative, sample(5), aheadCkpt, structs.Sample{Step: 1}, longID)),
+			string(reportBody(t, sample(1), negative, sample(5), aheadCkpt, structs.Sample{Step: 1}, longID, skewed, future)),
 			[]string{
-				"4 of 6 samples are invalid, none was kept",
+				"5 of 8 samples are invalid, none was kept",
 				"samples[1]: loss: -1 must be a finite number, not negative",
 				"samples[3]: checkpoint_step: 9 is ahead of step 3",
 				"samples[4]: job_id: is required",
 				fmt.Sprintf("samples[5]: job_id: is %d bytes long; the limit is %d", MaxIDLength+1, MaxIDLength),
+				"samples[7]: time: is 2h0m",
+				"ahead of the receiver's clock; at most 1m0s is allowed",
 			}},
+		{"a sample from the future", string(reportBody(t, future)), []string{"1 of 1 samples are invalid", "samples[0]: time: is 2h0m"}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,8 +16,9 @@
 // Truncated, and a reader from before a restart (its number is ahead of
 // the collector's) gets everything held, marked Reset. Reports are
 // checked whole before anything is kept, with the rules of
-// structs.Sample.Validate: an invalid report is refused and nothing of it
-// is kept. Nothing is persisted: the server that pulls samples commits
+// structs.Sample.Validate, and a sample stamped more than
+// structs.MaxSampleSkew ahead of the collector's clock is invalid: an
+// invalid report is refused and nothing of it is kept. Nothing is persisted: the server that pulls samples commits
 // them through Raft, and de-duplicates by (job, step).
 //
 // All methods of Collector are safe for concurrent use. See README.md for

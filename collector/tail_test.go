@@ -70,17 +70,19 @@ func TestTail(t *testing.T) {
 		appendFile(t, path, line[:10])
 		waitChecks(t, c, 3) // several looks see the partial line
 		must.Eq(t, 3, c.Stats().Held)
-		appendFile(t, path, line[10:]+jsonLine(t, map[string]any{"job_id": "j1", "step": 6, "bogus": 1})+jsonLine(t, sample(7)))
-		waitStats(t, c, 5, 3)
+		future := sample(6)
+		future.Time = time.Now().Add(time.Hour).UnixNano()
+		appendFile(t, path, line[10:]+jsonLine(t, map[string]any{"job_id": "j1", "step": 6, "bogus": 1})+jsonLine(t, future)+jsonLine(t, sample(7)))
+		waitStats(t, c, 5, 4) // a sample from the future is a bad line
 		must.Eq(t, []int64{1, 2, 3, 5, 7}, heldSteps(c))
 	})
 	t.Run("a too long line is bad", func(t *testing.T) {
 		appendFile(t, path, `{"job_id": "`+strings.Repeat("x", maxLineBytes+10)+"\"}\n"+jsonLine(t, sample(8)))
-		waitStats(t, c, 6, 4)
+		waitStats(t, c, 6, 5)
 	})
 	t.Run("follows a truncated file from its start", func(t *testing.T) {
 		must.NoError(t, os.WriteFile(path, []byte(jsonLine(t, sample(20))), 0o644))
-		waitStats(t, c, 7, 4)
+		waitStats(t, c, 7, 5)
 	})
 	t.Run("follows a replaced file", func(t *testing.T) {
 		// The old file's last line has no newline yet when it is replaced.
@@ -88,14 +90,14 @@ func TestTail(t *testing.T) {
 		next := path + ".new"
 		must.NoError(t, os.WriteFile(next, []byte(jsonLine(t, sample(30))), 0o644))
 		must.NoError(t, os.Rename(next, path))
-		waitStats(t, c, 9, 4)
+		waitStats(t, c, 9, 5)
 		must.Eq(t, []int64{1, 2, 3, 5, 7, 8, 20, 21, 30}, heldSteps(c))
 	})
 	t.Run("waits for a removed file", func(t *testing.T) {
 		must.NoError(t, os.Remove(path))
 		waitChecks(t, c, 3) // the tailer notices
 		appendFile(t, path, jsonLine(t, sample(40)))
-		waitStats(t, c, 10, 4)
+		waitStats(t, c, 10, 5)
 	})
 }
 

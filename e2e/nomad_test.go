@@ -188,7 +188,8 @@ func TestCaravanNomad_GPUJobs(t *testing.T) {
 		return nil
 	})
 	t.Logf("waiting job's reason: %s", reason)
-	must.StrContains(t, reason, "they need 5 gpu, 4 free of 4")
+	must.StrContains(t, reason, "gpu exhausted on 2 nodes")
+	must.StrContains(t, reason, "3 nodes evaluated")
 	must.NoError(t, jobIs(c, "big", structs.JobStatusPending)())
 	_, _, err = nc.Client.Jobs().Info("caravan-big", nil)
 	must.ErrorContains(t, err, "404", must.Sprint("a waiting job must not reach Nomad"))

@@ -67,7 +67,10 @@ plugin "random" {
 			}
 			return nil
 		})
-		must.NoError(t, jobIs(c, "a", structs.JobStatusRunning)())
+		// A swap may rescale the job: it runs, or is being rescaled.
+		if err := jobIs(c, "a", structs.JobStatusRunning)(); err != nil {
+			must.NoError(t, jobIs(c, "a", structs.JobStatusRescaling)())
+		}
 	}
 	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", structs.JobStatusComplete))
 	must.SliceEmpty(t, events(t, c, "", structs.EventAlgorithmFallback))

@@ -153,9 +153,7 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	must.NoError(t, err)
 	t.Logf("job run → all tasks running on Nomad: %.3fs (driver: %ss from submission)",
 		float64(running.Time-a.SubmitTime)/1e9, running.Details["seconds"])
-	hist, _, err := c.Jobs().History("a", nil)
-	must.NoError(t, err)
-	must.Eq(t, 4, hist[0].Placement.NumWorkers, must.Sprint("alone, the first job gets every GPU"))
+	waitWorkers(t, c, "a", 4) // alone, the first job gets every GPU
 	waitStep(t, c, "a", 40)
 
 	_, err = c.Jobs().Register(context.Background(), trainerJob("b", trainer))
@@ -165,9 +163,7 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	must.NoError(t, err)
 	rescaled := waitEvent(t, c, "a", structs.EventTasksRunning, 2, 2*time.Minute)
 	must.Eq(t, "true", rescaled.Details["rescale"])
-	hist, _, err = c.Jobs().History("a", nil)
-	must.NoError(t, err)
-	must.Eq(t, 2, hist[0].Placement.NumWorkers, must.Sprint("the first job shares the GPUs with the second"))
+	waitWorkers(t, c, "a", 2) // the first job shares the GPUs with the second
 
 	// The first sample on two workers continues from the checkpoint.
 	var resumed *structs.Sample
@@ -347,4 +343,22 @@ func TestCaravanNomad_NomadUnreachable(t *testing.T) {
 		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
 	}
 	must.SliceLen(t, 1, events(t, c, "", structs.EventDriverError), must.Sprint("one event per outage"))
+}
+
+// waitWorkers waits until the latest entry of a job's placement history,
+// what ran of it as its driver reported, has the given workers.
+func waitWorkers(t *testing.T, c *api.Client, id string, workers int) {
+	t.Helper()
+	agent.WaitFor(t, time.Minute, fmt.Sprintf("job %s running %d workers", id, workers), func() error {
+		hist, _, err := c.Jobs().History(id, nil)
+		switch {
+		case err != nil:
+			return err
+		case len(hist) == 0:
+			return fmt.Errorf("nothing ran yet")
+		case hist[0].Placement.NumWorkers != workers:
+			return fmt.Errorf("%d workers run", hist[0].Placement.NumWorkers)
+		}
+		return nil
+	})
 }

@@ -146,8 +146,14 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 }
 
 // report commits samples trainers report. The whole request is checked
-// before anything is committed; samples the trainer did not time are
-// stamped now. The leader feeds them to the models at its next poll.
+// before anything is committed: an invalid sample, or one stamped more than
+// structs.MaxSampleSkew ahead of this server's clock, answers 400, and a
+// sample of a job the server does not hold 404 (the first such job).
+// Samples the trainer did not time are stamped now. Samples of a job that
+// has ended are accepted and dropped when applied, so a trainer flushing
+// its last samples after its job stopped is not told it failed; Accepted
+// counts only the samples kept. The leader feeds them to the models at its
+// next poll.
 func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req api.ReportRequest
 	if err := decode(r, &req); err != nil {
@@ -157,21 +163,37 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, badRequest("request has no samples")
 	}
 	var errs []error
-	now := s.now().UnixNano()
+	now := s.now()
 	for i := range req.Samples {
 		smp := &req.Samples[i]
-		if err := smp.Validate(); err != nil {
+		if err := errors.Join(smp.Validate(), smp.ValidateTime(now)); err != nil {
 			errs = append(errs, fmt.Errorf("samples[%d]: %w", i, err))
 		}
 		if smp.Namespace == "" {
 			smp.Namespace = structs.DefaultNamespace
 		}
 		if smp.Time == 0 {
-			smp.Time = now
+			smp.Time = now.UnixNano()
 		}
 	}
 	if len(errs) > 0 {
 		return nil, badRequest("invalid report: %v", errors.Join(errs...))
+	}
+	txn := s.State().Txn()
+	known := map[structs.JobKey]bool{}
+	for i, smp := range req.Samples {
+		key := structs.NewJobKey(smp.Namespace, smp.JobID)
+		if known[key] {
+			continue
+		}
+		job, err := state.JobByID(txn, nil, smp.Namespace, smp.JobID)
+		if err != nil {
+			return nil, err
+		}
+		if job == nil {
+			return nil, notFound("samples[%d]: job %q in namespace %q is not registered; nothing of the report was kept", i, smp.JobID, smp.Namespace)
+		}
+		known[key] = true
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()

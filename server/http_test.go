@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +86,10 @@ func TestAPI_BadInputs(t *testing.T) {
 		{"empty report", "POST", "/v1/report", `{"samples": []}`, 400, "no samples"},
 		{"report with a bad sample", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 2, "loss": -1}]}`, 400, "samples[1]: loss"},
 		{"report of a checkpoint ahead", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 2, "checkpoint_step": 5}]}`, 400, "checkpoint_step"},
+		{"report from the future", "POST", "/v1/report", fmt.Sprintf(`{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 4, "time": %d}]}`, time.Now().Add(time.Hour).UnixNano()), 400, "samples[1]: time: is "},
+		{"report of an unknown job", "POST", "/v1/report", `{"samples": [{"job_id": "nope", "step": 3}]}`, 404, `samples[0]: job "nope" in namespace "default" is not registered`},
+		{"report of a job in another namespace", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "namespace": "other", "step": 3}]}`, 404, `job "dup" in namespace "other"`},
+		{"report mixing known and unknown jobs", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "nope", "step": 3}, {"job_id": "nada", "step": 3}]}`, 404, `samples[1]: job "nope"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,24 +111,31 @@ func TestAPI_BadInputs(t *testing.T) {
 	}
 }
 
+// postReport posts a report body to a server and returns the status and
+// the response body.
+func postReport(t *testing.T, s *Server, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://"+s.HTTPAddr()+"/v1/report", "application/json", strings.NewReader(body))
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	must.NoError(t, err)
+	return resp.StatusCode, string(out)
+}
+
 // TestReport_Commits reports samples as a trainer does: they are committed
-// and stamped; samples of unknown jobs are dropped.
+// and stamped. Samples of a job that has ended are accepted and not kept.
 func TestReport_Commits(t *testing.T) {
 	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
 	c := client(t, leader)
 	_, err := c.Jobs().Register(context.Background(), demoJob(t, "rep"))
 	must.NoError(t, err)
 
-	body := `{"samples": [
+	code, out := postReport(t, leader, `{"samples": [
 		{"job_id": "rep", "step": 100001, "loss": 0.5, "num_ps": 1, "num_workers": 2},
-		{"job_id": "rep", "step": 100002, "loss": 0.4, "checkpoint_step": 100002},
-		{"job_id": "nope", "step": 1, "loss": 1}]}`
-	resp, err := http.Post("http://"+leader.HTTPAddr()+"/v1/report", "application/json", strings.NewReader(body))
-	must.NoError(t, err)
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	must.Eq(t, 200, resp.StatusCode, must.Sprint(string(out)))
-	must.StrContains(t, string(out), `"Accepted":2`)
+		{"job_id": "rep", "step": 100002, "loss": 0.4, "checkpoint_step": 100002}]}`)
+	must.Eq(t, 200, code, must.Sprint(out))
+	must.StrContains(t, out, `"Accepted":2`)
 
 	smps, err := state.Samples(leader.State().Txn(), nil, structs.DefaultNamespace, "rep")
 	must.NoError(t, err)
@@ -138,6 +151,83 @@ func TestReport_Commits(t *testing.T) {
 	got, _, err := c.Jobs().Samples("rep", nil)
 	must.NoError(t, err)
 	must.Eq(t, smps.Samples, got.Samples, must.Sprint("GET /v1/job/rep/samples"))
+
+	must.NoError(t, c.Jobs().Stop(context.Background(), "", "rep", false))
+	code, out = postReport(t, leader, `{"samples": [{"job_id": "rep", "step": 100003, "loss": 0.3}]}`)
+	must.Eq(t, 200, code, must.Sprint(out))
+	must.StrContains(t, out, `"Accepted":0`)
+	after, err := state.Samples(leader.State().Txn(), nil, structs.DefaultNamespace, "rep")
+	must.NoError(t, err)
+	must.Eq(t, smps.Samples, after.Samples, must.Sprint("a stopped job's samples are not kept"))
+}
+
+// feedSource is a MetricsSource that hands out the samples a test adds,
+// each once.
+type feedSource struct {
+	mu      sync.Mutex
+	pending []structs.Sample
+}
+
+func (f *feedSource) add(smps ...structs.Sample) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, smps...)
+}
+
+func (f *feedSource) Samples(_ context.Context, cursor uint64) ([]structs.Sample, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pending) == 0 {
+		return nil, cursor, nil
+	}
+	out := f.pending
+	f.pending = nil
+	return out, cursor + 1, nil
+}
+
+// TestReport_FutureSampleRefused: a sample stamped an hour ahead is
+// refused with nothing stored, so the samples after it, from the metrics
+// source and from reports, are still committed. (Had it been stored, the
+// leader would drop every sample older than it as already committed.)
+func TestReport_FutureSampleRefused(t *testing.T) {
+	cfg := TestConfig(t, simDriver(t, 1))
+	src := &feedSource{}
+	cfg.Metrics = src
+	s := leaderOf(t, TestServer(t, cfg))
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "skew"))
+	must.NoError(t, err)
+	// Placed, so the leader's scheduler takes the source's samples of it.
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "skew", structs.JobStatusRunning))
+
+	steps := func() []int64 {
+		js, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "skew")
+		must.NoError(t, err)
+		var out []int64
+		if js != nil {
+			for _, smp := range js.Samples {
+				out = append(out, smp.Step)
+			}
+		}
+		return out
+	}
+	future := time.Now().Add(time.Hour).UnixNano()
+	code, out := postReport(t, s, fmt.Sprintf(`{"samples": [{"job_id": "skew", "step": 1, "loss": 1, "time": %d}]}`, future))
+	must.Eq(t, 400, code, must.Sprint(out))
+	must.RegexMatch(t, regexp.MustCompile(`samples\[0\]: time: is (59m59\.\d+s|1h0m0s) ahead of the receiver's clock; at most 1m0s is allowed`), out)
+	must.SliceEmpty(t, steps(), must.Sprint("nothing of the refused report is stored"))
+
+	src.add(structs.Sample{JobID: "skew", Step: 2, Loss: 0.9, StepTimeS: 0.1, NumPS: 1, NumWorkers: 1, Time: time.Now().UnixNano()})
+	agent.WaitFor(t, 10*time.Second, "the source's sample committed", func() error {
+		if got := steps(); !slices.Equal(got, []int64{2}) {
+			return fmt.Errorf("steps %v", got)
+		}
+		return nil
+	})
+	code, out = postReport(t, s, `{"samples": [{"job_id": "skew", "step": 3, "loss": 0.8}]}`)
+	must.Eq(t, 200, code, must.Sprint(out))
+	must.StrContains(t, out, `"Accepted":1`)
+	must.Eq(t, []int64{2, 3}, steps())
 }
 
 func jsonOf(v any) ([]byte, error) {

@@ -607,6 +607,11 @@ func (l *leader) syncSamples(ctx context.Context) error {
 		if !l.sched.Has(key) || smp.Validate() != nil {
 			continue
 		}
+		// A sample stamped in the future would hide every later one.
+		if err := smp.ValidateTime(l.s.now()); err != nil {
+			l.log.Warn("dropped a sample from the future", "job_id", smp.JobID, "error", err)
+			continue
+		}
 		last, ok := newest[key]
 		if !ok {
 			if js, err := state.Samples(txn, nil, key.Namespace, key.ID); err == nil && js != nil && len(js.Samples) > 0 {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -146,4 +147,48 @@ func TestLeader_PluginFailures(t *testing.T) {
 	for _, j := range jobs {
 		must.NotEq(t, structs.JobStatusFailed, j.Status)
 	}
+}
+
+// panicking is a built-in whose Plan always panics.
+type panicking struct{}
+
+func (panicking) Name() string { return "panicking" }
+func (panicking) Plan(*planner.Request) (*planner.Decision, error) {
+	panic("panicking: as asked")
+}
+
+// TestLeader_BuiltinPanics: a built-in that panics does not take the
+// server down: the round plans with the last algorithm that worked, and
+// an event names the algorithm and the panic.
+func TestLeader_BuiltinPanics(t *testing.T) {
+	builtins := maps.Clone(builtin.Algorithms)
+	builtins["panicking"] = func() planner.Algorithm { return panicking{} }
+	l, err := loader.New(loader.Config{Builtins: builtins, Logger: testLogger(t)})
+	must.NoError(t, err)
+	cfg := TestConfig(t, simDriver(t, 20))
+	cfg.Algorithms = l
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err = c.Jobs().Register(context.Background(), demoJob(t, "demo"))
+	must.NoError(t, err)
+	waitPlan(t, c, 0, "optimus")
+
+	waitPlan(t, c, setAlgorithm(t, c, "panicking", nil), "optimus")
+	var fallback *structs.Event
+	agent.WaitFor(t, 10*time.Second, "a fallback event", func() error {
+		events, _, err := c.Events(0, "", nil)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.Type == structs.EventAlgorithmFallback {
+				fallback = e
+				return nil
+			}
+		}
+		return fmt.Errorf("no fallback event")
+	})
+	must.StrContains(t, fallback.Message, "algorithm panicking failed, planned with optimus")
+	must.StrContains(t, fallback.Message, `algorithm "panicking" panicked in Plan: panicking: as asked`)
 }

@@ -13,11 +13,15 @@ import (
 // Raft timeouts short enough to elect a leader in well under a second, a
 // data dir under t.TempDir(), one-second rounds and fast polling.
 //
-// A driver that is also a MetricsSource or a Profiler (the sim driver) is
-// wired as those too.
+// A driver that is also a MetricsSource or a Profiler, or has a clock of
+// its own (the sim driver), is wired as those too.
 func TestConfig(t testing.TB, driver Driver) Config {
 	metrics, _ := driver.(MetricsSource)
 	profiler, _ := driver.(Profiler)
+	var clock func() time.Time
+	if c, ok := driver.(interface{ Now() time.Time }); ok {
+		clock = c.Now
+	}
 	rc := raft.DefaultConfig()
 	rc.HeartbeatTimeout = 300 * time.Millisecond
 	rc.ElectionTimeout = 300 * time.Millisecond
@@ -34,6 +38,7 @@ func TestConfig(t testing.TB, driver Driver) Config {
 		Driver:        driver,
 		Metrics:       metrics,
 		Profiler:      profiler,
+		Clock:         clock,
 		Logger:        testLogger(t),
 		RaftConfig:    rc,
 	}

@@ -3,6 +3,7 @@ package structs
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 )
@@ -63,4 +64,34 @@ func TestSample_Validate(t *testing.T) {
 	}
 	must.True(t, Terminal(JobStatusComplete))
 	must.False(t, Terminal(JobStatusRescaling))
+}
+
+func TestSample_ValidateTime(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name string
+		time int64
+		err  string
+	}{
+		{"unstamped", 0, ""},
+		{"past", now.Add(-time.Hour).UnixNano(), ""},
+		{"now", now.UnixNano(), ""},
+		{"at the bound", now.Add(MaxSampleSkew).UnixNano(), ""},
+		{"past the bound", now.Add(MaxSampleSkew + time.Millisecond).UnixNano(), "time: is 1m0.001s ahead of the receiver's clock; at most 1m0s is allowed"},
+		{"far ahead", math.MaxInt64, "time: is 2089825h33m56.855s ahead"},
+		{"negative", math.MinInt64, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Sample{JobID: "a", Time: tc.time}
+			err := s.ValidateTime(now)
+			if tc.err == "" {
+				must.NoError(t, err)
+				return
+			}
+			must.ErrorContains(t, err, tc.err)
+			errs := FieldErrors(err)
+			must.Len(t, 1, errs)
+			must.Eq(t, "time", errs[0].Path)
+		})
+	}
 }

@@ -1,6 +1,19 @@
 package structs
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// MaxSampleSkew bounds how far after the receiver's clock a sample's Time
+// may be where samples enter Caravan (a server's or a collector's POST
+// /v1/report, a collector's followed file): a later sample is refused,
+// never stored. The leader drops samples older than a job's newest
+// committed one, so a single sample stamped far ahead would otherwise
+// silence the job's metrics until the clock caught up. The bound allows
+// for modest clock skew between trainers and the receiver.
+const MaxSampleSkew = time.Minute
 
 // Sample is one progress report from a training task. Its JSON form is the
 // schema trainers send to collectors (DESIGN.md §3), hence the snake_case
@@ -75,4 +88,17 @@ func (s *Sample) Validate() error {
 		v.fail("checkpoint_step", "%d is ahead of step %d", s.CheckpointStep, s.Step)
 	}
 	return v.err()
+}
+
+// ValidateTime refuses a sample whose Time is more than MaxSampleSkew
+// after now, with a *FieldError on "time" saying how far ahead it is. A
+// zero Time, which receivers stamp themselves, passes.
+func (s *Sample) ValidateTime(now time.Time) error {
+	if s.Time <= now.UnixNano() {
+		return nil
+	}
+	if ahead := time.Duration(s.Time - now.UnixNano()); ahead > MaxSampleSkew {
+		return &FieldError{Path: "time", Err: fmt.Errorf("is %s ahead of the receiver's clock; at most %s is allowed", ahead.Round(time.Millisecond), MaxSampleSkew)}
+	}
+	return nil
 }

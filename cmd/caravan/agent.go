@@ -111,12 +111,12 @@ func (c *AgentCommand) Run(args []string) int {
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
 		Interval: cfg.Scheduler.IntervalDuration, Logger: logger,
 		Driver: wiring.driver, NewDriver: wiring.newDriver, Metrics: wiring.metrics, Profiler: wiring.profiler,
+		// On the simulated cluster the server keeps the cluster's time,
+		// which runs Speed times as fast as the wall clock: rounds are
+		// due by it, and trainers' samples are stamped by it.
+		Clock:          wiring.clock,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
-	}
-	if cfg.Driver == config.DriverSim {
-		// Intervals are in the cluster's time, which the simulator speeds up.
-		scfg.Interval = max(time.Duration(float64(scfg.Interval)/cfg.Sim.Speed), 100*time.Millisecond)
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
@@ -268,7 +268,9 @@ type driverWiring struct {
 	newDriver func(structs.DriverHost) (server.Driver, error)
 	metrics   server.MetricsSource
 	profiler  server.Profiler
-	stop      func()
+	// clock is the cluster's clock; nil means the wall clock.
+	clock func() time.Time
+	stop  func()
 }
 
 // The simulated cluster reports its trainers' samples and profiles jobs
@@ -296,7 +298,7 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 		}
 		d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: cfg.Sim.Speed, Logger: logger})
 		d.Start()
-		return &driverWiring{driver: d, metrics: d, profiler: d, stop: d.Stop}, nil
+		return &driverWiring{driver: d, metrics: d, profiler: d, clock: d.Now, stop: d.Stop}, nil
 	default:
 		w := &driverWiring{stop: func() {}}
 		w.newDriver = func(host structs.DriverHost) (server.Driver, error) {

@@ -113,13 +113,13 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 // changeFor decides what to do to one job; nil means nothing.
 func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
 	js := d.state(key)
-	if js.flight != nil && js.flight.state.InFlight() {
-		return nil // it finishes the change it is making first
-	}
 	c := &change{key: key, job: job, placement: p, existing: nj, checkpoint: nj.running()}
 	if js.lost {
 		c.restart, c.checkpoint = true, false
 		return c
+	}
+	if js.flight != nil && js.flight.state.InFlight() {
+		return nil // it finishes the change it is making first
 	}
 	if p.Paused() {
 		if !nj.running() {

@@ -77,6 +77,10 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		case failed > 0:
 			r.Replan = true
 			js.lost, js.lostMsg = true, r.Message
+			if f != nil && f.state.InFlight() {
+				f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, "tasks failed: "+r.Message, time.Now().UnixNano()
+				r.Change = f.state.Copy()
+			}
 		case want > 0 && complete == want:
 			r.Status = structs.JobStatusComplete
 			r.Message = fmt.Sprintf("all %d tasks finished at step %d", want, r.Step)

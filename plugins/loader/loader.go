@@ -2,7 +2,6 @@ package loader
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -154,16 +153,15 @@ func fileSHA256(path string) ([]byte, error) {
 
 // Algorithm returns the algorithm called name, configured with options:
 // a new instance of a built-in, or a handle on an external plugin. Invalid
-// options are an error (for a plugin, its SetConfig's). A plugin that
+// options are an error (for a plugin, its SetConfig's). A built-in that
+// panics, here or in its Plan, returns an error naming it and the panic
+// value instead, as a crashed plugin's call fails, and plans on a fresh
+// instance next time. A plugin that
 // cannot start now returns its handle with an error wrapping
 // ErrUnavailable: the handle starts it when it is used after its backoff.
 func (l *Loader) Algorithm(name string, options map[string]string) (planner.Algorithm, error) {
 	if factory, ok := l.cfg.Builtins[name]; ok {
-		alg := factory()
-		if err := algorithm.FromPlanner(alg, version.Version).SetConfig(context.Background(), algorithm.APIVersion1, options); err != nil {
-			return nil, fmt.Errorf("options of algorithm %q: %w", name, err)
-		}
-		return alg, nil
+		return newBuiltin(name, factory, options, l.cfg.Logger)
 	}
 	e, ok := l.external[name]
 	if !ok {
@@ -207,10 +205,17 @@ func (l *Loader) Plugins() []*structs.PluginStatus {
 			out = append(out, e.status())
 			continue
 		}
-		info, _ := algorithm.FromPlanner(l.cfg.Builtins[name](), version.Version).PluginInfo(context.Background())
+		b, err := newBuiltin(name, l.cfg.Builtins[name], nil, l.cfg.Logger)
+		if err != nil {
+			out = append(out, &structs.PluginStatus{
+				Name: name, Version: version.Version, Origin: structs.PluginOriginBuiltin, APIVersion: algorithm.APIVersion1,
+				Health: structs.PluginUnhealthy, Error: err.Error(),
+			})
+			continue
+		}
 		out = append(out, &structs.PluginStatus{
-			Name: name, Version: info.Version, Origin: structs.PluginOriginBuiltin, APIVersion: algorithm.APIVersion1,
-			Health: structs.PluginHealthy, SpeedModels: info.Capabilities.SpeedModels,
+			Name: name, Version: b.info.Version, Origin: structs.PluginOriginBuiltin, APIVersion: algorithm.APIVersion1,
+			Health: structs.PluginHealthy, SpeedModels: b.SpeedModels(),
 		})
 	}
 	return out

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,4 +200,113 @@ func TestLoader_LargeRequest(t *testing.T) {
 	dec, err := alg.Plan(req)
 	must.NoError(t, err)
 	must.SliceLen(t, 8000, dec.Placements)
+}
+
+// panicky is a built-in for TestLoader_BuiltinPanics: it panics in the
+// call its option "in" names (New, SetConfig, SpeedModels, Plan), and in
+// Plan only while *plans is positive, counting it down.
+type panicky struct {
+	in    string
+	plans *atomic.Int32
+}
+
+func (p *panicky) Name() string { return "panicky" }
+
+func (p *panicky) SetConfig(options map[string]string) error {
+	p.in = options["in"]
+	if p.in == "SetConfig" {
+		panic("bad options")
+	}
+	return nil
+}
+
+func (p *panicky) SpeedModels() bool {
+	if p.in == "SpeedModels" {
+		panic("no capabilities")
+	}
+	return true
+}
+
+func (p *panicky) Plan(req *planner.Request) (*planner.Decision, error) {
+	if p.in == "Plan" && p.plans.Add(-1) >= 0 {
+		var m map[string]int
+		m["x"]++ // a runtime error: assignment to entry in nil map
+	}
+	return &planner.Decision{}, nil
+}
+
+// TestLoader_BuiltinPanics: a built-in that panics returns an error
+// naming it, the call and the panic value, logs the stack, and does not
+// take the loader down: the next call works, and the next Plan runs on
+// a fresh instance.
+func TestLoader_BuiltinPanics(t *testing.T) {
+	var news, plans atomic.Int32
+	newFails := false
+	builtins := maps.Clone(builtin.Algorithms)
+	builtins["panicky"] = func() planner.Algorithm {
+		news.Add(1)
+		if newFails {
+			panic("cannot build")
+		}
+		return &panicky{plans: &plans}
+	}
+	logs := &syncBuffer{}
+	l, err := New(Config{Builtins: builtins, Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	must.NoError(t, err)
+	req := request(t)
+
+	for _, tc := range []struct{ in, err string }{
+		{"SetConfig", `options of algorithm "panicky": algorithm "panicky" panicked in SetConfig: bad options`},
+		{"SpeedModels", `algorithm "panicky" panicked in PluginInfo: no capabilities`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := l.Algorithm("panicky", map[string]string{"in": tc.in})
+			must.EqError(t, err, tc.err)
+			fifo, err := l.Algorithm("fifo", nil)
+			must.NoError(t, err)
+			_, err = fifo.Plan(req)
+			must.NoError(t, err)
+		})
+	}
+
+	t.Run("Plan", func(t *testing.T) {
+		alg, err := l.Algorithm("panicky", map[string]string{"in": "Plan"})
+		must.NoError(t, err)
+		must.True(t, alg.(planner.ModelDriven).SpeedModels())
+		built := news.Load()
+		plans.Store(1)
+		_, err = alg.Plan(req)
+		must.EqError(t, err, `algorithm "panicky" panicked in Plan: assignment to entry in nil map`)
+		var rerr runtime.Error
+		must.True(t, errors.As(err, &rerr), must.Sprint("the panic value is wrapped"))
+		must.StrContains(t, logs.String(), "[ERROR] algorithm panicked: algorithm=panicky call=Plan")
+		must.StrContains(t, logs.String(), "runtime/debug.Stack")
+
+		dec, err := alg.Plan(req)
+		must.NoError(t, err)
+		must.NotNil(t, dec)
+		must.Eq(t, built+1, news.Load(), must.Sprint("the instance that panicked is replaced"))
+		_, err = alg.Plan(req)
+		must.NoError(t, err)
+		must.Eq(t, built+1, news.Load(), must.Sprint("a working instance is kept"))
+
+		plans.Store(1)
+		_, err = alg.Plan(req)
+		must.Error(t, err)
+		newFails = true
+		_, err = alg.Plan(req)
+		must.EqError(t, err, `algorithm "panicky" panicked in New: cannot build`)
+		newFails = false
+		_, err = alg.Plan(req)
+		must.NoError(t, err)
+	})
+
+	t.Run("status", func(t *testing.T) {
+		newFails = true
+		defer func() { newFails = false }()
+		s := status(l, "panicky")
+		must.Eq(t, structs.PluginUnhealthy, s.Health)
+		must.Eq(t, `algorithm "panicky" panicked in New: cannot build`, s.Error)
+		must.Eq(t, structs.PluginHealthy, status(l, "optimus").Health)
+	})
 }

@@ -4,4 +4,8 @@
 // store. Apply is deterministic: requests carry the times the leader stamped,
 // and no handler reads the clock, draws random numbers or does I/O beyond the
 // state store. Snapshots stream every row of the store as (kind, row) pairs.
+//
+// A type with IgnoreUnknownTypeFlag set that a server does not know is
+// skipped with a warning, so that a newer leader can write it during a
+// rolling upgrade; any other unknown type panics.
 package fsm

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/caravan-sched/caravan/server/state"
@@ -24,6 +25,9 @@ type FSM struct {
 	// applied, when set, is called after each entry is applied with its
 	// type, without blocking; the leader uses it to wake up.
 	applied func(MessageType)
+	// ignored holds the unknown types already warned of (MessageType →
+	// struct{}), so that a stream of them logs once each.
+	ignored sync.Map
 }
 
 // New returns an FSM over an empty store. applied may be nil.
@@ -92,15 +96,27 @@ func appendSamples(s *state.Store, index uint64, r *SampleBatchRequest) any {
 func (f *FSM) State() *state.Store { return f.state.Load() }
 
 // Apply applies one log entry and returns the handler's result: nil, an
-// error the request's sender sees, or a typed response.
+// error the request's sender sees, or a typed response. An entry of a type
+// this server does not know is skipped, returning nil and changing
+// nothing, when the type carries IgnoreUnknownTypeFlag (a warning is
+// logged once per type); otherwise it panics, since the server cannot
+// follow the log.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
 	}
 	t := MessageType(l.Data[0])
+	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
+	t &^= IgnoreUnknownTypeFlag
 	h, ok := f.handler[t]
 	if !ok {
-		panic(fmt.Errorf("unknown message type %d at index %d", t, l.Index))
+		if !ignoreUnknown {
+			panic(fmt.Errorf("unknown message type %d at index %d", t, l.Index))
+		}
+		if _, warned := f.ignored.LoadOrStore(t, struct{}{}); !warned {
+			f.log.Warn("ignoring entries of an unknown message type; upgrade this server", "type", uint8(t), "index", l.Index)
+		}
+		return nil
 	}
 	res := h(l.Index, l.Data[1:])
 	if err, ok := res.(error); ok {

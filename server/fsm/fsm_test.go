@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/server/state"
@@ -140,7 +142,7 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 	}
 	must.Eq(t, []string{
 		structs.EventJobRegistered, structs.EventJobRegistered,
-		structs.EventJobPlaced, structs.EventJobPlaced,
+		structs.EventJobPlaced, // b's change is in flight: nothing ran that it asked for
 		structs.EventAlgorithmChanged, structs.EventAlgorithmFallback,
 		structs.EventJobCompleted, structs.EventJobStopped,
 	}, types)
@@ -171,6 +173,53 @@ func TestFSM_UndecodableEntryPanics(t *testing.T) {
 	f := newTestFSM(t)
 	defer func() { must.NotNil(t, recover()) }()
 	f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{byte(JobRegisterType), 0xc1}})
+}
+
+// TestFSM_UnknownTypes: an entry of a type the FSM does not know is
+// skipped with one warning per type when it carries IgnoreUnknownTypeFlag,
+// and panics otherwise; a known type with the flag applies as usual.
+func TestFSM_UnknownTypes(t *testing.T) {
+	future := MessageType(100)
+	for _, tc := range []struct {
+		name   string
+		typ    MessageType
+		panics bool
+		// changes: the entry changes the state.
+		changes bool
+	}{
+		{name: "unknown, flagged", typ: future | IgnoreUnknownTypeFlag},
+		{name: "unknown", typ: future, panics: true},
+		{name: "unknown, one below the flag", typ: IgnoreUnknownTypeFlag - 1, panics: true},
+		{name: "known, flagged", typ: JobRegisterType | IgnoreUnknownTypeFlag, changes: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			f := newTestFSM(t)
+			f.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
+			populate(f)
+			before, index := dump(t, f.State()), f.State().Index()
+			entry := &JobRegisterRequest{Job: mockJob("new"), MustBeNew: true, Time: 70}
+			if tc.panics {
+				defer func() {
+					r := recover()
+					must.NotNil(t, r, must.Sprint("an unknown type without the flag panics"))
+					must.StrContains(t, fmt.Sprint(r), fmt.Sprintf("unknown message type %d", tc.typ))
+					must.Eq(t, before, dump(t, f.State()))
+				}()
+			}
+			must.Nil(t, f.apply(tc.typ, entry))
+			if tc.changes {
+				j, err := state.JobByID(f.State().Txn(), nil, structs.DefaultNamespace, "new")
+				must.NoError(t, err)
+				must.NotNil(t, j)
+				return
+			}
+			must.Nil(t, f.apply(tc.typ, entry), must.Sprint("a second entry of the type"))
+			must.Eq(t, before, dump(t, f.State()), must.Sprint("an ignored entry changes nothing"))
+			must.Eq(t, index, f.State().Index())
+			must.Eq(t, 1, strings.Count(logs.String(), "[WARN]  ignoring entries of an unknown message type; upgrade this server: type=100"), must.Sprint(logs.String()))
+		})
+	}
 }
 
 // memSink is a raft.SnapshotSink in memory.

@@ -28,6 +28,15 @@ const (
 	ObservedUpsertType
 )
 
+// IgnoreUnknownTypeFlag, set in a message type, lets a server that does not
+// know the type skip the entry with a warning instead of panicking, as
+// Nomad and Consul do for rolling upgrades: a leader running a newer
+// version may write entries an older follower cannot apply. Set it only on
+// types whose loss on older servers is harmless, such as new, advisory
+// records; a server that knows the type applies it as if the flag were
+// clear. Types stay below it: it is bit 7 of the type byte.
+const IgnoreUnknownTypeFlag MessageType = 128
+
 func (t MessageType) String() string {
 	if n, ok := messageNames[t]; ok {
 		return n

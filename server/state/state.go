@@ -334,9 +334,10 @@ func activeJob(txn *memdb.Txn, namespace, id string) (*structs.Job, error) {
 }
 
 // UpsertObserved records what the driver reports runs of jobs. A job whose
-// running placement changed gets an entry in its placement history and a
-// JobPlaced or JobRescaled event; a pending job that runs tasks becomes
-// running, and a running job is rescaling while a change is in flight.
+// running placement changed, and no change of which is in flight, gets an
+// entry in its placement history and a JobPlaced or JobRescaled event; a
+// pending job that runs tasks becomes running, and a running job is
+// rescaling while a change is in flight.
 // Reports of jobs the store does not hold as active are dropped.
 func (s *Store) UpsertObserved(index uint64, now int64, observed []*structs.Observed) error {
 	return s.write(index, func(w *writer) error {
@@ -348,22 +349,22 @@ func (s *Store) UpsertObserved(index uint64, now int64, observed []*structs.Obse
 			if job == nil {
 				continue
 			}
-			prev, err := observedOf(w.txn, nil, job.Namespace, job.ID)
-			if err != nil {
-				return err
-			}
 			row := o.Copy()
 			row.ModifyIndex, row.UpdateTime = index, now
 			if err := w.insert(TableObserved, row); err != nil {
 				return err
 			}
-			var before *structs.Placement
-			if prev != nil {
-				before = prev.Placement
-			}
-			if !before.SameTasks(row.Placement) {
-				if err := w.ran(now, job, row); err != nil {
+			// What runs while a change is in flight is on its way: the
+			// history records where it arrives.
+			if !row.Change.InFlight() {
+				last, err := latestPlacement(w.txn, nil, job.Namespace, job.ID)
+				if err != nil {
 					return err
+				}
+				if last == nil && row.Placement != nil || last != nil && !last.Placement.SameTasks(row.Placement) {
+					if err := w.ran(now, job, row, last); err != nil {
+						return err
+					}
 				}
 			}
 			if err := w.setRunStatus(job, row); err != nil {
@@ -375,8 +376,9 @@ func (s *Store) UpsertObserved(index uint64, now int64, observed []*structs.Obse
 }
 
 // ran appends what now runs of a job to its placement history, with the
-// decision that asked for it, and records the event.
-func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed) error {
+// decision that asked for it, and records the event; prev is the
+// history's latest entry, nil if there is none.
+func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *structs.JobPlacement) error {
 	pl := o.Placement
 	if pl == nil {
 		pl = &structs.Placement{Namespace: job.Namespace, JobID: job.ID}
@@ -392,10 +394,6 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed) error {
 	}
 	if c := o.Change; c != nil && c.Target.SameTasks(pl) {
 		rec.PlanIndex = c.PlanIndex
-	}
-	prev, err := latestPlacement(w.txn, nil, job.Namespace, job.ID)
-	if err != nil {
-		return err
 	}
 	if err := w.insert(TablePlacements, rec); err != nil {
 		return err
