@@ -23,14 +23,17 @@ func nsValues(ns string) url.Values {
 }
 
 // Register submits a new job (POST /v1/jobs). It fails with a 409 Error if
-// an active job has the same ID; use Update to change it.
+// an active job has the same ID and another spec; use Update to change it.
+// The same spec again changes nothing and answers Unchanged.
 func (j *Jobs) Register(ctx context.Context, req *JobRegisterRequest) (*JobRegisterResponse, error) {
 	var out JobRegisterResponse
 	_, err := j.c.do(ctx, http.MethodPost, "/v1/jobs", nil, req, &out)
 	return &out, err
 }
 
-// Update registers a new version of job id (PUT /v1/job/<id>).
+// Update registers a new version of job id (PUT /v1/job/<id>), or the job
+// when there is none. The active job's spec again changes nothing and
+// answers Unchanged.
 func (j *Jobs) Update(ctx context.Context, id string, req *JobRegisterRequest) (*JobRegisterResponse, error) {
 	var out JobRegisterResponse
 	_, err := j.c.do(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id), nil, req, &out)

@@ -19,7 +19,13 @@ type JobRegisterRequest struct {
 type JobRegisterResponse struct {
 	JobID   string
 	Version uint64
-	Index   uint64
+	// Unchanged is true when the job was active with the same spec, as
+	// Nomad's job run of an unchanged file: nothing was registered, and
+	// Version is the current version.
+	Unchanged bool
+	// Index is the Raft index of the request: a blocking read with this
+	// index waits for changes after it.
+	Index uint64
 }
 
 // ReportRequest is POST /v1/report: samples trainers report (the schema

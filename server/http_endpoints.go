@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -134,16 +135,22 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 		ctx, cancel := applyContext(r)
 		defer cancel()
 		job.SubmitTime = time.Now().UnixNano()
-		_, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
-		if err != nil {
-			return nil, err
-		}
-		stored, err := state.JobByID(s.State().Txn(), nil, job.Namespace, job.ID)
-		if err != nil || stored == nil {
-			return nil, fmt.Errorf("read back job %q: %v", job.ID, err)
-		}
-		return &api.JobRegisterResponse{JobID: job.ID, Version: stored.Version, Index: index}, nil
+		return s.registerJob(ctx, job, mustBeNew)
 	}
+}
+
+// registerJob commits a registration and says what it did. An active job
+// with the same spec is left as it is: the answer says Unchanged.
+func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bool) (*api.JobRegisterResponse, error) {
+	out, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
+	if err != nil {
+		return nil, err
+	}
+	reg, ok := out.(fsm.JobRegisterResponse)
+	if !ok {
+		return nil, fmt.Errorf("register job %q: unexpected answer %T from the state machine", job.ID, out)
+	}
+	return &api.JobRegisterResponse{JobID: job.ID, Version: reg.Version, Unchanged: reg.Unchanged, Index: index}, nil
 }
 
 // report commits samples trainers report. The whole request is checked

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
@@ -69,7 +70,7 @@ func TestAPI_BadInputs(t *testing.T) {
 		{"unknown field", "POST", "/v1/jobs", `{"Jobb": {}}`, 400, "unknown field"},
 		{"trailing data", "POST", "/v1/jobs", `{} {}`, 400, "after its JSON value"},
 		{"oversized body", "POST", "/v1/jobs", big, 413, "larger than"},
-		{"duplicate", "POST", "/v1/jobs", mustJSON(t, demoJob(t, "dup")), 409, "already registered"},
+		{"duplicate", "POST", "/v1/jobs", mustJSON(t, changedDemoJob(t, "dup")), 409, "already registered"},
 		{"path and body disagree", "PUT", "/v1/job/other", mustJSON(t, demoJob(t, "dup")), 400, `names job "other"`},
 		{"unknown job", "GET", "/v1/job/nope", "", 404, `job "nope"`},
 		{"stop unknown job", "DELETE", "/v1/job/nope", "", 404, "not found"},
@@ -138,6 +139,62 @@ func TestReport_Commits(t *testing.T) {
 	got, _, err := c.Jobs().Samples("rep", nil)
 	must.NoError(t, err)
 	must.Eq(t, smps.Samples, got.Samples, must.Sprint("GET /v1/job/rep/samples"))
+}
+
+// changedDemoJob is demoJob(t, id) with another priority.
+func changedDemoJob(t *testing.T, id string) *api.JobRegisterRequest {
+	req := demoJob(t, id)
+	req.JobHCL = strings.Replace(req.JobHCL, fmt.Sprintf("job %q {", id), fmt.Sprintf("job %q {\n  priority = 70", id), 1)
+	return req
+}
+
+// TestJobRegister_Idempotent registers a running job's spec again, by POST
+// and by PUT: nothing changes and the answer says so. Another spec is a new
+// version.
+func TestJobRegister_Idempotent(t *testing.T) {
+	driver := simDriver(t, 1)
+	s := TestServer(t, TestConfig(t, driver))
+	leaderOf(t, s)
+	c := client(t, s)
+	ctx := context.Background()
+	first, err := c.Jobs().Register(ctx, demoJob(t, "same"))
+	must.NoError(t, err)
+	must.Eq(t, api.JobRegisterResponse{JobID: "same", Version: 0, Index: first.Index}, *first)
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "same", structs.JobStatusRunning))
+	driver.Stop()
+	before := dump(t, s.State(), stable...)
+	events := func() int {
+		evs, err := state.Events(s.State().Txn(), nil, 0)
+		must.NoError(t, err)
+		n := 0
+		for _, e := range evs {
+			if e.JobID == "same" && e.Type == structs.EventJobRegistered {
+				n++
+			}
+		}
+		return n
+	}
+
+	again, err := c.Jobs().Register(ctx, demoJob(t, "same"))
+	must.NoError(t, err)
+	must.True(t, again.Unchanged)
+	must.Eq(t, 0, again.Version)
+	must.Greater(t, first.Index, again.Index)
+	// The CLI sends the parsed job as JSON rather than HCL.
+	job, _, err := c.Jobs().Info("same", nil)
+	must.NoError(t, err)
+	again, err = c.Jobs().Update(ctx, "same", &api.JobRegisterRequest{Job: job})
+	must.NoError(t, err)
+	must.True(t, again.Unchanged)
+	must.Eq(t, 0, again.Version)
+	must.Eq(t, before, dump(t, s.State(), stable...), must.Sprint("an unchanged registration stores nothing"))
+	must.Eq(t, 1, events())
+
+	changed, err := c.Jobs().Update(ctx, "same", changedDemoJob(t, "same"))
+	must.NoError(t, err)
+	must.False(t, changed.Unchanged)
+	must.Eq(t, 1, changed.Version)
+	must.Eq(t, 2, events())
 }
 
 func jsonOf(v any) ([]byte, error) {

@@ -49,6 +49,22 @@ func jobFile(t *testing.T, id string) string {
 	return path
 }
 
+// changeJobFile writes a copy of the jobspec at path with line added at the
+// top of its job block, and returns the copy's path.
+func changeJobFile(t *testing.T, path, line string) string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	must.NoError(t, err)
+	i := strings.Index(string(src), "job \"")
+	j := strings.Index(string(src[i:]), "{\n")
+	must.Positive(t, i+1)
+	must.Positive(t, j)
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	changed := string(src[:i+j+2]) + "  " + line + "\n" + string(src[i+j+2:])
+	must.NoError(t, os.WriteFile(out, []byte(changed), 0o644))
+	return out
+}
+
 // logged logs a command line's output, shown when a test fails or with -v.
 func logged(t *testing.T, args []string) func(int, string, string) (int, string, string) {
 	return func(code int, out, errOut string) (int, string, string) {
@@ -188,20 +204,33 @@ func TestClientCommands(t *testing.T) {
 		must.StrContains(t, errOut, "404")
 	})
 
-	t.Run("job run conflict and stop", func(t *testing.T) {
+	t.Run("job run is declarative, and stop", func(t *testing.T) {
 		path := jobFile(t, "stoppable")
 		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-detach", path)
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`^Job registered: stoppable \(version 0, index \d+\)\n$`), out)
 
-		code, _, errOut = cliArgs(t, []string{"job", "run"}, "-detach", path)
-		must.Eq(t, 1, code)
-		must.StrContains(t, errOut, "already registered and active")
-		must.StrContains(t, errOut, "caravan job stop stoppable")
-
-		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", "-update", path)
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", path)
 		must.Eq(t, 0, code, must.Sprint(errOut))
-		must.StrContains(t, out, "stoppable (version 1,")
+		must.Eq(t, "Job unchanged: stoppable (version 0)\n", out)
+
+		changed := changeJobFile(t, path, "priority = 70")
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", changed)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`^Job registered: stoppable \(version 1, index \d+\)\n$`), out)
+
+		// -update is still accepted; the placement of an unchanged job is
+		// the one it has.
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-update", "-no-color", changed)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.StrContains(t, out, "==> Job unchanged: stoppable (version 1)\n")
+		must.RegexMatch(t, regexp.MustCompile(`==> Job "stoppable" placed at plan index \d+ by optimus`), out)
+
+		// A new version of a placed job shows the placement of the next
+		// round.
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-no-color", changeJobFile(t, path, "priority = 80"))
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`==> Job registered: stoppable \(version 2, index \d+\)\n==> Waiting for the scheduler's next round...\n==> Job "stoppable" placed at plan index \d+ by optimus`), out)
 
 		code, out, errOut = cliArgs(t, []string{"job", "stop"}, "stoppable")
 		must.Eq(t, 0, code, must.Sprint(errOut))
