@@ -195,7 +195,9 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	return resp, nil
 }
 
-// jobPlan answers a dry run. Only the leader has the models to answer it.
+// jobPlan answers a dry run: how the job differs from its registered
+// version, and the placement the scheduler would give it now. Only the
+// leader has the models to answer it.
 func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req api.JobRegisterRequest
 	if err := decode(r, &req); err != nil {
@@ -205,16 +207,34 @@ func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := s.dryRun(r.Context(), job)
+	txn := s.State().Txn()
+	prev, err := state.JobByID(txn, nil, job.Namespace, job.ID)
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.PlanResponse{Plan: plan}
-	for _, p := range plan.Placements {
-		if p.Namespace == job.Namespace && p.JobID == job.ID {
+	resp := &api.PlanResponse{Diff: prev.Diff(job)}
+	if prev != nil {
+		resp.Version, resp.Status = prev.Version, prev.Status
+	}
+	if prev != nil && !structs.Terminal(prev.Status) {
+		hist, err := state.Placements(txn, nil, job.Namespace, job.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(hist) > 0 {
+			resp.Current = hist[0].Placement
+		}
+	}
+	if resp.Plan, err = s.dryRun(r.Context(), job); err != nil {
+		return nil, err
+	}
+	for _, p := range resp.Plan.Placements {
+		if p.Key() == job.Key() {
 			resp.Placement = p
 		}
 	}
+	resp.Changed = prev == nil || structs.Terminal(prev.Status) || resp.Diff.Changed() ||
+		!resp.Placement.SameTasks(resp.Current)
 	return resp, nil
 }
 

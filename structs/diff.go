@@ -45,7 +45,8 @@ type FieldDiff struct {
 	// Old and New are the values rendered for people: strings quoted,
 	// durations as "30s", lists of plain values as ["a", "b"]. Old is empty
 	// for an added field, New for a deleted one.
-	Old, New string
+	Old string `json:",omitempty"`
+	New string `json:",omitempty"`
 }
 
 // Changed reports whether the diff has any field.

@@ -40,6 +40,24 @@ type NodeTasks struct {
 // Paused reports whether the placement runs no task of the job.
 func (p *Placement) Paused() bool { return p.NumWorkers == 0 && p.NumPS == 0 }
 
+// SameTasks reports whether two placements run the same tasks on the same
+// nodes; reasons do not count. A nil placement runs nothing, as a paused
+// one.
+func (p *Placement) SameTasks(o *Placement) bool {
+	if p == nil || o == nil {
+		return (p == nil || p.Paused()) && (o == nil || o.Paused())
+	}
+	if p.NumPS != o.NumPS || p.NumWorkers != o.NumWorkers || len(p.Nodes) != len(o.Nodes) {
+		return false
+	}
+	for i, n := range p.Nodes {
+		if *n != *o.Nodes[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate checks that the per-node counts add up to the totals, that no
 // count is negative and that no node appears twice. Whether the placement
 // fits the cluster and the job's bounds is the planner's to check.

@@ -193,15 +193,58 @@ func TestClientCommands(t *testing.T) {
 
 	t.Run("job plan", func(t *testing.T) {
 		code, out, errOut := cliArgs(t, []string{"job", "plan"}, jobFile(t, "planned"))
-		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, 1, code, must.Sprint("a new job is a change: ", errOut))
 		must.StrContains(t, out, `+ Job: "planned"`)
 		must.RegexMatch(t, regexp.MustCompile(`Placement: [12] ps, [1-4] workers? on \d+ nodes?`), out)
 		must.RegexMatch(t, regexp.MustCompile(`node-\d\d\s+worker\s+[1-4]`), out)
 
 		// Nothing was registered.
+		code, _, errOut = cliArgs(t, []string{"job", "plan"}, "-json", jobFile(t, "planned"))
+		must.Eq(t, 1, code, must.Sprint(errOut))
 		code, _, errOut = cliArgs(t, []string{"job", "status"}, "planned")
 		must.Eq(t, 1, code)
 		must.StrContains(t, errOut, "404")
+	})
+
+	t.Run("job plan of a registered job", func(t *testing.T) {
+		// One parameter server and one worker: the only shape, so the
+		// scheduler has no other placement to plan.
+		path := jobFile(t, "fixed")
+		src, err := os.ReadFile(path)
+		must.NoError(t, err)
+		fixed := regexp.MustCompile(`max = \d`).ReplaceAllString(string(src), "max = 1")
+		must.NoError(t, os.WriteFile(path, []byte(fixed), 0o644))
+		code, _, errOut := cliArgs(t, []string{"job", "run"}, path)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+
+		code, out, errOut := cliArgs(t, []string{"job", "plan"}, path)
+		must.Eq(t, 0, code, must.Sprint("an unchanged job: ", errOut))
+		must.StrContains(t, out, `  Job: "fixed" (version 0, unchanged)`)
+		must.StrContains(t, out, "Placement: 1 ps, 1 worker on ")
+		must.StrContains(t, out, "(unchanged)")
+		must.StrContains(t, out, "running it changes nothing")
+
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, "-json", changeJobFile(t, path, "priority = 70"))
+		must.Eq(t, 1, code, must.Sprint(errOut))
+		var resp api.PlanResponse
+		must.NoError(t, json.Unmarshal([]byte(out), &resp))
+		must.True(t, resp.Changed)
+		must.Eq(t, &structs.JobDiff{Type: structs.DiffTypeEdited, ID: "fixed", Fields: []*structs.FieldDiff{
+			{Type: structs.DiffTypeEdited, Path: "priority", Old: "50", New: "70"},
+		}}, resp.Diff)
+
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, changeJobFile(t, path, `meta { team = "vision" }`))
+		must.Eq(t, 1, code, must.Sprint(errOut))
+		must.StrContains(t, out, `~ Job: "fixed" (version 0)`+"\n"+`  + meta.team: "vision"`+"\n\n  Placement: ")
+		must.StrContains(t, out, "caravan job run ")
+
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, "-no-color", "../../jobspec/testdata/invalid/min_gt_max.hcl")
+		must.Eq(t, 255, code, must.Sprint("an error"))
+		must.Eq(t, "", out)
+		must.StrContains(t, errOut, "Invalid elastic.workers.min")
+
+		code, _, errOut = cliArgs(t, []string{"job", "stop"}, "-purge", "fixed")
+		must.Eq(t, 0, code, must.Sprint(errOut))
 	})
 
 	t.Run("job run is declarative, and stop", func(t *testing.T) {
@@ -374,12 +417,21 @@ func TestClientCommands_Unreachable(t *testing.T) {
 	for _, args := range cases {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			must.Eq(t, 1, code)
+			must.Eq(t, exitCodeOfError(args), code)
 			must.Eq(t, "", out)
 			must.StrContains(t, errOut, "connection refused")
 			must.StrContains(t, errOut, "Is a Caravan agent running at "+addr+"?")
 		})
 	}
+}
+
+// exitCodeOfError is the exit code of a failing command line: 255 for job
+// plan, whose 1 means "changes", as Nomad's; 1 for the others.
+func exitCodeOfError(args []string) int {
+	if len(args) > 1 && args[0] == "job" && args[1] == "plan" {
+		return 255
+	}
+	return 1
 }
 
 // TestClientCommands_Usage checks the usage errors of the client commands
@@ -399,7 +451,7 @@ func TestClientCommands_Usage(t *testing.T) {
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			must.Eq(t, 1, code)
+			must.Eq(t, exitCodeOfError(args), code)
 			must.Eq(t, "", out)
 			must.NotEq(t, "", errOut)
 		})

@@ -337,7 +337,7 @@ func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Plac
 	if err != nil {
 		return err
 	}
-	if prev != nil && samePlacement(prev.Placement, pl) {
+	if prev != nil && prev.Placement.SameTasks(pl) {
 		return nil
 	}
 	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Algorithm: alg, Placement: pl}
@@ -364,20 +364,6 @@ func (w *writer) place(now int64, alg string, job *structs.Job, pl *structs.Plac
 		}
 	}
 	return w.event(now, typ, job.Namespace, job.ID, msg, details)
-}
-
-// samePlacement reports whether two placements run the same tasks on the
-// same nodes; reasons do not count.
-func samePlacement(a, b *structs.Placement) bool {
-	if a.NumPS != b.NumPS || a.NumWorkers != b.NumWorkers || len(a.Nodes) != len(b.Nodes) {
-		return false
-	}
-	for i, n := range a.Nodes {
-		if *n != *b.Nodes[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // MetricsCursor names the cursor of the leader's metrics source, which
