@@ -84,6 +84,16 @@ func (j *Jobs) Versions(id string, q *QueryOptions) ([]*structs.Job, *QueryMeta,
 	return out, meta, err
 }
 
+// Revert registers the spec of an earlier version of job id in namespace
+// as its next version (POST /v1/job/<id>/revert). An unknown job or version
+// is a 404 Error, a failed EnforcePriorVersion a 409; the active job's own
+// spec answers Unchanged.
+func (j *Jobs) Revert(ctx context.Context, namespace, id string, req *JobRevertRequest) (*JobRegisterResponse, error) {
+	var out JobRegisterResponse
+	_, err := j.c.do(ctx, http.MethodPost, "/v1/job/"+url.PathEscape(id)+"/revert", nsValues(namespace), req, &out)
+	return &out, err
+}
+
 // History returns a job's placements, newest first.
 func (j *Jobs) History(id string, q *QueryOptions) ([]*structs.JobPlacement, *QueryMeta, error) {
 	var out []*structs.JobPlacement

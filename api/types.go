@@ -28,6 +28,17 @@ type JobRegisterResponse struct {
 	Index uint64
 }
 
+// JobRevertRequest is the body of POST /v1/job/<id>/revert: register the
+// spec of an earlier version as the job's next version, as Nomad's job
+// revert. The answer is a JobRegisterResponse.
+type JobRevertRequest struct {
+	// Version is the version whose spec to register again.
+	Version uint64
+	// EnforcePriorVersion, when set, makes the revert fail with a 409
+	// unless the job's current version is this one.
+	EnforcePriorVersion *uint64 `json:",omitempty"`
+}
+
 // ReportRequest is POST /v1/report: samples trainers report (the schema
 // of DESIGN.md §3).
 type ReportRequest struct {

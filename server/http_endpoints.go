@@ -27,6 +27,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/job/{id}", s.write(s.jobRegister(false)))
 	mux.HandleFunc("DELETE /v1/job/{id}", s.write(s.jobStop))
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
+	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(s.jobRevert))
 	mux.HandleFunc("GET /v1/job/{id}/history", s.read(s.jobHistory))
 	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(s.jobSummary))
 	mux.HandleFunc("GET /v1/job/{id}/samples", s.read(s.jobSamples))
@@ -263,6 +264,42 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) (any, error
 		}
 		return state.JobVersions(txn, ws, namespace(r), r.PathValue("id"))
 	}, state.TableVersions))
+}
+
+// jobRevert registers a stored version's spec as the job's next version,
+// as Nomad's job revert: a registration like any other, so reverting to the
+// active job's own spec changes nothing.
+func (s *Server) jobRevert(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req api.JobRevertRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	txn := s.State().Txn()
+	cur, err := s.jobByPath(txn, nil, r)
+	if err != nil {
+		return nil, err
+	}
+	if p := req.EnforcePriorVersion; p != nil && *p != cur.Version {
+		return nil, &CodedError{Code: http.StatusConflict,
+			Err: fmt.Errorf("revert job %q: the current version is %d, not %d", cur.ID, cur.Version, *p)}
+	}
+	versions, err := state.JobVersions(txn, nil, cur.Namespace, cur.ID)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(versions, func(v *structs.Job) bool { return v.Version == req.Version })
+	if i < 0 {
+		return nil, notFound("job %q has no version %d", cur.ID, req.Version)
+	}
+	job := versions[i].Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return nil, badRequest("version %d of job %q is not valid today: %v", req.Version, cur.ID, err)
+	}
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	job.SubmitTime = time.Now().UnixNano()
+	return s.registerJob(ctx, job, false)
 }
 
 func (s *Server) jobHistory(w http.ResponseWriter, r *http.Request) (any, error) {

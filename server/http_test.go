@@ -197,6 +197,68 @@ func TestJobRegister_Idempotent(t *testing.T) {
 	must.Eq(t, 2, events())
 }
 
+// TestJobRevert registers an earlier version's spec again as the next
+// version; the current spec changes nothing.
+func TestJobRevert(t *testing.T) {
+	s := TestServer(t, TestConfig(t, simDriver(t, 1)))
+	leaderOf(t, s)
+	c := client(t, s)
+	ctx := context.Background()
+	_, err := c.Jobs().Register(ctx, demoJob(t, "rev"))
+	must.NoError(t, err)
+	_, err = c.Jobs().Update(ctx, "rev", changedDemoJob(t, "rev"))
+	must.NoError(t, err)
+	version := func(n uint64) *structs.Job {
+		vs, _, err := c.Jobs().Versions("rev", nil)
+		must.NoError(t, err)
+		for _, v := range vs {
+			if v.Version == n {
+				return v
+			}
+		}
+		t.Fatalf("job rev has no version %d", n)
+		return nil
+	}
+
+	one := uint64(1)
+	resp, err := c.Jobs().Revert(ctx, "", "rev", &api.JobRevertRequest{Version: 0, EnforcePriorVersion: &one})
+	must.NoError(t, err)
+	must.Eq(t, api.JobRegisterResponse{JobID: "rev", Version: 2, Index: resp.Index}, *resp)
+	must.False(t, version(0).SpecChanged(version(2)))
+	must.Eq(t, 70, version(1).Priority)
+	must.Eq(t, structs.DefaultPriority, version(2).Priority)
+	must.Greater(t, version(1).SubmitTime, version(2).SubmitTime, must.Sprint("a revert is stamped anew"))
+
+	resp, err = c.Jobs().Revert(ctx, "", "rev", &api.JobRevertRequest{Version: 0})
+	must.NoError(t, err)
+	must.True(t, resp.Unchanged, must.Sprint("version 0's spec is the current one"))
+	must.Eq(t, 2, resp.Version)
+
+	cases := []struct {
+		name, path, body string
+		code             int
+		msg              string
+	}{
+		{"unknown version", "/v1/job/rev/revert", `{"Version": 9}`, 404, "no version 9"},
+		{"unknown job", "/v1/job/nope/revert", `{"Version": 0}`, 404, `job "nope"`},
+		{"other namespace", "/v1/job/rev/revert?namespace=other", `{"Version": 0}`, 404, `job "rev"`},
+		{"prior version", "/v1/job/rev/revert", `{"Version": 1, "EnforcePriorVersion": 1}`, 409, "current version is 2, not 1"},
+		{"bad body", "/v1/job/rev/revert", `{"Version": "one"}`, 400, "not valid JSON"},
+	}
+	before := dump(t, s.State(), state.TableVersions)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post("http://"+s.HTTPAddr()+tc.path, "application/json", strings.NewReader(tc.body))
+			must.NoError(t, err)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			must.Eq(t, tc.code, resp.StatusCode, must.Sprint(string(body)))
+			must.StrContains(t, string(body), tc.msg)
+		})
+	}
+	must.Eq(t, before, dump(t, s.State(), state.TableVersions), must.Sprint("no failed revert stored a version"))
+}
+
 func jsonOf(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	err := writeJSON(&buf, v)
