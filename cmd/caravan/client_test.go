@@ -247,7 +247,7 @@ func TestClientCommands(t *testing.T) {
 		must.Eq(t, 0, code, must.Sprint(errOut))
 	})
 
-	t.Run("job run is declarative, and stop", func(t *testing.T) {
+	t.Run("job run is declarative; versions, inspect, revert; stop", func(t *testing.T) {
 		path := jobFile(t, "stoppable")
 		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-detach", path)
 		must.Eq(t, 0, code, must.Sprint(errOut))
@@ -274,6 +274,54 @@ func TestClientCommands(t *testing.T) {
 		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-no-color", changeJobFile(t, path, "priority = 80"))
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`==> Job registered: stoppable \(version 2, index \d+\)\n==> Waiting for the scheduler's next round...\n==> Job "stoppable" placed at plan index \d+ by optimus`), out)
+
+		code, out, errOut = cliArgs(t, []string{"job", "versions"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(out, "\n")
+		must.RegexMatch(t, regexp.MustCompile(`^Version\s+Submitted\s+Changes$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^2\s+\d{4}-\S+\s+priority 70 → 80$`), lines[1])
+		must.RegexMatch(t, regexp.MustCompile(`^1\s+\d{4}-\S+\s+priority 50 → 70$`), lines[2])
+		must.RegexMatch(t, regexp.MustCompile(`^0\s+\d{4}-\S+\s+first version$`), lines[3])
+		code, out, errOut = cliArgs(t, []string{"job", "versions"}, "-json", "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var versions []*structs.Job
+		must.NoError(t, json.Unmarshal([]byte(out), &versions))
+		must.SliceLen(t, 3, versions)
+
+		var job structs.Job
+		code, out, errOut = cliArgs(t, []string{"job", "inspect"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.NoError(t, json.Unmarshal([]byte(out), &job))
+		must.Eq(t, 2, job.Version)
+		must.Eq(t, 80, job.Priority)
+		must.Positive(t, job.CreateIndex, must.Sprint("the registered job, not a jobspec"))
+		code, out, errOut = cliArgs(t, []string{"job", "inspect"}, "-version", "1", "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.NoError(t, json.Unmarshal([]byte(out), &job))
+		must.Eq(t, 1, job.Version)
+		must.Eq(t, 70, job.Priority)
+		code, _, errOut = cliArgs(t, []string{"job", "inspect"}, "-version", "9", "stoppable")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, `job "stoppable" has no version 9`)
+		code, _, errOut = cliArgs(t, []string{"job", "inspect"}, "nope")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, `no job "nope" is registered, and no file has that path`)
+
+		code, out, errOut = cliArgs(t, []string{"job", "revert"}, "-prior-version", "2", "stoppable", "1")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`^==> Job "stoppable" reverted to version 1: registered as version 3 \(index \d+\)\n$`), out)
+		code, out, errOut = cliArgs(t, []string{"job", "revert"}, "stoppable", "1")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, "==> Job \"stoppable\" unchanged: version 1 has the spec of the current version 3\n", out)
+		code, _, errOut = cliArgs(t, []string{"job", "revert"}, "-prior-version", "2", "stoppable", "0")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "current version is 3, not 2")
+		code, _, errOut = cliArgs(t, []string{"job", "revert"}, "stoppable", "9")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "no version 9")
+		code, out, errOut = cliArgs(t, []string{"job", "versions"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^3\s+\S+\s+priority 80 → 70$`), out)
 
 		code, out, errOut = cliArgs(t, []string{"job", "stop"}, "stoppable")
 		must.Eq(t, 0, code, must.Sprint(errOut))
@@ -408,6 +456,9 @@ func TestClientCommands_Unreachable(t *testing.T) {
 		{"job", "stop", "-address", addr, "demo"},
 		{"job", "plan", "-address", addr, "../../examples/demo.hcl"},
 		{"job", "history", "-address", addr, "demo"},
+		{"job", "versions", "-address", addr, "demo"},
+		{"job", "inspect", "-address", addr, "demo"},
+		{"job", "revert", "-address", addr, "demo", "0"},
 		{"server", "members", "-address", addr},
 		{"operator", "raft", "list-peers", "-address", addr},
 		{"operator", "scheduler", "get-config", "-address", addr},
@@ -443,6 +494,13 @@ func TestClientCommands_Usage(t *testing.T) {
 		{"job", "history"},
 		{"job", "run"},
 		{"job", "plan", "-bogus", "a.hcl"},
+		{"job", "versions"},
+		{"job", "revert", "demo"},
+		{"job", "revert", "demo", "one"},
+		{"job", "revert", "-prior-version", "x", "demo", "1"},
+		{"job", "inspect", "-version", "1", "../../examples/demo.hcl"},
+		{"job", "inspect", "-version", "one", "demo"},
+		{"job", "inspect", "no/such/file.hcl"},
 		{"operator", "raft", "remove-peer"},
 		{"operator", "snapshot", "save"},
 		{"operator", "scheduler", "set-config", "-option", "novalue", "-algorithm", "drf"},
