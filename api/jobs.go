@@ -23,14 +23,17 @@ func nsValues(ns string) url.Values {
 }
 
 // Register submits a new job (POST /v1/jobs). It fails with a 409 Error if
-// an active job has the same ID; use Update to change it.
+// an active job has the same ID and another spec; use Update to change it.
+// The same spec again changes nothing and answers Unchanged.
 func (j *Jobs) Register(ctx context.Context, req *JobRegisterRequest) (*JobRegisterResponse, error) {
 	var out JobRegisterResponse
 	_, err := j.c.do(ctx, http.MethodPost, "/v1/jobs", nil, req, &out)
 	return &out, err
 }
 
-// Update registers a new version of job id (PUT /v1/job/<id>).
+// Update registers a new version of job id (PUT /v1/job/<id>), or the job
+// when there is none. The active job's spec again changes nothing and
+// answers Unchanged.
 func (j *Jobs) Update(ctx context.Context, id string, req *JobRegisterRequest) (*JobRegisterResponse, error) {
 	var out JobRegisterResponse
 	_, err := j.c.do(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id), nil, req, &out)
@@ -79,6 +82,16 @@ func (j *Jobs) Versions(id string, q *QueryOptions) ([]*structs.Job, *QueryMeta,
 	var out []*structs.Job
 	meta, err := j.c.do(q.ctx(), http.MethodGet, "/v1/job/"+url.PathEscape(id)+"/versions", q.values(), nil, &out)
 	return out, meta, err
+}
+
+// Revert registers the spec of an earlier version of job id in namespace
+// as its next version (POST /v1/job/<id>/revert). An unknown job or version
+// is a 404 Error, a failed EnforcePriorVersion a 409; the active job's own
+// spec answers Unchanged.
+func (j *Jobs) Revert(ctx context.Context, namespace, id string, req *JobRevertRequest) (*JobRegisterResponse, error) {
+	var out JobRegisterResponse
+	_, err := j.c.do(ctx, http.MethodPost, "/v1/job/"+url.PathEscape(id)+"/revert", nsValues(namespace), req, &out)
+	return &out, err
 }
 
 // History returns a job's placements, newest first.

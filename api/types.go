@@ -19,7 +19,24 @@ type JobRegisterRequest struct {
 type JobRegisterResponse struct {
 	JobID   string
 	Version uint64
-	Index   uint64
+	// Unchanged is true when the job was active with the same spec, as
+	// Nomad's job run of an unchanged file: nothing was registered, and
+	// Version is the current version.
+	Unchanged bool
+	// Index is the Raft index of the request: a blocking read with this
+	// index waits for changes after it.
+	Index uint64
+}
+
+// JobRevertRequest is the body of POST /v1/job/<id>/revert: register the
+// spec of an earlier version as the job's next version, as Nomad's job
+// revert. The answer is a JobRegisterResponse.
+type JobRevertRequest struct {
+	// Version is the version whose spec to register again.
+	Version uint64
+	// EnforcePriorVersion, when set, makes the revert fail with a 409
+	// unless the job's current version is this one.
+	EnforcePriorVersion *uint64 `json:",omitempty"`
 }
 
 // ReportRequest is POST /v1/report: samples trainers report (the schema
@@ -51,11 +68,26 @@ type JobSummary struct {
 	LastSample *structs.Sample `json:",omitempty"`
 }
 
-// PlanResponse is POST /v1/jobs/plan: the placement the job would get now,
-// and the whole plan it would be part of. Nothing is committed.
+// PlanResponse is POST /v1/jobs/plan: how the job differs from its
+// registered version, the placement it would get now, and the whole plan it
+// would be part of. Nothing is committed.
 type PlanResponse struct {
 	Placement *structs.Placement
 	Plan      *structs.Plan
+	// Diff compares the job's spec with the registered version's: Type
+	// Added when no job has its ID, None when the specs are the same.
+	Diff *structs.JobDiff
+	// Version and Status are the registered job's; Status is empty when no
+	// job has the ID.
+	Version uint64
+	Status  string `json:",omitempty"`
+	// Current is the active job's placement now, nil when it has none.
+	Current *structs.Placement `json:",omitempty"`
+	// Changed reports whether running the job would change anything: it is
+	// new, it has ended (a run starts it anew), its spec differs, or the
+	// scheduler would place it otherwise than now. "caravan job plan" exits
+	// 1 when it is set, 0 when not.
+	Changed bool
 }
 
 // AgentSelf is GET /v1/agent/self.

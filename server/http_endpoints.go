@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,6 +26,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/job/{id}", s.write(s.jobRegister(false)))
 	mux.HandleFunc("DELETE /v1/job/{id}", s.write(s.jobStop))
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
+	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(s.jobRevert))
 	mux.HandleFunc("GET /v1/job/{id}/history", s.read(s.jobHistory))
 	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(s.jobSummary))
 	mux.HandleFunc("GET /v1/job/{id}/samples", s.read(s.jobSamples))
@@ -133,16 +135,22 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 		ctx, cancel := applyContext(r)
 		defer cancel()
 		job.SubmitTime = s.now().UnixNano()
-		_, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
-		if err != nil {
-			return nil, err
-		}
-		stored, err := state.JobByID(s.State().Txn(), nil, job.Namespace, job.ID)
-		if err != nil || stored == nil {
-			return nil, fmt.Errorf("read back job %q: %v", job.ID, err)
-		}
-		return &api.JobRegisterResponse{JobID: job.ID, Version: stored.Version, Index: index}, nil
+		return s.registerJob(ctx, job, mustBeNew)
 	}
+}
+
+// registerJob commits a registration and says what it did. An active job
+// with the same spec is left as it is: the answer says Unchanged.
+func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bool) (*api.JobRegisterResponse, error) {
+	out, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
+	if err != nil {
+		return nil, err
+	}
+	reg, ok := out.(fsm.JobRegisterResponse)
+	if !ok {
+		return nil, fmt.Errorf("register job %q: unexpected answer %T from the state machine", job.ID, out)
+	}
+	return &api.JobRegisterResponse{JobID: job.ID, Version: reg.Version, Unchanged: reg.Unchanged, Index: index}, nil
 }
 
 // report commits samples trainers report. The whole request is checked
@@ -209,7 +217,9 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	return resp, nil
 }
 
-// jobPlan answers a dry run. Only the leader has the models to answer it.
+// jobPlan answers a dry run: how the job differs from its registered
+// version, and the placement the scheduler would give it now. Only the
+// leader has the models to answer it.
 func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req api.JobRegisterRequest
 	if err := decode(r, &req); err != nil {
@@ -219,16 +229,34 @@ func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := s.dryRun(r.Context(), job)
+	txn := s.State().Txn()
+	prev, err := state.JobByID(txn, nil, job.Namespace, job.ID)
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.PlanResponse{Plan: plan}
-	for _, p := range plan.Placements {
-		if p.Namespace == job.Namespace && p.JobID == job.ID {
+	resp := &api.PlanResponse{Diff: prev.Diff(job)}
+	if prev != nil {
+		resp.Version, resp.Status = prev.Version, prev.Status
+	}
+	if prev != nil && !structs.Terminal(prev.Status) {
+		hist, err := state.Placements(txn, nil, job.Namespace, job.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(hist) > 0 {
+			resp.Current = hist[0].Placement
+		}
+	}
+	if resp.Plan, err = s.dryRun(r.Context(), job); err != nil {
+		return nil, err
+	}
+	for _, p := range resp.Plan.Placements {
+		if p.Key() == job.Key() {
 			resp.Placement = p
 		}
 	}
+	resp.Changed = prev == nil || structs.Terminal(prev.Status) || resp.Diff.Changed() ||
+		!resp.Placement.SameTasks(resp.Current)
 	return resp, nil
 }
 
@@ -257,6 +285,42 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) (any, error
 		}
 		return state.JobVersions(txn, ws, namespace(r), r.PathValue("id"))
 	}, state.TableVersions))
+}
+
+// jobRevert registers a stored version's spec as the job's next version,
+// as Nomad's job revert: a registration like any other, so reverting to the
+// active job's own spec changes nothing.
+func (s *Server) jobRevert(w http.ResponseWriter, r *http.Request) (any, error) {
+	var req api.JobRevertRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	txn := s.State().Txn()
+	cur, err := s.jobByPath(txn, nil, r)
+	if err != nil {
+		return nil, err
+	}
+	if p := req.EnforcePriorVersion; p != nil && *p != cur.Version {
+		return nil, &CodedError{Code: http.StatusConflict,
+			Err: fmt.Errorf("revert job %q: the current version is %d, not %d", cur.ID, cur.Version, *p)}
+	}
+	versions, err := state.JobVersions(txn, nil, cur.Namespace, cur.ID)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(versions, func(v *structs.Job) bool { return v.Version == req.Version })
+	if i < 0 {
+		return nil, notFound("job %q has no version %d", cur.ID, req.Version)
+	}
+	job := versions[i].Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return nil, badRequest("version %d of job %q is not valid today: %v", req.Version, cur.ID, err)
+	}
+	ctx, cancel := applyContext(r)
+	defer cancel()
+	job.SubmitTime = s.now().UnixNano()
+	return s.registerJob(ctx, job, false)
 }
 
 func (s *Server) jobHistory(w http.ResponseWriter, r *http.Request) (any, error) {

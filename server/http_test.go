@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
@@ -71,7 +72,7 @@ func TestAPI_BadInputs(t *testing.T) {
 		{"unknown field", "POST", "/v1/jobs", `{"Jobb": {}}`, 400, "unknown field"},
 		{"trailing data", "POST", "/v1/jobs", `{} {}`, 400, "after its JSON value"},
 		{"oversized body", "POST", "/v1/jobs", big, 413, "larger than"},
-		{"duplicate", "POST", "/v1/jobs", mustJSON(t, demoJob(t, "dup")), 409, "already registered"},
+		{"duplicate", "POST", "/v1/jobs", mustJSON(t, changedDemoJob(t, "dup")), 409, "already registered"},
 		{"path and body disagree", "PUT", "/v1/job/other", mustJSON(t, demoJob(t, "dup")), 400, `names job "other"`},
 		{"unknown job", "GET", "/v1/job/nope", "", 404, `job "nope"`},
 		{"stop unknown job", "DELETE", "/v1/job/nope", "", 404, "not found"},
@@ -228,6 +229,124 @@ func TestReport_FutureSampleRefused(t *testing.T) {
 	must.Eq(t, 200, code, must.Sprint(out))
 	must.StrContains(t, out, `"Accepted":1`)
 	must.Eq(t, []int64{2, 3}, steps())
+}
+
+// changedDemoJob is demoJob(t, id) with another priority.
+func changedDemoJob(t *testing.T, id string) *api.JobRegisterRequest {
+	req := demoJob(t, id)
+	req.JobHCL = strings.Replace(req.JobHCL, fmt.Sprintf("job %q {", id), fmt.Sprintf("job %q {\n  priority = 70", id), 1)
+	return req
+}
+
+// TestJobRegister_Idempotent registers a running job's spec again, by POST
+// and by PUT: nothing changes and the answer says so. Another spec is a new
+// version.
+func TestJobRegister_Idempotent(t *testing.T) {
+	driver := simDriver(t, 1)
+	s := TestServer(t, TestConfig(t, driver))
+	leaderOf(t, s)
+	c := client(t, s)
+	ctx := context.Background()
+	first, err := c.Jobs().Register(ctx, demoJob(t, "same"))
+	must.NoError(t, err)
+	must.Eq(t, api.JobRegisterResponse{JobID: "same", Version: 0, Index: first.Index}, *first)
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "same", structs.JobStatusRunning))
+	driver.Stop()
+	before := dump(t, s.State(), stable...)
+	events := func() int {
+		evs, err := state.Events(s.State().Txn(), nil, 0)
+		must.NoError(t, err)
+		n := 0
+		for _, e := range evs {
+			if e.JobID == "same" && e.Type == structs.EventJobRegistered {
+				n++
+			}
+		}
+		return n
+	}
+
+	again, err := c.Jobs().Register(ctx, demoJob(t, "same"))
+	must.NoError(t, err)
+	must.True(t, again.Unchanged)
+	must.Eq(t, 0, again.Version)
+	must.Greater(t, first.Index, again.Index)
+	// The CLI sends the parsed job as JSON rather than HCL.
+	job, _, err := c.Jobs().Info("same", nil)
+	must.NoError(t, err)
+	again, err = c.Jobs().Update(ctx, "same", &api.JobRegisterRequest{Job: job})
+	must.NoError(t, err)
+	must.True(t, again.Unchanged)
+	must.Eq(t, 0, again.Version)
+	must.Eq(t, before, dump(t, s.State(), stable...), must.Sprint("an unchanged registration stores nothing"))
+	must.Eq(t, 1, events())
+
+	changed, err := c.Jobs().Update(ctx, "same", changedDemoJob(t, "same"))
+	must.NoError(t, err)
+	must.False(t, changed.Unchanged)
+	must.Eq(t, 1, changed.Version)
+	must.Eq(t, 2, events())
+}
+
+// TestJobRevert registers an earlier version's spec again as the next
+// version; the current spec changes nothing.
+func TestJobRevert(t *testing.T) {
+	s := TestServer(t, TestConfig(t, simDriver(t, 1)))
+	leaderOf(t, s)
+	c := client(t, s)
+	ctx := context.Background()
+	_, err := c.Jobs().Register(ctx, demoJob(t, "rev"))
+	must.NoError(t, err)
+	_, err = c.Jobs().Update(ctx, "rev", changedDemoJob(t, "rev"))
+	must.NoError(t, err)
+	version := func(n uint64) *structs.Job {
+		vs, _, err := c.Jobs().Versions("rev", nil)
+		must.NoError(t, err)
+		for _, v := range vs {
+			if v.Version == n {
+				return v
+			}
+		}
+		t.Fatalf("job rev has no version %d", n)
+		return nil
+	}
+
+	one := uint64(1)
+	resp, err := c.Jobs().Revert(ctx, "", "rev", &api.JobRevertRequest{Version: 0, EnforcePriorVersion: &one})
+	must.NoError(t, err)
+	must.Eq(t, api.JobRegisterResponse{JobID: "rev", Version: 2, Index: resp.Index}, *resp)
+	must.False(t, version(0).SpecChanged(version(2)))
+	must.Eq(t, 70, version(1).Priority)
+	must.Eq(t, structs.DefaultPriority, version(2).Priority)
+	must.Greater(t, version(1).SubmitTime, version(2).SubmitTime, must.Sprint("a revert is stamped anew"))
+
+	resp, err = c.Jobs().Revert(ctx, "", "rev", &api.JobRevertRequest{Version: 0})
+	must.NoError(t, err)
+	must.True(t, resp.Unchanged, must.Sprint("version 0's spec is the current one"))
+	must.Eq(t, 2, resp.Version)
+
+	cases := []struct {
+		name, path, body string
+		code             int
+		msg              string
+	}{
+		{"unknown version", "/v1/job/rev/revert", `{"Version": 9}`, 404, "no version 9"},
+		{"unknown job", "/v1/job/nope/revert", `{"Version": 0}`, 404, `job "nope"`},
+		{"other namespace", "/v1/job/rev/revert?namespace=other", `{"Version": 0}`, 404, `job "rev"`},
+		{"prior version", "/v1/job/rev/revert", `{"Version": 1, "EnforcePriorVersion": 1}`, 409, "current version is 2, not 1"},
+		{"bad body", "/v1/job/rev/revert", `{"Version": "one"}`, 400, "not valid JSON"},
+	}
+	before := dump(t, s.State(), state.TableVersions)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post("http://"+s.HTTPAddr()+tc.path, "application/json", strings.NewReader(tc.body))
+			must.NoError(t, err)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			must.Eq(t, tc.code, resp.StatusCode, must.Sprint(string(body)))
+			must.StrContains(t, string(body), tc.msg)
+		})
+	}
+	must.Eq(t, before, dump(t, s.State(), state.TableVersions), must.Sprint("no failed revert stored a version"))
 }
 
 func jsonOf(v any) ([]byte, error) {

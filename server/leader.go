@@ -117,8 +117,11 @@ type leader struct {
 	desired  map[structs.JobKey]*structs.Placement
 	observed map[structs.JobKey]*structs.Observed
 	models   map[structs.JobKey]*structs.JobModel
-	// decidedBy is the algorithm of the last decision committed.
+	// decidedBy is the algorithm of the last decision committed; updated
+	// holds the jobs with a new version since: the next round commits
+	// their placements, changed or not, so that the version's round shows.
 	decidedBy string
+	updated   map[structs.JobKey]bool
 	// inFlight is set while a job's change is in flight: the loop then
 	// polls the driver more often, to advance it promptly.
 	inFlight bool
@@ -251,6 +254,7 @@ func (l *leader) establish(ctx context.Context) error {
 		Logger: l.log,
 	})
 	l.versions = map[structs.JobKey]uint64{}
+	l.updated = map[structs.JobKey]bool{}
 	l.desired = map[structs.JobKey]*structs.Placement{}
 	l.observed = map[structs.JobKey]*structs.Observed{}
 	l.models = map[structs.JobKey]*structs.JobModel{}
@@ -538,6 +542,7 @@ func (l *leader) syncJobs(ctx context.Context) error {
 				continue
 			}
 			l.log.Info("job updated", "job_id", j.ID, "version", j.Version)
+			l.updated[key] = true
 		default:
 			if err := l.sched.Register(j); err != nil {
 				l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
@@ -677,7 +682,7 @@ func (l *leader) round(ctx context.Context) error {
 	plan.CreateTime = now.UnixNano()
 	req := &fsm.DecisionApplyRequest{Algorithm: plan.Algorithm, Time: plan.CreateTime}
 	for _, p := range plan.Placements {
-		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || p.Paused() && prev.Reason != p.Reason {
+		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || p.Paused() && prev.Reason != p.Reason || l.updated[p.Key()] {
 			req.Placements = append(req.Placements, p)
 		}
 	}
@@ -699,6 +704,7 @@ func (l *leader) round(ctx context.Context) error {
 			l.models[structs.JobKey{Namespace: m.Namespace, ID: m.JobID}] = m
 		}
 		l.decidedBy = plan.Algorithm
+		clear(l.updated)
 	}
 	plan.Index = index
 	l.log.Debug("committed decision", "index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements), "changed", len(req.Placements))

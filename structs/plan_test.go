@@ -95,3 +95,33 @@ func TestSample_ValidateTime(t *testing.T) {
 		})
 	}
 }
+
+func TestPlacement_SameTasks(t *testing.T) {
+	p := &Placement{JobID: "a", NumPS: 1, NumWorkers: 3, Reason: "first", Nodes: []*NodeTasks{
+		{NodeID: "n1", PS: 1, Workers: 1}, {NodeID: "n2", Workers: 2},
+	}}
+	moved := p.Copy()
+	moved.Nodes[1].NodeID = "n3"
+	reasoned := p.Copy()
+	reasoned.Reason = "second"
+	paused := &Placement{JobID: "a", Reason: "waiting"}
+	cases := []struct {
+		name string
+		a, b *Placement
+		same bool
+	}{
+		{"itself", p, p.Copy(), true},
+		{"another reason", p, reasoned, true},
+		{"another node", p, moved, false},
+		{"more workers", p, &Placement{JobID: "a", NumPS: 1, NumWorkers: 4, Nodes: p.Nodes}, false},
+		{"paused and nil", paused, nil, true},
+		{"nil and nil", nil, nil, true},
+		{"placed and nil", p, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			must.Eq(t, tc.same, tc.a.SameTasks(tc.b))
+			must.Eq(t, tc.same, tc.b.SameTasks(tc.a))
+		})
+	}
+}

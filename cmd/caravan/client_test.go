@@ -73,6 +73,22 @@ func unplaceableJobFile(t *testing.T, id string) string {
 	return path
 }
 
+// changeJobFile writes a copy of the jobspec at path with line added at the
+// top of its job block, and returns the copy's path.
+func changeJobFile(t *testing.T, path, line string) string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	must.NoError(t, err)
+	i := strings.Index(string(src), "job \"")
+	j := strings.Index(string(src[i:]), "{\n")
+	must.Positive(t, i+1)
+	must.Positive(t, j)
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	changed := string(src[:i+j+2]) + "  " + line + "\n" + string(src[i+j+2:])
+	must.NoError(t, os.WriteFile(out, []byte(changed), 0o644))
+	return out
+}
+
 // logged logs a command line's output, shown when a test fails or with -v.
 func logged(t *testing.T, args []string) func(int, string, string) (int, string, string) {
 	return func(code int, out, errOut string) (int, string, string) {
@@ -201,31 +217,135 @@ func TestClientCommands(t *testing.T) {
 
 	t.Run("job plan", func(t *testing.T) {
 		code, out, errOut := cliArgs(t, []string{"job", "plan"}, jobFile(t, "planned"))
-		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, 1, code, must.Sprint("a new job is a change: ", errOut))
 		must.StrContains(t, out, `+ Job: "planned"`)
 		must.RegexMatch(t, regexp.MustCompile(`Placement: [12] ps, [1-4] workers? on \d+ nodes?`), out)
 		must.RegexMatch(t, regexp.MustCompile(`node-\d\d\s+worker\s+[1-4]`), out)
 
 		// Nothing was registered.
+		code, _, errOut = cliArgs(t, []string{"job", "plan"}, "-json", jobFile(t, "planned"))
+		must.Eq(t, 1, code, must.Sprint(errOut))
 		code, _, errOut = cliArgs(t, []string{"job", "status"}, "planned")
 		must.Eq(t, 1, code)
 		must.StrContains(t, errOut, "404")
 	})
 
-	t.Run("job run conflict and stop", func(t *testing.T) {
+	t.Run("job plan of a registered job", func(t *testing.T) {
+		// One parameter server and one worker: the only shape, so the
+		// scheduler has no other placement to plan.
+		path := jobFile(t, "fixed")
+		src, err := os.ReadFile(path)
+		must.NoError(t, err)
+		fixed := regexp.MustCompile(`max = \d`).ReplaceAllString(string(src), "max = 1")
+		must.NoError(t, os.WriteFile(path, []byte(fixed), 0o644))
+		code, _, errOut := cliArgs(t, []string{"job", "run"}, path)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+
+		code, out, errOut := cliArgs(t, []string{"job", "plan"}, path)
+		must.Eq(t, 0, code, must.Sprint("an unchanged job: ", errOut))
+		must.StrContains(t, out, `  Job: "fixed" (version 0, unchanged)`)
+		must.StrContains(t, out, "Placement: 1 ps, 1 worker on ")
+		must.StrContains(t, out, "(unchanged)")
+		must.StrContains(t, out, "running it changes nothing")
+
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, "-json", changeJobFile(t, path, "priority = 70"))
+		must.Eq(t, 1, code, must.Sprint(errOut))
+		var resp api.PlanResponse
+		must.NoError(t, json.Unmarshal([]byte(out), &resp))
+		must.True(t, resp.Changed)
+		must.Eq(t, &structs.JobDiff{Type: structs.DiffTypeEdited, ID: "fixed", Fields: []*structs.FieldDiff{
+			{Type: structs.DiffTypeEdited, Path: "priority", Old: "50", New: "70"},
+		}}, resp.Diff)
+
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, changeJobFile(t, path, `meta { team = "vision" }`))
+		must.Eq(t, 1, code, must.Sprint(errOut))
+		must.StrContains(t, out, `~ Job: "fixed" (version 0)`+"\n"+`  + meta.team: "vision"`+"\n\n  Placement: ")
+		must.StrContains(t, out, "caravan job run ")
+
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, "-no-color", "../../jobspec/testdata/invalid/min_gt_max.hcl")
+		must.Eq(t, 255, code, must.Sprint("an error"))
+		must.Eq(t, "", out)
+		must.StrContains(t, errOut, "Invalid elastic.workers.min")
+
+		code, _, errOut = cliArgs(t, []string{"job", "stop"}, "-purge", "fixed")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+	})
+
+	t.Run("job run is declarative; versions, inspect, revert; stop", func(t *testing.T) {
 		path := jobFile(t, "stoppable")
 		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-detach", path)
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`^Job registered: stoppable \(version 0, index \d+\)\n$`), out)
 
-		code, _, errOut = cliArgs(t, []string{"job", "run"}, "-detach", path)
-		must.Eq(t, 1, code)
-		must.StrContains(t, errOut, "already registered and active")
-		must.StrContains(t, errOut, "caravan job stop stoppable")
-
-		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", "-update", path)
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", path)
 		must.Eq(t, 0, code, must.Sprint(errOut))
-		must.StrContains(t, out, "stoppable (version 1,")
+		must.Eq(t, "Job unchanged: stoppable (version 0)\n", out)
+
+		changed := changeJobFile(t, path, "priority = 70")
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", changed)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`^Job registered: stoppable \(version 1, index \d+\)\n$`), out)
+
+		// -update is still accepted; the placement of an unchanged job is
+		// the one it has.
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-update", "-no-color", changed)
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.StrContains(t, out, "==> Job unchanged: stoppable (version 1)\n")
+		must.RegexMatch(t, regexp.MustCompile(`==> Job "stoppable" placed at plan index \d+ by optimus`), out)
+
+		// A new version of a placed job shows the placement of the next
+		// round.
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-no-color", changeJobFile(t, path, "priority = 80"))
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`==> Job registered: stoppable \(version 2, index \d+\)\n==> Waiting for the scheduler's next round...\n==> Job "stoppable" placed at plan index \d+ by optimus`), out)
+
+		code, out, errOut = cliArgs(t, []string{"job", "versions"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		lines := strings.Split(out, "\n")
+		must.RegexMatch(t, regexp.MustCompile(`^Version\s+Submitted\s+Changes$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^2\s+\d{4}-\S+\s+priority 70 → 80$`), lines[1])
+		must.RegexMatch(t, regexp.MustCompile(`^1\s+\d{4}-\S+\s+priority 50 → 70$`), lines[2])
+		must.RegexMatch(t, regexp.MustCompile(`^0\s+\d{4}-\S+\s+first version$`), lines[3])
+		code, out, errOut = cliArgs(t, []string{"job", "versions"}, "-json", "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		var versions []*structs.Job
+		must.NoError(t, json.Unmarshal([]byte(out), &versions))
+		must.SliceLen(t, 3, versions)
+
+		var job structs.Job
+		code, out, errOut = cliArgs(t, []string{"job", "inspect"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.NoError(t, json.Unmarshal([]byte(out), &job))
+		must.Eq(t, 2, job.Version)
+		must.Eq(t, 80, job.Priority)
+		must.Positive(t, job.CreateIndex, must.Sprint("the registered job, not a jobspec"))
+		code, out, errOut = cliArgs(t, []string{"job", "inspect"}, "-version", "1", "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.NoError(t, json.Unmarshal([]byte(out), &job))
+		must.Eq(t, 1, job.Version)
+		must.Eq(t, 70, job.Priority)
+		code, _, errOut = cliArgs(t, []string{"job", "inspect"}, "-version", "9", "stoppable")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, `job "stoppable" has no version 9`)
+		code, _, errOut = cliArgs(t, []string{"job", "inspect"}, "nope")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, `no job "nope" is registered, and no file has that path`)
+
+		code, out, errOut = cliArgs(t, []string{"job", "revert"}, "-prior-version", "2", "stoppable", "1")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`^==> Job "stoppable" reverted to version 1: registered as version 3 \(index \d+\)\n$`), out)
+		code, out, errOut = cliArgs(t, []string{"job", "revert"}, "stoppable", "1")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.Eq(t, "==> Job \"stoppable\" unchanged: version 1 has the spec of the current version 3\n", out)
+		code, _, errOut = cliArgs(t, []string{"job", "revert"}, "-prior-version", "2", "stoppable", "0")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "current version is 3, not 2")
+		code, _, errOut = cliArgs(t, []string{"job", "revert"}, "stoppable", "9")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "no version 9")
+		code, out, errOut = cliArgs(t, []string{"job", "versions"}, "stoppable")
+		must.Eq(t, 0, code, must.Sprint(errOut))
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^3\s+\S+\s+priority 80 → 70$`), out)
 
 		code, out, errOut = cliArgs(t, []string{"job", "stop"}, "stoppable")
 		must.Eq(t, 0, code, must.Sprint(errOut))
@@ -396,6 +516,9 @@ func TestClientCommands_Unreachable(t *testing.T) {
 		{"job", "stop", "-address", addr, "demo"},
 		{"job", "plan", "-address", addr, "../../examples/demo.hcl"},
 		{"job", "history", "-address", addr, "demo"},
+		{"job", "versions", "-address", addr, "demo"},
+		{"job", "inspect", "-address", addr, "demo"},
+		{"job", "revert", "-address", addr, "demo", "0"},
 		{"server", "members", "-address", addr},
 		{"operator", "raft", "list-peers", "-address", addr},
 		{"operator", "scheduler", "get-config", "-address", addr},
@@ -405,12 +528,21 @@ func TestClientCommands_Unreachable(t *testing.T) {
 	for _, args := range cases {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			must.Eq(t, 1, code)
+			must.Eq(t, exitCodeOfError(args), code)
 			must.Eq(t, "", out)
 			must.StrContains(t, errOut, "connection refused")
 			must.StrContains(t, errOut, "Is a Caravan agent running at "+addr+"?")
 		})
 	}
+}
+
+// exitCodeOfError is the exit code of a failing command line: 255 for job
+// plan, whose 1 means "changes", as Nomad's; 1 for the others.
+func exitCodeOfError(args []string) int {
+	if len(args) > 1 && args[0] == "job" && args[1] == "plan" {
+		return 255
+	}
+	return 1
 }
 
 // TestClientCommands_Usage checks the usage errors of the client commands
@@ -422,6 +554,13 @@ func TestClientCommands_Usage(t *testing.T) {
 		{"job", "history"},
 		{"job", "run"},
 		{"job", "plan", "-bogus", "a.hcl"},
+		{"job", "versions"},
+		{"job", "revert", "demo"},
+		{"job", "revert", "demo", "one"},
+		{"job", "revert", "-prior-version", "x", "demo", "1"},
+		{"job", "inspect", "-version", "1", "../../examples/demo.hcl"},
+		{"job", "inspect", "-version", "one", "demo"},
+		{"job", "inspect", "no/such/file.hcl"},
 		{"operator", "raft", "remove-peer"},
 		{"operator", "snapshot", "save"},
 		{"operator", "scheduler", "set-config", "-option", "novalue", "-algorithm", "drf"},
@@ -430,7 +569,7 @@ func TestClientCommands_Usage(t *testing.T) {
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			must.Eq(t, 1, code)
+			must.Eq(t, exitCodeOfError(args), code)
 			must.Eq(t, "", out)
 			must.NotEq(t, "", errOut)
 		})

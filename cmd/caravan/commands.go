@@ -14,15 +14,18 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"collector":    func() (cli.Command, error) { return &CollectorCommand{Meta: m}, nil },
 		"job":          jobCommand.factory(),
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
-		"job inspect":  func() (cli.Command, error) { return &JobInspectCommand{Meta: m}, nil },
 		"sim":          func() (cli.Command, error) { return &SimCommand{Meta: m}, nil },
 
-		// Commands that talk to an agent's HTTP API.
+		// Commands that talk to an agent's HTTP API (job inspect of a
+		// jobspec file does not).
 		"job run":                       func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
+		"job inspect":                   func() (cli.Command, error) { return &JobInspectCommand{Meta: m}, nil },
 		"job status":                    func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
 		"job stop":                      func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
 		"job plan":                      func() (cli.Command, error) { return &JobPlanCommand{Meta: m}, nil },
 		"job history":                   func() (cli.Command, error) { return &JobHistoryCommand{Meta: m}, nil },
+		"job versions":                  func() (cli.Command, error) { return &JobVersionsCommand{Meta: m}, nil },
+		"job revert":                    func() (cli.Command, error) { return &JobRevertCommand{Meta: m}, nil },
 		"events":                        func() (cli.Command, error) { return &EventsCommand{Meta: m}, nil },
 		"plugin":                        pluginCommand.factory(),
 		"plugin list":                   func() (cli.Command, error) { return &PluginListCommand{Meta: m}, nil },

@@ -16,5 +16,15 @@ Usage: caravan job <subcommand> [options] [args]
 
       $ caravan job inspect -json train.hcl
 
+  See what running a changed jobspec would change, then run it:
+
+      $ caravan job plan train.hcl
+      $ caravan job run train.hcl
+
+  List a job's versions and go back to one:
+
+      $ caravan job versions resnet50
+      $ caravan job revert resnet50 2
+
   Please see the individual subcommand help for detailed usage information.`,
 }

@@ -7,24 +7,41 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
 )
 
-// JobPlanCommand shows the placement a job would get, committing nothing.
+// Exit codes of job plan, as Nomad's.
+const (
+	planUnchanged = 0
+	planChanged   = 1
+	planError     = 255
+)
+
+// JobPlanCommand shows what running a jobspec would change, committing
+// nothing.
 type JobPlanCommand struct {
 	Meta
 }
 
-func (c *JobPlanCommand) Synopsis() string { return "Dry-runs a job to show its placement" }
+func (c *JobPlanCommand) Synopsis() string {
+	return "Dry-runs a job to show what running it would change"
+}
 
 func (c *JobPlanCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan job plan [options] <path>
 
-  Parses the ML jobspec at <path> ("-" reads standard input) and asks the
-  leader's scheduler which placement the job would get now, beside the jobs
-  already running: its parameter servers and workers per node, and why.
-  Nothing is registered or changed. Exits 0 when the plan was computed and 1
-  on any error.
+  Parses the ML jobspec at <path> ("-" reads standard input), shows how it
+  differs from the registered version of the job, field by field (+ added,
+  - removed, ~ changed; +/- when the registered job has ended and a run
+  starts it anew), and asks the leader's scheduler which placement the job
+  would get now, beside the jobs already running: its parameter servers and
+  workers per node, and why. Nothing is registered or changed.
+
+  Exit codes, as Nomad's:
+    0   - no change: the spec is the registered one and the placement stays
+    1   - "caravan job run" would change something
+    255 - an error
 
 Plan Options:
 ` + jsonOption("the plan answer") + `
@@ -38,40 +55,105 @@ func (c *JobPlanCommand) Run(args []string) int {
 		f.BoolVar(&asJSON, "json", false, "")
 	})
 	if job == nil {
-		return 1
+		return planError
 	}
 	client, ok := c.client()
 	if !ok {
-		return 1
+		return planError
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	resp, err := client.Jobs().Plan(ctx, &api.JobRegisterRequest{Job: job})
 	if err != nil {
 		c.apiError(fmt.Sprintf("planning job %q", job.ID), err)
-		return 1
+		return planError
 	}
 	path := args[len(args)-1]
-	return c.output(asJSON, resp, func() string { return formatPlan(job.ID, path, resp) })
+	if c.output(asJSON, resp, func() string { return formatPlan(job.ID, path, resp) }) != 0 {
+		return planError
+	}
+	if resp.Changed {
+		return planChanged
+	}
+	return planUnchanged
 }
 
-// formatPlan describes the placement job id would get, and how to submit
-// the jobspec at path.
+// formatPlan describes how job id differs from its registered version and
+// the placement it would get, and how to submit the jobspec at path.
 func formatPlan(id, path string, resp *api.PlanResponse) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "+ Job: %q\n", id)
+	b.WriteString(formatJobDiff(id, resp) + "\n")
+	if resp.Diff != nil && resp.Diff.Type != structs.DiffTypeAdded && resp.Diff.Changed() {
+		b.WriteString("\n")
+	}
 	if p := resp.Placement; p == nil || p.Paused() {
 		b.WriteString("  The job would not be placed now.")
 		if p != nil && p.Reason != "" {
 			b.WriteString("\n  Reason: " + p.Reason)
 		}
 	} else {
-		b.WriteString("  Placement: " + placementCounts(p) + "\n\n")
+		b.WriteString("  Placement: " + placementCounts(p) + placementChange(p, resp) + "\n\n")
 		b.WriteString(indent(formatPlacement(p)))
 	}
 	if resp.Plan != nil {
 		fmt.Fprintf(&b, "\n\nScheduler dry run by %s: %d jobs in the plan.", resp.Plan.Algorithm, len(resp.Plan.Placements))
 	}
+	if !resp.Changed {
+		fmt.Fprintf(&b, "\n\nJob %q is registered as version %d with this spec and placement: running it changes nothing.", id, resp.Version)
+		return b.String()
+	}
 	b.WriteString("\n\nTo submit the job, run:\n  caravan job run " + path)
 	return b.String()
+}
+
+// formatJobDiff is the job's header line, marked as Nomad's job plan marks
+// it, followed by its changed fields, aligned.
+func formatJobDiff(id string, resp *api.PlanResponse) string {
+	d := resp.Diff
+	if d == nil {
+		d = &structs.JobDiff{Type: structs.DiffTypeAdded}
+	}
+	var b strings.Builder
+	switch {
+	case d.Type == structs.DiffTypeAdded:
+		fmt.Fprintf(&b, "+ Job: %q", id)
+	case structs.Terminal(resp.Status):
+		fmt.Fprintf(&b, "+/- Job: %q (version %d is %s; a run starts it anew)", id, resp.Version, resp.Status)
+	case d.Changed():
+		fmt.Fprintf(&b, "~ Job: %q (version %d)", id, resp.Version)
+	default:
+		fmt.Fprintf(&b, "  Job: %q (version %d, unchanged)", id, resp.Version)
+	}
+	if d.Type == structs.DiffTypeAdded {
+		return b.String() // every field is new: the placement says enough
+	}
+	width := 0
+	for _, f := range d.Fields {
+		width = max(width, len(f.Path))
+	}
+	for _, f := range d.Fields {
+		pad := strings.Repeat(" ", width-len(f.Path))
+		switch f.Type {
+		case structs.DiffTypeAdded:
+			fmt.Fprintf(&b, "\n  + %s: %s%s", f.Path, pad, f.New)
+		case structs.DiffTypeDeleted:
+			fmt.Fprintf(&b, "\n  - %s: %s%s", f.Path, pad, f.Old)
+		default:
+			fmt.Fprintf(&b, "\n  ~ %s: %s%s => %s", f.Path, pad, f.Old, f.New)
+		}
+	}
+	return b.String()
+}
+
+// placementChange says how the planned placement p compares with the
+// job's placement now, empty for a job that has none.
+func placementChange(p *structs.Placement, resp *api.PlanResponse) string {
+	switch cur := resp.Current; {
+	case cur == nil || cur.Paused():
+		return ""
+	case p.SameTasks(cur):
+		return " (unchanged)"
+	default:
+		return " (now " + placementCounts(cur) + ")"
+	}
 }

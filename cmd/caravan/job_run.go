@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -49,8 +48,11 @@ Usage: caravan job run [options] <path>
   why it waits). It exits 1 if the job cannot be registered, fails, or is
   not placed within -timeout.
 
-  A job that is already registered and active is refused; change it with
-  -update, or stop it first with "caravan job stop".
+  As Nomad's job run, it is declarative: the jobspec of a job that is already
+  registered and active is its new version ("caravan job plan" shows the
+  difference first), and an unchanged jobspec changes nothing; the job's
+  current placement is printed. A job that has ended runs again as a new
+  version.
 
 Run Options:
 
@@ -59,7 +61,8 @@ Run Options:
     index of the registration.
 
   -update
-    Registers a new version of a job that is already running.
+    Accepted for compatibility: every run of an active job's jobspec updates
+    it.
 
   -timeout=<duration>
     How long to wait for a placement. Default: 5m.
@@ -69,11 +72,11 @@ Run Options:
 }
 
 func (c *JobRunCommand) Run(args []string) int {
-	var detach, update, asJSON bool
+	var detach, asJSON bool
 	var timeout time.Duration
 	job := c.jobspecCommand("job run", args, c.Help(), func(f *flag.FlagSet) {
 		f.BoolVar(&detach, "detach", false, "")
-		f.BoolVar(&update, "update", false, "")
+		f.Bool("update", false, "")
 		f.BoolVar(&asJSON, "json", false, "")
 		f.DurationVar(&timeout, "timeout", defaultRunTimeout, "")
 	})
@@ -87,37 +90,22 @@ func (c *JobRunCommand) Run(args []string) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	req := &api.JobRegisterRequest{Job: job}
-	var resp *api.JobRegisterResponse
-	var err error
-	if update {
-		resp, err = client.Jobs().Update(ctx, job.ID, req)
-	} else {
-		resp, err = client.Jobs().Register(ctx, req)
-	}
+	resp, err := client.Jobs().Update(ctx, job.ID, &api.JobRegisterRequest{Job: job})
 	if err != nil {
-		var apiErr *api.Error
-		if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusConflict {
-			c.Ui.Error(fmt.Sprintf("Error registering job %q: %s\n\n"+
-				"The job is already registered and active. Register a new version with\n"+
-				"\"caravan job run -update\", or stop it first with \"caravan job stop %s\".",
-				job.ID, apiErr.Message, job.ID))
-			return 1
-		}
 		c.apiError(fmt.Sprintf("registering job %q", job.ID), err)
 		return 1
 	}
+	registered := fmt.Sprintf("Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index)
+	if resp.Unchanged {
+		registered = fmt.Sprintf("Job unchanged: %s (version %d)", resp.JobID, resp.Version)
+	}
 	if detach {
-		return c.output(asJSON, resp, func() string {
-			return fmt.Sprintf("Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index)
-		})
+		return c.output(asJSON, resp, func() string { return registered })
 	}
 	if !asJSON {
-		c.Ui.Output(fmt.Sprintf("==> Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index))
-		c.Ui.Output("==> Waiting for a placement...")
+		c.Ui.Output("==> " + registered)
 	}
-
-	sum, err := followToPlacement(ctx, client, job.Namespace, resp)
+	sum, since, err := c.follow(ctx, client, job.Namespace, resp, !asJSON)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			c.Ui.Error(fmt.Sprintf("Error: timed out after %v waiting for a placement of job %q; it stays registered (see \"caravan job status %s\")",
@@ -127,7 +115,7 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.apiError(fmt.Sprintf("following job %q", resp.JobID), err)
 		return 1
 	}
-	p := committedSince(sum, resp.Index)
+	p := decidedSince(sum, since)
 	status := sum.Job.Status
 	failed := p != nil && p.Placement.Paused() && !structs.Terminal(status)
 	if asJSON {
@@ -163,10 +151,68 @@ func (c *JobRunCommand) Run(args []string) int {
 	return 1
 }
 
-// committedSince returns the job's desired placement if a decision
-// committed after index gave it one, paused or not, and the driver has
-// taken it up (it runs, or a change toward it began); nil otherwise.
-func committedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
+// follow waits for what the registration resp leads to, and returns the
+// job's summary then and the plan index after which its placement counts:
+//   - a job an unchanged registration left placed or ended: at once, with
+//     the placement it has;
+//   - a new version of a job that is placed: after the scheduler's next
+//     round, with the placement that round gave it, new or not;
+//   - a job registered anew, or still waiting: after a placement by a plan
+//     committed after the registration, or when it ends.
+//
+// With progress it says which wait it is in.
+func (c *JobRunCommand) follow(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse, progress bool) (*api.JobSummary, uint64, error) {
+	say := func(msg string) {
+		if progress {
+			c.Ui.Output(msg)
+		}
+	}
+	cur, _, err := client.Jobs().Summary(resp.JobID, &api.QueryOptions{Namespace: namespace, Context: ctx})
+	if err != nil {
+		return nil, 0, err
+	}
+	// A registration that restarted an ended job set its CreateIndex; its
+	// placements are of the run before.
+	updated := cur.Job.CreateIndex < resp.Index && decidedSince(cur, 0) != nil
+	switch {
+	case resp.Unchanged && (updated || structs.Terminal(cur.Job.Status)):
+		return cur, 0, nil
+	case updated:
+		say("==> Waiting for the scheduler's next round...")
+		sum, err := followToNextRound(ctx, client, namespace, resp)
+		return sum, 0, err
+	}
+	say("==> Waiting for a placement...")
+	sum, err := followToPlacement(ctx, client, namespace, resp)
+	return sum, resp.Index, err
+}
+
+// followToNextRound waits with blocking queries until the leader commits a
+// plan after the registration resp, and returns the job's summary then. It
+// returns ctx's error when ctx ends first.
+func followToNextRound(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
+	q := &api.QueryOptions{WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
+	for {
+		plan, meta, err := client.LatestPlan(q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if plan.Index > resp.Index {
+			break
+		}
+		q.WaitIndex = max(q.WaitIndex, meta.LastIndex)
+	}
+	sum, _, err := client.Jobs().Summary(resp.JobID, &api.QueryOptions{Namespace: namespace, Context: ctx})
+	return sum, err
+}
+
+// decidedSince returns the job's desired placement if a decision
+// committed after index gave it one: a paused one, or one the driver has
+// taken up (it runs, or a change toward it began). Nil otherwise.
+func decidedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
 	p := sum.Placement
 	if p == nil || p.Placement == nil || p.PlanIndex <= index {
 		return nil
@@ -180,10 +226,10 @@ func committedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
 	return nil
 }
 
-// followToPlacement waits with blocking queries until a decision after the
-// registration resp gives its job a placement, one that runs tasks (and
-// the driver started) or a paused one, or until the job reaches a
-// terminal status, and returns its summary then. It returns ctx's error when ctx ends first.
+// followToPlacement waits with blocking queries until a decision after
+// the registration resp gives its job a placement (see decidedSince) or
+// the job reaches a terminal status, and returns its summary then. It returns ctx's error when ctx
+// ends first.
 func followToPlacement(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
 	q := &api.QueryOptions{Namespace: namespace, WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
 	for {
@@ -194,7 +240,7 @@ func followToPlacement(ctx context.Context, client *api.Client, namespace string
 			}
 			return nil, err
 		}
-		if committedSince(sum, resp.Index) != nil || structs.Terminal(sum.Job.Status) {
+		if decidedSince(sum, resp.Index) != nil || structs.Terminal(sum.Job.Status) {
 			return sum, nil
 		}
 		if meta.LastIndex > q.WaitIndex {

@@ -39,7 +39,7 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 	f := &FSM{log: logger.Named("fsm"), applied: applied}
 	f.state.Store(s)
 	f.handler = map[MessageType]func(uint64, []byte) any{
-		JobRegisterType: handle(func(i uint64, r *JobRegisterRequest) any { return f.State().RegisterJob(i, r.Time, r.Job, r.MustBeNew) }),
+		JobRegisterType: handle(func(i uint64, r *JobRegisterRequest) any { return registerJob(f.State(), i, r) }),
 		JobStopType: handle(func(i uint64, r *JobStopRequest) any {
 			return f.State().StopJob(i, r.Time, r.Namespace, r.JobID, r.Purge)
 		}),
@@ -76,6 +76,22 @@ func handle[R any](fn func(index uint64, req *R) any) func(uint64, []byte) any {
 		}
 		return fn(index, req)
 	}
+}
+
+// JobRegisterResponse is what applying a job registration returns: the
+// job's version, and whether the spec was the active job's already, so that
+// nothing was stored.
+type JobRegisterResponse struct {
+	Version   uint64
+	Unchanged bool
+}
+
+func registerJob(s *state.Store, index uint64, r *JobRegisterRequest) any {
+	reg, err := s.RegisterJob(index, r.Time, r.Job, r.MustBeNew)
+	if err != nil {
+		return err
+	}
+	return JobRegisterResponse{Version: reg.Version, Unchanged: reg.Unchanged}
 }
 
 // SampleBatchResponse is what applying a sample batch returns.

@@ -153,19 +153,29 @@ func TestFSM_RejectsWithoutChange(t *testing.T) {
 	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: true, Time: 1})
 	before := f.State().Index()
 
-	err, _ := f.apply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: true, Time: 2}).(error)
+	changed := mockJob("a")
+	changed.Priority = 70
+	err, _ := f.apply(JobRegisterType, &JobRegisterRequest{Job: changed, MustBeNew: true, Time: 2}).(error)
 	must.ErrorIs(t, err, state.ErrJobExists)
 	err, _ = f.apply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "nope", Time: 3}).(error)
 	must.ErrorIs(t, err, state.ErrJobNotFound)
 	must.Eq(t, before, f.State().Index(), must.Sprint("rejected entries change nothing"))
 
-	// Re-registering (an update) makes a new version and keeps the status.
-	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), Time: 4})
+	// The same spec again is idempotent, new or not.
+	for _, mustBeNew := range []bool{true, false} {
+		out := f.apply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: mustBeNew, Time: 4})
+		must.Eq(t, any(JobRegisterResponse{Version: 0, Unchanged: true}), out)
+		must.Eq(t, before, f.State().Index(), must.Sprint("an unchanged registration changes nothing"))
+	}
+
+	// An update makes a new version and keeps the status.
+	out := f.apply(JobRegisterType, &JobRegisterRequest{Job: changed, Time: 5})
+	must.Eq(t, any(JobRegisterResponse{Version: 1}), out)
 	versions, err := state.JobVersions(f.State().Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.SliceLen(t, 2, versions)
 	must.Eq(t, 1, versions[0].Version)
-	must.Eq(t, 4, versions[0].SubmitTime)
+	must.Eq(t, 5, versions[0].SubmitTime)
 	must.Eq(t, structs.JobStatusPending, versions[0].Status)
 }
 
@@ -207,13 +217,16 @@ func TestFSM_UnknownTypes(t *testing.T) {
 					must.Eq(t, before, dump(t, f.State()))
 				}()
 			}
-			must.Nil(t, f.apply(tc.typ, entry))
+			res := f.apply(tc.typ, entry)
 			if tc.changes {
+				_, ok := res.(JobRegisterResponse)
+				must.True(t, ok, must.Sprintf("the register answer, not %#v", res))
 				j, err := state.JobByID(f.State().Txn(), nil, structs.DefaultNamespace, "new")
 				must.NoError(t, err)
 				must.NotNil(t, j)
 				return
 			}
+			must.Nil(t, res)
 			must.Nil(t, f.apply(tc.typ, entry), must.Sprint("a second entry of the type"))
 			must.Eq(t, before, dump(t, f.State()), must.Sprint("an ignored entry changes nothing"))
 			must.Eq(t, index, f.State().Index())

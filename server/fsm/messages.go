@@ -52,8 +52,9 @@ var messageNames = map[MessageType]string{
 	DecisionApplyType: "DecisionApply", ObservedUpsertType: "ObservedUpsert",
 }
 
-// JobRegisterRequest registers a new version of a job. With MustBeNew the
-// registration fails if an active job has the same ID.
+// JobRegisterRequest registers a new version of a job, or nothing when an
+// active job has the same spec. With MustBeNew the registration fails if an
+// active job has the same ID and another spec.
 type JobRegisterRequest struct {
 	Job       *structs.Job
 	MustBeNew bool

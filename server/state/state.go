@@ -166,16 +166,35 @@ func (w *writer) event(now int64, typ, namespace, jobID, msg string, details map
 	return w.delete(TableEvents, old)
 }
 
+// Registration is what RegisterJob did.
+type Registration struct {
+	// Version is the job's current version: the new one, or the one that
+	// was already registered when Unchanged.
+	Version uint64
+	// Unchanged is true when the job was active with the same spec
+	// (structs.Job.SpecChanged): nothing was stored, no event recorded and
+	// no table's index moved.
+	Unchanged bool
+}
+
 // RegisterJob stores a new version of job at index, with Status pending when
-// the job is new or had ended. With mustBeNew it fails with ErrJobExists if
-// an active job has the same namespace and ID. job must be canonical and
-// valid, and is not retained: the store keeps a copy.
-func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew bool) error {
-	return s.write(index, func(w *writer) error {
+// the job is new or had ended. Registering an active job's spec again is
+// idempotent, as Nomad's job run: it stores nothing and reports Unchanged. A
+// job that has ended starts a new version even with the same spec. With
+// mustBeNew it fails with ErrJobExists if an active job has the same
+// namespace and ID and another spec. job must be canonical and valid, and is
+// not retained: the store keeps a copy.
+func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew bool) (Registration, error) {
+	var reg Registration
+	err := s.write(index, func(w *writer) error {
 		j := job.Copy()
 		prev, err := jobByID(w.txn, nil, j.Namespace, j.ID)
 		if err != nil {
 			return err
+		}
+		if prev != nil && !structs.Terminal(prev.Status) && !prev.SpecChanged(j) {
+			reg = Registration{Version: prev.Version, Unchanged: true}
+			return nil
 		}
 		j.Status, j.StatusDescription = structs.JobStatusPending, ""
 		j.CreateIndex, j.ModifyIndex, j.Version = index, index, 0
@@ -198,9 +217,14 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		if err := w.insert(TableVersions, j); err != nil {
 			return err
 		}
+		reg = Registration{Version: j.Version}
 		return w.event(now, structs.EventJobRegistered, j.Namespace, j.ID,
 			fmt.Sprintf("registered version %d", j.Version), nil)
 	})
+	if err != nil {
+		return Registration{}, err
+	}
+	return reg, nil
 }
 
 // UpdateJobStatus sets the status of an active job. A job that has already

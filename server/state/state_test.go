@@ -21,9 +21,17 @@ func newStore(t *testing.T, ids ...string) *Store {
 	s, err := New()
 	must.NoError(t, err)
 	for i, id := range ids {
-		must.NoError(t, s.RegisterJob(uint64(i+1), 0, mockJob(id), true))
+		register(t, s, uint64(i+1), mockJob(id), true)
 	}
 	return s
+}
+
+// register registers job at index and returns what the store did.
+func register(t *testing.T, s *Store, index uint64, job *structs.Job, mustBeNew bool) Registration {
+	t.Helper()
+	reg, err := s.RegisterJob(index, int64(index), job, mustBeNew)
+	must.NoError(t, err)
+	return reg
 }
 
 func placement(id string, workers int) *structs.Placement {
@@ -192,7 +200,7 @@ func TestBlockingQuery(t *testing.T) {
 		defer close(done)
 		res, idx, err = BlockingQuery(context.Background(), current, 1, time.Minute, jobs)
 	}()
-	must.NoError(t, s.RegisterJob(7, 0, mockJob("b"), true))
+	register(t, s, 7, mockJob("b"), true)
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -224,7 +232,7 @@ func TestEvents_BlockingQueryWakes(t *testing.T) {
 		res, _, _ := BlockingQuery(context.Background(), current, 1, time.Minute, events)
 		done <- res.([]*structs.Event)
 	}()
-	must.NoError(t, s.RegisterJob(9, 0, mockJob("b"), true))
+	register(t, s, 9, mockJob("b"), true)
 	select {
 	case evs := <-done:
 		must.SliceLen(t, 1, evs)
@@ -253,4 +261,61 @@ func TestEvents_Bounded(t *testing.T) {
 	must.SliceLen(t, MaxEvents, evs)
 	must.Eq(t, 11, evs[0].Seq)
 	must.Eq(t, MaxEvents+10, evs[len(evs)-1].Seq)
+}
+
+// TestRegisterJob_Idempotent registers the same spec again, as "caravan job
+// run" of an unchanged file does: an active job stores nothing new, an
+// ended one starts a new version.
+func TestRegisterJob_Idempotent(t *testing.T) {
+	s := newStore(t, "a")
+	tables := []string{TableJobs, TableVersions, TableEvents}
+	versions := func() []*structs.Job {
+		vs, err := JobVersions(s.Txn(), nil, structs.DefaultNamespace, "a")
+		must.NoError(t, err)
+		return vs
+	}
+	events := func() int {
+		evs, err := Events(s.Txn(), nil, 0)
+		must.NoError(t, err)
+		return len(evs)
+	}
+
+	for _, mustBeNew := range []bool{false, true} {
+		again := mockJob("a")
+		again.SubmitTime = 42 // stamped anew by every request
+		must.Eq(t, Registration{Version: 0, Unchanged: true}, register(t, s, 5, again, mustBeNew))
+		must.Eq(t, 1, s.Index(tables...), must.Sprint("no table index moved"))
+		must.SliceLen(t, 1, versions())
+		must.Eq(t, 1, events())
+	}
+
+	changed := mockJob("a")
+	changed.Elastic.Workers.Max = 16
+	changed.Training.GlobalBatchSize = 512
+	_, err := s.RegisterJob(6, 6, changed, true)
+	must.ErrorIs(t, err, ErrJobExists)
+	must.Eq(t, Registration{Version: 1}, register(t, s, 7, changed, false))
+	must.Eq(t, 7, s.Index(tables...))
+	must.SliceLen(t, 2, versions())
+	must.Eq(t, 2, events())
+
+	// A running job keeps its status, and its spec is compared with the
+	// new version's, not the first.
+	must.NoError(t, s.UpsertObserved(8, 0, []*structs.Observed{observed(placement("a", 2), nil)}))
+	must.Eq(t, Registration{Version: 1, Unchanged: true}, register(t, s, 9, changed.Copy(), false))
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusRunning, job.Status)
+	must.Eq(t, 8, job.ModifyIndex)
+
+	// A stopped job registered with the same spec runs again as a new
+	// version.
+	must.NoError(t, s.StopJob(10, 10, structs.DefaultNamespace, "a", false))
+	must.Eq(t, Registration{Version: 2}, register(t, s, 11, changed.Copy(), true))
+	job, err = JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusPending, job.Status)
+	must.Eq(t, 2, job.Version)
+	must.Eq(t, 11, job.CreateIndex)
+	must.SliceLen(t, 3, versions())
 }
