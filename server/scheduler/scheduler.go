@@ -617,10 +617,12 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 }
 
 // speedError is the mean relative error of a job's speed fit over the
-// configurations it was measured at, and how many there are.
+// configurations it was measured at, and how many there are. It sums in
+// a fixed order, so that it is the same for the same measurements.
 func speedError(e *entry) (float64, int) {
 	sum, n := 0.0, 0
-	for k, m := range e.speeds {
+	for _, k := range slices.SortedFunc(maps.Keys(e.speeds), structs.Shape.Compare) {
+		m := e.speeds[k]
 		measured := m.sum / m.n
 		if measured <= 0 {
 			continue
