@@ -3,6 +3,8 @@ package planner
 import (
 	"errors"
 	"fmt"
+
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // ErrInvalidDecision is wrapped by CheckDecision's errors.
@@ -23,18 +25,18 @@ func CheckDecision(req *Request, dec *Decision) error {
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidDecision}, args...)...))
 	}
-	jobs := make(map[[2]string]*Job, len(req.Jobs))
+	jobs := make(map[structs.JobKey]*Job, len(req.Jobs))
 	for _, j := range req.Jobs {
-		jobs[[2]string{j.Job.Namespace, j.Job.ID}] = j
+		jobs[j.Job.Key()] = j
 	}
 	nodes := make(map[string]int, len(req.Nodes))
 	for i, n := range req.Nodes {
 		nodes[n.ID] = i
 	}
 	c := NewCluster(req.Nodes)
-	seen := map[[2]string]bool{}
+	seen := map[structs.JobKey]bool{}
 	for _, p := range dec.Placements {
-		key := [2]string{p.Namespace, p.JobID}
+		key := p.Key()
 		j, ok := jobs[key]
 		switch {
 		case !ok:

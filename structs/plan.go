@@ -96,9 +96,9 @@ func (p *Placement) Validate() error {
 // Validate checks every placement and that no job is placed twice.
 func (p *Plan) Validate() error {
 	var errs []error
-	seen := make(map[[2]string]bool, len(p.Placements))
+	seen := make(map[JobKey]bool, len(p.Placements))
 	for _, pl := range p.Placements {
-		key := [2]string{pl.Namespace, pl.JobID}
+		key := pl.Key()
 		if seen[key] {
 			errs = append(errs, fmt.Errorf("job %q in namespace %q is placed more than once", pl.JobID, pl.Namespace))
 		}

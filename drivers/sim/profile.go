@@ -32,6 +32,10 @@ var PolluxModels = map[string]struct {
 
 // Profile is one model's measured behaviour from the Pollux traces: its
 // step time for a placement and per-GPU batch, and how many steps it needs,
+// gridPoint is a placement of a Pollux profile's grid: replicas spread
+// over nodes.
+type gridPoint struct{ nodes, replicas int }
+
 // epoch by epoch, at a given global batch.
 type Profile struct {
 	Name   string
@@ -42,11 +46,11 @@ type Profile struct {
 	// MaxReplicas is the most GPUs a measurement used.
 	MaxReplicas int
 
-	placements map[string][]bszPoint // canonical placement → points by batch
-	grid       map[[2]int][]bszPoint // (nodes, replicas) → points by batch
-	nodes      []int                 // distinct node counts of grid, sorted
-	replicas   map[int][]int         // node count → distinct replica counts
-	curves     []curve               // by batch, ascending
+	placements map[string][]bszPoint    // canonical placement → points by batch
+	grid       map[gridPoint][]bszPoint // points by batch
+	nodes      []int                    // distinct node counts of grid, sorted
+	replicas   map[int][]int            // node count → distinct replica counts
+	curves     []curve                  // by batch, ascending
 	higher     bool
 	scale      float64
 }
@@ -70,7 +74,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 	dir := path.Join("pollux/traces", name)
 	p := &Profile{
 		Name: name, Epochs: meta.Epochs, higher: meta.HigherBetter, scale: meta.Scale,
-		placements: map[string][]bszPoint{}, grid: map[[2]int][]bszPoint{}, replicas: map[int][]int{},
+		placements: map[string][]bszPoint{}, grid: map[gridPoint][]bszPoint{}, replicas: map[int][]int{},
 		MinLocalBatch: math.Inf(1),
 	}
 	type sum struct{ n, t float64 }
@@ -97,7 +101,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		return nil, err
 	}
 	for k, s := range means {
-		g := [2]int{int(k[0]), int(k[1])}
+		g := gridPoint{nodes: int(k[0]), replicas: int(k[1])}
 		p.grid[g] = append(p.grid[g], bszPoint{k[2], s.t / s.n})
 	}
 	err = readCSV(fsys, path.Join(dir, "scalability.csv"), func(r map[string]string) error {
@@ -105,7 +109,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		if err != nil {
 			return err
 		}
-		g := [2]int{int(v[0]), int(v[1])}
+		g := gridPoint{nodes: int(v[0]), replicas: int(v[1])}
 		p.grid[g] = append(p.grid[g], bszPoint{v[2], v[3]})
 		return nil
 	})
@@ -116,12 +120,12 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		p.placements[k] = sortPoints(p.placements[k])
 	}
 	for g := range p.grid {
-		p.MaxReplicas = max(p.MaxReplicas, g[1])
+		p.MaxReplicas = max(p.MaxReplicas, g.replicas)
 		p.grid[g] = sortPoints(p.grid[g])
-		if !slices.Contains(p.nodes, g[0]) {
-			p.nodes = append(p.nodes, g[0])
+		if !slices.Contains(p.nodes, g.nodes) {
+			p.nodes = append(p.nodes, g.nodes)
 		}
-		p.replicas[g[0]] = append(p.replicas[g[0]], g[1])
+		p.replicas[g.nodes] = append(p.replicas[g.nodes], g.replicas)
 	}
 	slices.Sort(p.nodes)
 	for n := range p.replicas {
@@ -174,7 +178,7 @@ func (p *Profile) StepTime(gpusPerNode []int, localBatch float64) float64 {
 	nodes, replicas := shape(gpusPerNode)
 	return interpAxis(p.nodes, float64(nodes), func(n int) float64 {
 		return interpAxis(p.replicas[n], float64(replicas), func(r int) float64 {
-			return interpBatch(p.grid[[2]int{n, r}], localBatch)
+			return interpBatch(p.grid[gridPoint{nodes: n, replicas: r}], localBatch)
 		})
 	})
 }

@@ -67,14 +67,14 @@ func (*Cruise) Plan(req *planner.Request) (*planner.Decision, error) {
 	c := planner.NewCluster(req.Nodes)
 	out := make([]*structs.Placement, len(jobs))
 	tasks := make([]planner.JobTasks, len(jobs))
-	splits := make([][2]int, len(jobs))
+	splits := make([]structs.Shape, len(jobs))
 	for i, j := range jobs {
 		tasks[i] = c.JobTasks(j)
 		ps, w, ok := SplitJob(j, Size(j))
 		if !ok {
 			ps, w = j.FixedRequest()
 		}
-		splits[i] = [2]int{ps, w}
+		splits[i] = structs.Shape{PS: ps, Workers: w}
 		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
 			kept.Reason = fmt.Sprintf("cruise: running with %d ps and %d workers", ps, w)
 			out[i] = kept
@@ -85,7 +85,7 @@ func (*Cruise) Plan(req *planner.Request) (*planner.Decision, error) {
 		if out[i] != nil {
 			continue
 		}
-		ps, w := splits[i][0], splits[i][1]
+		ps, w := splits[i].PS, splits[i].Workers
 		nodes, ok := placer.Place(tasks[i].PS, ps, tasks[i].Worker, w)
 		if !ok {
 			out[i] = planner.Paused(j, fmt.Sprintf("cruise: waiting for room for %d ps and %d workers", ps, w))

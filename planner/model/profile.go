@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/caravan-sched/caravan/structs"
+)
 
 // profileRatios are the PS-to-worker ratios the profiling configurations
 // cycle through. This spread (1/8 to 2) gave the smallest worst-case speed
@@ -24,7 +28,7 @@ func ProfileConfigs(kind string, minPS, maxPS, minWorkers, maxWorkers, n int) []
 	minPS = max(minPS, 1)
 	maxPS = max(maxPS, minPS)
 	ratios := profileRatios
-	seen := map[[2]int]bool{}
+	seen := map[structs.Shape]bool{}
 	var out []SpeedPoint
 	span := float64(maxWorkers) / float64(minWorkers)
 	for i := 0; len(out) < n && i < 4*n; i++ {
@@ -35,7 +39,7 @@ func ProfileConfigs(kind string, minPS, maxPS, minWorkers, maxWorkers, n int) []
 		if kind != SpeedAllReduce {
 			p = min(max(int(math.Round(float64(w)*ratios[len(out)%len(ratios)])), minPS), maxPS)
 		}
-		key := [2]int{p, w}
+		key := structs.Shape{PS: p, Workers: w}
 		if seen[key] {
 			continue
 		}

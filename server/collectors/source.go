@@ -291,15 +291,15 @@ func implausible(smp *structs.Sample) string {
 // job's older half, and forgets de-duplication keys older than
 // dedupWindow. s.mu is held.
 func (s *Source) bound() {
-	count := map[[2]string]int{}
+	count := map[structs.JobKey]int{}
 	for _, e := range s.pending {
-		count[[2]string{e.smp.Namespace, e.smp.JobID}]++
+		count[structs.NewJobKey(e.smp.Namespace, e.smp.JobID)]++
 	}
 	if slices.ContainsFunc(slices.Collect(maps.Values(count)), func(n int) bool { return n > s.cfg.MaxPending }) {
-		seen := map[[2]string]int{}
+		seen := map[structs.JobKey]int{}
 		kept := s.pending[:0]
 		for _, e := range s.pending {
-			j := [2]string{e.smp.Namespace, e.smp.JobID}
+			j := structs.NewJobKey(e.smp.Namespace, e.smp.JobID)
 			seen[j]++
 			if n := count[j]; n > s.cfg.MaxPending && seen[j] <= n/2 && seen[j]%2 == 0 {
 				continue

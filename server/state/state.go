@@ -478,11 +478,11 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 				return err
 			}
 		}
-		byJob := map[[2]string]*structs.JobSamples{}
-		var order [][2]string
+		byJob := map[structs.JobKey]*structs.JobSamples{}
+		var order []structs.JobKey
 		for _, smp := range samples {
 			ns := cmp.Or(smp.Namespace, structs.DefaultNamespace)
-			key := [2]string{ns, smp.JobID}
+			key := structs.JobKey{Namespace: ns, ID: smp.JobID}
 			js, ok := byJob[key]
 			if !ok {
 				job, err := jobByID(w.txn, nil, ns, smp.JobID)

@@ -41,13 +41,13 @@ func plan(req *planner.Request, options map[string]string) (*planner.Decision, e
 		if len(req.Nodes) == 0 {
 			break
 		}
-		maxWorkers := map[[2]string]int{}
+		maxWorkers := map[structs.JobKey]int{}
 		for _, j := range req.Jobs {
 			_, w := j.Bounds()
-			maxWorkers[[2]string{j.Job.Namespace, j.Job.ID}] = w.Max
+			maxWorkers[j.Job.Key()] = w.Max
 		}
 		for _, p := range dec.Placements {
-			p.NumWorkers = 2 * maxWorkers[[2]string{p.Namespace, p.JobID}]
+			p.NumWorkers = 2 * maxWorkers[p.Key()]
 			p.Nodes = []*structs.NodeTasks{{NodeID: req.Nodes[0].ID, PS: p.NumPS, Workers: p.NumWorkers}}
 		}
 	case "unknown-job":
