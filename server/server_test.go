@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -370,4 +371,152 @@ func TestCluster_LeaveAndRejoin(t *testing.T) {
 	cfgs[i].NodeID = id // read from the data dir anyway
 	TestServer(t, cfgs[i])
 	agent.WaitFor(t, 20*time.Second, "the server rejoined", voters(3, true))
+}
+
+// holdingDriver reports every change as waiting for its checkpoint while
+// hold is set, as the nomad driver does until a trainer confirms one; the
+// simulated cluster underneath has applied it.
+type holdingDriver struct {
+	Driver
+	hold atomic.Bool
+}
+
+func (d *holdingDriver) held(reports []*structs.JobReport) []*structs.JobReport {
+	if !d.hold.Load() {
+		return reports
+	}
+	for _, r := range reports {
+		if r.Change != nil {
+			c := *r.Change
+			c.Phase, c.Message = structs.ChangeCheckpointing, "waiting for a checkpoint"
+			r.Change = &c
+		}
+	}
+	return reports
+}
+
+func (d *holdingDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
+	reports, err := d.Driver.Enact(ctx, plan, jobs)
+	return d.held(reports), err
+}
+
+func (d *holdingDriver) Status(ctx context.Context) ([]*structs.JobReport, error) {
+	reports, err := d.Driver.Status(ctx)
+	return d.held(reports), err
+}
+
+// TestLeader_ChangeInFlight: while a job's change waits for its
+// checkpoint, the loop goes on: a dry run is answered, reported samples
+// are ingested, the job shows as rescaling, and no round changes it
+// again; once the change is done the job runs.
+func TestLeader_ChangeInFlight(t *testing.T) {
+	d := &holdingDriver{Driver: simDriver(t, 1)}
+	d.hold.Store(true)
+	s := TestServer(t, TestConfig(t, d))
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	must.NoError(t, err)
+	var target *structs.Placement
+	agent.WaitFor(t, 20*time.Second, "a change in flight", func() error {
+		sum, _, err := c.Jobs().Summary("a", nil)
+		if err != nil {
+			return err
+		}
+		if o := sum.Observed; o == nil || !o.Change.InFlight() {
+			return fmt.Errorf("no change in flight: %+v", sum.Observed)
+		}
+		target = sum.Observed.Change.Target
+		return nil
+	})
+
+	start := time.Now()
+	resp, err := c.Jobs().Plan(context.Background(), demoJob(t, "b"))
+	must.NoError(t, err)
+	must.Less(t, 5*time.Second, time.Since(start), must.Sprint("the dry run waited for the change"))
+	must.NotNil(t, resp.Placement)
+
+	code, body := postReport(t, s, `{"samples": [{"job_id": "a", "step": 1000000, "checkpoint_step": 999999, "num_workers": 1}]}`)
+	must.Eq(t, http.StatusOK, code, must.Sprint(body))
+	must.StrContains(t, body, `"Accepted":1`, must.Sprint("samples are committed while the checkpoint is awaited"))
+
+	// Rounds meanwhile keep the job at its target.
+	_, err = c.Jobs().Register(context.Background(), demoJob(t, "b"))
+	must.NoError(t, err)
+	agent.WaitFor(t, 20*time.Second, "a round with b", func() error {
+		plan, _, err := c.LatestPlan(nil)
+		if err != nil {
+			return err
+		}
+		if len(plan.Placements) != 2 {
+			return fmt.Errorf("%d placements", len(plan.Placements))
+		}
+		return nil
+	})
+	plan, _, err := c.LatestPlan(nil)
+	must.NoError(t, err)
+	must.True(t, plan.Placements[0].SameTasks(target), must.Sprint("the job in flight keeps its target"))
+	sum, _, err := c.Jobs().Summary("a", nil)
+	must.NoError(t, err)
+	must.True(t, sum.Observed.Change.InFlight())
+	must.True(t, sum.Observed.Change.Target.SameTasks(target), must.Sprint("no second change"))
+
+	d.hold.Store(false)
+	agent.WaitFor(t, 20*time.Second, "the change done", func() error {
+		sum, _, err := c.Jobs().Summary("a", nil)
+		switch {
+		case err != nil:
+			return err
+		case sum.Observed.Change.InFlight():
+			return fmt.Errorf("still %s", sum.Observed.Change.Phase)
+		}
+		return nil
+	})
+	must.NoError(t, jobStatus(t, c, "a", structs.JobStatusRunning)())
+}
+
+// TestLeader_UpdateLowersMax: a new version that lowers a running job's
+// maximum reaches the scheduler at once and takes effect in the round it
+// triggers; registering it again changes nothing.
+func TestLeader_UpdateLowersMax(t *testing.T) {
+	cfg := TestConfig(t, simDriver(t, 1))
+	cfg.Algorithm = "drf" // grows every job to its maximum while there is room
+	cfg.Interval = time.Hour
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	must.NoError(t, err)
+	workers := func(want int) func() error {
+		return func() error {
+			hist, _, err := c.Jobs().History("a", nil)
+			switch {
+			case err != nil:
+				return err
+			case len(hist) == 0:
+				return errors.New("nothing ran yet")
+			case hist[0].Placement.NumWorkers != want:
+				return fmt.Errorf("%d workers run, want %d", hist[0].Placement.NumWorkers, want)
+			}
+			return nil
+		}
+	}
+	agent.WaitFor(t, 20*time.Second, "4 workers", workers(4))
+
+	lower := demoJob(t, "a")
+	lower.JobHCL = strings.Replace(lower.JobHCL, "max = 4", "max = 2", 1)
+	resp, err := c.Jobs().Update(context.Background(), "a", lower)
+	must.NoError(t, err)
+	must.Eq(t, 1, resp.Version)
+	// With hour-long intervals, only the round the new version triggers
+	// can make the change.
+	agent.WaitFor(t, 10*time.Second, "2 workers", workers(2))
+
+	again, err := c.Jobs().Update(context.Background(), "a", lower)
+	must.NoError(t, err)
+	must.True(t, again.Unchanged)
+	must.Eq(t, 1, again.Version)
+	versions, _, err := c.Jobs().Versions("a", nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 2, versions)
 }

@@ -53,6 +53,9 @@ type Options struct {
 	// Progress, when set, is called whenever jobs finish, with how many
 	// have finished so far and how many the workload has.
 	Progress func(done, total int)
+	// DataDir, when set, is where the run's server keeps its Raft log and
+	// snapshots on disk, as an agent does; empty means in memory.
+	DataDir string
 	// Logger receives the server's logs; nil means none.
 	Logger hclog.Logger
 }
@@ -145,7 +148,8 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 	defer algs.Shutdown()
 	srv, err := server.New(server.Config{
-		NodeName: "sim", HTTPAddr: "127.0.0.1:0", Driver: driver, Metrics: driver, Profiler: driver,
+		NodeName: "sim", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", DataDir: opts.DataDir,
+		Driver: driver, Metrics: driver, Profiler: driver,
 		Algorithm: alg.Name(), Algorithms: algs, Interval: opts.Interval,
 		Clock: clk.Now, Manual: true, Logger: opts.Logger, RaftConfig: fastRaft(),
 	})

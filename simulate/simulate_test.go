@@ -32,6 +32,21 @@ func TestRun_Deterministic(t *testing.T) {
 	must.NotEq(t, a.Jobs, c.Jobs, must.Sprint("the seed drives the trainers' noise"))
 }
 
+// TestRun_SameAsAgent: the run's server keeps its state in memory; a
+// server with its Raft log on disk, as an agent's, makes the same plans
+// for the same workload and seed, job by job.
+func TestRun_SameAsAgent(t *testing.T) {
+	wl := workload6(t, 30)
+	cfg := sim.DefaultConfig()
+	mem, err := Run(wl, builtin.Algorithms["optimus"](), Options{Cluster: cfg})
+	must.NoError(t, err)
+	disk, err := Run(wl, builtin.Algorithms["optimus"](), Options{Cluster: cfg, DataDir: t.TempDir()})
+	must.NoError(t, err)
+	must.Eq(t, mem.Jobs, disk.Jobs)
+	must.Eq(t, mem.Allocs, disk.Allocs, must.Sprint("the same placements, at the same times"))
+	must.Eq(t, mem.Summary, disk.Summary)
+}
+
 // TestRun_AllPolicies checks that every policy finishes every job of a
 // workload, and that the reported numbers are consistent.
 func TestRun_AllPolicies(t *testing.T) {
