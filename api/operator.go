@@ -25,7 +25,8 @@ func (c *Client) Plugins(ctx context.Context) ([]*structs.PluginStatus, error) {
 	return out, err
 }
 
-// LatestPlan returns the last committed plan.
+// LatestPlan returns the plan in force: the last decision's index and
+// algorithm and the desired placement of every active job.
 func (c *Client) LatestPlan(q *QueryOptions) (*structs.Plan, *QueryMeta, error) {
 	var out structs.Plan
 	meta, err := c.do(q.ctx(), http.MethodGet, "/v1/plan", q.values(), nil, &out)

@@ -20,7 +20,7 @@ import (
 // that form a cluster through retry_join, kills the leader with SIGKILL,
 // and checks that another server takes over with every job and plan, and
 // plans new jobs. Each agent drives its own embedded simulated cluster, so
-// the new leader reconciles its simulator with the last committed plan.
+// the new leader reconciles its simulator with the plan in force.
 func TestCaravanCluster_SIGKILLLeader(t *testing.T) {
 	cl := startCaravans(t, agent.BuildCaravan(t), 3, `
 driver = "sim"

@@ -474,8 +474,8 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 	inFlight := false
 	for _, r := range reports {
 		key := structs.NewJobKey(r.Namespace, r.JobID)
-		if !l.sched.Has(key) {
-			continue
+		if !l.sched.Has(key) || structs.Terminal(r.Status) {
+			continue // an ended job keeps what it ran last
 		}
 		o := &structs.Observed{Namespace: key.Namespace, JobID: key.ID, Placement: r.Placement, Change: r.Change}
 		inFlight = inFlight || o.Change.InFlight()
