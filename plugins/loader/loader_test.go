@@ -229,8 +229,8 @@ func (p *panicky) SpeedModels() bool {
 
 func (p *panicky) Plan(req *planner.Request) (*planner.Decision, error) {
 	if p.in == "Plan" && p.plans.Add(-1) >= 0 {
-		var m map[string]int
-		m["x"]++ // a runtime error: assignment to entry in nil map
+		var nodes []*structs.Node
+		_ = nodes[len(req.Jobs)+1] // a runtime error: index out of range
 	}
 	return &planner.Decision{}, nil
 }
@@ -276,7 +276,7 @@ func TestLoader_BuiltinPanics(t *testing.T) {
 		built := news.Load()
 		plans.Store(1)
 		_, err = alg.Plan(req)
-		must.EqError(t, err, `algorithm "panicky" panicked in Plan: assignment to entry in nil map`)
+		must.EqError(t, err, `algorithm "panicky" panicked in Plan: runtime error: index out of range`)
 		var rerr runtime.Error
 		must.True(t, errors.As(err, &rerr), must.Sprint("the panic value is wrapped"))
 		must.StrContains(t, logs.String(), "[ERROR] algorithm panicked: algorithm=panicky call=Plan")
