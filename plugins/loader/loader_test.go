@@ -276,7 +276,7 @@ func TestLoader_BuiltinPanics(t *testing.T) {
 		built := news.Load()
 		plans.Store(1)
 		_, err = alg.Plan(req)
-		must.EqError(t, err, `algorithm "panicky" panicked in Plan: runtime error: index out of range`)
+		must.ErrorContains(t, err, `algorithm "panicky" panicked in Plan: runtime error: index out of range`)
 		var rerr runtime.Error
 		must.True(t, errors.As(err, &rerr), must.Sprint("the panic value is wrapped"))
 		must.StrContains(t, logs.String(), "[ERROR] algorithm panicked: algorithm=panicky call=Plan")
