@@ -84,12 +84,110 @@ job %[1]q {
 	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
 }
 
+// stubbornJob is a job of up to 4 workers with a GPU each and one
+// parameter server whose tasks ignore the checkpoint signal (SIGUSR1),
+// never checkpoint and never report: a rescale of it cannot be confirmed
+// within its checkpoint timeout of 3 seconds.
+func stubbornJob(id string) *api.JobRegisterRequest {
+	hcl := fmt.Sprintf(`
+job %q {
+  training {
+    global_batch_size = 60
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      min = 1
+      max = 4
+    }
+    parameter_servers {
+      min = 1
+      max = 1
+    }
+    checkpoint {
+      signal  = "SIGUSR1"
+      timeout = "3s"
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = "/bin/sh"
+      args    = ["-c", "trap '' USR1; while true; do sleep 1; done"]
+    }
+    resources {
+      cpu    = 50
+      memory = 32
+      device "nvidia/gpu" {
+        count = 1
+      }
+    }
+  }
+  parameter_server {
+    driver = "raw_exec"
+    config {
+      command = "/bin/sh"
+      args    = ["-c", "trap '' USR1; while true; do sleep 1; done"]
+    }
+    resources {
+      cpu    = 50
+      memory = 32
+    }
+  }
+}
+`, id)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
+}
+
+// cpuJob is a job of one worker and one parameter server without GPUs
+// that sleep.
+func cpuJob(id string) *api.JobRegisterRequest {
+	hcl := fmt.Sprintf(`
+job %q {
+  training {
+    global_batch_size = 60
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      min = 1
+      max = 1
+    }
+    parameter_servers {
+      min = 1
+      max = 1
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = "/bin/sh"
+      args    = ["-c", "while true; do sleep 1; done"]
+    }
+    resources {
+      cpu    = 50
+      memory = 32
+    }
+  }
+}
+`, id)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
+}
+
 // summary returns a job's summary, failing the test on an error.
 func summary(t *testing.T, c *api.Client, id string) *api.JobSummary {
 	t.Helper()
 	sum, _, err := c.Jobs().Summary(id, nil)
 	must.NoError(t, err)
 	return sum
+}
+
+// history returns a job's placement history, newest first.
+func history(t *testing.T, c *api.Client, id string) []*structs.JobPlacement {
+	t.Helper()
+	hist, _, err := c.Jobs().History(id, nil)
+	must.NoError(t, err)
+	return hist
 }
 
 // confirmedStep returns the checkpoint step a CheckpointConfirmed event
@@ -242,4 +340,102 @@ func TestCaravanNomad_SidecarRescale(t *testing.T) {
 	}
 	t.Logf("reports the sink refused: %d", refused.Load())
 	rescaleTimes(t, c, makespan, "a", "b")
+}
+
+// TestCaravanNomad_CheckpointFails runs a job whose tasks never
+// checkpoint on all 4 GPUs; a second job's arrival asks it to shrink. Its
+// checkpoint is not confirmed within 3 seconds: the change is aborted,
+// and the job keeps running where it ran, on the same Nomad job version.
+// The next round knows it: the job is running again, what runs is the old
+// placement, and the aborted placement is not tried again at once.
+func TestCaravanNomad_CheckpointFails(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
+	c := cl.clients[cl.waitLeader(t, "")]
+	waitNodes(t, c, 3, 4)
+
+	_, err := c.Jobs().Register(context.Background(), stubbornJob("a"))
+	must.NoError(t, err)
+	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitWorkers(t, c, "a", 4)
+	ran := history(t, c, "a")
+	old := ran[0].Placement
+	version := nomadJobVersion(t, nc, "a")
+
+	// A job of exactly 2 workers leaves the first 2 GPUs at most.
+	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: shellGPUJob("b", 2, 1), Filename: "b.hcl"})
+	must.NoError(t, err)
+	requested := waitEvent(t, c, "a", structs.EventCheckpointRequested, 1, time.Minute)
+	t.Logf("requested: %s", requested.Message)
+	var change *structs.Change
+	agent.WaitFor(t, 30*time.Second, "job a rescaling", func() error {
+		sum := summary(t, c, "a")
+		if sum.Observed == nil || sum.Observed.Change == nil {
+			return fmt.Errorf("observed: %+v", sum.Observed)
+		}
+		change = sum.Observed.Change
+		if change.Phase == structs.ChangeCheckpointing && sum.Job.Status != structs.JobStatusRescaling {
+			return fmt.Errorf("job is %s while checkpointing", sum.Job.Status)
+		}
+		if change.Phase != structs.ChangeCheckpointing && change.Phase != structs.ChangeAborted {
+			return fmt.Errorf("change is %s: %s", change.Phase, change.Message)
+		}
+		return nil
+	})
+	must.Less(t, 4, change.Target.NumWorkers)
+
+	aborted := waitEvent(t, c, "a", structs.EventRescaleAborted, 1, 30*time.Second)
+	t.Logf("aborted %.1fs after the request: %s", float64(aborted.Time-requested.Time)/1e9, aborted.Message)
+	var obs *structs.Observed
+	agent.WaitFor(t, 30*time.Second, "job a running as it did", func() error {
+		sum := summary(t, c, "a")
+		obs = sum.Observed
+		switch {
+		case obs == nil || obs.Change == nil:
+			return fmt.Errorf("observed: %+v", obs)
+		case obs.Change.Phase != structs.ChangeAborted:
+			return fmt.Errorf("change is %s", obs.Change.Phase)
+		case sum.Job.Status != structs.JobStatusRunning:
+			return fmt.Errorf("job is %s", sum.Job.Status)
+		}
+		return nil
+	})
+	t.Logf("observed change: %s (%s)", obs.Change.Phase, obs.Change.Message)
+	must.True(t, obs.Placement.SameTasks(old), must.Sprintf("what runs %+v, what ran %+v", obs.Placement, old))
+	must.Eq(t, version, nomadJobVersion(t, nc, "a"), must.Sprint("the aborted change submitted nothing to Nomad"))
+
+	// The next round: a third job, without GPUs, makes one. It plans
+	// from what runs and leaves the aborted placement for its backoff.
+	_, err = c.Jobs().Register(context.Background(), cpuJob("c"))
+	must.NoError(t, err)
+	agent.WaitFor(t, time.Minute, "a plan with job c", func() error {
+		plan, _, err := c.LatestPlan(nil)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(plan.Placements, func(p *structs.Placement) bool { return p.JobID == "c" && !p.Paused() }) {
+			return fmt.Errorf("plan %d does not place job c", plan.Index)
+		}
+		for _, p := range plan.Placements {
+			t.Logf("plan %d: job %s %d ps, %d workers; %s", plan.Index, p.JobID, p.NumPS, p.NumWorkers, p.Reason)
+		}
+		return nil
+	})
+	waitEvent(t, c, "c", structs.EventTasksRunning, 1, time.Minute)
+	sum := summary(t, c, "a")
+	must.Eq(t, structs.JobStatusRunning, sum.Job.Status)
+	must.True(t, sum.Observed.Placement.SameTasks(old))
+	must.Eq(t, structs.ChangeAborted, sum.Observed.Change.Phase, must.Sprint("no second change started within the backoff"))
+	must.SliceLen(t, 1, events(t, c, "a", structs.EventCheckpointRequested))
+	must.SliceLen(t, 1, events(t, c, "a", structs.EventRescaleAborted))
+	must.Eq(t, version, nomadJobVersion(t, nc, "a"))
+	hist := history(t, c, "a")
+	must.SliceLen(t, len(ran), hist, must.Sprint("what runs did not change"))
+	must.True(t, hist[0].Placement.SameTasks(old))
+	dry, err := c.Jobs().Plan(context.Background(), stubbornJob("a"))
+	must.NoError(t, err)
+	must.True(t, dry.Current.SameTasks(old), must.Sprint("the scheduler's view of what runs"))
+	bsum := summary(t, c, "b")
+	t.Logf("job b is %s; runs %+v; change %+v", bsum.Job.Status, bsum.Observed.Placement, bsum.Observed.Change)
 }
