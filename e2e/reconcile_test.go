@@ -439,3 +439,68 @@ func TestCaravanNomad_CheckpointFails(t *testing.T) {
 	bsum := summary(t, c, "b")
 	t.Logf("job b is %s; runs %+v; change %+v", bsum.Job.Status, bsum.Observed.Placement, bsum.Observed.Change)
 }
+
+// TestCaravanNomad_UpdateLowersMax registers a new version of a running
+// trainer job that holds 4 GPUs, with at most 2 workers: the round the
+// version triggers gives it 2 at most, and the driver rescales it there
+// through a confirmed checkpoint. Registering the same spec again changes
+// nothing.
+func TestCaravanNomad_UpdateLowersMax(t *testing.T) {
+	nc, trainer, c := trainingOnNomad(t)
+
+	reg, err := c.Jobs().Register(context.Background(), elasticTrainerJob("a", trainer, 4))
+	must.NoError(t, err)
+	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitWorkers(t, c, "a", 4)
+	waitStep(t, c, "a", 20)
+	nomadVersion := nomadJobVersion(t, nc, "a")
+
+	updated := time.Now()
+	up, err := c.Jobs().Update(context.Background(), "a", elasticTrainerJob("a", trainer, 2))
+	must.NoError(t, err)
+	must.False(t, up.Unchanged)
+	must.Eq(t, reg.Version+1, up.Version)
+	agent.WaitFor(t, time.Minute, "job a desired on 2 workers at most", func() error {
+		sum := summary(t, c, "a")
+		if sum.Placement == nil || sum.Placement.Placement.NumWorkers > 2 || sum.Placement.Placement.Paused() {
+			return fmt.Errorf("desired: %+v", sum.Placement)
+		}
+		return nil
+	})
+	decided := time.Since(updated)
+	agent.WaitFor(t, 2*time.Minute, "job a running on 2 workers at most", func() error {
+		sum := summary(t, c, "a")
+		hist := history(t, c, "a")
+		switch o := sum.Observed; {
+		case o == nil || o.Placement == nil || o.Change == nil:
+			return fmt.Errorf("observed: %+v", o)
+		case o.Change.Phase != structs.ChangeDone || o.Placement.NumWorkers > 2:
+			return fmt.Errorf("%d workers run; change %s: %s", o.Placement.NumWorkers, o.Change.Phase, o.Change.Message)
+		case hist[0].Placement.NumWorkers > 2:
+			return fmt.Errorf("history: %d workers", hist[0].Placement.NumWorkers)
+		}
+		return nil
+	})
+	t.Logf("new version → desired on ≤2 workers: %v; → running there: %v", decided.Round(time.Millisecond), time.Since(updated).Round(time.Millisecond))
+	must.Greater(t, nomadVersion, nomadJobVersion(t, nc, "a"))
+	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Second)
+	k := confirmedStep(t, confirmed)
+	resumed, _ := resumedSample(t, c, "a", k)
+	must.Eq(t, k, resumed.CheckpointStep)
+	must.Between(t, 1, resumed.NumWorkers, 2)
+	must.SliceEmpty(t, events(t, c, "a", structs.EventRescaleAborted))
+
+	// The same spec again: Unchanged, no new version, nothing enacted.
+	versions, _, err := c.Jobs().Versions("a", nil)
+	must.NoError(t, err)
+	nomadVersion = nomadJobVersion(t, nc, "a")
+	again, err := c.Jobs().Update(context.Background(), "a", elasticTrainerJob("a", trainer, 2))
+	must.NoError(t, err)
+	must.True(t, again.Unchanged)
+	must.Eq(t, up.Version, again.Version)
+	after, _, err := c.Jobs().Versions("a", nil)
+	must.NoError(t, err)
+	must.SliceLen(t, len(versions), after, must.Sprint("an unchanged registration stores no version"))
+	must.Eq(t, nomadVersion, nomadJobVersion(t, nc, "a"))
+	must.SliceLen(t, 1, events(t, c, "a", structs.EventCheckpointRequested))
+}
