@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"fmt"
-
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -17,11 +15,13 @@ type Held struct {
 // Reserve returns copies of nodes with what held takes subtracted: less
 // CPU and memory, and the device instances it takes marked unhealthy
 // ("reserved"), so that a request over the result cannot place anything
-// there. nodes are not modified. A held placement that does not fit is
-// an error naming it.
-func Reserve(nodes []*structs.Node, held []Held) ([]*structs.Node, error) {
+// there. nodes are not modified. Held placements may overlap (a change
+// whose tasks Nomad has not placed yet, beside a job that has not freed
+// what they need): a task that no longer fits takes nothing, so what is
+// left is never negative.
+func Reserve(nodes []*structs.Node, held []Held) []*structs.Node {
 	if len(held) == 0 {
-		return nodes, nil
+		return nodes
 	}
 	c := NewCluster(nodes)
 	for _, h := range held {
@@ -31,13 +31,17 @@ func Reserve(nodes []*structs.Node, held []Held) ([]*structs.Node, error) {
 			if !ok {
 				continue // the node is gone: it holds nothing any more
 			}
-			if nt.PS > 0 && tasks.PS == nil || !c.FitsPair(i, tasks.PS, nt.PS, tasks.Worker, nt.Workers) {
-				return nil, fmt.Errorf("reserve job %q: %d ps and %d workers do not fit on node %s", h.Placement.JobID, nt.PS, nt.Workers, c.Describe(i))
+			for _, r := range []struct {
+				task *Task
+				n    int
+			}{{tasks.PS, nt.PS}, {tasks.Worker, nt.Workers}} {
+				for range r.n {
+					if r.task == nil || !c.Fits(i, r.task, 1) {
+						break
+					}
+					c.Take(i, r.task, 1)
+				}
 			}
-			if nt.PS > 0 {
-				c.Take(i, tasks.PS, nt.PS)
-			}
-			c.Take(i, tasks.Worker, nt.Workers)
 		}
 	}
 	out := make([]*structs.Node, len(nodes))
@@ -60,7 +64,7 @@ func Reserve(nodes []*structs.Node, held []Held) ([]*structs.Node, error) {
 		}
 		out[i] = r
 	}
-	return out, nil
+	return out
 }
 
 // sameDevices reports whether every device group of n has free as many

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/model"
@@ -34,7 +35,14 @@ type Options struct {
 	// driver.
 	ProfileInPlace bool
 	ProfileSteps   int
-	Logger         hclog.Logger
+	// AbortHold is how long a job whose change was aborted (its checkpoint
+	// never confirmed) is held where it runs: it keeps the capacity it
+	// holds, and the other jobs are planned around it, instead of being
+	// planned onto capacity it will not free. It doubles with every
+	// abort in a row, up to 16 times (default 1 minute, as the nomad
+	// driver's AbortBackoff).
+	AbortHold time.Duration
+	Logger    hclog.Logger
 }
 
 // Scheduler holds the active jobs and their models.
@@ -58,11 +66,15 @@ type entry struct {
 	// current is what runs of the job, as observed; held is the target
 	// of its change in flight, nil when none is.
 	current, held *structs.Placement
-	step          float64
-	loss          []model.LossPoint
-	speeds        map[structs.Shape]*mean
-	lossFit       *model.Loss
-	speedFit      *model.Speed
+	// aborts counts the job's changes aborted in a row, the last at
+	// abortedAt (Unix nanoseconds).
+	aborts    int
+	abortedAt int64
+	step      float64
+	loss      []model.LossPoint
+	speeds    map[structs.Shape]*mean
+	lossFit   *model.Loss
+	speedFit  *model.Speed
 	// profile lists the configurations the job is still to be profiled
 	// at in place; Plan pins the job to the first.
 	profile []structs.Shape
@@ -92,6 +104,9 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 	}
 	if opts.ProfileSteps == 0 {
 		opts.ProfileSteps = 5
+	}
+	if opts.AbortHold == 0 {
+		opts.AbortHold = time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -452,8 +467,8 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
 			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks,
 		}
-		if e.held != nil {
-			held = append(held, planner.Held{Job: pj, Placement: e.held})
+		if h := s.holds(e, now); h != nil {
+			held = append(held, planner.Held{Job: pj, Placement: h})
 			continue
 		}
 		if len(e.profile) > 0 && modelDriven {
@@ -463,10 +478,7 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 		req.Jobs = append(req.Jobs, pj)
 	}
 	s.changed = false
-	var err error
-	if req.Nodes, err = planner.Reserve(nodes, held); err != nil {
-		return nil, err
-	}
+	req.Nodes = planner.Reserve(nodes, held)
 	dec, err := decide(alg, req)
 	if err != nil {
 		return nil, err
@@ -494,6 +506,9 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 	for _, h := range held {
 		p := h.Placement.Copy()
 		p.Reason = "a change to this placement is in flight"
+		if e := s.jobs[p.Key()]; e.held == nil {
+			p.Reason = fmt.Sprintf("held where it runs after %d aborted changes in a row", e.aborts)
+		}
 		placements = append(placements, p)
 	}
 	slices.SortFunc(placements, func(a, b *structs.Placement) int { return a.Key().Compare(b.Key()) })
@@ -548,6 +563,32 @@ func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, chan
 		s.changed = true
 	}
 	e.current, e.held = running, held
+	switch {
+	case change == nil:
+	case change.Phase == structs.ChangeAborted && (e.aborts == 0 || change.Since != e.abortedAt):
+		e.aborts++
+		e.abortedAt = change.Since
+		s.changed = true
+	case change.Phase == structs.ChangeDone:
+		e.aborts = 0
+	}
+}
+
+// holds returns the placement a job keeps whatever the algorithm says,
+// nil when it is free to plan: the target of its change in flight, or
+// what runs of it while it is held after aborted changes (AbortHold).
+func (s *Scheduler) holds(e *entry, now int64) *structs.Placement {
+	if e.held != nil {
+		return e.held
+	}
+	if e.aborts == 0 || e.current == nil {
+		return nil
+	}
+	hold := s.opts.AbortHold << min(e.aborts-1, 4)
+	if now-e.abortedAt < int64(hold) {
+		return e.current
+	}
+	return nil
 }
 
 // Models returns a job's fitted models, nil until fitted.
@@ -657,7 +698,7 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 	e := &entry{job: j, speeds: map[structs.Shape]*mean{}}
 	e.profile = s.inPlace(e)
 	if had {
-		e.current, e.held = prev.current, prev.held
+		e.current, e.held, e.aborts, e.abortedAt = prev.current, prev.held, prev.aborts, prev.abortedAt
 	}
 	s.jobs[key] = e
 	defer func() {

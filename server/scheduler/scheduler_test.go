@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/drf"
@@ -308,4 +309,42 @@ func TestScheduler_InFlight(t *testing.T) {
 	plan, err = s.Plan(h.Nodes, 0)
 	must.NoError(t, err)
 	must.Eq(t, 8, plan.Placements[0].NumPS+plan.Placements[0].NumWorkers+plan.Placements[1].NumPS+plan.Placements[1].NumWorkers)
+}
+
+// TestScheduler_AbortHold: a job whose change was aborted keeps what it
+// runs for AbortHold, doubled with each abort in a row, and the other jobs
+// are planned around it; then it is planned freely again.
+func TestScheduler_AbortHold(t *testing.T) {
+	s := New(drf.New(), Options{ProfileConfigs: -1, AbortHold: time.Minute})
+	must.NoError(t, s.Register(newJob("a")))
+	must.NoError(t, s.Register(newJob("b")))
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 1, 8000, 65536, 0) // room for 8 tasks of 1000 MHz
+	running := &structs.Placement{Namespace: "default", JobID: "a", NumPS: 2, NumWorkers: 6,
+		Nodes: []*structs.NodeTasks{{NodeID: h.Nodes[0].ID, PS: 2, Workers: 6}}}
+	smaller := &structs.Placement{Namespace: "default", JobID: "a", NumPS: 1, NumWorkers: 3,
+		Nodes: []*structs.NodeTasks{{NodeID: h.Nodes[0].ID, PS: 1, Workers: 3}}}
+	abortAt := func(at time.Duration) {
+		s.Observe(running.Key(), running, &structs.Change{Target: smaller, Phase: structs.ChangeAborted, Since: int64(at)})
+	}
+	abortAt(0)
+	plan, err := s.Plan(h.Nodes, int64(30*time.Second))
+	must.NoError(t, err)
+	must.True(t, plan.Placements[0].SameTasks(running), must.Sprint("a keeps what runs"))
+	must.True(t, plan.Placements[1].Paused(), must.Sprint("b is not planned onto a's capacity"))
+
+	plan, err = s.Plan(h.Nodes, int64(61*time.Second))
+	must.NoError(t, err)
+	must.False(t, plan.Placements[0].SameTasks(running), must.Sprint("after the hold, drf shares the node again"))
+	must.False(t, plan.Placements[1].Paused())
+
+	abortAt(70 * time.Second) // a second abort in a row: held for 2 minutes
+	plan, err = s.Plan(h.Nodes, int64(70*time.Second+110*time.Second))
+	must.NoError(t, err)
+	must.True(t, plan.Placements[0].SameTasks(running))
+
+	s.Observe(running.Key(), smaller, &structs.Change{Target: smaller, Phase: structs.ChangeDone, Since: int64(200 * time.Second)})
+	plan, err = s.Plan(h.Nodes, int64(201*time.Second))
+	must.NoError(t, err)
+	must.False(t, plan.Placements[1].Paused(), must.Sprint("a change that is done ends the hold"))
 }
