@@ -130,7 +130,8 @@ func scrapingServer(t *testing.T, consul *agent.Consul, id string) *api.Client {
 	d.Start()
 	t.Cleanup(d.Stop)
 	cfg := server.TestConfig(t, d)
-	cfg.Metrics = collectors.New(collectors.Config{Consul: consul.Client, Wait: time.Second})
+	scraper := collectors.New(collectors.Config{Consul: consul.Client, Wait: time.Second})
+	cfg.Metrics, cfg.Gatherer = scraper, scraper
 	srv := server.TestServer(t, cfg)
 	c, err := api.NewClient(&api.Config{Address: srv.HTTPAddr()})
 	must.NoError(t, err)

@@ -47,6 +47,12 @@ type MetricsSource interface {
 	Samples(ctx context.Context, cursor uint64) ([]structs.Sample, uint64, error)
 }
 
+// Gatherer gathers samples in the background, as the collectors found in
+// Consul are scraped: the server runs it while it leads.
+type Gatherer interface {
+	Run(ctx context.Context)
+}
+
 // Algorithms resolves the algorithm a scheduler configuration names;
 // plugins/loader's Loader is one.
 type Algorithms interface {

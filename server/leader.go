@@ -111,7 +111,7 @@ type leader struct {
 	// the models have seen.
 	ingested map[structs.JobKey]int64
 	// versions are the job versions the scheduler plans with.
-	versions map[structs.JobKey]uint64
+	versions map[structs.JobKey]jobVersion
 	// What the leader last committed, per job: the desired placement, what
 	// runs (observed) and the models; only changes to them are committed.
 	desired  map[structs.JobKey]*structs.Placement
@@ -174,13 +174,11 @@ func (s *Server) newLeader(ctx context.Context) *leader {
 // whole, then polls the driver every Poll and runs a scheduling round
 // every Interval, or at once when jobs or nodes change.
 func (s *Server) leaderLoop(ctx context.Context) {
-	// A metrics source that gathers in the background (the collectors
-	// in Consul) does so while this server leads.
-	if r, ok := s.cfg.Metrics.(interface{ Run(context.Context) }); ok {
+	if g := s.cfg.Gatherer; g != nil {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			r.Run(ctx)
+			g.Run(ctx)
 		}()
 		defer func() { <-done }()
 	}
@@ -210,14 +208,20 @@ func (s *Server) leaderLoop(ctx context.Context) {
 }
 
 // pollInterval is how long the loop waits for the next step: Poll, or a
-// tenth of it while a change is in flight, so that a confirmed checkpoint
-// is acted on promptly.
+// quarter of it while a change is in flight, so that a confirmed
+// checkpoint is acted on promptly.
 func (l *leader) pollInterval() time.Duration {
 	if l.inFlight {
-		return max(l.s.cfg.Poll/10, 10*time.Millisecond)
+		return max(l.s.cfg.Poll/4, 10*time.Millisecond)
 	}
 	return l.s.cfg.Poll
 }
+
+// jobVersion identifies a version of a run of a job: a job purged and
+// registered again starts at version 0 of a new run.
+type jobVersion struct{ create, version uint64 }
+
+func versionOf(j *structs.Job) jobVersion { return jobVersion{j.CreateIndex, j.Version} }
 
 func (l *leader) establish(ctx context.Context) error {
 	s := l.s
@@ -253,7 +257,7 @@ func (l *leader) establish(ctx context.Context) error {
 		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: s.cfg.Profiler == nil,
 		Logger: l.log,
 	})
-	l.versions = map[structs.JobKey]uint64{}
+	l.versions = map[structs.JobKey]jobVersion{}
 	l.updated = map[structs.JobKey]bool{}
 	l.desired = map[structs.JobKey]*structs.Placement{}
 	l.observed = map[structs.JobKey]*structs.Observed{}
@@ -274,7 +278,7 @@ func (l *leader) establish(ctx context.Context) error {
 			l.log.Error("cannot schedule job", "job_id", j.ID, "error", err)
 			continue
 		}
-		l.versions[key] = j.Version
+		l.versions[key] = versionOf(j)
 		if o, err := state.ObservedOf(txn, nil, j.Namespace, j.ID); err != nil {
 			return err
 		} else if o != nil {
@@ -305,6 +309,11 @@ func (l *leader) establish(ctx context.Context) error {
 	}
 	l.profile(ctx, profiled)
 
+	// Learn what runs before anything is enacted: a driver that has not
+	// listed a job yet would report that nothing of it runs.
+	if err := l.syncStatus(ctx); err != nil {
+		l.log.Error("failed to read what runs", "error", err)
+	}
 	// Reconcile the driver with the plan in force: what the last leader
 	// decided for the jobs still active.
 	plan, err := state.LatestPlan(txn, nil)
@@ -494,6 +503,9 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 	}
 	for _, o := range changed {
 		key := structs.NewJobKey(o.Namespace, o.JobID)
+		if prev := l.observed[key]; prev != nil && prev.Change.InFlight() && !o.Change.InFlight() {
+			l.urgent = true // the change ended: plan from where it arrived
+		}
 		l.observed[key] = o
 		l.sched.Observe(key, o.Placement, o.Change)
 		if c := o.Change; c != nil {
@@ -534,7 +546,7 @@ func (l *leader) syncJobs(ctx context.Context) error {
 		active[key] = true
 		v, known := l.versions[key]
 		switch {
-		case known && v == j.Version:
+		case known && v == versionOf(j):
 			continue
 		case known:
 			if err := l.sched.Update(j); err != nil {
@@ -550,7 +562,7 @@ func (l *leader) syncJobs(ctx context.Context) error {
 			}
 			fresh[key] = false
 		}
-		l.versions[key] = j.Version
+		l.versions[key] = versionOf(j)
 		l.urgent = true
 	}
 	for _, k := range l.sched.Keys() {

@@ -88,6 +88,9 @@ type Config struct {
 	// profiled in place. The sim driver is both.
 	Metrics  MetricsSource
 	Profiler Profiler
+	// Gatherer, when set, runs while the server leads: usually the metrics
+	// source itself, when it scrapes in the background.
+	Gatherer Gatherer
 
 	// Clock stamps what the server records and times its rounds; nil
 	// means the wall clock. caravan sim passes the simulated cluster's

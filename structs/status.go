@@ -96,7 +96,8 @@ type JobReport struct {
 }
 
 // Phases of a Change. A change moves checkpointing → starting → done, or
-// ends aborted; a change with nothing to checkpoint starts at starting.
+// ends aborted (before anything was submitted) or failed (after); a
+// change with nothing to checkpoint starts at starting.
 const (
 	// ChangeCheckpointing: the job's checkpoint signal was sent; the
 	// driver waits for a committed sample to confirm a newer checkpoint.
@@ -109,6 +110,10 @@ const (
 	// ChangeAborted: the change was not applied (its checkpoint was not
 	// confirmed, or the cluster refused it); the job runs as it did.
 	ChangeAborted = "aborted"
+	// ChangeFailed: the change was applied but did not complete: tasks of
+	// the new placement failed, or not all of them started in time. What
+	// runs is in the report's Placement.
+	ChangeFailed = "failed"
 )
 
 // Change is a driver's change of one job toward a new placement: a state

@@ -101,8 +101,10 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: scheduler.fallback_algorithm: %v", err))
 		return 1
 	}
+	var gatherer server.Gatherer
 	if consul != nil && cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != "" {
-		wiring.metrics = collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
+		src := collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})
+		wiring.metrics, gatherer = src, src
 	}
 	scfg := server.Config{
 		NodeName: cfg.Name, DataDir: cfg.DataDir, HTTPAddr: cfg.HTTPAddr(), RaftAddr: cfg.RaftAddr(),
@@ -110,7 +112,7 @@ func (c *AgentCommand) Run(args []string) int {
 		RetryInterval: cfg.Server.RetryIntervalDuration,
 		Algorithm:     cfg.Scheduler.Algorithm, AlgorithmOptions: cfg.Scheduler.Options,
 		Interval: cfg.Scheduler.IntervalDuration, Logger: logger,
-		Driver: wiring.driver, NewDriver: wiring.newDriver, Metrics: wiring.metrics, Profiler: wiring.profiler,
+		Driver: wiring.driver, NewDriver: wiring.newDriver, Metrics: wiring.metrics, Profiler: wiring.profiler, Gatherer: gatherer,
 		// On the simulated cluster the server keeps the cluster's time,
 		// which runs Speed times as fast as the wall clock: rounds are
 		// due by it, and trainers' samples are stamped by it.

@@ -50,7 +50,7 @@ type Config struct {
 	// confirmed is not tried again with the same placement; default 1m.
 	AbortBackoff time.Duration
 	// StartTimeout is how long a change waits for its tasks to run before
-	// it counts as done (Nomad goes on placing what it could not), so
+	// it ends as failed (Nomad goes on placing what it could not), so
 	// that the job can be changed again; default 2m.
 	StartTimeout time.Duration
 	// Host is the server whose committed samples confirm checkpoints and
@@ -115,6 +115,9 @@ type jobState struct {
 	restarts int
 	lost     bool
 	lostMsg  string
+	// lostGeneration is the generation whose tasks were lost: a Nomad job
+	// another leader has changed since is not restarted for it.
+	lostGeneration int
 	// aborted is the fingerprint of the last rescale whose checkpoint was
 	// not confirmed, and when; it is not tried again before AbortBackoff.
 	aborted   string

@@ -114,27 +114,26 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
 	js := d.state(key)
 	c := &change{key: key, job: job, placement: p, existing: nj, checkpoint: nj.running()}
-	if js.lost {
+	if js.lost && nj != nil && nj.generation == js.lostGeneration {
 		c.restart, c.checkpoint = true, false
 		return c
 	}
 	if js.flight != nil && js.flight.state.InFlight() {
 		return nil // it finishes the change it is making first
 	}
-	if p.Paused() {
+	fp := Fingerprint(job, p)
+	switch {
+	case js.aborted == fp && time.Since(js.abortedAt) < d.cfg.AbortBackoff:
+		return nil
+	case p.Paused():
 		if !nj.running() {
 			return nil
 		}
 		return c
-	}
-	fp := Fingerprint(job, p)
-	switch {
 	case nj.running() && nj.stub.Meta[metaPlacement] == fp:
 		return nil // already runs it
 	case nj != nil && !nj.stub.Stop && nj.stub.Meta[metaPlacement] == fp:
 		return nil // finished; Status reports how
-	case js.aborted == fp && time.Since(js.abortedAt) < d.cfg.AbortBackoff:
-		return nil
 	}
 	return c
 }
@@ -176,13 +175,14 @@ func (d *Driver) begin(ctx context.Context, c *change) error {
 
 // advance moves a change in flight on: a confirmed checkpoint submits the
 // new placement, a deadline passed aborts it. A change that is starting
-// is done when Status sees all its tasks run, or after StartTimeout.
+// is done when Status sees all its tasks run, and failed after
+// StartTimeout.
 func (d *Driver) advance(ctx context.Context, f *flight) {
 	if f.state.Phase == structs.ChangeStarting {
 		if since := time.Since(time.Unix(0, f.state.Since)); since > d.cfg.StartTimeout {
 			// Nomad keeps placing what it could not; the leader may plan
 			// the job again meanwhile.
-			f.state.Phase, f.state.Since = structs.ChangeDone, time.Now().UnixNano()
+			f.state.Phase, f.state.Since = structs.ChangeFailed, time.Now().UnixNano()
 			f.state.Message = fmt.Sprintf("generation %d submitted; not all its tasks run after %s", f.generation, since.Round(time.Second))
 		}
 		return

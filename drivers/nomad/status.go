@@ -22,22 +22,39 @@ import (
 // TasksRunning event says how long it took, when all tasks of the
 // generation it submitted run.
 func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
-	d.mu.Lock()
-	var flights []*flight
-	for _, js := range d.jobs {
-		if js.flight != nil && js.flight.state.InFlight() {
-			flights = append(flights, js.flight)
-		}
-	}
-	d.mu.Unlock()
-	for _, f := range flights {
-		d.advance(ctx, f)
-	}
 	jobs, err := d.list(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var reports []*structs.JobReport
+	for key, f := range d.flights() {
+		nj := jobs[key]
+		if stale(f, nj) {
+			// The Nomad job is gone or another leader changed it since
+			// this driver started the change (it led before): the change
+			// is not this driver's to finish.
+			d.mu.Lock()
+			d.jobs[key].flight = nil
+			d.mu.Unlock()
+			d.log.Info("dropped a change another leader overtook", "job_id", key.ID)
+			continue
+		}
+		d.advance(ctx, f)
+	}
+	d.mu.Lock()
+	var gone []structs.JobKey
+	for key := range d.jobs {
+		if jobs[key] == nil {
+			gone = append(gone, key)
+		}
+	}
+	d.mu.Unlock()
+	for _, key := range gone {
+		// Planned, but Nomad does not list it (not submitted yet, or
+		// purged outside Caravan): nothing of it runs.
+		d.state(key).running = nil
+		reports = append(reports, d.report(key))
+	}
 	for key, nj := range jobs {
 		js := d.state(key)
 		if nj.stub.Stop {
@@ -76,9 +93,9 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			r.Message = fmt.Sprintf("tasks failed after %d restarts from the checkpoint: %s", js.restarts, r.Message)
 		case failed > 0:
 			r.Replan = true
-			js.lost, js.lostMsg = true, r.Message
+			js.lost, js.lostMsg, js.lostGeneration = true, r.Message, nj.generation
 			if f != nil && f.state.InFlight() {
-				f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, "tasks failed: "+r.Message, time.Now().UnixNano()
+				f.state.Phase, f.state.Message, f.state.Since = structs.ChangeFailed, "tasks failed: "+r.Message, time.Now().UnixNano()
 				r.Change = f.state.Copy()
 			}
 		case want > 0 && complete == want:
@@ -91,6 +108,36 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		reports = append(reports, r)
 	}
 	return reports, nil
+}
+
+// flights returns the changes in flight.
+func (d *Driver) flights() map[structs.JobKey]*flight {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[structs.JobKey]*flight{}
+	for key, js := range d.jobs {
+		if js.flight != nil && js.flight.state.InFlight() {
+			out[key] = js.flight
+		}
+	}
+	return out
+}
+
+// stale reports whether a change in flight is no longer this driver's:
+// the Nomad job is at another generation than the change expects.
+func stale(f *flight, nj *nomadJob) bool {
+	want := f.generation // starting: the generation it submitted
+	if f.state.Phase == structs.ChangeCheckpointing {
+		want = 0
+		if f.existing != nil {
+			want = f.existing.generation
+		}
+	}
+	have := 0
+	if nj != nil {
+		have = nj.generation
+	}
+	return want != have
 }
 
 // report is what the driver knows of a job without asking Nomad: what

@@ -211,6 +211,16 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		if j.SubmitTime == 0 {
 			j.SubmitTime = now
 		}
+		if j.CreateIndex == index {
+			// A new run: what was decided for and ran of an earlier run
+			// is no longer so.
+			for _, t := range []string{TableDesired, TableObserved} {
+				w.touched[t] = true
+				if _, err := w.txn.DeleteAll(t, "id", j.Namespace, j.ID); err != nil {
+					return fmt.Errorf("start job %q anew: %w", j.ID, err)
+				}
+			}
+		}
 		if err := w.insert(TableJobs, j); err != nil {
 			return err
 		}

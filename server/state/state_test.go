@@ -319,3 +319,21 @@ func TestRegisterJob_Idempotent(t *testing.T) {
 	must.Eq(t, 11, job.CreateIndex)
 	must.SliceLen(t, 3, versions())
 }
+
+// TestRegisterJob_NewRunForgets: a job that ended and is registered again
+// starts a new run: what was decided for and ran of the last run is gone.
+func TestRegisterJob_NewRunForgets(t *testing.T) {
+	s := newStore(t, "a")
+	two := placement("a", 2)
+	must.NoError(t, s.ApplyDecision(2, 0, "drf", []*structs.Placement{two}, nil))
+	must.NoError(t, s.UpsertObserved(3, 0, []*structs.Observed{observed(two, &structs.Change{Target: two, Phase: structs.ChangeStarting})}))
+	must.NoError(t, s.StopJob(4, 0, structs.DefaultNamespace, "a", false))
+	_, err := s.RegisterJob(5, 0, mockJob("a"), true)
+	must.NoError(t, err)
+	d, err := Desired(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Nil(t, d)
+	o, err := ObservedOf(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Nil(t, o)
+}
