@@ -185,6 +185,8 @@ type Task struct {
 	// DeviceCounts sums the device counts by device type ("gpu"), for
 	// algorithms that reason about aggregate capacity.
 	DeviceCounts map[string]int
+	// deviceTypes is the type of each of Devices.
+	deviceTypes []string
 
 	// DistinctHosts allows at most one task of this role per node.
 	DistinctHosts bool
@@ -222,9 +224,11 @@ func (c *Cluster) NewTask(j *structs.Job, r *structs.Role) *Task {
 	}
 	if len(t.Devices) > 0 {
 		t.DeviceCounts = map[string]int{}
-		for _, d := range t.Devices {
+		t.deviceTypes = make([]string, len(t.Devices))
+		for k, d := range t.Devices {
 			id, _ := structs.ParseDeviceID(d.Name)
 			t.DeviceCounts[id.Type] += d.Count
+			t.deviceTypes[k] = id.Type
 		}
 	}
 	return t

@@ -231,8 +231,7 @@ func (c *Cluster) exhaustedOn(i int, tasks JobTasks, s structs.Shape) string {
 			continue
 		}
 		if k := c.shortDevice(i, r.t, r.n, devs); k >= 0 {
-			id, _ := structs.ParseDeviceID(r.t.Devices[k].Name)
-			return id.Type
+			return r.t.deviceTypes[k]
 		}
 	}
 	return ""

@@ -112,6 +112,10 @@ type leader struct {
 	ingested map[structs.JobKey]int64
 	// versions are the job versions the scheduler plans with.
 	versions map[structs.JobKey]jobVersion
+	// jobsIndex and samplesIndex are the state's jobs and samples
+	// indexes when they were last read: a step reads them again only
+	// when they moved.
+	jobsIndex, samplesIndex uint64
 	// What the leader last committed, per job: the desired placement, what
 	// runs (observed) and the models; only changes to them are committed.
 	desired  map[structs.JobKey]*structs.Placement
@@ -402,11 +406,11 @@ func (l *leader) step(ctx context.Context) error {
 	if l.sched.Profiled() {
 		l.urgent = true
 	}
-	if l.unenacted != nil {
-		if err := l.enact(ctx, l.unenacted); err != nil {
-			return fmt.Errorf("enact plan %d again: %w", l.unenacted.Index, err)
+	if plan := l.unenacted; plan != nil {
+		if err := l.enact(ctx, plan); err != nil {
+			return fmt.Errorf("enact plan %d again: %w", plan.Index, err)
 		}
-		l.log.Info("enacted plan after the driver recovered", "plan_index", l.unenacted.Index)
+		l.log.Info("enacted plan after the driver recovered", "plan_index", plan.Index)
 	}
 	now := s.now()
 	if !l.urgent && now.Before(l.nextRound) {
@@ -532,10 +536,16 @@ func sameObserved(a, b *structs.Observed) bool {
 // its latest version: a new version reaches the next round, which it
 // triggers.
 func (l *leader) syncJobs(ctx context.Context) error {
-	jobs, err := state.Jobs(l.s.State().Txn(), nil, "")
+	txn := l.s.State().Txn()
+	index := state.IndexOf(txn, state.TableJobs)
+	if index == l.jobsIndex {
+		return nil
+	}
+	jobs, err := state.Jobs(txn, nil, "")
 	if err != nil {
 		return err
 	}
+	l.jobsIndex = index
 	active := map[structs.JobKey]bool{}
 	fresh := map[structs.JobKey]bool{}
 	for _, j := range jobs {
@@ -662,10 +672,15 @@ func (l *leader) syncSamples(ctx context.Context) error {
 // reported them to the API. A history thinned since then has lost some
 // of them; the models get those still held.
 func (l *leader) ingest(txn *memdb.Txn) error {
+	index := state.IndexOf(txn, state.TableSamples)
+	if index == l.samplesIndex {
+		return nil
+	}
 	all, err := state.AllSamples(txn, nil)
 	if err != nil {
 		return err
 	}
+	l.samplesIndex = index
 	for _, js := range all {
 		key := structs.JobKey{Namespace: js.Namespace, ID: js.JobID}
 		fresh := js.Received - l.ingested[key]

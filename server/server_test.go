@@ -199,10 +199,11 @@ func TestCluster_FailoverLosesNothing(t *testing.T) {
 	agent.WaitFor(t, 20*time.Second, "new job placed by the new leader", jobStatus(t, nc, "c", structs.JobStatusRunning))
 }
 
-// flakyDriver is a driver whose cluster can be made unreachable.
+// flakyDriver is a driver whose cluster can be made unreachable, or
+// refuse only plans (enactDown).
 type flakyDriver struct {
 	Driver
-	down atomic.Bool
+	down, enactDown atomic.Bool
 }
 
 var errUnreachable = errors.New("dial tcp 127.0.0.1:4646: connection refused")
@@ -222,7 +223,7 @@ func (d *flakyDriver) Status(ctx context.Context) ([]*structs.JobReport, error) 
 }
 
 func (d *flakyDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
-	if d.down.Load() {
+	if d.down.Load() || d.enactDown.Load() {
 		return nil, errUnreachable
 	}
 	return d.Driver.Enact(ctx, plan, jobs)
@@ -519,4 +520,32 @@ func TestLeader_UpdateLowersMax(t *testing.T) {
 	versions, _, err := c.Jobs().Versions("a", nil)
 	must.NoError(t, err)
 	must.SliceLen(t, 2, versions)
+}
+
+// TestLeader_EnactRetried: a plan the driver refused is enacted again at
+// every step, and once the driver takes it the job runs (the leader used
+// to crash there).
+func TestLeader_EnactRetried(t *testing.T) {
+	d := &flakyDriver{Driver: simDriver(t, 50)}
+	d.enactDown.Store(true)
+	s := TestServer(t, TestConfig(t, d))
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	must.NoError(t, err)
+	agent.WaitFor(t, 10*time.Second, "a driver error", func() error {
+		events, _, err := c.Events(0, "", nil)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.Type == structs.EventDriverError {
+				return nil
+			}
+		}
+		return errors.New("no driver error yet")
+	})
+	d.enactDown.Store(false)
+	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "a", structs.JobStatusRunning))
+	must.True(t, s.IsLeader())
 }

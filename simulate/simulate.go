@@ -167,6 +167,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 
 	next, finished, last, stuck := 0, 0, -1.0, 0
+	var jobsIndex uint64
 	for {
 		t := min(at(srv.NextRound()), driver.NextEvent())
 		if next < len(jobs) {
@@ -194,14 +195,17 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		if err := srv.Step(ctx); err != nil {
 			return nil, fmt.Errorf("step at %.0fs: %w", last, err)
 		}
-		done, err := ended(srv)
-		if err != nil {
-			return nil, err
+		if index := srv.State().Index(state.TableJobs); index != jobsIndex {
+			jobsIndex = index
+			done, err := ended(srv)
+			if err != nil {
+				return nil, err
+			}
+			if done != finished && opts.Progress != nil {
+				opts.Progress(done, len(jobs))
+			}
+			finished = done
 		}
-		if done != finished && opts.Progress != nil {
-			opts.Progress(done, len(jobs))
-		}
-		finished = done
 	}
 	res := &Result{Policy: alg.Name()}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()

@@ -69,7 +69,18 @@ type DeviceID struct {
 	Name   string
 }
 
-var deviceSegment = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.+-]*$`)
+// deviceSegment reports whether s is a valid vendor or type:
+// [a-zA-Z0-9][a-zA-Z0-9_.+-]*. Planners parse device names for every job
+// at every round, so it is a loop rather than a regular expression.
+func deviceSegment(s string) bool {
+	for i, r := range s {
+		alnum := 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("_.+-", r)) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // ParseDeviceID parses a device name of a request: "gpu", "nvidia/gpu" or
 // "nvidia/gpu/Tesla V100-SXM2-16GB" (a model may contain spaces).
@@ -85,7 +96,7 @@ func ParseDeviceID(s string) (DeviceID, error) {
 		if p == "" {
 			return bad("has an empty part")
 		}
-		if i < 2 && !deviceSegment.MatchString(p) {
+		if i < 2 && !deviceSegment(p) {
 			return bad(fmt.Sprintf("has an invalid part %q", p))
 		}
 	}

@@ -105,6 +105,9 @@ type Driver struct {
 	// changes holds each job's latest change: the simulator applies a
 	// change at once, so every change it reports is done.
 	changes map[structs.JobKey]*structs.Change
+	// converged holds the completion message of each job that finished,
+	// worked out once.
+	converged map[*job]string
 }
 
 // NewDriver returns a stopped Driver over a new Sim of cfg.Cluster; Start
@@ -136,7 +139,7 @@ func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
 	return &Driver{
 		cfg: cfg, log: cfg.Logger.Named("sim"), clock: clock, epoch: clock(),
 		sim: New(cfg.Cluster), deferred: map[structs.JobKey][]structs.Shape{},
-		changes: map[structs.JobKey]*structs.Change{},
+		changes: map[structs.JobKey]*structs.Change{}, converged: map[*job]string{},
 	}
 }
 
@@ -420,7 +423,12 @@ func (d *Driver) report(j *job) *structs.JobReport {
 	switch {
 	case j.finish >= 0:
 		r.Status = structs.JobStatusComplete
-		r.Message = "converged at epoch " + strconv.FormatFloat(math.Round(j.truth.Epoch(j.step)*100)/100, 'f', -1, 64)
+		msg, ok := d.converged[j]
+		if !ok {
+			msg = "converged at epoch " + strconv.FormatFloat(math.Round(j.truth.Epoch(j.step)*100)/100, 'f', -1, 64)
+			d.converged[j] = msg
+		}
+		r.Message = msg
 	case !j.running():
 		r.Message = "waiting for tasks"
 	case j.restartTo > d.sim.now:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -506,7 +505,12 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 					}
 					js = &structs.JobSamples{Namespace: ns, JobID: smp.JobID}
 					if prev != nil {
-						js.Samples, js.Received = slices.Clone(prev.Samples), prev.Received
+						// The new row appends to the stored row's backing
+						// array: readers of the stored row never look past
+						// its length, and writes are serialised, so they
+						// never see what is appended. Copying the history
+						// at every batch cost more than the samples.
+						js.Samples, js.Received = prev.Samples, prev.Received
 					}
 					order = append(order, key)
 				}
