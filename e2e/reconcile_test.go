@@ -26,7 +26,9 @@ import (
 // collector sidecars, aborted when its checkpoint never comes, and
 // started by a new version of a job.
 
-// elasticTrainerJob is trainerJob with up to maxWorkers workers.
+// elasticTrainerJob is a parameter-server job of examples/trainer: up to
+// maxWorkers workers with a GPU each and one parameter server, converging
+// in a few hundred steps.
 func elasticTrainerJob(id, trainer string, maxWorkers int) *api.JobRegisterRequest {
 	hcl := fmt.Sprintf(`
 job %[1]q {

@@ -31,60 +31,7 @@ func buildTrainer(t *testing.T) string {
 // workers with a GPU each and one parameter server, converging in a few
 // hundred steps.
 func trainerJob(id, trainer string) *api.JobRegisterRequest {
-	hcl := fmt.Sprintf(`
-job %[1]q {
-  training {
-    architecture      = "ps"
-    mode              = "sync"
-    global_batch_size = 240
-    steps_per_epoch   = 40
-    convergence {
-      threshold  = 0.02
-      patience   = 2
-      max_epochs = 8
-    }
-  }
-  elastic {
-    workers {
-      min = 1
-      max = 4
-    }
-    parameter_servers {
-      min = 1
-      max = 1
-    }
-    checkpoint {
-      timeout = "30s"
-    }
-  }
-  worker {
-    driver = "raw_exec"
-    config {
-      command = %[2]q
-      args    = ["-features", "100", "-examples", "20000", "-sample-cost", "1ms"]
-    }
-    resources {
-      cpu    = 100
-      memory = 128
-      device "nvidia/gpu" {
-        count = 1
-      }
-    }
-  }
-  parameter_server {
-    driver = "raw_exec"
-    config {
-      command = %[2]q
-      args    = ["-features", "100", "-examples", "20000"]
-    }
-    resources {
-      cpu    = 100
-      memory = 128
-    }
-  }
-}
-`, id, trainer)
-	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
+	return elasticTrainerJob(id, trainer, 4)
 }
 
 // trainingOnNomad starts a Nomad cluster with 4 fake GPUs and a caravan

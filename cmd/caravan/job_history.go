@@ -20,9 +20,11 @@ func (c *JobHistoryCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan job history [options] <job>
 
-  Lists the placements the scheduler gave the job, newest first: when, at
-  which plan index and by which algorithm, how many parameter servers and
-  workers on which nodes, and why.
+  Lists the placements that ran of the job, newest first, as its driver
+  reported them: when, at which plan index and by which algorithm they were
+  decided, how many parameter servers and workers on which nodes, and why.
+  A change that was aborted never ran, so it is not listed; "caravan job
+  status" shows a change under way.
 
 History Options:
 ` + namespaceOption + `
