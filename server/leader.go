@@ -502,7 +502,7 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 		return nil
 	}
 	req := &fsm.ObservedUpsertRequest{Observed: changed, Time: l.s.now().UnixNano()}
-	if _, _, err := l.s.apply(ctx, fsm.ObservedUpsertType, req); err != nil {
+	if _, _, err := l.s.apply(ctx, fsm.ObservedUpsertType|newTypeFlag, req); err != nil {
 		return err
 	}
 	for _, o := range changed {
@@ -693,6 +693,11 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 	return nil
 }
 
+// newTypeFlag marks the message types this version added: a server of an
+// earlier version, in a rolling upgrade, skips them with a warning instead
+// of stopping (it keeps showing its whole-cluster plans until upgraded).
+const newTypeFlag = fsm.IgnoreUnknownTypeFlag
+
 // maxSampleBatch bounds the samples one Raft entry carries.
 const maxSampleBatch = 512
 
@@ -721,7 +726,7 @@ func (l *leader) round(ctx context.Context) error {
 	}
 	index := l.s.State().Index(state.TableDecision)
 	if len(req.Placements) > 0 || len(req.Models) > 0 || plan.Algorithm != l.decidedBy {
-		if _, index, err = l.s.apply(ctx, fsm.DecisionApplyType, req); err != nil {
+		if _, index, err = l.s.apply(ctx, fsm.DecisionApplyType|newTypeFlag, req); err != nil {
 			return err
 		}
 		for _, p := range req.Placements {

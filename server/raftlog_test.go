@@ -189,7 +189,7 @@ func readRaftLog(t *testing.T, path string, rows []raftLogRow) map[fsm.MessageTy
 		if entry.Type != raft.LogCommand || len(entry.Data) == 0 {
 			continue
 		}
-		typ := fsm.MessageType(entry.Data[0])
+		typ := fsm.MessageType(entry.Data[0]) &^ fsm.IgnoreUnknownTypeFlag
 		if typ == fsm.JobRegisterType {
 			registered++
 			// The registration opens the next bucket when the last one
