@@ -39,6 +39,19 @@ func testAgent(t *testing.T) string {
 	return "http://" + srv.HTTPAddr()
 }
 
+// longJobFile is jobFile with a job that trains for days of the fast
+// cluster's time, so that it still runs however slowly the test goes.
+func longJobFile(t *testing.T, id string) string {
+	t.Helper()
+	path := jobFile(t, id)
+	src, err := os.ReadFile(path)
+	must.NoError(t, err)
+	long := strings.NewReplacer("threshold  = 0.01", "threshold  = 0.000001", "max_epochs = 20", "max_epochs = 100000").Replace(string(src))
+	must.NotEq(t, string(src), long)
+	must.NoError(t, os.WriteFile(path, []byte(long), 0o644))
+	return path
+}
+
 // jobFile writes examples/demo.hcl, renamed to job id, to a temporary file.
 func jobFile(t *testing.T, id string) string {
 	t.Helper()
@@ -272,7 +285,7 @@ func TestClientCommands(t *testing.T) {
 	})
 
 	t.Run("job run is declarative; versions, inspect, revert; stop", func(t *testing.T) {
-		path := jobFile(t, "stoppable")
+		path := longJobFile(t, "stoppable")
 		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-detach", path)
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`^Job registered: stoppable \(version 0, index \d+\)\n$`), out)
