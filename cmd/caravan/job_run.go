@@ -173,40 +173,45 @@ func (c *JobRunCommand) follow(ctx context.Context, client *api.Client, namespac
 	}
 	// A registration that restarted an ended job set its CreateIndex; its
 	// placements are of the run before.
-	updated := cur.Job.CreateIndex < resp.Index && decidedSince(cur, 0) != nil
+	updated := cur.Job.CreateIndex < resp.Index && cur.Placement != nil
 	switch {
-	case resp.Unchanged && (updated || structs.Terminal(cur.Job.Status)):
+	case resp.Unchanged && structs.Terminal(cur.Job.Status):
 		return cur, 0, nil
+	case resp.Unchanged && updated:
+		// The placement it has, once the driver took it up.
+		sum, err := followToPlacement(ctx, client, namespace, resp.JobID, 0)
+		return sum, 0, err
 	case updated:
 		say("==> Waiting for the scheduler's next round...")
-		sum, err := followToNextRound(ctx, client, namespace, resp)
+		if err := followToNextRound(ctx, client, resp); err != nil {
+			return nil, 0, err
+		}
+		sum, err := followToPlacement(ctx, client, namespace, resp.JobID, 0)
 		return sum, 0, err
 	}
 	say("==> Waiting for a placement...")
-	sum, err := followToPlacement(ctx, client, namespace, resp)
+	sum, err := followToPlacement(ctx, client, namespace, resp.JobID, resp.Index)
 	return sum, resp.Index, err
 }
 
 // followToNextRound waits with blocking queries until the leader commits a
-// plan after the registration resp, and returns the job's summary then. It
-// returns ctx's error when ctx ends first.
-func followToNextRound(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
+// decision after the registration resp. It returns ctx's error when ctx
+// ends first.
+func followToNextRound(ctx context.Context, client *api.Client, resp *api.JobRegisterResponse) error {
 	q := &api.QueryOptions{WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
 	for {
 		plan, meta, err := client.LatestPlan(q)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
-			return nil, err
+			return err
 		}
 		if plan.Index > resp.Index {
-			break
+			return nil
 		}
 		q.WaitIndex = max(q.WaitIndex, meta.LastIndex)
 	}
-	sum, _, err := client.Jobs().Summary(resp.JobID, &api.QueryOptions{Namespace: namespace, Context: ctx})
-	return sum, err
 }
 
 // decidedSince returns the job's desired placement if a decision
@@ -227,20 +232,20 @@ func decidedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
 }
 
 // followToPlacement waits with blocking queries until a decision after
-// the registration resp gives its job a placement (see decidedSince) or
-// the job reaches a terminal status, and returns its summary then. It returns ctx's error when ctx
-// ends first.
-func followToPlacement(ctx context.Context, client *api.Client, namespace string, resp *api.JobRegisterResponse) (*api.JobSummary, error) {
-	q := &api.QueryOptions{Namespace: namespace, WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
+// index gives job id a placement (see decidedSince) or the job reaches a
+// terminal status, and returns its summary then. It returns ctx's error
+// when ctx ends first.
+func followToPlacement(ctx context.Context, client *api.Client, namespace, id string, index uint64) (*api.JobSummary, error) {
+	q := &api.QueryOptions{Namespace: namespace, WaitIndex: index, WaitTime: followWait, Context: ctx}
 	for {
-		sum, meta, err := client.Jobs().Summary(resp.JobID, q)
+		sum, meta, err := client.Jobs().Summary(id, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, err
 		}
-		if decidedSince(sum, resp.Index) != nil || structs.Terminal(sum.Job.Status) {
+		if decidedSince(sum, index) != nil || structs.Terminal(sum.Job.Status) {
 			return sum, nil
 		}
 		if meta.LastIndex > q.WaitIndex {
