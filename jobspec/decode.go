@@ -222,13 +222,17 @@ func (d *decoder) elastic(b *hcl.Block, path string) *structs.Elastic {
 		e.ParameterServers = &ps
 	}
 	if cb := d.single(c, path, "checkpoint"); cb != nil {
-		p := join(path, "checkpoint")
-		cc := d.content(cb.Body, checkpointSchema)
-		e.Checkpoint = &structs.Checkpoint{}
-		d.attr(cc, p, "signal", &e.Checkpoint.Signal)
-		d.duration(cc, p, "timeout", &e.Checkpoint.Timeout)
+		e.Checkpoint = d.checkpoint(cb, join(path, "checkpoint"))
 	}
 	return e
+}
+
+func (d *decoder) checkpoint(b *hcl.Block, path string) *structs.Checkpoint {
+	c := d.content(b.Body, checkpointSchema)
+	cp := &structs.Checkpoint{}
+	d.attr(c, path, "signal", &cp.Signal)
+	d.duration(c, path, "timeout", &cp.Timeout)
+	return cp
 }
 
 func (d *decoder) bounds(b *hcl.Block, path string) structs.Bounds {
@@ -240,8 +244,12 @@ func (d *decoder) bounds(b *hcl.Block, path string) structs.Bounds {
 }
 
 func (d *decoder) role(b *hcl.Block, path string) *structs.Role {
+	return d.roleFrom(d.content(b.Body, roleSchema), path)
+}
+
+// roleFrom decodes a role template, or a Nomad task, from its content.
+func (d *decoder) roleFrom(c *hcl.BodyContent, path string) *structs.Role {
 	r := &structs.Role{}
-	c := d.content(b.Body, roleSchema)
 	d.attr(c, path, "driver", &r.Driver)
 	if cb := d.single(c, path, "config"); cb != nil {
 		r.Config = d.anyMap(cb.Body, join(path, "config"))

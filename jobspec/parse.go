@@ -41,15 +41,33 @@ func NewParser() *Parser { return &Parser{p: hclparse.NewParser()} }
 // hcl.NewDiagnosticTextWriter.
 func (p *Parser) Files() map[string]*hcl.File { return p.p.Files() }
 
-// Parse parses one jobspec. It returns a canonicalized job that passed
-// structs.Job.Validate, or nil and diagnostics holding every error found.
-// Warnings may accompany a job.
+// Parse parses one Caravan jobspec. It returns a canonicalized job that
+// passed structs.Job.Validate, or nil and diagnostics holding every error
+// found. Warnings may accompany a job. A Nomad job file (FormatNomad) is
+// an error that says to run it with nomad job run.
 func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
+	job, format, diags := p.ParseAny(cfg)
+	if format == FormatNomad {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "A Nomad job file",
+			Detail:   "This is a Nomad job (it has group blocks): run it with nomad job run, and Caravan takes it over from Nomad through its caravan scaling policies; or turn it into a Caravan jobspec with caravan job convert.",
+		})
+	}
+	return job, diags
+}
+
+// ParseAny parses one jobspec of either format, Caravan's or Nomad's with
+// caravan scaling policies (see nomad.go), and says which it is: a job
+// block with group blocks is a Nomad job. Of a Nomad job file only what
+// Caravan uses is checked, and the job has no Nomad template (Nomad
+// makes it: see FromNomad). Otherwise it is as Parse.
+func (p *Parser) ParseAny(cfg *Config) (*structs.Job, string, hcl.Diagnostics) {
 	src := cfg.Src
 	if src == nil {
 		var err error
 		if src, err = os.ReadFile(cfg.Filename); err != nil {
-			return nil, hcl.Diagnostics{{
+			return nil, "", hcl.Diagnostics{{
 				Severity: hcl.DiagError,
 				Summary:  "Failed to read jobspec",
 				Detail:   err.Error(),
@@ -64,7 +82,7 @@ func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
 		file, diags = p.p.ParseHCL(src, cfg.Filename)
 	}
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, "", diags
 	}
 
 	content, d := file.Body.Content(rootSchema)
@@ -79,9 +97,9 @@ func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
 	switch {
 	case len(jobs) == 0 && diags.HasErrors():
 		// Most likely a job block HCL rejected, e.g. for a missing label.
-		return nil, diags
+		return nil, "", diags
 	case len(jobs) == 0:
-		return nil, append(diags, &hcl.Diagnostic{
+		return nil, "", append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Missing job block",
 			Detail:   `A jobspec must define one job block, e.g. job "resnet50" { ... }.`,
@@ -94,15 +112,27 @@ func (p *Parser) Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) {
 	}
 
 	dec := newDecoder(ctx)
-	job := dec.job(jobs[0])
+	format, job := FormatCaravan, (*structs.Job)(nil)
+	if isNomadJob(jobs[0]) {
+		format, job = FormatNomad, dec.nomadJob(jobs[0])
+	} else {
+		job = dec.job(jobs[0])
+	}
 	diags = append(diags, dec.diags...)
 	job.Canonicalize()
 	diags = append(diags, dec.validation(job.Validate())...)
 	SortDiagnostics(diags)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, format, diags
 	}
-	return job, diags
+	return job, format, diags
+}
+
+// isNomadJob reports whether a job block is a Nomad job's: whether it
+// has groups.
+func isNomadJob(b *hcl.Block) bool {
+	c, _, _ := b.Body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "group", LabelNames: []string{"name"}}}})
+	return c != nil && len(c.Blocks) > 0
 }
 
 // Parse parses one jobspec with a new Parser; see Parser.Parse.

@@ -184,3 +184,41 @@ func TestParse_UnreadableFile(t *testing.T) {
 	must.Nil(t, job)
 	must.StrContains(t, diags.Error(), "Failed to read jobspec")
 }
+
+// TestParseAny_Nomad parses the Nomad job files in testdata/nomad as
+// TestParse_Valid and TestParse_Invalid do Caravan's.
+func TestParseAny_Nomad(t *testing.T) {
+	valid, err := filepath.Glob("testdata/nomad/valid/*.hcl")
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, valid)
+	for _, file := range valid {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			job, format, diags := NewParser().ParseAny(&Config{Filename: file})
+			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			must.Eq(t, FormatNomad, format)
+			got, err := json.MarshalIndent(job, "", "  ")
+			must.NoError(t, err)
+			golden(t, strings.TrimSuffix(file, ".hcl")+".json", string(got)+"\n")
+		})
+	}
+	invalid, err := filepath.Glob("testdata/nomad/invalid/*.hcl")
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, invalid)
+	for _, file := range invalid {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			job, format, diags := NewParser().ParseAny(&Config{Filename: file})
+			must.Nil(t, job)
+			must.Eq(t, FormatNomad, format)
+			must.True(t, diags.HasErrors())
+			golden(t, strings.TrimSuffix(file, ".hcl")+".errors", render(diags))
+		})
+	}
+}
+
+// TestParse_NomadFile checks that Parse, which registrations use, turns a
+// Nomad job file away with a word on how to run it.
+func TestParse_NomadFile(t *testing.T) {
+	job, diags := Parse(&Config{Filename: "testdata/nomad/valid/resnet50.nomad.hcl"})
+	must.Nil(t, job)
+	must.StrContains(t, diags.Error(), "nomad job run")
+}

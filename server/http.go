@@ -126,7 +126,7 @@ func errorCode(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, state.ErrJobNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, state.ErrJobExists):
+	case errors.Is(err, state.ErrJobExists), errors.Is(err, state.ErrJobElsewhere):
 		return http.StatusConflict
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader):
 		return http.StatusServiceUnavailable

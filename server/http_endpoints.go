@@ -77,6 +77,8 @@ func registeredJob(req *api.JobRegisterRequest) (*structs.Job, error) {
 		}
 	case job == nil:
 		return nil, badRequest("request has no Job and no JobHCL")
+	case job.Nomad != nil:
+		return nil, badRequest("Job.Nomad is set by Caravan for the jobs it finds in Nomad; run a Nomad job with nomad job run")
 	}
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {

@@ -20,6 +20,18 @@ func (j *Job) Copy() *Job {
 	c.Elastic = j.Elastic.Copy()
 	c.Worker = j.Worker.Copy()
 	c.ParameterServer = j.ParameterServer.Copy()
+	c.Nomad = j.Nomad.Copy()
+	return &c
+}
+
+// Copy returns a deep copy of the Nomad source.
+func (n *NomadSource) Copy() *NomadSource {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Groups = maps.Clone(n.Groups)
+	c.Template = slices.Clone(n.Template)
 	return &c
 }
 

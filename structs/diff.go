@@ -152,6 +152,10 @@ var serverFields = map[string]bool{
 	"SubmitTime": true, "CreateIndex": true, "ModifyIndex": true,
 }
 
+// A field tagged `diff:"-"` is not compared either: it is bulk whose
+// changes other fields mark (a new NomadSource.Template comes with a new
+// JobModifyIndex).
+
 // specNames are the jobspec names of fields that snake case does not give.
 var specNames = map[string]string{
 	"Constraints": "constraint", "Affinities": "affinity", "Speeds": "speed",
@@ -181,7 +185,7 @@ func flatten(path string, v reflect.Value, out *[]leaf) {
 		t := v.Type()
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if !f.IsExported() || t == jobType && serverFields[f.Name] {
+			if !f.IsExported() || t == jobType && serverFields[f.Name] || f.Tag.Get("diff") == "-" {
 				continue
 			}
 			flatten(join(path, specName(f.Name)), v.Field(i), out)

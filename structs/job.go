@@ -89,6 +89,12 @@ type Job struct {
 	// servers run the worker template with CARAVAN_ROLE=ps.
 	ParameterServer *Role
 
+	// Nomad is set for a job declared in Nomad, a Nomad job whose groups
+	// carry a caravan scaling policy (see jobspec.FromNomad), and nil for
+	// jobspecs and API submissions. Caravan runs such a job as versions of
+	// that Nomad job, with its groups as templates.
+	Nomad *NomadSource
+
 	// Fields below are set by the server, never by the jobspec.
 	Status            string
 	StatusDescription string
@@ -97,6 +103,24 @@ type Job struct {
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
+
+// NomadSource is the Nomad job version a job was declared by.
+type NomadSource struct {
+	// JobModifyIndex is Nomad's JobModifyIndex of the version, the user's
+	// own: Caravan overwrites the Nomad job only while this version, or
+	// one Caravan wrote after it, is current.
+	JobModifyIndex uint64
+	// Groups names, by role (RoleWorker, RolePS), the template's group
+	// that carries it.
+	Groups map[string]string
+	// Template is the Nomad job as the user submitted it, encoded as
+	// nomad/api's JSON, with the fields Nomad sets (status, indexes,
+	// versions) cleared. It is at most MaxNomadTemplate bytes.
+	Template []byte `diff:"-"`
+}
+
+// MaxNomadTemplate bounds NomadSource.Template.
+const MaxNomadTemplate = 1 << 20
 
 // Training describes how the job trains and when it is done.
 type Training struct {
@@ -324,7 +348,19 @@ func (j *Job) Validate() error {
 			j.ParameterServer.validate(v.at(psBlock))
 		}
 	}
+	if n := j.Nomad; n != nil {
+		n.validate(v.at("nomad"))
+	}
 	return v.err()
+}
+
+func (n *NomadSource) validate(v validator) {
+	if len(n.Template) > MaxNomadTemplate {
+		v.fail("template", "%d bytes is more than %d", len(n.Template), MaxNomadTemplate)
+	}
+	if n.Groups[RoleWorker] == "" {
+		v.fail("groups", "no group has role %q", RoleWorker)
+	}
 }
 
 func (t *Training) validate(v validator) {

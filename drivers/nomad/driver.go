@@ -239,9 +239,11 @@ func (n *nomadJob) running() bool {
 	return n != nil && !n.stub.Stop && n.stub.Status != jobStatusDead
 }
 
-// list returns the Nomad jobs Caravan submitted, by Caravan job.
+// list returns the Nomad jobs whose current version Caravan submitted,
+// by Caravan job: a job declared in Nomad whose user's version is
+// current is not Caravan's (yet, or any more).
 func (d *Driver) list(ctx context.Context) (map[structs.JobKey]*nomadJob, error) {
-	q := (&api.QueryOptions{Namespace: d.queryNamespace(), Prefix: JobPrefix}).WithContext(ctx)
+	q := (&api.QueryOptions{Namespace: d.queryNamespace()}).WithContext(ctx)
 	stubs, _, err := d.client.Jobs().ListOptions(&api.JobListOptions{Fields: &api.JobListFields{Meta: true}}, q)
 	if err != nil {
 		return nil, fmt.Errorf("list Nomad jobs: %w", err)

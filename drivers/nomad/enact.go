@@ -216,7 +216,7 @@ func (d *Driver) abort(ctx context.Context, f *flight, why string) {
 func (d *Driver) submit(ctx context.Context, f *flight) error {
 	js := d.state(f.key)
 	c := f.change
-	if c.placement.Paused() {
+	if c.placement.Paused() && c.job.Nomad == nil {
 		js.lost = false // a paused job has no tasks to lose
 		if err := d.deregister(ctx, c.existing); err != nil {
 			d.abort(ctx, f, err.Error())
@@ -225,27 +225,84 @@ func (d *Driver) submit(ctx context.Context, f *flight) error {
 		f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, "paused: no task runs", time.Now().UnixNano()
 		return nil
 	}
-	gen := 1
-	if c.existing != nil {
-		gen = c.existing.generation + 1
+	gen, err := d.nextGeneration(ctx, c)
+	if err != nil {
+		d.abort(ctx, f, err.Error())
+		return err
 	}
 	if c.restart {
 		js.restarts++
 		d.event(ctx, c.job, structs.EventJobRestarted, fmt.Sprintf("starting generation %d from the last checkpoint (restart %d of %d): %s", gen, js.restarts, d.cfg.MaxRestarts, js.lostMsg), nil)
 	}
-	nj := Translate(c.job, c.placement, Submission{
+	nj, err := Translate(c.job, c.placement, Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
 		ReportAddrs: d.cfg.ReportAddrs, Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
 	})
-	if _, _, err := d.client.Jobs().Register(nj, (&api.WriteOptions{Namespace: *nj.Namespace}).WithContext(ctx)); err != nil {
-		err = fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)
+	if err == nil {
+		err = d.register(ctx, c, nj)
+	}
+	if err != nil {
 		d.abort(ctx, f, err.Error())
 		return err
 	}
 	js.lost = false
+	if c.placement.Paused() {
+		// A job declared in Nomad pauses at count 0: a stopped Nomad job
+		// is one its user stopped.
+		f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, "paused: no task runs", time.Now().UnixNano()
+		return nil
+	}
 	f.generation = gen
 	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeStarting, fmt.Sprintf("generation %d submitted, waiting for its tasks", gen), time.Now().UnixNano()
 	d.log.Info("submitted Nomad job", "job_id", c.job.ID, "nomad_job", *nj.ID, "generation", gen, "ps", c.placement.NumPS, "workers", c.placement.NumWorkers)
+	return nil
+}
+
+// nextGeneration returns the generation a change submits: one more than
+// the Nomad job's. A job declared in Nomad whose user's version is
+// current (Caravan takes it over, first or again) follows the newest
+// generation among the versions Nomad keeps, so that its tasks resume
+// from the checkpoint of the last.
+func (d *Driver) nextGeneration(ctx context.Context, c *change) (int, error) {
+	if c.existing != nil {
+		return c.existing.generation + 1, nil
+	}
+	if c.job.Nomad == nil {
+		return 1, nil
+	}
+	q := (&api.QueryOptions{Namespace: c.job.Namespace}).WithContext(ctx)
+	versions, _, _, err := d.client.Jobs().Versions(c.job.ID, false, q)
+	if err != nil && !isNotFound(err) {
+		return 0, fmt.Errorf("read the versions of Nomad job %s: %w", c.job.ID, err)
+	}
+	gen := 0
+	for _, v := range versions {
+		if g, err := strconv.Atoi(v.Meta[metaGeneration]); err == nil {
+			gen = max(gen, g)
+		}
+	}
+	return gen + 1, nil
+}
+
+// register submits a Nomad job. A job declared in Nomad is overwritten
+// only at the version Caravan knows, the user's it adopted or its own
+// since (Nomad's check-index): a newer version of the user's is read
+// first.
+func (d *Driver) register(ctx context.Context, c *change, nj *api.Job) error {
+	q := (&api.WriteOptions{Namespace: *nj.Namespace}).WithContext(ctx)
+	var err error
+	if c.job.Nomad == nil {
+		_, _, err = d.client.Jobs().Register(nj, q)
+	} else {
+		index := c.job.Nomad.JobModifyIndex
+		if c.existing != nil {
+			index = c.existing.stub.JobModifyIndex
+		}
+		_, _, err = d.client.Jobs().EnforceRegister(nj, index, q)
+	}
+	if err != nil {
+		return fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -27,11 +28,24 @@ const (
 	metaPlanIndex = "caravan_plan_index"
 )
 
-// JobPrefix starts the ID of every Nomad job Caravan submits.
+// What Caravan tells the people who read a Nomad job it runs: the shape
+// it runs at and why.
+const (
+	metaShape  = "caravan_shape"
+	metaReason = "caravan_reason"
+)
+
+// JobPrefix starts the ID of every Nomad job Caravan submits for a job
+// submitted to Caravan; a job declared in Nomad keeps its own ID.
 const JobPrefix = "caravan-"
 
 // NomadJobID returns the ID of the Nomad job that runs a Caravan job.
-func NomadJobID(jobID string) string { return JobPrefix + jobID }
+func NomadJobID(job *structs.Job) string {
+	if job.Nomad != nil {
+		return job.ID
+	}
+	return JobPrefix + job.ID
+}
 
 // Submission is what Translate needs besides the job and its placement.
 type Submission struct {
@@ -71,7 +85,22 @@ type Sidecar struct {
 	MemoryMB int
 }
 
-// sidecarTask is the collector task of a role's group.
+// add adds the collector task, and its port, to a role's group; a nil
+// Sidecar adds nothing.
+func (sc *Sidecar) add(tg *api.TaskGroup, job *structs.Job, role string) {
+	if sc == nil {
+		return
+	}
+	port := api.Port{Label: "collector"}
+	if len(tg.Networks) > 0 { // Nomad allows one network per group
+		tg.Networks[0].DynamicPorts = append(tg.Networks[0].DynamicPorts, port)
+	} else {
+		tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{port}}}
+	}
+	tg.Tasks = append(tg.Tasks, sc.task(job, role))
+}
+
+// task is the collector task of a role's group.
 func (sc *Sidecar) task(job *structs.Job, role string) *api.Task {
 	args := []string{"collector", "-bind", "${NOMAD_IP_collector}", "-port", "${NOMAD_PORT_collector}",
 		"-job", job.ID, "-namespace", job.Namespace, "-role", role}
@@ -118,23 +147,18 @@ func Fingerprint(job *structs.Job, p *structs.Placement) string {
 // a ${node.unique.id} constraint pins to that node. Each task is the role
 // template (driver, config, env, resources with device requests,
 // constraints and affinities) plus the environment of DESIGN.md §3.
-func Translate(job *structs.Job, p *structs.Placement, sub Submission) *api.Job {
+//
+// A job declared in Nomad (job.Nomad set) is translated by
+// translateDeclared instead.
+func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job, error) {
+	if job.Nomad != nil {
+		return translateDeclared(job, p, sub)
+	}
 	ns := sub.Namespace
 	if ns == "" {
 		ns = job.Namespace
 	}
-	id := NomadJobID(job.ID)
-	meta := maps.Clone(job.Meta)
-	if meta == nil {
-		meta = map[string]string{}
-	}
-	maps.Copy(meta, map[string]string{
-		metaJobID:      job.ID,
-		metaNamespace:  job.Namespace,
-		metaGeneration: strconv.Itoa(sub.Generation),
-		metaPlacement:  Fingerprint(job, p),
-		metaPlanIndex:  strconv.FormatUint(sub.PlanIndex, 10),
-	})
+	id := NomadJobID(job)
 	nj := &api.Job{
 		ID:          &id,
 		Name:        &id,
@@ -142,7 +166,7 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) *api.Job 
 		Type:        new(api.JobTypeBatch),
 		Datacenters: job.Datacenters,
 		Priority:    new(job.Priority),
-		Meta:        meta,
+		Meta:        caravanMeta(job.Meta, job, p, sub),
 		Constraints: constraints(job.Constraints),
 		Affinities:  affinities(job.Affinities),
 	}
@@ -168,15 +192,122 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) *api.Job 
 				continue
 			}
 			tg := group(role+"-"+n.NodeID, n.NodeID, count, task(role, tmpl, base, env, roleEnv))
-			if sc := sub.Collector; sc != nil {
-				tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "collector"}}}}
-				tg.Tasks = append(tg.Tasks, sc.task(job, role))
-			}
+			sub.Collector.add(tg, job, role)
 			nj.TaskGroups = append(nj.TaskGroups, tg)
 			base += count
 		}
 	}
-	return nj
+	return nj, nil
+}
+
+// caravanMeta returns the metadata of a Nomad job Caravan submits: the
+// job's own, and what links it to its Caravan job and placement.
+func caravanMeta(own map[string]string, job *structs.Job, p *structs.Placement, sub Submission) map[string]string {
+	meta := maps.Clone(own)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	maps.Copy(meta, map[string]string{
+		metaJobID:      job.ID,
+		metaNamespace:  job.Namespace,
+		metaGeneration: strconv.Itoa(sub.Generation),
+		metaPlacement:  Fingerprint(job, p),
+		metaPlanIndex:  strconv.FormatUint(sub.PlanIndex, 10),
+		metaShape:      shape(p),
+	})
+	if p.Reason != "" {
+		meta[metaReason] = p.Reason
+	}
+	return meta
+}
+
+// shape describes a placement for people: "1 ps, 4 workers on 2 nodes".
+func shape(p *structs.Placement) string {
+	if p.Paused() {
+		return "paused"
+	}
+	return fmt.Sprintf("%d ps, %d workers on %d nodes", p.NumPS, p.NumWorkers, len(p.Nodes))
+}
+
+// translateDeclared returns the Nomad job that runs a job declared in
+// Nomad as placed: the user's Nomad job (its template) with the groups
+// that carry a role replaced by per-node groups as Translate makes them,
+// each a copy of the role's group (every task, network, service and
+// volume of it) with Caravan's count, node constraint, environment and
+// no scaling block or rescheduling. A paused placement keeps the role
+// groups at count 0. The metadata marks the version as Caravan's, and
+// the UI description says what Caravan runs and why.
+func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job, error) {
+	var nj api.Job
+	if err := json.Unmarshal(job.Nomad.Template, &nj); err != nil {
+		return nil, fmt.Errorf("decode the Nomad template of job %q: %w", job.ID, err)
+	}
+	templates := map[string]*api.TaskGroup{}
+	for _, tg := range nj.TaskGroups {
+		templates[*tg.Name] = tg
+	}
+	nj.Meta = caravanMeta(nj.Meta, job, p, sub)
+	nj.UI = &api.JobUIConfig{Description: fmt.Sprintf("Sized and placed by Caravan: %s. %s", shape(p), p.Reason)}
+	nj.TaskGroups = nil
+	env := contractEnv(job, p, sub)
+	for _, role := range []string{structs.RolePS, structs.RoleWorker} {
+		name := job.Nomad.Groups[role]
+		if name == "" && role == structs.RolePS && job.Training.Architecture == structs.ArchitecturePS {
+			name = job.Nomad.Groups[structs.RoleWorker] // parameter servers run the worker's tasks
+		}
+		tmpl := templates[name]
+		if tmpl == nil {
+			continue
+		}
+		if p.Paused() {
+			tg := copyGroup(tmpl)
+			tg.Count, tg.Scaling = new(0), nil
+			nj.TaskGroups = append(nj.TaskGroups, tg)
+			continue
+		}
+		base := 0
+		for _, n := range p.Nodes {
+			count := n.Workers
+			if role == structs.RolePS {
+				count = n.PS
+			}
+			if count == 0 {
+				continue
+			}
+			tg := copyGroup(tmpl)
+			tg.Name, tg.Count, tg.Scaling = new(role+"-"+n.NodeID), new(count), nil
+			tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", RTarget: n.NodeID, Operand: "="})
+			tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)}
+			rank := rankTemplate(base)
+			for _, t := range tg.Tasks {
+				taskEnv := maps.Clone(t.Env)
+				if taskEnv == nil {
+					taskEnv = map[string]string{}
+				}
+				maps.Copy(taskEnv, env)
+				taskEnv["CARAVAN_ROLE"] = role
+				t.Env = taskEnv
+				t.Templates = append(t.Templates, rank)
+			}
+			sub.Collector.add(tg, job, role)
+			nj.TaskGroups = append(nj.TaskGroups, tg)
+			base += count
+		}
+	}
+	return &nj, nil
+}
+
+// copyGroup returns a deep copy of a task group.
+func copyGroup(tg *api.TaskGroup) *api.TaskGroup {
+	b, err := json.Marshal(tg)
+	if err != nil {
+		panic(fmt.Sprintf("encode task group: %v", err)) // plain data always encodes
+	}
+	var c api.TaskGroup
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(fmt.Sprintf("decode task group: %v", err))
+	}
+	return &c
 }
 
 // contractEnv is the environment every task of the job gets (DESIGN.md
@@ -267,7 +398,6 @@ func task(role string, tmpl *structs.Role, base int, env, roleEnv map[string]str
 			Affinities:  affinities(d.Affinities),
 		})
 	}
-	rank := fmt.Sprintf(`CARAVAN_RANK={{ env "NOMAD_ALLOC_INDEX" | parseInt | add %d }}`+"\n", base)
 	return &api.Task{
 		Name:        role,
 		Driver:      tmpl.Driver,
@@ -277,12 +407,19 @@ func task(role string, tmpl *structs.Role, base int, env, roleEnv map[string]str
 		Resources:   resources,
 		Constraints: constraints(tmpl.Constraints),
 		Affinities:  affinities(tmpl.Affinities),
-		Templates: []*api.Template{{
-			EmbeddedTmpl: &rank,
-			DestPath:     new("local/caravan-rank.env"),
-			Envvars:      new(true),
-			ChangeMode:   new("noop"),
-		}},
+		Templates:   []*api.Template{rankTemplate(base)},
+	}
+}
+
+// rankTemplate renders a task's rank, base plus its allocation's index,
+// into its environment: a group's allocations share one task definition.
+func rankTemplate(base int) *api.Template {
+	rank := fmt.Sprintf(`CARAVAN_RANK={{ env "NOMAD_ALLOC_INDEX" | parseInt | add %d }}`+"\n", base)
+	return &api.Template{
+		EmbeddedTmpl: &rank,
+		DestPath:     new("local/caravan-rank.env"),
+		Envvars:      new(true),
+		ChangeMode:   new("noop"),
 	}
 }
 

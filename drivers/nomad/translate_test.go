@@ -30,7 +30,8 @@ func placement() *structs.Placement {
 
 func TestTranslate(t *testing.T) {
 	job := resnet(t)
-	nj := Translate(job, placement(), Submission{CheckpointDir: "/ckpt", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"}, Generation: 2, PlanIndex: 42})
+	nj, err := Translate(job, placement(), Submission{CheckpointDir: "/ckpt", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"}, Generation: 2, PlanIndex: 42})
+	must.NoError(t, err)
 
 	must.Eq(t, "caravan-resnet50", *nj.ID)
 	must.Eq(t, "default", *nj.Namespace)
@@ -94,12 +95,14 @@ func TestTranslate(t *testing.T) {
 }
 
 func TestTranslate_FirstGenerationDoesNotResume(t *testing.T) {
-	nj := Translate(resnet(t), placement(), Submission{Generation: 1})
+	nj, err := Translate(resnet(t), placement(), Submission{Generation: 1})
+	must.NoError(t, err)
 	must.Eq(t, "0", nj.TaskGroups[0].Tasks[0].Env["CARAVAN_RESUME"])
 }
 
 func TestTranslate_NamespaceFromConfig(t *testing.T) {
-	nj := Translate(resnet(t), placement(), Submission{Namespace: "ml", Generation: 1})
+	nj, err := Translate(resnet(t), placement(), Submission{Namespace: "ml", Generation: 1})
+	must.NoError(t, err)
 	must.Eq(t, "ml", *nj.Namespace)
 	must.Eq(t, "default", nj.Meta[metaNamespace], must.Sprint("the Caravan namespace is kept in meta"))
 }
@@ -107,7 +110,8 @@ func TestTranslate_NamespaceFromConfig(t *testing.T) {
 func TestTranslate_PSFromWorkerTemplate(t *testing.T) {
 	job := resnet(t)
 	job.ParameterServer = nil
-	nj := Translate(job, placement(), Submission{Generation: 1})
+	nj, err := Translate(job, placement(), Submission{Generation: 1})
+	must.NoError(t, err)
 	ps := nj.TaskGroups[0].Tasks[0]
 	must.Eq(t, "ps", ps.Name)
 	must.Eq(t, "ps", ps.Env["CARAVAN_ROLE"])
@@ -136,10 +140,11 @@ func TestFingerprint(t *testing.T) {
 }
 
 func TestTranslate_CollectorSidecar(t *testing.T) {
-	nj := Translate(resnet(t), placement(), Submission{
+	nj, err := Translate(resnet(t), placement(), Submission{
 		Generation: 1, ReportAddrs: []string{"http://10.0.0.1:4680"},
 		Collector: &Sidecar{Command: "/usr/local/bin/caravan", ConsulAddr: "127.0.0.1:8500"},
 	})
+	must.NoError(t, err)
 	for _, tg := range nj.TaskGroups {
 		must.Eq(t, "collector", tg.Networks[0].DynamicPorts[0].Label)
 		must.SliceLen(t, 2, tg.Tasks)

@@ -14,6 +14,11 @@ import (
 // the same namespace and ID is still active.
 var ErrJobExists = errors.New("job is already registered and active")
 
+// ErrJobElsewhere is returned when a registration would change an active
+// job through the other way in: a job declared in Nomad through Caravan's
+// API, or a job submitted to Caravan by a Nomad job's caravan policy.
+var ErrJobElsewhere = errors.New("job is managed through the other way in")
+
 // ErrJobNotFound is returned for a job the store does not hold.
 var ErrJobNotFound = errors.New("job not found")
 
@@ -182,7 +187,9 @@ type Registration struct {
 // job that has ended starts a new version even with the same spec. With
 // mustBeNew it fails with ErrJobExists if an active job has the same
 // namespace and ID and another spec. job must be canonical and valid, and is
-// not retained: the store keeps a copy.
+// not retained: the store keeps a copy. An active job is never changed
+// through the other way in (ErrJobElsewhere): a job declared in Nomad
+// (Job.Nomad set) only by a Nomad registration and the other way round.
 func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew bool) (Registration, error) {
 	var reg Registration
 	err := s.write(index, func(w *writer) error {
@@ -190,6 +197,13 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		prev, err := jobByID(w.txn, nil, j.Namespace, j.ID)
 		if err != nil {
 			return err
+		}
+		if prev != nil && !structs.Terminal(prev.Status) && (prev.Nomad == nil) != (j.Nomad == nil) {
+			where := "declared in Nomad; change it with nomad job run"
+			if prev.Nomad == nil {
+				where = "submitted to Caravan; change it with caravan job run"
+			}
+			return fmt.Errorf("register job %q: %w: it is %s", j.ID, ErrJobElsewhere, where)
 		}
 		if prev != nil && !structs.Terminal(prev.Status) && !prev.SpecChanged(j) {
 			reg = Registration{Version: prev.Version, Unchanged: true}
