@@ -38,6 +38,17 @@ type Driver interface {
 	Status(ctx context.Context) ([]*structs.JobReport, error)
 }
 
+// Discoverer finds jobs declared in the cluster itself rather than
+// submitted to Caravan: Nomad jobs whose groups carry a caravan scaling
+// policy (drivers/nomad). The leader registers, updates, stops and hands
+// back jobs by what it declares (see leader.syncDeclared).
+type Discoverer interface {
+	// Declared returns a declaration per job of the cluster, and the
+	// cluster's index of that view, which moves when it changes. It fails
+	// rather than answer from a view it knows is stale.
+	Declared(ctx context.Context) (map[structs.JobKey]*structs.Declaration, uint64, error)
+}
+
 // MetricsSource delivers trainers' samples. Samples returns the samples
 // reported after cursor and the cursor to pass next time; cursor 0 means
 // from the oldest sample still held. A source may drop samples older than

@@ -116,6 +116,11 @@ type leader struct {
 	// indexes when they were last read: a step reads them again only
 	// when they moved.
 	jobsIndex, samplesIndex uint64
+	// declaredAt is the discoverer's and the jobs table's index when the
+	// declarations were last acted on; rejected holds, per job, the index
+	// of the invalid declaration last reported.
+	declaredAt [2]uint64
+	rejected   map[structs.JobKey]uint64
 	// What the leader last committed, per job: the desired placement, what
 	// runs (observed) and the models; only changes to them are committed.
 	desired  map[structs.JobKey]*structs.Placement
@@ -263,6 +268,7 @@ func (l *leader) establish(ctx context.Context) error {
 	})
 	l.versions = map[structs.JobKey]jobVersion{}
 	l.updated = map[structs.JobKey]bool{}
+	l.rejected = map[structs.JobKey]uint64{}
 	l.desired = map[structs.JobKey]*structs.Placement{}
 	l.observed = map[structs.JobKey]*structs.Observed{}
 	l.models = map[structs.JobKey]*structs.JobModel{}
@@ -392,6 +398,9 @@ func (l *leader) step(ctx context.Context) error {
 		return err
 	}
 	if err := l.syncStatus(ctx); err != nil {
+		return err
+	}
+	if err := l.syncDeclared(ctx); err != nil {
 		return err
 	}
 	if err := l.syncJobs(ctx); err != nil {
@@ -530,6 +539,111 @@ func sameObserved(a, b *structs.Observed) bool {
 	}
 	x, y := a.Change, b.Change
 	return x.Phase == y.Phase && x.PlanIndex == y.PlanIndex && x.Message == y.Message && x.Target.SameTasks(y.Target)
+}
+
+// syncDeclared runs the jobs declared in the cluster (see Discoverer) as
+// the jobs submitted to Caravan: a new or changed declaration registers a
+// version of its job; a declaring job that was stopped, purged, or whose
+// caravan policy was removed or made invalid stops its Caravan job, and
+// the cluster runs what its user wrote. An invalid declaration is
+// reported once per version, as a JobRejected event. A job submitted to
+// Caravan keeps its ID: a declaration of the same job is rejected.
+func (l *leader) syncDeclared(ctx context.Context) error {
+	disc := l.s.cfg.Discoverer
+	if disc == nil {
+		return nil
+	}
+	decls, index, err := disc.Declared(ctx)
+	if err != nil {
+		return &driverError{fmt.Errorf("read the jobs declared in the cluster: %w", err)}
+	}
+	txn := l.s.State().Txn()
+	at := [2]uint64{index, state.IndexOf(txn, state.TableJobs)}
+	if at == l.declaredAt {
+		return nil
+	}
+	jobs, err := state.Jobs(txn, nil, "")
+	if err != nil {
+		return err
+	}
+	held := make(map[structs.JobKey]*structs.Job, len(jobs))
+	for _, j := range jobs {
+		held[j.Key()] = j
+	}
+	var errs []error
+	for key, decl := range decls {
+		cur := held[key]
+		declaredHere := cur != nil && cur.Nomad != nil && !structs.Terminal(cur.Status)
+		switch decl.Kind {
+		case structs.DeclaredJob:
+			if cur != nil && cur.Nomad != nil && cur.Nomad.JobModifyIndex == decl.Index {
+				continue // registered, and running or ended
+			}
+			if cur != nil && cur.Nomad == nil && !structs.Terminal(cur.Status) {
+				errs = append(errs, l.reject(ctx, decl, "Caravan already runs a job of this ID, submitted to its API"))
+				continue
+			}
+			job := decl.Job.Copy()
+			job.SubmitTime = l.s.now().UnixNano()
+			resp, err := l.s.registerJob(ctx, job, false)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			l.log.Info("registered a job declared in the cluster", "job_id", key.ID, "namespace", key.Namespace, "version", resp.Version, "cluster_index", decl.Index)
+			l.urgent = true
+		case structs.DeclaredInvalid:
+			if l.rejected[key] != decl.Index {
+				errs = append(errs, l.reject(ctx, decl, decl.Message))
+			}
+			if declaredHere {
+				errs = append(errs, l.handBack(ctx, cur, "its caravan policy is invalid now, so the cluster runs it as written: "+decl.Message))
+			}
+		case structs.DeclaredPlain:
+			if declaredHere {
+				errs = append(errs, l.handBack(ctx, cur, "handed back: the cluster's current version of the job has no caravan policy"))
+			}
+		case structs.DeclaredStopped:
+			if declaredHere {
+				errs = append(errs, l.handBack(ctx, cur, "stopped in the cluster"))
+			}
+		}
+	}
+	for key, cur := range held {
+		if cur.Nomad != nil && !structs.Terminal(cur.Status) && decls[key] == nil {
+			errs = append(errs, l.handBack(ctx, cur, "purged from the cluster"))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.declaredAt = [2]uint64{index, l.s.State().Index(state.TableJobs)}
+	return nil
+}
+
+// reject records, once per declaring version, that a job declared in the
+// cluster cannot run under Caravan.
+func (l *leader) reject(ctx context.Context, decl *structs.Declaration, why string) error {
+	l.log.Warn("cannot run a job declared in the cluster", "job_id", decl.JobID, "namespace", decl.Namespace, "error", why)
+	ev := &structs.Event{Type: structs.EventJobRejected, Namespace: decl.Namespace, JobID: decl.JobID,
+		Message: fmt.Sprintf("version at cluster index %d not run by Caravan: %s", decl.Index, why)}
+	if err := l.s.Event(ctx, ev); err != nil {
+		return err
+	}
+	l.rejected[decl.Key()] = decl.Index
+	return nil
+}
+
+// handBack stops a job declared in the cluster; the driver then leaves
+// the cluster's job as its user made it.
+func (l *leader) handBack(ctx context.Context, job *structs.Job, why string) error {
+	req := &fsm.JobStatusRequest{Namespace: job.Namespace, JobID: job.ID, Status: structs.JobStatusStopped, Description: why, Time: l.s.now().UnixNano()}
+	if _, _, err := l.s.apply(ctx, fsm.JobStatusType, req); err != nil {
+		return err
+	}
+	l.log.Info("stopped a job declared in the cluster", "job_id", job.ID, "namespace", job.Namespace, "reason", why)
+	l.urgent = true
+	return nil
 }
 
 // syncJobs makes the scheduler's job set the state's active jobs, each at

@@ -80,9 +80,13 @@ type Config struct {
 
 	// Driver is the cluster the server enacts plans on; NewDriver, set in
 	// its place, builds a driver that needs the server as its host (the
-	// nomad driver confirms checkpoints from committed samples).
+	// nomad driver confirms checkpoints from committed samples), and the
+	// Discoverer that comes with it, if any.
 	Driver    Driver
-	NewDriver func(host structs.DriverHost) (Driver, error)
+	NewDriver func(host structs.DriverHost) (Driver, Discoverer, error)
+	// Discoverer, when set, finds jobs declared in the cluster itself:
+	// the leader runs them as it runs the jobs submitted to it.
+	Discoverer Discoverer
 	// Metrics delivers samples besides those trainers report to the API;
 	// Profiler measures new jobs out of band, and without one jobs are
 	// profiled in place. The sim driver is both.
@@ -201,7 +205,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.NewDriver != nil {
-		if s.cfg.Driver, err = cfg.NewDriver(s); err != nil {
+		if s.cfg.Driver, s.cfg.Discoverer, err = cfg.NewDriver(s); err != nil {
 			cancel()
 			return nil, fmt.Errorf("start the driver: %w", err)
 		}

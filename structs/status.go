@@ -51,6 +51,10 @@ const (
 	// refused a request; EventDriverRecovered: it answers again.
 	EventDriverError     = "DriverError"
 	EventDriverRecovered = "DriverRecovered"
+	// EventJobRejected: a job declared in the cluster (a Nomad job with a
+	// caravan scaling policy) cannot run under Caravan; the message says
+	// why, and the cluster runs it as written.
+	EventJobRejected = "JobRejected"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

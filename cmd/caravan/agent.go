@@ -267,7 +267,7 @@ func (c *AgentCommand) reload(files []string, old *config.Config, logger hclog.L
 // stops the driver.
 type driverWiring struct {
 	driver    server.Driver
-	newDriver func(structs.DriverHost) (server.Driver, error)
+	newDriver func(structs.DriverHost) (server.Driver, server.Discoverer, error)
 	metrics   server.MetricsSource
 	profiler  server.Profiler
 	// clock is the cluster's clock; nil means the wall clock.
@@ -276,12 +276,14 @@ type driverWiring struct {
 }
 
 // The simulated cluster reports its trainers' samples and profiles jobs
-// out of band; the nomad driver does neither.
+// out of band; the nomad driver does neither, and finds the jobs declared
+// in Nomad.
 var (
 	_ server.Driver        = (*sim.Driver)(nil)
 	_ server.MetricsSource = (*sim.Driver)(nil)
 	_ server.Profiler      = (*sim.Driver)(nil)
 	_ server.Driver        = (*nomad.Driver)(nil)
+	_ server.Discoverer    = (*nomad.Driver)(nil)
 )
 
 // newDriver wires the driver the configuration names; the simulated
@@ -303,15 +305,15 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 		return &driverWiring{driver: d, metrics: d, profiler: d, clock: d.Now, stop: d.Stop}, nil
 	default:
 		w := &driverWiring{stop: func() {}}
-		w.newDriver = func(host structs.DriverHost) (server.Driver, error) {
+		w.newDriver = func(host structs.DriverHost) (server.Driver, server.Discoverer, error) {
 			ncfg := nomadConfig(cfg, logger)
 			ncfg.Host = host
 			d, err := nomad.New(ncfg)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			w.stop = d.Stop
-			return d, nil
+			return d, d, nil
 		}
 		return w, nil
 	}

@@ -104,6 +104,18 @@ func formatJobs(jobs []*structs.Job) string {
 	return formatList(rows)
 }
 
+// formatGroups lists the Nomad groups of a declared job by role:
+// "worker=\"train\", ps=\"ps\"".
+func formatGroups(groups map[string]string) string {
+	var parts []string
+	for _, role := range []string{structs.RoleWorker, structs.RolePS} {
+		if g, ok := groups[role]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%q", role, g))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // formatJobSummary describes one job: its fields, placement and model, and
 // with verbose its recent events and the models' coefficients in full.
 func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool) string {
@@ -121,6 +133,9 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 		[2]string{"Version", strconv.FormatUint(job.Version, 10)},
 		[2]string{"Submit Date", formatTime(job.SubmitTime)},
 	)
+	if n := job.Nomad; n != nil {
+		kv = append(kv, [2]string{"Declared In", fmt.Sprintf("Nomad job %q (groups %s); change it with nomad job run", job.ID, formatGroups(n.Groups))})
+	}
 	if t := job.Training; t != nil {
 		kv = append(kv, [2]string{"Training", fmt.Sprintf("%s, %s, global batch %d", t.Architecture, t.Mode, t.GlobalBatchSize)})
 	}

@@ -19,6 +19,7 @@ var _ interface {
 	Nodes(context.Context) ([]*structs.Node, error)
 	Enact(context.Context, *structs.Plan, []*structs.Job) ([]*structs.JobReport, error)
 	Status(context.Context) ([]*structs.JobReport, error)
+	Declared(context.Context) (map[structs.JobKey]*structs.Declaration, uint64, error)
 } = (*Driver)(nil)
 
 // Config configures a Driver.
@@ -102,9 +103,12 @@ type Driver struct {
 	// jobs is what the driver remembers of the jobs it runs; a new
 	// leader starts without it.
 	jobs map[structs.JobKey]*jobState
+	// decl is what the Nomad jobs declare (see Declared).
+	decl     declared
+	declOnce sync.Once
 
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // jobState is the driver's memory of one job.
@@ -128,8 +132,8 @@ type jobState struct {
 	running *structs.Placement
 }
 
-// New returns a driver and starts following Nomad's nodes. Stop it with
-// Stop.
+// New returns a driver and starts following Nomad's nodes and jobs. Stop
+// it with Stop.
 func New(cfg Config) (*Driver, error) {
 	cfg.setDefaults()
 	acfg := api.DefaultConfig()
@@ -150,11 +154,17 @@ func New(cfg Config) (*Driver, error) {
 	d := &Driver{
 		cfg: cfg, log: cfg.Logger.Named("nomad"), client: client,
 		listed: make(chan struct{}), jobs: map[structs.JobKey]*jobState{},
-		cancel: cancel, done: make(chan struct{}),
+		decl:   declared{listed: make(chan struct{})},
+		cancel: cancel,
 	}
+	d.wg.Add(2)
 	go func() {
-		defer close(d.done)
+		defer d.wg.Done()
 		d.watchNodes(ctx)
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.watchJobs(ctx)
 	}()
 	return d, nil
 }
@@ -162,7 +172,7 @@ func New(cfg Config) (*Driver, error) {
 // Stop stops following Nomad. Jobs keep running on Nomad.
 func (d *Driver) Stop() {
 	d.cancel()
-	<-d.done
+	d.wg.Wait()
 }
 
 // hostOf returns the driver's host, nil when it has none.

@@ -125,6 +125,8 @@ func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Plac
 	switch {
 	case js.aborted == fp && time.Since(js.abortedAt) < d.cfg.AbortBackoff:
 		return nil
+	case p.Paused() && job.Nomad != nil && nj == nil:
+		return c // the user's version runs as written: take it over, paused
 	case p.Paused():
 		if !nj.running() {
 			return nil

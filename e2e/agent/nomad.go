@@ -99,3 +99,10 @@ func StartNomad(t testing.TB, opts NomadOptions) *Nomad {
 
 // Stop stops the agent now rather than at the end of the test.
 func (n *Nomad) Stop() { n.proc.stop() }
+
+// NomadBinary returns the nomad binary the agents run, for tests that run
+// Nomad's CLI as users do.
+func NomadBinary(t testing.TB) string {
+	t.Helper()
+	return binary(t, "nomad", "CARAVAN_NOMAD_BIN")
+}

@@ -1,0 +1,38 @@
+package structs
+
+// Declaration is what a cluster says of one of its jobs that Caravan may
+// run: a job declared outside Caravan's API, such as a Nomad job whose
+// groups carry a caravan scaling policy. Drivers that find such jobs
+// (drivers/nomad) report one per job of the cluster; the leader registers,
+// updates, stops and hands back jobs from them.
+type Declaration struct {
+	// Namespace and JobID name the job in the cluster and in Caravan.
+	Namespace, JobID string
+	// Kind says what the job's current version is; Declared* constants.
+	Kind string
+	// Index is the cluster's modify index of the job's current version.
+	Index uint64
+	// Job is the job a DeclaredJob version declares, with Job.Nomad set.
+	Job *Job
+	// Message says why a DeclaredInvalid version cannot run.
+	Message string
+}
+
+// Kinds of declarations.
+const (
+	// DeclaredJob is a user's version that declares a job (Declaration.Job).
+	DeclaredJob = "declared"
+	// DeclaredInvalid is a user's version with a caravan policy Caravan
+	// cannot run; the cluster runs it as written.
+	DeclaredInvalid = "invalid"
+	// DeclaredPlain is a user's version without a caravan policy: a job
+	// that is not, or no longer, Caravan's.
+	DeclaredPlain = "plain"
+	// DeclaredManaged is a version Caravan wrote.
+	DeclaredManaged = "managed"
+	// DeclaredStopped is a stopped job, whoever wrote its version.
+	DeclaredStopped = "stopped"
+)
+
+// Key returns the declaration's job key.
+func (d *Declaration) Key() JobKey { return JobKey{Namespace: d.Namespace, ID: d.JobID} }
