@@ -415,7 +415,10 @@ func (l *leader) step(ctx context.Context) error {
 	if l.sched.Profiled() {
 		l.urgent = true
 	}
-	if plan := l.unenacted; plan != nil {
+	// A plan the driver refused is enacted again, unless a round is due
+	// now: its plan is fresher (the refusal may have been for a job's
+	// version since replaced).
+	if plan := l.unenacted; plan != nil && !l.urgent {
 		if err := l.enact(ctx, plan); err != nil {
 			return fmt.Errorf("enact plan %d again: %w", plan.Index, err)
 		}
@@ -580,7 +583,9 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 				continue // registered, and running or ended
 			}
 			if cur != nil && cur.Nomad == nil && !structs.Terminal(cur.Status) {
-				errs = append(errs, l.reject(ctx, decl, "Caravan already runs a job of this ID, submitted to its API"))
+				if l.rejected[key] != decl.Index {
+					errs = append(errs, l.reject(ctx, decl, "Caravan already runs a job of this ID, submitted to its API"))
+				}
 				continue
 			}
 			job := decl.Job.Copy()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -301,6 +302,9 @@ func (d *Driver) register(ctx context.Context, c *change, nj *api.Job) error {
 			index = c.existing.stub.JobModifyIndex
 		}
 		_, _, err = d.client.Jobs().EnforceRegister(nj, index, q)
+		if err != nil && strings.Contains(err.Error(), "conflicting job modify index") {
+			err = fmt.Errorf("the Nomad job has a version Caravan has not read yet (a nomad job run?): %w", err)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)
