@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -24,17 +25,37 @@ import (
 // places them as its own, and follows what the user does to them with
 // Nomad's CLI.
 
-// nomadTrainerFile is a Nomad job file of examples/trainer: a worker group
-// of 1 to maxWorkers tasks with a GPU each and a ps group of one task.
-// long makes it train for far longer than a test, until stopped.
-func nomadTrainerFile(id, trainer string, maxWorkers int, long bool) string {
+// trainerFile is a Nomad job file of examples/trainer: a worker group of
+// 1 to maxWorkers tasks and a ps group of one task.
+type trainerFile struct {
+	id, trainer string
+	// namespace is the job's Nomad namespace; empty means Nomad's default.
+	namespace  string
+	maxWorkers int
+	// long makes the job train far longer than a test, until stopped.
+	long bool
+	// cpu is each task's CPU in MHz (100 when 0); noGPU leaves out the
+	// GPU each worker asks for otherwise.
+	cpu   int
+	noGPU bool
+}
+
+func (f trainerFile) String() string {
 	threshold, patience, epochs := "0.02", 2, 8
-	if long {
+	if f.long {
 		threshold, patience, epochs = "0.000001", 1000, 100000
+	}
+	namespace, gpu := "", "\n        device \"nvidia/gpu\" {\n          count = 1\n        }"
+	if f.namespace != "" {
+		namespace = fmt.Sprintf("namespace = %q", f.namespace)
+	}
+	if f.noGPU {
+		gpu = ""
 	}
 	return fmt.Sprintf(`
 job %[1]q {
   type = "batch"
+  %[7]s
 
   group "worker" {
     scaling {
@@ -74,12 +95,8 @@ job %[1]q {
       }
 
       resources {
-        cpu    = 100
-        memory = 128
-
-        device "nvidia/gpu" {
-          count = 1
-        }
+        cpu    = %[8]d
+        memory = 128%[9]s
       }
     }
   }
@@ -105,13 +122,13 @@ job %[1]q {
       }
 
       resources {
-        cpu    = 100
+        cpu    = %[8]d
         memory = 128
       }
     }
   }
 }
-`, id, trainer, maxWorkers, threshold, patience, epochs)
+`, f.id, f.trainer, f.maxWorkers, threshold, patience, epochs, namespace, cmp.Or(f.cpu, 100), gpu)
 }
 
 // plainFile is the same job without Caravan: one group that sleeps.
@@ -139,26 +156,29 @@ job %q {
 `, id)
 }
 
-// nomadCLI runs Nomad's CLI against the cluster and returns its output;
-// the test fails when it exits non-zero.
-func nomadCLI(t *testing.T, nc *agent.NomadCluster, args ...string) string {
+// nomadCLI runs Nomad's CLI as a user does, against the agent at addr
+// with an ACL token (none when empty).
+type nomadCLI struct{ addr, token string }
+
+// run runs the CLI and returns its output; the test fails when it exits
+// non-zero.
+func (n nomadCLI) run(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, agent.NomadBinary(t), args...)
-	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+nc.Address)
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+n.addr, "NOMAD_TOKEN="+n.token)
 	out, err := cmd.CombinedOutput()
 	must.NoError(t, err, must.Sprintf("nomad %s:\n%s", strings.Join(args, " "), out))
 	return string(out)
 }
 
-// nomadJobRun writes src to a file and runs it with `nomad job run
-// -detach`, as a user does.
-func nomadJobRun(t *testing.T, nc *agent.NomadCluster, name, src string) {
+// jobRun writes src to a file and runs it with `nomad job run -detach`.
+func (n nomadCLI) jobRun(t *testing.T, name, src string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name+".nomad.hcl")
 	must.NoError(t, os.WriteFile(path, []byte(src), 0o644))
-	nomadCLI(t, nc, "job", "run", "-detach", path)
+	n.run(t, "job", "run", "-detach", path)
 }
 
 // nomadJob returns a Nomad job as it is now.
@@ -189,9 +209,10 @@ func caravanGroups(job *nomadapi.Job) []string {
 // throughout, and the Nomad job says what Caravan runs.
 func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 	nc, trainer, c := trainingOnNomad(t)
+	cli := nomadCLI{addr: nc.Address}
 
 	ran := time.Now()
-	nomadJobRun(t, nc, "a", nomadTrainerFile("a", trainer, 4, false))
+	cli.jobRun(t, "a", trainerFile{id: "a", trainer: trainer, maxWorkers: 4}.String())
 	first := waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
 	t.Logf("NOMAD JOB RUN → CARAVAN'S FIRST PLACEMENT RUNNING: %.2fs (registered in Caravan, decided, submitted as Caravan's version, every task running)",
 		float64(first.Time-ran.UnixNano())/1e9)
@@ -209,7 +230,7 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 		must.Nil(t, tg.Scaling, must.Sprintf("group %s: Caravan owns the counts", *tg.Name))
 		must.Eq(t, "a", tg.Tasks[0].Env["CARAVAN_JOB_ID"])
 	}
-	status := nomadCLI(t, nc, "job", "status", "a")
+	status := cli.run(t, "job", "status", "a")
 	must.StrContains(t, status, "worker-")
 	allocs, _, err := nc.Client.Jobs().Allocations("a", false, nil)
 	must.NoError(t, err)
@@ -221,7 +242,7 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 	}
 	must.NotEq(t, "", worker, must.Sprint("a running worker allocation"))
 	agent.WaitFor(t, 30*time.Second, "the worker's log", func() error {
-		if logs := nomadCLI(t, nc, "alloc", "logs", "-stderr", worker, "train"); !strings.Contains(logs, "job_id=a") {
+		if logs := cli.run(t, "alloc", "logs", "-stderr", worker, "train"); !strings.Contains(logs, "job_id=a") {
 			return fmt.Errorf("log so far: %q", logs)
 		}
 		return nil
@@ -229,20 +250,20 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 
 	waitWorkers(t, c, "a", 4)
 	waitStep(t, c, "a", 20)
-	nomadJobRun(t, nc, "b", nomadTrainerFile("b", trainer, 2, false))
+	cli.jobRun(t, "b", trainerFile{id: "b", trainer: trainer, maxWorkers: 2}.String())
 	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
 	k := confirmedStep(t, confirmed)
 	resumed, at := resumedSample(t, c, "a", k)
 	t.Logf("job a checkpointed at step %d on %d workers; resumed at step %d on %d workers", k, at.NumWorkers, resumed.Step, resumed.NumWorkers)
 	must.Less(t, 4, resumed.NumWorkers, must.Sprint("job a gives up GPUs to job b"))
 	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("the resumed tasks loaded the confirmed checkpoint"))
-	must.StrContains(t, nomadCLI(t, nc, "job", "status", "a"), "worker-")
+	must.StrContains(t, cli.run(t, "job", "status", "a"), "worker-")
 
 	for _, id := range []string{"a", "b"} {
 		agent.WaitFor(t, 6*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
 		must.SliceEmpty(t, events(t, c, id, structs.EventRescaleAborted))
 	}
-	must.StrContains(t, nomadCLI(t, nc, "job", "status", "a"), "dead")
+	must.StrContains(t, cli.run(t, "job", "status", "a"), "dead")
 }
 
 // TestNomadJobRun_UpdateStopHandBack follows a job a user changes with
@@ -260,14 +281,15 @@ func TestNomadJobRun_UpdateStopHandBack(t *testing.T) {
 	leader := cl.waitLeader(t, "")
 	c := cl.clients[leader]
 	waitNodes(t, c, 3, 4)
+	cli := nomadCLI{addr: nc.Address}
 
-	nomadJobRun(t, nc, "u", nomadTrainerFile("u", trainer, 4, true))
+	cli.jobRun(t, "u", trainerFile{id: "u", trainer: trainer, maxWorkers: 4, long: true}.String())
 	waitEvent(t, c, "u", structs.EventTasksRunning, 1, 2*time.Minute)
 	waitWorkers(t, c, "u", 4)
 	waitStep(t, c, "u", 20)
 
 	// A new max, and the leader killed as it lands.
-	nomadJobRun(t, nc, "u", nomadTrainerFile("u", trainer, 2, true))
+	cli.jobRun(t, "u", trainerFile{id: "u", trainer: trainer, maxWorkers: 2, long: true}.String())
 	cl.procs[leader].Kill()
 	leader = cl.waitLeader(t, leader)
 	c = cl.clients[leader]
@@ -295,15 +317,15 @@ func TestNomadJobRun_UpdateStopHandBack(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, jobs, must.Sprint("one Caravan job"))
 
-	nomadCLI(t, nc, "job", "stop", "-detach", "u")
+	cli.run(t, "job", "stop", "-detach", "u")
 	agent.WaitFor(t, time.Minute, "job u stopped", jobIs(c, "u", structs.JobStatusStopped))
 	must.StrContains(t, summary(t, c, "u").Job.StatusDescription, "stopped in the cluster")
 
-	nomadJobRun(t, nc, "u", nomadTrainerFile("u", trainer, 2, true))
+	cli.jobRun(t, "u", trainerFile{id: "u", trainer: trainer, maxWorkers: 2, long: true}.String())
 	agent.WaitFor(t, 2*time.Minute, "job u running again", jobIs(c, "u", structs.JobStatusRunning))
 	waitEvent(t, c, "u", structs.EventTasksRunning, 3, 2*time.Minute) // start, rescale, start again
 
-	nomadJobRun(t, nc, "u", plainFile("u"))
+	cli.jobRun(t, "u", plainFile("u"))
 	agent.WaitFor(t, time.Minute, "job u handed back", jobIs(c, "u", structs.JobStatusStopped))
 	must.StrContains(t, summary(t, c, "u").Job.StatusDescription, "handed back")
 	agent.WaitFor(t, time.Minute, "Nomad running the user's group", func() error {

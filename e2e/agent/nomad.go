@@ -18,13 +18,19 @@ type Nomad struct {
 	Client  *nomadapi.Client
 	// NodeID is the client node's ID once it is ready.
 	NodeID string
-	proc   *process
+	// Token is the management token of an agent with ACLs, which Client
+	// uses; empty without ACLs.
+	Token string
+	proc  *process
 }
 
 // NomadOptions adjust the agent. The zero value is a plain dev agent.
 type NomadOptions struct {
 	// Consul, when set, is the Consul agent Nomad registers with.
 	Consul *Consul
+	// ACL enables Nomad's ACLs; the agent is bootstrapped, and its
+	// management token kept in Nomad.Token.
+	ACL bool
 }
 
 // nomadConfig keeps the dev agent on its own loopback ports and off the
@@ -64,6 +70,9 @@ func StartNomad(t testing.TB, opts NomadOptions) *Nomad {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "nomad.hcl")
 	cfg := fmt.Sprintf(nomadConfig, filepath.Join(dir, "data"), ports[0], ports[1], ports[2], consulAddr)
+	if opts.ACL {
+		cfg += "\nacl {\n  enabled = true\n}\n"
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatalf("write nomad config: %v", err)
 	}
@@ -81,6 +90,14 @@ func StartNomad(t testing.TB, opts NomadOptions) *Nomad {
 		}
 		if leader, err := client.Status().Leader(); err != nil || leader == "" {
 			return fmt.Errorf("no leader (%v): %w", err, errNotYet)
+		}
+		if opts.ACL && n.Token == "" {
+			token, _, err := client.ACLTokens().Bootstrap(nil)
+			if err != nil {
+				return fmt.Errorf("bootstrap ACLs (%v): %w", err, errNotYet)
+			}
+			n.Token = token.SecretID
+			client.SetSecretID(token.SecretID)
 		}
 		nodes, _, err := client.Nodes().List(nil)
 		if err != nil {
