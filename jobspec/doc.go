@@ -5,6 +5,10 @@
 // Nomad's runtime interpolations (${node.unique.id}, ${attr.*}, ${meta.*},
 // ${device.*}, ${NOMAD_*}, ${CARAVAN_*}) kept verbatim for Nomad to resolve.
 //
+// It also reads the Nomad format (nomad.go): a Nomad job file whose groups
+// carry Caravan's block in their scaling policy, from a file (ParseAny)
+// or from Nomad's API (FromNomad).
+//
 // Every mistake is an hcl.Diagnostic with a source range, and all the
 // mistakes of a file are reported together. Parse returns a job only when the
 // diagnostics hold no error: nothing is ever half-parsed into a Job.

@@ -12,6 +12,15 @@
 // a ${node.unique.id} constraint, so that Nomad enacts Caravan's placement
 // while its own scheduler still checks resources and assigns devices.
 //
+// Jobs declared in Nomad: Declared follows Nomad's job list and reports,
+// per Nomad job, what its current version is; a user's version whose
+// groups carry a caravan scaling policy declares a Caravan job
+// (jobspec.FromNomad), which the leader registers. Such a job runs as
+// versions of the user's Nomad job itself (translateDeclared), written
+// only while the version the job was declared by, or one Caravan wrote
+// since, is current (Nomad's check-index); its versions are marked by
+// their metadata, so that a later user's version is told apart.
+//
 // Rescaling: Enact checkpoints running jobs before it changes them and
 // never applies a rescale whose checkpoint was not confirmed by a sample
 // the trainers reported (DESIGN.md §3). Status reads the allocations back.
