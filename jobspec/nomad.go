@@ -457,6 +457,8 @@ func FromNomad(nj *api.Job) (*structs.Job, hcl.Diagnostics) {
 		groups = append(groups, d.apiGroup(id, tg))
 	}
 	d.assemble(j, groups, jobRange)
+	j.Canonicalize()
+	d.diags = append(d.diags, d.validation(j.Validate())...)
 	if d.diags.HasErrors() {
 		return nil, d.diags
 	}
@@ -466,11 +468,6 @@ func FromNomad(nj *api.Job) (*structs.Job, hcl.Diagnostics) {
 	}
 	j.Nomad.Template = template
 	j.Nomad.JobModifyIndex = deref(nj.JobModifyIndex)
-	j.Canonicalize()
-	d.diags = append(d.diags, d.validation(j.Validate())...)
-	if d.diags.HasErrors() {
-		return nil, d.diags
-	}
 	return j, d.diags
 }
 

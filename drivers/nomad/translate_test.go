@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -156,5 +157,69 @@ func TestTranslate_CollectorSidecar(t *testing.T) {
 		must.True(t, sc.Lifecycle.Sidecar)
 		must.Eq(t, "/usr/local/bin/caravan", sc.Config["command"])
 		must.SliceContainsSubset(t, sc.Config["args"].([]string), []string{"collector", "-job", "resnet50", "-role", main.Name, "-consul-addr", "127.0.0.1:8500"})
+	}
+}
+
+// declaredResnet is the job testdata/nomad/valid/resnet50.nomad.hcl declares,
+// read from Nomad's API (jobspec's fixture).
+func declaredResnet(t *testing.T) *structs.Job {
+	src, err := os.ReadFile("../../jobspec/testdata/nomad/api/resnet50.json")
+	must.NoError(t, err)
+	var req struct{ Job *api.Job }
+	must.NoError(t, json.Unmarshal(src, &req))
+	req.Job.Canonicalize()
+	req.Job.JobModifyIndex = new(uint64(42))
+	job, diags := jobspec.FromNomad(req.Job)
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	return job
+}
+
+// TestTranslate_Declared checks that a job declared in Nomad runs in the
+// user's Nomad job: per-node copies of its role groups, every task of
+// them with the contract's environment, Caravan's counts and nothing
+// that would let Nomad resize or move them.
+func TestTranslate_Declared(t *testing.T) {
+	job := declaredResnet(t)
+	p := placement()
+	p.Reason = "marginal gain"
+	nj, err := Translate(job, p, Submission{CheckpointDir: "/ckpt", Generation: 3, Collector: &Sidecar{Command: "/bin/caravan"}})
+	must.NoError(t, err)
+	must.Eq(t, "resnet50", *nj.ID, must.Sprint("the user's Nomad job, not caravan-<id>"))
+	must.Eq(t, 60, *nj.Priority)
+	must.Eq(t, "vision", nj.Meta["team"])
+	must.Eq(t, "3", nj.Meta[metaGeneration])
+	must.Eq(t, "1 ps, 5 workers on 2 nodes", nj.Meta[metaShape])
+	must.Eq(t, "marginal gain", nj.Meta[metaReason])
+	must.StrContains(t, nj.UI.Description, "1 ps, 5 workers on 2 nodes")
+
+	groups := map[string]*api.TaskGroup{}
+	for _, tg := range nj.TaskGroups {
+		groups[*tg.Name] = tg
+	}
+	must.MapLen(t, 3, groups)
+	w := groups["worker-node-b"]
+	must.NotNil(t, w)
+	must.Eq(t, 3, *w.Count)
+	must.Nil(t, w.Scaling)
+	must.Eq(t, 0, *w.ReschedulePolicy.Attempts)
+	must.Eq(t, &api.Constraint{LTarget: "${node.unique.id}", RTarget: "node-b", Operand: "="}, w.Constraints[len(w.Constraints)-1])
+	must.SliceLen(t, 3, w.Tasks, must.Sprint("train, log-shipper and the collector"))
+	for _, task := range w.Tasks[:2] {
+		must.Eq(t, "worker", task.Env["CARAVAN_ROLE"])
+		must.Eq(t, "1", task.Env["CARAVAN_RESUME"])
+		must.Eq(t, "/ckpt/default/resnet50", task.Env["CARAVAN_CHECKPOINT_DIR"])
+		must.StrContains(t, *task.Templates[len(task.Templates)-1].EmbeddedTmpl, "add 2")
+	}
+	must.Eq(t, "WARN", w.Tasks[0].Env["NCCL_DEBUG"], must.Sprint("the user's environment stays"))
+	must.Eq(t, "collector", w.Tasks[2].Name)
+	must.Eq(t, "ps", groups["ps-node-a"].Tasks[0].Name)
+	must.Eq(t, "ps", groups["ps-node-a"].Tasks[0].Env["CARAVAN_ROLE"])
+
+	paused, err := Translate(job, &structs.Placement{Namespace: "default", JobID: "resnet50"}, Submission{Generation: 4})
+	must.NoError(t, err)
+	must.SliceLen(t, 2, paused.TaskGroups)
+	for _, tg := range paused.TaskGroups {
+		must.Eq(t, 0, *tg.Count, must.Sprintf("group %s paused", *tg.Name))
+		must.Nil(t, tg.Scaling)
 	}
 }
