@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -149,19 +150,8 @@ func (d *decoder) nomadGroupBlock(b *hcl.Block) *nomadGroup {
 	d.attr(c, path, "count", &g.count)
 	if sb := d.single(c, path, "scaling"); sb != nil {
 		sc := d.partial(sb.Body, nomadScalingSchema)
-		for name, bound := range map[string]**int{"min": &g.min, "max": &g.max} {
-			if a := sc.Attributes[name]; a != nil {
-				var v int
-				if d.decodeExpr(a.Expr, &v) {
-					*bound = &v
-				}
-				if name == "min" {
-					g.minRange = a.Expr.Range()
-				} else {
-					g.maxRange = a.Expr.Range()
-				}
-			}
-		}
+		g.min, g.minRange = d.bound(sc, "min")
+		g.max, g.maxRange = d.bound(sc, "max")
 		if pb := d.single(sc, path, "policy"); pb != nil {
 			g.policy = d.single(d.partial(pb.Body, nomadPolicySchema), path, NomadPolicy)
 		}
@@ -190,6 +180,20 @@ func (d *decoder) nomadGroupBlock(b *hcl.Block) *nomadGroup {
 	return g
 }
 
+// bound decodes a scaling bound: nil when it is not given or not a
+// number, and where it is written.
+func (d *decoder) bound(c *hcl.BodyContent, name string) (*int, hcl.Range) {
+	a := c.Attributes[name]
+	if a == nil {
+		return nil, hcl.Range{}
+	}
+	var v int
+	if !d.decodeExpr(a.Expr, &v) {
+		return nil, a.Expr.Range()
+	}
+	return &v, a.Expr.Range()
+}
+
 // mainTask returns the index of a group's trainer: its first task
 // without a lifecycle, else its first task.
 func mainTask(lifecycle []bool) int {
@@ -216,18 +220,11 @@ func mergeTasks(tasks []*structs.Role, main int) *structs.Role {
 		if i == main || t.Resources == nil {
 			continue
 		}
-		r.Resources.CPU += cmpOr(t.Resources.CPU, structs.DefaultCPU)
-		r.Resources.MemoryMB += cmpOr(t.Resources.MemoryMB, structs.DefaultMemoryMB)
+		r.Resources.CPU += cmp.Or(t.Resources.CPU, structs.DefaultCPU)
+		r.Resources.MemoryMB += cmp.Or(t.Resources.MemoryMB, structs.DefaultMemoryMB)
 		r.Resources.Devices = append(r.Resources.Devices, t.Resources.Devices...)
 	}
 	return r
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // mergeMeta returns group meta overlaid with task meta, as Nomad

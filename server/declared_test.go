@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -27,11 +28,7 @@ type declarations struct {
 func (d *declarations) Declared(context.Context) (map[structs.JobKey]*structs.Declaration, uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[structs.JobKey]*structs.Declaration, len(d.decls))
-	for k, v := range d.decls {
-		out[k] = v
-	}
-	return out, d.index, nil
+	return maps.Clone(d.decls), d.index, nil
 }
 
 // set replaces the declaration of a job (nil removes it) at the next index.

@@ -116,10 +116,9 @@ type leader struct {
 	// indexes when they were last read: a step reads them again only
 	// when they moved.
 	jobsIndex, samplesIndex uint64
-	// declaredAt is the discoverer's and the jobs table's index when the
-	// declarations were last acted on; rejected holds, per job, the index
-	// of the invalid declaration last reported.
-	declaredAt [2]uint64
+	// declaredAt is when the declarations were last acted on; rejected
+	// holds, per job, the cluster index of the declaration last rejected.
+	declaredAt declaredAt
 	rejected   map[structs.JobKey]uint64
 	// What the leader last committed, per job: the desired placement, what
 	// runs (observed) and the models; only changes to them are committed.
@@ -561,7 +560,7 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 		return &driverError{fmt.Errorf("read the jobs declared in the cluster: %w", err)}
 	}
 	txn := l.s.State().Txn()
-	at := [2]uint64{index, state.IndexOf(txn, state.TableJobs)}
+	at := declaredAt{cluster: index, jobs: state.IndexOf(txn, state.TableJobs)}
 	if at == l.declaredAt {
 		return nil
 	}
@@ -622,9 +621,14 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	l.declaredAt = [2]uint64{index, l.s.State().Index(state.TableJobs)}
+	l.declaredAt = declaredAt{cluster: index, jobs: l.s.State().Index(state.TableJobs)}
 	return nil
 }
+
+// declaredAt is the discoverer's index and the state's jobs index when
+// the leader last acted on the declarations: it acts again when either
+// moves.
+type declaredAt struct{ cluster, jobs uint64 }
 
 // reject records, once per declaring version, that a job declared in the
 // cluster cannot run under Caravan.

@@ -3,6 +3,7 @@ package nomad
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -40,11 +41,7 @@ func (d *Driver) Declared(ctx context.Context) (map[structs.JobKey]*structs.Decl
 	if d.decl.err != nil {
 		return nil, 0, d.decl.err
 	}
-	out := make(map[structs.JobKey]*structs.Declaration, len(d.decl.byKey))
-	for k, v := range d.decl.byKey {
-		out[k] = v
-	}
-	return out, d.decl.index, nil
+	return maps.Clone(d.decl.byKey), d.decl.index, nil
 }
 
 // watchJobs follows Nomad's job list with blocking queries and keeps a
@@ -133,7 +130,7 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub) *structs.D
 		}
 		return nil
 	}
-	if deref(info.JobModifyIndex) != s.JobModifyIndex {
+	if info.JobModifyIndex == nil || *info.JobModifyIndex != s.JobModifyIndex {
 		return nil // changed since the list; the next list has it
 	}
 	if !jobspec.HasPolicy(info) {
@@ -167,12 +164,4 @@ func describe(diags hcl.Diagnostics) string {
 		parts = append(parts, msg)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
 }
