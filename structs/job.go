@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -116,7 +117,7 @@ type NomadSource struct {
 	// Template is the Nomad job as the user submitted it, encoded as
 	// nomad/api's JSON, with the fields Nomad sets (status, indexes,
 	// versions) cleared. It is at most MaxNomadTemplate bytes.
-	Template []byte `diff:"-"`
+	Template json.RawMessage `diff:"-"`
 }
 
 // MaxNomadTemplate bounds NomadSource.Template.

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -287,4 +288,24 @@ func TestFSM_RestoreRejectsGarbage(t *testing.T) {
 	err := f.Restore(io.NopCloser(bytes.NewReader([]byte{0x63, 0xff, 0x00})))
 	must.Error(t, err)
 	must.Eq(t, before, dump(t, f.State()), must.Sprint("a failed restore keeps the old state"))
+}
+
+// TestFSM_DeclaredJob: a job declared in Nomad keeps its Nomad source,
+// template included, through the log and a snapshot.
+func TestFSM_DeclaredJob(t *testing.T) {
+	f := newTestFSM(t)
+	d := mockJob("d")
+	d.Nomad = &structs.NomadSource{JobModifyIndex: 9, Groups: map[string]string{structs.RoleWorker: "train"}, Template: json.RawMessage(`{"ID":"d","TaskGroups":[{"Name":"train"}]}`)}
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: d, MustBeNew: true, Time: 12})
+	snap, err := f.Snapshot()
+	must.NoError(t, err)
+	var sink memSink
+	must.NoError(t, snap.Persist(&sink))
+	g := newTestFSM(t)
+	must.NoError(t, g.Restore(io.NopCloser(&sink)))
+	for _, s := range []*state.Store{f.State(), g.State()} {
+		got, err := state.JobByID(s.Txn(), nil, structs.DefaultNamespace, "d")
+		must.NoError(t, err)
+		must.Eq(t, d.Nomad, got.Nomad)
+	}
 }
