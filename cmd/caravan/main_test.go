@@ -37,19 +37,27 @@ func TestJobValidate_Examples(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			code, out, errOut := runCLI(t, "job", "validate", file)
 			must.Eq(t, 0, code, must.Sprint(errOut))
-			must.Eq(t, "Job validation successful\n", out)
+			want := "Job validation successful\n"
+			if strings.HasSuffix(file, ".nomad.hcl") {
+				want = nomadChecked + "\n" + want
+			}
+			must.Eq(t, want, out)
+			must.Eq(t, "", errOut)
 		})
 	}
 }
 
-// TestJobValidate_Invalid checks that each invalid golden jobspec is rejected
-// with exit code 1 and every diagnostic of its .errors file, at its
-// file:line:col, on stderr.
+// TestJobValidate_Invalid checks that each invalid golden jobspec, of
+// either format, is rejected with exit code 1 and every diagnostic of its
+// .errors file, at its file:line:col, on stderr.
 func TestJobValidate_Invalid(t *testing.T) {
 	files, err := filepath.Glob("../../jobspec/testdata/invalid/*.hcl")
 	must.NoError(t, err)
 	must.SliceNotEmpty(t, files)
-	for _, file := range files {
+	nomadFiles, err := filepath.Glob("../../jobspec/testdata/nomad/invalid/*.hcl")
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, nomadFiles)
+	for _, file := range append(files, nomadFiles...) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			code, out, errOut := runCLI(t, "job", "validate", "-no-color", file)
 			must.Eq(t, 1, code)
@@ -88,6 +96,24 @@ func TestJobValidate_Snippet(t *testing.T) {
 		"  Min (8) is greater than max (4).",
 		"",
 	}, "\n"), errOut)
+}
+
+// TestJobValidate_NomadSnippet checks a mistake in the caravan block of
+// a Nomad job file: reported at its line and column, and said to be
+// checked as a Nomad job file.
+func TestJobValidate_NomadSnippet(t *testing.T) {
+	code, out, errOut := runCLI(t, "job", "validate", "-no-color", "../../jobspec/testdata/nomad/invalid/caravan_block.nomad.hcl")
+	must.Eq(t, 1, code)
+	must.Eq(t, "", out)
+	must.StrContains(t, errOut, strings.Join([]string{
+		"Error: ../../jobspec/testdata/nomad/invalid/caravan_block.nomad.hcl:14:33: Invalid training.mode",
+		"  14 |             mode              = \"synch\"",
+		"     |                                 ^^^^^^^",
+		"  \"synch\" is not a training mode; use \"sync\" or \"async\".",
+		"",
+	}, "\n"))
+	must.StrContains(t, errOut, "Error: ../../jobspec/testdata/nomad/invalid/caravan_block.nomad.hcl:11:11: Unsupported argument\n")
+	must.StrHasSuffix(t, nomadChecked+"\n", errOut)
 }
 
 func TestJobValidate_Vars(t *testing.T) {

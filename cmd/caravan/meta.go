@@ -162,9 +162,30 @@ func (m *Meta) jobspecCommand(name string, args []string, help string, extra fun
 	return m.parseJobspec(flags.Arg(0), &jf)
 }
 
-// parseJobspec parses the jobspec at path ("-" reads standard input). On
-// errors it prints them with source snippets and returns nil.
+// parseJobspec parses the Caravan jobspec at path ("-" reads standard
+// input). On errors it prints them with source snippets and returns nil.
 func (m *Meta) parseJobspec(path string, jf *jobspecFlags) *structs.Job {
+	job, _, _ := m.readJobspec(path, jf, func(p *jobspec.Parser, cfg *jobspec.Config) (*structs.Job, string, hcl.Diagnostics) {
+		job, diags := p.Parse(cfg)
+		return job, jobspec.FormatCaravan, diags
+	})
+	return job
+}
+
+// parseAnyJobspec parses the jobspec at path in either format (see
+// jobspec.Parser.ParseAny) and returns it, its format ("" when it could
+// not be told) and the parser, which holds the file. On errors it prints
+// them and returns a nil job.
+func (m *Meta) parseAnyJobspec(path string, jf *jobspecFlags) (*structs.Job, string, *jobspec.Parser) {
+	return m.readJobspec(path, jf, (*jobspec.Parser).ParseAny)
+}
+
+// stdinName names a jobspec read from standard input in diagnostics.
+const stdinName = "<stdin>"
+
+// readJobspec reads the jobspec at path with parse, and prints its
+// diagnostics with source snippets.
+func (m *Meta) readJobspec(path string, jf *jobspecFlags, parse func(*jobspec.Parser, *jobspec.Config) (*structs.Job, string, hcl.Diagnostics)) (*structs.Job, string, *jobspec.Parser) {
 	cfg := &jobspec.Config{
 		Filename: path,
 		ArgVars:  jf.vars,
@@ -175,26 +196,32 @@ func (m *Meta) parseJobspec(path string, jf *jobspecFlags) *structs.Job {
 		src, err := io.ReadAll(os.Stdin)
 		if err != nil {
 			m.Ui.Error("Error reading standard input: " + err.Error())
-			return nil
+			return nil, "", nil
 		}
-		cfg.Filename, cfg.Src = "<stdin>", src
+		cfg.Filename, cfg.Src = stdinName, src
 	}
 	p := jobspec.NewParser()
-	job, diags := p.Parse(cfg)
-	if len(diags) > 0 {
-		var b strings.Builder
-		writeDiagnostics(&b, p.Files(), diags, m.color())
-		if diags.HasErrors() {
-			m.Ui.Error(strings.TrimRight(b.String(), "\n"))
-		} else {
-			m.Ui.Warn(strings.TrimRight(b.String(), "\n"))
-		}
-	}
+	job, format, diags := parse(p, cfg)
+	m.printDiagnostics(p.Files(), diags)
 	if diags.HasErrors() {
-		return nil
+		return nil, format, p
 	}
-	m.Logger.Debug("parsed jobspec", "path", path, "job_id", job.ID)
-	return job
+	m.Logger.Debug("parsed jobspec", "path", path, "job_id", job.ID, "format", format)
+	return job, format, p
+}
+
+// printDiagnostics prints diagnostics with source snippets on stderr.
+func (m *Meta) printDiagnostics(files map[string]*hcl.File, diags hcl.Diagnostics) {
+	if len(diags) == 0 {
+		return
+	}
+	var b strings.Builder
+	writeDiagnostics(&b, files, diags, m.color())
+	if diags.HasErrors() {
+		m.Ui.Error(strings.TrimRight(b.String(), "\n"))
+	} else {
+		m.Ui.Warn(strings.TrimRight(b.String(), "\n"))
+	}
 }
 
 // writeDiagnostics renders each diagnostic as a "file:line:col" header, the
