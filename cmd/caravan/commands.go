@@ -14,6 +14,7 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"collector":    func() (cli.Command, error) { return &CollectorCommand{Meta: m}, nil },
 		"job":          jobCommand.factory(),
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
+		"job convert":  func() (cli.Command, error) { return &JobConvertCommand{Meta: m}, nil },
 		"sim":          func() (cli.Command, error) { return &SimCommand{Meta: m}, nil },
 
 		// Commands that talk to an agent's HTTP API (job inspect of a

@@ -6,11 +6,16 @@ var jobCommand = parentCommand{
 	help: `
 Usage: caravan job <subcommand> [options] [args]
 
-  Works with Caravan ML jobs, described in HCL jobspecs.
+  Works with Caravan ML jobs, described in HCL jobspecs, or in Nomad job
+  files whose groups carry a caravan scaling policy.
 
   Check a jobspec for mistakes:
 
       $ caravan job validate train.hcl
+
+  Turn a jobspec into a Nomad job file to run with "nomad job run":
+
+      $ caravan job convert -out train.nomad.hcl train.hcl
 
   Print a jobspec as the job Caravan would store, in JSON:
 

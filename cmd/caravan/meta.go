@@ -183,6 +183,15 @@ func (m *Meta) parseAnyJobspec(path string, jf *jobspecFlags) (*structs.Job, str
 // stdinName names a jobspec read from standard input in diagnostics.
 const stdinName = "<stdin>"
 
+// jobspecName is the name of the jobspec at path in diagnostics and in
+// the parser's files.
+func jobspecName(path string) string {
+	if path == "-" {
+		return stdinName
+	}
+	return path
+}
+
 // readJobspec reads the jobspec at path with parse, and prints its
 // diagnostics with source snippets.
 func (m *Meta) readJobspec(path string, jf *jobspecFlags, parse func(*jobspec.Parser, *jobspec.Config) (*structs.Job, string, hcl.Diagnostics)) (*structs.Job, string, *jobspec.Parser) {
@@ -198,7 +207,7 @@ func (m *Meta) readJobspec(path string, jf *jobspecFlags, parse func(*jobspec.Pa
 			m.Ui.Error("Error reading standard input: " + err.Error())
 			return nil, "", nil
 		}
-		cfg.Filename, cfg.Src = stdinName, src
+		cfg.Filename, cfg.Src = jobspecName(path), src
 	}
 	p := jobspec.NewParser()
 	job, format, diags := parse(p, cfg)
