@@ -75,15 +75,25 @@ func golden(t *testing.T, path, got string) {
 	must.Eq(t, string(want), got)
 }
 
-// TestParse_Examples checks that every jobspec in examples/ is valid.
+// TestParse_Examples checks that every jobspec in examples/ is valid: the
+// four Caravan jobspecs with Parse, and their Nomad-format versions
+// (*.nomad.hcl) with ParseAny.
 func TestParse_Examples(t *testing.T) {
 	files, err := filepath.Glob("../examples/*.hcl")
 	must.NoError(t, err)
-	must.SliceLen(t, 4, files)
+	must.SliceLen(t, 8, files)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			job, diags := Parse(&Config{Filename: file})
-			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			var job *structs.Job
+			var diags hcl.Diagnostics
+			if strings.HasSuffix(file, ".nomad.hcl") {
+				var format string
+				job, format, diags = NewParser().ParseAny(&Config{Filename: file})
+				must.Eq(t, FormatNomad, format)
+			} else {
+				job, diags = Parse(&Config{Filename: file})
+			}
+			must.Len(t, 0, diags, must.Sprint(diags.Error()))
 			must.NoError(t, job.Validate())
 		})
 	}

@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,6 +78,29 @@ func TestFormatJob_RoundTrip(t *testing.T) {
 
 			must.Eq(t, string(nomadSrc), string(formatJob(t, back, FormatNomad)))
 			must.Eq(t, string(caravanSrc), string(formatJob(t, orig, FormatCaravan)))
+		})
+	}
+}
+
+// TestFormatJob_NomadExamples converts each Nomad-format example to a
+// Caravan jobspec and back, and checks that it declares the same job as
+// the Caravan example of the same name.
+func TestFormatJob_NomadExamples(t *testing.T) {
+	for _, file := range examples(t, FormatNomad) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			must.NoError(t, err)
+			orig, format := parseSrc(t, file, src)
+			must.Eq(t, FormatNomad, format)
+
+			back, _ := parseSrc(t, "converted.hcl", formatJob(t, orig, FormatCaravan))
+			must.Eq(t, sameJob(orig), back)
+			again, _ := parseSrc(t, "converted.nomad.hcl", formatJob(t, back, FormatNomad))
+			must.Eq(t, sameJob(orig), sameJob(again))
+
+			twin, diags := Parse(&Config{Filename: strings.TrimSuffix(file, ".nomad.hcl") + ".hcl"})
+			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			must.Eq(t, twin, sameJob(orig))
 		})
 	}
 }

@@ -38,6 +38,7 @@ done
 echo
 echo "==> Submitting the examples"
 for f in examples/*.hcl; do
+  case "$f" in *.nomad.hcl) continue ;; esac # Nomad job files, for nomad job run
   "$bin" job run -detach "$f"
 done
 

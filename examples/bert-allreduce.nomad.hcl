@@ -1,0 +1,70 @@
+# bert-allreduce.hcl as a Nomad job file: BERT fine-tuning with ring
+# all-reduce (Horovod), 1 to 8 workers (the group's scaling bounds) with one
+# GPU each, only on cards with at least 32 GiB of memory, preferring A100s.
+# Run it with `nomad job run`, and Caravan takes it over from Nomad. An
+# all-reduce job has no parameter servers, so no ps group.
+
+job "bert-squad" {
+  type        = "batch"
+  datacenters = ["dc1"]
+  priority    = 70
+
+  group "worker" {
+    scaling {
+      min = 1
+      max = 8
+
+      policy {
+        caravan {
+          role = "worker"
+
+          training {
+            framework         = "horovod"
+            architecture      = "allreduce"
+            global_batch_size = 96
+            steps_per_epoch   = 922
+
+            convergence {
+              threshold  = 0.005
+              patience   = 1
+              max_epochs = 2
+            }
+          }
+        }
+      }
+    }
+
+    task "train" {
+      driver = "docker"
+
+      config {
+        image    = "ghcr.io/acme/bert:2.0"
+        command  = "horovodrun"
+        args     = ["-np", "${CARAVAN_NUM_WORKERS}", "python", "run_squad.py", "--output_dir", "${CARAVAN_CHECKPOINT_DIR}"]
+        shm_size = 2147483648
+      }
+
+      resources {
+        cpu    = 8000
+        memory = 32768
+
+        device "nvidia/gpu" {
+          count = 1
+
+          constraint {
+            attribute = "${device.attr.memory}"
+            operator  = ">="
+            value     = "32 GiB"
+          }
+
+          affinity {
+            attribute = "${device.model}"
+            operator  = "regexp"
+            value     = "A100"
+            weight    = 50
+          }
+        }
+      }
+    }
+  }
+}

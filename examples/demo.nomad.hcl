@@ -1,0 +1,86 @@
+# demo.hcl as a Nomad job file: a small CPU-only job whose tasks run
+# Caravan's example trainer (a real SGD program, examples/trainer),
+# installed on the Nomad clients as var.trainer. Run it with
+# `nomad job run`, and Caravan takes it over from Nomad. The parameter
+# servers run the same trainer (it reads its role from CARAVAN_ROLE).
+
+variable "trainer" {
+  type        = string
+  default     = "caravan-trainer"
+  description = "Path of the example trainer binary on the Nomad clients."
+}
+
+job "demo" {
+  type = "batch"
+
+  group "worker" {
+    scaling {
+      min = 1
+      max = 4
+
+      policy {
+        caravan {
+          role = "worker"
+
+          training {
+            architecture      = "ps"
+            mode              = "sync"
+            global_batch_size = 64
+            steps_per_epoch   = 50
+
+            convergence {
+              threshold  = 0.01
+              patience   = 2
+              max_epochs = 20
+            }
+          }
+
+          checkpoint {
+            timeout = "30s"
+          }
+        }
+      }
+    }
+
+    task "train" {
+      driver = "raw_exec"
+
+      config {
+        command = var.trainer
+        args    = ["-model", "logreg", "-features", "64"]
+      }
+
+      resources {
+        cpu    = 200
+        memory = 64
+      }
+    }
+  }
+
+  group "ps" {
+    scaling {
+      min = 1
+      max = 2
+
+      policy {
+        caravan {
+          role = "ps"
+        }
+      }
+    }
+
+    task "ps" {
+      driver = "raw_exec"
+
+      config {
+        command = var.trainer
+        args    = ["-model", "logreg", "-features", "64"]
+      }
+
+      resources {
+        cpu    = 200
+        memory = 64
+      }
+    }
+  }
+}

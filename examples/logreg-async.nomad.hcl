@@ -1,0 +1,98 @@
+# logreg-async.hcl as a Nomad job file: logistic regression on a
+# click-through dataset with asynchronous SGD on CPU; each worker steps on
+# its own batch of 256 and pushes gradients to the parameter servers. Run
+# it with `nomad job run`, and Caravan takes it over from Nomad. The ps
+# group runs the worker's task, which learns its role from CARAVAN_ROLE, as
+# a Caravan jobspec without a parameter_server block does.
+
+variable "dataset" {
+  type    = string
+  default = "s3://acme-ml/criteo/day_0"
+}
+
+locals {
+  batch   = 256
+  workers = 24
+}
+
+job "ctr-logreg" {
+  type        = "batch"
+  datacenters = ["dc1", "dc2"]
+
+  group "worker" {
+    scaling {
+      min = 2
+      max = local.workers
+
+      policy {
+        caravan {
+          role = "worker"
+
+          training {
+            framework         = "tensorflow"
+            architecture      = "ps"
+            mode              = "async"
+            global_batch_size = local.batch * local.workers
+            steps_per_epoch   = 4000
+
+            convergence {
+              threshold = 0.01
+              patience  = 2
+            }
+          }
+        }
+      }
+    }
+
+    task "train" {
+      driver = "exec"
+
+      config {
+        command = "/opt/ctr/bin/train"
+        args    = ["--dataset", var.dataset, "--batch", format("%d", local.batch)]
+      }
+
+      resources {
+        cpu    = 2000
+        memory = 4096
+      }
+
+      constraint {
+        attribute = "${attr.kernel.name}"
+        value     = "linux"
+      }
+    }
+  }
+
+  group "ps" {
+    scaling {
+      min = 1
+      max = 8
+
+      policy {
+        caravan {
+          role = "ps"
+        }
+      }
+    }
+
+    task "ps" {
+      driver = "exec"
+
+      config {
+        command = "/opt/ctr/bin/train"
+        args    = ["--dataset", var.dataset, "--batch", format("%d", local.batch)]
+      }
+
+      resources {
+        cpu    = 2000
+        memory = 4096
+      }
+
+      constraint {
+        attribute = "${attr.kernel.name}"
+        value     = "linux"
+      }
+    }
+  }
+}
