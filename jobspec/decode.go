@@ -23,6 +23,9 @@ type decoder struct {
 	// failed holds the paths that did not decode; validation errors about
 	// them would only repeat the decoding error, so they are dropped.
 	failed map[string]bool
+	// nomad is set while decoding a Nomad job file, whose resources
+	// blocks may hold what Caravan does not read (memory_max, cores).
+	nomad bool
 }
 
 func newDecoder(ctx *hcl.EvalContext) *decoder {
@@ -266,7 +269,12 @@ func (d *decoder) roleFrom(c *hcl.BodyContent, path string) *structs.Role {
 
 func (d *decoder) resources(b *hcl.Block, path string) *structs.Resources {
 	r := &structs.Resources{}
-	c := d.content(b.Body, resourcesSchema)
+	var c *hcl.BodyContent
+	if d.nomad {
+		c = d.partial(b.Body, resourcesSchema)
+	} else {
+		c = d.content(b.Body, resourcesSchema)
+	}
 	d.nonZero(c, path, "cpu", &r.CPU)
 	d.nonZero(c, path, "memory", &r.MemoryMB)
 	for i, db := range c.Blocks.OfType("device") {

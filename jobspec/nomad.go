@@ -57,7 +57,7 @@ const NomadPolicy = "caravan"
 
 var (
 	nomadJobSchema = &hcl.BodySchema{
-		Attributes: attrs("namespace", "region", "datacenters", "node_pool", "priority", "type"),
+		Attributes: attrs("name", "namespace", "region", "datacenters", "node_pool", "priority", "type"),
 		Blocks: append(blocks("meta", "constraint", "affinity", "periodic", "parameterized"),
 			hcl.BlockHeaderSchema{Type: "group", LabelNames: []string{"name"}}),
 	}
@@ -109,10 +109,12 @@ func (d *decoder) partial(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyConten
 // nomadJob decodes a Nomad job block. Only what Caravan uses is read and
 // checked; the rest of the file is Nomad's (nomad job validate).
 func (d *decoder) nomadJob(b *hcl.Block) *structs.Job {
+	d.nomad = true
 	j := &structs.Job{ID: b.Labels[0]}
 	d.ranges[""] = b.DefRange
 	d.ranges["id"] = b.LabelRanges[0]
 	c := d.partial(b.Body, nomadJobSchema)
+	d.attr(c, "", "name", &j.Name)
 	d.attr(c, "", "namespace", &j.Namespace)
 	d.attr(c, "", "region", &j.Region)
 	d.attr(c, "", "datacenters", &j.Datacenters)
@@ -217,12 +219,16 @@ func mergeTasks(tasks []*structs.Role, main int) *structs.Role {
 		r.Resources = &structs.Resources{}
 	}
 	for i, t := range tasks {
-		if i == main || t.Resources == nil {
+		if i == main {
 			continue
 		}
-		r.Resources.CPU += cmp.Or(t.Resources.CPU, structs.DefaultCPU)
-		r.Resources.MemoryMB += cmp.Or(t.Resources.MemoryMB, structs.DefaultMemoryMB)
-		r.Resources.Devices = append(r.Resources.Devices, t.Resources.Devices...)
+		res := t.Resources
+		if res == nil {
+			res = &structs.Resources{} // Nomad's defaults
+		}
+		r.Resources.CPU += cmp.Or(res.CPU, structs.DefaultCPU)
+		r.Resources.MemoryMB += cmp.Or(res.MemoryMB, structs.DefaultMemoryMB)
+		r.Resources.Devices = append(r.Resources.Devices, res.Devices...)
 	}
 	return r
 }
@@ -543,7 +549,7 @@ func Template(nj *api.Job) ([]byte, error) {
 		return nil, fmt.Errorf("encode Nomad job %q: %w", deref(nj.ID), err)
 	}
 	if len(b) > structs.MaxNomadTemplate {
-		return nil, fmt.Errorf("Nomad job %q is %d bytes as JSON, more than the %d Caravan keeps", deref(nj.ID), len(b), structs.MaxNomadTemplate)
+		return nil, fmt.Errorf("job %q is %d bytes as JSON, more than the %d Caravan keeps of a Nomad job", deref(nj.ID), len(b), structs.MaxNomadTemplate)
 	}
 	return b, nil
 }

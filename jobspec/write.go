@@ -36,15 +36,11 @@ var jobWriters = map[string]func(*writer, *hclwrite.Body, *structs.Job){
 // FormatNomad, that ParseAny reads back as job, apart from the fields the
 // server sets and Job.Nomad. It writes from a canonicalized copy of job
 // and leaves out what equals the default the parser fills in, except the
-// training's architecture and mode. Two things differ by format:
-//
-//   - a PS job's parameter servers run the worker template when it has no
-//     parameter_server block, whereas a Nomad job's ps group has its own
-//     task: the Nomad format writes the worker's task there, and the
-//     Caravan format leaves out a parameter_server block equal to the
-//     worker block;
-//   - the Nomad format writes the job's name, which Nomad keeps (see
-//     FromNomad), but ParseAny does not read it from a Nomad job file.
+// training's architecture and mode. One thing differs by format: a PS
+// job's parameter servers run the worker template when it has no
+// parameter_server block, whereas a Nomad job's ps group has its own task;
+// the Nomad format writes the worker's task there, and the Caravan format
+// leaves out a parameter_server block equal to the worker block.
 //
 // Variables are not written: the job holds their values. It returns nil
 // and error diagnostics when a value cannot be written in HCL, such as a
