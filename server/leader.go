@@ -591,7 +591,11 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 			job.SubmitTime = l.s.now().UnixNano()
 			resp, err := l.s.registerJob(ctx, job, false)
 			if err != nil {
-				errs = append(errs, err)
+				// Reported once per version: one job's refusal must not
+				// hold up the loop.
+				if l.rejected[key] != decl.Index {
+					errs = append(errs, l.reject(ctx, decl, err.Error()))
+				}
 				continue
 			}
 			l.log.Info("registered a job declared in the cluster", "job_id", key.ID, "namespace", key.Namespace, "version", resp.Version, "cluster_index", decl.Index)
