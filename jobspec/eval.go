@@ -14,20 +14,26 @@ import (
 )
 
 // newEvalContext returns the context job attributes are evaluated in: var.*
-// from vars, local.* filled by evalLocals, and the function table.
-func newEvalContext(vars map[string]cty.Value) *hcl.EvalContext {
+// from vars, local.* filled by evalLocals, and the function table, bounded
+// and charging b (see limits.go).
+func newEvalContext(vars map[string]cty.Value, b *budget) *hcl.EvalContext {
 	return &hcl.EvalContext{
 		Variables: map[string]cty.Value{
 			"var":   cty.ObjectVal(vars),
 			"local": cty.EmptyObjectVal,
 		},
-		Functions: functions,
+		Functions: limitedFunctions(b),
 	}
 }
 
-// functions are the HCL functions a jobspec may call, with the names Nomad's
-// and Terraform's users know.
-var functions = map[string]function.Function{
+// functions is the function table with each call bounded but no budget
+// over a whole jobspec, for variables' values.
+var functions = limitedFunctions(nil)
+
+// baseFunctions are the HCL functions a jobspec may call, with the names
+// Nomad's and Terraform's users know, unbounded: evaluation uses them
+// through limitedFunctions.
+var baseFunctions = map[string]function.Function{
 	"abs": stdlib.AbsoluteFunc, "can": tryfunc.CanFunc, "ceil": stdlib.CeilFunc,
 	"chomp": stdlib.ChompFunc, "chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc,
 	"coalescelist": stdlib.CoalesceListFunc, "compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc,

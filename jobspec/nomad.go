@@ -436,7 +436,7 @@ func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
 // nj has been canonicalized by Nomad. A job none of whose groups has a
 // caravan policy is not Caravan's: see HasPolicy.
 func FromNomad(nj *api.Job) (*structs.Job, hcl.Diagnostics) {
-	d := newDecoder(newEvalContext(nil))
+	d := newDecoder(newEvalContext(nil, newBudget()))
 	id := deref(nj.ID)
 	j := &structs.Job{
 		ID:          id,

@@ -74,6 +74,9 @@ func (p *Parser) ParseAny(cfg *Config) (*structs.Job, string, hcl.Diagnostics) {
 			}}
 		}
 	}
+	if diags := checkSource(src, cfg.Filename); diags.HasErrors() {
+		return nil, "", diags
+	}
 	var file *hcl.File
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(cfg.Filename, ".json") {
@@ -84,13 +87,16 @@ func (p *Parser) ParseAny(cfg *Config) (*structs.Job, string, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, "", diags
 	}
+	if diags := meter(file.Body); diags.HasErrors() {
+		return nil, "", diags
+	}
 
 	content, d := file.Body.Content(rootSchema)
 	diags = append(diags, d...)
 
 	vars, d := p.variables(content.Blocks.OfType("variable"), cfg)
 	diags = append(diags, d...)
-	ctx := newEvalContext(vars)
+	ctx := newEvalContext(vars, newBudget())
 	diags = append(diags, evalLocals(ctx, content.Blocks.OfType("locals"))...)
 
 	jobs := content.Blocks.OfType("job")

@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -145,6 +146,9 @@ func (v *variable) parseRaw(raw, source string) (cty.Value, hcl.Diagnostics) {
 	if v.typ == cty.String || v.typ == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	if diags := checkSource([]byte(raw), source); diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
@@ -171,12 +175,19 @@ func (v *variable) convert(val cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnos
 
 // varFile reads a -var-file of `name = value` lines into values.
 func (p *Parser) varFile(path string, decls map[string]*variable, values map[string]cty.Value) hcl.Diagnostics {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Failed to read file", Detail: err.Error()}}
+	}
+	if diags := checkSource(src, path); diags.HasErrors() {
+		return diags
+	}
 	var file *hcl.File
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(path, ".json") {
-		file, diags = p.p.ParseJSONFile(path)
+		file, diags = p.p.ParseJSON(src, path)
 	} else {
-		file, diags = p.p.ParseHCLFile(path)
+		file, diags = p.p.ParseHCL(src, path)
 	}
 	if diags.HasErrors() {
 		return diags
