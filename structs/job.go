@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Architectures of distributed training.
@@ -55,6 +58,46 @@ const (
 const MaxIDLength = 128
 
 var validID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// validNamespace is Nomad's rule for namespace names: letters, digits and
+// dashes, so a namespace is never a path ("..", "a/b") where it is joined
+// into one.
+var validNamespace = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+
+// Bounds of a job's and a role's meta and env maps.
+const (
+	MaxMapKeys        = 256
+	MaxMapKeyLength   = 256
+	MaxMapValueLength = 16 << 10
+)
+
+// validateMap checks one meta or env map against the bounds above.
+func validateMap(v validator, name string, m map[string]string) {
+	if len(m) > MaxMapKeys {
+		v.fail(name, "%d keys is more than %d", len(m), MaxMapKeys)
+	}
+	for _, k := range sortedKeys(m) {
+		switch {
+		case k == "":
+			v.fail(name, "keys must not be empty")
+		case len(k) > MaxMapKeyLength:
+			v.fail(name, "key %.32q... is longer than %d bytes", k, MaxMapKeyLength)
+		case !utf8.ValidString(k) || strings.ContainsRune(k, 0):
+			v.fail(name, "key %q is not valid UTF-8 without NUL", k)
+		case len(m[k]) > MaxMapValueLength:
+			v.fail(name+"."+k, "value of %d bytes is longer than %d", len(m[k]), MaxMapValueLength)
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 // Job is an ML training job as the user submitted it, plus the bookkeeping
 // fields the server stamps (status, indexes, times). A Job is immutable once
@@ -309,6 +352,10 @@ func (j *Job) Validate() error {
 	case !validID.MatchString(j.ID):
 		v.fail("id", "%q must start with a letter or digit and contain only letters, digits, '_', '.' and '-'", j.ID)
 	}
+	if !validNamespace.MatchString(j.Namespace) {
+		v.fail("namespace", "%q must be 1 to 128 letters, digits and dashes, as Nomad's namespace names", j.Namespace)
+	}
+	validateMap(v, "meta", j.Meta)
 	if j.Priority < 1 || j.Priority > 100 {
 		v.fail("priority", "%d is out of range; it must be between 1 and 100", j.Priority)
 	}
@@ -475,11 +522,8 @@ func (r *Role) validate(v validator) {
 	if r.Driver == "" {
 		v.missing("driver")
 	}
-	for k := range r.Env {
-		if k == "" {
-			v.fail("env", "variable names must not be empty")
-		}
-	}
+	validateMap(v, "env", r.Env)
+	validateMap(v, "meta", r.Meta)
 	if r.Resources == nil {
 		v.missing("resources")
 	} else {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +165,37 @@ func TestJob_Encoding(t *testing.T) {
 	var fromMsgpack Job
 	must.NoError(t, codec.NewDecoder(&mp, MsgpackHandle).Decode(&fromMsgpack))
 	must.Eq(t, j, &fromMsgpack)
+}
+
+func TestJobValidate_NamesAndMaps(t *testing.T) {
+	big := map[string]string{}
+	for i := range MaxMapKeys + 1 {
+		big[fmt.Sprintf("k%d", i)] = "v"
+	}
+	cases := []struct {
+		name string
+		edit func(j *Job)
+		want string
+	}{
+		{"namespace dot dot", func(j *Job) { j.Namespace = ".." }, "namespace"},
+		{"namespace with a slash", func(j *Job) { j.Namespace = "a/b" }, "namespace"},
+		{"namespace too long", func(j *Job) { j.Namespace = strings.Repeat("a", 129) }, "namespace"},
+		{"id with a slash", func(j *Job) { j.ID = "a/b" }, "id"},
+		{"id with NUL", func(j *Job) { j.ID = "a\x00b" }, "id"},
+		{"id dot dot", func(j *Job) { j.ID = ".." }, "id"},
+		{"too many meta keys", func(j *Job) { j.Meta = big }, "meta: 257 keys"},
+		{"long meta value", func(j *Job) { j.Meta = map[string]string{"a": strings.Repeat("x", MaxMapValueLength+1)} }, "meta.a"},
+		{"long env key", func(j *Job) { j.Worker.Env = map[string]string{strings.Repeat("K", MaxMapKeyLength+1): "v"} }, "worker.env"},
+		{"empty env key", func(j *Job) { j.Worker.Env = map[string]string{"": "v"} }, "worker.env"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := MockJob()
+			tc.edit(j)
+			j.Canonicalize()
+			err := j.Validate()
+			must.Error(t, err)
+			must.StrContains(t, err.Error(), tc.want)
+		})
+	}
 }

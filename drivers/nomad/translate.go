@@ -320,7 +320,7 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 		"CARAVAN_NUM_WORKERS":    strconv.Itoa(p.NumWorkers),
 		"CARAVAN_NUM_PS":         strconv.Itoa(p.NumPS),
 		"CARAVAN_RESUME":         "0",
-		"CARAVAN_CHECKPOINT_DIR": filepath.Join(sub.CheckpointDir, job.Namespace, job.ID),
+		"CARAVAN_CHECKPOINT_DIR": checkpointDir(sub.CheckpointDir, job.Namespace, job.ID),
 		"CARAVAN_COLLECTOR_ADDR": strings.Join(reportAddrs(sub), ","),
 		"CARAVAN_GENERATION":     strconv.Itoa(sub.Generation),
 	}
@@ -437,4 +437,31 @@ func affinities(as []*structs.Affinity) []*api.Affinity {
 		out = append(out, &api.Affinity{LTarget: a.LTarget, RTarget: a.RTarget, Operand: a.Operand, Weight: new(int8(a.Weight))})
 	}
 	return out
+}
+
+// checkpointDir returns the job's checkpoint directory under root. Names
+// are validated (structs.Job.Validate), but a name that is not a single path
+// element (empty, ".", "..", or holding a separator) is escaped here all the
+// same, so the directory never leaves root.
+func checkpointDir(root, namespace, id string) string {
+	return filepath.Join(root, pathElement(namespace), pathElement(id))
+}
+
+// pathElement returns name if it is one path element other than . and ..,
+// and name with every byte outside [A-Za-z0-9_.-] escaped as %XX otherwise.
+func pathElement(name string) string {
+	if name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00") {
+		return name
+	}
+	var b strings.Builder
+	b.WriteString("%")
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }

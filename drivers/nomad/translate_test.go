@@ -3,6 +3,7 @@ package nomad
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/caravan-sched/caravan/jobspec"
@@ -221,5 +222,20 @@ func TestTranslate_Declared(t *testing.T) {
 	for _, tg := range paused.TaskGroups {
 		must.Eq(t, 0, *tg.Count, must.Sprintf("group %s paused", *tg.Name))
 		must.Nil(t, tg.Scaling)
+	}
+}
+
+func TestCheckpointDir_StaysUnderRoot(t *testing.T) {
+	cases := []struct{ ns, id, want string }{
+		{"default", "resnet", "/ckpt/default/resnet"},
+		{"..", "x", "/ckpt/%%2E%2E/x"},
+		{"a/b", "x", "/ckpt/%a%2Fb/x"},
+		{"", "x", "/ckpt/%/x"},
+		{"default", "../../etc", "/ckpt/default/%%2E%2E%2F%2E%2E%2Fetc"},
+	}
+	for _, tc := range cases {
+		got := checkpointDir("/ckpt", tc.ns, tc.id)
+		must.Eq(t, tc.want, got)
+		must.Eq(t, "/ckpt", filepath.Dir(filepath.Dir(got)))
 	}
 }
