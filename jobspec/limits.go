@@ -347,7 +347,15 @@ func limited(name string, f function.Function, b *budget) function.Function {
 		Description: f.Description(),
 		Params:      f.Params(),
 		VarParam:    f.VarParam(),
-		Type:        f.ReturnTypeForValues,
+		Type: func(args []cty.Value) (cty.Type, error) {
+			// Some functions work in their Type too: jsondecode decodes.
+			if pre != nil {
+				if err := pre(args); err != nil {
+					return cty.DynamicPseudoType, err
+				}
+			}
+			return f.ReturnTypeForValues(args)
+		},
 		Impl: func(args []cty.Value, ret cty.Type) (cty.Value, error) {
 			if b.exhausted() {
 				return cty.UnknownVal(ret), nil

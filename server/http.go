@@ -69,6 +69,7 @@ func (s *Server) setupHTTP() error {
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          s.log.Named("http").StandardLogger(nil),
 		// Requests end when the server shuts down, blocking queries too.
 		BaseContext: func(net.Listener) context.Context { return s.shutdownCtx },
@@ -91,6 +92,7 @@ func (s *Server) write(fn endpoint) http.HandlerFunc { return s.handle(fn, true)
 func (s *Server) handle(fn endpoint, leaderOnly bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		bodyDeadline(w, r)
 		if leaderOnly && !s.IsLeader() {
 			s.forward(w, r)
 			return

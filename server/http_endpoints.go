@@ -20,10 +20,10 @@ import (
 
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/jobs", s.read(s.jobList))
-	mux.HandleFunc("POST /v1/jobs", s.write(s.jobRegister(true)))
-	mux.HandleFunc("POST /v1/jobs/plan", s.write(s.jobPlan))
+	mux.HandleFunc("POST /v1/jobs", s.writeChecked(s.jobRegister(true), checkJobRequest))
+	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(s.jobPlan, checkJobRequest))
 	mux.HandleFunc("GET /v1/job/{id}", s.read(s.jobRead))
-	mux.HandleFunc("PUT /v1/job/{id}", s.write(s.jobRegister(false)))
+	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(s.jobRegister(false), checkJobRequest))
 	mux.HandleFunc("DELETE /v1/job/{id}", s.write(s.jobStop))
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
 	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(s.jobRevert))
