@@ -117,14 +117,22 @@ const (
 	notLeaderHeader = "X-Caravan-Not-Leader"
 )
 
-// forwardTransport carries forwarded requests: a short dial timeout, so
-// that a dead leader is noticed and the request retried.
-var forwardTransport = &http.Transport{
-	Proxy:               nil,
-	DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-	MaxIdleConnsPerHost: 32,
-	IdleConnTimeout:     90 * time.Second,
-}
+// Transports of forwarded requests, with a short dial timeout so that a
+// dead leader is noticed and the request retried. Reads keep their
+// connections. Writes take a new connection each: on a kept one, a leader
+// that went away looks the same (EOF) as one that died after applying the
+// write, which cannot be retried; a refused connection can.
+var (
+	forwardReads = &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	forwardWrites = &http.Transport{
+		DialContext:       (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		DisableKeepAlives: true,
+	}
+)
 
 // forwardRetry forwards a request to the leader and relays its answer. The
 // request waits, up to leaderHold after its first failure, while no leader
@@ -175,7 +183,7 @@ func (s *Server) forwardRetry(w http.ResponseWriter, r *http.Request, read bool)
 			lastErr = err
 			continue
 		}
-		resp, err := s.forwardOnce(r, addr, body)
+		resp, err := s.forwardOnce(r, addr, body, read)
 		switch {
 		case err == nil && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(notLeaderHeader) != "":
 			resp.Body.Close()
@@ -199,7 +207,7 @@ func (s *Server) forwardRetry(w http.ResponseWriter, r *http.Request, read bool)
 }
 
 // forwardOnce sends r with body to the server at addr.
-func (s *Server) forwardOnce(r *http.Request, addr string, body []byte) (*http.Response, error) {
+func (s *Server) forwardOnce(r *http.Request, addr string, body []byte, read bool) (*http.Response, error) {
 	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
@@ -209,7 +217,10 @@ func (s *Server) forwardOnce(r *http.Request, addr string, body []byte) (*http.R
 	out.Header.Set(forwardedHeader, s.cfg.NodeID)
 	out.Header.Del("Connection")
 	out.ContentLength = int64(len(body))
-	return forwardTransport.RoundTrip(out)
+	if read {
+		return forwardReads.RoundTrip(out)
+	}
+	return forwardWrites.RoundTrip(out)
 }
 
 // relay copies a response to w.
