@@ -340,6 +340,7 @@ func TestReads_Latency(t *testing.T) {
 	}{
 		{"follower stale", fc, &api.QueryOptions{AllowStale: true}},
 		{"follower consistent", fc, nil},
+		{"leader stale", client(t, leader), &api.QueryOptions{AllowStale: true}},
 		{"leader consistent", client(t, leader), nil},
 	} {
 		lat := make([]time.Duration, n)
