@@ -90,6 +90,12 @@ type QueryOptions struct {
 	// result's index exceeds WaitIndex, or after WaitTime.
 	WaitIndex uint64
 	WaitTime  time.Duration
+	// AllowStale lets any server answer from its own state (?stale), as
+	// Nomad's AllowStale: faster and available without a leader, but
+	// possibly behind the leader by QueryMeta.LastContact. Without it,
+	// reads are consistent: the leader answers them after confirming it
+	// still leads.
+	AllowStale bool
 	// Context bounds the request.
 	Context context.Context
 }
@@ -98,6 +104,11 @@ type QueryOptions struct {
 type QueryMeta struct {
 	// LastIndex is the index to pass as WaitIndex to wait for a change.
 	LastIndex uint64
+	// KnownLeader is whether the answering server knew a leader, and
+	// LastContact how long ago it last heard from it (0 on the leader);
+	// they matter for AllowStale reads.
+	KnownLeader bool
+	LastContact time.Duration
 }
 
 func (q *QueryOptions) values() url.Values {
@@ -113,6 +124,9 @@ func (q *QueryOptions) values() url.Values {
 	}
 	if q.WaitTime > 0 {
 		v.Set("wait", q.WaitTime.String())
+	}
+	if q.AllowStale {
+		v.Set("stale", "")
 	}
 	return v
 }
@@ -135,6 +149,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	meta := &QueryMeta{}
 	if idx := resp.Header.Get("X-Caravan-Index"); idx != "" {
 		meta.LastIndex, _ = strconv.ParseUint(idx, 10, 64)
+	}
+	meta.KnownLeader = resp.Header.Get("X-Caravan-KnownLeader") == "true"
+	if ms, err := strconv.ParseUint(resp.Header.Get("X-Caravan-LastContact"), 10, 64); err == nil {
+		meta.LastContact = time.Duration(ms) * time.Millisecond
 	}
 	if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

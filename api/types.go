@@ -107,6 +107,10 @@ type AgentSelf struct {
 type JoinRequest struct {
 	ID       string
 	RaftAddr string
+	// HTTPAddr is the joining server's HTTP API: the leader asks it
+	// /v1/agent/self and adds the server only if it answers with ID and
+	// RaftAddr.
+	HTTPAddr string
 }
 
 // RaftServer is one server of the Raft configuration

@@ -82,25 +82,54 @@ func (s *Server) setupHTTP() error {
 	return nil
 }
 
-// read wraps an endpoint that any server answers from its own state.
-func (s *Server) read(fn endpoint) http.HandlerFunc { return s.handle(fn, false) }
+// read wraps an endpoint that reads the replicated state: consistently by
+// default, answered by the leader once it confirmed it leads (followers
+// forward the request); with ?stale, by any server from its own state (see
+// reads.go).
+func (s *Server) read(fn endpoint) http.HandlerFunc { return s.handle(fn, kindRead) }
 
 // write wraps an endpoint that only the leader answers; followers forward
 // the request to it.
-func (s *Server) write(fn endpoint) http.HandlerFunc { return s.handle(fn, true) }
+func (s *Server) write(fn endpoint) http.HandlerFunc { return s.handle(fn, kindWrite) }
 
-func (s *Server) handle(fn endpoint, leaderOnly bool) http.HandlerFunc {
+// local wraps an endpoint that each server answers about itself.
+func (s *Server) local(fn endpoint) http.HandlerFunc { return s.handle(fn, kindLocal) }
+
+// Kinds of endpoints.
+const (
+	kindLocal = iota
+	kindRead
+	kindWrite
+)
+
+func (s *Server) handle(fn endpoint, kind int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		bodyDeadline(w, r)
-		if leaderOnly && !s.IsLeader() {
-			s.forward(w, r)
+		stale := kind == kindRead && staleParam(r)
+		if kind != kindLocal && !stale && !s.IsLeader() {
+			s.forwardRetry(w, r, kind == kindRead)
 			return
+		}
+		if kind == kindRead && !stale {
+			if err := s.consistentRead(r.Context()); err != nil {
+				if errors.Is(err, ErrNotLeader) {
+					w.Header().Set(notLeaderHeader, "true")
+				}
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		if kind == kindRead {
+			s.setQueryMeta(w)
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		out, err := fn(w, r)
 		if err != nil {
 			code := errorCode(err)
+			if notActedOn(err, kind == kindRead) {
+				w.Header().Set(notLeaderHeader, "true")
+			}
 			s.log.Debug("request failed", "method", r.Method, "path", r.URL.Path, "code", code, "error", err)
 			http.Error(w, err.Error(), code)
 			return
@@ -201,7 +230,9 @@ func namespace(r *http.Request) string {
 
 // blocking answers a read with Nomad's blocking-query semantics: with
 // ?index=N it waits (up to ?wait=, default 5m) until the result's index
-// exceeds N. The index is returned in X-Caravan-Index.
+// exceeds N, a result that is not found (404) included: a blocking read of
+// a job about to be registered answers once it is. The index is returned
+// in X-Caravan-Index.
 func (s *Server) blocking(w http.ResponseWriter, r *http.Request, query state.QueryFunc) (any, error) {
 	q := r.URL.Query()
 	var minIndex uint64
@@ -220,7 +251,12 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, query state.Qu
 		}
 		wait = min(d, maxWait)
 	}
-	res, idx, err := state.BlockingQuery(r.Context(), s.State, minIndex, wait, query)
+	res, idx, err := state.BlockingQuery(r.Context(), s.State, minIndex, wait, waitingNotFound(query))
+	if err == nil {
+		if nf, ok := res.(notFoundResult); ok {
+			err = nf.err
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -37,18 +37,18 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/event/stream", s.eventStream)
 	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.read(s.schedulerConfigGet))
 	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.write(s.schedulerConfigSet))
-	mux.HandleFunc("GET /v1/status/leader", s.read(s.statusLeader))
-	mux.HandleFunc("GET /v1/status/peers", s.read(s.statusPeers))
+	mux.HandleFunc("GET /v1/status/leader", s.local(s.statusLeader))
+	mux.HandleFunc("GET /v1/status/peers", s.local(s.statusPeers))
 	mux.HandleFunc("GET /v1/operator/raft/configuration", s.read(s.raftConfiguration))
-	mux.HandleFunc("POST /v1/operator/raft/join", s.write(s.raftJoin))
-	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.write(s.raftRemovePeer))
+	mux.HandleFunc("POST /v1/operator/raft/join", s.serverOnly(s.write(s.raftJoin)))
+	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.serverOnly(s.write(s.raftRemovePeer)))
 	mux.HandleFunc("GET /v1/operator/snapshot", s.snapshotSave)
 	mux.HandleFunc("PUT /v1/operator/snapshot", s.snapshotRestore)
-	mux.HandleFunc("GET /v1/plugins", s.read(s.pluginList))
-	mux.HandleFunc("GET /v1/agent/self", s.read(s.agentSelf))
+	mux.HandleFunc("GET /v1/plugins", s.local(s.pluginList))
+	mux.HandleFunc("GET /v1/agent/self", s.local(s.agentSelf))
 	mux.HandleFunc("GET /v1/agent/health", s.agentHealth)
-	mux.HandleFunc("GET /v1/agent/members", s.read(s.raftConfiguration))
-	mux.HandleFunc("PUT /v1/internal/member", s.write(s.memberUpsert))
+	mux.HandleFunc("GET /v1/agent/members", s.local(s.raftConfiguration))
+	mux.HandleFunc("PUT /v1/internal/member", s.serverOnly(s.write(s.memberUpsert)))
 	mux.HandleFunc("GET /v1/metrics", s.metricsHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), http.StatusNotFound)
@@ -534,8 +534,11 @@ func (s *Server) raftJoin(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if req.ID == "" || req.RaftAddr == "" {
-		return nil, badRequest("a join request needs ID and RaftAddr")
+	if req.ID == "" || req.RaftAddr == "" || req.HTTPAddr == "" {
+		return nil, badRequest("a join request needs ID, RaftAddr and HTTPAddr")
+	}
+	if err := s.validateJoin(req); err != nil {
+		return nil, err
 	}
 	return nil, s.addPeer(req)
 }
@@ -579,6 +582,9 @@ func (s *Server) memberUpsert(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	if m.ID == "" || m.HTTPAddr == "" || m.RaftAddr == "" {
 		return nil, badRequest("a member needs ID, RaftAddr and HTTPAddr")
+	}
+	if err := s.validateMember(&m); err != nil {
+		return nil, err
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()

@@ -78,7 +78,7 @@ func (s *Server) tryJoin() bool {
 			continue
 		}
 		if peer.LeaderID != "" && peer.Voters > 0 {
-			req := api.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.RaftAddr()}
+			req := api.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
 			if err := s.call(http.MethodPost, addr, "/v1/operator/raft/join", req, nil); err != nil {
 				s.log.Warn("failed to join cluster", "address", addr, "error", err)
 				continue
@@ -167,9 +167,11 @@ func (s *Server) registerSelf() {
 	}
 }
 
-// leaderHTTP returns the HTTP address of the leader.
+// leaderHTTP returns the HTTP address of the leader, as the leader
+// recorded it: the member record of the leader's ID at the leader's Raft
+// address (only the leader records itself, see serveronly.go).
 func (s *Server) leaderHTTP() (string, error) {
-	_, id := s.raft.LeaderWithID()
+	addr, id := s.raft.LeaderWithID()
 	if id == "" {
 		return "", ErrNoLeader
 	}
@@ -178,7 +180,7 @@ func (s *Server) leaderHTTP() (string, error) {
 		return "", err
 	}
 	for _, m := range members {
-		if m.ID == string(id) {
+		if m.ID == string(id) && m.RaftAddr == string(addr) {
 			return m.HTTPAddr, nil
 		}
 	}
@@ -258,7 +260,7 @@ func (s *Server) apply(ctx context.Context, t fsm.MessageType, req any) (any, ui
 	f := s.raft.Apply(buf, timeout)
 	if err := f.Error(); err != nil {
 		if err == raft.ErrNotLeader || err == raft.ErrLeadershipLost {
-			return nil, 0, fmt.Errorf("%w: %v", ErrNotLeader, err)
+			return nil, 0, fmt.Errorf("%w: %w", ErrNotLeader, err)
 		}
 		return nil, 0, fmt.Errorf("commit %s: %w", t, err)
 	}

@@ -31,6 +31,9 @@ func (s *Server) monitorLeadership() {
 			return
 		case leader := <-s.notify:
 			stop()
+			// The old loop has stopped: a new term's leader serves
+			// consistent reads only after its own Barrier.
+			s.setReadyForReads(false)
 			stop = func() {}
 			if !leader {
 				s.log.Info("lost leadership")
@@ -236,8 +239,8 @@ func (l *leader) establish(ctx context.Context) error {
 	if err := s.raft.Barrier(30 * time.Second).Error(); err != nil {
 		return fmt.Errorf("wait for the log to apply: %w", err)
 	}
-	me := &structs.Member{ID: s.cfg.NodeID, Name: s.cfg.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
-	if _, _, err := s.apply(ctx, fsm.MemberUpsertType, &fsm.MemberUpsertRequest{Member: me}); err != nil {
+	s.setReadyForReads(true)
+	if _, _, err := s.apply(ctx, fsm.MemberUpsertType, &fsm.MemberUpsertRequest{Member: s.selfMember()}); err != nil {
 		return err
 	}
 	txn := s.State().Txn()
@@ -385,6 +388,9 @@ func (s *Server) newAlgorithm(cfg *structs.SchedulerConfig) (planner.Algorithm, 
 // is due.
 func (l *leader) step(ctx context.Context) error {
 	s := l.s
+	if err := l.assertSelf(ctx); err != nil {
+		return err
+	}
 	if alg, changed, err := l.algorithm(s.State().Txn()); err != nil {
 		return err
 	} else if changed {

@@ -158,6 +158,8 @@ type Server struct {
 
 	http     *http.Server
 	httpAddr string
+	// reads is the server's part in consistent reads (reads.go).
+	reads readState
 
 	// dryRuns carries `job plan` requests to the leader loop.
 	dryRuns chan dryRunRequest
