@@ -123,7 +123,7 @@ func badInputs(t *testing.T) []badInput {
 		{name: "revert bad json", path: "/v1/job/demo/revert", body: `{"Version": "x"}`, want: "not valid JSON"},
 		{name: "revert unknown job", path: "/v1/job/nope/revert", body: `{"Version": 0}`, status: http.StatusNotFound, want: "not found"},
 		{name: "stop bad purge", method: "DELETE", path: "/v1/job/x?purge=maybe", want: "not a boolean"},
-		{name: "raft join empty", path: "/v1/operator/raft/join", body: `{}`, want: "needs ID and RaftAddr"},
+		{name: "raft join empty", path: "/v1/operator/raft/join", body: `{}`, want: "a join request needs ID, RaftAddr"},
 		{name: "raft join bad json", path: "/v1/operator/raft/join", body: `{"ID": 1}`, want: "not valid JSON"},
 		{name: "raft remove no id", method: "DELETE", path: "/v1/operator/raft/peer", want: "?id="},
 		{name: "raft remove unknown", method: "DELETE", path: "/v1/operator/raft/peer?id=nope", status: http.StatusNotFound, want: "no server"},
@@ -184,9 +184,12 @@ func TestBadInput(t *testing.T) {
 	servers := cluster(t, 3, simDriver(t, 50))
 	leaderOf(t, servers...)
 	for _, s := range servers {
-		agent.WaitFor(t, 10*time.Second, "scheduler configuration replicated", func() error {
+		agent.WaitFor(t, 10*time.Second, "scheduler configuration and members replicated", func() error {
 			if cfg, _ := state.SchedulerConfig(s.State().Txn(), nil); cfg == nil {
 				return fmt.Errorf("no configuration on %s yet", s.ID())
+			}
+			if members, _ := state.Members(s.State().Txn(), nil); len(members) != len(servers) {
+				return fmt.Errorf("%d members recorded on %s", len(members), s.ID())
 			}
 			return nil
 		})
