@@ -81,6 +81,10 @@ func (t *TLS) problems() []problem {
 	return ps
 }
 
+// CheckRegion returns an error when r cannot be a region: a region is a
+// DNS label, lower-case.
+func CheckRegion(r string) error { return joinProblems(regionProblems(r)) }
+
 // regionProblems checks the region.
 func regionProblems(r string) []problem {
 	if region.MatchString(r) {
