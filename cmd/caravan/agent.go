@@ -48,8 +48,9 @@ Usage: caravan agent [options]
 
   SIGINT and SIGTERM leave the cluster gracefully and stop the agent; SIGHUP
   reloads the configuration files and applies what can change at run time:
-  the log level, and the scheduler's algorithm and options (committed through
-  Raft, so every server agrees).
+  the log level, the scheduler's algorithm and options (committed through
+  Raft, so every server agrees), and the TLS certificates and CA, read again
+  from the tls block's files (new connections use them).
 
 Agent Options:
 
