@@ -21,19 +21,26 @@ const DefaultAddress = "http://127.0.0.1:4680"
 
 // Config configures a Client.
 type Config struct {
-	// Address is the agent's HTTP address, such as http://127.0.0.1:4680;
-	// a bare host:port gets http://.
+	// Address is the agent's HTTP address, such as http://127.0.0.1:4680
+	// or https://…; a bare host:port gets http://, or https:// when
+	// TLSConfig is set.
 	Address string
 	// Token is sent as X-Caravan-Token.
 	Token string
 	// HTTPClient defaults to a client with no overall timeout, since
 	// blocking queries wait for minutes.
 	HTTPClient *http.Client
+	// TLSConfig verifies an agent served over HTTPS and holds the client
+	// certificate; nil means the system's roots and no certificate. It is
+	// unused when HTTPClient is set.
+	TLSConfig *TLSConfig
 }
 
-// DefaultConfig reads CARAVAN_ADDR and CARAVAN_TOKEN from the environment.
+// DefaultConfig reads CARAVAN_ADDR and CARAVAN_TOKEN from the environment,
+// and the TLS settings from CARAVAN_CACERT, CARAVAN_CLIENT_CERT,
+// CARAVAN_CLIENT_KEY, CARAVAN_TLS_SERVER_NAME and CARAVAN_SKIP_VERIFY.
 func DefaultConfig() *Config {
-	return &Config{Address: cmp.Or(os.Getenv("CARAVAN_ADDR"), DefaultAddress), Token: os.Getenv("CARAVAN_TOKEN")}
+	return &Config{Address: cmp.Or(os.Getenv("CARAVAN_ADDR"), DefaultAddress), Token: os.Getenv("CARAVAN_TOKEN"), TLSConfig: tlsFromEnv()}
 }
 
 // Client talks to one Caravan agent. It is safe for concurrent use.
@@ -50,13 +57,22 @@ func NewClient(cfg *Config) (*Client, error) {
 	}
 	addr := cmp.Or(cfg.Address, DefaultAddress)
 	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+		if cfg.TLSConfig.isSet() {
+			addr = "https://" + addr
+		} else {
+			addr = "http://" + addr
+		}
 	}
 	u, err := url.Parse(addr)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("address %q is not a URL such as %s", cfg.Address, DefaultAddress)
 	}
 	hc := cfg.HTTPClient
+	if hc == nil && cfg.TLSConfig.isSet() {
+		if hc, err = cfg.TLSConfig.httpClient(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+	}
 	if hc == nil {
 		hc = &http.Client{}
 	}
@@ -193,7 +209,11 @@ func (c *Client) raw(ctx context.Context, method, path string, query url.Values,
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, &Error{StatusCode: resp.StatusCode, Message: strings.TrimSpace(string(msg))}
+		e := &Error{StatusCode: resp.StatusCode, Message: strings.TrimSpace(string(msg))}
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(e.Message, "HTTP request to an HTTPS server") {
+			e.Message += " (the agent serves HTTPS: use an https:// address, with the CA in CARAVAN_CACERT or -ca-cert)"
+		}
+		return nil, e
 	}
 	return resp, nil
 }

@@ -72,6 +72,12 @@ func (s *Server) advertise() error {
 			DeregisterCriticalServiceAfter: c.DeregisterAfter.String(),
 		},
 	}
+	if s.cfg.TLS != nil && s.cfg.TLS.HTTP {
+		// Consul's checks present no client certificate the API would
+		// take: over TLS the check is that the port accepts connections,
+		// as Nomad's is when it verifies HTTPS clients.
+		reg.Check.HTTP, reg.Check.TCP = "", s.httpAddr
+	}
 	if err := c.Client.Agent().ServiceRegister(reg); err != nil {
 		return fmt.Errorf("register service %q in Consul: %w", c.ServiceName, err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,9 @@ func (s *Server) setupHTTP() error {
 		return err
 	}
 	s.httpAddr = l.Addr().String()
+	if s.cfg.TLS != nil && s.cfg.TLS.HTTP {
+		l = tls.NewListener(l, s.tls.IncomingHTTP())
+	}
 	mux := http.NewServeMux()
 	s.routes(mux)
 	s.http = &http.Server{
@@ -191,7 +195,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Set("X-Caravan-Forwarded", s.cfg.NodeID)
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: s.peerScheme(), Host: addr})
+	proxy.Transport = s.peerTransport
 	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
 		http.Error(w, "forward to leader: "+err.Error(), http.StatusBadGateway)
 	}

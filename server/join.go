@@ -226,11 +226,11 @@ func (s *Server) call(method, addr, path string, in, out any) error {
 	}
 	ctx, cancel := context.WithTimeout(s.shutdownCtx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, s.peerScheme()+"://"+addr+path, body)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: s.peerTransport}).Do(req)
 	if err != nil {
 		return err
 	}

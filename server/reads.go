@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"context"
 	"errors"
 	"fmt"
@@ -122,17 +123,22 @@ const (
 // connections. Writes take a new connection each: on a kept one, a leader
 // that went away looks the same (EOF) as one that died after applying the
 // write, which cannot be retried; a refused connection can.
-var (
-	forwardReads = &http.Transport{
+// With TLS on HTTP they present the server's certificate (tls is the
+// Configurator's outgoing config, nil without TLS).
+func forwardTransports(tls *tls.Config) (reads, writes *http.Transport) {
+	reads = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     90 * time.Second,
+		TLSClientConfig:     tls,
 	}
-	forwardWrites = &http.Transport{
+	writes = &http.Transport{
 		DialContext:       (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		DisableKeepAlives: true,
+		TLSClientConfig:   tls,
 	}
-)
+	return reads, writes
+}
 
 // forwardRetry forwards a request to the leader and relays its answer. The
 // request waits, up to leaderHold after its first failure, while no leader
@@ -208,7 +214,7 @@ func (s *Server) forwardRetry(w http.ResponseWriter, r *http.Request, read bool)
 
 // forwardOnce sends r with body to the server at addr.
 func (s *Server) forwardOnce(r *http.Request, addr string, body []byte, read bool) (*http.Response, error) {
-	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	u := url.URL{Scheme: s.peerScheme(), Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -218,9 +224,9 @@ func (s *Server) forwardOnce(r *http.Request, addr string, body []byte, read boo
 	out.Header.Del("Connection")
 	out.ContentLength = int64(len(body))
 	if read {
-		return forwardReads.RoundTrip(out)
+		return s.forwardReads.RoundTrip(out)
 	}
-	return forwardWrites.RoundTrip(out)
+	return s.forwardWrites.RoundTrip(out)
 }
 
 // relay copies a response to w.

@@ -18,6 +18,7 @@ import (
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/tlsutil"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -77,6 +78,11 @@ type Config struct {
 	// Consul, when set, advertises the server in Consul and resolves
 	// consul:// entries of RetryJoin.
 	Consul *Consul
+
+	// TLS, when it turns TLS on, serves the HTTP API over TLS (HTTP) and
+	// runs Raft over a mutually authenticated TLS stream layer (RPC); nil
+	// means neither. ReloadTLS reads its files again.
+	TLS *tlsutil.Config
 
 	// Driver is the cluster the server enacts plans on; NewDriver, set in
 	// its place, builds a driver that needs the server as its host (the
@@ -160,6 +166,13 @@ type Server struct {
 	httpAddr string
 	// reads is the server's part in consistent reads (reads.go).
 	reads readState
+	// tls is nil without TLS; peerTransport calls other servers' HTTP
+	// APIs, over TLS with this server's certificate when TLS covers HTTP.
+	tls           *tlsutil.Configurator
+	peerTransport http.RoundTripper
+	// forwardReads and forwardWrites carry requests to the leader (see
+	// forwardTransports).
+	forwardReads, forwardWrites *http.Transport
 
 	// dryRuns carries `job plan` requests to the leader loop.
 	dryRuns chan dryRunRequest
@@ -211,6 +224,10 @@ func New(cfg Config) (*Server, error) {
 			cancel()
 			return nil, fmt.Errorf("start the driver: %w", err)
 		}
+	}
+	if err := s.setupTLS(); err != nil {
+		s.close()
+		return nil, err
 	}
 	if err := s.setupRaft(); err != nil {
 		s.close()
@@ -277,7 +294,12 @@ func (s *Server) setupRaft() error {
 		if err != nil {
 			return fmt.Errorf("open snapshot store: %w", err)
 		}
-		trans, err := raft.NewTCPTransportWithLogger(s.cfg.RaftAddr, nil, 3, 10*time.Second, s.log.Named("raft"))
+		var trans *raft.NetworkTransport
+		if s.cfg.TLS != nil && s.cfg.TLS.RPC {
+			trans, err = newRaftTLSTransport(s.cfg.RaftAddr, s.tls, s)
+		} else {
+			trans, err = raft.NewTCPTransportWithLogger(s.cfg.RaftAddr, nil, 3, 10*time.Second, s.log.Named("raft"))
+		}
 		if err != nil {
 			return fmt.Errorf("listen for raft on %s: %w", s.cfg.RaftAddr, err)
 		}

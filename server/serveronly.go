@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/tlsutil"
 	"github.com/hashicorp/raft"
 )
 
@@ -37,31 +37,19 @@ import (
 //     address only as the leader recorded it, and the leader re-asserts
 //     its record at every step.
 
-// defaultRegion is the region in server certificate names until the agent
-// configuration names one.
-const defaultRegion = "global"
-
-// serverName is the name a server certificate of this cluster carries.
-func (s *Server) serverName() string { return "server." + defaultRegion + ".caravan" }
-
 // isServer reports whether a request comes from a server of this cluster:
 // its verified TLS client certificate names server.<region>.caravan.
 // Without TLS it reports whether the request comes from the host of a
 // current Raft peer, the most there is to check.
 func (s *Server) isServer(r *http.Request) bool {
 	if r.TLS != nil {
-		return certNames(r.TLS, s.serverName())
+		region := ""
+		if s.cfg.TLS != nil {
+			region = s.cfg.TLS.Region
+		}
+		return tlsutil.PeerIsServer(r.TLS, region)
 	}
 	return s.fromPeerHost(r)
-}
-
-// certNames reports whether the verified client certificate of a TLS
-// connection is valid for name.
-func certNames(cs *tls.ConnectionState, name string) bool {
-	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
-		return false
-	}
-	return cs.VerifiedChains[0][0].VerifyHostname(name) == nil
 }
 
 // fromPeerHost reports whether the request's remote address is on the host

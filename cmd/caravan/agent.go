@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,8 +48,9 @@ Usage: caravan agent [options]
 
   SIGINT and SIGTERM leave the cluster gracefully and stop the agent; SIGHUP
   reloads the configuration files and applies what can change at run time:
-  the log level, and the scheduler's algorithm and options (committed through
-  Raft, so every server agrees).
+  the log level, the scheduler's algorithm and options (committed through
+  Raft, so every server agrees), and the TLS certificates and CA, read again
+  from the tls block's files (new connections use them).
 
 Agent Options:
 
@@ -119,6 +121,7 @@ func (c *AgentCommand) Run(args []string) int {
 		Clock:          wiring.clock,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
+		TLS: tlsConfig(cfg),
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
@@ -129,8 +132,8 @@ func (c *AgentCommand) Run(args []string) int {
 	if cfg.DevMode {
 		mode = "dev server (in-memory state, simulated cluster " + cfg.Sim.Cluster + ")"
 	}
-	c.Ui.Output(fmt.Sprintf("==> Caravan agent started: %s\n    HTTP: http://%s\n    Raft: %s\n    Node: %s (%s)",
-		mode, srv.HTTPAddr(), srv.RaftAddr(), cfg.Name, srv.ID()))
+	c.Ui.Output(fmt.Sprintf("==> Caravan agent started: %s\n    HTTP: %s://%s\n    Raft: %s\n    Node: %s (%s)",
+		mode, httpScheme(cfg), srv.HTTPAddr(), srv.RaftAddr(), cfg.Name, srv.ID()))
 	if c.started != nil {
 		c.started <- srv
 	}
@@ -247,10 +250,13 @@ func (c *AgentCommand) reload(files []string, old *config.Config, logger hclog.L
 		return
 	}
 	logger.SetLevel(hclog.LevelFromString(cfg.LogLevel))
+	if err := srv.ReloadTLS(); err != nil {
+		c.Ui.Error(fmt.Sprintf("Error reloading the TLS certificates, the old ones stay: %v", err))
+	}
 	if fresh.Scheduler == nil || fresh.Scheduler.Algorithm == "" && len(fresh.Scheduler.Options) == 0 {
 		return
 	}
-	client, err := api.NewClient(&api.Config{Address: srv.HTTPAddr()})
+	client, err := api.NewClient(selfClientConfig(cfg, srv.HTTPAddr()))
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -339,6 +345,9 @@ func consulConfig(cfg *config.Config) (*server.Consul, []string, error) {
 	if c.Token != "" {
 		ccfg.Token = c.Token
 	}
+	ccfg.TLSConfig.CAFile = cmp.Or(c.CAFile, ccfg.TLSConfig.CAFile)
+	ccfg.TLSConfig.CertFile = cmp.Or(c.CertFile, ccfg.TLSConfig.CertFile)
+	ccfg.TLSConfig.KeyFile = cmp.Or(c.KeyFile, ccfg.TLSConfig.KeyFile)
 	client, err := consulapi.NewClient(ccfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("consul client: %w", err)
@@ -360,10 +369,10 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 	if len(reportAddrs) == 0 {
 		// This agent first, then the others of retry_join (which may list
 		// this one too).
-		reportAddrs = []string{"http://" + cfg.HTTPAddr()}
+		reportAddrs = []string{httpScheme(cfg) + "://" + cfg.HTTPAddr()}
 		for _, a := range cfg.Server.RetryJoin {
 			if a != cfg.HTTPAddr() && !strings.HasPrefix(a, server.ConsulJoinScheme) {
-				reportAddrs = append(reportAddrs, "http://"+a)
+				reportAddrs = append(reportAddrs, httpScheme(cfg)+"://"+a)
 			}
 		}
 	}
@@ -373,8 +382,9 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		Region:        fromEnv(n.Region, "", "NOMAD_REGION"),
 		Namespace:     fromEnv(n.Namespace, "", "NOMAD_NAMESPACE"),
 		CheckpointDir: n.CheckpointDir,
-		ReportAddrs:   reportAddrs,
-		Logger:        logger,
+		CAFile:        n.CAFile, CertFile: n.CertFile, KeyFile: n.KeyFile,
+		ReportAddrs: reportAddrs,
+		Logger:      logger,
 	}
 	if n.CollectorCommand != "" {
 		nc.Collector = &nomad.Sidecar{Command: n.CollectorCommand, ConsulAddr: cfg.Consul.Address}

@@ -28,7 +28,8 @@ func (m *Meta) agentCommand(flags *flag.FlagSet, args []string, help string, wan
 // client returns an API client for the agent the global flags name. It
 // prints the error and returns false when the address is not a URL.
 func (m *Meta) client() (*api.Client, bool) {
-	c, err := api.NewClient(&api.Config{Address: m.address, Token: m.token})
+	tls := m.tls
+	c, err := api.NewClient(&api.Config{Address: m.address, Token: m.token, TLSConfig: &tls})
 	if err != nil {
 		m.Ui.Error("create API client: " + err.Error())
 		return nil, false

@@ -44,6 +44,13 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"operator scheduler":            operatorSchedulerCommand.factory(),
 		"operator scheduler get-config": func() (cli.Command, error) { return &OperatorSchedulerGetConfigCommand{Meta: m}, nil },
 		"operator scheduler set-config": func() (cli.Command, error) { return &OperatorSchedulerSetConfigCommand{Meta: m}, nil },
+
+		// Certificates for mTLS, written to the current directory.
+		"tls":             tlsCommand.factory(),
+		"tls ca":          tlsCACommand.factory(),
+		"tls ca create":   func() (cli.Command, error) { return &TLSCACreateCommand{Meta: m}, nil },
+		"tls cert":        tlsCertCommand.factory(),
+		"tls cert create": func() (cli.Command, error) { return &TLSCertCreateCommand{Meta: m}, nil },
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/cli"
@@ -30,6 +31,10 @@ type Meta struct {
 	address string
 	token   string
 	noColor bool
+	// tls is the TLS settings of -ca-cert, -client-cert, -client-key,
+	// -tls-server-name and -tls-skip-verify, and of the CARAVAN_CACERT
+	// and like variables they override.
+	tls api.TLSConfig
 }
 
 func newMeta(ui cli.Ui) Meta {
@@ -51,6 +56,12 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	f.StringVar(&m.address, "address", envOr("CARAVAN_ADDR", DefaultAddress), "")
 	f.StringVar(&m.token, "token", os.Getenv("CARAVAN_TOKEN"), "")
 	f.BoolVar(&m.noColor, "no-color", false, "")
+	f.StringVar(&m.tls.CACert, "ca-cert", os.Getenv("CARAVAN_CACERT"), "")
+	f.StringVar(&m.tls.ClientCert, "client-cert", os.Getenv("CARAVAN_CLIENT_CERT"), "")
+	f.StringVar(&m.tls.ClientKey, "client-key", os.Getenv("CARAVAN_CLIENT_KEY"), "")
+	f.StringVar(&m.tls.TLSServerName, "tls-server-name", os.Getenv("CARAVAN_TLS_SERVER_NAME"), "")
+	skip, _ := strconv.ParseBool(os.Getenv("CARAVAN_SKIP_VERIFY"))
+	f.BoolVar(&m.tls.Insecure, "tls-skip-verify", skip, "")
 	return f
 }
 
@@ -115,6 +126,25 @@ General Options:
 
   -token=<token>
     The ACL token to use. Overrides CARAVAN_TOKEN.
+
+  -ca-cert=<path>
+    The CA certificate that verifies an agent served over HTTPS. Overrides
+    CARAVAN_CACERT.
+
+  -client-cert=<path>
+    The client certificate presented to the agent, which one with
+    verify_https_client requires. Overrides CARAVAN_CLIENT_CERT.
+
+  -client-key=<path>
+    The key of -client-cert. Overrides CARAVAN_CLIENT_KEY.
+
+  -tls-server-name=<name>
+    The name the agent's certificate must carry, such as
+    server.global.caravan. Overrides CARAVAN_TLS_SERVER_NAME.
+
+  -tls-skip-verify
+    Does not verify the agent's certificate (not recommended). Overrides
+    CARAVAN_SKIP_VERIFY.
 
   -no-color
     Disables colored output. NO_COLOR in the environment does the same.`

@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ type Config struct {
 	Address string
 	Token   string
 	Region  string
+	// CAFile verifies Nomad's HTTPS certificate, and CertFile and KeyFile
+	// are the client certificate presented to it; empty means Nomad's
+	// defaults (NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY).
+	CAFile, CertFile, KeyFile string
 	// Namespace is the Nomad namespace of every job; empty means each
 	// Caravan job's own namespace.
 	Namespace string
@@ -146,6 +151,12 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Region != "" {
 		acfg.Region = cfg.Region
 	}
+	if acfg.TLSConfig == nil {
+		acfg.TLSConfig = &api.TLSConfig{}
+	}
+	acfg.TLSConfig.CACert = cmp.Or(cfg.CAFile, acfg.TLSConfig.CACert)
+	acfg.TLSConfig.ClientCert = cmp.Or(cfg.CertFile, acfg.TLSConfig.ClientCert)
+	acfg.TLSConfig.ClientKey = cmp.Or(cfg.KeyFile, acfg.TLSConfig.ClientKey)
 	client, err := api.NewClient(acfg)
 	if err != nil {
 		return nil, fmt.Errorf("nomad client: %w", err)

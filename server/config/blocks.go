@@ -286,6 +286,13 @@ type Nomad struct {
 	// set, every task group gets a `caravan collector` sidecar registered
 	// in the consul block's Consul, which the leader scrapes.
 	CollectorCommand string `hcl:"collector_command,optional"`
+	// CAFile verifies Nomad's HTTPS certificate; CertFile and KeyFile are
+	// the client certificate Caravan presents to it. Empty means the
+	// NOMAD_CACERT, NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY of the
+	// agent's environment, as the Nomad API client reads them.
+	CAFile   string `hcl:"ca_file,optional"`
+	CertFile string `hcl:"cert_file,optional"`
+	KeyFile  string `hcl:"key_file,optional"`
 }
 
 // DefaultNomad returns the default nomad block.
@@ -305,6 +312,9 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 			r.ReportAddrs = o.ReportAddrs
 		}
 		r.CollectorCommand = mergeString(r.CollectorCommand, o.CollectorCommand)
+		r.CAFile = mergeString(r.CAFile, o.CAFile)
+		r.CertFile = mergeString(r.CertFile, o.CertFile)
+		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
 	}
 	return r
 }
@@ -326,7 +336,7 @@ func (n *Nomad) problems() []problem {
 	if n.CheckpointDir != "" && !filepath.IsAbs(n.CheckpointDir) {
 		ps = append(ps, problemf("checkpoint_dir", "%q is a relative path; give an absolute path every Nomad client sees, such as \"/mnt/shared/caravan\"", n.CheckpointDir))
 	}
-	return ps
+	return append(ps, clientCertProblems(n.CertFile, n.KeyFile)...)
 }
 
 // Consul is the consul block: the Consul agent Caravan registers with.
@@ -345,6 +355,13 @@ type Consul struct {
 	// ServerAutoJoin adds "consul://<service_name>" to server.retry_join.
 	// nil means unset; Default sets false.
 	ServerAutoJoin *bool `hcl:"server_auto_join,optional"`
+	// CAFile verifies Consul's HTTPS certificate; CertFile and KeyFile are
+	// the client certificate Caravan presents to it. Empty means the
+	// CONSUL_CACERT, CONSUL_CLIENT_CERT and CONSUL_CLIENT_KEY of the
+	// agent's environment, as the Consul API client reads them.
+	CAFile   string `hcl:"ca_file,optional"`
+	CertFile string `hcl:"cert_file,optional"`
+	KeyFile  string `hcl:"key_file,optional"`
 }
 
 // DefaultConsul returns the default consul block.
@@ -367,6 +384,9 @@ func (c *Consul) Merge(o *Consul) *Consul {
 		r.ServiceName = mergeString(r.ServiceName, o.ServiceName)
 		r.AutoAdvertise = mergePtr(r.AutoAdvertise, o.AutoAdvertise)
 		r.ServerAutoJoin = mergePtr(r.ServerAutoJoin, o.ServerAutoJoin)
+		r.CAFile = mergeString(r.CAFile, o.CAFile)
+		r.CertFile = mergeString(r.CertFile, o.CertFile)
+		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
 	}
 	return r
 }
@@ -380,10 +400,14 @@ func (c *Consul) Validate() error { return joinProblems(c.problems()) }
 var consulService = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`)
 
 func (c *Consul) problems() []problem {
-	if c == nil || c.ServiceName == "" || consulService.MatchString(c.ServiceName) {
+	if c == nil {
 		return nil
 	}
-	return []problem{problemf("service_name", "%q is not a Consul service name; use letters, digits and dashes, such as \"caravan\"", c.ServiceName)}
+	ps := clientCertProblems(c.CertFile, c.KeyFile)
+	if c.ServiceName == "" || consulService.MatchString(c.ServiceName) {
+		return ps
+	}
+	return append(ps, problemf("service_name", "%q is not a Consul service name; use letters, digits and dashes, such as \"caravan\"", c.ServiceName))
 }
 
 // Sim is the sim block: the embedded simulated cluster of the sim driver.

@@ -61,6 +61,10 @@ type Config struct {
 	// PluginDir is where the binaries of plugin blocks without an
 	// absolute path are. Default none.
 	PluginDir string `hcl:"plugin_dir,optional"`
+	// Region is the cluster's region, a DNS label: every server
+	// certificate names "server.<region>.caravan". Default
+	// DefaultRegion ("global").
+	Region string `hcl:"region,optional"`
 
 	Ports     *Ports     `hcl:"ports,block"`
 	Server    *Server    `hcl:"server,block"`
@@ -68,6 +72,7 @@ type Config struct {
 	Nomad     *Nomad     `hcl:"nomad,block"`
 	Consul    *Consul    `hcl:"consul,block"`
 	Sim       *Sim       `hcl:"sim,block"`
+	TLS       *TLS       `hcl:"tls,block"`
 	// Plugins declare external algorithm plugins, by name; Merge lets a
 	// later plugin of the same name replace the earlier one.
 	Plugins []*Plugin `hcl:"plugin,block"`
@@ -99,6 +104,8 @@ func Default() *Config {
 		Nomad:     DefaultNomad(),
 		Consul:    DefaultConsul(),
 		Sim:       DefaultSim(),
+		Region:    DefaultRegion,
+		TLS:       DefaultTLS(),
 	}
 }
 
@@ -144,6 +151,8 @@ func (c *Config) Merge(o *Config) *Config {
 	r.Nomad = c.Nomad.Merge(o.Nomad)
 	r.Consul = c.Consul.Merge(o.Consul)
 	r.Sim = c.Sim.Merge(o.Sim)
+	r.Region = mergeString(c.Region, o.Region)
+	r.TLS = c.TLS.Merge(o.TLS)
 	r.DevMode = c.DevMode || o.DevMode
 	r.Files = append(slices.Clone(c.Files), o.Files...)
 	return &r
@@ -230,6 +239,10 @@ func (c *Config) problems() []problem {
 	ps = append(ps, within("nomad", c.Nomad.problems())...)
 	ps = append(ps, within("consul", c.Consul.problems())...)
 	ps = append(ps, within("sim", c.Sim.problems())...)
+	ps = append(ps, within("tls", c.TLS.problems())...)
+	if c.Region != "" {
+		ps = append(ps, regionProblems(c.Region)...)
+	}
 	if c.PluginDir != "" && !filepath.IsAbs(c.PluginDir) {
 		ps = append(ps, problemf("plugin_dir", "%q is a relative path; give an absolute path such as \"/opt/caravan/plugins\"", c.PluginDir))
 	}

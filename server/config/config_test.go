@@ -148,6 +148,8 @@ func TestDefault(t *testing.T) {
 		Nomad:     &Nomad{Address: "http://127.0.0.1:4646"},
 		Consul:    DefaultConsul(),
 		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
+		Region:    "global",
+		TLS:       &TLS{HTTP: new(false), RPC: new(false), VerifyServerHostname: new(true), VerifyHTTPSClient: new(true)},
 	}
 	must.Eq(t, want, Default())
 	must.Eq(t, "0.0.0.0:4680", Default().HTTPAddr())
@@ -258,7 +260,7 @@ func TestMerge(t *testing.T) {
 			name: "nil on both sides",
 			c:    nil,
 			o:    nil,
-			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}},
+			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}, TLS: &TLS{}},
 		},
 	}
 	for _, tc := range cases {
