@@ -908,6 +908,8 @@ func TestREADME(t *testing.T) {
 		PluginDir: "/opt/caravan/plugins",
 		Plugins: []*Plugin{{Name: "random", Path: "random", Config: map[string]string{"seed": "7"},
 			Checksum: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
+		TLS: &TLS{CAFile: "/etc/caravan/caravan-agent-ca.pem", CertFile: "/etc/caravan/global-server-caravan.pem",
+			KeyFile: "/etc/caravan/global-server-caravan-key.pem"},
 	})
 	want.Files = loaded[0].Files
 	must.Eq(t, want, Default().Merge(loaded[0]))
