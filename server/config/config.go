@@ -68,6 +68,7 @@ type Config struct {
 	Nomad     *Nomad     `hcl:"nomad,block"`
 	Consul    *Consul    `hcl:"consul,block"`
 	Sim       *Sim       `hcl:"sim,block"`
+	ACL       *ACL       `hcl:"acl,block"`
 	// Plugins declare external algorithm plugins, by name; Merge lets a
 	// later plugin of the same name replace the earlier one.
 	Plugins []*Plugin `hcl:"plugin,block"`
@@ -99,6 +100,7 @@ func Default() *Config {
 		Nomad:     DefaultNomad(),
 		Consul:    DefaultConsul(),
 		Sim:       DefaultSim(),
+		ACL:       DefaultACL(),
 	}
 }
 
@@ -144,6 +146,7 @@ func (c *Config) Merge(o *Config) *Config {
 	r.Nomad = c.Nomad.Merge(o.Nomad)
 	r.Consul = c.Consul.Merge(o.Consul)
 	r.Sim = c.Sim.Merge(o.Sim)
+	r.ACL = c.ACL.Merge(o.ACL)
 	r.DevMode = c.DevMode || o.DevMode
 	r.Files = append(slices.Clone(c.Files), o.Files...)
 	return &r
@@ -175,6 +178,9 @@ func (c *Config) Validate() error {
 		if _, err := full.PluginPath(p); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if full.ACL.On() && full.ACL.ServerToken == "" && (full.Server.BootstrapExpect > 1 || len(full.Server.RetryJoin) > 0) {
+		errs = append(errs, errors.New("acl.server_token: servers that join each other with ACLs enabled need a shared secret to do so; set the same server_token, such as a UUID, on every server"))
 	}
 	if full.DevMode && full.Server.BootstrapExpect > 1 {
 		errs = append(errs, fmt.Errorf("server.bootstrap_expect: dev mode runs a single server, so it must be 1, not %d", full.Server.BootstrapExpect))
@@ -230,6 +236,7 @@ func (c *Config) problems() []problem {
 	ps = append(ps, within("nomad", c.Nomad.problems())...)
 	ps = append(ps, within("consul", c.Consul.problems())...)
 	ps = append(ps, within("sim", c.Sim.problems())...)
+	ps = append(ps, within("acl", c.ACL.problems())...)
 	if c.PluginDir != "" && !filepath.IsAbs(c.PluginDir) {
 		ps = append(ps, problemf("plugin_dir", "%q is a relative path; give an absolute path such as \"/opt/caravan/plugins\"", c.PluginDir))
 	}
