@@ -119,6 +119,7 @@ func (c *AgentCommand) Run(args []string) int {
 		Clock:          wiring.clock,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
+		ACL: server.ACLConfig{Enabled: cfg.ACL.On(), ServerToken: cfg.ACL.ServerToken},
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
@@ -374,6 +375,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		Namespace:     fromEnv(n.Namespace, "", "NOMAD_NAMESPACE"),
 		CheckpointDir: n.CheckpointDir,
 		ReportAddrs:   reportAddrs,
+		ReportToken:   cfg.ACL.ReportToken,
 		Logger:        logger,
 	}
 	if n.CollectorCommand != "" {
