@@ -190,11 +190,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if r.Header.Get("X-Caravan-Forwarded") != "" {
+	if r.Header.Get(forwardedHeader) != "" {
 		http.Error(w, "request forwarded to a server that does not lead: leadership is changing, retry", http.StatusServiceUnavailable)
 		return
 	}
-	r.Header.Set("X-Caravan-Forwarded", s.cfg.NodeID)
+	r.Header.Set(forwardedHeader, s.cfg.NodeID)
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: s.peerScheme(), Host: addr})
 	proxy.Transport = s.peerTransport
 	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/caravan-sched/caravan/acl"
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -19,37 +20,42 @@ import (
 )
 
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/jobs", s.read(s.jobList))
-	mux.HandleFunc("POST /v1/jobs", s.writeChecked(s.jobRegister(true), checkJobRequest))
-	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(s.jobPlan, checkJobRequest))
-	mux.HandleFunc("GET /v1/job/{id}", s.read(s.jobRead))
-	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(s.jobRegister(false), checkJobRequest))
-	mux.HandleFunc("DELETE /v1/job/{id}", s.write(s.jobStop))
-	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(s.jobVersions))
-	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(s.jobRevert))
-	mux.HandleFunc("GET /v1/job/{id}/history", s.read(s.jobHistory))
-	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(s.jobSummary))
-	mux.HandleFunc("GET /v1/job/{id}/samples", s.read(s.jobSamples))
-	mux.HandleFunc("POST /v1/report", s.write(s.report))
-	mux.HandleFunc("GET /v1/nodes", s.read(s.nodeList))
-	mux.HandleFunc("GET /v1/plan", s.read(s.planLatest))
-	mux.HandleFunc("GET /v1/events", s.read(s.eventList))
-	mux.HandleFunc("GET /v1/event/stream", s.eventStream)
-	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.read(s.schedulerConfigGet))
-	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.write(s.schedulerConfigSet))
-	mux.HandleFunc("GET /v1/status/leader", s.local(s.statusLeader))
-	mux.HandleFunc("GET /v1/status/peers", s.local(s.statusPeers))
-	mux.HandleFunc("GET /v1/operator/raft/configuration", s.read(s.raftConfiguration))
+	// Each route names what its token needs (acl.go); with ACLs off every
+	// request is allowed. Membership and Raft changes need a server's
+	// identity (serveronly.go).
+	a := s.allow
+	mux.HandleFunc("GET /v1/jobs", s.read(a(bodyCap(acl.CapListJobs), s.jobList)))
+	mux.HandleFunc("POST /v1/jobs", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(true)), checkJobRequest))
+	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobPlan), checkJobRequest))
+	mux.HandleFunc("GET /v1/job/{id}", s.read(a(nsCap(acl.CapReadJob), s.jobRead)))
+	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(false)), checkJobRequest))
+	mux.HandleFunc("DELETE /v1/job/{id}", s.write(a(nsCap(acl.CapStopJob), s.jobStop)))
+	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(a(nsCap(acl.CapReadJob), s.jobVersions)))
+	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(a(nsCap(acl.CapSubmitJob), s.jobRevert)))
+	mux.HandleFunc("GET /v1/job/{id}/history", s.read(a(nsCap(acl.CapReadJob), s.jobHistory)))
+	mux.HandleFunc("GET /v1/job/{id}/summary", s.read(a(nsCap(acl.CapReadJob), s.jobSummary)))
+	mux.HandleFunc("GET /v1/job/{id}/samples", s.read(a(nsCap(acl.CapReadMetrics), s.jobSamples)))
+	mux.HandleFunc("POST /v1/report", s.write(a(bodyCap(acl.CapReport), s.report)))
+	mux.HandleFunc("GET /v1/nodes", s.read(a(operatorRead, s.nodeList)))
+	mux.HandleFunc("GET /v1/plan", s.read(a(operatorRead, s.planLatest)))
+	mux.HandleFunc("GET /v1/events", s.read(a(operatorRead, s.eventList)))
+	mux.HandleFunc("GET /v1/event/stream", s.guard(operatorRead, s.eventStream))
+	mux.HandleFunc("GET /v1/operator/scheduler/configuration", s.read(a(operatorRead, s.schedulerConfigGet)))
+	mux.HandleFunc("PUT /v1/operator/scheduler/configuration", s.write(a(operatorWrite, s.schedulerConfigSet)))
+	mux.HandleFunc("GET /v1/status/leader", s.local(a(public, s.statusLeader)))
+	mux.HandleFunc("GET /v1/status/peers", s.local(a(public, s.statusPeers)))
+	mux.HandleFunc("GET /v1/operator/raft/configuration", s.read(a(operatorRead, s.raftConfiguration)))
 	mux.HandleFunc("POST /v1/operator/raft/join", s.serverOnly(s.write(s.raftJoin)))
 	mux.HandleFunc("DELETE /v1/operator/raft/peer", s.serverOnly(s.write(s.raftRemovePeer)))
-	mux.HandleFunc("GET /v1/operator/snapshot", s.snapshotSave)
-	mux.HandleFunc("PUT /v1/operator/snapshot", s.snapshotRestore)
-	mux.HandleFunc("GET /v1/plugins", s.local(s.pluginList))
-	mux.HandleFunc("GET /v1/agent/self", s.local(s.agentSelf))
+	mux.HandleFunc("GET /v1/operator/snapshot", s.guard(management, s.snapshotSave))
+	mux.HandleFunc("PUT /v1/operator/snapshot", s.guard(management, s.snapshotRestore))
+	mux.HandleFunc("GET /v1/plugins", s.local(a(pluginRead, s.pluginList)))
+	mux.HandleFunc("GET /v1/agent/self", s.local(a(agentRead, s.agentSelf)))
 	mux.HandleFunc("GET /v1/agent/health", s.agentHealth)
-	mux.HandleFunc("GET /v1/agent/members", s.local(s.raftConfiguration))
+	mux.HandleFunc("GET /v1/agent/members", s.local(a(agentRead, s.raftConfiguration)))
 	mux.HandleFunc("PUT /v1/internal/member", s.serverOnly(s.write(s.memberUpsert)))
-	mux.HandleFunc("GET /v1/metrics", s.metricsHandler)
+	mux.HandleFunc("GET /v1/metrics", s.guard(agentRead, s.metricsHandler))
+	s.aclRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), http.StatusNotFound)
 	})
@@ -59,6 +65,11 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	ns := r.URL.Query().Get("namespace")
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		jobs, err := state.Jobs(txn, ws, ns)
+		// Without a namespace, the jobs of the namespaces the token
+		// may list.
+		jobs = slices.DeleteFunc(jobs, func(j *structs.Job) bool {
+			return s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil
+		})
 		return orEmpty(jobs), err
 	}, state.TableJobs))
 }
@@ -134,6 +145,9 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 		if id := r.PathValue("id"); id != "" && id != job.ID {
 			return nil, badRequest("the path names job %q but the body job %q", id, job.ID)
 		}
+		if err := s.allowNamespace(r, job.Namespace, acl.CapSubmitJob); err != nil {
+			return nil, err
+		}
 		ctx, cancel := applyContext(r)
 		defer cancel()
 		job.SubmitTime = s.now().UnixNano()
@@ -196,6 +210,9 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 		if known[key] {
 			continue
 		}
+		if err := s.allowNamespace(r, smp.Namespace, acl.CapReport); err != nil {
+			return nil, err
+		}
 		job, err := state.JobByID(txn, nil, smp.Namespace, smp.JobID)
 		if err != nil {
 			return nil, err
@@ -229,6 +246,9 @@ func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	job, err := registeredJob(&req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.allowNamespace(r, job.Namespace, acl.CapSubmitJob); err != nil {
 		return nil, err
 	}
 	txn := s.State().Txn()

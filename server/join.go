@@ -230,6 +230,9 @@ func (s *Server) call(method, addr, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
+	if t := s.cfg.ACL.ServerToken; t != "" {
+		req.Header.Set("X-Caravan-Token", t)
+	}
 	resp, err := (&http.Client{Transport: s.peerTransport}).Do(req)
 	if err != nil {
 		return err

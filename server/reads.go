@@ -2,8 +2,8 @@ package server
 
 import (
 	"bytes"
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"

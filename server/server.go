@@ -112,6 +112,9 @@ type Config struct {
 	// runs.
 	Manual bool
 
+	// ACL turns ACLs on; see acl.go.
+	ACL ACLConfig
+
 	Logger hclog.Logger
 	// RaftConfig overrides Raft's defaults (tests use short timeouts);
 	// LocalID, Logger and NotifyCh are set by the server.
@@ -189,6 +192,9 @@ type Server struct {
 	shutdown    context.CancelFunc
 	wg          sync.WaitGroup
 	stopOnce    sync.Once
+
+	// aclCache keeps compiled ACLs of token policies.
+	aclCache aclCache
 }
 
 // New starts a server: its Raft peer, its HTTP API and the goroutines that

@@ -37,11 +37,18 @@ import (
 //     address only as the leader recorded it, and the leader re-asserts
 //     its record at every step.
 
-// isServer reports whether a request comes from a server of this cluster:
-// its verified TLS client certificate names server.<region>.caravan.
-// Without TLS it reports whether the request comes from the host of a
-// current Raft peer, the most there is to check.
+// isServer reports whether a request comes from a server of this cluster,
+// or from an operator with a management token: with ACLs on, a request
+// whose token is the servers' shared token or a management token; with
+// TLS, one whose verified client certificate names
+// server.<region>.caravan. With neither it reports whether the request
+// comes from the host of a current Raft peer, the most there is to check.
 func (s *Server) isServer(r *http.Request) bool {
+	if s.cfg.ACL.Enabled {
+		if id, err := s.resolveToken(secretOf(r)); err == nil && (id.server || id.acl.IsManagement()) {
+			return true
+		}
+	}
 	if r.TLS != nil {
 		region := ""
 		if s.cfg.TLS != nil {
@@ -49,7 +56,7 @@ func (s *Server) isServer(r *http.Request) bool {
 		}
 		return tlsutil.PeerIsServer(r.TLS, region)
 	}
-	return s.fromPeerHost(r)
+	return !s.cfg.ACL.Enabled && s.fromPeerHost(r)
 }
 
 // fromPeerHost reports whether the request's remote address is on the host
@@ -84,9 +91,9 @@ func sameHost(a, b string) bool {
 func (s *Server) serverOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		join := r.URL.Path == "/v1/operator/raft/join"
-		if (r.TLS != nil || !join) && !s.isServer(r) {
+		if (r.TLS != nil || s.cfg.ACL.Enabled || !join) && !s.isServer(r) {
 			s.log.Warn("refused a server-only request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-			http.Error(w, fmt.Sprintf("%s %s is for the servers of this cluster only", r.Method, r.URL.Path), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Permission denied: %s %s is for the servers of this cluster only (a server's certificate, the servers' token or a management token)", r.Method, r.URL.Path), http.StatusForbidden)
 			return
 		}
 		h(w, r)

@@ -122,6 +122,7 @@ func (c *AgentCommand) Run(args []string) int {
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
 		TLS: tlsConfig(cfg),
+		ACL: server.ACLConfig{Enabled: cfg.ACL.On(), ServerToken: cfg.ACL.ServerToken},
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
@@ -384,6 +385,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		CheckpointDir: n.CheckpointDir,
 		CAFile:        n.CAFile, CertFile: n.CertFile, KeyFile: n.KeyFile,
 		ReportAddrs: reportAddrs,
+		ReportToken: cfg.ACL.ReportToken,
 		Logger:      logger,
 	}
 	if n.CollectorCommand != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/hashicorp/cli"
@@ -8,7 +9,7 @@ import (
 
 // commands is the registry of CLI commands, keyed by their words.
 func commands(m Meta) map[string]cli.CommandFactory {
-	return map[string]cli.CommandFactory{
+	all := map[string]cli.CommandFactory{
 		"version":      func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 		"agent":        func() (cli.Command, error) { return &AgentCommand{Meta: m}, nil },
 		"collector":    func() (cli.Command, error) { return &CollectorCommand{Meta: m}, nil },
@@ -52,6 +53,8 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"tls cert":        tlsCertCommand.factory(),
 		"tls cert create": func() (cli.Command, error) { return &TLSCertCreateCommand{Meta: m}, nil },
 	}
+	maps.Copy(all, aclCommands(m))
+	return all
 }
 
 // parentCommand is a command that only groups subcommands, such as

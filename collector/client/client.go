@@ -58,6 +58,10 @@ type Config struct {
 	// RetryBackoff is Flush's first wait after every address failed; it
 	// doubles on each failed round, up to 5s (or RetryBackoff if larger).
 	RetryBackoff time.Duration
+	// Token, when set, is sent as X-Caravan-Token: the secret of an ACL
+	// token that may report samples, which Caravan servers with ACLs on
+	// require (collectors ignore it). ConfigFromEnv reads EnvToken.
+	Token string
 	// Logger defaults to hclog.Default() named "collector-client".
 	Logger hclog.Logger
 	// HTTPClient defaults to a client with a DefaultRequestTimeout timeout.
@@ -70,8 +74,13 @@ func ConfigFromEnv() (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", EnvAddr, err)
 	}
-	return Config{Addrs: addrs}, nil
+	return Config{Addrs: addrs, Token: os.Getenv(EnvToken)}, nil
 }
+
+// EnvToken is the environment variable that holds the ACL token trainers
+// report with, which Caravan gives tasks when the agent has an
+// acl report_token.
+const EnvToken = "CARAVAN_TOKEN"
 
 // ParseAddrs splits a comma-separated list of collector addresses and
 // normalises each to a base URL without a trailing slash: "host:port"
@@ -124,6 +133,7 @@ func normalizeAddr(addr string) (string, error) {
 // Client buffers samples and sends them to the collectors. Create it with
 // New or FromEnv and stop it with Close.
 type Client struct {
+	token    string
 	addrs    []string
 	interval time.Duration
 	maxBuf   int
@@ -170,6 +180,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
+		token:    cfg.Token,
 		addrs:    addrs,
 		interval: orDefault(cfg.FlushInterval, DefaultFlushInterval),
 		maxBuf:   orDefault(cfg.MaxBuffer, DefaultMaxBuffer),
@@ -456,6 +467,9 @@ func (c *Client) post(ctx context.Context, addr string, body []byte) error {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("X-Caravan-Token", c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err // names the URL already

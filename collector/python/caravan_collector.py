@@ -47,6 +47,9 @@ __all__ = [
 ]
 
 ENV_ADDR = "CARAVAN_COLLECTOR_ADDR"
+# The ACL token reports are sent with (X-Caravan-Token), when Caravan
+# servers have ACLs on; collectors ignore it.
+ENV_TOKEN = "CARAVAN_TOKEN"
 REPORT_PATH = "/v1/report"
 
 DEFAULT_FLUSH_INTERVAL = 1.0
@@ -420,7 +423,7 @@ class Reporter:
             addr + REPORT_PATH,
             data=body,
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers=_headers(),
         )
         timeout = self._timeout
         left = _remaining(deadline)
@@ -453,3 +456,12 @@ def _remaining(deadline):
     if deadline is None:
         return None
     return max(deadline - time.monotonic(), 0)
+
+
+def _headers():
+    """The headers of a report: JSON, and the ACL token of the environment."""
+    headers = {"Content-Type": "application/json"}
+    token = os.environ.get(ENV_TOKEN, "").strip()
+    if token:
+        headers["X-Caravan-Token"] = token
+    return headers

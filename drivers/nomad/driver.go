@@ -44,6 +44,10 @@ type Config struct {
 	// ReportAddrs are the addresses trainers report samples to, the
 	// Caravan servers' HTTP addresses.
 	ReportAddrs []string
+	// ReportToken, when set, is handed to tasks as CARAVAN_TOKEN: the
+	// secret of an ACL token whose policy grants only report (acl
+	// report_token in the agent configuration).
+	ReportToken string
 	// Collector, when set, adds a `caravan collector` sidecar to every
 	// group, which tasks report to before the servers.
 	Collector *Sidecar

@@ -239,7 +239,7 @@ func (d *Driver) submit(ctx context.Context, f *flight) error {
 	}
 	nj, err := Translate(c.job, c.placement, Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
-		ReportAddrs: d.cfg.ReportAddrs, Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
+		ReportAddrs: d.cfg.ReportAddrs, ReportToken: d.cfg.ReportToken, Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
 	})
 	if err == nil {
 		err = d.register(ctx, c, nj)

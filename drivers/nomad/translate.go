@@ -57,6 +57,9 @@ type Submission struct {
 	// ReportAddrs are the addresses trainers report samples to
 	// (CARAVAN_COLLECTOR_ADDR, comma-separated).
 	ReportAddrs []string
+	// ReportToken, when set, is given to tasks as CARAVAN_TOKEN: the
+	// secret of an ACL token that may report samples.
+	ReportToken string
 	// Generation numbers the job's submissions from 1; tasks of a later
 	// generation resume from the job's checkpoint.
 	Generation int
@@ -326,6 +329,9 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 	}
 	if sub.Generation > 1 {
 		env["CARAVAN_RESUME"] = "1"
+	}
+	if sub.ReportToken != "" {
+		env["CARAVAN_TOKEN"] = sub.ReportToken
 	}
 	if e := job.Elastic; e != nil && e.Checkpoint != nil {
 		env["CARAVAN_CHECKPOINT_SIGNAL"] = e.Checkpoint.Signal

@@ -239,3 +239,17 @@ func TestCheckpointDir_StaysUnderRoot(t *testing.T) {
 		must.Eq(t, "/ckpt", filepath.Dir(filepath.Dir(got)))
 	}
 }
+
+// TestTranslate_ReportToken: the report token reaches every task as
+// CARAVAN_TOKEN, and no token means no variable.
+func TestTranslate_ReportToken(t *testing.T) {
+	nj, err := Translate(resnet(t), placement(), Submission{Generation: 1, ReportToken: "secret-report"})
+	must.NoError(t, err)
+	for _, tg := range nj.TaskGroups {
+		must.Eq(t, "secret-report", tg.Tasks[0].Env["CARAVAN_TOKEN"])
+	}
+	nj, err = Translate(resnet(t), placement(), Submission{Generation: 1})
+	must.NoError(t, err)
+	_, ok := nj.TaskGroups[0].Tasks[0].Env["CARAVAN_TOKEN"]
+	must.False(t, ok)
+}

@@ -73,6 +73,7 @@ type Config struct {
 	Consul    *Consul    `hcl:"consul,block"`
 	Sim       *Sim       `hcl:"sim,block"`
 	TLS       *TLS       `hcl:"tls,block"`
+	ACL       *ACL       `hcl:"acl,block"`
 	// Plugins declare external algorithm plugins, by name; Merge lets a
 	// later plugin of the same name replace the earlier one.
 	Plugins []*Plugin `hcl:"plugin,block"`
@@ -106,6 +107,7 @@ func Default() *Config {
 		Sim:       DefaultSim(),
 		Region:    DefaultRegion,
 		TLS:       DefaultTLS(),
+		ACL:       DefaultACL(),
 	}
 }
 
@@ -153,6 +155,7 @@ func (c *Config) Merge(o *Config) *Config {
 	r.Sim = c.Sim.Merge(o.Sim)
 	r.Region = mergeString(c.Region, o.Region)
 	r.TLS = c.TLS.Merge(o.TLS)
+	r.ACL = c.ACL.Merge(o.ACL)
 	r.DevMode = c.DevMode || o.DevMode
 	r.Files = append(slices.Clone(c.Files), o.Files...)
 	return &r
@@ -184,6 +187,9 @@ func (c *Config) Validate() error {
 		if _, err := full.PluginPath(p); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if full.ACL.On() && full.ACL.ServerToken == "" && (full.Server.BootstrapExpect > 1 || len(full.Server.RetryJoin) > 0) {
+		errs = append(errs, errors.New("acl.server_token: servers that join each other with ACLs enabled need a shared secret to do so; set the same server_token, such as a UUID, on every server"))
 	}
 	if full.DevMode && full.Server.BootstrapExpect > 1 {
 		errs = append(errs, fmt.Errorf("server.bootstrap_expect: dev mode runs a single server, so it must be 1, not %d", full.Server.BootstrapExpect))
@@ -243,6 +249,7 @@ func (c *Config) problems() []problem {
 	if c.Region != "" {
 		ps = append(ps, regionProblems(c.Region)...)
 	}
+	ps = append(ps, within("acl", c.ACL.problems())...)
 	if c.PluginDir != "" && !filepath.IsAbs(c.PluginDir) {
 		ps = append(ps, problemf("plugin_dir", "%q is a relative path; give an absolute path such as \"/opt/caravan/plugins\"", c.PluginDir))
 	}

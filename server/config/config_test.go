@@ -150,6 +150,7 @@ func TestDefault(t *testing.T) {
 		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
 		Region:    "global",
 		TLS:       &TLS{HTTP: new(false), RPC: new(false), VerifyServerHostname: new(true), VerifyHTTPSClient: new(true)},
+		ACL:       &ACL{Enabled: new(false)},
 	}
 	must.Eq(t, want, Default())
 	must.Eq(t, "0.0.0.0:4680", Default().HTTPAddr())
@@ -260,7 +261,7 @@ func TestMerge(t *testing.T) {
 			name: "nil on both sides",
 			c:    nil,
 			o:    nil,
-			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}, TLS: &TLS{}},
+			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}, TLS: &TLS{}, ACL: &ACL{}},
 		},
 	}
 	for _, tc := range cases {
@@ -966,4 +967,30 @@ plugin "random" {
 	_, diags = LoadFile(bad)
 	must.Eq(t, []string{"2:14 Invalid plugin.x.checksum"}, positions(diags))
 	must.StrContains(t, diags[0].Detail, "not a SHA-256 in hex")
+}
+
+func TestACL_Config(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "agent.hcl", `acl {
+  enabled      = true
+  server_token = "short"
+}
+server {
+  bootstrap_expect = 3
+}
+`)
+	_, diags := LoadFile(path)
+	must.True(t, diags.HasErrors())
+	must.StrContains(t, diags.Error(), "server_token")
+
+	on := &Config{Name: "n", DevMode: true, ACL: &ACL{Enabled: new(true)}}
+	must.NoError(t, Default().Merge(on).Validate(), must.Sprint("a single server needs no server token"))
+	c := Default().Merge(&Config{Name: "n", DataDir: "/tmp", ACL: &ACL{Enabled: new(true)}, Server: &Server{BootstrapExpect: 3}})
+	err := c.Validate()
+	must.ErrorContains(t, err, "acl.server_token: servers that join each other")
+	c = c.Merge(&Config{ACL: &ACL{ServerToken: "0123456789abcdef0123", ReportToken: "r"}})
+	must.NoError(t, c.Validate())
+	must.True(t, c.ACL.On())
+	must.False(t, Default().ACL.On())
+	must.Eq(t, "r", c.Merge(&Config{ACL: &ACL{Enabled: new(false)}}).ACL.ReportToken)
 }

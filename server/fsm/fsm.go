@@ -61,6 +61,13 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 		MemberUpsertType: handle(func(i uint64, r *MemberUpsertRequest) any { return f.State().UpsertMember(i, r.Member) }),
 		MemberDeleteType: handle(func(i uint64, r *MemberDeleteRequest) any { return f.State().DeleteMember(i, r.ID) }),
 		EventAppendType:  handle(func(i uint64, r *EventAppendRequest) any { return f.State().AppendEvent(i, r.Event) }),
+		ACLBootstrapType: handle(func(i uint64, r *ACLBootstrapRequest) any { return f.State().BootstrapACL(i, r.Time, r.Token) }),
+		ACLPolicyUpsertType: handle(func(i uint64, r *ACLPolicyUpsertRequest) any {
+			return f.State().UpsertACLPolicies(i, r.Policies)
+		}),
+		ACLPolicyDeleteType: handle(func(i uint64, r *ACLPolicyDeleteRequest) any { return f.State().DeleteACLPolicies(i, r.Names) }),
+		ACLTokenUpsertType:  handle(func(i uint64, r *ACLTokenUpsertRequest) any { return f.State().UpsertACLTokens(i, r.Tokens) }),
+		ACLTokenDeleteType:  handle(func(i uint64, r *ACLTokenDeleteRequest) any { return f.State().DeleteACLTokens(i, r.AccessorIDs) }),
 	}
 	return f, nil
 }

@@ -80,12 +80,75 @@ func populate(f *testFSM) {
 	f.mustApply(EventAppendType, &EventAppendRequest{Event: &structs.Event{Time: 40, Type: structs.EventAlgorithmFallback, Message: "test"}})
 	f.mustApply(JobStatusType, &JobStatusRequest{Namespace: structs.DefaultNamespace, JobID: "b", Status: structs.JobStatusComplete, Description: "converged", Time: 50})
 	f.mustApply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "a", Time: 60})
+	populateACL(f)
+}
+
+// populateACL applies one entry of every ACL message type, flagged as the
+// leader sends them.
+func populateACL(f *testFSM) {
+	f.mustApply(ACLBootstrapType|IgnoreUnknownTypeFlag, &ACLBootstrapRequest{Time: 70,
+		Token: &structs.ACLToken{AccessorID: "acc-root", SecretID: "sec-root", Name: "Bootstrap Token", Type: structs.ACLManagementToken, CreateTime: 70}})
+	f.mustApply(ACLPolicyUpsertType|IgnoreUnknownTypeFlag, &ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "dev", Rules: `namespace "default" { policy = "write" }`}, {Name: "old", Rules: `agent { policy = "read" }`}}})
+	f.mustApply(ACLPolicyDeleteType|IgnoreUnknownTypeFlag, &ACLPolicyDeleteRequest{Names: []string{"old"}})
+	f.mustApply(ACLTokenUpsertType|IgnoreUnknownTypeFlag, &ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{AccessorID: "acc-dev", SecretID: "sec-dev", Name: "dev", Type: structs.ACLClientToken, Policies: []string{"dev"}, CreateTime: 71},
+		{AccessorID: "acc-gone", SecretID: "sec-gone", Name: "gone", Type: structs.ACLManagementToken, CreateTime: 71}}})
+	f.mustApply(ACLTokenDeleteType|IgnoreUnknownTypeFlag, &ACLTokenDeleteRequest{AccessorIDs: []string{"acc-gone"}})
+}
+
+func TestFSM_ACL(t *testing.T) {
+	f := newTestFSM(t)
+	populateACL(f)
+	txn := f.State().Txn()
+	b, err := state.ACLBootstrapped(txn)
+	must.NoError(t, err)
+	must.Eq(t, 1, b.Index)
+	root, err := state.ACLTokenBySecret(txn, "sec-root")
+	must.NoError(t, err)
+	must.Eq(t, "acc-root", root.AccessorID)
+	must.Eq(t, 1, root.CreateIndex)
+	dev, err := state.ACLTokenBySecret(txn, "sec-dev")
+	must.NoError(t, err)
+	must.Eq(t, []string{"dev"}, dev.Policies)
+	gone, err := state.ACLTokenByAccessor(txn, nil, "acc-gone")
+	must.NoError(t, err)
+	must.Nil(t, gone)
+	pols, err := state.ACLPolicies(txn, nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, pols)
+	must.Eq(t, "dev", pols[0].Name)
+	must.Eq(t, 2, pols[0].CreateIndex)
+
+	// Bootstrapping again, a client token naming a missing policy and
+	// deleting what does not exist are rejected and change nothing.
+	before := f.State().Index()
+	cases := []struct {
+		name string
+		typ  MessageType
+		req  any
+		want error
+	}{
+		{"bootstrap twice", ACLBootstrapType, &ACLBootstrapRequest{Token: &structs.ACLToken{AccessorID: "x", SecretID: "y", Type: structs.ACLManagementToken}}, state.ErrACLBootstrapped},
+		{"missing policy", ACLTokenUpsertType, &ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{{AccessorID: "x", SecretID: "y", Type: structs.ACLClientToken, Policies: []string{"nope"}}}}, state.ErrACLPolicyNotFound},
+		{"delete missing policy", ACLPolicyDeleteType, &ACLPolicyDeleteRequest{Names: []string{"nope"}}, state.ErrACLPolicyNotFound},
+		{"delete missing token", ACLTokenDeleteType, &ACLTokenDeleteRequest{AccessorIDs: []string{"nope"}}, state.ErrACLTokenNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err, _ := f.apply(tc.typ|IgnoreUnknownTypeFlag, tc.req).(error)
+			must.ErrorIs(t, err, tc.want)
+			must.Eq(t, before, f.State().Index())
+		})
+	}
+	_, err = state.ACLTokenBySecret(f.State().Txn(), "y")
+	must.NoError(t, err)
 }
 
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 12, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 17, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -279,6 +342,12 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 	populate(want)
 	must.Eq(t, dump(t, want.State()), dump(t, g.State()))
 	must.Eq(t, want.State().Index(), g.State().Index())
+	tok, err := state.ACLTokenBySecret(g.State().Txn(), "sec-dev")
+	must.NoError(t, err)
+	must.Eq(t, "acc-dev", tok.AccessorID, must.Sprint("tokens are found by secret after a restore"))
+	boot, err := state.ACLBootstrapped(g.State().Txn())
+	must.NoError(t, err)
+	must.NotNil(t, boot, must.Sprint("a restored cluster stays bootstrapped"))
 }
 
 func TestFSM_RestoreRejectsGarbage(t *testing.T) {

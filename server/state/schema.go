@@ -24,6 +24,12 @@ const (
 	// TableDecision holds the last decision committed: its index,
 	// algorithm and time (a Plan without placements).
 	TableDecision = "decision"
+	// TableACLPolicies holds ACL policies by name, TableACLTokens ACL
+	// tokens by AccessorID (and SecretID, index "secret"),
+	// TableACLBootstrap the record that ACLs were bootstrapped.
+	TableACLPolicies  = "acl_policies"
+	TableACLTokens    = "acl_tokens"
+	TableACLBootstrap = "acl_bootstrap"
 )
 
 // Bounds on what the store keeps.
@@ -99,19 +105,25 @@ func schema() *memdb.DBSchema {
 		}},
 	}
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		TableIndex:      single(TableIndex, stringID("Key")),
-		TableJobs:       single(TableJobs, jobs),
-		TableVersions:   single(TableVersions, versions),
-		TablePlacements: single(TablePlacements, perJob("PlanIndex")),
-		TableSamples:    single(TableSamples, jobIndex()),
-		TableModels:     single(TableModels, jobIndex()),
-		TableDesired:    single(TableDesired, jobIndex()),
-		TableObserved:   single(TableObserved, jobIndex()),
-		TableNodes:      single(TableNodes, stringID("ID")),
-		TableEvents:     single(TableEvents, uintID("Seq")),
-		TableMembers:    single(TableMembers, stringID("ID")),
-		TableCursors:    single(TableCursors, stringID("Key")),
-		TableConfig:     single(TableConfig, singleton()),
-		TableDecision:   single(TableDecision, singleton()),
+		TableIndex:       single(TableIndex, stringID("Key")),
+		TableJobs:        single(TableJobs, jobs),
+		TableVersions:    single(TableVersions, versions),
+		TablePlacements:  single(TablePlacements, perJob("PlanIndex")),
+		TableSamples:     single(TableSamples, jobIndex()),
+		TableModels:      single(TableModels, jobIndex()),
+		TableDesired:     single(TableDesired, jobIndex()),
+		TableObserved:    single(TableObserved, jobIndex()),
+		TableNodes:       single(TableNodes, stringID("ID")),
+		TableEvents:      single(TableEvents, uintID("Seq")),
+		TableMembers:     single(TableMembers, stringID("ID")),
+		TableCursors:     single(TableCursors, stringID("Key")),
+		TableConfig:      single(TableConfig, singleton()),
+		TableDecision:    single(TableDecision, singleton()),
+		TableACLPolicies: single(TableACLPolicies, stringID("Name")),
+		TableACLTokens: {Name: TableACLTokens, Indexes: map[string]*memdb.IndexSchema{
+			"id":     stringID("AccessorID"),
+			"secret": {Name: "secret", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SecretID"}},
+		}},
+		TableACLBootstrap: single(TableACLBootstrap, singleton()),
 	}}
 }

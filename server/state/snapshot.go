@@ -25,6 +25,9 @@ const (
 	recordDesired
 	recordObserved
 	recordDecision
+	recordACLPolicy
+	recordACLToken
+	recordACLBootstrap
 )
 
 // records maps each kind to its table and a constructor of the value its
@@ -48,6 +51,9 @@ var records = []struct {
 	{recordDesired, TableDesired, func() any { return new(structs.JobPlacement) }},
 	{recordObserved, TableObserved, func() any { return new(structs.Observed) }},
 	{recordDecision, TableDecision, func() any { return new(structs.Plan) }},
+	{recordACLPolicy, TableACLPolicies, func() any { return new(structs.ACLPolicy) }},
+	{recordACLToken, TableACLTokens, func() any { return new(structs.ACLToken) }},
+	{recordACLBootstrap, TableACLBootstrap, func() any { return new(structs.ACLBootstrap) }},
 }
 
 // Dump calls emit with every row of the store as txn sees it, each with its

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+)
+
+// syncBuffer collects a server's logs to look for secrets in them.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const testServerToken = "0123456789abcdef-server"
+
+// aclConfig is TestConfig with ACLs on and trace logs into logs.
+func aclConfig(t *testing.T, logs *syncBuffer) Config {
+	cfg := TestConfig(t, simDriver(t, 1))
+	cfg.ACL = ACLConfig{Enabled: true, ServerToken: testServerToken}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Trace, Output: logs})
+	return cfg
+}
+
+func tokenClient(t *testing.T, s *Server, token string) *api.Client {
+	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr(), Token: token})
+	must.NoError(t, err)
+	return c
+}
+
+// status makes a request and returns its status and body.
+func status(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	must.NoError(t, err)
+	if token != "" {
+		req.Header.Set("X-Caravan-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(out))
+}
+
+func TestACL_Server(t *testing.T) {
+	var logs syncBuffer
+	s := TestServer(t, aclConfig(t, &logs))
+	leaderOf(t, s)
+	ctx := context.Background()
+	anon := client(t, s)
+
+	// Before bootstrap nothing but the bootstrap is allowed.
+	_, _, err := anon.Jobs().List(nil)
+	must.True(t, api.IsForbidden(err), must.Sprint(err))
+	root, err := anon.ACL().Bootstrap(ctx)
+	must.NoError(t, err)
+	must.Eq(t, structs.ACLManagementToken, root.Type)
+	must.NotEq(t, "", root.SecretID)
+	_, err = anon.ACL().Bootstrap(ctx)
+	must.ErrorContains(t, err, "ACL bootstrap already done")
+
+	mgmt := tokenClient(t, s, root.SecretID)
+	_, err = mgmt.Jobs().Register(ctx, demoJob(t, "a"))
+	must.NoError(t, err)
+
+	// Policies: a reader of default, a writer of ml, a reporter.
+	for name, rules := range map[string]string{
+		"reader":   `namespace "default" { policy = "read" }`,
+		"ml":       `namespace "ml" { policy = "write" }` + "\noperator { policy = \"read\" }",
+		"reporter": `namespace "*" { capabilities = ["report"] }`,
+	} {
+		_, err := mgmt.ACL().ApplyPolicy(ctx, name, &api.ACLPolicyRequest{Rules: rules})
+		must.NoError(t, err)
+	}
+	_, err = mgmt.ACL().ApplyPolicy(ctx, "bad", &api.ACLPolicyRequest{Rules: "namespace \"x\" {\n  policy = \"admin\"\n}"})
+	must.ErrorContains(t, err, `bad.hcl:1:1: Invalid namespace policy; policy "admin"`)
+
+	mk := func(policies ...string) *api.Client {
+		tok, err := mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Name: strings.Join(policies, "+"), Policies: policies})
+		must.NoError(t, err)
+		must.Eq(t, structs.ACLClientToken, tok.Type)
+		return tokenClient(t, s, tok.SecretID)
+	}
+	reader, ml, reporter := mk("reader"), mk("ml"), mk("reporter")
+	_, err = mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Policies: []string{"nope"}})
+	must.ErrorContains(t, err, "ACL policy not found")
+
+	base := "http://" + s.HTTPAddr()
+	report := func(ns string) string {
+		return fmt.Sprintf(`{"samples":[{"job_id":"a","namespace":%q,"step":1,"loss":1,"step_time_s":0.5}]}`, ns)
+	}
+	cases := []struct {
+		name         string
+		client       *api.Client
+		method, path string
+		body         string
+		code         int
+		msg          string
+	}{
+		{"reader reads", reader, "GET", "/v1/job/a", "", 200, ""},
+		{"reader lists", reader, "GET", "/v1/jobs", "", 200, ""},
+		{"reader cannot stop", reader, "DELETE", "/v1/job/a", "", 403, "Permission denied: token lacks stop-job in namespace default"},
+		{"reader cannot register", reader, "POST", "/v1/jobs", mustJSON(t, demoJob(t, "b")), 403, "Permission denied: token lacks submit-job in any namespace"},
+		{"ml cannot register in default", ml, "POST", "/v1/jobs", mustJSON(t, demoJob(t, "b")), 403, "Permission denied: token lacks submit-job in namespace default"},
+		{"ml cannot read default", ml, "GET", "/v1/job/a", "", 403, "Permission denied: token lacks read-job in namespace default"},
+		{"ml reads operator", ml, "GET", "/v1/operator/scheduler/configuration", "", 200, ""},
+		{"ml cannot change the algorithm", ml, "PUT", "/v1/operator/scheduler/configuration", `{"Algorithm":"drf"}`, 403, "Permission denied: token lacks operator write"},
+		{"reader cannot join peers", reader, "POST", "/v1/operator/raft/join", `{"ID":"x","RaftAddr":"127.0.0.1:1"}`, 403, "is for the servers of this cluster only"},
+		{"reader cannot snapshot", reader, "GET", "/v1/operator/snapshot", "", 403, "Permission denied: token lacks management"},
+		{"reader cannot list tokens", reader, "GET", "/v1/acl/tokens", "", 403, "Permission denied: token lacks management"},
+		{"reporter reports", reporter, "POST", "/v1/report", report("default"), 200, ""},
+		{"reporter cannot register", reporter, "POST", "/v1/jobs", mustJSON(t, demoJob(t, "b")), 403, "Permission denied: token lacks submit-job in any namespace"},
+		{"reporter cannot read", reporter, "GET", "/v1/job/a", "", 403, "read-job in namespace default"},
+		{"reader cannot report", reader, "POST", "/v1/report", report("default"), 403, "Permission denied: token lacks report in any namespace"},
+		{"ml cannot report to default", ml, "POST", "/v1/report", report("default"), 403, "Permission denied: token lacks report in namespace default"},
+		{"anonymous is denied", anon, "GET", "/v1/job/a", "", 403, "Permission denied: anonymous request lacks read-job in namespace default"},
+		{"unknown token", tokenClient(t, s, "not-a-token"), "GET", "/v1/job/a", "", 403, "ACL token not found"},
+		{"leader status stays public", anon, "GET", "/v1/status/leader", "", 200, ""},
+		{"health stays public", anon, "GET", "/v1/agent/health", "", 200, ""},
+	}
+	tokens := map[*api.Client]string{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := tokens[tc.client]
+			if tok == "" && tc.client != anon {
+				self, err := tc.client.ACL().Self(ctx)
+				if err == nil {
+					tok = self.SecretID
+				} else {
+					tok = "not-a-token"
+				}
+				tokens[tc.client] = tok
+			}
+			code, body := status(t, tc.method, base+tc.path, tok, tc.body)
+			must.Eq(t, tc.code, code, must.Sprint(body))
+			must.StrContains(t, body, tc.msg)
+		})
+	}
+
+	// Listing jobs without a namespace lists the namespaces allowed.
+	jobs, _, err := ml.Jobs().List(nil)
+	must.NoError(t, err)
+	must.SliceEmpty(t, jobs)
+
+	// The anonymous policy applies to requests without a token.
+	_, err = mgmt.ACL().ApplyPolicy(ctx, structs.AnonymousPolicy, &api.ACLPolicyRequest{Rules: `namespace "default" { capabilities = ["read-job"] }`})
+	must.NoError(t, err)
+	_, _, err = anon.Jobs().Info("a", nil)
+	must.NoError(t, err)
+	must.NoError(t, mgmt.ACL().DeletePolicy(ctx, structs.AnonymousPolicy))
+	_, _, err = anon.Jobs().Info("a", nil)
+	must.True(t, api.IsForbidden(err))
+
+	// Token management: stubs without secrets, self, delete.
+	toks, err := mgmt.ACL().Tokens(ctx)
+	must.NoError(t, err)
+	must.SliceLen(t, 4, toks)
+	for _, tok := range toks {
+		must.Eq(t, "", tok.SecretID)
+	}
+	self, err := reader.ACL().Self(ctx)
+	must.NoError(t, err)
+	must.Eq(t, []string{"reader"}, self.Policies)
+	must.NoError(t, mgmt.ACL().DeleteToken(ctx, self.AccessorID))
+	_, _, err = reader.Jobs().Info("a", nil)
+	must.ErrorContains(t, err, "ACL token not found")
+
+	// Snapshots need a management token.
+	var snap bytes.Buffer
+	must.True(t, api.IsForbidden(ml.Operator().SnapshotSave(ctx, &snap)))
+	must.NoError(t, mgmt.Operator().SnapshotSave(ctx, &snap))
+	err = ml.Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes()))
+	must.True(t, api.IsForbidden(err), must.Sprint(err))
+	must.NoError(t, mgmt.Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes())))
+
+	// Secrets are in no answer but the token's own, and in no log line.
+	code, selfBody := status(t, "GET", base+"/v1/agent/self", root.SecretID, "")
+	must.Eq(t, 200, code)
+	must.StrNotContains(t, selfBody, root.SecretID)
+	must.StrNotContains(t, selfBody, testServerToken)
+	_, events := status(t, "GET", base+"/v1/events", root.SecretID, "")
+	must.StrNotContains(t, events, root.SecretID)
+	must.StrNotContains(t, logs.String(), root.SecretID)
+	must.StrNotContains(t, logs.String(), self.SecretID)
+	must.StrContains(t, logs.String(), root.AccessorID, must.Sprint("accessors may be logged"))
+}
+
+func TestACL_Disabled(t *testing.T) {
+	s := TestServer(t, TestConfig(t, simDriver(t, 1)))
+	leaderOf(t, s)
+	_, err := client(t, s).ACL().Bootstrap(context.Background())
+	must.ErrorContains(t, err, "ACL support disabled")
+}
+
+// TestACL_Cluster: servers join each other with the server token; a token
+// created on the leader works on a follower at once (a follower that does
+// not know it yet forwards the request to the leader); a follower refuses
+// a snapshot restore without a management token.
+func TestACL_Cluster(t *testing.T) {
+	var logs syncBuffer
+	var servers []*Server
+	var addrs []string
+	for _, port := range agent.FreePorts(t, 3) {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	for i := range 3 {
+		cfg := aclConfig(t, &logs)
+		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
+		cfg.HTTPAddr, cfg.BootstrapExpect, cfg.RetryJoin = addrs[i], 3, addrs
+		servers = append(servers, TestServer(t, cfg))
+	}
+	leader := leaderOf(t, servers...)
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+		}
+	}
+	agent.WaitFor(t, 10*time.Second, "every server registered", func() error {
+		if _, err := follower.leaderHTTP(); err != nil {
+			return err
+		}
+		conf, err := leader.raftConfig()
+		if err != nil {
+			return err
+		}
+		for _, sv := range conf.Servers {
+			if sv.HTTPAddr == "" {
+				return fmt.Errorf("server %s has not registered its address", sv.ID)
+			}
+		}
+		return nil
+	})
+	ctx := context.Background()
+	root, err := client(t, follower).ACL().Bootstrap(ctx)
+	must.NoError(t, err, must.Sprint("writes are forwarded to the leader"))
+	mgmt := tokenClient(t, leader, root.SecretID)
+	_, err = mgmt.ACL().ApplyPolicy(ctx, "reader", &api.ACLPolicyRequest{Rules: `operator { policy = "read" }`})
+	must.NoError(t, err)
+	for i := range 20 {
+		tok, err := mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Name: fmt.Sprint(i), Policies: []string{"reader"}})
+		must.NoError(t, err)
+		_, _, err = tokenClient(t, follower, tok.SecretID).Operator().SchedulerConfig(nil)
+		must.NoError(t, err, must.Sprintf("token %d on a follower", i))
+	}
+	_, _, err = tokenClient(t, follower, "unknown").Operator().SchedulerConfig(nil)
+	must.ErrorContains(t, err, "ACL token not found")
+
+	var snap bytes.Buffer
+	must.NoError(t, tokenClient(t, follower, root.SecretID).Operator().SnapshotSave(ctx, &snap))
+	err = client(t, follower).Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes()))
+	must.True(t, api.IsForbidden(err), must.Sprint(err))
+	must.StrNotContains(t, logs.String(), testServerToken)
+	must.StrNotContains(t, logs.String(), root.SecretID)
+}
