@@ -1,0 +1,370 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/e2e/agent"
+)
+
+// Schedule is what a run does to the cluster while its clients write.
+type Schedule struct {
+	// Kills is how many times the leader is SIGKILLed; it comes back
+	// after Down.
+	Kills int
+	Down  time.Duration
+	// Partitions isolates the leader from the other servers, then a
+	// follower (a split of 1 against 2), and heals each.
+	Partitions bool
+	// Writers is how many clients register jobs, read them back and
+	// report samples at once, each against random servers.
+	Writers int
+}
+
+// Report is what a run found. A run is correct when Lost, Duplicated,
+// StaleReads, MinorityWrites and MinorityReads are all zero.
+type Report struct {
+	// Acked writes (job registrations and samples) the cluster
+	// acknowledged; Failed those it refused or left unanswered.
+	AckedJobs, AckedSamples, FailedWrites int64
+	// Lost is how many acknowledged writes some server does not hold at
+	// the end; Duplicated how many acknowledged registrations made more
+	// than one version.
+	Lost, Duplicated int
+	// Reads are the consistent reads of a job just acknowledged, from a
+	// random server, that answered; StaleReads those that did not find
+	// it; Unavailable those that failed (no leader, cut off).
+	Reads, StaleReads, Unavailable int64
+	// MinorityWrites and MinorityReads are writes acknowledged and
+	// consistent reads answered by a server cut off from the majority.
+	MinorityWrites, MinorityReads int
+	// Failovers is, per disruption (a kill or the leader's isolation),
+	// the time until a new leader had a majority behind it; WriteGaps
+	// the time until the first write acknowledged after it.
+	Failovers, WriteGaps []time.Duration
+	// Details names the violations.
+	Details []string
+}
+
+// OK reports whether the run found no violation.
+func (r *Report) OK() bool {
+	return r.Lost == 0 && r.Duplicated == 0 && r.StaleReads == 0 && r.MinorityWrites == 0 && r.MinorityReads == 0
+}
+
+// String summarises the report on a few lines.
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "acknowledged: %d jobs, %d samples; failed or unanswered writes: %d\n", r.AckedJobs, r.AckedSamples, r.FailedWrites)
+	fmt.Fprintf(&b, "lost: %d, duplicated: %d\n", r.Lost, r.Duplicated)
+	fmt.Fprintf(&b, "reads of a write just acknowledged: %d answered, %d stale, %d unavailable\n", r.Reads, r.StaleReads, r.Unavailable)
+	fmt.Fprintf(&b, "cut-off servers: %d writes acknowledged, %d consistent reads answered\n", r.MinorityWrites, r.MinorityReads)
+	fmt.Fprintf(&b, "failover: %s; first write after: %s", quantiles(r.Failovers), quantiles(r.WriteGaps))
+	for _, d := range r.Details {
+		fmt.Fprintf(&b, "\n  %s", d)
+	}
+	return b.String()
+}
+
+func quantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("n=%d min %s median %s max %s", len(s), s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+}
+
+// checker runs the clients and records what the cluster acknowledged.
+type checker struct {
+	c   *Cluster
+	log func(format string, args ...any)
+
+	mu      sync.Mutex
+	jobs    []string  // acknowledged registrations
+	samples []string  // acknowledged samples' jobs (one sample a job)
+	acks    []time.Time
+	details []string
+
+	failed, reads, stale, unavailable atomic.Int64
+}
+
+// checkerStep is the step of the sample a client reports for each job it
+// registered, far beyond any the simulated trainers reach.
+const checkerStep = 999_999_999
+
+// jobHCL is a small job; the servers run the sim driver, so it never
+// needs a real task.
+const jobHCL = `
+job %q {
+  training {
+    global_batch_size = 16
+    steps_per_epoch   = 1000000
+  }
+  elastic {
+    workers {
+      min = 1
+      max = 1
+    }
+  }
+  worker {
+    driver = "exec"
+    config {
+      command = "/bin/true"
+    }
+    resources {
+      cpu    = 10
+      memory = 16
+    }
+  }
+}
+`
+
+// Run runs the clients against c while it carries out s, then checks
+// what every server holds.
+func Run(t testing.TB, c *Cluster, s Schedule) *Report {
+	t.Helper()
+	ck := &checker{c: c, log: t.Logf}
+	r := &Report{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range max(s.Writers, 1) {
+		wg.Go(func() { ck.write(ctx, w) })
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+
+	ck.waitAcks(t, 5, 30*time.Second)
+	for k := range s.Kills {
+		leader := c.WaitLeader(time.Minute, -1)
+		t.Logf("kill %d of %d: server %d", k+1, s.Kills, leader)
+		ck.disrupt(t, r, leader, func() { c.Kill(leader) })
+		time.Sleep(s.Down) // the server stays down for a while, as a crashed one does
+		c.Start(leader)
+		ck.waitAcks(t, 3, 30*time.Second)
+	}
+	if s.Partitions {
+		leader := c.WaitLeader(time.Minute, -1)
+		t.Logf("isolating the leader, server %d", leader)
+		ck.disrupt(t, r, leader, func() { c.nw.Isolate(leader) })
+		ck.probeMinority(t, r, leader)
+		c.nw.Heal()
+		ck.waitAcks(t, 3, 30*time.Second)
+
+		leader = c.WaitLeader(time.Minute, -1)
+		follower := (leader + 1) % c.N()
+		t.Logf("isolating a follower, server %d (the leader is server %d)", follower, leader)
+		c.nw.Isolate(follower)
+		ck.waitAcks(t, 3, 30*time.Second) // the majority goes on
+		ck.probeMinority(t, r, follower)
+		c.nw.Heal()
+		ck.waitAcks(t, 3, 30*time.Second)
+	}
+	cancel()
+	wg.Wait()
+
+	ck.verify(t, r)
+	r.FailedWrites = ck.failed.Load()
+	r.Reads, r.StaleReads, r.Unavailable = ck.reads.Load(), ck.stale.Load(), ck.unavailable.Load()
+	r.Details = append(r.Details, ck.details...)
+	return r
+}
+
+// write is one client: it registers jobs through random servers, reads
+// each acknowledged one back from another random server, and reports a
+// sample for it, until ctx ends.
+func (ck *checker) write(ctx context.Context, w int) {
+	for n := 0; ctx.Err() == nil; n++ {
+		id := fmt.Sprintf("w%d-%d", w, n)
+		i := rand.IntN(ck.c.N())
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := ck.c.Do(wctx, i, http.MethodPost, "/v1/jobs", map[string]string{"JobHCL": fmt.Sprintf(jobHCL, id), "Filename": id + ".hcl"}, nil)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				ck.failed.Add(1)
+				time.Sleep(50 * time.Millisecond) // no leader now: do not spin
+			}
+			continue
+		}
+		ck.ack(func() { ck.jobs = append(ck.jobs, id) })
+
+		j := rand.IntN(ck.c.N())
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = ck.c.Do(rctx, j, http.MethodGet, "/v1/job/"+id, nil, nil)
+		cancel()
+		var se *StatusError
+		switch {
+		case err == nil:
+			ck.reads.Add(1)
+		case errors.As(err, &se) && se.Code == http.StatusNotFound:
+			ck.stale.Add(1)
+			ck.violation("stale read: job %s, acknowledged through server %d, not found through server %d", id, i, j)
+		case ctx.Err() == nil:
+			ck.unavailable.Add(1)
+		}
+
+		smp := map[string]any{"samples": []map[string]any{{"job_id": id, "step": checkerStep, "loss": 1.0, "step_time_s": 0.1, "num_ps": 1, "num_workers": 1}}}
+		var resp struct{ Accepted int }
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = ck.c.Do(sctx, rand.IntN(ck.c.N()), http.MethodPost, "/v1/report", smp, &resp)
+		cancel()
+		switch {
+		case err == nil && resp.Accepted == 1:
+			ck.ack(func() { ck.samples = append(ck.samples, id) })
+		case err != nil && ctx.Err() == nil:
+			ck.failed.Add(1)
+		}
+	}
+}
+
+func (ck *checker) ack(record func()) {
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	record()
+	ck.acks = append(ck.acks, time.Now())
+}
+
+func (ck *checker) violation(format string, args ...any) {
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	if len(ck.details) < 20 {
+		ck.details = append(ck.details, fmt.Sprintf(format, args...))
+	}
+}
+
+// acked returns how many writes were acknowledged, and the first
+// acknowledged after since.
+func (ck *checker) acked(since time.Time) (int, time.Time) {
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	i := sort.Search(len(ck.acks), func(i int) bool { return ck.acks[i].After(since) })
+	if i == len(ck.acks) {
+		return len(ck.acks), time.Time{}
+	}
+	return len(ck.acks), ck.acks[i]
+}
+
+// waitAcks waits until n more writes are acknowledged.
+func (ck *checker) waitAcks(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	from, _ := ck.acked(time.Now())
+	agent.WaitFor(t, timeout, fmt.Sprintf("%d more acknowledged writes", n), func() error {
+		if got, _ := ck.acked(time.Now()); got < from+n {
+			return fmt.Errorf("%d so far", got-from)
+		}
+		return nil
+	})
+}
+
+// disrupt takes the leader out with do, and records how long the cluster
+// took to elect another and to acknowledge a write again.
+func (ck *checker) disrupt(t testing.TB, r *Report, leader int, do func()) {
+	t.Helper()
+	start := time.Now()
+	do()
+	ck.c.WaitLeader(time.Minute, leader)
+	r.Failovers = append(r.Failovers, time.Since(start))
+	agent.WaitFor(t, time.Minute, "a write acknowledged after the disruption", func() error {
+		if _, first := ck.acked(start); first.IsZero() {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	_, first := ck.acked(start)
+	r.WriteGaps = append(r.WriteGaps, first.Sub(start))
+}
+
+// probeMinority asks server i, cut off from the majority, to write and to
+// read consistently: it must do neither.
+func (ck *checker) probeMinority(t testing.TB, r *Report, i int) {
+	t.Helper()
+	ck.mu.Lock()
+	known := ck.jobs[0] // on every server long since
+	ck.mu.Unlock()
+	for n := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		id := fmt.Sprintf("minority-%d-%d", i, n)
+		if _, err := ck.c.Do(ctx, i, http.MethodPost, "/v1/jobs", map[string]string{"JobHCL": fmt.Sprintf(jobHCL, id), "Filename": id + ".hcl"}, nil); err == nil {
+			r.MinorityWrites++
+			ck.violation("server %d, cut off from the majority, acknowledged job %s", i, id)
+		}
+		if _, err := ck.c.Do(ctx, i, http.MethodGet, "/v1/job/"+known, nil, nil); err == nil {
+			r.MinorityReads++
+			ck.violation("server %d, cut off from the majority, answered a consistent read of job %s", i, known)
+		}
+		cancel()
+	}
+}
+
+// verify checks that every server holds every acknowledged write once.
+func (ck *checker) verify(t testing.TB, r *Report) {
+	t.Helper()
+	ck.mu.Lock()
+	jobs, samples := slices.Clone(ck.jobs), slices.Clone(ck.samples)
+	ck.mu.Unlock()
+	r.AckedJobs, r.AckedSamples = int64(len(jobs)), int64(len(samples))
+	ck.c.WaitLeader(time.Minute, -1)
+	for i := range ck.c.N() {
+		var held map[string]bool
+		// A server that was down or cut off catches up from the leader.
+		agent.WaitFor(t, time.Minute, fmt.Sprintf("server %d holding every acknowledged job", i), func() error {
+			var list []struct{ ID string }
+			if _, err := ck.c.Do(context.Background(), i, http.MethodGet, "/v1/jobs?stale=true", nil, &list); err != nil {
+				return err
+			}
+			held = map[string]bool{}
+			for _, j := range list {
+				held[j.ID] = true
+			}
+			for _, id := range jobs {
+				if !held[id] {
+					return fmt.Errorf("job %s missing", id)
+				}
+			}
+			return nil
+		})
+		for _, id := range jobs {
+			if !held[id] {
+				r.Lost++
+				ck.violation("server %d lost job %s", i, id)
+			}
+		}
+		for _, id := range samples {
+			var js struct {
+				Samples []struct {
+					Step int64 `json:"step"`
+				}
+			}
+			_, err := ck.c.Do(context.Background(), i, http.MethodGet, "/v1/job/"+id+"/samples?stale=true", nil, &js)
+			n := 0
+			for _, smp := range js.Samples {
+				if smp.Step == checkerStep {
+					n++
+				}
+			}
+			if err != nil || n != 1 {
+				r.Lost++
+				ck.violation("server %d holds %d acknowledged samples of job %s, want 1 (%v)", i, n, id, err)
+			}
+		}
+	}
+	for _, id := range jobs {
+		var versions []struct{ Version uint64 }
+		if _, err := ck.c.Do(context.Background(), 0, http.MethodGet, "/v1/job/"+id+"/versions?stale=true", nil, &versions); err != nil || len(versions) != 1 {
+			r.Duplicated++
+			ck.violation("job %s has %d versions, want 1 (%v)", id, len(versions), err)
+		}
+	}
+}

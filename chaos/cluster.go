@@ -1,0 +1,216 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/e2e/agent"
+)
+
+// Ports every agent listens on, at its host's service address.
+const (
+	httpPort = 4680
+	raftPort = 4681
+)
+
+// Cluster is a Caravan cluster of real `caravan agent` processes, one per
+// host of a Network, that join each other through retry_join.
+type Cluster struct {
+	t   testing.TB
+	nw  *Network
+	bin string
+	// Scheme is "http" or "https"; HTTP is the client the checker and the
+	// cluster's own probes use (with TLS and tokens as configured).
+	Scheme string
+	HTTP   *http.Client
+	// Token is sent as X-Caravan-Token, empty for none.
+	Token string
+
+	mu    sync.Mutex
+	cfgs  []string
+	procs []*agent.Caravan
+}
+
+// StartCluster starts an agent in each host of nw. body is HCL added to
+// each agent's configuration (the driver, acl and tls blocks).
+func StartCluster(t testing.TB, nw *Network, bin, body string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, nw: nw, bin: bin, Scheme: "http", HTTP: &http.Client{Timeout: 10 * time.Second}}
+	var join []string
+	for i := range nw.n {
+		join = append(join, fmt.Sprintf("%q", fmt.Sprintf("%s:%d", nw.Addr(i), httpPort)))
+	}
+	for i := range nw.n {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "agent.hcl")
+		hcl := fmt.Sprintf(`
+name      = "server-%d"
+data_dir  = %q
+bind_addr = %q
+ports {
+  http = %d
+  raft = %d
+}
+server {
+  bootstrap_expect = %d
+  retry_interval   = "200ms"
+  retry_join       = [%s]
+}
+%s
+`, i, filepath.Join(dir, "data"), nw.Addr(i), httpPort, raftPort, nw.n, strings.Join(join, ", "), body)
+		if err := os.WriteFile(cfg, []byte(hcl), 0o600); err != nil {
+			t.Fatalf("write agent config: %v", err)
+		}
+		c.cfgs = append(c.cfgs, cfg)
+		c.procs = append(c.procs, nil)
+		c.Start(i)
+	}
+	return c
+}
+
+// N is the number of servers.
+func (c *Cluster) N() int { return c.nw.n }
+
+// URL is server i's HTTP API address.
+func (c *Cluster) URL(i int) string {
+	return fmt.Sprintf("%s://%s:%d", c.Scheme, c.nw.Addr(i), httpPort)
+}
+
+// Start starts server i's agent, again after Kill, on the same data.
+func (c *Cluster) Start(i int) {
+	c.t.Helper()
+	argv := c.nw.Exec(i, c.bin, "agent", "-config", c.cfgs[i])
+	p := agent.StartCaravanCommand(c.t, argv[0], fmt.Sprintf("caravan-%d-%d", i, time.Now().UnixNano()), argv[1:]...)
+	c.mu.Lock()
+	c.procs[i] = p
+	c.mu.Unlock()
+}
+
+// Kill ends server i's agent with SIGKILL, as a crash would.
+func (c *Cluster) Kill(i int) {
+	c.mu.Lock()
+	p := c.procs[i]
+	c.mu.Unlock()
+	p.Kill()
+}
+
+// self is what a server says of itself (GET /v1/agent/self).
+type self struct {
+	ID       string
+	LeaderID string
+}
+
+// Self asks server i who it is and whom it knows as leader, locally.
+func (c *Cluster) Self(ctx context.Context, i int) (self, error) {
+	var s self
+	_, err := c.Do(ctx, i, http.MethodGet, "/v1/agent/self?stale=true", nil, &s)
+	return s, err
+}
+
+// Leader returns the server that leads with the support of a majority:
+// it says it leads, and a majority of the servers name it.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	selves := make([]self, c.N())
+	var wg sync.WaitGroup
+	for i := range c.N() {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			selves[i], _ = c.Self(ctx, i)
+		})
+	}
+	wg.Wait()
+	for i, s := range selves {
+		if s.ID == "" || s.LeaderID != s.ID {
+			continue
+		}
+		votes := 0
+		for _, o := range selves {
+			if o.LeaderID == s.ID {
+				votes++
+			}
+		}
+		if votes > c.N()/2 {
+			return i, nil
+		}
+	}
+	return -1, errors.New("no server leads with a majority behind it")
+}
+
+// WaitLeader waits for a leader other than exclude (-1: any) and returns it.
+func (c *Cluster) WaitLeader(timeout time.Duration, exclude int) int {
+	c.t.Helper()
+	leader := -1
+	agent.WaitFor(c.t, timeout, "a Caravan leader", func() error {
+		i, err := c.Leader(context.Background())
+		if err != nil {
+			return err
+		}
+		if i == exclude {
+			return fmt.Errorf("server %d still leads", i)
+		}
+		leader = i
+		return nil
+	})
+	return leader
+}
+
+// StatusError is a response other than 2xx.
+type StatusError struct {
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Body) }
+
+// Do sends a request to server i and decodes a 2xx answer into out (when
+// not nil); any other answer is a *StatusError.
+func (c *Cluster) Do(ctx context.Context, i int, method, path string, body, out any) (http.Header, error) {
+	return c.DoAs(ctx, c.HTTP, c.Token, i, method, path, body, out)
+}
+
+// DoAs is Do with another HTTP client and token.
+func (c *Cluster) DoAs(ctx context.Context, client *http.Client, token string, i int, method, path string, body, out any) (http.Header, error) {
+	var rd *strings.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = strings.NewReader(string(b))
+	} else {
+		rd = strings.NewReader("")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.URL(i)+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("X-Caravan-Token", token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var b strings.Builder
+		buf := make([]byte, 4096)
+		n, _ := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		return resp.Header, &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(b.String())}
+	}
+	if out == nil {
+		return resp.Header, nil
+	}
+	return resp.Header, json.NewDecoder(resp.Body).Decode(out)
+}
