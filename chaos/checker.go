@@ -90,8 +90,8 @@ type checker struct {
 	log func(format string, args ...any)
 
 	mu      sync.Mutex
-	jobs    []string  // acknowledged registrations
-	samples []string  // acknowledged samples' jobs (one sample a job)
+	jobs    []string // acknowledged registrations
+	samples []string // acknowledged samples' jobs (one sample a job)
 	acks    []time.Time
 	details []string
 

@@ -13,14 +13,14 @@ import (
 // Network is a private network of n hosts, each a network namespace made
 // with iproute2, and the test's own namespace as the clients' host:
 //
-//	            clients (the test)
-//	     10.98.i.1 ─ veth ─ 10.98.i.2
-//	                          │
-//	   host i: namespace, service address 10.99.0.<i+1> on lo
-//	                          │
-//	     10.97.<i><j>.1 ─ veth ─ 10.97.<i><j>.2   (one link per pair)
-//	                          │
-//	                       host j
+//	         clients (the test)
+//	  10.98.i.1 ─ veth ─ 10.98.i.2
+//	                       │
+//	host i: namespace, service address 10.99.0.<i+1> on lo
+//	                       │
+//	  10.97.<i><j>.1 ─ veth ─ 10.97.<i><j>.2   (one link per pair)
+//	                       │
+//	                    host j
 //
 // Every host reaches every other through their own link, and the clients
 // reach every host through its own, so a partition between hosts leaves
