@@ -1,0 +1,126 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/tlsutil"
+	"github.com/shoenig/test/must"
+)
+
+// TestCaravanNomad_ACLAndTLS runs a Caravan agent with ACLs and mutual
+// TLS on its HTTP API and Raft against a Nomad agent: a client without a
+// certificate or without a token gets nothing, ACLs bootstrap once, a
+// token of a policy that may only read cannot submit, and the management
+// token's job is placed on Nomad and stopped there.
+func TestCaravanNomad_ACLAndTLS(t *testing.T) {
+	n := agent.StartNomad(t, agent.NomadOptions{})
+	certs := tlsutil.NewTestCerts(t, "")
+	ports := agent.FreePorts(t, 2)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.hcl")
+	must.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+name      = "secure"
+data_dir  = %q
+bind_addr = "127.0.0.1"
+ports {
+  http = %d
+  raft = %d
+}
+server {
+  bootstrap_expect = 1
+}
+driver = "nomad"
+nomad {
+  address        = %q
+  checkpoint_dir = %q
+}
+%s
+tls {
+  http      = true
+  rpc       = true
+  ca_file   = %q
+  cert_file = %q
+  key_file  = %q
+}
+acl {
+  enabled = true
+}
+`, filepath.Join(dir, "data"), ports[0], ports[1], n.Address, t.TempDir(), allowRawExec, certs.CAFile, certs.ServerCert, certs.ServerKey)), 0o600))
+	agent.StartCaravan(t, agent.BuildCaravan(t), "caravan-secure", "-config", cfg)
+
+	addr := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	tlsCfg := &api.TLSConfig{CACert: certs.CAFile, ClientCert: certs.ClientCert, ClientKey: certs.ClientKey}
+	c, err := api.NewClient(&api.Config{Address: addr, TLSConfig: tlsCfg})
+	must.NoError(t, err)
+	var mgmt *structs.ACLToken
+	agent.WaitFor(t, time.Minute, "ACLs bootstrapped", func() (err error) {
+		mgmt, err = c.ACL().Bootstrap(context.Background())
+		return err
+	})
+	_, err = c.ACL().Bootstrap(context.Background())
+	must.ErrorContains(t, err, "already", must.Sprint("ACLs bootstrap once"))
+
+	_, _, err = c.Jobs().List(nil)
+	must.ErrorContains(t, err, "403", must.Sprint("an anonymous request"))
+	noCert, err := api.NewClient(&api.Config{Address: addr, Token: mgmt.SecretID, TLSConfig: &api.TLSConfig{CACert: certs.CAFile}})
+	must.NoError(t, err)
+	_, _, err = noCert.Jobs().List(nil)
+	must.Error(t, err, must.Sprint("a client without a certificate"))
+	plain, err := api.NewClient(&api.Config{Address: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), Token: mgmt.SecretID})
+	must.NoError(t, err)
+	_, _, err = plain.Jobs().List(nil)
+	must.Error(t, err, must.Sprint("plain HTTP"))
+
+	admin, err := api.NewClient(&api.Config{Address: addr, Token: mgmt.SecretID, TLSConfig: tlsCfg})
+	must.NoError(t, err)
+	_, err = admin.ACL().ApplyPolicy(context.Background(), "readonly", &api.ACLPolicyRequest{Rules: `namespace "default" {
+  policy = "read"
+}`})
+	must.NoError(t, err)
+	ro, err := admin.ACL().CreateToken(context.Background(), &api.ACLTokenRequest{Name: "reader", Type: structs.ACLClientToken, Policies: []string{"readonly"}})
+	must.NoError(t, err)
+	reader, err := api.NewClient(&api.Config{Address: addr, Token: ro.SecretID, TLSConfig: tlsCfg})
+	must.NoError(t, err)
+	_, err = reader.Jobs().Register(context.Background(), cpuJob("denied"))
+	must.ErrorContains(t, err, "Permission denied")
+
+	waitNodes(t, admin, 1, 0)
+	_, err = admin.Jobs().Register(context.Background(), cpuJob("a"))
+	must.NoError(t, err)
+	waitEvent(t, admin, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	info, _, err := n.Client.Jobs().Info("caravan-a", nil)
+	must.NoError(t, err)
+	must.Eq(t, "a", info.Meta["caravan_job_id"])
+	jobs, _, err := reader.Jobs().List(nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, jobs, must.Sprint("the reader lists the job"))
+
+	err = reader.Jobs().Stop(context.Background(), "", "a", false)
+	must.ErrorContains(t, err, "Permission denied")
+	err = admin.Jobs().Stop(context.Background(), "", "a", false)
+	must.NoError(t, err)
+	agent.WaitFor(t, time.Minute, "Nomad job stopped", func() error {
+		info, _, err := n.Client.Jobs().Info("caravan-a", nil)
+		if err != nil {
+			return err
+		}
+		if info.Stop == nil || !*info.Stop {
+			return errors.New("still running")
+		}
+		return nil
+	})
+}
+
+// allowRawExec is the agent configuration that lets jobs use raw_exec.
+const allowRawExec = ""
