@@ -115,7 +115,7 @@ func bodyCap(op string) need {
 // server does not know, on a follower, may be one the leader created and
 // this server has not applied yet: the request is forwarded to the leader,
 // which answers it (Nomad forwards token resolution to the leader in the
-// same case).
+// same case); an endpoint a server answers about itself answers 403 then.
 func (s *Server) allow(n need, fn endpoint) endpoint {
 	return func(w http.ResponseWriter, r *http.Request) (any, error) {
 		r, forwarded, err := s.authorize(w, r, n)
@@ -148,7 +148,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, n need) (*htt
 		return r, false, nil
 	}
 	id, err := s.resolveToken(secretOf(r))
-	if errors.Is(err, errTokenNotFound) && !s.IsLeader() && r.Header.Get(forwardedHeader) == "" {
+	local := r.Context().Value(localKey{}) != nil
+	if errors.Is(err, errTokenNotFound) && !local && !s.IsLeader() && r.Header.Get(forwardedHeader) == "" {
 		s.forward(w, r)
 		return r, true, nil
 	}

@@ -99,6 +99,10 @@ func (s *Server) write(fn endpoint) http.HandlerFunc { return s.handle(fn, kindW
 // local wraps an endpoint that each server answers about itself.
 func (s *Server) local(fn endpoint) http.HandlerFunc { return s.handle(fn, kindLocal) }
 
+// localKey marks, in a request's context, an endpoint each server answers
+// about itself: it is never answered by another server.
+type localKey struct{}
+
 // Kinds of endpoints.
 const (
 	kindLocal = iota
@@ -109,6 +113,9 @@ const (
 func (s *Server) handle(fn endpoint, kind int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if kind == kindLocal {
+			r = r.WithContext(context.WithValue(r.Context(), localKey{}, true))
+		}
 		bodyDeadline(w, r)
 		stale := kind == kindRead && staleParam(r)
 		if kind != kindLocal && !stale && !s.IsLeader() {
