@@ -29,7 +29,8 @@ type caravans struct {
 
 // startCaravans starts n agents of the binary bin that join each other
 // through retry_join. body is HCL added to each agent's configuration: the
-// driver and its block, the scheduler.
+// driver and its block, the scheduler. Every agent allows raw_exec jobs
+// (jobs.denied_drivers = []), so body cannot have a jobs block.
 func startCaravans(t *testing.T, bin string, n int, body string) *caravans {
 	t.Helper()
 	return startCaravansJoining(t, bin, n, body, true)
@@ -63,6 +64,10 @@ server {
   bootstrap_expect = %d
   retry_interval   = "200ms"
   %s
+}
+# The tests' jobs, and examples/demo.hcl, run with raw_exec.
+jobs {
+  denied_drivers = []
 }
 %s
 `, i+1, filepath.Join(dir, "data"), ports[2*i], ports[2*i+1], n, join, body)

@@ -39,6 +39,7 @@ checkpoint_dir      = %q
 scheduler_algorithm = "drf"
 scheduler_interval  = "10m"
 cpu                 = 100
+job_denied_drivers  = []
 `, bin, nc.Address, consul.HTTPAddr, t.TempDir())
 	job, err := nc.Client.Jobs().ParseHCLOpts(&nomadapi.JobsParseRequest{JobHCL: string(src), Variables: vars, Canonicalize: true})
 	must.NoError(t, err)

@@ -3,6 +3,9 @@
 # installed on the Nomad clients as var.trainer. Run it with
 # `nomad job run`, and Caravan takes it over from Nomad. The parameter
 # servers run the same trainer (it reads its role from CARAVAN_ROLE).
+# Its tasks use raw_exec, which Caravan agents deny by default: the agent
+# needs `jobs { denied_drivers = [] }`, or the job gets a JobRejected
+# event and Nomad runs it as written.
 
 variable "trainer" {
   type        = string

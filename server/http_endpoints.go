@@ -25,10 +25,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// identity (serveronly.go).
 	a := s.allow
 	mux.HandleFunc("GET /v1/jobs", s.read(a(bodyCap(acl.CapListJobs), s.jobList)))
-	mux.HandleFunc("POST /v1/jobs", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(true)), checkJobRequest))
-	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobPlan), checkJobRequest))
+	mux.HandleFunc("POST /v1/jobs", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(true)), s.checkJobRequest))
+	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobPlan), s.checkJobRequest))
 	mux.HandleFunc("GET /v1/job/{id}", s.read(a(nsCap(acl.CapReadJob), s.jobRead)))
-	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(false)), checkJobRequest))
+	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(false)), s.checkJobRequest))
 	mux.HandleFunc("DELETE /v1/job/{id}", s.write(a(nsCap(acl.CapStopJob), s.jobStop)))
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(a(nsCap(acl.CapReadJob), s.jobVersions)))
 	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(a(nsCap(acl.CapSubmitJob), s.jobRevert)))
@@ -74,8 +74,9 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	}, state.TableJobs))
 }
 
-// registeredJob turns a register request into a canonical, valid job.
-func registeredJob(req *api.JobRegisterRequest) (*structs.Job, error) {
+// registeredJob turns a register request into a canonical, valid job
+// that the server's JobPolicy allows.
+func (s *Server) registeredJob(req *api.JobRegisterRequest) (*structs.Job, error) {
 	job := req.Job
 	switch {
 	case job != nil && req.JobHCL != "":
@@ -94,6 +95,9 @@ func registeredJob(req *api.JobRegisterRequest) (*structs.Job, error) {
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {
 		return nil, badRequest("invalid job: %v", err)
+	}
+	if err := s.checkJobPolicy(job); err != nil {
+		return nil, err
 	}
 	return job, nil
 }
@@ -138,7 +142,7 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		job, err := registeredJob(&req)
+		job, err := s.registeredJob(&req)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +248,7 @@ func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	job, err := registeredJob(&req)
+	job, err := s.registeredJob(&req)
 	if err != nil {
 		return nil, err
 	}

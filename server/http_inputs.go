@@ -72,12 +72,12 @@ func checkBody(w http.ResponseWriter, r *http.Request, fn func(r *http.Request) 
 
 // checkJobRequest parses and validates a job register or plan request as
 // the leader would.
-func checkJobRequest(r *http.Request) error {
+func (s *Server) checkJobRequest(r *http.Request) error {
 	var req api.JobRegisterRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	job, err := registeredJob(&req)
+	job, err := s.registeredJob(&req)
 	if err != nil {
 		return err
 	}

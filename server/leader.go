@@ -553,8 +553,9 @@ func sameObserved(a, b *structs.Observed) bool {
 // the jobs submitted to Caravan: a new or changed declaration registers a
 // version of its job; a declaring job that was stopped, purged, or whose
 // caravan policy was removed or made invalid stops its Caravan job, and
-// the cluster runs what its user wrote. An invalid declaration is
-// reported once per version, as a JobRejected event. A job submitted to
+// the cluster runs what its user wrote. An invalid declaration, or one
+// the JobPolicy refuses, is reported once per version, as a JobRejected
+// event. A job submitted to
 // Caravan keeps its ID: a declaration of the same job is rejected.
 func (l *leader) syncDeclared(ctx context.Context) error {
 	disc := l.s.cfg.Discoverer
@@ -594,6 +595,12 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 				continue
 			}
 			job := decl.Job.Copy()
+			if err := l.s.cfg.Jobs.Check(job); err != nil {
+				if l.rejected[key] != decl.Index {
+					errs = append(errs, l.reject(ctx, decl, err.Error()))
+				}
+				continue
+			}
 			job.SubmitTime = l.s.now().UnixNano()
 			resp, err := l.s.registerJob(ctx, job, false)
 			if err != nil {

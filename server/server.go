@@ -114,6 +114,9 @@ type Config struct {
 
 	// ACL turns ACLs on; see acl.go.
 	ACL ACLConfig
+	// Jobs is what jobs the server runs (jobpolicy.go); the zero value
+	// allows every job.
+	Jobs JobPolicy
 
 	Logger hclog.Logger
 	// RaftConfig overrides Raft's defaults (tests use short timeouts);

@@ -121,8 +121,9 @@ func (c *AgentCommand) Run(args []string) int {
 		Clock:          wiring.clock,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
-		TLS: tlsConfig(cfg),
-		ACL: server.ACLConfig{Enabled: cfg.ACL.On(), ServerToken: cfg.ACL.ServerToken},
+		TLS:  tlsConfig(cfg),
+		ACL:  server.ACLConfig{Enabled: cfg.ACL.On(), ServerToken: cfg.ACL.ServerToken},
+		Jobs: server.JobPolicy{Drivers: cfg.Jobs.Drivers, DeniedDrivers: cfg.Jobs.DeniedDrivers, Namespaces: cfg.Jobs.Namespaces},
 	}
 	srv, err := server.New(scfg)
 	if err != nil {

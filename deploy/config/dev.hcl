@@ -22,6 +22,12 @@ server {
   bootstrap_expect = 1 # a dev agent is a cluster of one
 }
 
+# The simulated cluster runs no task, and examples/demo.hcl uses raw_exec:
+# -dev denies no task driver (the default denies raw_exec).
+jobs {
+  denied_drivers = []
+}
+
 # The embedded simulated cluster: 4 nodes of 4 GPUs. -dev-speed N sets
 # speed, and the scheduler's interval is counted in the simulated time.
 sim {

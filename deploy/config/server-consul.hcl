@@ -39,7 +39,8 @@ nomad {
   # to; it registers in the Consul agent of the consul block below (which
   # must therefore be an address the clients reach too, such as their own
   # 127.0.0.1:8500), and the leader scrapes it from there. Leave it out to
-  # have trainers report to the servers directly.
+  # have trainers report to the servers directly. Caravan adds the sidecar
+  # itself: jobs.denied_drivers (raw_exec by default) does not refuse it.
   collector_command = "/usr/local/bin/caravan"
 }
 

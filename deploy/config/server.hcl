@@ -73,6 +73,18 @@ nomad {
   # collector_command = "/usr/local/bin/caravan"
 }
 
+# What jobs may run. Every task runs with the Nomad token above, so whoever
+# may submit a job to Caravan runs what this allows on the Nomad clients.
+# The defaults, written out: any task driver but raw_exec (unisolated, as
+# the Nomad client's user), in any namespace. Every server should say the
+# same: the leader checks registrations, followers check them before
+# forwarding.
+jobs {
+  drivers        = ["*"]
+  denied_drivers = ["raw_exec"]
+  namespaces     = ["*"]
+}
+
 # The local Consul agent. This server does not use it (auto_advertise and
 # server_auto_join are false, retry_join names no consul:// service and
 # there is no collector_command); server-consul.hcl does.

@@ -192,6 +192,24 @@ variable "consul_token" {
   description = "Consul ACL token of the Caravan agent; empty for none."
 }
 
+variable "job_drivers" {
+  type        = list(string)
+  default     = ["*"]
+  description = "jobs.drivers: the Nomad task drivers Caravan jobs may use; \"*\" for any."
+}
+
+variable "job_denied_drivers" {
+  type        = list(string)
+  default     = ["raw_exec"]
+  description = "jobs.denied_drivers: task drivers Caravan jobs may not use. Caravan submits jobs with nomad_token, so whoever may submit one runs what this allows; [] allows raw_exec, for clusters that trust every submitter."
+}
+
+variable "job_namespaces" {
+  type        = list(string)
+  default     = ["*"]
+  description = "jobs.namespaces: the namespaces Caravan jobs may run in; \"*\" for any."
+}
+
 variable "cpu" {
   type        = number
   default     = 500
@@ -400,6 +418,12 @@ job "caravan" {
             namespace         = "${var.nomad_namespace}"
             checkpoint_dir    = "${var.checkpoint_dir}"
             collector_command = "${var.collector_command}"
+          }
+
+          jobs {
+            drivers        = ${jsonencode(var.job_drivers)}
+            denied_drivers = ${jsonencode(var.job_denied_drivers)}
+            namespaces     = ${jsonencode(var.job_namespaces)}
           }
 
           consul {

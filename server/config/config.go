@@ -74,6 +74,7 @@ type Config struct {
 	Sim       *Sim       `hcl:"sim,block"`
 	TLS       *TLS       `hcl:"tls,block"`
 	ACL       *ACL       `hcl:"acl,block"`
+	Jobs      *Jobs      `hcl:"jobs,block"`
 	// Plugins declare external algorithm plugins, by name; Merge lets a
 	// later plugin of the same name replace the earlier one.
 	Plugins []*Plugin `hcl:"plugin,block"`
@@ -108,19 +109,23 @@ func Default() *Config {
 		Region:    DefaultRegion,
 		TLS:       DefaultTLS(),
 		ACL:       DefaultACL(),
+		Jobs:      DefaultJobs(),
 	}
 }
 
 // DevDefault returns the defaults of `caravan agent -dev`: Default with
-// DevMode set, bind_addr 127.0.0.1, the sim driver and a single server
-// (bootstrap_expect 1). DataDir stays empty, which in dev mode means the
-// state is kept in memory.
+// DevMode set, bind_addr 127.0.0.1, the sim driver, a single server
+// (bootstrap_expect 1) and no denied task driver (jobs.denied_drivers
+// []): the simulated cluster runs no task, and the examples use raw_exec.
+// DataDir stays empty, which in dev mode means the state is kept in
+// memory.
 func DevDefault() *Config {
 	c := Default()
 	c.DevMode = true
 	c.BindAddr = "127.0.0.1"
 	c.Driver = DriverSim
 	c.Server.BootstrapExpect = 1
+	c.Jobs.DeniedDrivers = []string{}
 	return c
 }
 
@@ -156,6 +161,7 @@ func (c *Config) Merge(o *Config) *Config {
 	r.Region = mergeString(c.Region, o.Region)
 	r.TLS = c.TLS.Merge(o.TLS)
 	r.ACL = c.ACL.Merge(o.ACL)
+	r.Jobs = c.Jobs.Merge(o.Jobs)
 	r.DevMode = c.DevMode || o.DevMode
 	r.Files = append(slices.Clone(c.Files), o.Files...)
 	return &r
@@ -250,6 +256,7 @@ func (c *Config) problems() []problem {
 		ps = append(ps, regionProblems(c.Region)...)
 	}
 	ps = append(ps, within("acl", c.ACL.problems())...)
+	ps = append(ps, within("jobs", c.Jobs.problems())...)
 	if c.PluginDir != "" && !filepath.IsAbs(c.PluginDir) {
 		ps = append(ps, problemf("plugin_dir", "%q is a relative path; give an absolute path such as \"/opt/caravan/plugins\"", c.PluginDir))
 	}

@@ -66,6 +66,12 @@ sim {
   speed   = 60
   seed    = 0
 }
+
+jobs {
+  drivers        = ["docker", "exec"]
+  denied_drivers = []
+  namespaces     = ["default", "ml"]
+}
 `
 
 // writeFile writes src to name in dir and returns its path.
@@ -109,6 +115,7 @@ func TestLoadFile_Full(t *testing.T) {
 		},
 		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token", ServiceName: "caravan-ml", AutoAdvertise: new(true), ServerAutoJoin: new(true)},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
+		Jobs:   &Jobs{Drivers: []string{"docker", "exec"}, DeniedDrivers: []string{}, Namespaces: []string{"default", "ml"}},
 		Files:  []string{path},
 	}, c)
 
@@ -117,6 +124,7 @@ func TestLoadFile_Full(t *testing.T) {
 	must.NoError(t, merged.Validate())
 	must.Eq(t, c.Sim, merged.Sim)
 	must.Eq(t, c.Server, merged.Server)
+	must.Eq(t, c.Jobs, merged.Jobs)
 }
 
 // TestLoadFile_Partial checks that a file holds only what it sets: unset
@@ -151,6 +159,7 @@ func TestDefault(t *testing.T) {
 		Region:    "global",
 		TLS:       &TLS{HTTP: new(false), RPC: new(false), VerifyServerHostname: new(true), VerifyHTTPSClient: new(true)},
 		ACL:       &ACL{Enabled: new(false)},
+		Jobs:      &Jobs{Drivers: []string{"*"}, DeniedDrivers: []string{"raw_exec"}, Namespaces: []string{"*"}},
 	}
 	must.Eq(t, want, Default())
 	must.Eq(t, "0.0.0.0:4680", Default().HTTPAddr())
@@ -169,6 +178,7 @@ func TestDevDefault(t *testing.T) {
 	want.BindAddr = "127.0.0.1"
 	want.Driver = DriverSim
 	want.Server.BootstrapExpect = 1
+	want.Jobs.DeniedDrivers = []string{}
 	dev := DevDefault()
 	must.Eq(t, want, dev)
 	must.Eq(t, "", dev.DataDir)
@@ -261,7 +271,7 @@ func TestMerge(t *testing.T) {
 			name: "nil on both sides",
 			c:    nil,
 			o:    nil,
-			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}, TLS: &TLS{}, ACL: &ACL{}},
+			want: &Config{Ports: &Ports{}, Server: &Server{}, Scheduler: &Scheduler{}, Nomad: &Nomad{}, Consul: &Consul{}, Sim: &Sim{}, TLS: &TLS{}, ACL: &ACL{}, Jobs: &Jobs{}},
 		},
 	}
 	for _, tc := range cases {
@@ -887,7 +897,7 @@ func TestREADME(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	must.NoError(t, err)
 	blocks := regexp.MustCompile("(?s)```(hcl|json)\n(.*?)```").FindAllSubmatch(readme, -1)
-	must.SliceLen(t, 2, blocks)
+	must.SliceLen(t, 3, blocks) // every key, JSON, and the jobs block that allows raw_exec
 	dir := t.TempDir()
 	var loaded []*Config
 	for i, b := range blocks {
