@@ -122,5 +122,10 @@ acl {
 	})
 }
 
-// allowRawExec is the agent configuration that lets jobs use raw_exec.
-const allowRawExec = ""
+// allowRawExec is the agent configuration that lets jobs use raw_exec,
+// which the e2e jobs run with.
+const allowRawExec = `
+jobs {
+  denied_drivers = []
+}
+`
