@@ -36,12 +36,17 @@ type identity struct {
 	token *structs.ACLToken
 	// server is true for the shared server token.
 	server bool
+	// reportJob is the job a per-job report token reports for, nil for
+	// other tokens.
+	reportJob *structs.JobKey
 }
 
 func (id *identity) who() string {
 	switch {
 	case id.server:
 		return "server token"
+	case id.reportJob != nil:
+		return "report token of job " + id.reportJob.ID
 	case id.token == nil:
 		return "anonymous request"
 	}
@@ -201,6 +206,9 @@ var serverACL = acl.New(&acl.Policy{Agent: &acl.Rule{Policy: acl.PolicyRead}})
 func (s *Server) resolveToken(secret string) (*identity, error) {
 	if st := s.cfg.ACL.ServerToken; st != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(st)) == 1 {
 		return &identity{acl: serverACL, server: true}, nil
+	}
+	if strings.HasPrefix(secret, reportTokenPrefix) {
+		return s.reportIdentity(secret)
 	}
 	txn := s.State().Txn()
 	if secret == "" {

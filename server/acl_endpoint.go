@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,9 +48,13 @@ func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("report key: %w", err)
+	}
 	ctx, cancel := applyContext(r)
 	defer cancel()
-	_, index, err := s.apply(ctx, fsm.ACLBootstrapType|newTypeFlag, &fsm.ACLBootstrapRequest{Token: tok, Time: tok.CreateTime})
+	_, index, err := s.apply(ctx, fsm.ACLBootstrapType|newTypeFlag, &fsm.ACLBootstrapRequest{Token: tok, Time: tok.CreateTime, ReportKey: key})
 	if errors.Is(err, state.ErrACLBootstrapped) {
 		return nil, badRequest("ACL bootstrap already done: %v", err)
 	}

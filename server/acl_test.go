@@ -278,3 +278,40 @@ func TestACL_Cluster(t *testing.T) {
 	must.StrNotContains(t, logs.String(), testServerToken)
 	must.StrNotContains(t, logs.String(), root.SecretID)
 }
+
+// TestACL_JobReportToken: a job's report token reports for that job and
+// does nothing else; a forged or altered one is not found.
+func TestACL_JobReportToken(t *testing.T) {
+	var logs syncBuffer
+	s := TestServer(t, aclConfig(t, &logs))
+	leaderOf(t, s)
+	ctx := context.Background()
+	must.Eq(t, "", s.JobReportToken(structs.NewJobKey("default", "a")), must.Sprint("no token before bootstrap"))
+	root, err := client(t, s).ACL().Bootstrap(ctx)
+	must.NoError(t, err)
+	admin := tokenClient(t, s, root.SecretID)
+	for _, id := range []string{"a", "b"} {
+		_, err := admin.Jobs().Register(ctx, demoJob(t, id))
+		must.NoError(t, err)
+	}
+	tok := s.JobReportToken(structs.NewJobKey("default", "a"))
+	must.StrHasPrefix(t, reportTokenPrefix, tok)
+	url := "http://" + s.HTTPAddr() + "/v1/report"
+	report := func(job string) string {
+		return fmt.Sprintf(`{"samples":[{"job_id":%q,"step":1,"loss":1,"step_time_s":0.1,"num_ps":1,"num_workers":1}]}`, job)
+	}
+	code, body := status(t, "POST", url, tok, report("a"))
+	must.Eq(t, 200, code, must.Sprint(body))
+	code, body = status(t, "POST", url, tok, report("b"))
+	must.Eq(t, 403, code)
+	must.StrContains(t, body, `report token of job a lacks report for job "b"`)
+	code, _ = status(t, "GET", "http://"+s.HTTPAddr()+"/v1/jobs", tok, "")
+	must.Eq(t, 403, code, must.Sprint("a report token reads nothing"))
+	_, err = tokenClient(t, s, tok).Jobs().Register(ctx, demoJob(t, "c"))
+	must.True(t, api.IsForbidden(err), must.Sprint(err))
+	forged := strings.TrimSuffix(tok, tok[len(tok)-4:]) + "AAAA"
+	code, body = status(t, "POST", url, forged, report("a"))
+	must.Eq(t, 403, code)
+	must.StrContains(t, body, "ACL token not found")
+	must.StrNotContains(t, logs.String(), tok, must.Sprint("the token is never logged"))
+}

@@ -217,6 +217,9 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 		if err := s.allowNamespace(r, smp.Namespace, acl.CapReport); err != nil {
 			return nil, err
 		}
+		if err := s.allowReport(r, key); err != nil {
+			return nil, err
+		}
 		job, err := state.JobByID(txn, nil, smp.Namespace, smp.JobID)
 		if err != nil {
 			return nil, err

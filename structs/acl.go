@@ -48,4 +48,8 @@ func (t *ACLToken) Stub() *ACLToken {
 type ACLBootstrap struct {
 	Index uint64
 	Time  int64
+	// ReportKey signs the per-job report tokens tasks get (see the
+	// server's JobReportToken); it is never served. Empty for a cluster
+	// bootstrapped before such tokens existed.
+	ReportKey []byte `json:"-"`
 }

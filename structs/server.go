@@ -91,6 +91,10 @@ type DriverHost interface {
 	LastSample(job JobKey) (Sample, bool)
 	// Event commits an event; it fails on a server that does not lead.
 	Event(ctx context.Context, ev *Event) error
+	// JobReportToken returns the token a job's tasks report samples with
+	// (CARAVAN_TOKEN), which allows that and only that; empty when the
+	// server checks no tokens.
+	JobReportToken(job JobKey) string
 }
 
 // PluginStatus describes an algorithm the server can run: GET /v1/plugins

@@ -239,7 +239,7 @@ func (d *Driver) submit(ctx context.Context, f *flight) error {
 	}
 	nj, err := Translate(c.job, c.placement, Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
-		ReportAddrs: d.cfg.ReportAddrs, ReportToken: d.cfg.ReportToken, Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
+		ReportAddrs: d.cfg.ReportAddrs, ReportToken: d.reportToken(c.key), Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
 	})
 	if err == nil {
 		err = d.register(ctx, c, nj)
@@ -310,6 +310,17 @@ func (d *Driver) register(ctx context.Context, c *change, nj *api.Job) error {
 		return fmt.Errorf("submit Nomad job %s: %w", *nj.ID, err)
 	}
 	return nil
+}
+
+// reportToken is the token a job's tasks report with: the host's token
+// for that job alone, else the configured one.
+func (d *Driver) reportToken(job structs.JobKey) string {
+	if host := d.hostOf(); host != nil {
+		if t := host.JobReportToken(job); t != "" {
+			return t
+		}
+	}
+	return d.cfg.ReportToken
 }
 
 // errNothingRuns means no allocation of the job runs, so no progress can

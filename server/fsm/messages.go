@@ -146,6 +146,9 @@ type EventAppendRequest struct {
 type ACLBootstrapRequest struct {
 	Token *structs.ACLToken
 	Time  int64
+	// ReportKey is the key of per-job report tokens, random bytes the
+	// leader drew.
+	ReportKey []byte
 }
 
 // ACLPolicyUpsertRequest stores ACL policies.

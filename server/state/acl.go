@@ -22,15 +22,16 @@ var ErrACLTokenNotFound = errors.New("ACL token not found")
 
 // BootstrapACL stores the first management token, once: a second call
 // fails with ErrACLBootstrapped and stores nothing. token must carry its
-// AccessorID and SecretID; the store keeps a copy.
-func (s *Store) BootstrapACL(index uint64, now int64, token *structs.ACLToken) error {
+// AccessorID and SecretID; the store keeps a copy. reportKey signs the
+// per-job report tokens.
+func (s *Store) BootstrapACL(index uint64, now int64, token *structs.ACLToken, reportKey []byte) error {
 	return s.write(index, func(w *writer) error {
 		if raw, err := w.txn.First(TableACLBootstrap, "id"); err != nil {
 			return fmt.Errorf("read acl bootstrap: %w", err)
 		} else if raw != nil {
 			return fmt.Errorf("%w at index %d", ErrACLBootstrapped, raw.(*structs.ACLBootstrap).Index)
 		}
-		if err := w.insert(TableACLBootstrap, &structs.ACLBootstrap{Index: index, Time: now}); err != nil {
+		if err := w.insert(TableACLBootstrap, &structs.ACLBootstrap{Index: index, Time: now, ReportKey: reportKey}); err != nil {
 			return err
 		}
 		return upsertToken(w, token)
