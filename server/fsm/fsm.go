@@ -61,7 +61,9 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 		MemberUpsertType: handle(func(i uint64, r *MemberUpsertRequest) any { return f.State().UpsertMember(i, r.Member) }),
 		MemberDeleteType: handle(func(i uint64, r *MemberDeleteRequest) any { return f.State().DeleteMember(i, r.ID) }),
 		EventAppendType:  handle(func(i uint64, r *EventAppendRequest) any { return f.State().AppendEvent(i, r.Event) }),
-		ACLBootstrapType: handle(func(i uint64, r *ACLBootstrapRequest) any { return f.State().BootstrapACL(i, r.Time, r.Token, r.ReportKey) }),
+		ACLBootstrapType: handle(func(i uint64, r *ACLBootstrapRequest) any {
+			return f.State().BootstrapACL(i, r.Time, r.Token, r.ReportKey)
+		}),
 		ACLPolicyUpsertType: handle(func(i uint64, r *ACLPolicyUpsertRequest) any {
 			return f.State().UpsertACLPolicies(i, r.Policies)
 		}),
