@@ -42,6 +42,10 @@ func (h *recordingHost) Event(_ context.Context, ev *structs.Event) error {
 	return nil
 }
 
+// JobReportToken is empty: the test's trainers report to no server that
+// checks tokens.
+func (h *recordingHost) JobReportToken(structs.JobKey) string { return "" }
+
 func (h *recordingHost) report(s structs.Sample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
