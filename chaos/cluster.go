@@ -1,10 +1,12 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,16 +182,14 @@ func (c *Cluster) Do(ctx context.Context, i int, method, path string, body, out 
 
 // DoAs is Do with another HTTP client and token.
 func (c *Cluster) DoAs(ctx context.Context, client *http.Client, token string, i int, method, path string, body, out any) (http.Header, error) {
-	var rd *strings.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, err
 		}
-		rd = strings.NewReader(string(b))
-	} else {
-		rd = strings.NewReader("")
 	}
+	rd := bytes.NewReader(b)
 	req, err := http.NewRequestWithContext(ctx, method, c.URL(i)+path, rd)
 	if err != nil {
 		return nil, err
@@ -203,11 +203,8 @@ func (c *Cluster) DoAs(ctx context.Context, client *http.Client, token string, i
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		n, _ := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		return resp.Header, &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(b.String())}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.Header, &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
 	}
 	if out == nil {
 		return resp.Header, nil
