@@ -259,6 +259,12 @@ func TestACL_Cluster(t *testing.T) {
 	ctx := context.Background()
 	root, err := client(t, follower).ACL().Bootstrap(ctx)
 	must.NoError(t, err, must.Sprint("writes are forwarded to the leader"))
+	// A follower checks a jobspec only for a caller who may submit it.
+	for _, token := range []string{"", "not-a-token"} {
+		code, body := status(t, "POST", "http://"+follower.HTTPAddr()+"/v1/jobs", token, `{"JobHCL": "job \"x\" { training { mode = \"synch\" } }"}`)
+		must.Eq(t, 403, code, must.Sprintf("token %q: %s", token, body))
+		must.StrNotContains(t, body, "synch")
+	}
 	mgmt := tokenClient(t, leader, root.SecretID)
 	_, err = mgmt.ACL().ApplyPolicy(ctx, "reader", &api.ACLPolicyRequest{Rules: `operator { policy = "read" }`})
 	must.NoError(t, err)

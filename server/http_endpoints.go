@@ -25,10 +25,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// identity (serveronly.go).
 	a := s.allow
 	mux.HandleFunc("GET /v1/jobs", s.read(a(bodyCap(acl.CapListJobs), s.jobList)))
-	mux.HandleFunc("POST /v1/jobs", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(true)), s.checkJobRequest))
-	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobPlan), s.checkJobRequest))
+	mux.HandleFunc("POST /v1/jobs", s.writeChecked(bodyCap(acl.CapSubmitJob), s.jobRegister(true), s.checkJobRequest))
+	mux.HandleFunc("POST /v1/jobs/plan", s.writeChecked(bodyCap(acl.CapSubmitJob), s.jobPlan, s.checkJobRequest))
 	mux.HandleFunc("GET /v1/job/{id}", s.read(a(nsCap(acl.CapReadJob), s.jobRead)))
-	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(a(bodyCap(acl.CapSubmitJob), s.jobRegister(false)), s.checkJobRequest))
+	mux.HandleFunc("PUT /v1/job/{id}", s.writeChecked(bodyCap(acl.CapSubmitJob), s.jobRegister(false), s.checkJobRequest))
 	mux.HandleFunc("DELETE /v1/job/{id}", s.write(a(nsCap(acl.CapStopJob), s.jobStop)))
 	mux.HandleFunc("GET /v1/job/{id}/versions", s.read(a(nsCap(acl.CapReadJob), s.jobVersions)))
 	mux.HandleFunc("POST /v1/job/{id}/revert", s.write(a(nsCap(acl.CapSubmitJob), s.jobRevert)))

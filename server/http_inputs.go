@@ -33,16 +33,26 @@ func bodyDeadline(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 }
 
-// writeChecked wraps a write endpoint whose body a follower checks before
-// forwarding it: a request the leader would refuse as bad is answered here,
-// so that hostile input is parsed and bounded where it enters, and the
-// leader never evaluates a jobspec a follower could reject.
-func (s *Server) writeChecked(fn endpoint, check func(r *http.Request) error) http.HandlerFunc {
-	inner := s.write(fn)
+// writeChecked wraps a write endpoint that needs n and whose body a
+// follower checks before forwarding it: a request the leader would refuse
+// as bad is answered here, so that hostile input is parsed and bounded
+// where it enters, and the leader never evaluates a jobspec a follower
+// could reject. The caller's token is checked first: a caller without the
+// right learns nothing of why its request is bad. A token this follower
+// does not know yet goes to the leader unread, which checks it before it
+// reads the body.
+func (s *Server) writeChecked(n need, fn endpoint, check func(r *http.Request) error) http.HandlerFunc {
+	inner := s.write(s.allow(n, fn))
 	return func(w http.ResponseWriter, r *http.Request) {
 		bodyDeadline(w, r)
 		if !s.IsLeader() {
-			if err := checkBody(w, r, check); err != nil {
+			err := s.callerMay(r, n)
+			if err == nil {
+				err = checkBody(w, r, check)
+			} else if errors.Is(err, errTokenNotFound) {
+				err = nil
+			}
+			if err != nil {
 				code := errorCode(err)
 				s.log.Debug("request refused before forwarding", "method", r.Method, "path", r.URL.Path, "code", code, "error", err)
 				http.Error(w, err.Error(), code)
