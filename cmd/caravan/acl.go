@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/cli"
 )
@@ -98,6 +99,29 @@ func reqCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), requestTimeout)
 }
 
+// showACL runs what the acl commands that read and show share: a -json
+// flag, the agent's client, one request (get, with the command's
+// arguments), and its answer printed as JSON or by format. what names the
+// request in an error.
+func showACL[T any](m *Meta, args []string, name, help string, want arguments, what func(args []string) string,
+	get func(ctx context.Context, a *api.ACL, args []string) (T, error), format func(T) string) int {
+	var asJSON bool
+	flags := m.FlagSet(name)
+	flags.BoolVar(&asJSON, "json", false, "")
+	client, ok := m.agentCommand(flags, args, help, want)
+	if !ok {
+		return 1
+	}
+	ctx, cancel := reqCtx()
+	defer cancel()
+	v, err := get(ctx, client.ACL(), flags.Args())
+	if err != nil {
+		m.apiError(what(flags.Args()), err)
+		return 1
+	}
+	return m.output(asJSON, v, func() string { return format(v) })
+}
+
 // ACLBootstrapCommand creates the first management token.
 type ACLBootstrapCommand struct{ Meta }
 
@@ -117,19 +141,8 @@ Bootstrap Options:
 }
 
 func (c *ACLBootstrapCommand) Run(args []string) int {
-	var asJSON bool
-	flags := c.FlagSet("acl bootstrap")
-	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
-	if !ok {
-		return 1
-	}
-	ctx, cancel := reqCtx()
-	defer cancel()
-	tok, err := client.ACL().Bootstrap(ctx)
-	if err != nil {
-		c.apiError("bootstrapping the ACL system", err)
-		return 1
-	}
-	return c.output(asJSON, tok, func() string { return formatToken(tok) })
+	return showACL(&c.Meta, args, "acl bootstrap", c.Help(), noArguments,
+		func([]string) string { return "bootstrapping the ACL system" },
+		func(ctx context.Context, a *api.ACL, _ []string) (*structs.ACLToken, error) { return a.Bootstrap(ctx) },
+		formatToken)
 }

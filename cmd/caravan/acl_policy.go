@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // ACLPolicyApplyCommand creates or replaces a policy from a file.
@@ -76,30 +78,21 @@ List Options:
 }
 
 func (c *ACLPolicyListCommand) Run(args []string) int {
-	var asJSON bool
-	flags := c.FlagSet("acl policy list")
-	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
-	if !ok {
-		return 1
-	}
-	ctx, cancel := reqCtx()
-	defer cancel()
-	ps, err := client.ACL().Policies(ctx)
-	if err != nil {
-		c.apiError("listing ACL policies", err)
-		return 1
-	}
-	return c.output(asJSON, ps, func() string {
-		if len(ps) == 0 {
-			return "No policies found"
-		}
-		rows := [][]string{{"Name", "Description"}}
-		for _, p := range ps {
-			rows = append(rows, []string{p.Name, p.Description})
-		}
-		return formatList(rows)
-	})
+	return showACL(&c.Meta, args, "acl policy list", c.Help(), noArguments,
+		func([]string) string { return "listing ACL policies" },
+		func(ctx context.Context, a *api.ACL, _ []string) ([]*structs.ACLPolicy, error) {
+			return a.Policies(ctx)
+		},
+		func(ps []*structs.ACLPolicy) string {
+			if len(ps) == 0 {
+				return "No policies found"
+			}
+			rows := [][]string{{"Name", "Description"}}
+			for _, p := range ps {
+				rows = append(rows, []string{p.Name, p.Description})
+			}
+			return formatList(rows)
+		})
 }
 
 // ACLPolicyInfoCommand shows a policy.
@@ -120,21 +113,12 @@ Info Options:
 }
 
 func (c *ACLPolicyInfoCommand) Run(args []string) int {
-	var asJSON bool
-	flags := c.FlagSet("acl policy info")
-	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<name>"))
-	if !ok {
-		return 1
-	}
-	ctx, cancel := reqCtx()
-	defer cancel()
-	p, err := client.ACL().Policy(ctx, flags.Arg(0))
-	if err != nil {
-		c.apiError(fmt.Sprintf("reading policy %q", flags.Arg(0)), err)
-		return 1
-	}
-	return c.output(asJSON, p, func() string { return formatPolicy(p) })
+	return showACL(&c.Meta, args, "acl policy info", c.Help(), oneArgument("<name>"),
+		func(args []string) string { return fmt.Sprintf("reading policy %q", args[0]) },
+		func(ctx context.Context, a *api.ACL, args []string) (*structs.ACLPolicy, error) {
+			return a.Policy(ctx, args[0])
+		},
+		formatPolicy)
 }
 
 // ACLPolicyDeleteCommand deletes a policy.

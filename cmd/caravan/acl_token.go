@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -75,30 +76,19 @@ List Options:
 }
 
 func (c *ACLTokenListCommand) Run(args []string) int {
-	var asJSON bool
-	flags := c.FlagSet("acl token list")
-	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
-	if !ok {
-		return 1
-	}
-	ctx, cancel := reqCtx()
-	defer cancel()
-	toks, err := client.ACL().Tokens(ctx)
-	if err != nil {
-		c.apiError("listing ACL tokens", err)
-		return 1
-	}
-	return c.output(asJSON, toks, func() string {
-		if len(toks) == 0 {
-			return "No tokens found"
-		}
-		rows := [][]string{{"Name", "Type", "Accessor ID", "Policies"}}
-		for _, t := range toks {
-			rows = append(rows, []string{t.Name, t.Type, t.AccessorID, strings.Join(t.Policies, ",")})
-		}
-		return formatList(rows)
-	})
+	return showACL(&c.Meta, args, "acl token list", c.Help(), noArguments,
+		func([]string) string { return "listing ACL tokens" },
+		func(ctx context.Context, a *api.ACL, _ []string) ([]*structs.ACLToken, error) { return a.Tokens(ctx) },
+		func(toks []*structs.ACLToken) string {
+			if len(toks) == 0 {
+				return "No tokens found"
+			}
+			rows := [][]string{{"Name", "Type", "Accessor ID", "Policies"}}
+			for _, t := range toks {
+				rows = append(rows, []string{t.Name, t.Type, t.AccessorID, strings.Join(t.Policies, ",")})
+			}
+			return formatList(rows)
+		})
 }
 
 // ACLTokenInfoCommand shows a token by accessor.
@@ -119,21 +109,12 @@ Info Options:
 }
 
 func (c *ACLTokenInfoCommand) Run(args []string) int {
-	var asJSON bool
-	flags := c.FlagSet("acl token info")
-	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<accessor_id>"))
-	if !ok {
-		return 1
-	}
-	ctx, cancel := reqCtx()
-	defer cancel()
-	tok, err := client.ACL().Token(ctx, flags.Arg(0))
-	if err != nil {
-		c.apiError(fmt.Sprintf("reading token %q", flags.Arg(0)), err)
-		return 1
-	}
-	return c.output(asJSON, tok, func() string { return formatToken(tok) })
+	return showACL(&c.Meta, args, "acl token info", c.Help(), oneArgument("<accessor_id>"),
+		func(args []string) string { return fmt.Sprintf("reading token %q", args[0]) },
+		func(ctx context.Context, a *api.ACL, args []string) (*structs.ACLToken, error) {
+			return a.Token(ctx, args[0])
+		},
+		formatToken)
 }
 
 // ACLTokenSelfCommand shows the token the CLI sends.
@@ -154,21 +135,10 @@ Self Options:
 }
 
 func (c *ACLTokenSelfCommand) Run(args []string) int {
-	var asJSON bool
-	flags := c.FlagSet("acl token self")
-	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
-	if !ok {
-		return 1
-	}
-	ctx, cancel := reqCtx()
-	defer cancel()
-	tok, err := client.ACL().Self(ctx)
-	if err != nil {
-		c.apiError("reading the token in use", err)
-		return 1
-	}
-	return c.output(asJSON, tok, func() string { return formatToken(tok) })
+	return showACL(&c.Meta, args, "acl token self", c.Help(), noArguments,
+		func([]string) string { return "reading the token in use" },
+		func(ctx context.Context, a *api.ACL, _ []string) (*structs.ACLToken, error) { return a.Self(ctx) },
+		formatToken)
 }
 
 // ACLTokenDeleteCommand deletes a token by accessor.
