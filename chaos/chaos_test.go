@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +32,11 @@ scheduler {
 // that no acknowledged write was lost or made twice, that every read of
 // a write just acknowledged found it, and that a server cut off from the
 // majority acknowledged no write and answered no consistent read.
-func TestChaos(t *testing.T) {
+func TestChaos(tt *testing.T) {
+	// The agents' logs, printed when the test fails, follow the failure
+	// and can push it out of a CI excerpt: the failure is said again last.
+	t := &lastWords{TB: tt}
+	tt.Cleanup(t.repeat)
 	kills := 5
 	if s := os.Getenv("CARAVAN_CHAOS_KILLS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -59,5 +66,41 @@ func TestChaos(t *testing.T) {
 	t.Logf("CHAOS %d kills and 2 partitions:\n%s", kills, r)
 	if !r.OK() {
 		t.Errorf("the cluster broke its promises:\n%s", r)
+	}
+}
+
+// lastWords is a testing.TB that keeps its failures' messages, to say them
+// again when the test ends (repeat), after everything else it printed.
+type lastWords struct {
+	testing.TB
+	mu  sync.Mutex
+	why []string
+}
+
+func (l *lastWords) Fatalf(format string, args ...any) {
+	l.TB.Helper()
+	l.note(format, args...)
+	l.TB.Fatalf(format, args...)
+}
+
+func (l *lastWords) Errorf(format string, args ...any) {
+	l.TB.Helper()
+	l.note(format, args...)
+	l.TB.Errorf(format, args...)
+}
+
+func (l *lastWords) note(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.why = append(l.why, fmt.Sprintf(format, args...))
+}
+
+// repeat logs the failures again; registered first with Cleanup, it runs
+// after every other cleanup.
+func (l *lastWords) repeat() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.why) > 0 {
+		l.TB.Logf("the test failed because:\n%s", strings.Join(l.why, "\n"))
 	}
 }

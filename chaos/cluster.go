@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -122,12 +121,13 @@ func (c *Cluster) Self(ctx context.Context, i int) (self, error) {
 // it says it leads, and a majority of the servers name it.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
 	selves := make([]self, c.N())
+	errs := make([]error, c.N())
 	var wg sync.WaitGroup
 	for i := range c.N() {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			selves[i], _ = c.Self(ctx, i)
+			selves[i], errs[i] = c.Self(ctx, i)
 		})
 	}
 	wg.Wait()
@@ -145,7 +145,28 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, errors.New("no server leads with a majority behind it")
+	// Say what each server answered, so that a failure names the server
+	// that did not.
+	said := make([]string, c.N())
+	for i, s := range selves {
+		switch {
+		case errs[i] != nil:
+			said[i] = fmt.Sprintf("server %d: %v", i, errs[i])
+		case s.LeaderID == "":
+			said[i] = fmt.Sprintf("server %d (%s) knows no leader", i, short(s.ID))
+		default:
+			said[i] = fmt.Sprintf("server %d (%s) follows %s", i, short(s.ID), short(s.LeaderID))
+		}
+	}
+	return -1, fmt.Errorf("no server leads with a majority behind it: %s", strings.Join(said, "; "))
+}
+
+// short is the first block of a server ID, enough to tell three apart.
+func short(id string) string {
+	if i := strings.IndexByte(id, '-'); i > 0 {
+		return id[:i]
+	}
+	return id
 }
 
 // WaitLeader waits for a leader other than exclude (-1: any) and returns it.
