@@ -128,3 +128,27 @@ func TestCruiseWorkload_Table34(t *testing.T) {
 		must.Positive(t, finish)
 	}
 }
+
+// TestCruiseWorkload_Opportunistic is §3.4.4 in the simulator: an NMF job
+// started at (14,2) on 32 free nodes grows, once measured, to all 32 at
+// eq. 3.5's split, and finishes sooner than at its base size; with
+// opportunistic off it stays on its 16 machines.
+func TestCruiseWorkload_Opportunistic(t *testing.T) {
+	a := CruiseWorkload(1, 0, 1).Arrivals[0]
+	a.Job.ID = "nmf-14x2"
+	a.Job.Meta = map[string]string{"application": "nmf", cruise.InitialMeta: "14,2"}
+	tr := a.Truth.(*CruiseTruth)
+	c := cruise.Cost{A: tr.A, K: tr.K}
+	wantW, wantS := c.Split(32)
+
+	grown, finishGrown, _ := runCruise(t, a, cruise.New(), 1)
+	must.Eq(t, structs.Shape{PS: wantS, Workers: wantW}, grown)
+
+	off := cruise.New().(*cruise.Cruise)
+	must.NoError(t, off.SetConfig(map[string]string{"opportunistic": "false"}))
+	base, finishBase, _ := runCruise(t, a, off, 1)
+	must.Eq(t, 16, base.PS+base.Workers)
+	t.Logf("NMF from (14,2): opportunistic → (%d,%d), done at %.0f s; on its 16 machines → (%d,%d), done at %.0f s",
+		grown.Workers, grown.PS, finishGrown, base.Workers, base.PS, finishBase)
+	must.Less(t, 0.75*finishBase, finishGrown)
+}
