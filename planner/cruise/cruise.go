@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +67,8 @@ func (*Cruise) Name() string { return Name }
 func (cr *Cruise) SetConfig(options map[string]string) error {
 	cfg := DefaultConfig()
 	var errs []error
-	for k, v := range options {
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		v := options[k]
 		switch k {
 		case "min_gain":
 			g, err := strconv.ParseFloat(v, 64)
@@ -177,7 +179,9 @@ type target struct {
 // (Cost.Gain) is at least MinGain, or when its machines were reclaimed
 // (N fell below what it runs on: it is rebalanced, whatever the gain).
 // An unmeasured job starts at its initial configuration and stays there
-// until measured.
+// until measured. Servers and workers go on disjoint nodes when some fit
+// (placeDisjoint), else they share nodes (placement.Placer) and the
+// reason says so.
 func (cr *Cruise) Plan(req *planner.Request) (*planner.Decision, error) {
 	jobs := slices.Clone(req.Jobs)
 	planner.SortJobs(jobs)
@@ -198,20 +202,35 @@ func (cr *Cruise) Plan(req *planner.Request) (*planner.Decision, error) {
 		}
 	}
 	placer := placement.New(c)
+	// place puts servers and workers on disjoint nodes when it can (the
+	// model's assumption), else shares nodes as the other algorithms do.
+	place := func(i, ps, w int) ([]*structs.NodeTasks, bool, string) {
+		if ps > 0 {
+			if nodes, ok := placeDisjoint(c, tasks[i], ps, w); ok {
+				return nodes, true, ""
+			}
+		}
+		nodes, ok := placer.Place(tasks[i].PS, ps, tasks[i].Worker, w)
+		if ps > 0 {
+			return nodes, ok, "; servers share nodes with workers: no disjoint set of nodes has room"
+		}
+		return nodes, ok, ""
+	}
 	for i, j := range jobs {
 		if out[i] != nil {
 			continue
 		}
 		t := targets[i]
-		nodes, ok := placer.Place(tasks[i].PS, t.ps, tasks[i].Worker, t.w)
+		nodes, ok, shared := place(i, t.ps, t.w)
 		if !ok && (t.basePS != t.ps || t.baseW != t.w) {
 			t.ps, t.w, t.why = t.basePS, t.baseW, "its base size: its target did not fit"
-			nodes, ok = placer.Place(tasks[i].PS, t.ps, tasks[i].Worker, t.w)
+			nodes, ok, shared = place(i, t.ps, t.w)
 		}
 		if !ok {
 			out[i] = planner.Paused(j, fmt.Sprintf("cruise: waiting for room for %d ps and %d workers", t.ps, t.w))
 			continue
 		}
+		t.why += shared
 		out[i] = &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: t.ps, NumWorkers: t.w, Nodes: nodes,
 			Reason: fmt.Sprintf("cruise: %d ps and %d workers: %s", t.ps, t.w, t.why),

@@ -361,3 +361,29 @@ func TestCruise_Heterogeneous345(t *testing.T) {
 	must.Eq(t, 32, len(workers)+len(servers))
 	must.Greater(t, 0.065, slower)
 }
+
+// TestCruise_Disjoint: servers and workers go on disjoint nodes (Figure
+// 3.2) when small tasks could share them; on a single node they share it,
+// and the reason says so.
+func TestCruise_Disjoint(t *testing.T) {
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 4, 16000, 65536, 0)
+	j := h.AddJob(planner.MockJob("j", structs.Bounds{Min: 1, Max: 6}, structs.Bounds{Min: 1, Max: 12}), nil)
+	j.Subtasks = &planner.Subtasks{CPU: 1, Net: 1, PS: 1, Workers: 4} // A = 4, K = 1: w = 2s of 12
+	cr := New().(*Cruise)
+	must.NoError(t, cr.SetConfig(map[string]string{"opportunistic": "false"}))
+	got := h.Plan(cr)["j"]
+	must.Eq(t, 4, got.NumPS)
+	must.Eq(t, 8, got.NumWorkers)
+	for _, nt := range got.Nodes {
+		must.True(t, nt.PS == 0 || nt.Workers == 0, must.Sprintf("node %s holds %d ps and %d workers", nt.NodeID, nt.PS, nt.Workers))
+	}
+
+	one := planner.NewHarness(t)
+	one.AddNodes("n", 1, 16000, 65536, 0)
+	k := one.AddJob(planner.MockJob("k", structs.Bounds{Min: 1, Max: 6}, structs.Bounds{Min: 1, Max: 12}), nil)
+	k.Subtasks = j.Subtasks
+	got = one.Plan(cr)["k"]
+	must.Eq(t, 12, got.NumPS+got.NumWorkers)
+	must.StrContains(t, got.Reason, "share nodes")
+}

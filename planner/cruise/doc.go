@@ -76,7 +76,7 @@
 //     bounds' maxima together. Cruise is a single-job optimizer in the
 //     text; across jobs we run first come, first served, never preempting
 //     a base size.
-//   - Tasks count as machines: the text's disjoint machines hold when each
-//     task fills a node (as in the simulator's cruise workload);
-//     placement does not forbid a server and a worker sharing a node.
+//   - Tasks count as machines. Plan puts a job's servers and workers on
+//     disjoint nodes when some have room, and shares nodes, saying so in
+//     the reason, when none do (rather than leave the job waiting).
 package cruise
