@@ -23,6 +23,10 @@ import (
 //     Harmony's four workloads (MLR, Lasso, NMF, LDA) as computation and
 //     communication subtasks, arriving every GAP seconds on average
 //     (default 60), for harmony against isolated;
+//   - "cruise", "cruise:N" or "cruise:N:GAP": N (default 8) jobs of Table
+//     3.4's runs of Cruise (NMF, MLR, LDA, Lasso from their initial
+//     configurations on 32 machines), one every GAP seconds (default 0),
+//     for cruise against fifo on -cluster 32x0;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,
@@ -43,6 +47,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	}{
 		{"parametric", 100, 200, sim.ParametricWorkload},
 		{"harmony", 40, 60, sim.HarmonyWorkload},
+		{"cruise", 8, 0, sim.CruiseWorkload},
 	}
 	for _, g := range generated {
 		rest, ok := strings.CutPrefix(name, g.prefix)

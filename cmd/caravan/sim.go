@@ -41,7 +41,8 @@ Usage: caravan sim -workload <name> [options]
   parametric[:N[:GAP]] (N parameter-server jobs after the Optimus paper,
   one every GAP seconds on average), or harmony[:N[:GAP]] (Harmony's
   workloads as computation and communication subtasks; use -cluster 16x0
-  and -policy harmony,isolated).
+  and -policy harmony,isolated), or cruise[:N[:GAP]] (Table 3.4's Cruise
+  runs; use -cluster 32x0 and -policy cruise,fifo).
 
 Sim Options:
 

@@ -424,6 +424,10 @@ func (s *Sim) sample(j *job, step, at float64, loads []subtaskLoad) {
 		cpu, net := t.Subtasks(workers)
 		smp.CPUS, smp.NetS = cpu*noise(), net*noise()
 	}
+	if t, ok := j.truth.(*CruiseTruth); ok {
+		cpu, net := t.Subtasks(j.ps, j.perNode)
+		smp.CPUS, smp.NetS = cpu*noise(), net*noise()
+	}
 	s.samples = append(s.samples, smp)
 }
 

@@ -9,14 +9,25 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// Cost is the cost model of one job: A is an epoch's computation on one
-// worker, K its communication through one server, in any unit of time.
+// Cost is the cost model of one job on homogeneous machines, eqs. 3.1–3.4
+// with d and m partitioned evenly (eq. 3.5): A = C_w.proc·D is the
+// computation of all the data on one worker, and K = (M/b)·D/B the
+// communication of all its mini-batches through one link, in any unit of
+// time (Estimate's: seconds per step). The model needs no more of a job:
+// Time is the epoch (or step) time of any split, and Split's choice
+// depends on K/A only.
 type Cost struct {
 	A, K float64
 }
 
-// Time is the predicted epoch time on w workers and s servers; +Inf
-// without either.
+// Time is the predicted time on w workers and s servers on w + s disjoint
+// machines, eqs. 3.1–3.4 with d_i = D/w and m_j = M/s:
+//
+//	C = C_w.proc·D/w + ⌈D/(wB)⌉·max(w·(M/s)/b, M/b)
+//	  ≈ A/w + (K/w)·max(w/s, 1) = A/w + K·max(1/s, 1/w)
+//
+// (the ceiling dropped: Caravan sees neither D nor B). It is +Inf without
+// a worker or a server.
 func (c Cost) Time(w, s int) float64 {
 	if w < 1 || s < 1 {
 		return math.Inf(1)
@@ -24,71 +35,91 @@ func (c Cost) Time(w, s int) float64 {
 	return c.A/float64(w) + c.K*math.Max(1/float64(s), 1/float64(w))
 }
 
-// Split returns the workers and servers, w + s = n, with the least Time.
-// Below w = n/2 the time falls as w grows, and above it is convex with its
-// minimum at
-//
-//	w* = n·√A / (√A + √K)                                        (eq. 3.5)
-//
-// so the optimum is w* or the integer beside it, or n/2 when w* is below
-// that. n must be at least 2.
+// Split returns the workers and servers, w + s = n, with the least Time
+// (eq. 3.5); n must be at least 2.
 func (c Cost) Split(n int) (w, s int) {
 	return c.SplitWithin(n, structs.Bounds{Min: 1, Max: n - 1}, structs.Bounds{Min: 1, Max: n - 1})
 }
 
-// SplitWithin is Split with the workers and servers each within bounds;
-// it returns (0, 0) when no split of n keeps both.
+// SplitWithin is eq. 3.5 with the workers and servers each within bounds:
+//
+//	w* = argmin_w (D/w)·T(w),  T(w) = C_w.proc + (M/b)·max(1, w/(n−w))/B,
+//	s* = n − w*
+//
+// evaluated at every admissible w, O(n), as the text's analytical solver
+// does. Ties go to more workers. It returns (0, 0) when no split of n
+// keeps both bounds.
 func (c Cost) SplitWithin(n int, workers, servers structs.Bounds) (w, s int) {
 	lo := max(workers.Min, n-servers.Max, 1)
 	hi := min(workers.Max, n-servers.Min, n-1)
-	if lo > hi {
-		return 0, 0
-	}
-	star := float64(n) * math.Sqrt(c.A) / (math.Sqrt(c.A) + math.Sqrt(c.K))
-	if c.A+c.K == 0 || math.IsNaN(star) {
-		star = float64(n) / 2
-	}
 	best, bestT := 0, math.Inf(1)
-	// The time is unimodal in w, so its least within [lo, hi] is at a
-	// candidate clamped into the range.
-	for _, cand := range []int{int(math.Floor(star)), int(math.Ceil(star)), n / 2, (n + 1) / 2, lo, hi} {
-		cand = min(max(cand, lo), hi)
-		if t := c.Time(cand, n-cand); t < bestT || t == bestT && cand > best {
+	for cand := hi; cand >= lo; cand-- {
+		if t := c.Time(cand, n-cand); t < bestT {
 			best, bestT = cand, t
 		}
+	}
+	if best == 0 {
+		return 0, 0
 	}
 	return best, n - best
 }
 
-// Estimate fits a job's cost model to its measured subtasks: a step's
-// computation CPU and communication Net at PS servers and Workers
-// workers. A worker's step computes for a share of A and pulls for the
-// same share of K·max(w/s, 1), so one measurement tells only the ratio
-// K/A = Net / (CPU·max(w/s, 1)), which is all Split needs: Estimate
-// returns A = 1 and that ratio as K. It reports false without a usable
-// measurement.
+// Gain is the predicted relative gain of moving from (w0, s0) to (w1, s1):
+// 1 − Time(w1, s1)/Time(w0, s0), negative for a loss. The Optimizer's
+// policy (§3.3.1) reconfigures only when it is at least its threshold.
+func (c Cost) Gain(w0, s0, w1, s1 int) float64 {
+	from, to := c.Time(w0, s0), c.Time(w1, s1)
+	switch {
+	case math.IsInf(from, 1) && math.IsInf(to, 1):
+		return 0
+	case math.IsInf(from, 1):
+		return 1
+	}
+	return 1 - to/from
+}
+
+// Estimate fits a job's cost model to its measured subtasks: CPU, a
+// worker's computation in a step, and Net, its communication, at PS
+// servers and Workers workers (the scheduler's moving averages of the
+// samples' cpu_s and net_s, §3.3.1's "moving average to reduce noise").
+// A step processes a fixed share of the data, so by eqs. 3.3–3.4 with
+// even partitions a worker computes A/w of it and communicates
+// K·max(1/s, 1/w):
+//
+//	A = CPU·w,  K = Net·min(w, s)
+//
+// in seconds per step, and Time predicts the step time of any split. A
+// trainer that reports per-mini-batch times instead (C_w.proc·B and
+// (M/b)·max(1, w/s), a mini-batch per worker) scales A and K by the same
+// w, so the ratio K/A, Split and Gain are unchanged. It reports false
+// without a usable measurement: no computation, or no servers.
 func Estimate(sub *planner.Subtasks) (Cost, bool) {
 	if sub == nil || !(sub.CPU > 0) || !(sub.Net >= 0) || sub.Workers < 1 || sub.PS < 1 {
 		return Cost{}, false
 	}
-	over := math.Max(float64(sub.Workers)/float64(sub.PS), 1)
-	return Cost{A: 1, K: sub.Net / (sub.CPU * over)}, true
+	w, s := float64(sub.Workers), float64(sub.PS)
+	return Cost{A: sub.CPU * w, K: sub.Net * math.Min(w, s)}, true
 }
 
 // Machine is one machine of a job with a heterogeneous allocation: its
-// computation speed and network bandwidth, relative to a reference
-// machine's (1, 1).
+// computation speed (1/C^i_w.proc) and network bandwidth, relative to a
+// reference machine's (1, 1), for which the job's Cost holds.
 type Machine struct {
 	Speed, Bandwidth float64
 }
 
-// TimeOn is the predicted epoch time when the machines of workers compute
-// and those of servers serve. Data splits over workers in proportion to
-// their speed and model shards over servers in proportion to their
-// bandwidth, so computation takes A/Σspeed, and communication is bounded
-// by the busiest worker's link, K·(speed_i/Σspeed)/bandwidth_i, and by
-// the servers' links together, K/Σbandwidth. With every machine (1, 1) it
-// is Time.
+// TimeOn is eqs. 3.1–3.4 on machines that differ, with workers on the
+// machines workers and servers on the machines servers (disjoint), the
+// data partitioned in proportion to the workers' speeds and the model in
+// proportion to the servers' bandwidths (the heuristic of §3.4.2). With
+// d_i = D·σ_i/Σσ and m_j = M·β_j/Σβ_S, worker i's epoch is
+//
+//	C^i = A/Σσ + K·(σ_i/Σσ)·max(w/Σβ_S, 1/β_i)
+//
+// where the server term is eq. 3.4's max_j m_j·w/b_ij with b_ij the
+// server's link (the case the text calls server-bound), and the worker
+// term Σ_j m_j/b_ij with b_ij the worker's link (worker-bound). C is the
+// largest C^i (eq. 3.1). On machines of (1, 1) it is Time.
 func (c Cost) TimeOn(ms []Machine, workers, servers []int) float64 {
 	var speed, bw float64
 	for _, i := range workers {
@@ -100,48 +131,95 @@ func (c Cost) TimeOn(ms []Machine, workers, servers []int) float64 {
 	if speed <= 0 || bw <= 0 {
 		return math.Inf(1)
 	}
-	comm := 1 / bw
+	w := float64(len(workers))
+	worst := 0.0
 	for _, i := range workers {
-		comm = math.Max(comm, ms[i].Speed/speed/ms[i].Bandwidth)
+		m := ms[i]
+		worst = math.Max(worst, m.Speed*math.Max(w/bw, 1/m.Bandwidth))
 	}
-	return c.A/speed + c.K*comm
+	return c.A/speed + c.K*worst/speed
 }
 
-// exhaustiveMachines is the largest number of machines SplitMachines
-// tries every assignment of.
-const exhaustiveMachines = 12
+// maxEnumerated is the most role assignments SplitMachines enumerates by
+// machine type; beyond, it searches.
+const maxEnumerated = 1 << 16
 
-// SplitMachines chooses which machines are workers and which servers
-// when they differ, with the least TimeOn, as indexes into ms. Up to
-// exhaustiveMachines machines it tries every assignment. Beyond, it orders
-// machines by speed over bandwidth and costs every contiguous run of that
-// order as the workers (O(n²)), then improves the best by moving one
-// machine at a time to the other role while that helps. On homogeneous
-// machines it agrees with Split.
+// SplitMachines solves Figure 3.2's problem for the role assignment when
+// machines differ, with d and m as TimeOn partitions them: it returns
+// which machines are workers and which servers, as indexes into ms, with
+// the least TimeOn. Machines of the same speed and bandwidth are
+// interchangeable, so it enumerates how many of each type work, exactly,
+// while that is at most maxEnumerated assignments (a cluster of a few
+// instance types, as in §3.4.5). Beyond, it orders machines by speed over
+// bandwidth, costs every contiguous run of that order as the workers, and
+// improves the best by moving one machine to the other role, or swapping
+// a worker and a server, while that helps. On homogeneous machines it agrees with Split.
 func (c Cost) SplitMachines(ms []Machine) (workers, servers []int) {
 	n := len(ms)
 	if n < 2 {
 		return nil, nil
 	}
-	isWorker := make([]bool, n)
-	if n <= exhaustiveMachines {
-		best, bestT := 0, math.Inf(1)
-		for mask := 1; mask < 1<<n-1; mask++ {
-			for i := range isWorker {
-				isWorker[i] = mask&(1<<i) != 0
-			}
-			if t := c.timeOfRoles(ms, isWorker); t < bestT {
-				best, bestT = mask, t
-			}
+	types := map[Machine][]int{}
+	var keys []Machine
+	for i, m := range ms {
+		if _, ok := types[m]; !ok {
+			keys = append(keys, m)
 		}
-		for i := range isWorker {
-			isWorker[i] = best&(1<<i) != 0
-		}
-		return roles(isWorker)
+		types[m] = append(types[m], i)
 	}
-	// The busiest worker link is that of the worker with the largest
-	// speed over bandwidth, so workers are best a contiguous run of the
-	// machines ordered by that ratio: try every run.
+	combos := 1
+	for _, k := range keys {
+		combos *= len(types[k]) + 1
+		if combos > maxEnumerated {
+			break
+		}
+	}
+	if combos <= maxEnumerated {
+		return c.enumerate(ms, keys, types)
+	}
+	return c.search(ms)
+}
+
+// enumerate tries every count of workers per machine type.
+func (c Cost) enumerate(ms []Machine, keys []Machine, types map[Machine][]int) (workers, servers []int) {
+	counts := make([]int, len(keys))
+	best, bestT := []int(nil), math.Inf(1)
+	for {
+		var wk, sv []int
+		for t, k := range keys {
+			wk = append(wk, types[k][:counts[t]]...)
+			sv = append(sv, types[k][counts[t]:]...)
+		}
+		if t := c.TimeOn(ms, wk, sv); t < bestT {
+			best, bestT = slices.Clone(counts), t
+		}
+		t := 0
+		for ; t < len(keys); t++ {
+			if counts[t] < len(types[keys[t]]) {
+				counts[t]++
+				break
+			}
+			counts[t] = 0
+		}
+		if t == len(keys) {
+			break
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	for t, k := range keys {
+		workers = append(workers, types[k][:best[t]]...)
+		servers = append(servers, types[k][best[t]:]...)
+	}
+	slices.Sort(workers)
+	slices.Sort(servers)
+	return workers, servers
+}
+
+// search is SplitMachines' heuristic for many distinct machines.
+func (c Cost) search(ms []Machine) (workers, servers []int) {
+	n := len(ms)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -149,24 +227,20 @@ func (c Cost) SplitMachines(ms []Machine) (workers, servers []int) {
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Compare(ms[a].Speed/ms[a].Bandwidth, ms[b].Speed/ms[b].Bandwidth)
 	})
-	var totalBW float64
-	for _, m := range ms {
-		totalBW += m.Bandwidth
-	}
+	isWorker := make([]bool, n)
 	bestLo, bestHi, bestT := 0, 0, math.Inf(1)
 	for lo := range n {
-		var speed, bw float64
 		for hi := lo; hi < n && hi-lo < n-1; hi++ {
-			m := ms[order[hi]]
-			speed += m.Speed
-			bw += m.Bandwidth
-			// order[hi] has the largest ratio of the run.
-			comm := math.Max(1/(totalBW-bw), m.Speed/m.Bandwidth/speed)
-			if t := c.A/speed + c.K*comm; t < bestT {
+			clear(isWorker)
+			for _, i := range order[lo : hi+1] {
+				isWorker[i] = true
+			}
+			if t := c.timeOfRoles(ms, isWorker); t < bestT {
 				bestLo, bestHi, bestT = lo, hi, t
 			}
 		}
 	}
+	clear(isWorker)
 	for _, i := range order[bestLo : bestHi+1] {
 		isWorker[i] = true
 	}
@@ -179,6 +253,20 @@ func (c Cost) SplitMachines(ms []Machine) (workers, servers []int) {
 				continue
 			}
 			isWorker[i] = !isWorker[i]
+		}
+		// Swap a worker and a server.
+		for i := range isWorker {
+			for j := range isWorker {
+				if !isWorker[i] || isWorker[j] {
+					continue
+				}
+				isWorker[i], isWorker[j] = false, true
+				if t := c.timeOfRoles(ms, isWorker); t < bestT*(1-1e-12) {
+					bestT, improved = t, true
+					break
+				}
+				isWorker[i], isWorker[j] = true, false
+			}
 		}
 	}
 	return roles(isWorker)
