@@ -102,10 +102,28 @@ func NumberOfGroups(jobs []Job, idx []int, total int) int {
 //   - Fine-tuning (L971): fineTune.
 func AssignJobs(jobs []Job, idx []int, nG, total int) [][]int {
 	m := float64(total) / float64(nG)
-	sorted := slices.Clone(idx)
-	slices.SortStableFunc(sorted, func(a, b int) int {
-		return cmp.Or(cmp.Compare(jobs[b].Itr(m), jobs[a].Itr(m)), cmp.Compare(a, b))
-	})
+	if nG == len(idx) {
+		// One job a group: every order of Algorithm 2 gives the same
+		// groups, and no swap changes them.
+		groups := make([][]int, nG)
+		for k, i := range idx {
+			groups[k] = []int{i}
+		}
+		return groups
+	}
+	type keyed struct {
+		i   int
+		itr float64
+	}
+	keys := make([]keyed, len(idx))
+	for k, i := range idx {
+		keys[k] = keyed{i, jobs[i].Itr(m)}
+	}
+	slices.SortFunc(keys, func(a, b keyed) int { return cmp.Or(cmp.Compare(b.itr, a.itr), cmp.Compare(a.i, b.i)) })
+	sorted := make([]int, len(keys))
+	for k, x := range keys {
+		sorted[k] = x.i
+	}
 	// Queues of the sorted jobs by the sign of T_diff; popFirst takes the
 	// earliest head among the queues the predicate allows.
 	var neg, zero, pos []int // positions in sorted
@@ -292,8 +310,13 @@ func AllocateMachines(jobs []Job, groups [][]int, total int) []int {
 		}
 		h.groups = append(h.groups, need{k: k, cpu1: c, net: n, m: 1})
 	}
+	bulk(h.groups, total-len(groups))
 	heap.Init(h)
-	for range total - len(groups) {
+	left := total
+	for _, g := range h.groups {
+		left -= g.m
+	}
+	for range left {
 		h.groups[0].m++
 		heap.Fix(h, 0)
 	}
@@ -302,6 +325,77 @@ func AllocateMachines(jobs []Job, groups [][]int, total int) []int {
 		out[g.k] = g.m
 	}
 	return out
+}
+
+// bulk gives groups, at one machine each, the machines the one-at-a-time
+// greedy of AllocateMachines would give them in one step, for speed: with
+// r machines to give, the greedy takes the r largest of the keys
+// d_g(m) = Σ CPU1/m − Σ Net, m = 1, 2, … of every group (each group's keys
+// fall with m, so it takes each group's in order). A binary search finds
+// a λ such that the keys above λ number at most r, and each group gets its
+// keys above λ at once; the heap then gives the rest one at a time, as
+// the greedy would. The result is the greedy's, machine for machine.
+func bulk(groups []need, r int) {
+	if r <= 0 || len(groups) == 0 {
+		return
+	}
+	count := func(g need, lambda float64) int {
+		// keys above λ: m ≥ 1 with cpu1/m − net > λ.
+		if g.cpu1 <= 0 {
+			if -g.net > lambda {
+				return r + 1
+			}
+			return 0
+		}
+		if g.net+lambda <= 0 {
+			return r + 1
+		}
+		c := int(math.Min(float64(r+1), math.Max(0, math.Ceil(g.cpu1/(g.net+lambda))-1)))
+		for c > 0 && g.cpu1/float64(c)-g.net <= lambda {
+			c--
+		}
+		return c
+	}
+	sum := func(lambda float64) int {
+		n := 0
+		for _, g := range groups {
+			n += count(g, lambda)
+			if n > r {
+				return n
+			}
+		}
+		return n
+	}
+	hi := math.Inf(-1)
+	lo := math.Inf(1)
+	for _, g := range groups {
+		hi = math.Max(hi, g.cpu1-g.net)
+		lo = math.Min(lo, -g.net)
+	}
+	lo--
+	got := sum(hi)
+	if got > r { // cannot happen: no key is above the largest
+		return
+	}
+	// Narrow λ until the heap has a few machines left to give (ties may
+	// leave more: the search then stops where floats do).
+	for range 100 {
+		if r-got <= 8 {
+			break
+		}
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if n := sum(mid); n <= r {
+			hi, got = mid, n
+		} else {
+			lo = mid
+		}
+	}
+	for k := range groups {
+		groups[k].m += count(groups[k], hi)
+	}
 }
 
 // need is a group's claim on the next machine: Σ CPU1/m − Σ Net.

@@ -208,3 +208,38 @@ func TestGroup_AgainstOracle(t *testing.T) {
 		n, 100*sum/float64(n), 100*worst, 100*sumNet/float64(n))
 	must.Less(t, 0.05, sum/float64(n))
 }
+
+// TestAllocateMachines_AsGreedy: the bulk step gives what one machine at
+// a time would, on random instances.
+func TestAllocateMachines_AsGreedy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 300 {
+		jobs := randomJobs(rng, 1+rng.IntN(30))
+		nG := 1 + rng.IntN(len(jobs))
+		groups := make([][]int, nG)
+		for i := range jobs {
+			groups[i%nG] = append(groups[i%nG], i)
+		}
+		total := nG + rng.IntN(200)
+		// One at a time, as L973 says.
+		want := make([]int, nG)
+		for k := range want {
+			want[k] = 1
+		}
+		for range total - nG {
+			best, bestD := 0, math.Inf(-1)
+			for k, g := range groups {
+				var c, n float64
+				for _, i := range g {
+					c += jobs[i].CPU1
+					n += jobs[i].Net
+				}
+				if d := c/float64(want[k]) - n; d > bestD {
+					best, bestD = k, d
+				}
+			}
+			want[best]++
+		}
+		must.Eq(t, want, AllocateMachines(jobs, groups, total))
+	}
+}

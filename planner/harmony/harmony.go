@@ -109,6 +109,7 @@ type group struct {
 	profiled   []int
 	profiling  []*planner.Job
 	recorded   int     // profiled jobs the group had when last planned; 0: unknown
+	fresh      int     // of profiled, those profiled since the last plan
 	cpu1, net  float64 // their sums then
 	vacancy    bool
 	regrouped  bool
@@ -125,6 +126,7 @@ type plan struct {
 	groups   []*group
 	free     []int // nodes in no group, ascending
 	waiting  []int // profiled jobs in no group, arrival order
+	fresh    []int // profiled jobs profiled since the last plan, arrival order
 	out      map[*planner.Job]*structs.Placement
 }
 
@@ -202,6 +204,12 @@ func (p *plan) current(index map[*planner.Job]int) {
 		}
 		if x, ok := index[j]; ok {
 			g.profiled = append(g.profiled, x)
+			if profiling(j.Current.Reason) {
+				// Profiled since the last plan: it carries on where it
+				// runs until Harmony handles it (L813, L979 case 1).
+				p.fresh = append(p.fresh, x)
+				g.fresh++
+			}
 		} else {
 			g.profiling = append(g.profiling, j)
 		}
@@ -211,7 +219,7 @@ func (p *plan) current(index map[*planner.Job]int) {
 		for _, x := range g.profiled {
 			grouped[x] = true
 		}
-		g.vacancy = g.recorded > len(g.profiled)
+		g.vacancy = g.recorded > len(g.profiled)-g.fresh
 	}
 	for x := range p.profiled {
 		if !grouped[x] {
@@ -223,6 +231,12 @@ func (p *plan) current(index map[*planner.Job]int) {
 			p.free = append(p.free, i)
 		}
 	}
+}
+
+// profiling reports whether a placement's reason is one Harmony gives a
+// job while it is profiled.
+func profiling(reason string) bool {
+	return reason == profilingReason || strings.HasPrefix(reason, aloneReason)
 }
 
 // reasonFormat is what Harmony records in a grouped job's placement: the
@@ -281,7 +295,10 @@ func (p *plan) regroup() {
 	if hadVacancy && p.replace() {
 		return
 	}
-	vacancy := len(p.free) > 0 && len(p.waiting) > 0
+	// Free nodes are machines no group holds: a group whose jobs all
+	// finished left them, or they were never grouped (Algorithm 1 gives
+	// every machine to a group, L973). Regrouping takes them up.
+	vacancy := len(p.free) > 0 && (len(p.waiting) > 0 || normal > 0)
 	for _, g := range p.groups {
 		vacancy = vacancy || g.vacancy
 	}
@@ -289,8 +306,22 @@ func (p *plan) regroup() {
 		p.widen(false)
 		return
 	}
-	if len(p.waiting) == 1 {
-		p.join(p.waiting[0])
+	switch {
+	case len(p.waiting) == 0 && len(p.fresh) > 0:
+		// Newly profiled jobs, with no other job waiting: each joins
+		// the group where U is highest, or waits (L979 case 1).
+		for _, x := range p.fresh {
+			for _, g := range p.groups {
+				if k := slices.Index(g.profiled, x); k >= 0 {
+					g.profiled = slices.Delete(g.profiled, k, k+1)
+				}
+			}
+			p.join(x)
+		}
+	case len(p.waiting) == 1 && len(p.fresh) == 0:
+		x := p.waiting[0]
+		p.waiting = nil
+		p.join(x)
 	}
 }
 
@@ -369,8 +400,9 @@ func (p *plan) replace() bool {
 	return all
 }
 
-// join is case (1) of L979: the only waiting profiled job joins the group
-// where U is highest, if that improves U over it waiting; else it waits.
+// join is case (1) of L979: a newly profiled job, not in any group,
+// joins the group where U is highest, if that improves U over it waiting;
+// else it waits.
 func (p *plan) join(x int) {
 	keep := p.grouping(nil, nil)
 	base := keep.UtilisationOver(p.profiles, len(p.c.Nodes))
@@ -384,10 +416,11 @@ func (p *plan) join(x int) {
 			best, bestU = k, u
 		}
 	}
-	if best >= 0 {
-		p.groups[best].newMembers = append(p.groups[best].newMembers, x)
-		p.waiting = nil
+	if best < 0 {
+		p.waiting = append(p.waiting, x)
+		return
 	}
+	p.groups[best].newMembers = append(p.groups[best].newMembers, x)
 }
 
 // grouping is the current grouping of profiled jobs, with extra members
@@ -612,6 +645,16 @@ func (p *plan) profile() {
 			continue
 		}
 		var pl *structs.Placement
+		if free := p.freeCount(isFree); free > 0 {
+			// Machines no group holds: profile it there, alone at its
+			// minimum, as at initialisation (L813).
+			pl = p.alone(j, isFree)
+			if !pl.Paused() {
+				p.out[j] = pl
+				continue
+			}
+			pl = nil
+		}
 		for _, g := range cands {
 			if pl = placeInGroup(p.c, j, g.nodes); pl != nil {
 				pl.Reason = profilingReason
@@ -633,6 +676,16 @@ func (p *plan) profile() {
 	}
 }
 
+func (p *plan) freeCount(isFree []bool) int {
+	n := 0
+	for _, f := range isFree {
+		if f {
+			n++
+		}
+	}
+	return n
+}
+
 // waitingToProfile is the reason of a job not profiled yet that has no room.
 const waitingToProfile = "harmony: waiting for room to be profiled"
 
@@ -650,7 +703,7 @@ func (p *plan) anywhere(j *planner.Job) *structs.Placement {
 		return planner.Paused(j, waitingToProfile)
 	}
 	return &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: max(wb.Min, 1), Nodes: nts,
-		Reason: "harmony: alone at its minimum while it is profiled (no group or free nodes had room)"}
+		Reason: aloneReason + " (no group or free nodes had room)"}
 }
 
 // alone runs a job at its minimum, one worker and one server per node, on
@@ -692,12 +745,16 @@ func (p *plan) alone(j *planner.Job, isFree []bool) *structs.Placement {
 	for _, i := range nodes {
 		isFree[i] = false
 	}
-	pl.Reason = "harmony: alone at its minimum while it is profiled"
+	pl.Reason = aloneReason
 	return pl
 }
 
-// profilingReason is the reason of a job profiled in a group (L825).
-const profilingReason = "harmony: being profiled in a group"
+// profilingReason is the reason of a job profiled in a group (L825);
+// aloneReason starts that of a job profiled alone (L813).
+const (
+	profilingReason = "harmony: being profiled in a group"
+	aloneReason     = "harmony: alone at its minimum while it is profiled"
+)
 
 // placeInGroup runs a job on its group's nodes, those of them that hold
 // one of its workers and one of its servers (all of them on a cluster of
