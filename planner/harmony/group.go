@@ -71,6 +71,9 @@ func NumberOfGroups(jobs []Job, idx []int, total int) int {
 	if hi <= 1 {
 		return 1
 	}
+	if imbalance(jobs, idx, hi, total) < imbalance(jobs, idx, hi-1, total) {
+		return hi // still falling at the end: the minimum is there
+	}
 	lo := 1
 	// Smallest n with f(n+1) ≥ f(n): the left end of the minimum.
 	for lo < hi {
@@ -105,9 +108,10 @@ func AssignJobs(jobs []Job, idx []int, nG, total int) [][]int {
 	if nG == len(idx) {
 		// One job a group: every order of Algorithm 2 gives the same
 		// groups, and no swap changes them.
+		backing := slices.Clone(idx)
 		groups := make([][]int, nG)
-		for k, i := range idx {
-			groups[k] = []int{i}
+		for k := range backing {
+			groups[k] = backing[k : k+1 : k+1]
 		}
 		return groups
 	}
@@ -301,7 +305,7 @@ func AllocateMachines(jobs []Job, groups [][]int, total int) []int {
 	if len(groups) == 0 {
 		return nil
 	}
-	h := &needHeap{}
+	h := &needHeap{groups: make([]need, 0, len(groups))}
 	for k, members := range groups {
 		var c, n float64
 		for _, i := range members {
@@ -350,7 +354,14 @@ func bulk(groups []need, r int) {
 		if g.net+lambda <= 0 {
 			return r + 1
 		}
-		c := int(math.Min(float64(r+1), math.Max(0, math.Ceil(g.cpu1/(g.net+lambda))-1)))
+		x := g.cpu1 / (g.net + lambda)
+		if x > float64(r+2) {
+			return r + 1
+		}
+		c := int(math.Ceil(x)) - 1
+		if c < 0 {
+			c = 0
+		}
 		for c > 0 && g.cpu1/float64(c)-g.net <= lambda {
 			c--
 		}
