@@ -1,6 +1,7 @@
 package harmony
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -229,4 +230,54 @@ func TestHarmony_BadProfiles(t *testing.T) {
 	must.StrContains(t, got["inf"].Reason, "profiled")
 	must.StrContains(t, got["zero"].Reason, "profiled")
 	must.False(t, got["ok"].Paused())
+}
+
+// TestHarmony_RegroupOntoFreeNodes: nodes a finished group left are taken
+// up by regrouping when that gains at least 5% of U, idle nodes counting
+// as zero.
+func TestHarmony_RegroupOntoFreeNodes(t *testing.T) {
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 4, 16000, 65536, 0)
+	x := jobWith(h, "x", 1, 8, 1)
+	// x runs in a group of its own on n-0 and n-1; the group on n-2 and
+	// n-3 finished.
+	x.Current = &structs.Placement{Namespace: x.Job.Namespace, JobID: "x", NumPS: 2, NumWorkers: 2,
+		Reason: fmt.Sprintf(reasonFormat, 1, 2, 8.0, 1.0),
+		Nodes:  []*structs.NodeTasks{{NodeID: "n-0", PS: 1, Workers: 1}, {NodeID: "n-1", PS: 1, Workers: 1}}}
+	// Kept: on 2 nodes T_cpu = 4, T_net = 1: U(g) = [0.8, 0.2], over the 4
+	// nodes [0.4, 0.1]. Algorithm 1 over x on all 4: T_cpu = 2: U =
+	// [2/3, 1/3], a 67% gain: x spreads over the 4 nodes.
+	got := planRound(t, h, New())
+	must.Eq(t, 4, got["x"].NumWorkers, must.Sprint(got["x"].Reason))
+	must.StrContains(t, got["x"].Reason, "in a group of 1 jobs on 4 nodes")
+
+	// With min_gain above 67%, it stays.
+	x.Current.Nodes = x.Current.Nodes[:2]
+	x.Current.NumPS, x.Current.NumWorkers = 2, 2
+	x.Current.Reason = fmt.Sprintf(reasonFormat, 1, 2, 8.0, 1.0)
+	alg := New()
+	must.NoError(t, alg.(*Harmony).SetConfig(map[string]string{"min_gain": "0.7"}))
+	kept := planRound(t, h, alg)
+	must.Eq(t, 2, kept["x"].NumWorkers)
+}
+
+// TestHarmony_ReplaceBySet: when no single waiting job is like the
+// finished one, a set whose sums are replaces it (L979).
+func TestHarmony_ReplaceBySet(t *testing.T) {
+	h := fourJobs(t)
+	alg := New()
+	first := planRound(t, h, alg)
+	// a2 {4, 1} finishes. e and f {2, 0.5} are each half of it (T_itr 1
+	// against 2 on 4 nodes); together {4, 1}: the same. b2 (T_itr 4.25)
+	// is too long to be part of the set.
+	h.Jobs = slices.DeleteFunc(h.Jobs, func(j *planner.Job) bool { return j.Job.ID == "a2" })
+	jobWith(h, "e", 5, 2, 0.5)
+	jobWith(h, "f", 6, 2, 0.5)
+	got := planRound(t, h, alg)
+	must.Eq(t, first["a"].Nodes, got["a"].Nodes)
+	for _, id := range []string{"e", "f"} {
+		must.Eq(t, nodeSet(first["a"]), nodeSet(got[id]))
+		must.StrContains(t, got[id].Reason, "in a group of 4 jobs")
+	}
+	must.True(t, got["b2"].Paused())
 }

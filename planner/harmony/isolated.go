@@ -20,7 +20,8 @@ const ColocatedName = "colocated"
 // job runs on a disjoint set of machines of its own, one worker and one
 // server per machine, at the DoP of IsolatedDoP. Jobs start first come,
 // first served: running jobs keep their machines, and a job that does not
-// fit waits, and so do the jobs after it. It is a comparison baseline for
+// fit waits, and so do the jobs after it. A job not profiled yet starts at
+// its minimum; once profiled it moves to its DoP when that fits. It is a comparison baseline for
 // `caravan sim`, not one of the server's algorithms.
 type Isolated struct{}
 
@@ -106,17 +107,37 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 	c := planner.NewCluster(req.Nodes)
 	used := make([]bool, len(c.Nodes))
 	out := map[*planner.Job]*structs.Placement{}
+	keep := func(j *planner.Job) bool {
+		kept := c.KeepCurrent(j.Current, c.JobTasks(j), j.Current.NumPS, j.Current.NumWorkers)
+		if kept == nil {
+			return false
+		}
+		kept.Reason = fmt.Sprintf("%s: running on %d nodes", name, len(kept.Nodes))
+		out[j] = kept
+		for _, nt := range kept.Nodes {
+			i, _ := c.NodeIndex(nt.NodeID)
+			used[i] = true
+		}
+		return true
+	}
+	// Running jobs keep their machines; one profiled since it started
+	// (it started at its minimum) moves to its DoP when that fits, below.
+	var resize []*planner.Job
 	for _, j := range jobs {
 		if j.Current == nil || j.Current.Paused() {
 			continue
 		}
-		if kept := c.KeepCurrent(j.Current, c.JobTasks(j), j.Current.NumPS, j.Current.NumWorkers); kept != nil {
-			kept.Reason = fmt.Sprintf("%s: running on %d nodes", name, len(kept.Nodes))
-			out[j] = kept
-			for _, nt := range kept.Nodes {
-				i, _ := c.NodeIndex(nt.NodeID)
-				used[i] = true
-			}
+		if len(j.Current.Nodes) != dop(j, len(c.Nodes)) {
+			resize = append(resize, j)
+			continue
+		}
+		keep(j)
+	}
+	for _, j := range resize {
+		if pl := start(c, j, name, share, used); pl != nil {
+			out[j] = pl
+		} else {
+			keep(j)
 		}
 	}
 	blocked := false
@@ -128,53 +149,11 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 			out[j] = planner.Paused(j, name+": waiting, first come, first served")
 			continue
 		}
-		m := dop(j, len(c.Nodes))
-		t := c.JobTasks(j)
-		psb, wb := j.Bounds()
-		ps := 0
-		if j.HasPS() {
-			ps = min(m, max(psb.Max, 1))
-		}
-		w := min(m, max(wb.Max, 1))
-		order := make([]int, 0, len(c.Nodes))
-		for i := range c.Nodes {
-			if !share && used[i] {
-				continue
-			}
-			order = append(order, i)
-		}
-		if share {
-			slices.SortStableFunc(order, func(a, b int) int {
-				ca, _, _ := c.Free(a)
-				cb, _, _ := c.Free(b)
-				return cmp.Compare(cb, ca)
-			})
-		}
-		var nodes []int
-		for _, i := range order {
-			if len(nodes) == m {
-				break
-			}
-			k := len(nodes)
-			if c.FitsPair(i, t.PS, b2i(k < ps), t.Worker, b2i(k < w)) {
-				nodes = append(nodes, i)
-			}
-		}
-		if len(nodes) < m {
+		pl := start(c, j, name, share, used)
+		if pl == nil {
 			blocked = true
-			out[j] = planner.Paused(j, fmt.Sprintf("%s: waiting for %d nodes, first come, first served", name, m))
+			out[j] = planner.Paused(j, fmt.Sprintf("%s: waiting for %d nodes, first come, first served", name, dop(j, len(c.Nodes))))
 			continue
-		}
-		slices.Sort(nodes)
-		pl := placeOn(c, j, nodes)
-		if pl.Paused() {
-			blocked = true
-			out[j] = pl
-			continue
-		}
-		pl.Reason = fmt.Sprintf("%s: on %d nodes", name, m)
-		for _, i := range nodes {
-			used[i] = true
 		}
 		out[j] = pl
 	}
@@ -184,6 +163,57 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 	}
 	planner.SortPlacements(dec.Placements)
 	return &dec
+}
+
+// start places a job at its DoP, one worker and one server per node, on
+// nodes no other job uses (or, with share, the nodes with the most free
+// CPU), and marks them used; nil when they do not fit.
+func start(c *planner.Cluster, j *planner.Job, name string, share bool, used []bool) *structs.Placement {
+	m := dop(j, len(c.Nodes))
+	t := c.JobTasks(j)
+	psb, wb := j.Bounds()
+	ps := 0
+	if j.HasPS() {
+		ps = min(m, max(psb.Max, 1))
+	}
+	w := min(m, max(wb.Max, 1))
+	order := make([]int, 0, len(c.Nodes))
+	for i := range c.Nodes {
+		if !share && used[i] {
+			continue
+		}
+		order = append(order, i)
+	}
+	if share {
+		slices.SortStableFunc(order, func(a, b int) int {
+			ca, _, _ := c.Free(a)
+			cb, _, _ := c.Free(b)
+			return cmp.Compare(cb, ca)
+		})
+	}
+	var nodes []int
+	for _, i := range order {
+		if len(nodes) == m {
+			break
+		}
+		k := len(nodes)
+		if c.FitsPair(i, t.PS, b2i(k < ps), t.Worker, b2i(k < w)) {
+			nodes = append(nodes, i)
+		}
+	}
+	if len(nodes) < m {
+		return nil
+	}
+	slices.Sort(nodes)
+	pl := placeOn(c, j, nodes)
+	if pl.Paused() {
+		return nil
+	}
+	pl.Reason = fmt.Sprintf("%s: on %d nodes", name, m)
+	for _, i := range nodes {
+		used[i] = true
+	}
+	return pl
 }
 
 func b2i(b bool) int {

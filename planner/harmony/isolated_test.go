@@ -70,3 +70,17 @@ func TestBaselines(t *testing.T) {
 	must.Eq(t, ColocatedName, NewColocated().Name())
 	must.Eq(t, IsolatedName, NewIsolated().Name())
 }
+
+// TestIsolated_ResizesOnceProfiled: a job started at its minimum before it
+// was profiled moves to its DoP when that fits.
+func TestIsolated_ResizesOnceProfiled(t *testing.T) {
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 6, 16000, 65536, 0)
+	j := jobWith(h, "j", 1, 0, 0)
+	first := planRound(t, h, NewIsolated())
+	must.Eq(t, 1, first["j"].NumWorkers)
+	j.Subtasks = &planner.Subtasks{CPU: 8, Net: 2, PS: 1, Workers: 1} // DoP 4
+	again := planRound(t, h, NewIsolated())
+	must.Eq(t, 4, again["j"].NumWorkers)
+	must.Eq(t, 4, again["j"].NumPS)
+}
