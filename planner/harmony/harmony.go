@@ -24,7 +24,7 @@ const Name = "harmony"
 const WaitingReason = "harmony: profiled, waiting"
 
 // Options are the thresholds of dynamic regrouping (L979) that the text
-// parameterises; the zero value is not valid, start from DefaultOptions.
+// parameterises; DefaultOptions are the dissertation's.
 type Options struct {
 	// Similarity is how close, relatively, a waiting job's iteration time
 	// and comp/comm ratio must be to a finished job's for it to replace
@@ -195,12 +195,14 @@ func (p *plan) current(index map[*planner.Job]int) {
 				continue
 			}
 			g = &group{nodes: set}
-			g.recorded, g.cpu1, g.net = parseReason(j.Current.Reason)
 			bySet[key] = g
 			p.groups = append(p.groups, g)
 			for _, i := range set {
 				owner[i] = g
 			}
+		}
+		if g.recorded == 0 {
+			g.recorded, g.cpu1, g.net = parseReason(j.Current.Reason)
 		}
 		if x, ok := index[j]; ok {
 			g.profiled = append(g.profiled, x)
@@ -269,9 +271,11 @@ func (p *plan) regroup() {
 			normal++
 		}
 	}
-	initial := true // every group is a single job: the naive start (L813)
+	// The naive start (L813): no group Harmony formed yet, every job runs
+	// alone to be profiled (or has been).
+	initial := true
 	for _, g := range p.groups {
-		initial = initial && len(g.profiled)+len(g.profiling) == 1
+		initial = initial && g.recorded == 0 && len(g.profiled)+len(g.profiling) == 1
 	}
 	profilingNow := false
 	for _, g := range p.groups {
@@ -565,17 +569,25 @@ func (p *plan) place() {
 		if g.regrouped && len(g.newMembers) == 0 && len(g.profiling) == 0 {
 			continue // dissolved
 		}
-		n := len(g.profiled) + len(g.newMembers)
+		// Newly profiled jobs not handled yet carry on as they are and
+		// keep their reason, to be handled later; the group's record
+		// leaves them out.
+		n := 0
 		var c, nt float64
 		for _, x := range slices.Concat(g.profiled, g.newMembers) {
-			c += p.profiles[x].CPU1
-			nt += p.profiles[x].Net
+			if !p.isFresh(x) || slices.Contains(g.newMembers, x) {
+				n++
+				c += p.profiles[x].CPU1
+				nt += p.profiles[x].Net
+			}
 		}
 		reason := fmt.Sprintf(reasonFormat, n, len(g.nodes), c, nt)
 		for _, x := range g.profiled {
 			j := p.profiled[x]
 			if kept := p.c.KeepCurrent(j.Current, p.c.JobTasks(j), j.Current.NumPS, j.Current.NumWorkers); kept != nil {
-				kept.Reason = reason
+				if !p.isFresh(x) {
+					kept.Reason = reason
+				}
 				p.out[j] = kept
 			} else {
 				g.newMembers = append(g.newMembers, x)
@@ -685,6 +697,9 @@ func (p *plan) freeCount(isFree []bool) int {
 	}
 	return n
 }
+
+// isFresh reports whether profiled job x was profiled since the last plan.
+func (p *plan) isFresh(x int) bool { return slices.Contains(p.fresh, x) }
 
 // waitingToProfile is the reason of a job not profiled yet that has no room.
 const waitingToProfile = "harmony: waiting for room to be profiled"
