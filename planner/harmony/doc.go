@@ -134,7 +134,8 @@
 // recorded lost a job; the finished jobs' profile is the recorded sums
 // less the current ones.
 //
-//   - Job completion (case 2): a waiting profiled job "similar in terms of
+//   - Job completion (case 2): a paused or newly profiled job (the text's
+//     "profiled/paused jobs") "similar in terms of
 //     iteration time and comp/comm ratio" replaces the finished one; else "a
 //     bunch of jobs … whose the sum of iteration times and the ratio of
 //     respective sum of computation and communication times are similar";

@@ -314,12 +314,8 @@ func (p *plan) regroup() {
 	case len(p.waiting) == 0 && len(p.fresh) > 0:
 		// Newly profiled jobs, with no other job waiting: each joins
 		// the group where U is highest, or waits (L979 case 1).
-		for _, x := range p.fresh {
-			for _, g := range p.groups {
-				if k := slices.Index(g.profiled, x); k >= 0 {
-					g.profiled = slices.Delete(g.profiled, k, k+1)
-				}
-			}
+		for _, x := range slices.Clone(p.fresh) {
+			p.take(x)
 			p.join(x)
 		}
 	case len(p.waiting) == 1 && len(p.fresh) == 0:
@@ -344,8 +340,10 @@ func (p *plan) replace() bool {
 		}
 		var c, n float64
 		for _, x := range g.profiled {
-			c += p.profiles[x].CPU1
-			n += p.profiles[x].Net
+			if !p.isFresh(x) { // the record leaves newly profiled jobs out
+				c += p.profiles[x].CPU1
+				n += p.profiles[x].Net
+			}
 		}
 		gone := Job{CPU1: math.Max(0, g.cpu1-c), Net: math.Max(0, g.net-n)}
 		m := float64(len(g.nodes))
@@ -358,8 +356,11 @@ func (p *plan) replace() bool {
 			rx, rg := x.CPU(m)/x.Net, gone.CPU(m)/gone.Net
 			return math.Abs(it-ig) <= sim*ig && math.Abs(rx-rg) <= sim*rg
 		}
+		// Candidates: the paused (waiting) and the newly profiled jobs,
+		// "profiled/paused jobs" (L979), in arrival order.
+		cands := p.replacements()
 		pick := -1
-		for k, x := range p.waiting {
+		for k, x := range cands {
 			if similar(p.profiles[x]) {
 				pick = k
 				break
@@ -369,16 +370,16 @@ func (p *plan) replace() bool {
 		if pick >= 0 {
 			chosen = []int{pick}
 		} else {
-			order := make([]int, len(p.waiting))
+			order := make([]int, len(cands))
 			for k := range order {
 				order[k] = k
 			}
 			slices.SortStableFunc(order, func(a, b int) int {
-				return cmp.Compare(p.profiles[p.waiting[b]].Itr(m), p.profiles[p.waiting[a]].Itr(m))
+				return cmp.Compare(p.profiles[cands[b]].Itr(m), p.profiles[cands[a]].Itr(m))
 			})
 			var sum Job
 			for _, k := range order {
-				x := p.profiles[p.waiting[k]]
+				x := p.profiles[cands[k]]
 				if (Job{CPU1: sum.CPU1 + x.CPU1, Net: sum.Net + x.Net}).Itr(m) <= (1+sim)*gone.Itr(m) {
 					sum.CPU1 += x.CPU1
 					sum.Net += x.Net
@@ -394,14 +395,31 @@ func (p *plan) replace() bool {
 			continue
 		}
 		slices.Sort(chosen)
-		for k := len(chosen) - 1; k >= 0; k-- {
-			x := p.waiting[chosen[k]]
-			g.newMembers = append(g.newMembers, x)
-			p.waiting = slices.Delete(p.waiting, chosen[k], chosen[k]+1)
+		for _, k := range chosen {
+			p.take(cands[k])
+			g.newMembers = append(g.newMembers, cands[k])
 		}
 		g.vacancy = false
 	}
 	return all
+}
+
+// replacements are the jobs that may replace a finished one: waiting and
+// newly profiled, in arrival order.
+func (p *plan) replacements() []int {
+	out := slices.Concat(p.waiting, p.fresh)
+	slices.Sort(out) // profiled indexes are in arrival order
+	return slices.Compact(out)
+}
+
+// take removes profiled job x from the waiting jobs, the newly profiled
+// ones and the group it runs in, so that it can be placed elsewhere.
+func (p *plan) take(x int) {
+	p.waiting = slices.DeleteFunc(p.waiting, func(y int) bool { return y == x })
+	p.fresh = slices.DeleteFunc(p.fresh, func(y int) bool { return y == x })
+	for _, g := range p.groups {
+		g.profiled = slices.DeleteFunc(g.profiled, func(y int) bool { return y == x })
+	}
 }
 
 // join is case (1) of L979: a newly profiled job, not in any group,
