@@ -281,3 +281,44 @@ func TestHarmony_ReplaceBySet(t *testing.T) {
 	}
 	must.True(t, got["b2"].Paused())
 }
+
+// TestHarmony_NewlyProfiled: a job profiled in a group carries on there
+// while another profiled job waits; with none waiting it is handled: it
+// joins the group where U is highest, or waits (L979 case 1).
+func TestHarmony_NewlyProfiled(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cpu, net float64
+		joins    bool
+	}{
+		// {a, b, a2} on 4 nodes: ΣC = 2.25, ΣN = 6: U = [0.375, 1]. With
+		// {4, 1}: ΣC = 3.25, ΣN = 7: [0.46, 1], better: it stays, grouped.
+		{"CPU-heavy joins", 4, 1, true},
+		// With {1, 4}: ΣC = 2.5, ΣN = 10: [0.25, 1], worse: it waits.
+		{"network-heavy waits", 1, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fourJobs(t)
+			fresh := jobWith(h, "new", 5, 0, 0)
+			alg := New()
+			first := planRound(t, h, alg)
+			must.Eq(t, profilingReason, first["new"].Reason)
+
+			fresh.Subtasks = &planner.Subtasks{CPU: tc.cpu / 4, Net: tc.net, PS: 4, Workers: 4}
+			second := planRound(t, h, alg)
+			must.Eq(t, first["new"].Nodes, second["new"].Nodes, must.Sprint("b2 waits: new carries on"))
+			must.Eq(t, profilingReason, second["new"].Reason)
+
+			h.Jobs = slices.DeleteFunc(h.Jobs, func(j *planner.Job) bool { return j.Job.ID == "b2" })
+			third := planRound(t, h, alg)
+			must.Eq(t, first["a"].Nodes, third["a"].Nodes)
+			if tc.joins {
+				must.Eq(t, nodeSet(first["a"]), nodeSet(third["new"]))
+				must.StrContains(t, third["new"].Reason, "in a group of 4 jobs")
+			} else {
+				must.True(t, third["new"].Paused())
+				must.StrHasPrefix(t, WaitingReason, third["new"].Reason)
+			}
+		})
+	}
+}
