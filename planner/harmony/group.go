@@ -104,6 +104,13 @@ func NumberOfGroups(jobs []Job, idx []int, total int) int {
 //     group is excluded, the job joins the first g* (the text does not say).
 //   - Fine-tuning (L971): fineTune.
 func AssignJobs(jobs []Job, idx []int, nG, total int) [][]int {
+	groups := assignJobs(jobs, idx, nG, total)
+	fineTune(jobs, groups, float64(total)/float64(nG))
+	return groups
+}
+
+// assignJobs is Algorithm 2 without the fine-tuning.
+func assignJobs(jobs []Job, idx []int, nG, total int) [][]int {
 	m := float64(total) / float64(nG)
 	if nG == len(idx) {
 		// One job a group: every order of Algorithm 2 gives the same
@@ -218,7 +225,6 @@ func AssignJobs(jobs []Job, idx []int, nG, total int) [][]int {
 		}
 		add(g, i)
 	}
-	fineTune(jobs, groups, m)
 	return groups
 }
 

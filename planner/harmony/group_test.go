@@ -154,7 +154,8 @@ func TestGroup_Properties(t *testing.T) {
 }
 
 // TestAssignJobs_Properties: Algorithm 2 puts every job in exactly one of
-// n_G non-empty groups, and fine-tuning never raises Σ|S_diff|.
+// n_G non-empty groups; fine-tuning never raises Σ|S_diff| and never
+// makes more groups job-bound (at Algorithm 2's equal DoP).
 func TestAssignJobs_Properties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for range 300 {
@@ -165,7 +166,36 @@ func TestAssignJobs_Properties(t *testing.T) {
 			idx[i] = i
 		}
 		nG := 1 + rng.IntN(min(len(jobs), total))
+		m := float64(total) / float64(nG)
+		measure := func(groups [][]int) (imbalance float64, bound int) {
+			for _, g := range groups {
+				var s float64
+				for _, i := range g {
+					s += jobs[i].Diff(m)
+				}
+				imbalance += math.Abs(s)
+				if len(g) > 1 {
+					st := stats{}
+					for _, i := range g {
+						st.cpu += jobs[i].CPU(m)
+						st.net += jobs[i].Net
+						st.itr = math.Max(st.itr, jobs[i].Itr(m))
+					}
+					if st.itr > math.Max(st.cpu, st.net)*(1+tie) {
+						bound++
+					}
+				}
+			}
+			return imbalance, bound
+		}
+		before := assignJobs(jobs, idx, nG, total)
+		imbBefore, boundBefore := measure(before)
+		fineTune(jobs, before, m)
+		imbAfter, boundAfter := measure(before)
+		must.LessEq(t, imbBefore+1e-9, imbAfter)
+		must.LessEq(t, boundBefore, boundAfter)
 		groups := AssignJobs(jobs, idx, nG, total)
+		must.Eq(t, before, groups)
 		must.SliceLen(t, nG, groups)
 		var all []int
 		for _, g := range groups {
