@@ -191,8 +191,9 @@
 // best division of the machines among Group's own groups closes only 0.36
 // points of it; where it is large, n_G* (equal DoP per group) chose one
 // group where the oracle makes two. Grouping 8,000 jobs on 10,000 machines
-// (BenchmarkGroup) takes about 0.1 s on random jobs and 4.1 s when every
-// prefix raises U (the dissertation: within 5 s); see planner/README.md.
+// (BenchmarkGroup) takes about 0.09 s on random jobs and 3.5–4.1 s when
+// every prefix raises U (the dissertation: within 5 s); see
+// planner/README.md.
 //
 // Not implemented: dynamic data reloading (§4.3.3) is the runtime's
 // memory management, not a placement decision, and the memory limit on
