@@ -123,7 +123,10 @@
 // when the profiling for all initially started jobs completes" (L813):
 // while no group formed by Harmony exists and a job started alone is
 // still being profiled, everything stays; then Algorithm 1 runs over all
-// of them.
+// of them and its grouping is applied with no comparison to the naive
+// one (L776: a profiled job "is assigned to a job group by the job
+// scheduler"; at one machine each, the naive groups' CPU utilisation is
+// high, so a comparison would keep every job at its minimum).
 //
 // # Dynamic regrouping (L975–L983)
 //

@@ -480,8 +480,11 @@ type candidate struct {
 // group with the fewest jobs, one group (the fewest jobs next) at a time.
 // Among the decisions, one that involves more jobs is taken only when it
 // gains MinGain over the one before; the decision is applied only when it
-// gains MinGain over keeping the groups (all, when everything is
-// regrouped from the initial naive groups).
+// gains MinGain over keeping the groups. With all, at the end of the
+// initial profiling, Algorithm 1 groups every job and its decision is
+// applied as it is: the naive groups of profiling are not a grouping to
+// keep (L776: once profiled, a job "is assigned to a job group by the job
+// scheduler").
 func (p *plan) widen(all bool) {
 	order := make([]int, 0, len(p.groups))
 	var start []int
@@ -551,7 +554,7 @@ func (p *plan) widen(all bool) {
 			chosen = cd
 		}
 	}
-	if chosen == nil || chosen.u.Gain(keepU) < p.h.opts.MinGain {
+	if chosen == nil || !all && chosen.u.Gain(keepU) < p.h.opts.MinGain {
 		return
 	}
 	for k := range chosen.drop {
