@@ -471,7 +471,6 @@ type candidate struct {
 	nodes []int     // the nodes it schedules them on
 	g     *Grouping // indexes into jobs
 	u     Util      // U of the whole cluster with it
-	moved int
 }
 
 // widen is the regrouping of L979 when replacement fails: Algorithm 1 over
@@ -528,7 +527,6 @@ func (p *plan) widen(all bool) {
 			cd.jobs = append(cd.jobs, p.groups[k].profiled...)
 			cd.jobs = append(cd.jobs, p.groups[k].newMembers...)
 			cd.nodes = append(cd.nodes, p.groups[k].nodes...)
-			cd.moved += len(p.groups[k].profiled)
 		}
 		slices.Sort(cd.jobs) // profiled indexes are in arrival order
 		slices.Sort(cd.nodes)
