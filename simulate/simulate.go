@@ -31,7 +31,7 @@ var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
 // Baselines are policies only `caravan sim` runs, beside the built-in
 // algorithms: comparison baselines that leave jobs waiting while there is
 // room, which the server's algorithms never do.
-var Baselines = map[string]planner.Factory{harmony.IsolatedName: harmony.NewIsolated}
+var Baselines = map[string]planner.Factory{harmony.IsolatedName: harmony.NewIsolated, harmony.ColocatedName: harmony.NewColocated}
 
 // Policy returns the algorithm of a built-in or a baseline by name.
 func Policy(name string) (planner.Algorithm, bool) {

@@ -52,8 +52,9 @@ Sim Options:
                           The policies to compare: cruise, drf, fifo,
                           harmony, optimus, optimus-relative (Optimus with
                           the relative gain, see drivers/sim/README.md),
-                          tetris, or the baseline isolated (one job per
-                          partition of the nodes).
+                          tetris, or the baselines isolated (each job on
+                          nodes of its own at its balanced DoP) and
+                          colocated (jobs share nodes, no grouping).
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.

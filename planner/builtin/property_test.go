@@ -3,10 +3,12 @@ package builtin
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/cruise"
+	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -55,7 +57,7 @@ func leftover(t *testing.T, req *planner.Request, dec *planner.Decision) *planne
 // instances: decisions keep CheckDecision's rules (capacity, devices,
 // constraints, bounds); the same request, in any job order, gives the same
 // decision; no job is left paused while the room left over could hold
-// its minimum; and planner.ExplainPaused accounts for every node of a
+// its minimum (but for the jobs Harmony's Algorithm 1 leaves waiting); and planner.ExplainPaused accounts for every node of a
 // paused job whose minimum does not fit, deterministically. Each instance is planned twice: first with the current
 // placements planner.RandomRequest gives some jobs, then with the first
 // decision as every job's current placement.
@@ -92,6 +94,11 @@ func TestAlgorithms_Properties(t *testing.T) {
 							continue
 						}
 						paused++
+						if name == harmony.Name && strings.HasPrefix(p.Reason, harmony.WaitingReason) {
+							// Jobs Algorithm 1 leaves out wait by design
+							// (the dissertation queues them), room or not.
+							continue
+						}
 						tasks := left.JobTasks(j)
 						ps, w := minimum(name, j)
 						_, fits := placer.Place(tasks.PS, ps, tasks.Worker, w)

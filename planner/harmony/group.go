@@ -2,442 +2,442 @@ package harmony
 
 import (
 	"cmp"
+	"container/heap"
 	"math"
 	"slices"
 )
 
-// candidates is how many groups, the most complementary first, a job is
-// tried in when it is fine-tuned; it bounds a pass to O(jobs · candidates).
-const candidates = 16
-
-// Group groups jobs, given in arrival order, on total machines.
+// Group is Algorithm 1, schedule (L874–905): it groups a prefix of jobs,
+// taken in the order given (J_to_sched), on total machines and returns the
+// grouping with the highest cluster utilisation U (eq. 4.4) it found; the
+// jobs after the prefix wait. Indexes in the result are into jobs.
 //
-// Algorithm 1 grows the set of jobs considered, a prefix of the arrival
-// order doubling each time, while cluster utilisation improves, and keeps
-// the best; jobs beyond it wait. For each set it tries numbers of groups
-// (powers of two up to the set's size and the machines, and half the
-// set), assigning the jobs by Algorithm 2 and keeping the number with the
-// best utilisation. Algorithm 2 takes jobs in order of how lopsided they
-// are and puts each in the group whose imbalance it best offsets (the most
-// network-heavy group for a CPU-heavy job), then Allocate gives the
-// groups machines. Last, fine-tuning moves and swaps jobs between groups
-// while utilisation rises, never making a group job-bound. The result is
-// deterministic; it costs O(n log² n) for n jobs, plus the fine-tuning's
-// O(n · candidates) per pass.
-func Group(jobs []Job, total int, opts Options) *Grouping {
-	opts = opts.withDefaults()
+// For each prefix J_to_sched[0:n_j−1] (inclusive: n_j jobs) for n_j = 2,
+// …, |J| (L4–5; one job when there is only one, see the package doc), it
+// picks the number of groups n_G* by
+// NumberOfGroups (L6), assigns the prefix to n_G* groups by AssignJobs (L7,
+// Algorithm 2), gives the groups machines by AllocateMachines (L8), and
+// computes U(G) (L9). It stops at the first prefix whose U(G) is not
+// better than the best so far (L10–13, compared by Util.Better) and
+// returns the best grouping (L14, as the prose at L907 says: "runs the
+// jobs with the optimized set of job groups").
+//
+// Group is deterministic. Each prefix costs O(k log k + total·log n_G),
+// plus fine-tuning; see the package doc for the cost over all prefixes.
+// It returns an empty grouping when jobs is empty or total < 1.
+func Group(jobs []Job, total int) *Grouping {
+	best := &Grouping{}
 	if len(jobs) == 0 || total < 1 {
-		return &Grouping{}
+		return best
 	}
-	var best *Grouping
-	bestU := -1.0
-	for k := 1; ; k = min(2*k, len(jobs)) {
-		g := bestNumberOfGroups(jobs[:k], total, opts.CPUWeight)
-		u := g.Utilisation(jobs, total, opts.CPUWeight)
-		if u < bestU {
+	var bestU Util
+	idx := make([]int, 0, len(jobs))
+	for k := range jobs {
+		idx = append(idx, k)
+		if k == 0 && len(jobs) > 1 {
+			continue // the first prefix is two jobs (n_j = 2)
+		}
+		nG := NumberOfGroups(jobs, idx, total)
+		groups := AssignJobs(jobs, idx, nG, total)
+		g := &Grouping{Groups: groups, Machines: AllocateMachines(jobs, groups, total)}
+		u := g.Utilisation(jobs)
+		if len(best.Groups) > 0 && !u.Better(bestU) {
 			break
 		}
 		best, bestU = g, u
-		if k == len(jobs) {
-			break
-		}
-	}
-	fineTune(jobs, best, total, opts)
-	return best
-}
-
-// bestNumberOfGroups assigns every job of jobs (Algorithm 2) for several
-// numbers of groups and returns the grouping with the best utilisation.
-func bestNumberOfGroups(jobs []Job, total int, alpha float64) *Grouping {
-	most := min(len(jobs), total)
-	counts := []int{max(1, len(jobs)/2)}
-	for g := 1; g <= most; g *= 2 {
-		counts = append(counts, g)
-	}
-	counts = append(counts, most)
-	var best *Grouping
-	bestU := -1.0
-	for _, n := range counts {
-		if n > most {
-			continue
-		}
-		g := assign(jobs, n, total)
-		if u := g.Utilisation(jobs, total, alpha); best == nil || u > bestU {
-			best, bestU = g, u
-		}
 	}
 	return best
 }
 
-// assign puts jobs into n groups (Algorithm 2): the most lopsided jobs
-// first, each into the group whose CPU-minus-network time, on the
-// machines a group would have at n groups, it best offsets, or into an
-// empty group when joining would make the group job-bound; then
-// allocates machines.
-func assign(jobs []Job, n, total int) *Grouping {
-	m := max(1, total/n)
-	order := make([]int, len(jobs))
-	for i := range order {
-		order[i] = i
+// imbalance is Σ_j |T_cpu_j(n_G) − T_net_j| of Algorithm 1 L6 with n
+// groups of equal DoP on total machines: m = total/n, so T_cpu_j = CPU1_j·n/total
+// (L907: "m_g ∝ 1/n_G and thus T_cpu ∝ n_G").
+func imbalance(jobs []Job, idx []int, n, total int) float64 {
+	var s float64
+	m := float64(total) / float64(n)
+	for _, i := range idx {
+		s += math.Abs(jobs[i].Diff(m))
 	}
-	lopsided := func(i int) float64 { return math.Abs(jobs[i].CPU(m) - jobs[i].Net) }
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(lopsided(b), lopsided(a)) })
-	groups := make([][]int, n)
-	aggs := make([]agg, n)
-	for k := range aggs {
-		aggs[k] = agg{m: m, top1Job: -1}
+	return s
+}
+
+// NumberOfGroups is n_G* of Algorithm 1 L6: the number of groups n in
+// [1, min(|idx|, total)] that minimises Σ_j |T_cpu_j(n) − T_net_j| with every
+// group on total/n machines; the smallest such n on ties. The sum is
+// convex in n, so a binary search on its slope finds the minimum in
+// O(|idx|·log total).
+func NumberOfGroups(jobs []Job, idx []int, total int) int {
+	hi := min(len(idx), total)
+	if hi <= 1 {
+		return 1
 	}
-	excess := make([]float64, n) // Σ C − Σ N of each group at m machines
-	// heap of groups by excess: a CPU-heavy job takes the lowest, a
-	// network-heavy one the highest.
-	low := newGroupHeap(excess, false)
-	high := newGroupHeap(excess, true)
-	empty := 0 // groups before it have members
-	for _, i := range order {
-		d := jobs[i].CPU(m) - jobs[i].Net
-		k := high.top()
-		if d >= 0 {
-			k = low.top()
+	if imbalance(jobs, idx, hi, total) < imbalance(jobs, idx, hi-1, total) {
+		return hi // still falling at the end: the minimum is there
+	}
+	lo := 1
+	// Smallest n with f(n+1) ≥ f(n): the left end of the minimum.
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if imbalance(jobs, idx, mid+1, total) < imbalance(jobs, idx, mid, total) {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		// A job that would set its group's pace by its own iteration
-		// (job-bound) goes to an empty group while there is one.
-		if len(groups[k]) > 0 && aggs[k].bound(jobs, -1, i, len(groups[k])+1) {
-			for empty < n && len(groups[empty]) > 0 {
-				empty++
-			}
-			if empty < n {
-				k = empty
-			}
+	}
+	return lo
+}
+
+// AssignJobs is Algorithm 2 (L912–963) and the fine-tuning after it
+// (L971): it assigns the jobs idx of jobs to nG groups, all on total/nG
+// machines (the equal DoP Algorithm 1 assumes, L907), and returns the
+// groups. nG must be in [1, len(idx)].
+//
+//   - L2: sort by T_j_itr, descending (ties: the earlier job first).
+//   - L4–11: fill each group in turn with ⌊|J|/n_G⌋ jobs (the prose of L967;
+//     see the package doc on L6's "≤"), each time popping the first (the
+//     largest) job whose T_diff has the sign opposite to the group's
+//     S_diff (T_diff_j × S_diff_g ≤ 0, L7), else the first job (L8–9).
+//   - L12–22: the remaining |J| − n_G⌊|J|/n_G⌋ jobs, by |T_diff| descending,
+//     each join g* = argmin |T_diff_j + S_diff_g| (L14); when the job is
+//     longer than every job of g* (L16) and g* ∪ {j} would be job-bound
+//     (L17), g* is excluded and the next best taken (L18–19). When every
+//     group is excluded, the job joins the first g* (the text does not say).
+//   - Fine-tuning (L971): fineTune.
+func AssignJobs(jobs []Job, idx []int, nG, total int) [][]int {
+	groups := assignJobs(jobs, idx, nG, total)
+	fineTune(jobs, groups, float64(total)/float64(nG))
+	return groups
+}
+
+// assignJobs is Algorithm 2 without the fine-tuning.
+func assignJobs(jobs []Job, idx []int, nG, total int) [][]int {
+	m := float64(total) / float64(nG)
+	if nG == len(idx) {
+		// One job a group: every order of Algorithm 2 gives the same
+		// groups, and no swap changes them.
+		backing := slices.Clone(idx)
+		groups := make([][]int, nG)
+		for k := range backing {
+			groups[k] = backing[k : k+1 : k+1]
 		}
+		return groups
+	}
+	type keyed struct {
+		i   int
+		itr float64
+	}
+	keys := make([]keyed, len(idx))
+	for k, i := range idx {
+		keys[k] = keyed{i, jobs[i].Itr(m)}
+	}
+	slices.SortFunc(keys, func(a, b keyed) int { return cmp.Or(cmp.Compare(b.itr, a.itr), cmp.Compare(a.i, b.i)) })
+	sorted := make([]int, len(keys))
+	for k, x := range keys {
+		sorted[k] = x.i
+	}
+	// Queues of the sorted jobs by the sign of T_diff; popFirst takes the
+	// earliest head among the queues the predicate allows.
+	var neg, zero, pos []int // positions in sorted
+	for p, i := range sorted {
+		switch d := jobs[i].Diff(m); {
+		case d < 0:
+			neg = append(neg, p)
+		case d > 0:
+			pos = append(pos, p)
+		default:
+			zero = append(zero, p)
+		}
+	}
+	taken := make([]bool, len(sorted))
+	head := func(q *[]int) int {
+		for len(*q) > 0 && taken[(*q)[0]] {
+			*q = (*q)[1:]
+		}
+		if len(*q) == 0 {
+			return math.MaxInt
+		}
+		return (*q)[0]
+	}
+	pop := func(s float64) int {
+		var p int
+		switch {
+		case s > 0: // needs T_diff ≤ 0
+			p = min(head(&neg), head(&zero))
+		case s < 0: // needs T_diff ≥ 0
+			p = min(head(&pos), head(&zero))
+		default: // T_diff × 0 ≤ 0 holds for every job
+			p = min(head(&neg), head(&zero), head(&pos))
+		}
+		if p == math.MaxInt { // L8–9: the first (largest) job
+			p = min(head(&neg), head(&zero), head(&pos))
+		}
+		taken[p] = true
+		return sorted[p]
+	}
+	per := len(idx) / nG
+	groups := make([][]int, nG)
+	st := make([]stats, nG)
+	add := func(k, i int) {
 		groups[k] = append(groups[k], i)
-		aggs[k].add(jobs, i)
-		excess[k] += d
-		low.fix(k)
-		high.fix(k)
+		st[k].cpu += jobs[i].CPU(m)
+		st[k].net += jobs[i].Net
+		st[k].itr = math.Max(st[k].itr, jobs[i].Itr(m))
 	}
-	g := &Grouping{}
-	for _, members := range groups {
-		if len(members) > 0 {
-			g.Groups = append(g.Groups, members)
+	for k := range nG {
+		for len(groups[k]) < per {
+			add(k, pop(st[k].cpu-st[k].net))
 		}
 	}
-	g.Machines = Allocate(jobs, g.Groups, total)
-	return g
-}
-
-// groupHeap orders groups by their excess, lowest (or highest) first.
-type groupHeap struct {
-	key     []float64
-	highest bool
-	heap    []int // group indexes
-	pos     []int // group → position in heap
-}
-
-func newGroupHeap(key []float64, highest bool) *groupHeap {
-	h := &groupHeap{key: key, highest: highest, heap: make([]int, len(key)), pos: make([]int, len(key))}
-	for k := range key {
-		h.heap[k], h.pos[k] = k, k
-	}
-	return h
-}
-
-func (h *groupHeap) less(a, b int) bool {
-	ka, kb := h.key[h.heap[a]], h.key[h.heap[b]]
-	if ka != kb {
-		return ka < kb != h.highest
-	}
-	return h.heap[a] < h.heap[b]
-}
-
-func (h *groupHeap) swap(a, b int) {
-	h.heap[a], h.heap[b] = h.heap[b], h.heap[a]
-	h.pos[h.heap[a]], h.pos[h.heap[b]] = a, b
-}
-
-func (h *groupHeap) top() int { return h.heap[0] }
-
-// fix restores the heap after group k's key changed.
-func (h *groupHeap) fix(k int) {
-	i := h.pos[k]
-	for i > 0 && h.less(i, (i-1)/2) {
-		h.swap(i, (i-1)/2)
-		i = (i - 1) / 2
-	}
-	for {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h.heap) && h.less(l, m) {
-			m = l
+	var rest []int
+	for p, i := range sorted {
+		if !taken[p] {
+			rest = append(rest, i)
 		}
-		if r < len(h.heap) && h.less(r, m) {
-			m = r
+	}
+	slices.SortStableFunc(rest, func(a, b int) int {
+		return cmp.Compare(math.Abs(jobs[b].Diff(m)), math.Abs(jobs[a].Diff(m)))
+	})
+	excluded := make([]bool, nG)
+	for _, i := range rest {
+		d, itr := jobs[i].Diff(m), jobs[i].Itr(m)
+		argmin := func() int {
+			best, bestV := -1, math.Inf(1)
+			for k := range nG {
+				if v := math.Abs(d + st[k].cpu - st[k].net); !excluded[k] && v < bestV {
+					best, bestV = k, v
+				}
+			}
+			return best
 		}
-		if m == i {
+		clear(excluded)
+		first := argmin()
+		g := first
+		for g >= 0 && itr > st[g].itr {
+			s := st[g]
+			if itr <= math.Max(s.cpu+jobs[i].CPU(m), s.net+jobs[i].Net)*(1+tie) {
+				break // not job-bound with j
+			}
+			excluded[g] = true
+			g = argmin()
+		}
+		if g < 0 {
+			g = first
+		}
+		add(g, i)
+	}
+	return groups
+}
+
+// fineTune is the fine-tuning of L971 on groups of equal DoP m: it picks
+// the most imbalanced group g_u = argmax |S_diff_g|, the group most
+// complementary to it, argmax_{g≠g_u} |S_diff_gu − S_diff_g|, and the pair
+// of jobs, one of each, whose swap minimises |S_diff_gu| + |S_diff_g| (our
+// reading of "minimize the resource-imbalance for both of the groups"),
+// and swaps them when that sum falls; it repeats until no swap lowers it.
+// A swap that would make either group job-bound is not taken (Algorithm 2
+// avoids job-bound groups, L909; the text does not say so of
+// fine-tuning). Each swap lowers Σ_g |S_diff_g|, so it ends; it is capped
+// at 4·|J| swaps as a guard.
+func fineTune(jobs []Job, groups [][]int, m float64) {
+	if len(groups) < 2 {
+		return
+	}
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	sdiff := make([]float64, len(groups))
+	for k, g := range groups {
+		for _, i := range g {
+			sdiff[k] += jobs[i].Diff(m)
+		}
+	}
+	bound := func(members []int, out, in int) bool {
+		var c, nt, itr float64
+		for _, i := range members {
+			if i == out {
+				i = in
+			}
+			c += jobs[i].CPU(m)
+			nt += jobs[i].Net
+			itr = math.Max(itr, jobs[i].Itr(m))
+		}
+		return len(members) > 1 && itr > math.Max(c, nt)*(1+tie)
+	}
+	for range 4 * n {
+		u := 0
+		for k := range groups {
+			if math.Abs(sdiff[k]) > math.Abs(sdiff[u]) {
+				u = k
+			}
+		}
+		c := -1
+		for k := range groups {
+			if k != u && (c < 0 || math.Abs(sdiff[u]-sdiff[k]) > math.Abs(sdiff[u]-sdiff[c])) {
+				c = k
+			}
+		}
+		before := math.Abs(sdiff[u]) + math.Abs(sdiff[c])
+		bestV, ba, bb := before*(1-1e-9), -1, -1
+		for a, i := range groups[u] {
+			di := jobs[i].Diff(m)
+			for b, j := range groups[c] {
+				dj := jobs[j].Diff(m)
+				if v := math.Abs(sdiff[u]-di+dj) + math.Abs(sdiff[c]-dj+di); v < bestV &&
+					!bound(groups[u], i, j) && !bound(groups[c], j, i) {
+					bestV, ba, bb = v, a, b
+				}
+			}
+		}
+		if ba < 0 {
 			return
 		}
-		h.swap(i, m)
-		i = m
+		i, j := groups[u][ba], groups[c][bb]
+		groups[u][ba], groups[c][bb] = j, i
+		di, dj := jobs[i].Diff(m), jobs[j].Diff(m)
+		sdiff[u] += dj - di
+		sdiff[c] += di - dj
 	}
 }
 
-// imbalance is a group's Σ C − Σ N on m machines, relative to its time:
-// positive when CPU-heavy.
-func imbalance(jobs []Job, members []int, m int) float64 {
-	var c, n float64
-	for _, i := range members {
-		c += jobs[i].CPU(m)
-		n += jobs[i].Net
-	}
-	if c+n == 0 {
-		return 0
-	}
-	return (c - n) / (c + n)
-}
-
-// complements orders the groups of g by imbalance, for complementary.
-type complements struct {
-	order []int // groups, most network-heavy first
-}
-
-func newComplements(jobs []Job, g *Grouping) complements {
-	imb := make([]float64, len(g.Groups))
-	order := make([]int, len(g.Groups))
-	for k, members := range g.Groups {
-		order[k] = k
-		imb[k] = imbalance(jobs, members, g.Machines[k])
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(imb[a], imb[b]) })
-	return complements{order: order}
-}
-
-// of returns up to candidates groups whose imbalance best offsets that of
-// a job, d (positive when CPU-heavy): the most network-heavy groups for a
-// CPU-heavy job, the most CPU-heavy ones for a network-heavy job.
-func (c complements) of(d float64) []int {
-	n := min(len(c.order), candidates)
-	if d >= 0 {
-		return c.order[:n]
-	}
-	return c.order[len(c.order)-n:]
-}
-
-// Allocate divides total machines among groups, at least one each: first
-// where each group's computation and communication balance, Σ CPU1 / Σ Net
-// machines (in proportion to those when they ask for more than there
-// are), then the machines left over in proportion to the same. A machine
-// beyond a group's balance point no longer shortens its iteration, but it
-// still works: its network is busy for the whole iteration, so in
-// utilisation (eq. 4.4) it counts. groups must not outnumber total.
-func Allocate(jobs []Job, groups [][]int, total int) []int {
+// AllocateMachines distributes total machines to groups (L973): one to
+// every group first, then one at a time to the group that needs one most,
+// the most computation-intensive: the group with the largest
+// S_diff_g = Σ T_cpu − Σ T_net on its machines so far (eq. 4.2 makes each
+// extra machine shorten its computation). Every machine is given (the
+// text repeats the step without a stopping rule); ties go to the earlier
+// group. It returns nil for no groups; groups must not outnumber total.
+func AllocateMachines(jobs []Job, groups [][]int, total int) []int {
 	if len(groups) == 0 {
 		return nil
 	}
-	want := make([]float64, len(groups))
-	var sum float64
+	h := &needHeap{groups: make([]need, 0, len(groups))}
 	for k, members := range groups {
 		var c, n float64
 		for _, i := range members {
 			c += jobs[i].CPU1
 			n += jobs[i].Net
 		}
-		want[k] = float64(total)
-		if n > 0 {
-			want[k] = math.Max(1, math.Min(c/n, float64(total)))
-		}
-		sum += want[k]
+		h.groups = append(h.groups, need{k: k, cpu1: c, net: n, m: 1})
 	}
-	// Every machine is given: in proportion to the balance points, whether
-	// they ask for more or fewer machines than there are.
-	scale := float64(total) / sum
+	bulk(h.groups, total-len(groups))
+	heap.Init(h)
+	left := total
+	for _, g := range h.groups {
+		left -= g.m
+	}
+	for range left {
+		h.groups[0].m++
+		heap.Fix(h, 0)
+	}
 	out := make([]int, len(groups))
-	type rem struct {
-		k    int
-		frac float64
-	}
-	rems := make([]rem, len(groups))
-	used := 0
-	for k := range groups {
-		x := math.Max(1, want[k]*scale)
-		out[k] = int(x)
-		used += out[k]
-		rems[k] = rem{k, x - float64(out[k])}
-	}
-	// Largest remainders first, while machines are left.
-	slices.SortStableFunc(rems, func(a, b rem) int { return cmp.Compare(b.frac, a.frac) })
-	for i := 0; used < total; i = (i + 1) % len(rems) {
-		out[rems[i].k]++
-		used++
-	}
-	// Rounding groups up to one machine each may overshoot: take back
-	// from the largest.
-	for used > total {
-		k := slices.Index(out, slices.Max(out))
-		out[k]--
-		used--
+	for _, g := range h.groups {
+		out[g.k] = g.m
 	}
 	return out
 }
 
-// swapTries is how many jobs of a candidate group fine-tuning tries to
-// swap a job with: those most opposite to it.
-const swapTries = 8
-
-// agg is a group's aggregates on its machines m, for evaluating moves in
-// O(1): Σ C, Σ N, and the two largest of its jobs' own C + N.
-type agg struct {
-	m          int
-	c, n       float64
-	top1, top2 float64
-	top1Job    int
-}
-
-func newAgg(jobs []Job, members []int, m int) agg {
-	a := agg{m: m, top1Job: -1}
-	for _, i := range members {
-		a.add(jobs, i)
+// bulk gives groups, at one machine each, the machines the one-at-a-time
+// greedy of AllocateMachines would give them in one step, for speed: with
+// r machines to give, the greedy takes the r largest of the keys
+// d_g(m) = Σ CPU1/m − Σ Net, m = 1, 2, … of every group (each group's keys
+// fall with m, so it takes each group's in order). A binary search finds
+// a λ such that the keys above λ number at most r, and each group gets its
+// keys above λ at once; the heap then gives the rest one at a time, as
+// the greedy would. The result is the greedy's, machine for machine.
+func bulk(groups []need, r int) {
+	if r <= 0 || len(groups) == 0 {
+		return
 	}
-	return a
-}
-
-func (a *agg) add(jobs []Job, i int) {
-	c := jobs[i].CPU(a.m)
-	a.c += c
-	a.n += jobs[i].Net
-	switch own := c + jobs[i].Net; {
-	case own > a.top1:
-		a.top2, a.top1, a.top1Job = a.top1, own, i
-	case own > a.top2:
-		a.top2 = own
-	}
-}
-
-// with returns the group's Σ C, Σ N and longest own C + N with job out
-// removed (-1: none) and job in added (-1: none).
-func (a agg) with(jobs []Job, out, in int) (c, n, own float64) {
-	c, n, own = a.c, a.n, a.top1
-	if out >= 0 {
-		c -= jobs[out].CPU(a.m)
-		n -= jobs[out].Net
-		if out == a.top1Job {
-			own = a.top2
+	count := func(g need, lambda float64) int {
+		// keys above λ: m ≥ 1 with cpu1/m − net > λ.
+		if g.cpu1 <= 0 {
+			if -g.net > lambda {
+				return r + 1
+			}
+			return 0
 		}
-	}
-	if in >= 0 {
-		ci := jobs[in].CPU(a.m)
-		c += ci
-		n += jobs[in].Net
-		own = math.Max(own, ci+jobs[in].Net)
-	}
-	return c, n, own
-}
-
-// util is m·U_g (eq. 4.3) with job out removed (-1: none) and job in
-// added (-1: none).
-func (a agg) util(jobs []Job, alpha float64, out, in int) float64 {
-	c, n, own := a.with(jobs, out, in)
-	t := math.Max(math.Max(c, n), own)
-	if t <= 0 {
-		return 0
-	}
-	return float64(a.m) * (alpha*c + (1-alpha)*n) / t
-}
-
-// bound reports whether the group, so changed, is job-bound.
-func (a agg) bound(jobs []Job, out, in int, size int) bool {
-	if size < 2 {
-		return false
-	}
-	c, n, own := a.with(jobs, out, in)
-	return own > math.Max(c, n)
-}
-
-// fineTune moves single jobs to other groups, and swaps pairs of jobs
-// between groups, while that raises the machine-weighted utilisation of
-// the two groups (on their machines) and makes neither job-bound, for at
-// most opts.Passes passes; then reallocates machines. Each job is tried
-// against the candidates most complementary groups, and for swaps the
-// swapTries jobs of each most opposite to it.
-func fineTune(jobs []Job, g *Grouping, total int, opts Options) {
-	alpha := opts.CPUWeight
-	aggs := make([]agg, len(g.Groups))
-	for k, members := range g.Groups {
-		aggs[k] = newAgg(jobs, members, g.Machines[k])
-	}
-	excess := func(i, m int) float64 { return jobs[i].CPU(m) - jobs[i].Net }
-	groupOf := make([]int, len(jobs))
-	for i := range groupOf {
-		groupOf[i] = -1
-	}
-	for k, members := range g.Groups {
-		for _, i := range members {
-			groupOf[i] = k
+		if g.net+lambda <= 0 {
+			return r + 1
 		}
-	}
-	for range opts.Passes {
-		improved := false
-		comp := newComplements(jobs, g)
-		// Each group's jobs by excess, ascending, as the pass starts.
-		byExcess := make([][]int, len(g.Groups))
-		for k, members := range g.Groups {
-			byExcess[k] = slices.Clone(members)
-			m := g.Machines[k]
-			slices.SortFunc(byExcess[k], func(a, b int) int { return cmp.Compare(excess(a, m), excess(b, m)) })
+		x := g.cpu1 / (g.net + lambda)
+		if x > float64(r+2) {
+			return r + 1
 		}
-		for from := range g.Groups {
-			for x := 0; x < len(g.Groups[from]); x++ {
-				i := g.Groups[from][x]
-				for _, to := range comp.of(excess(i, g.Machines[from])) {
-					if to == from {
-						continue
-					}
-					af, at := aggs[from], aggs[to]
-					before := af.util(jobs, alpha, -1, -1) + at.util(jobs, alpha, -1, -1)
-					sizeF, sizeT := len(g.Groups[from]), len(g.Groups[to])
-					// Move i alone.
-					if sizeF > 1 && af.util(jobs, alpha, i, -1)+at.util(jobs, alpha, -1, i) > before*(1+1e-9) &&
-						!at.bound(jobs, -1, i, sizeT+1) {
-						g.Groups[from] = slices.Delete(g.Groups[from], x, x+1)
-						g.Groups[to] = append(g.Groups[to], i)
-						groupOf[i] = to
-						aggs[from], aggs[to] = newAgg(jobs, g.Groups[from], af.m), newAgg(jobs, g.Groups[to], at.m)
-						improved = true
-						x--
-						break
-					}
-					// Swap i with one of the other group's most opposite jobs:
-					// the lowest excesses for a CPU-heavy i, else the highest.
-					others := byExcess[to]
-					if excess(i, at.m) < 0 {
-						others = slices.Clone(others)
-						slices.Reverse(others)
-					}
-					swapped := false
-					tried := 0
-					for _, j := range others {
-						if groupOf[j] != to {
-							continue // moved since the pass started
-						}
-						if tried++; tried > swapTries {
-							break
-						}
-						if af.util(jobs, alpha, i, j)+at.util(jobs, alpha, j, i) > before*(1+1e-9) &&
-							!af.bound(jobs, i, j, sizeF) && !at.bound(jobs, j, i, sizeT) {
-							y := slices.Index(g.Groups[to], j)
-							g.Groups[from][x], g.Groups[to][y] = j, i
-							groupOf[i], groupOf[j] = to, from
-							aggs[from], aggs[to] = newAgg(jobs, g.Groups[from], af.m), newAgg(jobs, g.Groups[to], at.m)
-							swapped, improved = true, true
-							break
-						}
-					}
-					if swapped {
-						break
-					}
-				}
+		c := int(math.Ceil(x)) - 1
+		if c < 0 {
+			c = 0
+		}
+		for c > 0 && g.cpu1/float64(c)-g.net <= lambda {
+			c--
+		}
+		return c
+	}
+	sum := func(lambda float64) int {
+		n := 0
+		for _, g := range groups {
+			n += count(g, lambda)
+			if n > r {
+				return n
 			}
 		}
-		if !improved {
+		return n
+	}
+	hi := math.Inf(-1)
+	lo := math.Inf(1)
+	for _, g := range groups {
+		hi = math.Max(hi, g.cpu1-g.net)
+		lo = math.Min(lo, -g.net)
+	}
+	lo--
+	got := sum(hi)
+	if got > r { // cannot happen: no key is above the largest
+		return
+	}
+	// Narrow λ until the heap has a few machines left to give (ties may
+	// leave more: the search then stops where floats do).
+	for range 100 {
+		if r-got <= 8 {
 			break
 		}
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if n := sum(mid); n <= r {
+			hi, got = mid, n
+		} else {
+			lo = mid
+		}
 	}
-	g.Machines = Allocate(jobs, g.Groups, total)
+	for k := range groups {
+		groups[k].m += count(groups[k], hi)
+	}
+}
+
+// need is a group's claim on the next machine: Σ CPU1/m − Σ Net.
+type need struct {
+	k         int
+	cpu1, net float64
+	m         int
+}
+
+func (n need) diff() float64 { return n.cpu1/float64(n.m) - n.net }
+
+type needHeap struct{ groups []need }
+
+func (h *needHeap) Len() int { return len(h.groups) }
+func (h *needHeap) Less(a, b int) bool {
+	da, db := h.groups[a].diff(), h.groups[b].diff()
+	if da != db {
+		return da > db
+	}
+	return h.groups[a].k < h.groups[b].k
+}
+func (h *needHeap) Swap(a, b int) { h.groups[a], h.groups[b] = h.groups[b], h.groups[a] }
+func (h *needHeap) Push(x any)    { h.groups = append(h.groups, x.(need)) }
+func (h *needHeap) Pop() any {
+	x := h.groups[len(h.groups)-1]
+	h.groups = h.groups[:len(h.groups)-1]
+	return x
 }

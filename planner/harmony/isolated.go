@@ -3,86 +3,222 @@ package harmony
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// IsolatedName is the baseline's name.
+// IsolatedName is the isolated baseline's name.
 const IsolatedName = "isolated"
 
-// Isolated is the baseline Harmony is measured against (the
-// dissertation's isolated allocation, the authors' partitioning
-// scheduler): the nodes are split into Partitions equal sets, each runs
-// one job at a time, first come, first served, with one worker and one
-// server per node of its set (within the job's bounds). It leaves jobs
-// waiting while partitions are busy, so it is a comparison baseline for
+// ColocatedName is the naively co-located baseline's name.
+const ColocatedName = "colocated"
+
+// Isolated is the dissertation's isolated baseline (§4.4.1, L1017): every
+// job runs on a disjoint set of machines of its own, one worker and one
+// server per machine, at the DoP of IsolatedDoP. Jobs start first come,
+// first served: running jobs keep their machines, and a job that does not
+// fit waits, and so do the jobs after it. A job not profiled yet starts at
+// its minimum; once profiled it moves to its DoP when that fits. It is a comparison baseline for
 // `caravan sim`, not one of the server's algorithms.
-type Isolated struct {
-	// Partitions is how many sets the nodes are split into (default 4).
-	Partitions int
-}
+type Isolated struct{}
 
-var _ planner.Algorithm = (*Isolated)(nil)
+// Colocated is the naively co-located baseline (§4.4.1, L1019–1034, after
+// Gandiva): jobs share machines with no grouping and no coordination of
+// their subtasks. Each job runs at the same DoP Isolated gives it, one
+// worker and one server per machine, on the machines with the most free
+// CPU (so jobs spread over the cluster and overlap wherever they land),
+// first come, first served as Isolated. The dissertation reports the best
+// and worst of a brute-force search over combinations and allocations;
+// that search is not possible for 80 jobs here, so this is one simple
+// rule, neither the best nor the worst. How co-located jobs slow each
+// other is the simulator's business, not the planner's.
+type Colocated struct{}
 
-// NewIsolated returns Isolated with 4 partitions.
-func NewIsolated() planner.Algorithm { return &Isolated{Partitions: 4} }
+var (
+	_ planner.Algorithm = (*Isolated)(nil)
+	_ planner.Algorithm = (*Colocated)(nil)
+)
+
+// NewIsolated returns the isolated baseline.
+func NewIsolated() planner.Algorithm { return &Isolated{} }
+
+// NewColocated returns the naively co-located baseline.
+func NewColocated() planner.Algorithm { return &Colocated{} }
 
 // Name returns "isolated".
 func (*Isolated) Name() string { return IsolatedName }
 
-// Plan gives each partition the oldest job running there, or else the
-// oldest waiting job.
-func (a *Isolated) Plan(req *planner.Request) (*planner.Decision, error) {
+// Name returns "colocated".
+func (*Colocated) Name() string { return ColocatedName }
+
+// IsolatedDoP is the DoP (machines, one worker and one server on each) the
+// isolated baseline gives a job of profile p on at most limit machines.
+// §4.4.1 (L1017) maximises "the CPU utilization rates … while reducing the
+// network overheads that occur with lower DoP and higher CPU utilization".
+// A job's CPU utilisation alone, T_cpu/(T_cpu+T_net) with T_cpu = CPU1/m
+// (eq. 4.2), only falls with m, so it cannot be the whole rule; we take
+// the largest DoP at which the job is still CPU-bound, T_cpu ≥ T_net, that
+// is ⌊CPU1/Net⌋: beyond it, more machines make communication the larger
+// part of an iteration. At least 1; limit when Net is zero.
+func IsolatedDoP(p Job, limit int) int {
+	if limit < 1 {
+		return 1
+	}
+	if p.Net <= 0 {
+		return limit
+	}
+	return max(1, min(limit, int(math.Floor(p.CPU1/p.Net*(1+1e-12)))))
+}
+
+// dop is the DoP a baseline runs j at: IsolatedDoP of its profile within
+// its bounds, its minimum while it is not profiled.
+func dop(j *planner.Job, nodes int) int {
+	psb, wb := j.Bounds()
+	lo, hi := max(wb.Min, 1), max(wb.Max, 1)
+	if j.HasPS() {
+		lo, hi = max(lo, psb.Min), min(hi, max(psb.Max, 1))
+	}
+	p, ok := profile(j)
+	if !ok {
+		return lo
+	}
+	return max(lo, min(hi, IsolatedDoP(p, nodes)))
+}
+
+// Plan keeps running jobs and starts waiting ones first come, first
+// served on free machines.
+func (*Isolated) Plan(req *planner.Request) (*planner.Decision, error) {
+	return fcfs(req, IsolatedName, false), nil
+}
+
+// Plan keeps running jobs and starts waiting ones first come, first
+// served on the machines with the most free CPU, shared.
+func (*Colocated) Plan(req *planner.Request) (*planner.Decision, error) {
+	return fcfs(req, ColocatedName, true), nil
+}
+
+func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 	jobs := slices.Clone(req.Jobs)
 	planner.SortJobs(jobs)
 	slices.SortStableFunc(jobs, func(x, y *planner.Job) int { return cmp.Compare(x.Job.SubmitTime, y.Job.SubmitTime) })
 	c := planner.NewCluster(req.Nodes)
-	n := min(max(a.Partitions, 1), len(c.Nodes))
-	parts := make([][]int, n)
-	owner := map[string]int{} // node ID → partition
-	for i := range c.Nodes {
-		k := i * n / len(c.Nodes)
-		parts[k] = append(parts[k], i)
-		owner[c.Nodes[i].ID] = k
-	}
-	busy := make([]bool, n)
+	used := make([]bool, len(c.Nodes))
 	out := map[*planner.Job]*structs.Placement{}
-	// Running jobs keep their partition.
+	keep := func(j *planner.Job) bool {
+		kept := c.KeepCurrent(j.Current, c.JobTasks(j), j.Current.NumPS, j.Current.NumWorkers)
+		if kept == nil {
+			return false
+		}
+		kept.Reason = fmt.Sprintf("%s: running on %d nodes", name, len(kept.Nodes))
+		out[j] = kept
+		for _, nt := range kept.Nodes {
+			i, _ := c.NodeIndex(nt.NodeID)
+			used[i] = true
+		}
+		return true
+	}
+	// Running jobs keep their machines; one profiled since it started
+	// (it started at its minimum) moves to its DoP when that fits, below.
+	var resize []*planner.Job
 	for _, j := range jobs {
-		if j.Current == nil || j.Current.Paused() || len(j.Current.Nodes) == 0 {
+		if j.Current == nil || j.Current.Paused() {
 			continue
 		}
-		k, ok := owner[j.Current.Nodes[0].NodeID]
-		if !ok || busy[k] {
+		if len(j.Current.Nodes) != dop(j, len(c.Nodes)) {
+			resize = append(resize, j)
 			continue
 		}
-		if kept := c.KeepCurrent(j.Current, c.JobTasks(j), j.Current.NumPS, j.Current.NumWorkers); kept != nil {
-			kept.Reason = fmt.Sprintf("isolated: running alone on partition %d", k)
-			out[j], busy[k] = kept, true
+		keep(j)
+	}
+	for _, j := range resize {
+		if pl := start(c, j, name, share, used); pl != nil {
+			out[j] = pl
+		} else {
+			keep(j)
 		}
 	}
+	blocked := false
 	for _, j := range jobs {
 		if out[j] != nil {
 			continue
 		}
-		k := slices.Index(busy, false)
-		if k < 0 {
-			out[j] = planner.Paused(j, "isolated: waiting for a free partition")
+		if blocked {
+			out[j] = planner.Paused(j, name+": waiting, first come, first served")
 			continue
 		}
-		p := place(c, j, parts[k], 1)
-		if !p.Paused() {
-			busy[k] = true
-			p.Reason = fmt.Sprintf("isolated: alone on partition %d", k)
+		pl := start(c, j, name, share, used)
+		if pl == nil {
+			blocked = true
+			out[j] = planner.Paused(j, fmt.Sprintf("%s: waiting for %d nodes, first come, first served", name, dop(j, len(c.Nodes))))
+			continue
 		}
-		out[j] = p
+		out[j] = pl
 	}
 	var dec planner.Decision
 	for _, j := range jobs {
 		dec.Placements = append(dec.Placements, out[j])
 	}
 	planner.SortPlacements(dec.Placements)
-	return &dec, nil
+	return &dec
+}
+
+// start places a job at its DoP, one worker and one server per node, on
+// nodes no other job uses (or, with share, the nodes with the most free
+// CPU), and marks them used; nil when they do not fit.
+func start(c *planner.Cluster, j *planner.Job, name string, share bool, used []bool) *structs.Placement {
+	m := dop(j, len(c.Nodes))
+	t := c.JobTasks(j)
+	psb, wb := j.Bounds()
+	ps := 0
+	if j.HasPS() {
+		ps = min(m, max(psb.Max, 1))
+	}
+	w := min(m, max(wb.Max, 1))
+	order := make([]int, 0, len(c.Nodes))
+	for i := range c.Nodes {
+		if !share && used[i] {
+			continue
+		}
+		order = append(order, i)
+	}
+	if share {
+		slices.SortStableFunc(order, func(a, b int) int {
+			ca, _, _ := c.Free(a)
+			cb, _, _ := c.Free(b)
+			return cmp.Compare(cb, ca)
+		})
+	}
+	var nodes []int
+	for _, i := range order {
+		if len(nodes) == m {
+			break
+		}
+		k := len(nodes)
+		if c.FitsPair(i, t.PS, b2i(k < ps), t.Worker, b2i(k < w)) {
+			nodes = append(nodes, i)
+		}
+	}
+	if len(nodes) < m {
+		return nil
+	}
+	slices.Sort(nodes)
+	pl := placeOn(c, j, nodes)
+	if pl.Paused() {
+		return nil
+	}
+	pl.Reason = fmt.Sprintf("%s: on %d nodes", name, m)
+	for _, i := range nodes {
+		used[i] = true
+	}
+	return pl
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

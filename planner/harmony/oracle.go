@@ -1,21 +1,27 @@
 package harmony
 
-// Oracle returns the grouping of every job of jobs on total machines with
-// the highest cluster utilisation, by trying every partition of the jobs
-// into groups and every division of the machines among them (each group
-// at least one, some possibly idle). It is exponential: for instances up
-// to about 8 jobs and 12 machines, to measure how far Group is from the
-// best. Groups never outnumber machines; nil when there are no machines.
-func Oracle(jobs []Job, total int, alpha float64) *Grouping {
+// Oracle is the exhaustive search of §4.4.7 (L1120): the grouping of every
+// job of jobs on total machines with the highest cluster utilisation U
+// (eq. 4.4, ordered by Util.Better), trying every partition of the jobs
+// into groups and every division of all total machines among them (each
+// group at least one machine, as AllocateMachines gives them all). It is
+// exponential: for instances up to about 8 jobs and 12 machines, to
+// measure how far Group is from the best. Groups never outnumber
+// machines; nil when there are no jobs or no machines. Ties keep the
+// first found, so it is deterministic.
+func Oracle(jobs []Job, total int) *Grouping {
+	if len(jobs) == 0 || total < 1 {
+		return nil
+	}
 	var best *Grouping
-	bestU := -1.0
+	var bestU Util
 	assign := make([]int, len(jobs))
 	var partitions func(i, groups int)
 	partitions = func(i, groups int) {
+		if groups > total {
+			return
+		}
 		if i == len(jobs) {
-			if groups > total {
-				return
-			}
 			members := make([][]int, groups)
 			for j, k := range assign {
 				members[k] = append(members[k], j)
@@ -23,9 +29,10 @@ func Oracle(jobs []Job, total int, alpha float64) *Grouping {
 			machines := make([]int, groups)
 			var divide func(k, left int)
 			divide = func(k, left int) {
-				if k == groups {
+				if k == groups-1 {
+					machines[k] = left
 					g := &Grouping{Groups: members, Machines: machines}
-					if u := g.Utilisation(jobs, total, alpha); u > bestU {
+					if u := g.Utilisation(jobs); best == nil || u.Better(bestU) {
 						bestU = u
 						best = &Grouping{Groups: clone2(members), Machines: append([]int(nil), machines...)}
 					}
