@@ -46,6 +46,9 @@ func (c *Collector) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/samples", c.handle(c.samples))
 	mux.HandleFunc("GET /v1/health", c.handle(c.health))
 	mux.Handle("GET /v1/metrics", c.metricsHandler())
+	if c.cfg.Coordinator != nil {
+		c.cfg.Coordinator.Register(mux, c.log.Named("coord"))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), http.StatusNotFound)
 	})
