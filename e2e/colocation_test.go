@@ -141,17 +141,21 @@ func colocatedJob(id, trainer, dir, coordAddr string) *nomadapi.Job {
 	return job
 }
 
-// coordinatorJob is the node's subtask coordinator as Caravan deploys
-// it: a system job running `caravan collector -coordinator` on a fixed
-// loopback port of every node.
-func coordinatorJob(caravan, addr string) *nomadapi.Job {
-	job := nomadapi.NewSystemJob("caravan-coordinator", "caravan-coordinator", "global", 50)
-	job.Datacenters = []string{"*"}
-	task := nomadapi.NewTask("coordinator", "raw_exec").
-		SetConfig("command", caravan).
-		SetConfig("args", []string{"collector", "-no-consul", "-coordinator", "-addr", addr, "-log-level", "warn"}).
-		Require(&nomadapi.Resources{CPU: new(100), MemoryMB: new(64)})
-	job.AddTaskGroup(nomadapi.NewTaskGroup("coordinator", 1).AddTask(task))
+// coordinatorJob is the node's subtask coordinator as it is deployed:
+// deploy/nomad/caravan-coordinator.nomad.hcl, a system job running
+// `caravan collector -coordinator` on a fixed loopback port of every
+// node, parsed by Nomad with this checkout's binary and addr.
+func coordinatorJob(t *testing.T, c *nomadapi.Client, caravan, addr string) *nomadapi.Job {
+	t.Helper()
+	src, err := os.ReadFile("../deploy/nomad/caravan-coordinator.nomad.hcl")
+	must.NoError(t, err)
+	job, err := c.Jobs().ParseHCLOpts(&nomadapi.JobsParseRequest{
+		JobHCL:       string(src),
+		Variables:    fmt.Sprintf("caravan_binary = %q\naddr = %q\n", caravan, addr),
+		Canonicalize: true,
+	})
+	must.NoError(t, err)
+	must.Eq(t, "system", *job.Type)
 	return job
 }
 
@@ -216,7 +220,7 @@ func runColocated(t *testing.T, c *nomadapi.Client, name, trainer, coordAddr str
 // TestColocation runs two co-located trainer jobs on one Nomad node, each
 // step a pull, a computation over every core and a push of comparable
 // lengths, first without and then with the node's subtask coordinator
-// (collector/coord, run as a system job), and logs both jobs' mean
+// (collector/coord, run as the system job in deploy/nomad), and logs both jobs' mean
 // iteration times. With the coordinator the two jobs' computation phases
 // never overlap (measured from the trainers' own clocks, not the
 // coordinator's counters), while without it they do.
@@ -226,12 +230,13 @@ func TestColocation(t *testing.T) {
 	caravan := agent.BuildCaravan(t)
 	addr := "127.0.0.1:" + strconv.Itoa(agent.FreePorts(t, 1)[0])
 
-	_, _, err := nomad.Client.Jobs().Register(coordinatorJob(caravan, addr), nil)
+	coordJob := coordinatorJob(t, nomad.Client, caravan, addr)
+	_, _, err := nomad.Client.Jobs().Register(coordJob, nil)
 	must.NoError(t, err)
 	t.Cleanup(func() {
 		// The system job runs until stopped: stop it, and wait until
 		// its process is gone.
-		if _, _, err := nomad.Client.Jobs().Deregister("caravan-coordinator", true, nil); err != nil {
+		if _, _, err := nomad.Client.Jobs().Deregister(*coordJob.ID, true, nil); err != nil {
 			t.Logf("stop the coordinator job: %v", err)
 		}
 		agent.WaitFor(t, 30*time.Second, "the coordinator to stop", func() error {
