@@ -159,6 +159,29 @@ func coordinatorJob(t *testing.T, c *nomadapi.Client, caravan, addr string) *nom
 	return job
 }
 
+// stopNomadJob stops a Nomad job, if it still runs, and waits until none
+// of its allocations runs: the dev agent leaves its tasks running when it
+// stops, so a test stops its jobs first.
+func stopNomadJob(t *testing.T, c *nomadapi.Client, id string) {
+	t.Helper()
+	if _, _, err := c.Jobs().Deregister(id, false, nil); err != nil {
+		t.Logf("stop Nomad job %s: %v", id, err)
+		return
+	}
+	agent.WaitFor(t, 30*time.Second, "Nomad job "+id+" stopped", func() error {
+		allocs, _, err := c.Jobs().Allocations(id, true, nil)
+		if err != nil {
+			return err
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending {
+				return fmt.Errorf("allocation %s is %s", a.ID, a.ClientStatus)
+			}
+		}
+		return nil
+	})
+}
+
 func coordStatus(addr string) (*coord.Status, error) {
 	resp, err := http.Get("http://" + addr + coord.StatusPath)
 	if err != nil {
@@ -193,6 +216,7 @@ func runColocated(t *testing.T, c *nomadapi.Client, name, trainer, coordAddr str
 	for _, id := range ids {
 		_, _, err := c.Jobs().Register(colocatedJob(id, trainer, dir, coordAddr), nil)
 		must.NoError(t, err)
+		t.Cleanup(func() { stopNomadJob(t, c, id) })
 	}
 	for _, id := range ids {
 		completedAlloc(t, c, id)
@@ -236,9 +260,7 @@ func TestColocation(t *testing.T) {
 	t.Cleanup(func() {
 		// The system job runs until stopped: stop it, and wait until
 		// its process is gone.
-		if _, _, err := nomad.Client.Jobs().Deregister(*coordJob.ID, true, nil); err != nil {
-			t.Logf("stop the coordinator job: %v", err)
-		}
+		stopNomadJob(t, nomad.Client, *coordJob.ID)
 		agent.WaitFor(t, 30*time.Second, "the coordinator to stop", func() error {
 			if _, err := coordStatus(addr); err == nil {
 				return fmt.Errorf("the coordinator at %s still answers", addr)
