@@ -216,3 +216,91 @@ func TestAcquire_Bounds(t *testing.T) {
 	must.ErrorContains(t, err, "max queue")
 	must.ErrorContains(t, err, "default lease TTL")
 }
+
+// TestInvariants_RandomLoad: many holders ask for random resources, hold
+// them for random times, and some die (never release, short TTLs); at
+// every moment the CPU has at most one holder, the network at most two,
+// a secondary only beside a primary; everything granted ends, released or
+// expired.
+func TestInvariants_RandomLoad(t *testing.T) {
+	c := newCoord(t, Config{})
+	stop := make(chan struct{})
+	violations := make(chan string, 1)
+	checked := make(chan int)
+	go func() {
+		n := 0
+		defer func() { checked <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st := c.Status()
+			n++
+			roles := map[Role]int{}
+			for _, h := range st.Holders {
+				roles[h.Role]++
+			}
+			var bad string
+			switch {
+			case st.Resources[CPU].Holders > 1:
+				bad = fmt.Sprintf("%d CPU holders", st.Resources[CPU].Holders)
+			case st.Resources[Net].Holders > 2:
+				bad = fmt.Sprintf("%d network holders", st.Resources[Net].Holders)
+			case roles[RoleSecondary] > 0 && roles[RolePrimary] == 0:
+				bad = "a secondary without a primary"
+			case roles[RolePrimary] > 1 || roles[RoleSecondary] > 1:
+				bad = fmt.Sprintf("roles %v", roles)
+			}
+			if bad != "" {
+				select {
+				case violations <- bad:
+				default:
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			for k := range 40 {
+				r := CPU
+				if (i+k)%3 != 0 {
+					r = Net
+				}
+				dies := (i*40+k)%17 == 0
+				ttl := time.Second
+				if dies {
+					ttl = 5 * time.Millisecond
+				}
+				g, err := c.Acquire(context.Background(), Request{Resource: r, Holder: fmt.Sprint(i), TTL: ttl}, 0)
+				must.NoError(t, err)
+				time.Sleep(time.Duration((i*7+k*13)%500) * time.Microsecond)
+				if !dies {
+					must.NoError(t, c.Release(g.Lease))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The dead holders' leases expire.
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Status().Resources[CPU].Holders+c.Status().Resources[Net].Holders > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	t.Logf("invariants checked %d times", <-checked)
+	select {
+	case bad := <-violations:
+		t.Fatal(bad)
+	default:
+	}
+	st := c.Status().Resources
+	for _, r := range []Resource{CPU, Net} {
+		must.Eq(t, 0, st[r].Holders)
+		must.Eq(t, st[r].Granted, st[r].Released+st[r].Expired, must.Sprintf("%s: every lease ended", r))
+	}
+	must.Positive(t, st[CPU].Expired+st[Net].Expired)
+	must.Eq(t, uint64(12*40), st[CPU].Granted+st[Net].Granted)
+}

@@ -81,12 +81,14 @@
 // which rules out the collector sidecar the Nomad driver adds to each
 // task group: a sidecar lives and dies with one job's allocation, and
 // each job has its own. So the coordinator runs as a Nomad system job
-// (one `caravan collector -coordinator` per client node) listening on a
-// fixed loopback port with host networking, e.g. 127.0.0.1:9190, which
-// every task on the node reaches as CARAVAN_COORDINATOR_ADDR; the same
-// process may also serve as the node's collector (collector/README.md,
-// "Sidecar or system job"). A unix socket in an allocation directory
-// would not do: other allocations cannot see it.
+// (deploy/nomad/caravan-coordinator.nomad.hcl: one `caravan collector
+// -coordinator` per client node) listening on a fixed loopback port with
+// host networking, e.g. 127.0.0.1:9190; the agents' nomad.coordinator_addr
+// makes the Nomad driver give every task that address as
+// CARAVAN_COORDINATOR_ADDR. The same process may also serve as the
+// node's collector (collector/README.md, "Sidecar or system job"). A unix
+// socket in an allocation directory would not do: other allocations
+// cannot see it.
 //
 // # Wire protocol
 //
