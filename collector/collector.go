@@ -160,6 +160,9 @@ func (c *Collector) Shutdown(ctx context.Context) error {
 		srv := c.http
 		c.mu.Unlock()
 		c.stop()
+		if c.cfg.Coordinator != nil {
+			c.cfg.Coordinator.Close()
+		}
 		c.wg.Wait()
 		var errs []error
 		if err := c.deregister(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/collector/client"
+	"github.com/caravan-sched/caravan/collector/coord"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -374,6 +375,36 @@ func TestHealthAndMetrics(t *testing.T) {
 	must.StrContains(t, string(text), "caravan_collector_samples_held 1")
 
 	resp, err = http.Get("http://" + c.Addr() + "/v1/nope")
+	must.NoError(t, err)
+	resp.Body.Close()
+	must.Eq(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// TestCoordinatorMetrics: with a coordinator, /v1/metrics has its
+// counters by resource, and /v1/coord/ is served beside the metrics API;
+// without one, neither.
+func TestCoordinatorMetrics(t *testing.T) {
+	co, err := coord.New(coord.Config{})
+	must.NoError(t, err)
+	c := TestCollector(t, Config{Coordinator: co})
+	resp, err := http.Post("http://"+c.Addr()+coord.AcquirePath+"?resource=cpu", "", nil)
+	must.NoError(t, err)
+	resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+
+	resp, err = http.Get("http://" + c.Addr() + "/v1/metrics")
+	must.NoError(t, err)
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`caravan_coord_granted_total{resource="cpu"} 1`, `caravan_coord_holders{resource="cpu"} 1`,
+		`caravan_coord_granted_total{resource="net"} 0`, `caravan_coord_expired_total{resource="cpu"} 0`,
+	} {
+		must.StrContains(t, string(text), want)
+	}
+
+	plain := TestCollector(t, Config{})
+	resp, err = http.Post("http://"+plain.Addr()+coord.AcquirePath+"?resource=cpu", "", nil)
 	must.NoError(t, err)
 	resp.Body.Close()
 	must.Eq(t, http.StatusNotFound, resp.StatusCode)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/caravan-sched/caravan/collector/coord"
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 )
@@ -48,6 +49,11 @@ type Config struct {
 	// (see Registration); nil means no registration.
 	Consul       *consulapi.Client
 	Registration Registration
+
+	// Coordinator, when set, is served on the same address under
+	// /v1/coord/ (see package coord): the node's subtask coordinator. The
+	// collector closes it on Shutdown.
+	Coordinator *coord.Coordinator
 
 	// Logger defaults to a null logger.
 	Logger hclog.Logger

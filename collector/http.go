@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/collector/coord"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -46,6 +47,9 @@ func (c *Collector) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/samples", c.handle(c.samples))
 	mux.HandleFunc("GET /v1/health", c.handle(c.health))
 	mux.Handle("GET /v1/metrics", c.metricsHandler())
+	if c.cfg.Coordinator != nil {
+		c.cfg.Coordinator.Register(mux, c.log.Named("coord"))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), http.StatusNotFound)
 	})
@@ -168,5 +172,35 @@ func (c *Collector) metricsHandler() http.Handler {
 		func() float64 { return float64(c.Stats().Held) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "caravan_collector_reads_waiting", Help: "Reads blocked until a sample comes."},
 		func() float64 { return float64(c.Stats().Waiting) }))
+	if co := c.cfg.Coordinator; co != nil {
+		registerCoordinatorMetrics(reg, co)
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// registerCoordinatorMetrics serves the subtask coordinator's counters,
+// labelled by resource (cpu, net).
+func registerCoordinatorMetrics(reg *prometheus.Registry, co *coord.Coordinator) {
+	for _, r := range []coord.Resource{coord.CPU, coord.Net} {
+		labels := prometheus.Labels{"resource": string(r)}
+		stat := func(v func(coord.ResourceStats) float64) func() float64 {
+			return func() float64 { return v(co.Status().Resources[r]) }
+		}
+		for _, m := range []struct {
+			name, help string
+			v          func(coord.ResourceStats) float64
+		}{
+			{"granted_total", "Leases granted.", func(s coord.ResourceStats) float64 { return float64(s.Granted) }},
+			{"expired_total", "Leases that outlived their TTL: a holder died or overran.", func(s coord.ResourceStats) float64 { return float64(s.Expired) }},
+			{"abandoned_total", "Requests that left the queue unserved.", func(s coord.ResourceStats) float64 { return float64(s.Abandoned) }},
+			{"rejected_total", "Requests refused because the queue was full.", func(s coord.ResourceStats) float64 { return float64(s.Rejected) }},
+			{"busy_seconds_total", "Time leases were held.", func(s coord.ResourceStats) float64 { return s.BusySeconds }},
+		} {
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "caravan_coord_" + m.name, Help: m.help, ConstLabels: labels}, stat(m.v)))
+		}
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "caravan_coord_holders", Help: "Leases held now.", ConstLabels: labels},
+			stat(func(s coord.ResourceStats) float64 { return float64(s.Holders) })))
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "caravan_coord_queued", Help: "Requests waiting now.", ConstLabels: labels},
+			stat(func(s coord.ResourceStats) float64 { return float64(s.Queued) })))
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/collector/coord"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -114,4 +115,47 @@ func TestPythonClient(t *testing.T) {
 		must.Error(t, err)
 		must.StrContains(t, string(out), "CARAVAN_COLLECTOR_ADDR is not set")
 	})
+}
+
+// TestPythonCoordinator runs testdata/coordinate.py: two threads take
+// turns for the CPU through the Python client of the node's subtask
+// coordinator, served by a collector; without an address the client is a
+// no-op, and with a dead one the phases run uncoordinated.
+func TestPythonCoordinator(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to test the Python client: %v", err)
+	}
+	co, err := coord.New(coord.Config{})
+	must.NoError(t, err)
+	c := TestCollector(t, Config{Coordinator: co})
+	pythonPath, err := filepath.Abs("python")
+	must.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "testdata/coordinate.py")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1",
+		"CARAVAN_COORDINATOR_ADDR="+c.Addr(), "CARAVAN_JOB_ID=py",
+		"DEAD_ADDR=127.0.0.1:"+strconv.Itoa(agent.FreePorts(t, 1)[0]))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	must.NoError(t, err, must.Sprintf("python3 testdata/coordinate.py:\n%s", stderr.String()))
+	var out struct {
+		Overlaps           int   `json:"overlaps"`
+		Granted            []int `json:"granted"`
+		EnabledWithoutAddr bool  `json:"enabled_without_addr"`
+		DeadRan            int   `json:"dead_ran"`
+		DeadUncoordinated  int   `json:"dead_uncoordinated"`
+	}
+	must.NoError(t, json.Unmarshal(stdout, &out), must.Sprintf("output: %s\nstderr: %s", stdout, stderr.String()))
+	must.Eq(t, 0, out.Overlaps, must.Sprint("no two compute blocks ran at once"))
+	must.Eq(t, []int{41, 40}, out.Granted)
+	must.False(t, out.EnabledWithoutAddr)
+	must.Eq(t, 3, out.DeadRan)
+	must.Eq(t, 3, out.DeadUncoordinated)
+	st := co.Status().Resources
+	must.Eq(t, uint64(41), st[coord.CPU].Released, must.Sprint("every block released its slot, the one that raised too"))
+	must.Eq(t, uint64(40), st[coord.Net].Released)
+	must.Eq(t, 1, st[coord.CPU].MaxHolders)
 }

@@ -28,4 +28,9 @@ func TestNomadConfig(t *testing.T) {
 	nc = nomadConfig(cfg, hclog.NewNullLogger())
 	must.Eq(t, "http://127.0.0.1:5646", nc.Address, must.Sprint("the configuration wins over NOMAD_ADDR"))
 	must.Eq(t, []string{"http://lb:4680"}, nc.ReportAddrs)
+	must.Eq(t, "", nc.CoordinatorAddr, must.Sprint("no coordinator unless configured"))
+
+	cfg.Nomad.CoordinatorAddr = "127.0.0.1:9190"
+	nc = nomadConfig(cfg, hclog.NewNullLogger())
+	must.Eq(t, "127.0.0.1:9190", nc.CoordinatorAddr)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/collector"
+	"github.com/caravan-sched/caravan/collector/coord"
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 )
@@ -57,6 +58,19 @@ Collector Options:
                           does: each line one sample or {"samples": [...]}.
   -log-level=<level>      TRACE, DEBUG, INFO, WARN or ERROR. Default: INFO.
 
+Coordinator Options:
+
+  -coordinator            Also serve the node's subtask coordinator under
+                          /v1/coord/: co-located trainers ask it before their
+                          computation and communication phases (one CPU
+                          subtask at a time, a primary and a secondary
+                          network subtask). Run one per node, as a system
+                          job on a fixed loopback port, and give tasks
+                          CARAVAN_COORDINATOR_ADDR. See collector/coord.
+  -coordinator-queue=<n>  Subtasks that may wait per resource. Default: 1024.
+  -coordinator-no-secondary
+                          One network subtask at a time, no secondary.
+
 Consul Options:
 
   -consul-addr=<addr>     The Consul agent to register with. Default:
@@ -95,6 +109,9 @@ func (c *CollectorCommand) Run(args []string) int {
 	if cfg.File != "" {
 		lines = append(lines, "    File: "+cfg.File)
 	}
+	if cfg.Coordinator != nil {
+		lines = append(lines, "    Coordinator: http://"+col.Addr()+"/v1/coord/")
+	}
 	if cfg.Consul != nil {
 		lines = append(lines, fmt.Sprintf("    Consul: service %s, id %s, tags %s", collector.ServiceName, col.ServiceID(), strings.Join(cfg.Registration.Tags, ",")))
 	}
@@ -129,7 +146,8 @@ func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 		consulAddr, job, namespace, role string
 		serviceID, advertise             string
 		port, window                     int
-		noConsul                         bool
+		noConsul, coordOn, noSecondary   bool
+		coordQueue                       int
 		tags                             stringsFlag
 		checkInterval, deregisterAfter   time.Duration
 	)
@@ -141,6 +159,9 @@ func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 	flags.IntVar(&window, "window", collector.DefaultWindow, "")
 	flags.StringVar(&file, "file", "", "")
 	flags.StringVar(&level, "log-level", "INFO", "")
+	flags.BoolVar(&coordOn, "coordinator", false, "")
+	flags.IntVar(&coordQueue, "coordinator-queue", coord.DefaultMaxQueue, "")
+	flags.BoolVar(&noSecondary, "coordinator-no-secondary", false, "")
 	flags.StringVar(&consulAddr, "consul-addr", os.Getenv(consulapi.HTTPAddrEnvName), "")
 	flags.BoolVar(&noConsul, "no-consul", false, "")
 	flags.StringVar(&job, "job", "", "")
@@ -195,6 +216,18 @@ func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 	cfg := collector.Config{
 		Addr: addr, Window: window, File: file, Registration: reg,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "collector", Level: logLevel, Output: os.Stderr}),
+	}
+	if coordQueue < 1 {
+		c.usageError(fmt.Sprintf("-coordinator-queue=%d must be positive", coordQueue), c.Help())
+		return collector.Config{}, false
+	}
+	if coordOn {
+		co, err := coord.New(coord.Config{MaxQueue: coordQueue, NoSecondary: noSecondary})
+		if err != nil {
+			c.usageError(err.Error(), c.Help())
+			return collector.Config{}, false
+		}
+		cfg.Coordinator = co
 	}
 	if consulAddr != "" && !noConsul {
 		ccfg := consulapi.DefaultConfig()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/caravan-sched/caravan/collector"
 	"github.com/caravan-sched/caravan/collector/client"
+	"github.com/caravan-sched/caravan/collector/coord"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/cli"
@@ -167,6 +168,7 @@ func TestCollectorCommand_UsageErrors(t *testing.T) {
 		{[]string{"-window", "0"}, "-window=0 must be positive"},
 		{[]string{"-log-level", "loud"}, `-log-level="loud" is not a level`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-coordinator", "-coordinator-queue", "0"}, "-coordinator-queue=0 must be positive"},
 		{[]string{"-addr", "nowhere", "-no-consul"}, `Error starting collector: invalid collector configuration: addr "nowhere"`},
 	}
 	for _, tc := range cases {
@@ -176,5 +178,40 @@ func TestCollectorCommand_UsageErrors(t *testing.T) {
 			must.Eq(t, "", out)
 			must.StrContains(t, errOut, tc.want)
 		})
+	}
+}
+
+// TestCollectorCommand_Coordinator: -coordinator serves the subtask
+// coordinator beside the metrics API, and ends its leases on a signal.
+func TestCollectorCommand_Coordinator(t *testing.T) {
+	ui := cli.NewMockUi()
+	cmd := &CollectorCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *collector.Collector, 1)}
+	done := make(chan int, 1)
+	go func() { done <- cmd.Run([]string{"-no-consul", "-coordinator", "-log-level", "error"}) }()
+	var col *collector.Collector
+	select {
+	case col = <-cmd.started:
+	case code := <-done:
+		t.Fatalf("caravan collector exited with %d: %s", code, ui.ErrorWriter.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("caravan collector did not start")
+	}
+	must.StrContains(t, ui.OutputWriter.String(), "Coordinator: http://"+col.Addr()+"/v1/coord/")
+
+	resp, err := http.Post("http://"+col.Addr()+"/v1/coord/acquire?resource=cpu&holder=j1", "", nil)
+	must.NoError(t, err)
+	var g coord.AcquireResponse
+	must.NoError(t, json.NewDecoder(resp.Body).Decode(&g))
+	resp.Body.Close()
+	must.True(t, g.Granted)
+	// The metrics API is still there.
+	reportSteps(t, col.Addr(), "j1", 1)
+
+	cmd.signals <- syscall.SIGTERM
+	select {
+	case code := <-done:
+		must.Eq(t, 0, code, must.Sprint(ui.ErrorWriter.String()))
+	case <-time.After(15 * time.Second):
+		t.Fatal("caravan collector did not stop")
 	}
 }

@@ -23,6 +23,15 @@ Call flush() right after writing a checkpoint, so that the sample announcing
 it reaches Caravan at once, and close() (or use a with block) at the end;
 samples still buffered when the interpreter exits are flushed for up to 5 s.
 A Reporter is safe to use from several threads.
+
+Coordinator is the client of the node's subtask coordinator (collector/coord,
+Harmony's §4.3.1): co-located jobs take turns for the CPU and the network.
+
+    from caravan_collector import Coordinator
+    coord = Coordinator.from_env()       # CARAVAN_COORDINATOR_ADDR; unset: no-op
+    with coord.communicate(): params = pull()
+    with coord.compute(): grad = step(params)
+    with coord.communicate(): push(grad)
 """
 
 import atexit
@@ -40,6 +49,8 @@ import urllib.request
 
 __all__ = [
     "Reporter",
+    "Coordinator",
+    "ENV_COORDINATOR_ADDR",
     "CollectorError",
     "RejectedError",
     "parse_addrs",
@@ -465,3 +476,124 @@ def _headers():
     if token:
         headers["X-Caravan-Token"] = token
     return headers
+
+
+ENV_COORDINATOR_ADDR = "CARAVAN_COORDINATOR_ADDR"
+_COORD_ACQUIRE = "/v1/coord/acquire"
+_COORD_RELEASE = "/v1/coord/release"
+
+
+class Coordinator:
+    """A task's client of the node's subtask coordinator (collector/coord):
+    wrap each computation phase in ``with coord.compute():`` and each pull or
+    push in ``with coord.communicate():``; the block runs once the
+    coordinator grants the CPU (one computation at a time on the node) or
+    the network (a primary and a secondary communication at a time), and
+    the slot is released when the block ends, exception or not.
+
+    A Coordinator without an address (CARAVAN_COORDINATOR_ADDR unset) does
+    nothing. It fails open: when the coordinator cannot be reached or
+    refuses (a full queue), the block runs uncoordinated, a warning is
+    logged once, and the coordinator is tried again after ``backoff``
+    seconds. ``ttl`` (seconds) is each phase's lease: it must exceed the
+    longest phase, and bounds how long a task that dies mid-phase blocks
+    the others. Safe to use from several threads."""
+
+    def __init__(self, addr=None, holder="", ttl=30.0, wait=30.0, backoff=5.0):
+        self._base = parse_addrs(addr)[0] if addr else None
+        self._holder = holder
+        self._ttl, self._wait, self._backoff = float(ttl), float(wait), float(backoff)
+        self._lock = threading.Lock()
+        self._retry_at = 0.0
+        self._failing = False
+        self.granted = 0
+        self.uncoordinated = 0
+
+    @classmethod
+    def from_env(cls, **kwargs):
+        """A Coordinator of CARAVAN_COORDINATOR_ADDR (a no-op when unset),
+        its holder named <job>/<role>-<rank> from the environment."""
+        holder = "%s/%s-%s" % (
+            os.environ.get("CARAVAN_JOB_ID", ""),
+            os.environ.get("CARAVAN_ROLE", "worker"),
+            os.environ.get("CARAVAN_RANK", "0"),
+        )
+        kwargs.setdefault("holder", holder)
+        return cls(os.environ.get(ENV_COORDINATOR_ADDR, "").strip() or None, **kwargs)
+
+    @property
+    def enabled(self):
+        return self._base is not None
+
+    def compute(self):
+        """A context manager: the block is a computation (COMP) phase."""
+        return _Phase(self, "cpu")
+
+    def communicate(self):
+        """A context manager: the block is a communication (pull or push)
+        phase."""
+        return _Phase(self, "net")
+
+    def acquire(self, resource):
+        """Wait for resource ("cpu" or "net"); returns the lease to pass to
+        release(), or None when uncoordinated."""
+        if self._base is None:
+            return None
+        with self._lock:
+            if time.monotonic() < self._retry_at:
+                self.uncoordinated += 1
+                return None
+        query = urllib.parse.urlencode({
+            "resource": resource, "holder": self._holder,
+            "ttl": "%gs" % self._ttl, "wait": "%gs" % self._wait,
+        })
+        while True:
+            try:
+                ans = self._call(_COORD_ACQUIRE + "?" + query, self._wait + 10)
+            except (OSError, ValueError) as e:
+                with self._lock:
+                    if not self._failing:
+                        log.warning("subtask coordinator %s failed; running phases uncoordinated: %s", self._base, e)
+                    self._failing = True
+                    self._retry_at = time.monotonic() + self._backoff
+                    self.uncoordinated += 1
+                return None
+            if ans.get("granted"):
+                with self._lock:
+                    self._failing = False
+                    self.granted += 1
+                return ans["lease"]
+
+    def release(self, lease):
+        """End a lease; an expired one, or an unreachable coordinator, is
+        ignored (the lease then expires there)."""
+        if lease is None:
+            return
+        try:
+            self._call(_COORD_RELEASE + "?" + urllib.parse.urlencode({"lease": lease}), 5)
+        except (OSError, ValueError) as e:
+            log.debug("could not release lease %s: %s", lease, e)
+
+    def _call(self, path, timeout):
+        req = urllib.request.Request(self._base + path, data=b"", method="POST")
+        try:
+            with _OPENER.open(req, timeout=timeout) as resp:
+                return json.loads(resp.read(64 << 10).decode("utf-8"))
+        except urllib.error.HTTPError as e:
+            message = e.read(1024).decode("utf-8", "replace").strip()
+            e.close()
+            raise ValueError("coordinator answered %d: %s" % (e.code, message)) from None
+
+
+class _Phase:
+    def __init__(self, coord, resource):
+        self._coord, self._resource, self._lease = coord, resource, None
+
+    def __enter__(self):
+        self._lease = self._coord.acquire(self._resource)
+        return self
+
+    def __exit__(self, *exc):
+        self._coord.release(self._lease)
+        self._lease = None
+        return False

@@ -51,6 +51,10 @@ type Config struct {
 	// Collector, when set, adds a `caravan collector` sidecar to every
 	// group, which tasks report to before the servers.
 	Collector *Sidecar
+	// CoordinatorAddr, when set, is given to tasks as
+	// CARAVAN_COORDINATOR_ADDR: the subtask coordinator each Nomad client
+	// runs at that (loopback) address, package collector/coord.
+	CoordinatorAddr string
 	// MaxRestarts is how many times a job whose tasks failed is started
 	// again from its checkpoint before it is reported failed; default 3.
 	MaxRestarts int

@@ -240,6 +240,7 @@ func (d *Driver) submit(ctx context.Context, f *flight) error {
 	nj, err := Translate(c.job, c.placement, Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
 		ReportAddrs: d.cfg.ReportAddrs, ReportToken: d.reportToken(c.key), Generation: gen, PlanIndex: c.planIndex, Collector: d.cfg.Collector,
+		CoordinatorAddr: d.cfg.CoordinatorAddr,
 	})
 	if err == nil {
 		err = d.register(ctx, c, nj)

@@ -68,6 +68,10 @@ type Submission struct {
 	// Collector, when set, adds a metrics collector sidecar to every group;
 	// tasks report to it first.
 	Collector *Sidecar
+	// CoordinatorAddr, when set, is the node-local subtask coordinator
+	// tasks ask before their computation and communication phases
+	// (CARAVAN_COORDINATOR_ADDR).
+	CoordinatorAddr string
 }
 
 // Sidecar is the `caravan collector` task the driver adds to each group
@@ -332,6 +336,9 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 	}
 	if sub.ReportToken != "" {
 		env["CARAVAN_TOKEN"] = sub.ReportToken
+	}
+	if sub.CoordinatorAddr != "" {
+		env["CARAVAN_COORDINATOR_ADDR"] = sub.CoordinatorAddr
 	}
 	if e := job.Elastic; e != nil && e.Checkpoint != nil {
 		env["CARAVAN_CHECKPOINT_SIGNAL"] = e.Checkpoint.Signal

@@ -240,16 +240,29 @@ func TestCheckpointDir_StaysUnderRoot(t *testing.T) {
 	}
 }
 
-// TestTranslate_ReportToken: the report token reaches every task as
-// CARAVAN_TOKEN, and no token means no variable.
-func TestTranslate_ReportToken(t *testing.T) {
-	nj, err := Translate(resnet(t), placement(), Submission{Generation: 1, ReportToken: "secret-report"})
-	must.NoError(t, err)
-	for _, tg := range nj.TaskGroups {
-		must.Eq(t, "secret-report", tg.Tasks[0].Env["CARAVAN_TOKEN"])
+// TestTranslate_OptionalEnv: the report token reaches every task as
+// CARAVAN_TOKEN, the node's subtask coordinator as
+// CARAVAN_COORDINATOR_ADDR; an empty option means no variable (no token;
+// trainers run uncoordinated).
+func TestTranslate_OptionalEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env, val string
+		sub      Submission
+	}{
+		{"CARAVAN_TOKEN", "secret-report", Submission{ReportToken: "secret-report"}},
+		{"CARAVAN_COORDINATOR_ADDR", "127.0.0.1:9190", Submission{CoordinatorAddr: "127.0.0.1:9190"}},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			tc.sub.Generation = 1
+			nj, err := Translate(resnet(t), placement(), tc.sub)
+			must.NoError(t, err)
+			for _, tg := range nj.TaskGroups {
+				must.Eq(t, tc.val, tg.Tasks[0].Env[tc.env])
+			}
+			nj, err = Translate(resnet(t), placement(), Submission{Generation: 1})
+			must.NoError(t, err)
+			_, ok := nj.TaskGroups[0].Tasks[0].Env[tc.env]
+			must.False(t, ok)
+		})
 	}
-	nj, err = Translate(resnet(t), placement(), Submission{Generation: 1})
-	must.NoError(t, err)
-	_, ok := nj.TaskGroups[0].Tasks[0].Env["CARAVAN_TOKEN"]
-	must.False(t, ok)
 }

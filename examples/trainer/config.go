@@ -26,6 +26,7 @@ const (
 	envResume        = "CARAVAN_RESUME"
 	envCheckpointDir = "CARAVAN_CHECKPOINT_DIR"
 	envCollector     = "CARAVAN_COLLECTOR_ADDR"
+	envCoordinator   = "CARAVAN_COORDINATOR_ADDR"
 
 	envNamespace        = "CARAVAN_NAMESPACE"
 	envGeneration       = "CARAVAN_GENERATION"
@@ -59,14 +60,16 @@ type config struct {
 	Resume        bool
 	CheckpointDir string
 	CollectorAddr string
-	Generation    string
-	Mode          string
-	StepsPerEpoch int64
-	Threshold     float64
-	Patience      int
-	MaxEpochs     int
-	SignalName    string
-	Signal        syscall.Signal
+	// CoordinatorAddr is the node's subtask coordinator; "" means none.
+	CoordinatorAddr string
+	Generation      string
+	Mode            string
+	StepsPerEpoch   int64
+	Threshold       float64
+	Patience        int
+	MaxEpochs       int
+	SignalName      string
+	Signal          syscall.Signal
 
 	// From the flags.
 	Model             string
@@ -85,6 +88,15 @@ type config struct {
 	FlushTimeout      time.Duration
 	IdleTimeout       time.Duration
 	LogLevel          string
+	// The knobs that make the computation and communication phases of a
+	// step comparable (README, "Co-location"): extra passes of the
+	// gradient spread over every core, extra bytes each pull and push
+	// carry, the simulated link's rate in bytes/s (0: unpaced), and a file
+	// the worker logs each phase to.
+	CPUWork   int
+	CommBytes int
+	LinkRate  int64
+	PhaseLog  string
 }
 
 // chief reports whether this process is worker 0, the one that evaluates,
@@ -125,6 +137,10 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	fs.DurationVar(&c.FlushTimeout, "flush-timeout", 10*time.Second, "how long the chief waits for a checkpoint's sample to be committed")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 5*time.Minute, "a parameter server that no worker called for this long exits with an error")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
+	fs.IntVar(&c.CPUWork, "cpu-work", 0, "extra passes of the gradient over the local batch per step, spread over every core: a CPU-bound computation phase")
+	fs.IntVar(&c.CommBytes, "comm-bytes", 0, "extra bytes each pull answer and each push carries to and from every parameter server")
+	fs.Int64Var(&c.LinkRate, "link-rate", 0, "pace a worker's connections to the parameter servers at this many bytes/s each way, a simulated network link; 0 means unpaced")
+	fs.StringVar(&c.PhaseLog, "phase-log", "", "append one JSON line per phase of each step (pull, compute, push: start and end, Unix ns) to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -141,6 +157,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	c.NumPS = e.int(envNumPS, 0, true)
 	c.CheckpointDir = e.required(envCheckpointDir)
 	c.CollectorAddr = e.str(envCollector, "")
+	c.CoordinatorAddr = e.str(envCoordinator, "")
 	c.Generation = e.str(envGeneration, defaultGeneration)
 	c.Mode = e.str(envMode, structs.ModeSync)
 	c.Resume = e.bool(envResume)
@@ -237,6 +254,15 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	}
 	if c.SampleCost < 0 {
 		bad("-sample-cost=%v: must not be negative", c.SampleCost)
+	}
+	if c.CPUWork < 0 || c.CPUWork > maxCPUWork {
+		bad("-cpu-work=%d: must be between 0 and %d", c.CPUWork, maxCPUWork)
+	}
+	if c.CommBytes < 0 || c.CommBytes > maxCommBytes {
+		bad("-comm-bytes=%d: must be between 0 and %d", c.CommBytes, maxCommBytes)
+	}
+	if c.LinkRate < 0 {
+		bad("-link-rate=%d: must not be negative", c.LinkRate)
 	}
 	if c.MaxSteps < 0 {
 		bad("-max-steps=%d: must not be negative (0 means no cap)", c.MaxSteps)

@@ -94,6 +94,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"ps rank out of range", map[string]string{envRole: "ps", envRank: "2"}, nil, []string{"rank must be below CARAVAN_NUM_PS=2"}},
 		{"stop signal as checkpoint signal", map[string]string{envCheckpointSignal: "SIGINT"}, nil, []string{"stops the trainer"}},
 		{"bad flags", map[string]string{}, []string{"-lr", "0", "-model", "resnet", "-report-every", "0"}, []string{"-lr=0", `-model="resnet"`, "-report-every=0"}},
+		{"co-location knobs out of range", map[string]string{}, []string{"-cpu-work", "-1", "-comm-bytes", "100000000", "-link-rate", "-5"},
+			[]string{"-cpu-work=-1", "-comm-bytes=100000000", "-link-rate=-5"}},
 		{"unknown flag", map[string]string{}, []string{"-gpus", "2"}, []string{"flag provided but not defined: -gpus"}},
 		{"more ps than parameters", map[string]string{envRole: "ps", envRank: "0"}, []string{"-features", "1"}, []string{"more parameter servers than -features=1"}},
 	}

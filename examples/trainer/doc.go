@@ -8,6 +8,9 @@
 // parameters; CARAVAN_ROLE=worker computes gradients, and worker 0, the
 // chief, also evaluates the loss, reports samples to Caravan's collectors
 // (collector/client), checkpoints on the checkpoint signal and decides
-// when training has converged. See README.md for the environment it
-// reads, the files it writes and the numbers it reaches.
+// when training has converged. With CARAVAN_COORDINATOR_ADDR, workers ask
+// the node's subtask coordinator (collector/coord) before each pull,
+// computation and push, so that co-located jobs take turns. See README.md
+// for the environment it reads, the files it writes and the numbers it
+// reaches.
 package main

@@ -38,6 +38,9 @@ const finishLinger = 500 * time.Millisecond
 type PullArgs struct {
 	Rank    int
 	Version int64
+	// Pad asks for that many bytes of padding with the parameters
+	// (-comm-bytes), at most maxCommBytes.
+	Pad int
 }
 
 // PullReply holds the server's slice at Version. NotReady means the step
@@ -48,6 +51,7 @@ type PullReply struct {
 	NotReady    bool
 	Version     int64
 	Params      []float64
+	Pad         []byte
 }
 
 // PushArgs is worker Rank's gradient of the server's slice at step
@@ -56,6 +60,8 @@ type PushArgs struct {
 	Rank    int
 	Version int64
 	Grad    []float64
+	// Pad is -comm-bytes of padding, ignored.
+	Pad []byte
 }
 
 // PushReply says whether the push counted: Stale means the step was
@@ -292,6 +298,7 @@ func (s *paramServer) Pull(args PullArgs, reply *PullReply) error {
 			reply.Version = s.step
 			reply.Params = append([]float64(nil), s.params...)
 			s.mu.Unlock()
+			reply.Pad = pad(args.Pad)
 			return nil
 		}
 		wait := s.advanced

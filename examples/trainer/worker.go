@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caravan-sched/caravan/collector/client"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -39,6 +40,10 @@ type worker struct {
 	data  *dataset
 	ps    []*psClient
 	chief *chief
+	// coord admits the step's phases when the node has a subtask
+	// coordinator (CARAVAN_COORDINATOR_ADDR); nil coordinates nothing.
+	coord  *client.Coordinator
+	phases *phaseLog
 }
 
 // runWorker trains until the parameter servers say training is done
@@ -49,6 +54,17 @@ func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter,
 		return fmt.Errorf("rendezvous: %w", err)
 	}
 	w := &worker{cfg: cfg, log: log, data: newDataset(cfg.Seed, cfg.Features, cfg.Examples)}
+	if cfg.CoordinatorAddr != "" {
+		holder := fmt.Sprintf("%s/worker-%d", cfg.JobID, cfg.Rank)
+		if w.coord, err = client.NewCoordinator(client.CoordinatorConfig{Addr: cfg.CoordinatorAddr, Holder: holder, Logger: log}); err != nil {
+			return fmt.Errorf("%s: %w", envCoordinator, err)
+		}
+		log.Info("phases coordinated by the node's subtask coordinator", "addr", cfg.CoordinatorAddr)
+	}
+	if w.phases, err = openPhaseLog(cfg); err != nil {
+		return err
+	}
+	defer w.phases.close()
 	for r, a := range addrs {
 		offset, length := partition(cfg.Features, cfg.NumPS, r)
 		w.ps = append(w.ps, &psClient{cfg: cfg, log: log, rank: r, offset: offset, length: length, addr: a.Addr, incarnation: a.Incarnation})
@@ -82,7 +98,11 @@ func (w *worker) train(ctx context.Context) error {
 	last := int64(-1) // the last step trained on
 	for iter := int64(0); ; iter++ {
 		start := time.Now()
-		v, err := w.pullAll(ctx, version, params, patience)
+		var v int64
+		err := w.phase(ctx, client.ResourceNet, "pull", &v, func() (err error) {
+			v, err = w.pullAll(ctx, version, params, patience)
+			return err
+		})
 		if errors.Is(err, errDone) {
 			w.log.Info("training is done", "last_step", last)
 			return nil
@@ -107,7 +127,14 @@ func (w *worker) train(ctx context.Context) error {
 			batchStep = iter // versions repeat across workers in async mode
 		}
 		b := w.data.trainBatch(batchStep, cfg.Rank, cfg.LocalBatch)
-		lossGrad(params, b, cfg.L2, grad)
+		err = w.phase(ctx, client.ResourceCPU, "compute", &v, func() error {
+			lossGrad(params, b, cfg.L2, grad)
+			cpuWork(params, b, cfg.L2, cfg.CPUWork)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		if err := sleep(ctx, cfg.SampleCost*time.Duration(cfg.LocalBatch)); err != nil {
 			return err
 		}
@@ -131,7 +158,7 @@ func (w *worker) train(ctx context.Context) error {
 		times = stepTimes{cpu: time.Since(pulled), iters: 1}
 
 		pushStart := time.Now()
-		err = w.pushAll(ctx, v, grad)
+		err = w.phase(ctx, client.ResourceNet, "push", &v, func() error { return w.pushAll(ctx, v, grad) })
 		times.net += time.Since(pushStart)
 		if errors.Is(err, errDone) {
 			w.log.Info("training is done", "last_step", v)
@@ -145,6 +172,23 @@ func (w *worker) train(ctx context.Context) error {
 			version = v + 1
 		}
 	}
+}
+
+// phase runs fn, one phase of step *step, as a subtask using resource:
+// once the node's coordinator admits it (at once without one), logged to
+// -phase-log. It returns fn's error, or ctx's if ctx ends while waiting.
+func (w *worker) phase(ctx context.Context, resource, name string, step *int64, fn func() error) error {
+	asked := time.Now()
+	lease, err := w.coord.Acquire(ctx, resource)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = fn()
+	end := time.Now() // before the release, which lets the next phase in
+	lease.Release()
+	w.phases.add(*step, name, asked, start, end)
+	return err
 }
 
 // sleep waits for d or until ctx ends.
@@ -208,7 +252,7 @@ func (w *worker) pushAll(ctx context.Context, version int64, grad []float64) err
 	for i, p := range w.ps {
 		wg.Go(func() {
 			var reply PushReply
-			args := PushArgs{Rank: w.cfg.Rank, Version: version, Grad: grad[p.offset : p.offset+p.length]}
+			args := PushArgs{Rank: w.cfg.Rank, Version: version, Grad: grad[p.offset : p.offset+p.length], Pad: pad(w.cfg.CommBytes)}
 			errs[i] = p.call(ctx, "PS.Push", args, &reply, &reply.Incarnation, w.cfg.RPCTimeout)
 			switch {
 			case errs[i] != nil:
@@ -277,7 +321,7 @@ func (p *psClient) pull(ctx context.Context, version int64, patience time.Durati
 	start := time.Now()
 	for {
 		var reply PullReply
-		if err := p.call(ctx, "PS.Pull", PullArgs{Rank: p.cfg.Rank, Version: version}, &reply, &reply.Incarnation, patience); err != nil {
+		if err := p.call(ctx, "PS.Pull", PullArgs{Rank: p.cfg.Rank, Version: version, Pad: p.cfg.CommBytes}, &reply, &reply.Incarnation, patience); err != nil {
 			return reply, err
 		}
 		if reply.Done {
@@ -357,7 +401,7 @@ func (p *psClient) try(ctx context.Context, method string, args, reply any) erro
 		if err != nil {
 			return err
 		}
-		p.client = rpc.NewClient(conn)
+		p.client = rpc.NewClient(newPacedConn(conn, p.cfg.LinkRate))
 	}
 	// gob leaves the fields a message does not carry (zero values) as
 	// they are: clear what a failed attempt may have decoded.

@@ -286,6 +286,12 @@ type Nomad struct {
 	// set, every task group gets a `caravan collector` sidecar registered
 	// in the consul block's Consul, which the leader scrapes.
 	CollectorCommand string `hcl:"collector_command,optional"`
+	// CoordinatorAddr is the node-local subtask coordinator every Nomad
+	// client runs (`caravan collector -coordinator` as a system job on a
+	// fixed loopback port, e.g. "127.0.0.1:9190"): tasks get it as
+	// CARAVAN_COORDINATOR_ADDR, and co-located jobs take turns for each
+	// node's CPU and network through it. Empty means none.
+	CoordinatorAddr string `hcl:"coordinator_addr,optional"`
 	// CAFile verifies Nomad's HTTPS certificate; CertFile and KeyFile are
 	// the client certificate Caravan presents to it. Empty means the
 	// NOMAD_CACERT, NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY of the
@@ -312,6 +318,7 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 			r.ReportAddrs = o.ReportAddrs
 		}
 		r.CollectorCommand = mergeString(r.CollectorCommand, o.CollectorCommand)
+		r.CoordinatorAddr = mergeString(r.CoordinatorAddr, o.CoordinatorAddr)
 		r.CAFile = mergeString(r.CAFile, o.CAFile)
 		r.CertFile = mergeString(r.CertFile, o.CertFile)
 		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
@@ -335,6 +342,11 @@ func (n *Nomad) problems() []problem {
 	}
 	if n.CheckpointDir != "" && !filepath.IsAbs(n.CheckpointDir) {
 		ps = append(ps, problemf("checkpoint_dir", "%q is a relative path; give an absolute path every Nomad client sees, such as \"/mnt/shared/caravan\"", n.CheckpointDir))
+	}
+	if n.CoordinatorAddr != "" {
+		if _, _, err := net.SplitHostPort(n.CoordinatorAddr); err != nil {
+			ps = append(ps, problemf("coordinator_addr", "%q is not host:port; use the loopback address every Nomad client's coordinator listens on, such as \"127.0.0.1:9190\"", n.CoordinatorAddr))
+		}
 	}
 	return append(ps, clientCertProblems(n.CertFile, n.KeyFile)...)
 }

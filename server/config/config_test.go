@@ -51,6 +51,8 @@ nomad {
   namespace      = "ml"
   checkpoint_dir = "/mnt/shared/caravan"
   report_addrs   = ["http://10.0.0.1:4680", "http://10.0.0.2:4680"]
+
+  coordinator_addr = "127.0.0.1:9190"
 }
 
 consul {
@@ -112,6 +114,7 @@ func TestLoadFile_Full(t *testing.T) {
 		Nomad: &Nomad{
 			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
 			Namespace: "ml", CheckpointDir: "/mnt/shared/caravan", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"},
+			CoordinatorAddr: "127.0.0.1:9190",
 		},
 		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token", ServiceName: "caravan-ml", AutoAdvertise: new(true), ServerAutoJoin: new(true)},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
@@ -559,6 +562,11 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "relative checkpoint_dir", src: "nomad {\n  checkpoint_dir = \"ckpt\"\n}\n",
 			summary: "Invalid nomad.checkpoint_dir", line: 2, col: 20, at: `"ckpt"`,
 			detail: []string{`"ckpt" is a relative path`, "every Nomad client sees"},
+		},
+		{
+			name: "coordinator_addr without a port", src: "nomad {\n  coordinator_addr = \"localhost\"\n}\n",
+			summary: "Invalid nomad.coordinator_addr", line: 2, col: 22, at: `"localhost"`,
+			detail: []string{`"localhost" is not host:port`, `"127.0.0.1:9190"`},
 		},
 		{
 			name: "empty algorithm", src: "scheduler {\n  algorithm = \"\"\n}\n",
