@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -31,7 +32,7 @@ type Schedule struct {
 	Writers int
 }
 
-// Report is what a run found. A run is correct when Lost, Duplicated,
+// Report is what a run found. A run is correct when Lost, Duplicated, EmptyAcks,
 // StaleReads, MinorityWrites and MinorityReads are all zero.
 type Report struct {
 	// Acked writes (job registrations and samples) the cluster
@@ -39,8 +40,10 @@ type Report struct {
 	AckedJobs, AckedSamples, FailedWrites int64
 	// Lost is how many acknowledged writes some server does not hold at
 	// the end; Duplicated how many acknowledged registrations made more
-	// than one version.
+	// than one version; EmptyAcks how many registrations were answered 2xx
+	// without the answer naming the job.
 	Lost, Duplicated int
+	EmptyAcks        int64
 	// Reads are the consistent reads of a job just acknowledged, from a
 	// random server, that answered; StaleReads those that did not find
 	// it; Unavailable those that failed (no leader, cut off).
@@ -58,14 +61,14 @@ type Report struct {
 
 // OK reports whether the run found no violation.
 func (r *Report) OK() bool {
-	return r.Lost == 0 && r.Duplicated == 0 && r.StaleReads == 0 && r.MinorityWrites == 0 && r.MinorityReads == 0
+	return r.Lost == 0 && r.Duplicated == 0 && r.EmptyAcks == 0 && r.StaleReads == 0 && r.MinorityWrites == 0 && r.MinorityReads == 0
 }
 
 // String summarises the report on a few lines.
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acknowledged: %d jobs, %d samples; failed or unanswered writes: %d\n", r.AckedJobs, r.AckedSamples, r.FailedWrites)
-	fmt.Fprintf(&b, "lost: %d, duplicated: %d\n", r.Lost, r.Duplicated)
+	fmt.Fprintf(&b, "lost: %d, duplicated: %d, empty acknowledgements: %d\n", r.Lost, r.Duplicated, r.EmptyAcks)
 	fmt.Fprintf(&b, "reads of a write just acknowledged: %d answered, %d stale, %d unavailable\n", r.Reads, r.StaleReads, r.Unavailable)
 	fmt.Fprintf(&b, "cut-off servers: %d writes acknowledged, %d consistent reads answered\n", r.MinorityWrites, r.MinorityReads)
 	fmt.Fprintf(&b, "failover: %s; first write after: %s", quantiles(r.Failovers), quantiles(r.WriteGaps))
@@ -95,7 +98,7 @@ type checker struct {
 	acks    []time.Time
 	details []string
 
-	failed, reads, stale, unavailable atomic.Int64
+	failed, reads, stale, unavailable, emptyAcks atomic.Int64
 }
 
 // checkerStep is the step of the sample a client reports for each job it
@@ -175,7 +178,7 @@ func Run(t testing.TB, c *Cluster, s Schedule) *Report {
 	wg.Wait()
 
 	ck.verify(t, r)
-	r.FailedWrites = ck.failed.Load()
+	r.FailedWrites, r.EmptyAcks = ck.failed.Load(), ck.emptyAcks.Load()
 	r.Reads, r.StaleReads, r.Unavailable = ck.reads.Load(), ck.stale.Load(), ck.unavailable.Load()
 	r.Details = append(r.Details, ck.details...)
 	return r
@@ -189,8 +192,17 @@ func (ck *checker) write(ctx context.Context, w int) {
 		id := fmt.Sprintf("w%d-%d", w, n)
 		i := rand.IntN(ck.c.N())
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := ck.c.Do(wctx, i, http.MethodPost, "/v1/jobs", map[string]string{"JobHCL": fmt.Sprintf(jobHCL, id), "Filename": id + ".hcl"}, nil)
+		var reg struct{ JobID string }
+		_, err := ck.c.Do(wctx, i, http.MethodPost, "/v1/jobs", map[string]string{"JobHCL": fmt.Sprintf(jobHCL, id), "Filename": id + ".hcl"}, &reg)
 		cancel()
+		// An acknowledgement says what it registered; an empty 200 is what
+		// net/http sends for a handler that answered nothing, and a client
+		// would take it for done.
+		if errors.Is(err, io.EOF) || err == nil && reg.JobID != id {
+			ck.emptyAcks.Add(1)
+			ck.violation("job %s: server %d answered 2xx without saying it registered it (%v)", id, i, err)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				ck.failed.Add(1)
@@ -202,13 +214,14 @@ func (ck *checker) write(ctx context.Context, w int) {
 
 		j := rand.IntN(ck.c.N())
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = ck.c.Do(rctx, j, http.MethodGet, "/v1/job/"+id, nil, nil)
+		var got struct{ ID string }
+		_, err = ck.c.Do(rctx, j, http.MethodGet, "/v1/job/"+id, nil, &got)
 		cancel()
 		var se *StatusError
 		switch {
-		case err == nil:
+		case err == nil && got.ID == id:
 			ck.reads.Add(1)
-		case errors.As(err, &se) && se.Code == http.StatusNotFound:
+		case errors.As(err, &se) && se.Code == http.StatusNotFound, errors.Is(err, io.EOF), err == nil:
 			ck.stale.Add(1)
 			ck.violation("stale read: job %s, acknowledged through server %d, not found through server %d", id, i, j)
 		case ctx.Err() == nil:

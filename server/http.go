@@ -185,9 +185,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	for hold := time.Now().Add(leaderHold); err != nil && time.Now().Before(hold); {
 		select {
 		case <-r.Context().Done():
-			return
-		case <-s.shutdownCtx.Done():
-			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			s.abandoned(w, r)
 			return
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -176,9 +176,7 @@ func (s *Server) forwardRetry(w http.ResponseWriter, r *http.Request, read bool)
 			}
 			select {
 			case <-r.Context().Done():
-				return
-			case <-s.shutdownCtx.Done():
-				http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+				s.abandoned(w, r)
 				return
 			case <-time.After(backoff/2 + rand.N(backoff/2+1)):
 			}
@@ -199,6 +197,7 @@ func (s *Server) forwardRetry(w http.ResponseWriter, r *http.Request, read bool)
 			relay(w, resp)
 			return
 		case r.Context().Err() != nil:
+			s.abandoned(w, r)
 			return
 		case read || isDialError(err):
 			s.log.Debug("cannot reach the leader, retrying", "leader", addr, "error", err)
@@ -210,6 +209,21 @@ func (s *Server) forwardRetry(w http.ResponseWriter, r *http.Request, read bool)
 		}
 	}
 	http.Error(w, lastErr.Error(), http.StatusServiceUnavailable)
+}
+
+// abandoned answers a request whose context ended before the server could
+// carry it out or hear the leader's answer: the client went away, or the
+// server is shutting down (request contexts derive from its own). A
+// handler that answers nothing gets 200 OK from net/http, which a client
+// still reading would take for a write carried out; the chaos suite caught
+// exactly that. The answer does not say "not the leader": a write sent on
+// may have been carried out, so a server that forwarded it must not retry.
+func (s *Server) abandoned(w http.ResponseWriter, r *http.Request) {
+	msg := fmt.Sprintf("request ended before the leader answered (%v): a write may or may not have been carried out", context.Cause(r.Context()))
+	if s.shutdownCtx.Err() != nil {
+		msg = "server shutting down before the leader answered: a write may or may not have been carried out"
+	}
+	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // forwardOnce sends r with body to the server at addr.

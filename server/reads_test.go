@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -19,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -373,4 +375,31 @@ func tlsState(t *testing.T, names []string) *tls.ConnectionState {
 	cert, err := x509.ParseCertificate(der)
 	must.NoError(t, err)
 	return &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}, VerifiedChains: [][]*x509.Certificate{{cert}}}
+}
+
+// TestReads_AbandonedIsNotOK sends requests to a follower whose contexts
+// end before the leader could answer (a client gone, or the server
+// shutting down): each is answered 503, never the 200 net/http sends for a
+// handler that wrote nothing, which a client still reading would take for
+// a write carried out.
+func TestReads_AbandonedIsNotOK(t *testing.T) {
+	_, followers := readyCluster(t)
+	f := followers[0]
+	reg, err := json.Marshal(demoJob(t, "abandoned"))
+	must.NoError(t, err)
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/jobs", string(reg)},
+		{http.MethodGet, "/v1/job/abandoned", ""},
+		{http.MethodGet, "/v1/jobs", ""},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequestWithContext(ctx, tc.method, tc.path, strings.NewReader(tc.body))
+		rec := httptest.NewRecorder()
+		f.http.Handler.ServeHTTP(rec, req)
+		must.Eq(t, http.StatusServiceUnavailable, rec.Code, must.Sprintf("%s %s: %s", tc.method, tc.path, rec.Body))
+		must.StrContains(t, rec.Body.String(), "before the leader answered")
+	}
+	_, _, err = client(t, followers[1]).Jobs().Info("abandoned", nil)
+	must.Error(t, err, must.Sprint("the abandoned registration was not carried out"))
 }
