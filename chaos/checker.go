@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -198,7 +197,8 @@ func (ck *checker) write(ctx context.Context, w int) {
 		// An acknowledgement says what it registered; an empty 200 is what
 		// net/http sends for a handler that answered nothing, and a client
 		// would take it for done.
-		if errors.Is(err, io.EOF) || err == nil && reg.JobID != id {
+		var bad *BadAnswer
+		if errors.As(err, &bad) || err == nil && reg.JobID != id {
 			ck.emptyAcks.Add(1)
 			ck.violation("job %s: server %d answered 2xx without saying it registered it (%v)", id, i, err)
 			continue
@@ -221,7 +221,7 @@ func (ck *checker) write(ctx context.Context, w int) {
 		switch {
 		case err == nil && got.ID == id:
 			ck.reads.Add(1)
-		case errors.As(err, &se) && se.Code == http.StatusNotFound, errors.Is(err, io.EOF), err == nil:
+		case errors.As(err, &se) && se.Code == http.StatusNotFound, errors.As(err, new(*BadAnswer)), err == nil:
 			ck.stale.Add(1)
 			ck.violation("stale read: job %s, acknowledged through server %d, not found through server %d", id, i, j)
 		case ctx.Err() == nil:

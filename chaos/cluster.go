@@ -230,5 +230,19 @@ func (c *Cluster) DoAs(ctx context.Context, client *http.Client, token string, i
 	if out == nil {
 		return resp.Header, nil
 	}
-	return resp.Header, json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return resp.Header, &BadAnswer{Code: resp.StatusCode, Err: err}
+	}
+	return resp.Header, nil
+}
+
+// BadAnswer is a 2xx answer whose body does not decode, such as the empty
+// 200 net/http sends for a handler that wrote nothing.
+type BadAnswer struct {
+	Code int
+	Err  error
+}
+
+func (e *BadAnswer) Error() string {
+	return fmt.Sprintf("%d with a body that does not decode: %v", e.Code, e.Err)
 }
