@@ -21,8 +21,10 @@ const ColocatedName = "colocated"
 // server per machine, at the DoP of IsolatedDoP. Jobs start first come,
 // first served: running jobs keep their machines, and a job that does not
 // fit waits, and so do the jobs after it. A job not profiled yet starts at
-// its minimum; once profiled it moves to its DoP when that fits. It is a comparison baseline for
-// `caravan sim`, not one of the server's algorithms.
+// its minimum; once profiled it moves to its DoP when that fits, once: a
+// job running at another size keeps it, so that noise in its measured
+// subtasks does not move it back and forth. It is a comparison baseline
+// for `caravan sim`, not one of the server's algorithms.
 type Isolated struct{}
 
 // Colocated is the naively co-located baseline (§4.4.1, L1019–1034, after
@@ -76,16 +78,29 @@ func IsolatedDoP(p Job, limit int) int {
 // dop is the DoP a baseline runs j at: IsolatedDoP of its profile within
 // its bounds, its minimum while it is not profiled.
 func dop(j *planner.Job, nodes int) int {
-	psb, wb := j.Bounds()
-	lo, hi := max(wb.Min, 1), max(wb.Max, 1)
-	if j.HasPS() {
-		lo, hi = max(lo, psb.Min), min(hi, max(psb.Max, 1))
-	}
+	lo, hi := dopBounds(j)
 	p, ok := profile(j)
 	if !ok {
 		return lo
 	}
 	return max(lo, min(hi, IsolatedDoP(p, nodes)))
+}
+
+// minDoP is the DoP a baseline starts j at before it is profiled.
+func minDoP(j *planner.Job) int {
+	lo, _ := dopBounds(j)
+	return lo
+}
+
+// dopBounds are the least and most machines j's bounds allow, one worker
+// and one server per machine.
+func dopBounds(j *planner.Job) (lo, hi int) {
+	psb, wb := j.Bounds()
+	lo, hi = max(wb.Min, 1), max(wb.Max, 1)
+	if j.HasPS() {
+		lo, hi = max(lo, psb.Min), min(hi, max(psb.Max, 1))
+	}
+	return lo, hi
 }
 
 // Plan keeps running jobs and starts waiting ones first come, first
@@ -121,13 +136,15 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 		return true
 	}
 	// Running jobs keep their machines; one profiled since it started
-	// (it started at its minimum) moves to its DoP when that fits, below.
+	// (at its minimum) moves to its DoP when that fits, below. Only from
+	// its minimum: a DoP re-derived from noisy samples at every round
+	// would move jobs whose CPU1/Net sits near an integer back and forth.
 	var resize []*planner.Job
 	for _, j := range jobs {
 		if j.Current == nil || j.Current.Paused() {
 			continue
 		}
-		if len(j.Current.Nodes) != dop(j, len(c.Nodes)) {
+		if n := len(j.Current.Nodes); n == minDoP(j) && n != dop(j, len(c.Nodes)) {
 			resize = append(resize, j)
 			continue
 		}

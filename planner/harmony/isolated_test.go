@@ -83,4 +83,12 @@ func TestIsolated_ResizesOnceProfiled(t *testing.T) {
 	again := planRound(t, h, NewIsolated())
 	must.Eq(t, 4, again["j"].NumWorkers)
 	must.Eq(t, 4, again["j"].NumPS)
+
+	// Noisy samples that now give DoP 5 (CPU1/Net = 5.2) move it no more:
+	// only a job at its minimum is resized.
+	j.Subtasks = &planner.Subtasks{CPU: 10.4 / 4, Net: 2, PS: 4, Workers: 4}
+	for _, a := range []planner.Algorithm{NewIsolated(), NewColocated()} {
+		kept := planRound(t, h, a)
+		must.Eq(t, 4, kept["j"].NumWorkers, must.Sprint(a.Name()))
+	}
 }
