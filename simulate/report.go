@@ -95,7 +95,36 @@ func WriteJobsCSV(w io.Writer, results []*Result) error {
 	return cw.Error()
 }
 
-// WriteAll writes summary.json, jobs.csv and the plots into dir.
+// WriteUsageCSV writes one row per policy and change of the cluster's use:
+// from time_s on, the GPUs held, the CPU and network utilisation by
+// subtask jobs (sim.UsePoint), and the jobs started and not finished yet
+// (running, restarting or paused).
+func WriteUsageCSV(w io.Writer, results []*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"policy", "time_s", "gpus", "cpu_util", "net_util", "jobs_started"}); err != nil {
+		return err
+	}
+	for _, res := range results {
+		for _, u := range res.Usage {
+			n := 0
+			for _, j := range res.Jobs {
+				if j.Start >= 0 && j.Start <= u.Time && (j.Finish < 0 || j.Finish > u.Time) {
+					n++
+				}
+			}
+			rec := []string{res.Policy, strconv.FormatFloat(u.Time, 'f', 1, 64), strconv.Itoa(u.GPUs),
+				strconv.FormatFloat(u.CPU, 'f', 4, 64), strconv.FormatFloat(u.Net, 'f', 4, 64), strconv.Itoa(n)}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteAll writes summary.json, jobs.csv, usage.csv and the plots into
+// dir.
 func WriteAll(dir string, report *Report, results []*Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -115,6 +144,9 @@ func WriteAll(dir string, report *Report, results []*Result) error {
 		return err
 	}
 	if err := write("jobs.csv", func(w io.Writer) error { return WriteJobsCSV(w, results) }); err != nil {
+		return err
+	}
+	if err := write("usage.csv", func(w io.Writer) error { return WriteUsageCSV(w, results) }); err != nil {
 		return err
 	}
 	return WritePlots(dir, results)
