@@ -321,26 +321,30 @@ func jobSubtasks(j *job) (cpu, net float64) {
 }
 
 // naiveIterations is the naively co-located case (§4.1, Figure 4.4a): no
-// coordinator, so the computation of jobs sharing a node shares its CPU
-// and their communication its network, whenever they happen to overlap.
-// A job's phases proceed at the share of the resource the other jobs on
-// the node leave it: with u_k = C_k,i/T_k the fraction of its iteration
-// job k computes on node i (N_k/T_k for the network), job j's iteration is
+// coordinator, so the computations of jobs sharing a node share its CPU
+// and their communications its network, equally (processor sharing),
+// whenever they overlap. Job k is in its computation phase on node i a
+// fraction p_k,i of its iteration T_k and in its communication phase a
+// fraction q_k,i (the rest it waits for its slowest node). Assuming the
+// phases of different jobs overlap at random (mean field), job j's phases
+// stretch by one plus the others' fractions in the same phase:
 //
-//	T_j = max over its nodes i of  C_j,i/(1 − Σ_{k≠j} u_k,i) + N_j/(1 − Σ_{k≠j} v_k,i)
+//	T_j = max over its nodes i of  C_j,i·(1 + Σ_{k≠j} p_k,i) + N_j·(1 + Σ_{k≠j} q_k,i)
+//	p_j,i = C_j,i·(1 + Σ_{k≠j} p_k,i)/T_j,  q_j,i = N_j·(1 + Σ_{k≠j} q_k,i)/T_j
 //
 // (synchronous: its slowest node sets the pace), solved as a fixed point
-// over all jobs. Alone a job takes C + N, as coordinated; k jobs that only
-// compute take k·C each, as time-sharing gives; at the fixed point no
-// node's CPU or network is used more than fully. It assumes the phases of
-// different jobs overlap at random (mean field), which neither Harmony's
-// coordinated interleaving nor the worst alignment is; §4.1 observes that
-// co-located utilisations "average out" with a high variance. It also
-// returns each node's utilisation Σ u and Σ v.
+// over all jobs. Alone a job takes C + N, as coordinated; k jobs that
+// only compute take k·C each, as time-sharing gives; a node's CPU does
+// Σ_j C_j,i/T_j ≤ 1 of work (each term is at most p_j/max(1, Σp)). It is
+// neither Harmony's interleaving nor the worst alignment; §4.1 observes
+// that co-located utilisations "average out" with a high variance. It
+// also returns each node's utilisation Σ_j C_j,i/T_j and Σ_j N_j/T_j.
 func naiveIterations(jobs []*job, nodes int) (map[*job]float64, []subtaskLoad) {
 	type phase struct {
-		node int
-		cpu  float64
+		node    int
+		cpu     float64
+		p, q    float64 // fractions of the iteration computing, communicating
+		sc, snt float64 // stretches
 	}
 	shapes := make([][]phase, len(jobs))
 	nets := make([]float64, len(jobs))
@@ -350,48 +354,55 @@ func naiveIterations(jobs []*job, nodes int) (map[*job]float64, []subtaskLoad) {
 		nets[x] = net
 		for i, w := range j.perNode {
 			if w > 0 {
-				shapes[x] = append(shapes[x], phase{i, cpu * float64(w)})
+				shapes[x] = append(shapes[x], phase{node: i, cpu: cpu * float64(w)})
 				t[x] = math.Max(t[x], cpu*float64(w)+net)
 			}
 		}
+		for k := range shapes[x] {
+			ph := &shapes[x][k]
+			ph.p, ph.q = ph.cpu/t[x], net/t[x]
+		}
 	}
-	const floor = 1e-3 // the least share a phase gets: a bound on a stretch
-	util := make([]subtaskLoad, nodes)
-	next := make([]float64, len(jobs))
-	for range 500 {
-		clear(util)
+	sum := make([]subtaskLoad, nodes) // per node: Σ p (cpu) and Σ q (net)
+	for range 1000 {
+		clear(sum)
 		for x := range jobs {
-			for _, p := range shapes[x] {
-				util[p.node].cpu += p.cpu / t[x]
-				util[p.node].net += nets[x] / t[x]
+			for _, ph := range shapes[x] {
+				sum[ph.node].cpu += ph.p
+				sum[ph.node].net += ph.q
 			}
 		}
 		change := 0.0
 		for x := range jobs {
-			f := 0.0
-			for _, p := range shapes[x] {
-				u := &util[p.node]
-				cpuLeft := math.Max(1-(u.cpu-p.cpu/t[x]), floor)
-				netLeft := math.Max(1-(u.net-nets[x]/t[x]), floor)
-				f = math.Max(f, p.cpu/cpuLeft+nets[x]/netLeft)
+			tj := 0.0
+			for k := range shapes[x] {
+				ph := &shapes[x][k]
+				ph.sc = 1 + sum[ph.node].cpu - ph.p
+				ph.snt = 1 + sum[ph.node].net - ph.q
+				tj = math.Max(tj, ph.cpu*ph.sc+nets[x]*ph.snt)
 			}
-			// The map is decreasing in the others' times: damp it with the
-			// geometric mean so that it converges instead of oscillating.
-			next[x] = math.Sqrt(t[x] * f)
-			change = math.Max(change, math.Abs(next[x]-t[x])/t[x])
+			change = math.Max(change, math.Abs(tj-t[x])/t[x])
+			t[x] = tj
 		}
-		copy(t, next)
-		if change < 1e-10 {
+		for x := range jobs {
+			for k := range shapes[x] {
+				ph := &shapes[x][k]
+				// Damped, so that the map converges instead of oscillating.
+				ph.p = (ph.p + ph.cpu*ph.sc/t[x]) / 2
+				ph.q = (ph.q + nets[x]*ph.snt/t[x]) / 2
+			}
+		}
+		if change < 1e-12 {
 			break
 		}
 	}
 	out := make(map[*job]float64, len(jobs))
-	clear(util)
+	util := make([]subtaskLoad, nodes)
 	for x, j := range jobs {
 		out[j] = t[x]
-		for _, p := range shapes[x] {
-			util[p.node].cpu += p.cpu / t[x]
-			util[p.node].net += nets[x] / t[x]
+		for _, ph := range shapes[x] {
+			util[ph.node].cpu += ph.cpu / t[x]
+			util[ph.node].net += nets[x] / t[x]
 		}
 	}
 	return out, util

@@ -156,12 +156,23 @@ func TestNaiveIterations(t *testing.T) {
 	cpu, net := s.subtaskUtilisation()
 	must.LessEq(t, 1.0/3+1e-9, cpu, must.Sprint("one node of three"))
 	must.LessEq(t, 1.0/3+1e-9, net)
-	// Symmetric: both 2/(1 − 1/T) + 1/(1 − 2/T) = T, T ≈ 4.41.
-	must.Between(t, 4.40, naive[0], 4.42)
+	// Symmetric: with b the fraction of an iteration one job spends in
+	// its shorter phase, T = 4 + b and b = (2 − b)/(4 + b): b = (√33 − 5)/2,
+	// T ≈ 4.372.
+	must.Less(t, 1e-6, math.Abs(naive[0]-(4+(math.Sqrt(33)-5)/2)))
+	must.Less(t, 1e-6, math.Abs(naive[1]-naive[0]))
 
 	cpuOnly := &SubtaskTruth{CPU1: 1, Net: 0, Iterations: 100}
 	_, two := run(true, cpuOnly, cpuOnly)
 	for _, v := range two {
 		must.Less(t, 1e-6, math.Abs(v-2))
 	}
+	// A job that only computes beside one that alternates: the first
+	// always computes (p = 1), so the other's computation takes twice as
+	// long: 2·1 + 1 = 3 s; the first shares the CPU 2/3 of the time.
+	s, mixed := run(true, &SubtaskTruth{CPU1: 1, Net: 1, Iterations: 100}, cpuOnly)
+	must.Less(t, 1e-6, math.Abs(mixed[0]-3))
+	must.Less(t, 1e-6, math.Abs(mixed[1]-(1+2.0/3)))
+	cpu, _ = s.subtaskUtilisation()
+	must.LessEq(t, 1.0/3+1e-9, cpu)
 }
