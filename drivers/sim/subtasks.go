@@ -160,10 +160,10 @@ const HarmonyJobs = 80
 // objective reaches a predefined threshold); B0 is set so that the
 // threshold falls at the setting's iterations.
 //
-// Resources. One worker and one server per node (§4.4.2), with one worker
-// and one server per node of the DoP: a worker task reserves one vCPU
-// (2,300 MHz) and 4 GiB, a server half that, so up to five jobs share an
-// m4.2xlarge (Workload.NodeCPU and NodeMemoryMB). The reservation is what
+// Resources. One worker and one server on each node of a job's DoP
+// (§4.4.2): a worker task reserves one vCPU (2,300 MHz) and 4 GiB, a
+// server half that, so up to five jobs share an m4.2xlarge
+// (Workload.NodeCPU and NodeMemoryMB). The reservation is what
 // Nomad sets aside; how fast an iteration runs comes from the subtask
 // model (Sim's co-location), not from it. DoP bounds are 1–32; fixed
 // policies run a job at DoP 16.
