@@ -17,6 +17,24 @@ type Report struct {
 	Cluster  string             `json:"cluster"`
 	Seed     uint64             `json:"seed"`
 	Policies map[string]Summary `json:"policies"`
+	// Speedups compare every policy with each baseline of SpeedupBaselines
+	// that ran, in the order of the results.
+	Speedups []Speedup `json:"speedups,omitempty"`
+}
+
+// SpeedupBaselines are the policies others are compared with, as the
+// dissertation compares Harmony with isolated and naively co-located jobs
+// (§4.4.3).
+var SpeedupBaselines = []string{"isolated", "colocated"}
+
+// Speedup is how much faster Policy is than Baseline: the baseline's
+// average JCT over the policy's, and the same for the makespan (above 1:
+// the policy is faster), as Figure 4.10 reports them.
+type Speedup struct {
+	Policy   string  `json:"policy"`
+	Baseline string  `json:"baseline"`
+	JCT      float64 `json:"jct"`
+	Makespan float64 `json:"makespan"`
 }
 
 // NewReport gathers the summaries of results.
@@ -24,6 +42,19 @@ func NewReport(workload, cluster string, seed uint64, results []*Result) *Report
 	r := &Report{Workload: workload, Cluster: cluster, Seed: seed, Policies: map[string]Summary{}}
 	for _, res := range results {
 		r.Policies[res.Policy] = res.Summary
+	}
+	for _, b := range SpeedupBaselines {
+		base, ok := r.Policies[b]
+		if !ok || base.AvgJCT <= 0 || base.Makespan <= 0 {
+			continue
+		}
+		for _, res := range results {
+			s := res.Summary
+			if res.Policy == b || s.AvgJCT <= 0 || s.Makespan <= 0 {
+				continue
+			}
+			r.Speedups = append(r.Speedups, Speedup{Policy: res.Policy, Baseline: b, JCT: base.AvgJCT / s.AvgJCT, Makespan: base.Makespan / s.Makespan})
+		}
 	}
 	return r
 }
@@ -39,7 +70,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // JCT (seconds; empty when the job did not start or finish) and rescales.
 func WriteJobsCSV(w io.Writer, results []*Result) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"policy", "job", "arrival_s", "start_s", "finish_s", "jct_s", "rescales"}); err != nil {
+	if err := cw.Write([]string{"policy", "job", "arrival_s", "start_s", "finish_s", "jct_s", "rescales", "regroup_s"}); err != nil {
 		return err
 	}
 	num := func(v float64) string {
@@ -54,7 +85,7 @@ func WriteJobsCSV(w io.Writer, results []*Result) error {
 			if j.Finish >= 0 {
 				jct = j.Finish - j.Arrival
 			}
-			rec := []string{res.Policy, j.JobID, num(j.Arrival), num(j.Start), num(j.Finish), num(jct), strconv.Itoa(j.Rescales)}
+			rec := []string{res.Policy, j.JobID, num(j.Arrival), num(j.Start), num(j.Finish), num(jct), strconv.Itoa(j.Rescales), num(j.RegroupS)}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -64,7 +95,36 @@ func WriteJobsCSV(w io.Writer, results []*Result) error {
 	return cw.Error()
 }
 
-// WriteAll writes summary.json, jobs.csv and the plots into dir.
+// WriteUsageCSV writes one row per policy and change of the cluster's use:
+// from time_s on, the GPUs held, the CPU and network utilisation by
+// subtask jobs (sim.UsePoint), and the jobs started and not finished yet
+// (running, restarting or paused).
+func WriteUsageCSV(w io.Writer, results []*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"policy", "time_s", "gpus", "cpu_util", "net_util", "jobs_started"}); err != nil {
+		return err
+	}
+	for _, res := range results {
+		for _, u := range res.Usage {
+			n := 0
+			for _, j := range res.Jobs {
+				if j.Start >= 0 && j.Start <= u.Time && (j.Finish < 0 || j.Finish > u.Time) {
+					n++
+				}
+			}
+			rec := []string{res.Policy, strconv.FormatFloat(u.Time, 'f', 1, 64), strconv.Itoa(u.GPUs),
+				strconv.FormatFloat(u.CPU, 'f', 4, 64), strconv.FormatFloat(u.Net, 'f', 4, 64), strconv.Itoa(n)}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteAll writes summary.json, jobs.csv, usage.csv and the plots into
+// dir.
 func WriteAll(dir string, report *Report, results []*Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -84,6 +144,9 @@ func WriteAll(dir string, report *Report, results []*Result) error {
 		return err
 	}
 	if err := write("jobs.csv", func(w io.Writer) error { return WriteJobsCSV(w, results) }); err != nil {
+		return err
+	}
+	if err := write("usage.csv", func(w io.Writer) error { return WriteUsageCSV(w, results) }); err != nil {
 		return err
 	}
 	return WritePlots(dir, results)

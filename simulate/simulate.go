@@ -28,6 +28,15 @@ import (
 // elastic bounds: they do not rescale.
 var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
 
+// UncoordinatedPolicies run subtask jobs (Harmony's workload) that share a
+// node without a subtask coordinator (sim.Config.Uncoordinated): the
+// naively co-located baseline, whose point is that nothing coordinates the
+// jobs it puts together. Every other policy's co-located subtask jobs are
+// coordinated, as Caravan's node-local subtask coordinator
+// (collector/coord) does on a real cluster; `isolated` shares no node, so
+// it is the same either way.
+var UncoordinatedPolicies = map[string]bool{harmony.ColocatedName: true}
+
 // Baselines are policies only `caravan sim` runs, beside the built-in
 // algorithms: comparison baselines that leave jobs waiting while there is
 // room, which the server's algorithms never do.
@@ -85,6 +94,14 @@ type Summary struct {
 	NetUtil  float64 `json:"net_util"`
 	Rescales int     `json:"rescales"`
 	Jobs     int     `json:"jobs"`
+	// RegroupS is the time all jobs spent restarting after a start but
+	// their first (rescales, moves, resumes; sim.JobResult.RegroupS), and
+	// RegroupShare that time over the time jobs spent from their first
+	// start to their end: the share of the jobs' running time that
+	// regrouping cost, the regrouping overhead reported beside the
+	// makespan.
+	RegroupS     float64 `json:"regroup_s"`
+	RegroupShare float64 `json:"regroup_share"`
 }
 
 // epoch is the wall time virtual time 0 stands for: fixed, so that runs
@@ -110,6 +127,9 @@ func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
 // The runner moves the clock to the next arrival, round or event of the
 // simulator and runs one step of the loop there, so what it measures is
 // what the agent does. The run is deterministic for the cluster's seed.
+// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB) replaces
+// the cluster's, and UncoordinatedPolicies run without a subtask
+// coordinator.
 func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Interval == 0 {
@@ -119,6 +139,15 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		opts.Logger = hclog.NewNullLogger()
 	}
 	fixed := FixedPolicies[alg.Name()]
+	if UncoordinatedPolicies[alg.Name()] {
+		opts.Cluster.Uncoordinated = true
+	}
+	if wl.NodeCPU > 0 {
+		opts.Cluster.CPU = wl.NodeCPU
+	}
+	if wl.NodeMemoryMB > 0 {
+		opts.Cluster.MemoryMB = wl.NodeMemoryMB
+	}
 	// Workloads are shared by runs in parallel: each run submits its own
 	// canonical copies.
 	jobs := make([]*structs.Job, len(wl.Arrivals))
@@ -258,13 +287,19 @@ func summarize(jobs []sim.JobResult, usage []sim.UsePoint, totalGPUs int) Summar
 	var s Summary
 	jcts := make([]float64, 0, len(jobs))
 	first, last := math.Inf(1), 0.0
+	running := 0.0
 	for _, j := range jobs {
 		s.Rescales += j.Rescales
+		s.RegroupS += j.RegroupS
 		first = min(first, j.Arrival)
 		if j.Finish >= 0 {
 			jcts = append(jcts, j.Finish-j.Arrival)
 			last = max(last, j.Finish)
+			running += j.Finish - max(j.Start, j.Arrival)
 		}
+	}
+	if running > 0 {
+		s.RegroupShare = s.RegroupS / running
 	}
 	s.Jobs = len(jcts)
 	if len(jcts) == 0 {

@@ -84,32 +84,62 @@ func TestLoadWorkload(t *testing.T) {
 	must.ErrorContains(t, err, `job count "x" is not a positive number`)
 	_, err = LoadWorkload("/nonexistent.csv", 1, 0)
 	must.Error(t, err)
+	// Harmony's 80 jobs all at once by default, or with gaps.
+	wl, err = LoadWorkload("harmony", 1, 0)
+	must.NoError(t, err)
+	must.SliceLen(t, 80, wl.Arrivals)
+	must.Eq(t, 0.0, wl.Arrivals[79].Time)
+	wl, err = LoadWorkload("harmony:10:120", 1, 0)
+	must.NoError(t, err)
+	must.Greater(t, 0.0, wl.Arrivals[9].Time)
+	_, err = LoadWorkload("parametric:5:0", 1, 0)
+	must.ErrorContains(t, err, `gap "0" is not a positive number`)
 }
 
-// TestRun_HarmonyAgainstIsolated: on Harmony's workloads, grouping jobs
-// with complementary subtasks beats running each alone on a partition of
-// the cluster in average JCT, makespan and utilisation.
-func TestRun_HarmonyAgainstIsolated(t *testing.T) {
+// TestRun_HarmonyBaselines: on the dissertation's Harmony workload (24 of
+// its jobs on 16 m4.2xlarge nodes), harmony, isolated and colocated all
+// finish every job and report JCT, makespan, utilisation, the regrouping
+// overhead and the speedups; grouping jobs with complementary subtasks
+// beats running each alone in average JCT, makespan and utilisation.
+func TestRun_HarmonyBaselines(t *testing.T) {
 	wl, err := LoadWorkload("harmony:24", 1, 0)
 	must.NoError(t, err)
+	must.Eq(t, 0.0, wl.Arrivals[23].Time, must.Sprint("all at once by default"))
 	cfg := sim.DefaultConfig()
-	cfg.GPUsPerNode = 0
-	results := map[string]*Result{}
-	for _, name := range []string{"harmony", "isolated"} {
+	cfg.Nodes, cfg.GPUsPerNode = 16, 0
+	var results []*Result
+	for _, name := range []string{"harmony", "isolated", "colocated"} {
 		alg, ok := Policy(name)
 		must.True(t, ok)
 		r, err := Run(wl, alg, Options{Cluster: cfg})
 		must.NoError(t, err)
 		must.Eq(t, 24, r.Summary.Jobs)
-		results[name] = r
+		must.Positive(t, r.Summary.CPUUtil)
+		must.Positive(t, r.Summary.NetUtil)
+		must.LessEq(t, 1, r.Summary.CPUUtil)
+		must.Between(t, 0, r.Summary.RegroupShare, 0.5)
+		// Every rescale restarts the job; resumes after a pause do too.
+		must.GreaterEq(t, 30*float64(r.Summary.Rescales), r.Summary.RegroupS)
+		results = append(results, r)
 	}
-	h, iso := results["harmony"].Summary, results["isolated"].Summary
-	t.Logf("isolated/harmony: avg JCT %.2fx, makespan %.2fx; CPU util %.0f%% vs %.0f%%, network %.0f%% vs %.0f%%",
-		iso.AvgJCT/h.AvgJCT, iso.Makespan/h.Makespan, 100*h.CPUUtil, 100*iso.CPUUtil, 100*h.NetUtil, 100*iso.NetUtil)
+	report := NewReport("harmony:24", "16x0", 1, results)
+	must.SliceLen(t, 4, report.Speedups, must.Sprint("harmony and colocated against isolated, harmony and isolated against colocated"))
+	for _, sp := range report.Speedups {
+		t.Logf("%s vs %s: avg JCT %.2fx, makespan %.2fx", sp.Policy, sp.Baseline, sp.JCT, sp.Makespan)
+		b, p := report.Policies[sp.Baseline], report.Policies[sp.Policy]
+		must.Eq(t, b.AvgJCT/p.AvgJCT, sp.JCT)
+	}
+	h, iso, col := results[0].Summary, results[1].Summary, results[2].Summary
+	t.Logf("CPU util %.0f%% / %.0f%% / %.0f%%, network %.0f%% / %.0f%% / %.0f%%, regrouping %.2f%% / %.2f%% / %.2f%%",
+		100*h.CPUUtil, 100*iso.CPUUtil, 100*col.CPUUtil, 100*h.NetUtil, 100*iso.NetUtil, 100*col.NetUtil,
+		100*h.RegroupShare, 100*iso.RegroupShare, 100*col.RegroupShare)
 	must.Greater(t, h.AvgJCT, iso.AvgJCT)
 	must.Greater(t, h.Makespan, iso.Makespan)
 	must.Greater(t, iso.CPUUtil, h.CPUUtil)
 	must.Greater(t, iso.NetUtil, h.NetUtil)
+	// Coordinated groups beat naive co-location in makespan and CPU.
+	must.Greater(t, h.Makespan, col.Makespan)
+	must.Greater(t, col.CPUUtil, h.CPUUtil)
 	_, ok := Policy("nope")
 	must.False(t, ok)
 }

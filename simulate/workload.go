@@ -19,10 +19,12 @@ import (
 //   - "parametric", "parametric:N" or "parametric:N:GAP": N (default 100)
 //     parameter-server jobs after the Optimus paper, arriving every GAP
 //     seconds on average (default 200);
-//   - "harmony", "harmony:N" or "harmony:N:GAP": N (default 40) jobs of
-//     Harmony's four workloads (MLR, Lasso, NMF, LDA) as computation and
-//     communication subtasks, arriving every GAP seconds on average
-//     (default 60), for harmony against isolated;
+//   - "harmony", "harmony:N" or "harmony:N:GAP": N (default 80) jobs of
+//     the dissertation's Harmony workload (4 applications × 2 datasets ×
+//     10 hyper-parameter settings, sim.HarmonyWorkload) as computation and
+//     communication subtasks on m4.2xlarge nodes, all at once (GAP 0, the
+//     default) or every GAP seconds on average, for harmony against
+//     isolated and colocated;
 //   - "cruise", "cruise:N" or "cruise:N:GAP": N (default 8) jobs of Table
 //     3.4's runs of Cruise (NMF, MLR, LDA, Lasso from their initial
 //     configurations on 32 machines), one every GAP seconds (default 0),
@@ -46,7 +48,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		make   func(n int, gap float64, seed uint64) *sim.Workload
 	}{
 		{"parametric", 100, 200, sim.ParametricWorkload},
-		{"harmony", 40, 60, sim.HarmonyWorkload},
+		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
 	}
 	for _, g := range generated {
@@ -63,7 +65,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 			}
 		}
 		if len(parts) > 1 {
-			if gap, err = strconv.ParseFloat(parts[1], 64); err != nil || gap <= 0 {
+			if gap, err = strconv.ParseFloat(parts[1], 64); err != nil || gap < 0 || gap == 0 && g.gap != 0 {
 				return nil, fmt.Errorf("workload %q: gap %q is not a positive number of seconds", name, parts[1])
 			}
 		}

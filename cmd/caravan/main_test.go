@@ -193,3 +193,30 @@ func TestSim(t *testing.T) {
 	must.Eq(t, 1, code)
 	must.StrContains(t, errOut, `Unknown policy "bogus"`)
 }
+
+// TestSim_Harmony runs the Harmony comparison as planner/README.md does,
+// on a few jobs: the table has the regrouping overhead and the speedups
+// over isolated and colocated.
+func TestSim_Harmony(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "sim", "-workload", "harmony:8", "-cluster", "8x0", "-policy", "harmony,isolated,colocated", "-out", out)
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, stdout, "regroup")
+	for _, line := range []string{"harmony   vs isolated", "colocated vs isolated", "harmony   vs colocated"} {
+		must.StrContains(t, stdout, line)
+	}
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	must.NoError(t, err)
+	var report struct {
+		Speedups []struct {
+			Policy, Baseline string
+			JCT, Makespan    float64
+		}
+	}
+	must.NoError(t, json.Unmarshal(summary, &report))
+	must.SliceLen(t, 4, report.Speedups)
+	for _, sp := range report.Speedups {
+		must.Positive(t, sp.JCT)
+		must.Positive(t, sp.Makespan)
+	}
+}

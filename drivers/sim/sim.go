@@ -34,6 +34,12 @@ type Config struct {
 	ProfileTime time.Duration
 	// Seed makes runs reproducible.
 	Seed uint64
+	// Uncoordinated runs subtask jobs that share a node without a subtask
+	// coordinator: their computations share the CPU and their
+	// communications the network whenever they overlap (naive
+	// co-location, see naiveIterations). False coordinates them as
+	// Harmony's runtime does (eq. 4.1 per node).
+	Uncoordinated bool
 }
 
 // DefaultConfig is a 16 × 4-GPU cluster like the Pollux testbed.
@@ -68,6 +74,10 @@ type JobResult struct {
 	Start    float64 // first placement; -1 if never placed
 	Finish   float64 // -1 if not finished
 	Rescales int
+	// RegroupS is the time the job spent restarting after any start but
+	// its first (a rescale, a move, or a resume after a pause): what
+	// regrouping cost it, in seconds.
+	RegroupS float64
 }
 
 // UsePoint records the GPUs held by all jobs from a time on.
@@ -120,6 +130,7 @@ type job struct {
 	restartTo  float64 // no progress before this time
 	profiling  float64 // seconds of profiling still owed at the first start
 	rescales   int
+	regroup    float64 // seconds restarting after starts but the first
 	nextSample float64
 }
 
@@ -272,6 +283,8 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	}
 	if j.start < 0 {
 		j.start = s.now
+	} else {
+		j.regroup += s.cfg.RestartPenalty.Seconds()
 	}
 	j.placement = p
 	j.perNode = make([]int, len(s.nodes))
@@ -306,17 +319,17 @@ func samePlacement(a, b *structs.Placement) bool {
 func (j *job) running() bool { return j.finish < 0 && j.perNode != nil }
 
 // stepTime is j's seconds per step now: its truth's, or for a subtask
-// job its iteration among the subtask jobs it shares nodes with (loads).
-func (s *Sim) stepTime(j *job, loads []subtaskLoad) float64 {
+// job its iteration among the subtask jobs it shares nodes with (co).
+func (s *Sim) stepTime(j *job, co *colocation) float64 {
 	if _, ok := j.truth.(*SubtaskTruth); ok {
-		return s.colocatedStepTime(j, loads)
+		return s.colocatedStepTime(j, co)
 	}
 	return j.truth.StepTime(j.ps, j.perNode)
 }
 
 // rate is j's steps per second while not restarting.
-func (s *Sim) rate(j *job, loads []subtaskLoad) float64 {
-	st := s.stepTime(j, loads)
+func (s *Sim) rate(j *job, co *colocation) float64 {
+	st := s.stepTime(j, co)
 	if st <= 0 || math.IsNaN(st) {
 		return 0
 	}
@@ -327,7 +340,7 @@ func (s *Sim) rate(j *job, loads []subtaskLoad) float64 {
 // ends a restart, or +Inf.
 func (s *Sim) NextEvent() float64 {
 	next := math.Inf(1)
-	loads := s.loads(false)
+	co := s.colocation(false)
 	for _, j := range s.live {
 		if !j.running() {
 			continue
@@ -336,7 +349,7 @@ func (s *Sim) NextEvent() float64 {
 			next = min(next, j.restartTo)
 			continue
 		}
-		if r := s.rate(j, loads); r > 0 {
+		if r := s.rate(j, co); r > 0 {
 			next = min(next, s.now+(j.truth.TotalSteps()-j.step)/r)
 		}
 	}
@@ -353,7 +366,7 @@ func (s *Sim) Advance(t float64) {
 	finished := false
 	// Subtask jobs' speeds depend on each other's placements, which only
 	// change at events: callers advance event by event (NextEvent).
-	loads := s.loads(false)
+	co := s.colocation(false)
 	for _, j := range s.live {
 		if !j.running() {
 			continue
@@ -362,7 +375,7 @@ func (s *Sim) Advance(t float64) {
 		if from > t {
 			continue
 		}
-		r := s.rate(j, loads)
+		r := s.rate(j, co)
 		total := j.truth.TotalSteps()
 		// Steps are floats: a job within a hair of its total is done, or
 		// its completion would sit at "now" forever.
@@ -372,14 +385,14 @@ func (s *Sim) Advance(t float64) {
 			end = min(from+max(total-j.step, 0)/r, t)
 		}
 		for j.nextSample <= end {
-			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample, loads)
+			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample, co)
 			j.nextSample += s.cfg.SampleInterval.Seconds()
 		}
 		j.step += (end - from) * r
 		if j.step >= total-eps {
 			j.step = total
 			j.finish = end
-			s.sample(j, total, end, loads)
+			s.sample(j, total, end, co)
 			s.setGPUs(j, 0)
 			j.placement, j.perNode, j.ps = nil, nil, 0
 			finished = true
@@ -410,13 +423,13 @@ func (s *Sim) Completions(cursor int) ([]string, int) {
 
 // sample records what j's trainer reports at time at, after step steps;
 // a subtask job also reports its computation and communication.
-func (s *Sim) sample(j *job, step, at float64, loads []subtaskLoad) {
+func (s *Sim) sample(j *job, step, at float64, co *colocation) {
 	noise := func() float64 { return max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05) }
 	_, workers := shape(j.perNode)
 	smp := structs.Sample{
 		Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
 		Step: int64(step), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
-		StepTimeS: s.stepTime(j, loads) * noise(),
+		StepTimeS: s.stepTime(j, co) * noise(),
 		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(step),
 		Time: int64(at * 1e9),
 	}
@@ -529,7 +542,7 @@ func (s *Sim) TotalGPUs() int { return s.cfg.Nodes * s.cfg.GPUsPerNode }
 func (s *Sim) Results() []JobResult {
 	out := make([]JobResult, 0, len(s.order))
 	for _, j := range s.order {
-		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales})
+		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales, RegroupS: j.regroup})
 	}
 	return out
 }

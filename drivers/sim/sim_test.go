@@ -229,9 +229,9 @@ func TestSim_Colocation(t *testing.T) {
 
 	// On 2 nodes: C = 3 and 0.5, N = 1 and 3: ΣC = 3.5, ΣN = 4, own 4 and
 	// 3.5: every iteration takes 4 s, for both.
-	loads := s.loads(false)
+	co := s.colocation(false)
 	for _, id := range []string{"c", "n"} {
-		must.Eq(t, 4.0, s.stepTime(s.jobs[id], loads))
+		must.Eq(t, 4.0, s.stepTime(s.jobs[id], co))
 	}
 	cpu, net := s.subtaskUtilisation()
 	// Two nodes of three busy: CPU 3.5/4 and network 4/4 on each.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 
 	"github.com/caravan-sched/caravan/structs"
 )
@@ -15,10 +16,13 @@ import (
 // k times that), and the job communicates for Net seconds. Alone it takes
 // their sum; jobs sharing nodes overlap (see Sim's co-location).
 type SubtaskTruth struct {
-	// App names the workload the job stands for (MLR, NMF, LDA, Lasso).
-	App        string
-	CPU1, Net  float64
-	Iterations float64
+	// ID is the job's ID in the workload; App names the application it
+	// stands for (mlr, nmf, lda, lasso), Dataset its dataset and Setting
+	// its hyper-parameter setting (0–9).
+	ID, App, Dataset string
+	Setting          int
+	CPU1, Net        float64
+	Iterations       float64
 	// B are the loss curve's 1/(B0·k + B1) + B2.
 	B [3]float64
 }
@@ -47,53 +51,196 @@ func (t *SubtaskTruth) Loss(step float64) float64 {
 	return 1/(t.B[0]*step+t.B[1]) + t.B[2]
 }
 
-// harmonyApps are the dissertation's four workloads as subtask shapes:
-// the computation of an iteration on one node and its communication, in
-// seconds, and the iterations to train. The dissertation's Table 4.1 was
-// not available to us: these are assumptions that span what its text
-// describes, from CPU-bound (MLR, balanced at 10 nodes) to network-bound
-// (LDA, balanced at 1).
-var harmonyApps = []SubtaskTruth{
-	{App: "mlr", CPU1: 40, Net: 4, Iterations: 300},
-	{App: "lasso", CPU1: 30, Net: 6, Iterations: 300},
-	{App: "nmf", CPU1: 12, Net: 6, Iterations: 400},
-	{App: "lda", CPU1: 6, Net: 6, Iterations: 400},
+// HarmonyDoP is the DoP Table 2.1's iteration times are taken to be
+// measured at: §4.4.2 measures the workload's statistics "using DoP 16 for
+// all jobs" (Figure 4.9), and the table gives no DoP of its own.
+const HarmonyDoP = 16
+
+// harmonyApp is one of the dissertation's four applications as the
+// workload builds it: its iteration at HarmonyDoP on its first dataset
+// (Table 2.1), the share of that iteration spent computing, and its two
+// datasets' input and model sizes (Table 4.1).
+type harmonyApp struct {
+	App string
+	// Iteration is Table 2.1's iteration time in seconds.
+	Iteration float64
+	// CPUShare is T_cpu/(T_cpu + T_net) at HarmonyDoP, an assumption that
+	// follows the text's orderings (see HarmonyWorkload).
+	CPUShare float64
+	// Datasets are Table 4.1's (name, input GB, model GB); the first is
+	// the one Table 2.1 was measured on.
+	Datasets [2]harmonyDataset
 }
 
-// HarmonyWorkload returns n jobs of the four Harmony workloads, in turn
-// with ±25% drawn around their shapes, arriving with exponential gaps of
-// mean meanGap seconds. Each is a PS job of up to 16 workers and servers
-// that needs no GPU, sized to share a node with others.
+type harmonyDataset struct {
+	Name           string
+	InputGB, Model float64
+}
+
+// harmonyApps are the dissertation's four applications. Table 4.1 prints
+// MLR's and Lasso's synthetic datasets as one cell "78.4, 155.0" / "12.0,
+// 24.0"; both apps get both sizes.
+var harmonyApps = []harmonyApp{
+	{App: "mlr", Iteration: 32.4, CPUShare: 0.70, Datasets: [2]harmonyDataset{{"synthetic-78g", 78.4, 12.0}, {"synthetic-155g", 155.0, 24.0}}},
+	{App: "nmf", Iteration: 48.3, CPUShare: 0.60, Datasets: [2]harmonyDataset{{"netflix64x", 45.6, 1.0}, {"netflix128x", 91.2, 5.0}}},
+	{App: "lasso", Iteration: 28.9, CPUShare: 0.40, Datasets: [2]harmonyDataset{{"synthetic-78g", 78.4, 12.0}, {"synthetic-155g", 155.0, 24.0}}},
+	{App: "lda", Iteration: 94.5, CPUShare: 0.30, Datasets: [2]harmonyDataset{{"pubmed", 4.3, 2.1}, {"nytimes", 0.6, 1.1}}},
+}
+
+// shape returns the app's subtasks on dataset d before hyper-parameters:
+// CPU1 (one node's computation of an iteration, T_cpu·DoP by eq. 4.2) and
+// Net. The first dataset gives Table 2.1's iteration at HarmonyDoP; the
+// second scales computation by its input size and communication by its
+// model size relative to the first.
+func (a harmonyApp) shape(d int) (cpu1, net float64) {
+	cpu1 = a.Iteration * a.CPUShare * HarmonyDoP
+	net = a.Iteration * (1 - a.CPUShare)
+	base, ds := a.Datasets[0], a.Datasets[d]
+	return cpu1 * ds.InputGB / base.InputGB, net * ds.Model / base.Model
+}
+
+// Harmony workload constants (see HarmonyWorkload).
+const (
+	// harmonySettings is the number of hyper-parameter settings per
+	// (application, dataset).
+	harmonySettings = 10
+	// harmonyIterations is the iterations a job of the median setting
+	// needs to reach its convergence threshold.
+	harmonyIterations = 100
+	// harmonyLossB1, harmonyLossB2 and harmonyThreshold shape the loss
+	// curve 1/(B0·k + B1) + B2; a job has converged when its loss is within
+	// harmonyThreshold of B2.
+	harmonyLossB1, harmonyLossB2, harmonyThreshold = 1.0, 0.05, 0.01
+	// m4.2xlarge: 8 vCPUs of 2.3 GHz and 32 GiB (§4.4.2).
+	harmonyNodeCPU, harmonyNodeMemoryMB = 8 * 2300, 32768
+)
+
+// HarmonyJobs is the size of the dissertation's workload: 4 applications ×
+// 2 datasets × 10 hyper-parameter settings (§4.4.2).
+const HarmonyJobs = 80
+
+// HarmonyWorkload returns n jobs of the dissertation's evaluation workload
+// (§4.4.2): the 80 combinations of 4 applications (MLR, NMF, Lasso, LDA),
+// their 2 datasets each (Table 4.1) and 10 hyper-parameter settings, in an
+// order shuffled by seed, again with fresh settings when n > 80. meanGap 0
+// submits them all at once, as the main experiment does (Figure 4.15: "0
+// arrival time means that we submit all jobs at once"); otherwise gaps are
+// exponential with that mean. Deterministic for a seed.
+//
+// Subtask shapes. Table 2.1 gives iteration times (NMF 48.3 s, LDA 94.5 s,
+// MLR 32.4 s, Lasso 28.9 s) without a DoP; we take them at HarmonyDoP (16),
+// on each app's first dataset. How an iteration splits into computation
+// and communication the text gives only as orderings: chapter 3 ranks
+// compute intensity MLR > NMF > Lasso > LDA (Table 3.4's optimal worker
+// shares, 27, 23, 20 and 18 workers of 32; "MLR is more compute-intensive
+// than LDA", §3.1), and §4.1 calls NMF relatively CPU-heavy and Lasso
+// relatively network-heavy (Figure 4.3, which runs NMF, MLR and Lasso, not
+// LDA). Read together, Lasso is network-bound at DoP 16 and LDA, below it
+// in compute intensity, is more so; the two statements conflict only if
+// "network-heavy" is read as "the most network-heavy", which Figure 4.3
+// cannot say as it has no LDA. So the CPU shares of an iteration at DoP
+// 16 are MLR 0.70, NMF 0.60 (CPU-bound), Lasso 0.40, LDA 0.30
+// (network-bound): T_cpu = share·T, Net = (1 − share)·T, CPU1 = 16·T_cpu.
+//
+// Datasets (Table 4.1) scale the first dataset's shape: computation by the
+// input size (the algorithms are linear in the data, §3.2.2) and
+// communication by the model size (workers pull and push the model).
+//
+// Hyper-parameters. "Increasing the number of topics makes both computation
+// and communication more expensive, but they are affected differently"
+// (§3.1): setting k of 10 scales computation by s_k^a and communication by
+// s_k^b, with s_k spread geometrically over [1/√2, √2] and a, b drawn in
+// [0.5, 1.5] per setting; both factors are normalised so that their
+// geometric mean over the 10 settings is 1, so the median setting keeps
+// Table 2.1's time. The convergence rate is drawn too: a setting needs
+// 100 iterations times a factor log-uniform in [2/3, 3/2].
+//
+// Convergence. A job's loss follows 1/(B0·k + B1) + B2 over iterations k
+// and it stops at the threshold B2 + 0.01 (§4.4.2: trained until the
+// objective reaches a predefined threshold); B0 is set so that the
+// threshold falls at the setting's iterations.
+//
+// Resources. One worker and one server on each node of a job's DoP
+// (§4.4.2): a worker task reserves one vCPU (2,300 MHz) and 4 GiB, a
+// server half that, so up to five jobs share an m4.2xlarge
+// (Workload.NodeCPU and NodeMemoryMB). The reservation is what
+// Nomad sets aside; how fast an iteration runs comes from the subtask
+// model (Sim's co-location), not from it. DoP bounds are 1–32; fixed
+// policies run a job at DoP 16.
 func HarmonyWorkload(n int, meanGap float64, seed uint64) *Workload {
 	rng := rand.New(rand.NewPCG(seed, 0x4a12))
-	w := &Workload{Name: fmt.Sprintf("harmony-%d", n)}
+	w := &Workload{Name: fmt.Sprintf("harmony-%d", n), NodeCPU: harmonyNodeCPU, NodeMemoryMB: harmonyNodeMemoryMB}
+	var truths []*SubtaskTruth
+	for round := 0; len(truths) < n; round++ {
+		set := harmonySet(rng, round)
+		rng.Shuffle(len(set), func(a, b int) { set[a], set[b] = set[b], set[a] })
+		truths = append(truths, set...)
+	}
 	at := 0.0
-	for i := range n {
-		if i > 0 {
+	for i, truth := range truths[:n] {
+		if i > 0 && meanGap > 0 {
 			at += rng.ExpFloat64() * meanGap
 		}
-		jitter := func() float64 { return 0.75 + 0.5*rng.Float64() }
-		truth := harmonyApps[i%len(harmonyApps)]
-		truth.CPU1 *= jitter()
-		truth.Net *= jitter()
-		truth.Iterations = math.Round(truth.Iterations * jitter())
-		truth.B = [3]float64{0.01, 1, 0.05}
 		j := &structs.Job{
-			ID:   fmt.Sprintf("%s-%03d", truth.App, i),
-			Meta: map[string]string{"application": truth.App},
+			ID: truth.ID,
+			Meta: map[string]string{
+				"application": truth.App, "dataset": truth.Dataset, "hyperparameters": strconv.Itoa(truth.Setting),
+			},
 			Training: &structs.Training{
 				Architecture: structs.ArchitecturePS, Mode: structs.ModeSync,
 				GlobalBatchSize: 1024, StepsPerEpoch: 10,
 				Convergence: &structs.Convergence{MaxEpochs: int(truth.Iterations/10) + 1},
 			},
-			Elastic: &structs.Elastic{Workers: structs.Bounds{Min: 1, Max: 16}, ParameterServers: &structs.Bounds{Min: 1, Max: 16}},
-			Worker:  &structs.Role{Driver: "sim", Resources: &structs.Resources{CPU: 2000, MemoryMB: 4096}},
+			Elastic:         &structs.Elastic{Workers: structs.Bounds{Min: 1, Max: 32}, ParameterServers: &structs.Bounds{Min: 1, Max: 32}},
+			Worker:          &structs.Role{Driver: "sim", Resources: &structs.Resources{CPU: harmonyNodeCPU / 8, MemoryMB: 4096}},
+			ParameterServer: &structs.Role{Driver: "sim", Resources: &structs.Resources{CPU: harmonyNodeCPU / 16, MemoryMB: 2048}},
 		}
 		j.Canonicalize()
-		t := truth
-		w.Arrivals = append(w.Arrivals, Arrival{Time: math.Round(at), Job: j, RequestPS: 4, RequestWorkers: 4, Truth: &t})
+		w.Arrivals = append(w.Arrivals, Arrival{Time: math.Round(at), Job: j, RequestPS: HarmonyDoP, RequestWorkers: HarmonyDoP, Truth: truth})
 	}
 	return w
+}
+
+// harmonySet draws one set of the 80 (application, dataset, setting)
+// jobs; round > 0 marks the IDs of further sets.
+func harmonySet(rng *rand.Rand, round int) []*SubtaskTruth {
+	var out []*SubtaskTruth
+	for _, app := range harmonyApps {
+		for d := range app.Datasets {
+			cpu1, net := app.shape(d)
+			var fc, fn, logC, logN [harmonySettings]float64
+			for k := range harmonySettings {
+				s := math.Pow(2, (float64(k)/(harmonySettings-1) - 0.5))
+				fc[k] = math.Pow(s, 0.5+rng.Float64())
+				fn[k] = math.Pow(s, 0.5+rng.Float64())
+				logC[k], logN[k] = math.Log(fc[k]), math.Log(fn[k])
+			}
+			gc, gn := math.Exp(mean(logC[:])), math.Exp(mean(logN[:]))
+			for k := range harmonySettings {
+				iters := math.Round(harmonyIterations * math.Exp(math.Log(1.5)*(2*rng.Float64()-1)))
+				t := &SubtaskTruth{
+					App: app.App, Dataset: app.Datasets[d].Name, Setting: k,
+					CPU1: cpu1 * fc[k] / gc, Net: net * fn[k] / gn, Iterations: iters,
+				}
+				// 1/(B0·k + B1) + B2 = B2 + threshold at k = iters.
+				t.B = [3]float64{(1/harmonyThreshold - harmonyLossB1) / iters, harmonyLossB1, harmonyLossB2}
+				t.ID = fmt.Sprintf("%s-d%d-h%d", app.App, d+1, k)
+				if round > 0 {
+					t.ID += fmt.Sprintf("-r%d", round)
+				}
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }
 
 // subtaskLoad is what subtask jobs put on one node per iteration cycle:
@@ -107,44 +254,175 @@ type subtaskLoad struct {
 // own iteration (eq. 4.1 per node).
 func (l subtaskLoad) time() float64 { return math.Max(math.Max(l.cpu, l.net), l.own) }
 
-// loads returns every node's subtask load from the jobs training now;
-// with restarting, also from those restarting, which hold their nodes
-// and will train on them until the next change. It is nil without
-// subtask jobs, which is every workload but Harmony's.
-func (s *Sim) loads(restarting bool) []subtaskLoad {
-	var out []subtaskLoad
+// colocation is how the subtask jobs training now slow each other, from
+// one change of placements to the next. With a subtask coordinator
+// (Config.Uncoordinated false) it is every node's load (eq. 4.1 per
+// node); without, every job's iteration under contention (naive). It is
+// nil without subtask jobs, which is every workload but Harmony's.
+type colocation struct {
+	loads []subtaskLoad
+	// naive is each job's iteration when uncoordinated.
+	naive map[*job]float64
+	// cpu and net are the cluster's utilisation over that span.
+	cpu, net float64
+}
+
+// colocation returns how the subtask jobs training now share their nodes;
+// with restarting, also those restarting, which hold their nodes and will
+// train on them until the next change.
+func (s *Sim) colocation(restarting bool) *colocation {
+	var jobs []*job
 	for _, j := range s.live {
-		t, ok := j.truth.(*SubtaskTruth)
-		if !ok || !j.running() || !restarting && j.restartTo > s.now {
+		if _, ok := j.truth.(*SubtaskTruth); !ok || !j.running() || !restarting && j.restartTo > s.now {
 			continue
 		}
-		if out == nil {
-			out = make([]subtaskLoad, len(s.nodes))
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	c := &colocation{}
+	n := float64(max(len(s.nodes), 1))
+	if s.cfg.Uncoordinated {
+		var util []subtaskLoad
+		c.naive, util = naiveIterations(jobs, len(s.nodes))
+		for _, u := range util {
+			c.cpu += min(u.cpu, 1) / n
+			c.net += min(u.net, 1) / n
 		}
-		_, workers := shape(j.perNode)
-		cpu, net := t.Subtasks(workers)
+		return c
+	}
+	c.loads = make([]subtaskLoad, len(s.nodes))
+	for _, j := range jobs {
+		cpu, net := jobSubtasks(j)
 		for i, w := range j.perNode {
 			if w > 0 {
-				l := &out[i]
-				c := cpu * float64(w)
-				l.cpu += c
+				l := &c.loads[i]
+				l.cpu += cpu * float64(w)
 				l.net += net
-				l.own = math.Max(l.own, c+net)
+				l.own = math.Max(l.own, cpu*float64(w)+net)
 			}
 		}
 	}
-	return out
+	for _, l := range c.loads {
+		if t := l.time(); t > 0 {
+			c.cpu += l.cpu / t / n
+			c.net += l.net / t / n
+		}
+	}
+	return c
+}
+
+// jobSubtasks is a worker's computation and the job's communication in an
+// iteration at j's placement now.
+func jobSubtasks(j *job) (cpu, net float64) {
+	_, workers := shape(j.perNode)
+	return j.truth.(*SubtaskTruth).Subtasks(workers)
+}
+
+// naiveIterations is the naively co-located case (§4.1, Figure 4.4a): no
+// coordinator, so the computations of jobs sharing a node share its CPU
+// and their communications its network, equally (processor sharing),
+// whenever they overlap. Job k is in its computation phase on node i a
+// fraction p_k,i of its iteration T_k and in its communication phase a
+// fraction q_k,i (the rest it waits for its slowest node). Assuming the
+// phases of different jobs overlap at random (mean field), job j's phases
+// stretch by one plus the others' fractions in the same phase:
+//
+//	T_j = max over its nodes i of  C_j,i·(1 + Σ_{k≠j} p_k,i) + N_j·(1 + Σ_{k≠j} q_k,i)
+//	p_j,i = C_j,i·(1 + Σ_{k≠j} p_k,i)/T_j,  q_j,i = N_j·(1 + Σ_{k≠j} q_k,i)/T_j
+//
+// (synchronous: its slowest node sets the pace), solved as a fixed point
+// over all jobs. Alone a job takes C + N, as coordinated; k jobs that
+// only compute take k·C each, as time-sharing gives; a node's CPU does
+// Σ_j C_j,i/T_j ≤ 1 of work (each term is at most p_j/max(1, Σp)). It is
+// neither Harmony's interleaving nor the worst alignment; §4.1 observes
+// that co-located utilisations "average out" with a high variance. It
+// also returns each node's utilisation Σ_j C_j,i/T_j and Σ_j N_j/T_j.
+func naiveIterations(jobs []*job, nodes int) (map[*job]float64, []subtaskLoad) {
+	type phase struct {
+		node    int
+		cpu     float64
+		p, q    float64 // fractions of the iteration computing, communicating
+		sc, snt float64 // stretches
+	}
+	shapes := make([][]phase, len(jobs))
+	nets := make([]float64, len(jobs))
+	t := make([]float64, len(jobs))
+	for x, j := range jobs {
+		cpu, net := jobSubtasks(j)
+		nets[x] = net
+		for i, w := range j.perNode {
+			if w > 0 {
+				shapes[x] = append(shapes[x], phase{node: i, cpu: cpu * float64(w)})
+				t[x] = math.Max(t[x], cpu*float64(w)+net)
+			}
+		}
+		for k := range shapes[x] {
+			ph := &shapes[x][k]
+			ph.p, ph.q = ph.cpu/t[x], net/t[x]
+		}
+	}
+	sum := make([]subtaskLoad, nodes) // per node: Σ p (cpu) and Σ q (net)
+	for range 1000 {
+		clear(sum)
+		for x := range jobs {
+			for _, ph := range shapes[x] {
+				sum[ph.node].cpu += ph.p
+				sum[ph.node].net += ph.q
+			}
+		}
+		change := 0.0
+		for x := range jobs {
+			tj := 0.0
+			for k := range shapes[x] {
+				ph := &shapes[x][k]
+				ph.sc = 1 + sum[ph.node].cpu - ph.p
+				ph.snt = 1 + sum[ph.node].net - ph.q
+				tj = math.Max(tj, ph.cpu*ph.sc+nets[x]*ph.snt)
+			}
+			change = math.Max(change, math.Abs(tj-t[x])/t[x])
+			t[x] = tj
+		}
+		for x := range jobs {
+			for k := range shapes[x] {
+				ph := &shapes[x][k]
+				// Damped, so that the map converges instead of oscillating.
+				ph.p = (ph.p + ph.cpu*ph.sc/t[x]) / 2
+				ph.q = (ph.q + nets[x]*ph.snt/t[x]) / 2
+			}
+		}
+		if change < 1e-12 {
+			break
+		}
+	}
+	out := make(map[*job]float64, len(jobs))
+	util := make([]subtaskLoad, nodes)
+	for x, j := range jobs {
+		out[j] = t[x]
+		for _, ph := range shapes[x] {
+			util[ph.node].cpu += ph.cpu / t[x]
+			util[ph.node].net += nets[x] / t[x]
+		}
+	}
+	return out, util
 }
 
 // colocatedStepTime is a subtask job's iteration among the jobs it shares
-// nodes with: the slowest of its nodes' cycles, and at least its own
-// iteration alone (a job restarting counts in no node's load). On a
-// group's nodes this is the group's iteration time, eq. 4.1.
-func (s *Sim) colocatedStepTime(j *job, loads []subtaskLoad) float64 {
+// nodes with. Coordinated: the slowest of its nodes' cycles, and at least
+// its own iteration alone (a job restarting counts in no node's load); on
+// a group's nodes this is the group's iteration time, eq. 4.1.
+// Uncoordinated: its naive iteration.
+func (s *Sim) colocatedStepTime(j *job, c *colocation) float64 {
+	if c != nil && c.naive != nil {
+		if t, ok := c.naive[j]; ok {
+			return t
+		}
+	}
 	t := j.truth.StepTime(j.ps, j.perNode)
 	for i, w := range j.perNode {
-		if w > 0 && loads != nil {
-			t = math.Max(t, loads[i].time())
+		if w > 0 && c != nil && c.loads != nil {
+			t = math.Max(t, c.loads[i].time())
 		}
 	}
 	if t == 0 {
@@ -154,17 +432,12 @@ func (s *Sim) colocatedStepTime(j *job, loads []subtaskLoad) float64 {
 }
 
 // subtaskUtilisation is the cluster's CPU and network utilisation by
-// subtask jobs from now to the next change of placements: per node, Σ
-// computation and Σ communication over the node's cycle, averaged over
-// every node (idle ones count 0). Jobs restarting count as training.
+// subtask jobs from now to the next change of placements: per node, the
+// share of the time its CPU and its network are busy, averaged over every
+// node (idle ones count 0). Jobs restarting count as training.
 func (s *Sim) subtaskUtilisation() (cpu, net float64) {
-	loads := s.loads(true)
-	for _, l := range loads {
-		if t := l.time(); t > 0 {
-			cpu += l.cpu / t
-			net += l.net / t
-		}
+	if c := s.colocation(true); c != nil {
+		return c.cpu, c.net
 	}
-	n := float64(max(len(s.nodes), 1))
-	return cpu / n, net / n
+	return 0, 0
 }

@@ -43,6 +43,10 @@ func (a *Arrival) FixedJob() *structs.Job {
 type Workload struct {
 	Name     string
 	Arrivals []Arrival
+	// NodeCPU (MHz) and NodeMemoryMB, when not 0, are the nodes the
+	// workload was set up on; they replace the cluster's (Harmony's
+	// workload runs on m4.2xlarge machines).
+	NodeCPU, NodeMemoryMB int
 }
 
 // Worker tasks of Pollux jobs take one GPU and this much CPU and memory.
