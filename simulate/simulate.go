@@ -127,8 +127,8 @@ func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
 // The runner moves the clock to the next arrival, round or event of the
 // simulator and runs one step of the loop there, so what it measures is
 // what the agent does. The run is deterministic for the cluster's seed.
-// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB) replaces
-// the cluster's, and UncoordinatedPolicies run without a subtask
+// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB) and
+// sample noise (Noise) replace the cluster's, and UncoordinatedPolicies run without a subtask
 // coordinator.
 func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
 	start := time.Now()
@@ -147,6 +147,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 	if wl.NodeMemoryMB > 0 {
 		opts.Cluster.MemoryMB = wl.NodeMemoryMB
+	}
+	if wl.Noise > 0 {
+		opts.Cluster.Noise = wl.Noise
 	}
 	// Workloads are shared by runs in parallel: each run submits its own
 	// canonical copies.
