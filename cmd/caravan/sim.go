@@ -45,7 +45,10 @@ Usage: caravan sim -workload <name> [options]
   dissertation's 80 jobs of MLR, NMF, Lasso and LDA as computation and
   communication subtasks on m4.2xlarge nodes, all at once unless GAP is
   given; use -cluster 100x0 and -policy harmony,isolated,colocated), or cruise[:N[:GAP]] (Table 3.4's Cruise
-  runs; use -cluster 32x0 and -policy cruise,fifo).
+  runs; use -cluster 32x0 and -policy cruise,fifo), or specon[:N[:GAP]]
+  and specon-random[:N[:SPAN]] (SpeCon's fixed and random schedules of
+  containers sharing M510 workers; use -cluster 4x0 or 8x0, -interval 30s
+  and -policy specon,fifo).
 
 Sim Options:
 
