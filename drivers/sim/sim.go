@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -290,7 +292,7 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 func (s *Sim) place(j *job, p *structs.Placement) {
 	wasRunning := j.placement != nil && !j.placement.Paused()
 	if p == nil || p.Paused() {
-		s.setHeld(j, Resources{})
+		s.setHeld(j, Resources{}, s.now)
 		j.placement, j.perNode, j.ps = p, nil, 0
 		return
 	}
@@ -310,7 +312,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 		CPU:      p.NumWorkers*w.CPU + p.NumPS*ps.CPU,
 		MemoryMB: p.NumWorkers*w.MemoryMB + p.NumPS*ps.MemoryMB,
 		GPUs:     p.NumWorkers*w.GPUs + p.NumPS*ps.GPUs,
-	})
+	}, s.now)
 	for _, nt := range p.Nodes {
 		j.perNode[s.index[nt.NodeID]] = nt.Workers
 	}
@@ -382,7 +384,7 @@ func (s *Sim) Advance(t float64) {
 	if t < s.now {
 		return
 	}
-	finished := false
+	finished, allocs := false, len(s.allocs)
 	// Subtask jobs' speeds depend on each other's placements, which only
 	// change at events: callers advance event by event (NextEvent).
 	co := s.colocation(false)
@@ -412,13 +414,16 @@ func (s *Sim) Advance(t float64) {
 			j.step = total
 			j.finish = end
 			s.sample(j, total, end, co)
-			s.setHeld(j, Resources{})
+			s.setHeld(j, Resources{}, end)
 			j.placement, j.perNode, j.ps = nil, nil, 0
 			finished = true
 		}
 	}
 	s.now = t
 	if finished {
+		// Jobs finish at their own times within (now, t]: keep the
+		// allocation changes in time order.
+		slices.SortStableFunc(s.allocs[allocs:], func(a, b AllocChange) int { return cmp.Compare(a.Time, b.Time) })
 		live := s.live[:0]
 		for _, j := range s.live {
 			if j.finish < 0 {
@@ -526,14 +531,15 @@ func (s *Sim) Jobs() []JobState {
 // Done reports whether every submitted job has finished.
 func (s *Sim) Done() bool { return len(s.live) == 0 }
 
-// setHeld records that j holds r from now on.
-func (s *Sim) setHeld(j *job, r Resources) {
+// setHeld records that j holds r from time at on: now, or within an
+// Advance the time j finished.
+func (s *Sim) setHeld(j *job, r Resources, at float64) {
 	if j.gpus == r.GPUs && j.cpu == r.CPU && j.mem == r.MemoryMB {
 		return
 	}
 	s.held += r.GPUs - j.gpus
 	j.gpus, j.cpu, j.mem = r.GPUs, r.CPU, r.MemoryMB
-	s.allocs = append(s.allocs, AllocChange{Time: s.now, JobID: j.spec.ID, GPUs: r.GPUs, CPU: r.CPU, MemoryMB: r.MemoryMB})
+	s.allocs = append(s.allocs, AllocChange{Time: at, JobID: j.spec.ID, GPUs: r.GPUs, CPU: r.CPU, MemoryMB: r.MemoryMB})
 }
 
 // recordUsage records the GPUs held now; Advance and Enact call it after
