@@ -67,6 +67,10 @@ type Options struct {
 	DataDir string
 	// Logger receives the server's logs; nil means none.
 	Logger hclog.Logger
+	// AlgorithmOptions are the algorithm's options (see ParsePolicy), set
+	// as the agent's scheduler block sets them; the run's Result names the
+	// policy with them. Nil runs the algorithm with its defaults.
+	AlgorithmOptions map[string]string
 }
 
 // Result is the outcome of one policy on one workload.
@@ -194,7 +198,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	srv, err := server.New(server.Config{
 		NodeName: "sim", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", DataDir: opts.DataDir,
 		Driver: driver, Metrics: driver, Profiler: driver,
-		Algorithm: alg.Name(), Algorithms: algs, Interval: opts.Interval,
+		Algorithm: alg.Name(), AlgorithmOptions: opts.AlgorithmOptions, Algorithms: algs, Interval: opts.Interval,
 		Clock: clk.Now, Manual: true, Logger: opts.Logger, RaftConfig: fastRaft(),
 	})
 	if err != nil {
@@ -251,7 +255,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			finished = done
 		}
 	}
-	res := &Result{Policy: alg.Name()}
+	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions}.String()}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
 	specs := make([]fairJob, len(res.Jobs))

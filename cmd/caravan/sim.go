@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/simulate"
 )
@@ -63,6 +64,9 @@ Sim Options:
                           tetris, or the baselines isolated (each job on
                           nodes of its own at its balanced DoP) and
                           colocated (jobs share nodes, no grouping).
+                          A policy may carry its algorithm's options as
+                          name:key=value[:key=value...], e.g.
+                          specon:base=drf, named so in the results.
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
@@ -101,13 +105,30 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	var names []string
+	var specs []simulate.PolicySpec
 	for _, p := range strings.Split(policies, ",") {
-		if _, ok := simulate.Policy(p); !ok {
-			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", p, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
+		spec, err := simulate.ParsePolicy(p)
+		if err != nil {
+			c.Ui.Error(err.Error())
 			return 1
 		}
-		names = append(names, p)
+		alg, ok := simulate.Policy(spec.Name)
+		if !ok {
+			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", spec.Name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
+			return 1
+		}
+		if spec.Options != nil {
+			conf, ok := alg.(planner.Configurable)
+			if !ok {
+				c.Ui.Error(fmt.Sprintf("Policy %q takes no options", spec.Name))
+				return 1
+			}
+			if err := conf.SetConfig(spec.Options); err != nil {
+				c.Ui.Error(fmt.Sprintf("Options of policy %q: %v", spec.Name, err))
+				return 1
+			}
+		}
+		specs = append(specs, spec)
 	}
 	wl, err := simulate.LoadWorkload(workload, seed, limit)
 	if err != nil {
@@ -117,7 +138,7 @@ func (c *SimCommand) Run(args []string) int {
 	cfg := sim.DefaultConfig()
 	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, seed, penalty
 
-	results, err := c.runAll(wl, names, simulate.Options{Cluster: cfg, Interval: interval})
+	results, err := c.runAll(wl, specs, simulate.Options{Cluster: cfg, Interval: interval})
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
@@ -159,13 +180,13 @@ func (c *SimCommand) Run(args []string) int {
 
 // runAll runs the policies in parallel, as many at once as there are CPUs,
 // and prints a progress line to stderr every few seconds.
-func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Options) ([]*simulate.Result, error) {
-	results := make([]*simulate.Result, len(names))
-	errs := make([]error, len(names))
-	done := make([]atomic.Int64, len(names))
+func (c *SimCommand) runAll(wl *sim.Workload, specs []simulate.PolicySpec, opts simulate.Options) ([]*simulate.Result, error) {
+	results := make([]*simulate.Result, len(specs))
+	errs := make([]error, len(specs))
+	done := make([]atomic.Int64, len(specs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
-	for i, name := range names {
+	for i, spec := range specs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -173,10 +194,11 @@ func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Opti
 			defer func() { <-sem }()
 			o := opts
 			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
-			alg, _ := simulate.Policy(name)
+			o.AlgorithmOptions = spec.Options
+			alg, _ := simulate.Policy(spec.Name)
 			results[i], errs[i] = simulate.Run(wl, alg, o)
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%s: %w", name, errs[i])
+				errs[i] = fmt.Errorf("%s: %w", spec, errs[i])
 			}
 		}()
 	}
@@ -190,8 +212,8 @@ func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Opti
 				return
 			case <-tick.C:
 				var parts []string
-				for i, name := range names {
-					parts = append(parts, fmt.Sprintf("%s %d/%d", name, done[i].Load(), len(wl.Arrivals)))
+				for i, spec := range specs {
+					parts = append(parts, fmt.Sprintf("%s %d/%d", spec, done[i].Load(), len(wl.Arrivals)))
 				}
 				fmt.Fprintln(os.Stderr, "sim: jobs done: "+strings.Join(parts, ", "))
 			}
