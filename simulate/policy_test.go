@@ -46,3 +46,27 @@ func TestPolicySpec_String(t *testing.T) {
 	must.Eq(t, spec, back)
 	must.Eq(t, "drf", PolicySpec{Name: "drf"}.String())
 }
+
+// TestFixedSize: SpeCon runs the jobs at the size its base does, so that
+// specon and fifo run the same jobs.
+func TestFixedSize(t *testing.T) {
+	cases := []struct {
+		name    string
+		options map[string]string
+		want    bool
+	}{
+		{"fifo", nil, true},
+		{"tetris", nil, true},
+		{"drf", nil, false},
+		{"specon", nil, true},
+		{"specon", map[string]string{"base": "fifo"}, true},
+		{"specon", map[string]string{"base": "tetris", "alpha": "0.02"}, true},
+		{"specon", map[string]string{"base": "drf"}, false},
+		{"specon", map[string]string{"alpha": "0.02"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(PolicySpec{Name: tc.name, Options: tc.options}.String(), func(t *testing.T) {
+			must.Eq(t, tc.want, fixedSize(tc.name, tc.options))
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/harmony"
+	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/state"
@@ -25,8 +27,20 @@ import (
 )
 
 // FixedPolicies run every job at its fixed request instead of within its
-// elastic bounds: they do not rescale.
+// elastic bounds: they do not rescale. SpeCon over one of them does the
+// same (see fixedSize).
 var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
+
+// fixedSize reports whether a policy with its options runs every job at
+// its fixed request: one of FixedPolicies, or SpeCon, which only moves
+// jobs, over one of them (its base, fifo by default), so that `specon`
+// and `fifo` run the same jobs.
+func fixedSize(name string, options map[string]string) bool {
+	if name == specon.Name {
+		return FixedPolicies[cmp.Or(options["base"], specon.DefaultBase)]
+	}
+	return FixedPolicies[name]
+}
 
 // UncoordinatedPolicies run subtask jobs (Harmony's workload) that share a
 // node without a subtask coordinator (sim.Config.Uncoordinated): the
@@ -148,7 +162,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	fixed := FixedPolicies[alg.Name()]
+	fixed := fixedSize(alg.Name(), opts.AlgorithmOptions)
 	if UncoordinatedPolicies[alg.Name()] {
 		opts.Cluster.Uncoordinated = true
 	}
