@@ -23,9 +23,9 @@ func TestConfig(t testing.TB, driver Driver) Config {
 		clock = c.Now
 	}
 	rc := raft.DefaultConfig()
-	rc.HeartbeatTimeout = 300 * time.Millisecond
-	rc.ElectionTimeout = 300 * time.Millisecond
-	rc.LeaderLeaseTimeout = 150 * time.Millisecond
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 	rc.CommitTimeout = 5 * time.Millisecond
 	return Config{
 		NodeName:      t.Name(),
