@@ -61,6 +61,8 @@ func TestFixedSize(t *testing.T) {
 		{"specon", nil, true},
 		{"specon", map[string]string{"base": "fifo"}, true},
 		{"specon", map[string]string{"base": "tetris", "alpha": "0.02"}, true},
+		{"roundrobin", nil, true},
+		{"specon", map[string]string{"base": "roundrobin"}, true},
 		{"specon", map[string]string{"base": "drf"}, false},
 		{"specon", map[string]string{"alpha": "0.02"}, true},
 	}

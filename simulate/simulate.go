@@ -29,7 +29,7 @@ import (
 // FixedPolicies run every job at its fixed request instead of within its
 // elastic bounds: they do not rescale. SpeCon over one of them does the
 // same (see fixedSize).
-var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
+var FixedPolicies = map[string]bool{"fifo": true, "tetris": true, "roundrobin": true}
 
 // fixedSize reports whether a policy with its options runs every job at
 // its fixed request: one of FixedPolicies, or SpeCon, which only moves

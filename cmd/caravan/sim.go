@@ -61,7 +61,7 @@ Sim Options:
                           The policies to compare: cruise, drf, fifo,
                           harmony, optimus, optimus-relative (Optimus with
                           the relative gain, see drivers/sim/README.md),
-                          tetris, or the baselines isolated (each job on
+                          roundrobin, specon, tetris, or the baselines isolated (each job on
                           nodes of its own at its balanced DoP) and
                           colocated (jobs share nodes, no grouping).
                           A policy may carry its algorithm's options as

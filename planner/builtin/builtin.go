@@ -9,6 +9,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/planner/roundrobin"
 	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/tetris"
 )
@@ -20,6 +21,7 @@ var Algorithms = map[string]planner.Factory{
 	drf.Name:             drf.New,
 	tetris.Name:          tetris.New,
 	fifo.Name:            fifo.New,
+	roundrobin.Name:      roundrobin.New,
 	cruise.Name:          cruise.New,
 	harmony.Name:         harmony.New,
 }

@@ -19,8 +19,9 @@ const Name = "specon"
 // Defaults, from §VI: α = 0.01 and |t_m − t_{m−1}| = 30 s (§VI-B), weights
 // w_pc = 2, w_wc = 1.5, w_cc = 1 (§VI-A2). DefaultBase is the base
 // allocation: fifo runs every job at its fixed request and never moves it,
-// as the paper's baseline (Kubernetes' default scheduler with a fixed
-// initial placement) does.
+// as the paper's baseline (Kubernetes' default scheduler) does; base
+// roundrobin also places the jobs as the paper's fixed initial placement
+// does, in turn.
 const (
 	DefaultAlpha    = 0.01
 	DefaultInterval = 30 * time.Second

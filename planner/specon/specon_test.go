@@ -8,13 +8,14 @@ import (
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
+	"github.com/caravan-sched/caravan/planner/roundrobin"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
-// testBases is a registry of two bases.
+// testBases is a registry of three bases.
 func testBases(name string) (planner.Factory, bool) {
-	f, ok := map[string]planner.Factory{fifo.Name: fifo.New, drf.Name: drf.New}[name]
+	f, ok := map[string]planner.Factory{fifo.Name: fifo.New, drf.Name: drf.New, roundrobin.Name: roundrobin.New}[name]
 	return f, ok
 }
 
@@ -175,6 +176,39 @@ func TestSchedule(t *testing.T) {
 		f.job("p2", "n-0", 1000, progressing, "")
 		nodes, _ := f.plan(Options{})
 		must.Eq(t, "n-0", nodes["c"])
+	})
+}
+
+// TestSchedule_OverRoundRobin: where the paper's fixed initial placement
+// crowds a worker, SpeCon moves the converged job off it; over fifo,
+// which starts the new job on the emptier worker, nothing moves.
+func TestSchedule_OverRoundRobin(t *testing.T) {
+	// Arrival order c1, c3, c4, new5 (c2, on n-1, has ended): round-robin
+	// puts new5 on n-0, after c4's n-1, so n-0 holds c1 (requesting), c3
+	// and new5 (both PC), and n-1 holds c4. Scores: n-0 = 1 + 2 + 2 = 5,
+	// n-1 = 2; c1 moves to n-1.
+	setup := func(t *testing.T) *fixture {
+		f := newFixture(t, 2, 8000)
+		for k, j := range []*planner.Job{
+			f.job("c1", "n-0", 1000, requesting, ""),
+			f.job("c3", "n-0", 1000, progressing, ""),
+			f.job("c4", "n-1", 1000, progressing, ""),
+			f.job("new5", "", 1000, nil, ""),
+		} {
+			j.Job.SubmitTime = now - int64(4-k)*int64(time.Minute)
+		}
+		return f
+	}
+	t.Run("roundrobin", func(t *testing.T) {
+		nodes, reasons := setup(t).plan(Options{Base: roundrobin.Name})
+		must.Eq(t, map[string]string{"c1": "n-1", "c3": "n-0", "c4": "n-1", "new5": "n-0"}, nodes)
+		must.StrHasPrefix(t, marked(now, "migrated from n-0 to n-1"), reasons["c1"])
+		must.Eq(t, "roundrobin: started at its request of 0 ps and 1 workers, in turn", reasons["new5"])
+	})
+	t.Run("fifo", func(t *testing.T) {
+		nodes, reasons := setup(t).plan(Options{})
+		must.Eq(t, map[string]string{"c1": "n-0", "c3": "n-0", "c4": "n-1", "new5": "n-1"}, nodes)
+		must.StrHasPrefix(t, "fifo:", reasons["c1"])
 	})
 }
 

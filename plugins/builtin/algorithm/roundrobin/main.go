@@ -1,0 +1,11 @@
+// Command roundrobin serves the built-in roundrobin algorithm as an
+// external algorithm plugin, built from the same code the server runs
+// in-process.
+package main
+
+import (
+	"github.com/caravan-sched/caravan/plugins/algorithm/sdk"
+	"github.com/caravan-sched/caravan/plugins/builtin/algorithm/roundrobin/plugin"
+)
+
+func main() { sdk.Serve(plugin.New()) }
