@@ -5,6 +5,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/cruise"
+	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
@@ -21,6 +22,7 @@ var Algorithms = map[string]planner.Factory{
 	fifo.Name:            fifo.New,
 	cruise.Name:          cruise.New,
 	harmony.Name:         harmony.New,
+	dorm.Name:            dorm.New,
 }
 
 // Names returns the built-in algorithms' names, sorted.
