@@ -198,7 +198,7 @@ func (s *Server) forwardLeave() error {
 
 // addPeer adds a server to the Raft configuration; leader only.
 func (s *Server) addPeer(req api.JoinRequest) error {
-	if err := s.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, 10*time.Second).Error(); err != nil {
+	if err := s.await(s.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, 10*time.Second)); err != nil {
 		return fmt.Errorf("add server %s: %w", req.ID, err)
 	}
 	return nil
@@ -207,7 +207,7 @@ func (s *Server) addPeer(req api.JoinRequest) error {
 // removePeer removes a server from the Raft configuration and the member
 // table; leader only.
 func (s *Server) removePeer(ctx context.Context, id string) error {
-	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+	if err := s.await(s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second)); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, err)
 	}
 	_, _, err := s.apply(ctx, fsm.MemberDeleteType, &fsm.MemberDeleteRequest{ID: id})
@@ -261,7 +261,7 @@ func (s *Server) apply(ctx context.Context, t fsm.MessageType, req any) (any, ui
 		timeout = time.Until(d)
 	}
 	f := s.raft.Apply(buf, timeout)
-	if err := f.Error(); err != nil {
+	if err := s.await(f); err != nil {
 		if err == raft.ErrNotLeader || err == raft.ErrLeadershipLost {
 			return nil, 0, fmt.Errorf("%w: %w", ErrNotLeader, err)
 		}
@@ -271,4 +271,19 @@ func (s *Server) apply(ctx context.Context, t fsm.MessageType, req any) (any, ui
 		return nil, f.Index(), err
 	}
 	return f.Response(), f.Index(), nil
+}
+
+// await waits for f unless the server shuts down first. Raft answers no
+// future still queued when it shuts down (Apply's queue is buffered), so
+// waiting on Error alone could block the leader loop, and Shutdown behind
+// it, forever; the waiting goroutine is left to end with the process.
+func (s *Server) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.shutdownCtx.Done():
+		return raft.ErrRaftShutdown
+	}
 }

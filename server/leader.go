@@ -236,7 +236,7 @@ func versionOf(j *structs.Job) jobVersion { return jobVersion{j.CreateIndex, j.V
 
 func (l *leader) establish(ctx context.Context) error {
 	s := l.s
-	if err := s.raft.Barrier(30 * time.Second).Error(); err != nil {
+	if err := s.await(s.raft.Barrier(30 * time.Second)); err != nil {
 		return fmt.Errorf("wait for the log to apply: %w", err)
 	}
 	s.setReadyForReads(true)

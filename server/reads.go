@@ -80,7 +80,7 @@ func (s *Server) consistentRead(ctx context.Context) error {
 			}
 		}
 	}
-	if err := s.raft.VerifyLeader().Error(); err != nil {
+	if err := s.await(s.raft.VerifyLeader()); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return fmt.Errorf("%w: %v", ErrNotLeader, err)
 		}

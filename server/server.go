@@ -376,7 +376,7 @@ func (s *Server) Leave() error {
 	future := s.raft.GetConfiguration()
 	if err := future.Error(); err == nil && len(future.Configuration().Servers) > 1 {
 		if s.IsLeader() {
-			if err := s.raft.RemoveServer(raft.ServerID(s.cfg.NodeID), 0, 10*time.Second).Error(); err != nil {
+			if err := s.await(s.raft.RemoveServer(raft.ServerID(s.cfg.NodeID), 0, 10*time.Second)); err != nil {
 				s.log.Warn("failed to leave the cluster", "error", err)
 			}
 		} else if err := s.forwardLeave(); err != nil {

@@ -95,6 +95,32 @@ func WriteJobsCSV(w io.Writer, results []*Result) error {
 	return cw.Error()
 }
 
+// WriteFairnessCSV writes one row per job and policy: the job's life
+// (arrival to finish, seconds), its dominant share and its DRF share
+// averaged over its life, their ratio (empty without a DRF share), and its
+// fairness loss and shortfall (JobFairness).
+func WriteFairnessCSV(w io.Writer, results []*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"policy", "job", "life_s", "share", "drf_share", "ratio", "loss", "shortfall"}); err != nil {
+		return err
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	for _, res := range results {
+		for _, f := range res.Fairness {
+			ratio := ""
+			if f.DRFShare > 0 {
+				ratio = num(f.Ratio())
+			}
+			rec := []string{res.Policy, f.JobID, strconv.FormatFloat(f.Life, 'f', 1, 64), num(f.Share), num(f.DRFShare), ratio, num(f.Loss), num(f.Shortfall)}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
 // WriteUsageCSV writes one row per policy and change of the cluster's use:
 // from time_s on, the GPUs held, the CPU and network utilisation by
 // subtask jobs (sim.UsePoint), and the jobs started and not finished yet
@@ -123,8 +149,8 @@ func WriteUsageCSV(w io.Writer, results []*Result) error {
 	return cw.Error()
 }
 
-// WriteAll writes summary.json, jobs.csv, usage.csv and the plots into
-// dir.
+// WriteAll writes summary.json, jobs.csv, fairness.csv, usage.csv and the
+// plots into dir.
 func WriteAll(dir string, report *Report, results []*Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -144,6 +170,9 @@ func WriteAll(dir string, report *Report, results []*Result) error {
 		return err
 	}
 	if err := write("jobs.csv", func(w io.Writer) error { return WriteJobsCSV(w, results) }); err != nil {
+		return err
+	}
+	if err := write("fairness.csv", func(w io.Writer) error { return WriteFairnessCSV(w, results) }); err != nil {
 		return err
 	}
 	if err := write("usage.csv", func(w io.Writer) error { return WriteUsageCSV(w, results) }); err != nil {

@@ -76,7 +76,10 @@ type Result struct {
 	Usage     []sim.UsePoint
 	Allocs    []sim.AllocChange
 	TotalGPUs int
-	Summary   Summary
+	// Fairness is each job's share against its DRF share, in the order
+	// of Jobs.
+	Fairness []JobFairness
+	Summary  Summary
 	// Wall is how long the run took in real time.
 	Wall time.Duration
 }
@@ -102,6 +105,9 @@ type Summary struct {
 	// makespan.
 	RegroupS     float64 `json:"regroup_s"`
 	RegroupShare float64 `json:"regroup_share"`
+	// Fairness is Jain's index over the jobs' shares against their DRF
+	// shares, and the fairness loss (Dorm's eq. 2).
+	Fairness
 }
 
 // epoch is the wall time virtual time 0 stands for: fixed, so that runs
@@ -152,8 +158,14 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	// canonical copies.
 	jobs := make([]*structs.Job, len(wl.Arrivals))
 	truths := make(map[string]sim.Truth, len(wl.Arrivals))
+	// Every policy's shares are measured against DRF's of the elastic
+	// jobs, whatever size the policy runs them at.
+	fair := make(map[string]fairJob, len(wl.Arrivals))
 	for i := range wl.Arrivals {
 		a := &wl.Arrivals[i]
+		elastic := a.Job.Copy()
+		elastic.Canonicalize()
+		fair[elastic.ID] = newFairJob(elastic)
 		job := a.Job
 		if fixed {
 			job = a.FixedJob()
@@ -239,6 +251,11 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	res := &Result{Policy: alg.Name()}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
+	specs := make([]fairJob, len(res.Jobs))
+	for i, j := range res.Jobs {
+		specs[i] = fair[j.JobID]
+	}
+	res.Fairness, res.Summary.Fairness = fairness(res.Jobs, specs, res.Allocs, capacityOf(opts.Cluster))
 	res.Wall = time.Since(start)
 	return res, nil
 }

@@ -180,7 +180,7 @@ func TestSim(t *testing.T) {
 		must.Eq(t, 8, p.Jobs)
 		must.Positive(t, p.AvgJCT)
 	}
-	for _, f := range []string{"summary.json", "jobs.csv", "jct_cdf.png", "gpu_util.png", "gpu_alloc_optimus.png", "gpu_alloc_fifo.png"} {
+	for _, f := range []string{"summary.json", "jobs.csv", "fairness.csv", "jct_cdf.png", "gpu_util.png", "gpu_alloc_optimus.png", "gpu_alloc_fifo.png"} {
 		info, err := os.Stat(filepath.Join(out, f))
 		must.NoError(t, err)
 		must.Positive(t, info.Size(), must.Sprint(f))
@@ -195,13 +195,16 @@ func TestSim(t *testing.T) {
 }
 
 // TestSim_Harmony runs the Harmony comparison as planner/README.md does,
-// on a few jobs: the table has the regrouping overhead and the speedups
-// over isolated and colocated.
+// on a few jobs: the table has the regrouping overhead, the fairness
+// columns and the speedups over isolated and colocated.
 func TestSim_Harmony(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, errOut := runCLI(t, "sim", "-workload", "harmony:8", "-cluster", "8x0", "-policy", "harmony,isolated,colocated", "-out", out)
 	must.Eq(t, 0, code, must.Sprint(errOut))
 	must.StrContains(t, stdout, "regroup")
+	for _, col := range []string{"Jain", "fair loss", "max loss", "worst job"} {
+		must.StrContains(t, stdout, col)
+	}
 	for _, line := range []string{"harmony   vs isolated", "colocated vs isolated", "harmony   vs colocated"} {
 		must.StrContains(t, stdout, line)
 	}

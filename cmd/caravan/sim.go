@@ -31,9 +31,11 @@ Usage: caravan sim -workload <name> [options]
   Replays a workload on Caravan's simulated cluster once per policy, in
   parallel, and writes to -out: summary.json (average, median and 99th
   percentile JCT, makespan, GPU, CPU and network utilisation, rescales and
-  the regrouping overhead per policy, and each policy's speedup over the
-  isolated and colocated baselines when they ran),
-  jobs.csv (one row per job and policy) and PNG plots (jct_cdf.png,
+  the regrouping overhead per policy, Jain's fairness index and the
+  fairness loss against DRF, and each policy's speedup over the isolated
+  and colocated baselines when they ran), jobs.csv (one row per job and
+  policy), fairness.csv (each job's share against its DRF share, see
+  simulate.JobFairness), usage.csv and PNG plots (jct_cdf.png,
   gpu_util.png, gpu_alloc_<policy>.png). The same seed gives the same
   results.
 
@@ -136,11 +138,13 @@ func (c *SimCommand) Run(args []string) int {
 	for _, r := range results {
 		width = max(width, len(r.Policy))
 	}
-	c.Ui.Output(fmt.Sprintf("%-*s %12s %12s %12s %12s %8s %8s %8s %9s %8s %8s", width, "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "CPU util", "net util", "rescales", "regroup", "wall"))
+	c.Ui.Output(fmt.Sprintf("%-*s %12s %12s %12s %12s %8s %8s %8s %9s %8s %6s %9s %8s %10s %8s", width, "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "CPU util", "net util", "rescales", "regroup", "Jain", "fair loss", "max loss", "worst job", "wall"))
 	for _, r := range results {
 		s := r.Summary
-		c.Ui.Output(fmt.Sprintf("%-*s %12.0f %12.0f %12.0f %12.0f %7.1f%% %7.1f%% %7.1f%% %9d %7.2f%% %8s", width, r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, 100*s.CPUUtil, 100*s.NetUtil, s.Rescales, 100*s.RegroupShare, r.Wall.Round(time.Millisecond)))
+		c.Ui.Output(fmt.Sprintf("%-*s %12.0f %12.0f %12.0f %12.0f %7.1f%% %7.1f%% %7.1f%% %9d %7.2f%% %6.3f %9.3f %8.3f %10.3f %8s", width, r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, 100*s.CPUUtil, 100*s.NetUtil, s.Rescales, 100*s.RegroupShare, s.Jain, s.Fairness.Loss, s.MaxLoss, s.WorstJobLoss, r.Wall.Round(time.Millisecond)))
 	}
+	c.Ui.Output("\nfairness: Jain's index over each job's share ÷ its DRF share; fairness loss Σ|share − DRF share|\n" +
+		"(Dorm's eq. 2) averaged over the makespan and its maximum; the worst job's loss over its life (fairness.csv)")
 	if len(report.Speedups) > 0 {
 		c.Ui.Output("\nspeedup (baseline ÷ policy): avg JCT, makespan")
 		for _, sp := range report.Speedups {

@@ -504,7 +504,7 @@ func (s *Sim) StopJob(id string) error {
 		return fmt.Errorf("stop job %q: it has finished", id)
 	}
 	held := s.held
-	s.setGPUs(j, 0)
+	s.setHeld(j, Resources{}, s.now)
 	s.forget(j)
 	if s.held != held {
 		s.recordUsage()

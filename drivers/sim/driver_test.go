@@ -237,7 +237,8 @@ func TestDriver_StopsJobsLeftOut(t *testing.T) {
 	must.Eq(t, structs.JobStatusRunning, st["b"].Status)
 	must.Eq(t, 4, d.sim.held)
 	allocs := d.sim.Allocations()
-	must.Eq(t, []AllocChange{{Time: 100, JobID: "a", GPUs: 0}, {Time: 100, JobID: "b", GPUs: 4}}, allocs[len(allocs)-2:])
+	must.Eq(t, []AllocChange{{Time: 100, JobID: "a"}, {Time: 100, JobID: "b", GPUs: 4, CPU: 4000, MemoryMB: 4096}}, allocs[len(allocs)-2:],
+		must.Sprint("a holds nothing, b four workers of 1 GPU, 1000 MHz and 1024 MB"))
 
 	// A plan that names a again starts it over.
 	must.NoError(t, enact(d, ctx, workers(map[string]int{"a": 2, "b": 2}), jobs("a", "b")))

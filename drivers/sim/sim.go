@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -90,11 +92,26 @@ type UsePoint struct {
 	CPU, Net float64
 }
 
-// AllocChange records that a job holds GPUs from a time on.
+// AllocChange records what a job holds from a time on: its tasks' GPUs,
+// CPU (MHz) and memory (MB) together, all 0 once it holds no tasks.
 type AllocChange struct {
-	Time  float64
-	JobID string
-	GPUs  int
+	Time     float64
+	JobID    string
+	GPUs     int
+	CPU      int
+	MemoryMB int
+}
+
+// Resources are what tasks take: CPU (MHz), memory (MB) and GPUs.
+type Resources struct{ CPU, MemoryMB, GPUs int }
+
+// TaskResources returns what one worker and one parameter server of j
+// take, as the simulator charges them; a PS job without a
+// parameter_server template runs its servers from the worker template.
+func TaskResources(j *structs.Job) (worker, ps Resources) {
+	wc, wm, wg := taskNeeds(j.Worker)
+	pc, pm, pg := taskNeeds(psRole(j))
+	return Resources{wc, wm, wg}, Resources{pc, pm, pg}
 }
 
 // Sim is the simulated cluster. Times are seconds of virtual time.
@@ -126,6 +143,7 @@ type job struct {
 	perNode    []int // workers per node index
 	ps         int
 	gpus       int
+	cpu, mem   int // MHz and MB held now
 	step       float64
 	restartTo  float64 // no progress before this time
 	profiling  float64 // seconds of profiling still owed at the first start
@@ -274,7 +292,7 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 func (s *Sim) place(j *job, p *structs.Placement) {
 	wasRunning := j.placement != nil && !j.placement.Paused()
 	if p == nil || p.Paused() {
-		s.setGPUs(j, 0)
+		s.setHeld(j, Resources{}, s.now)
 		j.placement, j.perNode, j.ps = p, nil, 0
 		return
 	}
@@ -289,9 +307,12 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	j.placement = p
 	j.perNode = make([]int, len(s.nodes))
 	j.ps = p.NumPS
-	_, _, wg := taskNeeds(j.spec.Worker)
-	_, _, pg := taskNeeds(psRole(j.spec))
-	s.setGPUs(j, p.NumWorkers*wg+p.NumPS*pg)
+	w, ps := TaskResources(j.spec)
+	s.setHeld(j, Resources{
+		CPU:      p.NumWorkers*w.CPU + p.NumPS*ps.CPU,
+		MemoryMB: p.NumWorkers*w.MemoryMB + p.NumPS*ps.MemoryMB,
+		GPUs:     p.NumWorkers*w.GPUs + p.NumPS*ps.GPUs,
+	}, s.now)
 	for _, nt := range p.Nodes {
 		j.perNode[s.index[nt.NodeID]] = nt.Workers
 	}
@@ -363,7 +384,7 @@ func (s *Sim) Advance(t float64) {
 	if t < s.now {
 		return
 	}
-	finished := false
+	finished, allocs := false, len(s.allocs)
 	// Subtask jobs' speeds depend on each other's placements, which only
 	// change at events: callers advance event by event (NextEvent).
 	co := s.colocation(false)
@@ -393,13 +414,16 @@ func (s *Sim) Advance(t float64) {
 			j.step = total
 			j.finish = end
 			s.sample(j, total, end, co)
-			s.setGPUs(j, 0)
+			s.setHeld(j, Resources{}, end)
 			j.placement, j.perNode, j.ps = nil, nil, 0
 			finished = true
 		}
 	}
 	s.now = t
 	if finished {
+		// Jobs finish at their own times within (now, t]: keep the
+		// allocation changes in time order.
+		slices.SortStableFunc(s.allocs[allocs:], func(a, b AllocChange) int { return cmp.Compare(a.Time, b.Time) })
 		live := s.live[:0]
 		for _, j := range s.live {
 			if j.finish < 0 {
@@ -507,14 +531,15 @@ func (s *Sim) Jobs() []JobState {
 // Done reports whether every submitted job has finished.
 func (s *Sim) Done() bool { return len(s.live) == 0 }
 
-// setGPUs records that j holds gpus GPUs from now on.
-func (s *Sim) setGPUs(j *job, gpus int) {
-	if j.gpus == gpus {
+// setHeld records that j holds r from time at on: now, or within an
+// Advance the time j finished.
+func (s *Sim) setHeld(j *job, r Resources, at float64) {
+	if j.gpus == r.GPUs && j.cpu == r.CPU && j.mem == r.MemoryMB {
 		return
 	}
-	s.held += gpus - j.gpus
-	j.gpus = gpus
-	s.allocs = append(s.allocs, AllocChange{Time: s.now, JobID: j.spec.ID, GPUs: gpus})
+	s.held += r.GPUs - j.gpus
+	j.gpus, j.cpu, j.mem = r.GPUs, r.CPU, r.MemoryMB
+	s.allocs = append(s.allocs, AllocChange{Time: at, JobID: j.spec.ID, GPUs: r.GPUs, CPU: r.CPU, MemoryMB: r.MemoryMB})
 }
 
 // recordUsage records the GPUs held now; Advance and Enact call it after
@@ -529,7 +554,7 @@ func (s *Sim) recordUsage() {
 	s.usage = append(s.usage, p)
 }
 
-// Allocations returns every change of a job's GPUs, in time order.
+// Allocations returns every change of what a job holds, in time order.
 func (s *Sim) Allocations() []AllocChange { return s.allocs }
 
 // Usage returns GPUs held over time, one point per change.

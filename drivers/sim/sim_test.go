@@ -252,3 +252,25 @@ func TestSim_Colocation(t *testing.T) {
 	// together they iterate as fast as alone, on the same nodes.
 	must.Eq(t, 4.0, cpuHeavy.StepTime(0, []int{1, 1}))
 }
+
+// TestSim_AllocationsAtFinish: jobs that finish within one Advance give
+// their tasks up at their own finish times, in time order, not at the
+// time the Advance started from.
+func TestSim_AllocationsAtFinish(t *testing.T) {
+	s := New(testConfig())
+	must.NoError(t, s.Submit(gpuJob("slow"), constTruth{100}))
+	must.NoError(t, s.Submit(gpuJob("fast"), constTruth{100}))
+	// Both restart for 10 s, then slow does 1 step a second (100 s),
+	// fast 2 (50 s).
+	must.NoError(t, s.Enact(plan("slow", map[string]int{"node-00": 1})))
+	must.NoError(t, s.Enact(plan("fast", map[string]int{"node-01": 2})))
+	s.Advance(1000)
+	must.Eq(t, []AllocChange{
+		{Time: 0, JobID: "slow", GPUs: 1, CPU: 1000, MemoryMB: 1024},
+		{Time: 0, JobID: "fast", GPUs: 2, CPU: 2000, MemoryMB: 2048},
+		{Time: 60, JobID: "fast"},
+		{Time: 110, JobID: "slow"},
+	}, s.Allocations())
+	res := s.Results()
+	must.Eq(t, []float64{110, 60}, []float64{res[0].Finish, res[1].Finish})
+}
