@@ -18,14 +18,19 @@
 //     node's capacity (device instances counted by type).
 //   - eqs. 7–8: n_min·z_i ≤ Σ_j x_ij ≤ n_max·z_i with a binary z_i, and the
 //     same for servers. z_i is an addition to P2 (see below).
-//   - eqs. 11–12: l_i ≥ s_i − ŝ_i and l_i ≥ ŝ_i − s_i, where s_i is the
-//     job's dominant share as planner/drf measures it (the sum of its
-//     tasks' dominant shares, linear in x and p) and ŝ_i is the share the
-//     drf algorithm gives the job on the same request (the paper's
-//     "theoretical share derived from DRF").
+//   - eqs. 11–12: l_i ≥ s_i − ŝ_i and l_i ≥ ŝ_i − s_i. s_i is eq. 2's
+//     dominant share, the largest share of one resource type the job's
+//     tasks take together; it is linear for a job whose roles have the
+//     same dominant type (every all-reduce job), and otherwise linearised
+//     exactly with one binary per candidate type (s ≥ a_k, s ≤ a_k +
+//     1 − y_k, Σ y_k = 1). ŝ_i is drf.Shares' theoretical DRF share of the
+//     cluster's aggregate ("derived from DRF based on the algorithms
+//     proposed in [18]"), the same measure `caravan sim` reports
+//     (simulate.JobFairness).
 //   - eqs. 13–14: M·r_i ≥ ±(x^{t-1}_ij − x_ij) for each job running now
 //     (A^t ∩ A^{t-1}), r_i binary (eq. 18), M the job's largest bound.
-//   - eq. 15: Σ_i l_i ≤ ⌈θ1·2m⌉, m = |M|.
+//   - eq. 15: Σ_i l_i ≤ ⌈θ1·2m⌉ + e, m = |M|, e ≥ 0 an excess the
+//     objective charges far more than any utilisation (see below).
 //   - eq. 16: Σ_i r_i ≤ ⌈θ2·|A^t ∩ A^{t-1}|⌉.
 //
 // Placement is the MILP's per-node assignment. A job whose assignment is
@@ -37,8 +42,10 @@
 //   - Eq. 15 is printed as ⌈θ1 × 2m⌉ and is implemented as printed: the
 //     bound on the summed fairness loss is an integer (with three resource
 //     types, 1 for θ1 = 0.1 and 2 for θ1 = 0.2, out of a largest possible
-//     loss of 2m). The sum runs over A_r^t, which the text does not define;
-//     it is read as A^t.
+//     loss of 2m). §V's "Dorm-3 limits the fairness loss within 0.6"
+//     (= 0.1·2·3) hints that the bound may be θ1·2m without the ceiling;
+//     the ceiling is kept as printed. The sum runs over A_r^t, which the
+//     text does not define; it is read as A^t.
 //   - The paper requires every application to get at least n_min (eq. 8)
 //     and, when P2 is infeasible, keeps the existing allocation. Caravan's
 //     queue holds more jobs than fit, so a binary z_i lets the MILP leave a
@@ -46,11 +53,22 @@
 //     waiting still counts in the fairness loss (s_i = 0), so the MILP
 //     admits it whenever its minimum fits unless the loss budget forbids it;
 //     such a job's reason starts with WaitingReason.
-//   - When P2 is infeasible, when glpsol finds no integer solution within
-//     the time limit, or when the solver fails, the decision is planner/drf's
-//     for the same request, and the reasons and the logger say why
-//     (FallbackReason). The paper's keep-the-existing-allocation rule would
-//     leave new jobs waiting with room free.
+//   - Eq. 15 is elastic. When a job arrives every share ŝ shrinks, and
+//     the running jobs eq. 16 does not let the MILP adjust keep shares
+//     above their new ŝ; eq. 15 as printed is then often infeasible, and
+//     the paper keeps the existing allocations (leaving the new job
+//     waiting with room free). Here the MILP may exceed the bound by e at
+//     a cost of 1000 per unit of loss, so it exceeds it only when eqs. 16
+//     and 6 (or device and placement rules) leave no way to meet it, and
+//     then by as little as they allow; Solve.Excess reports e, and a
+//     solve with e > 0 is logged. Eq. 16 stays hard.
+//   - When P2 is infeasible all the same (jobs on nodes that left the
+//     cluster must move, more of them than eq. 16 allows), when glpsol
+//     finds no integer solution within the time limit, or when the
+//     solver fails, the decision is planner/drf's for the same request,
+//     and the reasons and the logger say why (FallbackReason). With a
+//     time limit of a second or more glpsol stops itself and its best
+//     integer solution so far is used (StatusFeasible).
 //   - Eq. 10 sums utilisation over resource types with the same weight, as
 //     printed; memory and CPU dominate a cluster with few GPUs only through
 //     each job's demand.

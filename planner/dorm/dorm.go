@@ -56,6 +56,10 @@ type Solve struct {
 	// LossBound and AdjustBound are eqs. 15 and 16's right-hand sides.
 	LossBound   float64
 	AdjustBound int
+	// Excess is how far the MILP's fairness loss goes above LossBound:
+	// 0 unless the running jobs cannot come within the bound by the
+	// adjustments eq. 16 allows (see the package doc).
+	Excess float64
 	// Columns is the number of the MILP's variables.
 	Columns int
 }
@@ -163,17 +167,10 @@ func (d *Dorm) Plan(req *planner.Request) (*planner.Decision, error) {
 	views := slices.Clone(req.Jobs)
 	planner.SortJobs(views)
 	c := planner.NewCluster(req.Nodes)
-	agg := planner.NewAggregate(c)
-	fair := map[string]float64{}
-	for _, p := range fairDec.Placements {
-		for _, v := range views {
-			if v.Job.ID == p.JobID && v.Job.Namespace == p.Namespace {
-				fair[p.JobID] = share(agg, c.JobTasks(v), p.NumPS, p.NumWorkers)
-			}
-		}
-	}
+	res := newResources(c)
+	fair := res.fairShares(c, views)
 
-	m := newModel(req, views, fair, d.thresholds.Theta1, d.thresholds.Theta2)
+	m := newModel(req, views, res, fair, d.thresholds.Theta1, d.thresholds.Theta2)
 	d.last.Columns, d.last.LossBound, d.last.AdjustBound, d.last.Running = len(m.cols), m.lossBound, m.adjustBound, m.running
 	glpsol := d.glpsol
 	if glpsol == "" {
@@ -187,14 +184,21 @@ func (d *Dorm) Plan(req *planner.Request) (*planner.Decision, error) {
 	}
 	d.last.Status = sol.status
 	d.logger.Debug("solved", "status", sol.status, "duration", d.last.Duration, "columns", len(m.cols), "objective", sol.obj)
-	if sol.status != StatusOptimal && sol.status != StatusFeasible {
-		return d.fallback(req, fairDec, fmt.Sprintf("P2 %s within %s", sol.status, d.timeLimit))
+	switch sol.status {
+	case StatusInfeasible:
+		return d.fallback(req, fairDec, "P2 is infeasible")
+	case StatusNoSolution:
+		return d.fallback(req, fairDec, fmt.Sprintf("P2 no solution within %s", d.timeLimit))
 	}
-	dec := m.decision(sol, d.last.Status)
+	d.last.Excess = max(0, sol.cols[m.excess])
+	if d.last.Excess > 1e-9 {
+		d.logger.Info("fairness budget exceeded", "bound", m.lossBound, "excess", d.last.Excess)
+	}
+	dec := m.decision(res, sol, d.last.Status)
 	if err := planner.CheckDecision(req, dec); err != nil {
 		return d.fallback(req, fairDec, "the MILP's assignment does not fit: "+err.Error())
 	}
-	d.measure(req, dec, fair)
+	d.measure(req, dec)
 	return dec, nil
 }
 
@@ -206,30 +210,18 @@ func (d *Dorm) fallback(req *planner.Request, dec *planner.Decision, why string)
 	for _, p := range dec.Placements {
 		p.Reason = FallbackReason + " (" + why + "): " + p.Reason
 	}
-	d.measure(req, dec, nil)
+	d.measure(req, dec)
 	return dec, nil
 }
 
-// share is the dominant share of ps servers and w workers, as drf sums it.
-func share(agg *planner.Aggregate, t planner.JobTasks, ps, w int) float64 {
-	s := 0.0
-	if ps > 0 {
-		s += float64(ps) * agg.DominantShare(t.PS)
-	}
-	if w > 0 {
-		s += float64(w) * agg.DominantShare(t.Worker)
-	}
-	return s
-}
-
 // measure fills the last solve's eqs. 1, 2 and 4 for the decision.
-func (d *Dorm) measure(req *planner.Request, dec *planner.Decision, fair map[string]float64) {
-	m := Measure(req, dec, fair)
+func (d *Dorm) measure(req *planner.Request, dec *planner.Decision) {
+	m := Measure(req, dec)
 	d.last.Utilisation, d.last.FairnessLoss, d.last.Adjusted = m.Utilisation, m.FairnessLoss, m.Adjusted
 }
 
 // decision turns the solution into placements.
-func (m *model) decision(sol *solution, status Status) *planner.Decision {
+func (m *model) decision(res resources, sol *solution, status Status) *planner.Decision {
 	out := make([]*structs.Placement, len(m.jobs))
 	for k, j := range m.jobs {
 		p := &structs.Placement{Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID}
@@ -248,7 +240,7 @@ func (m *model) decision(sol *solution, status Status) *planner.Decision {
 			}
 		}
 		slices.SortFunc(p.Nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
-		s := float64(p.NumPS)*j.domP + float64(p.NumWorkers)*j.domW
+		s := res.dominant(j.tasks, p.NumPS, p.NumWorkers)
 		switch {
 		case p.Paused():
 			p.Reason = fmt.Sprintf("%s: running its minimum of %d ps and %d workers would break the fairness budget (θ1) or the capacity; DRF share %.3f", WaitingReason, j.minP, j.minW, j.fair)
