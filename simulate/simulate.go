@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,11 @@ type Options struct {
 	DataDir string
 	// Logger receives the server's logs; nil means none.
 	Logger hclog.Logger
+	// AlgorithmOptions are the algorithm's options (the scheduler
+	// configuration's), such as dorm's preset; nil means none.
+	AlgorithmOptions map[string]string
+	// Policy is the name the result reports; empty means the algorithm's.
+	Policy string
 }
 
 // Result is the outcome of one policy on one workload.
@@ -105,6 +111,21 @@ type Summary struct {
 	// makespan.
 	RegroupS     float64 `json:"regroup_s"`
 	RegroupShare float64 `json:"regroup_share"`
+	// RescalesPerHour is Rescales over the makespan in hours: Dorm's
+	// resource adjustments (eq. 4) per hour.
+	RescalesPerHour float64 `json:"rescales_per_hour"`
+	// ResourceUtil is Dorm's eq. 1, the sum of the CPU, memory and GPU
+	// shares of the cluster that jobs hold (0 to 3), averaged over the
+	// makespan; ResourceUtilEarly the same over its first EarlyWindow (5
+	// hours), as Dorm's §V-B1 reports it.
+	ResourceUtil      float64 `json:"resource_util"`
+	ResourceUtilEarly float64 `json:"resource_util_5h"`
+	// Plans is how many times the algorithm planned, and PlanP50S and
+	// PlanMaxS the median and the longest wall time of one plan, in
+	// seconds (for dorm, mostly glpsol's solve).
+	Plans    int     `json:"plans"`
+	PlanP50S float64 `json:"plan_p50_s"`
+	PlanMaxS float64 `json:"plan_max_s"`
 	// Fairness is Jain's index over the jobs' shares against their DRF
 	// shares, and the fairness loss (Dorm's eq. 2).
 	Fairness
@@ -133,8 +154,8 @@ func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
 // The runner moves the clock to the next arrival, round or event of the
 // simulator and runs one step of the loop there, so what it measures is
 // what the agent does. The run is deterministic for the cluster's seed.
-// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB) replaces
-// the cluster's, and UncoordinatedPolicies run without a subtask
+// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB, NodeGPUs)
+// replaces the cluster's, and UncoordinatedPolicies run without a subtask
 // coordinator.
 func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
 	start := time.Now()
@@ -153,6 +174,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 	if wl.NodeMemoryMB > 0 {
 		opts.Cluster.MemoryMB = wl.NodeMemoryMB
+	}
+	if wl.NodeGPUs != nil {
+		opts.Cluster.NodeGPUs = wl.NodeGPUs
 	}
 	// Workloads are shared by runs in parallel: each run submits its own
 	// canonical copies.
@@ -181,8 +205,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		Cluster: opts.Cluster, Clock: clk.Now, Logger: opts.Logger,
 		Truth: func(j *structs.Job) sim.Truth { return truths[j.ID] },
 	})
+	timed := &planTimes{alg: alg}
 	builtins := maps.Clone(builtin.Algorithms)
-	builtins[alg.Name()] = func() planner.Algorithm { return alg }
+	builtins[alg.Name()] = func() planner.Algorithm { return timed }
 	algs, err := loader.New(loader.Config{Builtins: builtins, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
@@ -191,7 +216,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	srv, err := server.New(server.Config{
 		NodeName: "sim", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", DataDir: opts.DataDir,
 		Driver: driver, Metrics: driver, Profiler: driver,
-		Algorithm: alg.Name(), Algorithms: algs, Interval: opts.Interval,
+		Algorithm: alg.Name(), AlgorithmOptions: opts.AlgorithmOptions, Algorithms: algs, Interval: opts.Interval,
 		Clock: clk.Now, Manual: true, Logger: opts.Logger, RaftConfig: fastRaft(),
 	})
 	if err != nil {
@@ -248,9 +273,18 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			finished = done
 		}
 	}
-	res := &Result{Policy: alg.Name()}
+	res := &Result{Policy: cmp.Or(opts.Policy, alg.Name())}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
+	if s := &res.Summary; s.Makespan > 0 {
+		first := math.Inf(1)
+		for _, j := range res.Jobs {
+			first = min(first, j.Arrival)
+		}
+		s.RescalesPerHour = float64(s.Rescales) / (s.Makespan / 3600)
+		s.ResourceUtil, s.ResourceUtilEarly = resourceUtil(res.Allocs, capacityOf(opts.Cluster), first, first+s.Makespan)
+	}
+	res.Summary.Plans, res.Summary.PlanP50S, res.Summary.PlanMaxS = timed.stats()
 	specs := make([]fairJob, len(res.Jobs))
 	for i, j := range res.Jobs {
 		specs[i] = fair[j.JobID]

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/plugins/algorithm"
 	"github.com/caravan-sched/caravan/simulate"
+	"github.com/caravan-sched/caravan/version"
 )
 
 // SimCommand runs a workload under several policies on the simulated
@@ -47,19 +50,27 @@ Usage: caravan sim -workload <name> [options]
   dissertation's 80 jobs of MLR, NMF, Lasso and LDA as computation and
   communication subtasks on m4.2xlarge nodes, all at once unless GAP is
   given; use -cluster 100x0 and -policy harmony,isolated,colocated), or cruise[:N[:GAP]] (Table 3.4's Cruise
-  runs; use -cluster 32x0 and -policy cruise,fifo).
+  runs; use -cluster 32x0 and -policy cruise,fifo), or dorm[:N[:GAP]]
+  (Dorm's 50 applications of Table II, one every GAP seconds on average,
+  default 1200, on its testbed of 20 servers with 240 cores and 5 GPUs,
+  which replaces -cluster; use -policy
+  dorm:preset=dorm-1,dorm:preset=dorm-2,dorm:preset=dorm-3,drf,fifo).
 
 Sim Options:
 
   -workload=<name>        The workload (required).
   -cluster=16x4           Nodes and GPUs per node.
   -policy=optimus,drf,tetris,fifo
-                          The policies to compare: cruise, drf, fifo,
+                          The policies to compare: cruise, dorm, drf, fifo,
                           harmony, optimus, optimus-relative (Optimus with
                           the relative gain, see drivers/sim/README.md),
                           tetris, or the baselines isolated (each job on
                           nodes of its own at its balanced DoP) and
-                          colocated (jobs share nodes, no grouping).
+                          colocated (jobs share nodes, no grouping). A
+                          policy NAME:KEY=VALUE[:KEY=VALUE...] runs with
+                          those algorithm options and is reported under
+                          that spec, e.g. dorm:preset=dorm-1 (dorm needs
+                          GLPK's glpsol: make tools).
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
@@ -98,13 +109,14 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	var names []string
+	var specs []policySpec
 	for _, p := range strings.Split(policies, ",") {
-		if _, ok := simulate.Policy(p); !ok {
-			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", p, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
+		spec, err := parsePolicy(p)
+		if err != nil {
+			c.Ui.Error(err.Error())
 			return 1
 		}
-		names = append(names, p)
+		specs = append(specs, spec)
 	}
 	wl, err := simulate.LoadWorkload(workload, seed, limit)
 	if err != nil {
@@ -113,8 +125,14 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, seed, penalty
+	if wl.NodeGPUs != nil {
+		// The workload's testbed replaces -cluster (simulate.Run).
+		c := cfg
+		c.NodeGPUs = wl.NodeGPUs
+		cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
+	}
 
-	results, err := c.runAll(wl, names, simulate.Options{Cluster: cfg, Interval: interval})
+	results, err := c.runAll(wl, specs, simulate.Options{Cluster: cfg, Interval: interval})
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
@@ -145,6 +163,13 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	c.Ui.Output("\nfairness: Jain's index over each job's share ÷ its DRF share; fairness loss Σ|share − DRF share|\n" +
 		"(Dorm's eq. 2) averaged over the makespan and its maximum; the worst job's loss over its life (fairness.csv)")
+	c.Ui.Output(fmt.Sprintf("\n%-*s %9s %9s %9s %7s %10s %10s", width, "policy", "res util", "first 5h", "adjust/h", "plans", "plan p50", "plan max"))
+	for _, r := range results {
+		s := r.Summary
+		c.Ui.Output(fmt.Sprintf("%-*s %9.3f %9.3f %9.2f %7d %9.3fs %9.3fs", width, r.Policy, s.ResourceUtil, s.ResourceUtilEarly, s.RescalesPerHour, s.Plans, s.PlanP50S, s.PlanMaxS))
+	}
+	c.Ui.Output("\nres util: Dorm's eq. 1, CPU + memory + GPU shares held (0 to 3), over the makespan and its first 5 hours;\n" +
+		"adjust/h: rescales and moves per hour; plan: the wall time of one plan (dorm: mostly glpsol's solve)")
 	if len(report.Speedups) > 0 {
 		c.Ui.Output("\nspeedup (baseline ÷ policy): avg JCT, makespan")
 		for _, sp := range report.Speedups {
@@ -154,15 +179,48 @@ func (c *SimCommand) Run(args []string) int {
 	return 0
 }
 
+// policySpec is one policy of -policy: a built-in or baseline and the
+// options it runs with, reported under the spec as written.
+type policySpec struct {
+	label, name string
+	options     map[string]string
+}
+
+// parsePolicy reads NAME or NAME:KEY=VALUE[:KEY=VALUE…], such as
+// "dorm:preset=dorm-1", checking the name and the options.
+func parsePolicy(s string) (policySpec, error) {
+	name, rest, _ := strings.Cut(s, ":")
+	spec := policySpec{label: s, name: name}
+	alg, ok := simulate.Policy(name)
+	if !ok {
+		return spec, fmt.Errorf("Unknown policy %q; the policies are %s and %s", name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", "))
+	}
+	if rest == "" {
+		return spec, nil
+	}
+	spec.options = map[string]string{}
+	for _, kv := range strings.Split(rest, ":") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return spec, fmt.Errorf("policy %q: option %q is not KEY=VALUE", s, kv)
+		}
+		spec.options[k] = v
+	}
+	if err := algorithm.FromPlanner(alg, version.Version).SetConfig(context.Background(), algorithm.APIVersion1, spec.options); err != nil {
+		return spec, fmt.Errorf("policy %q: %w", s, err)
+	}
+	return spec, nil
+}
+
 // runAll runs the policies in parallel, as many at once as there are CPUs,
 // and prints a progress line to stderr every few seconds.
-func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Options) ([]*simulate.Result, error) {
-	results := make([]*simulate.Result, len(names))
-	errs := make([]error, len(names))
-	done := make([]atomic.Int64, len(names))
+func (c *SimCommand) runAll(wl *sim.Workload, specs []policySpec, opts simulate.Options) ([]*simulate.Result, error) {
+	results := make([]*simulate.Result, len(specs))
+	errs := make([]error, len(specs))
+	done := make([]atomic.Int64, len(specs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
-	for i, name := range names {
+	for i, spec := range specs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -170,10 +228,11 @@ func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Opti
 			defer func() { <-sem }()
 			o := opts
 			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
-			alg, _ := simulate.Policy(name)
+			o.AlgorithmOptions, o.Policy = spec.options, spec.label
+			alg, _ := simulate.Policy(spec.name)
 			results[i], errs[i] = simulate.Run(wl, alg, o)
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%s: %w", name, errs[i])
+				errs[i] = fmt.Errorf("%s: %w", spec.label, errs[i])
 			}
 		}()
 	}
@@ -187,8 +246,8 @@ func (c *SimCommand) runAll(wl *sim.Workload, names []string, opts simulate.Opti
 				return
 			case <-tick.C:
 				var parts []string
-				for i, name := range names {
-					parts = append(parts, fmt.Sprintf("%s %d/%d", name, done[i].Load(), len(wl.Arrivals)))
+				for i, spec := range specs {
+					parts = append(parts, fmt.Sprintf("%s %d/%d", spec.label, done[i].Load(), len(wl.Arrivals)))
 				}
 				fmt.Fprintln(os.Stderr, "sim: jobs done: "+strings.Join(parts, ", "))
 			}
