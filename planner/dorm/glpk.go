@@ -19,7 +19,7 @@ import (
 type Status string
 
 const (
-	// StatusOptimal: glpsol proved the solution optimal.
+	// StatusOptimal: glpsol proved the solution optimal within MIPGap.
 	StatusOptimal Status = "optimal"
 	// StatusFeasible: the time limit stopped the search; the solution is
 	// the best incumbent.
@@ -87,6 +87,11 @@ func solve(glpsol string, lp []byte, ncols int, limit time.Duration) (*solution,
 	sol, err := parseSolution(b, ncols)
 	if err != nil {
 		return nil, fmt.Errorf("dorm: glpsol's solution: %w", err)
+	}
+	// glpsol marks a solution within the gap tolerance feasible, as it
+	// does one the time limit cut short; its log tells them apart.
+	if sol.status == StatusFeasible && strings.Contains(stdout.String(), "MIP GAP TOLERANCE REACHED") {
+		sol.status = StatusOptimal
 	}
 	return sol, nil
 }
