@@ -111,6 +111,10 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	var specs []policySpec
 	for _, p := range strings.Split(policies, ",") {
+		if name, _, _ := strings.Cut(p, ":"); !isPolicy(name) {
+			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
+			return 1
+		}
 		spec, err := parsePolicy(p)
 		if err != nil {
 			c.Ui.Error(err.Error())
@@ -193,7 +197,7 @@ func parsePolicy(s string) (policySpec, error) {
 	spec := policySpec{label: s, name: name}
 	alg, ok := simulate.Policy(name)
 	if !ok {
-		return spec, fmt.Errorf("Unknown policy %q; the policies are %s and %s", name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", "))
+		return spec, fmt.Errorf("unknown policy %q", name)
 	}
 	if rest == "" {
 		return spec, nil
@@ -210,6 +214,11 @@ func parsePolicy(s string) (policySpec, error) {
 		return spec, fmt.Errorf("policy %q: %w", s, err)
 	}
 	return spec, nil
+}
+
+func isPolicy(name string) bool {
+	_, ok := simulate.Policy(name)
+	return ok
 }
 
 // runAll runs the policies in parallel, as many at once as there are CPUs,
