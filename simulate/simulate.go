@@ -88,6 +88,16 @@ type Result struct {
 	Summary  Summary
 	// Wall is how long the run took in real time.
 	Wall time.Duration
+	// PlanTime is the wall time of the algorithm's plans.
+	PlanTime PlanTime
+}
+
+// PlanTime is the median and the longest wall time of one plan, in
+// seconds (for dorm, mostly glpsol's solve). Unlike Summary it is not
+// reproducible: it depends on the machine and its load.
+type PlanTime struct {
+	P50S float64 `json:"p50_s"`
+	MaxS float64 `json:"max_s"`
 }
 
 // Summary is what summary.json reports per policy.
@@ -120,12 +130,9 @@ type Summary struct {
 	// hours), as Dorm's §V-B1 reports it.
 	ResourceUtil      float64 `json:"resource_util"`
 	ResourceUtilEarly float64 `json:"resource_util_5h"`
-	// Plans is how many times the algorithm planned, and PlanP50S and
-	// PlanMaxS the median and the longest wall time of one plan, in
-	// seconds (for dorm, mostly glpsol's solve).
-	Plans    int     `json:"plans"`
-	PlanP50S float64 `json:"plan_p50_s"`
-	PlanMaxS float64 `json:"plan_max_s"`
+	// Plans is how many times the algorithm planned (their wall times are
+	// Result.PlanTime, which a rerun does not reproduce).
+	Plans int `json:"plans"`
 	// Fairness is Jain's index over the jobs' shares against their DRF
 	// shares, and the fairness loss (Dorm's eq. 2).
 	Fairness
@@ -284,7 +291,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		s.RescalesPerHour = float64(s.Rescales) / (s.Makespan / 3600)
 		s.ResourceUtil, s.ResourceUtilEarly = resourceUtil(res.Allocs, capacityOf(opts.Cluster), first, first+s.Makespan)
 	}
-	res.Summary.Plans, res.Summary.PlanP50S, res.Summary.PlanMaxS = timed.stats()
+	res.Summary.Plans, res.PlanTime.P50S, res.PlanTime.MaxS = timed.stats()
 	specs := make([]fairJob, len(res.Jobs))
 	for i, j := range res.Jobs {
 		specs[i] = fair[j.JobID]

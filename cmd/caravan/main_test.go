@@ -245,8 +245,13 @@ func TestSim_Dorm(t *testing.T) {
 			Plans        int     `json:"plans"`
 			MaxLoss      float64 `json:"max_fairness_loss"`
 		}
+		PlanTimes map[string]struct {
+			MaxS float64 `json:"max_s"`
+		} `json:"plan_times"`
 	}
 	must.NoError(t, json.Unmarshal(summary, &report))
+	must.MapContainsKeys(t, report.PlanTimes, []string{"dorm:preset=dorm-1", "dorm:preset=dorm-3:time_limit=2s", "drf"})
+	must.Positive(t, report.PlanTimes["dorm:preset=dorm-1"].MaxS)
 	must.MapContainsKeys(t, report.Policies, []string{"dorm:preset=dorm-1", "dorm:preset=dorm-3:time_limit=2s", "drf"})
 	for name, p := range report.Policies {
 		must.Eq(t, 6, p.Jobs, must.Sprint(name))

@@ -35,7 +35,8 @@ Usage: caravan sim -workload <name> [options]
   parallel, and writes to -out: summary.json (average, median and 99th
   percentile JCT, makespan, GPU, CPU and network utilisation, rescales and
   the regrouping overhead per policy, Jain's fairness index and the
-  fairness loss against DRF, and each policy's speedup over the isolated
+  fairness loss against DRF, Dorm's eq. 1 utilisation, rescales per hour
+  and plan times, and each policy's speedup over the isolated
   and colocated baselines when they ran), jobs.csv (one row per job and
   policy), fairness.csv (each job's share against its DRF share, see
   simulate.JobFairness), usage.csv and PNG plots (jct_cdf.png,
@@ -170,7 +171,7 @@ func (c *SimCommand) Run(args []string) int {
 	c.Ui.Output(fmt.Sprintf("\n%-*s %9s %9s %9s %7s %10s %10s", width, "policy", "res util", "first 5h", "adjust/h", "plans", "plan p50", "plan max"))
 	for _, r := range results {
 		s := r.Summary
-		c.Ui.Output(fmt.Sprintf("%-*s %9.3f %9.3f %9.2f %7d %9.3fs %9.3fs", width, r.Policy, s.ResourceUtil, s.ResourceUtilEarly, s.RescalesPerHour, s.Plans, s.PlanP50S, s.PlanMaxS))
+		c.Ui.Output(fmt.Sprintf("%-*s %9.3f %9.3f %9.2f %7d %9.3fs %9.3fs", width, r.Policy, s.ResourceUtil, s.ResourceUtilEarly, s.RescalesPerHour, s.Plans, r.PlanTime.P50S, r.PlanTime.MaxS))
 	}
 	c.Ui.Output("\nres util: Dorm's eq. 1, CPU + memory + GPU shares held (0 to 3), over the makespan and its first 5 hours;\n" +
 		"adjust/h: rescales and moves per hour; plan: the wall time of one plan (dorm: mostly glpsol's solve)")
