@@ -30,6 +30,28 @@ import (
 // maxWorkers workers with a GPU each and one parameter server, converging
 // in a few hundred steps.
 func elasticTrainerJob(id, trainer string, maxWorkers int) *api.JobRegisterRequest {
+	return trainerJobSpec{
+		ID: id, Trainer: trainer, MaxWorkers: maxWorkers,
+		WorkerArgs: []string{"-features", "100", "-examples", "20000", "-sample-cost", "1ms"},
+		PSArgs:     []string{"-features", "100", "-examples", "20000"},
+		Threshold:  0.02, Patience: 2, MaxEpochs: 8,
+	}.request()
+}
+
+// trainerJobSpec is a sync parameter-server job of examples/trainer: a
+// global batch of 240, 40 steps an epoch, 1 to MaxWorkers workers with a
+// GPU each and one parameter server, each running Trainer with its args,
+// and the convergence block's Threshold, Patience and MaxEpochs.
+type trainerJobSpec struct {
+	ID, Trainer         string
+	MaxWorkers          int
+	WorkerArgs, PSArgs  []string
+	Threshold           float64
+	Patience, MaxEpochs int
+}
+
+// request renders the job as a register request.
+func (s trainerJobSpec) request() *api.JobRegisterRequest {
 	hcl := fmt.Sprintf(`
 job %[1]q {
   training {
@@ -38,15 +60,15 @@ job %[1]q {
     global_batch_size = 240
     steps_per_epoch   = 40
     convergence {
-      threshold  = 0.02
-      patience   = 2
-      max_epochs = 8
+      threshold  = %[5]g
+      patience   = %[6]d
+      max_epochs = %[7]d
     }
   }
   elastic {
     workers {
       min = 1
-      max = %[3]d
+      max = %[8]d
     }
     parameter_servers {
       min = 1
@@ -60,7 +82,7 @@ job %[1]q {
     driver = "raw_exec"
     config {
       command = %[2]q
-      args    = ["-features", "100", "-examples", "20000", "-sample-cost", "1ms"]
+      args    = %[3]s
     }
     resources {
       cpu    = 100
@@ -74,7 +96,7 @@ job %[1]q {
     driver = "raw_exec"
     config {
       command = %[2]q
-      args    = ["-features", "100", "-examples", "20000"]
+      args    = %[4]s
     }
     resources {
       cpu    = 100
@@ -82,8 +104,17 @@ job %[1]q {
     }
   }
 }
-`, id, trainer, maxWorkers)
-	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
+`, s.ID, s.Trainer, hclList(s.WorkerArgs), hclList(s.PSArgs), s.Threshold, s.Patience, s.MaxEpochs, s.MaxWorkers)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: s.ID + ".hcl"}
+}
+
+// hclList renders strings as an HCL list.
+func hclList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // stubbornJob is a job of up to 4 workers with a GPU each and one

@@ -8,7 +8,8 @@
 // ExplainPaused (why a paused job's minimum does not fit) and a test
 // Harness. Subpackages hold the models (planner/model), feasibility
 // (planner/feasible), placement (planner/placement), one algorithm each
-// (planner/optimus, planner/drf, planner/tetris, planner/fifo) and the
+// (planner/optimus, planner/drf, planner/tetris, planner/fifo, and
+// planner/specon, which moves jobs over a base algorithm) and the
 // registry of built-ins (planner/builtin). See README.md for the pipeline.
 //
 // Imports point downstream only: planner never imports server or drivers.

@@ -67,6 +67,19 @@ type Job struct {
 	Young bool
 	// Step is how many training steps the job has completed.
 	Step float64
+	// Progress is the job's recent reported training progress, the loss
+	// its trainers reported and when, oldest first; nil when none was
+	// reported. The server keeps a bounded window of it (the newest
+	// points). SpeCon derives its progress categories from it.
+	Progress []ProgressPoint
+}
+
+// ProgressPoint is one reported value of a job's evaluation function.
+type ProgressPoint struct {
+	// Time is when the step ended, Unix nanoseconds.
+	Time int64
+	// Loss is the reported loss (lower is better).
+	Loss float64
 }
 
 // Subtasks are moving averages of a job's per-step computation and

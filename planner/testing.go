@@ -118,7 +118,8 @@ func MockSpeed() *model.Speed {
 // keep every rule of CheckDecision. It also fills what algorithms do not read
 // today but a plugin receives: node names, classes, pools and metadata,
 // device health descriptions and typed device attributes of every kind, job
-// names, regions, metadata, statuses, indexes, speed priors, affinities,
+// names, regions, metadata, statuses, indexes, speed priors, progress
+// histories, affinities,
 // checkpoint settings, role metadata, and the driver config and environment
 // that are never sent to plugins.
 //
@@ -196,6 +197,17 @@ func RandomRequest(rng *rand.Rand) *Request {
 			j.Status = structs.JobStatusRunning
 		}
 		req.Jobs = append(req.Jobs, v)
+	}
+	// Progress histories, drawn from no randomness so that the instances
+	// stay those they were before histories existed.
+	for k, v := range req.Jobs {
+		if k%3 == 0 {
+			continue
+		}
+		n := 2 + k%5
+		for i := range n {
+			v.Progress = append(v.Progress, ProgressPoint{Time: req.Now - int64(n-i)*int64(30*time.Second), Loss: 1 / float64(1+i+k)})
+		}
 	}
 	return req
 }

@@ -62,8 +62,14 @@ func TestReads_ReadYourWritesThroughFollower(t *testing.T) {
 	found := 0
 	for i := range 200 {
 		id := fmt.Sprintf("ryw-%d", i)
-		_, err := fc.Jobs().Register(ctx, demoJob(t, id))
-		must.NoError(t, err)
+		// Under load the test cluster's short Raft timeouts can move
+		// leadership during a write, which is answered 503 with the outcome
+		// unknown; only an acknowledged write must be readable, so such a
+		// write is sent again.
+		agent.WaitFor(t, 10*time.Second, "the registration of "+id+" is acknowledged", func() error {
+			_, err := fc.Jobs().Register(ctx, demoJob(t, id))
+			return err
+		})
 		job, meta, err := fc.Jobs().Info(id, nil)
 		if err == nil && job.ID == id {
 			found++
@@ -82,10 +88,19 @@ func TestReads_ReadYourWritesThroughFollower(t *testing.T) {
 	must.NoError(t, err)
 	must.True(t, meta.KnownLeader)
 	must.Less(t, 5*time.Second, meta.LastContact)
-	_, meta, err = client(t, leader).Jobs().Info("ryw-199", &api.QueryOptions{AllowStale: true})
-	must.NoError(t, err)
-	must.True(t, meta.KnownLeader)
-	must.Eq(t, 0, meta.LastContact)
+	// Leadership may have moved under load: whichever server leads
+	// answers a stale read as fresh.
+	agent.WaitFor(t, 10*time.Second, "the leader answers a stale read with no contact delay", func() error {
+		cur := leaderOf(t, leader, followers[0], followers[1])
+		_, meta, err := client(t, cur).Jobs().Info("ryw-199", &api.QueryOptions{AllowStale: true})
+		if err != nil {
+			return err
+		}
+		if !meta.KnownLeader || meta.LastContact != 0 {
+			return fmt.Errorf("known leader %v, last contact %v", meta.KnownLeader, meta.LastContact)
+		}
+		return nil
+	})
 
 	// Without the others, the follower still answers stale reads, and
 	// says it knows no leader.

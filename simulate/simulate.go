@@ -17,6 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/harmony"
+	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/state"
@@ -26,8 +27,20 @@ import (
 )
 
 // FixedPolicies run every job at its fixed request instead of within its
-// elastic bounds: they do not rescale.
+// elastic bounds: they do not rescale. SpeCon over one of them does the
+// same (see fixedSize).
 var FixedPolicies = map[string]bool{"fifo": true, "tetris": true}
+
+// fixedSize reports whether a policy with its options runs every job at
+// its fixed request: one of FixedPolicies, or SpeCon, which only moves
+// jobs, over one of them (its base, fifo by default), so that `specon`
+// and `fifo` run the same jobs.
+func fixedSize(name string, options map[string]string) bool {
+	if name == specon.Name {
+		return FixedPolicies[cmp.Or(options["base"], specon.DefaultBase)]
+	}
+	return FixedPolicies[name]
+}
 
 // UncoordinatedPolicies run subtask jobs (Harmony's workload) that share a
 // node without a subtask coordinator (sim.Config.Uncoordinated): the
@@ -68,11 +81,10 @@ type Options struct {
 	DataDir string
 	// Logger receives the server's logs; nil means none.
 	Logger hclog.Logger
-	// AlgorithmOptions are the algorithm's options (the scheduler
-	// configuration's), such as dorm's preset; nil means none.
+	// AlgorithmOptions are the algorithm's options (see ParsePolicy), set
+	// as the agent's scheduler block sets them; the run's Result names the
+	// policy with them. Nil runs the algorithm with its defaults.
 	AlgorithmOptions map[string]string
-	// Policy is the name the result reports; empty means the algorithm's.
-	Policy string
 }
 
 // Result is the outcome of one policy on one workload.
@@ -162,7 +174,8 @@ func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
 // simulator and runs one step of the loop there, so what it measures is
 // what the agent does. The run is deterministic for the cluster's seed.
 // The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB, NodeGPUs)
-// replaces the cluster's, and UncoordinatedPolicies run without a subtask
+// and sample noise (Noise) replace the cluster's, and UncoordinatedPolicies
+// run without a subtask
 // coordinator.
 func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
 	start := time.Now()
@@ -172,7 +185,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	fixed := FixedPolicies[alg.Name()]
+	fixed := fixedSize(alg.Name(), opts.AlgorithmOptions)
 	if UncoordinatedPolicies[alg.Name()] {
 		opts.Cluster.Uncoordinated = true
 	}
@@ -184,6 +197,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 	if wl.NodeGPUs != nil {
 		opts.Cluster.NodeGPUs = wl.NodeGPUs
+	}
+	if wl.Noise > 0 {
+		opts.Cluster.Noise = wl.Noise
 	}
 	// Workloads are shared by runs in parallel: each run submits its own
 	// canonical copies.
@@ -280,7 +296,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			finished = done
 		}
 	}
-	res := &Result{Policy: cmp.Or(opts.Policy, alg.Name())}
+	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions}.String()}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
 	if s := &res.Summary; s.Makespan > 0 {

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner/builtin"
@@ -94,6 +95,39 @@ func TestLoadWorkload(t *testing.T) {
 	must.Greater(t, 0.0, wl.Arrivals[9].Time)
 	_, err = LoadWorkload("parametric:5:0", 1, 0)
 	must.ErrorContains(t, err, `gap "0" is not a positive number`)
+	// SpeCon's fixed schedule, 20 VAE containers 50 s apart, and its
+	// random one, 20 in [0, 300] s by default.
+	wl, err = LoadWorkload("specon", 1, 0)
+	must.NoError(t, err)
+	must.SliceLen(t, 20, wl.Arrivals)
+	must.Eq(t, 950.0, wl.Arrivals[19].Time)
+	wl, err = LoadWorkload("specon-random:30:600", 1, 0)
+	must.NoError(t, err)
+	must.SliceLen(t, 30, wl.Arrivals)
+	must.LessEq(t, 600.0, wl.Arrivals[29].Time)
+}
+
+// TestRun_Specon: on SpeCon's random schedule (30 containers in [0, 600] s
+// on 4 workers), specon over fifo finishes every job, migrates some (fifo
+// never moves one), and no job is moved more than twice (once by
+// Algorithm 2, once by Algorithm 3).
+func TestRun_Specon(t *testing.T) {
+	wl, err := LoadWorkload("specon-random:30:600", 1, 0)
+	must.NoError(t, err)
+	cfg := sim.DefaultConfig()
+	cfg.Nodes, cfg.GPUsPerNode = 4, 0
+	opts := Options{Cluster: cfg, Interval: 30 * time.Second}
+	spec, err := Run(wl, builtin.Algorithms["specon"](), opts)
+	must.NoError(t, err)
+	base, err := Run(wl, builtin.Algorithms["fifo"](), opts)
+	must.NoError(t, err)
+	must.Eq(t, 30, spec.Summary.Jobs)
+	must.Eq(t, 30, base.Summary.Jobs)
+	must.Eq(t, 0, base.Summary.Rescales)
+	must.Positive(t, spec.Summary.Rescales)
+	for _, j := range spec.Jobs {
+		must.LessEq(t, 2, j.Rescales, must.Sprint(j.JobID))
+	}
 }
 
 // TestRun_HarmonyBaselines: on the dissertation's Harmony workload (24 of

@@ -33,6 +33,13 @@ import (
 //     Dorm's evaluation (Table II's mix, sim.DormWorkload), one every GAP
 //     seconds on average (default 1200), on its testbed of 20 servers with
 //     240 cores and 5 GPUs, which replaces -cluster;
+//   - "specon", "specon:N" or "specon:N:GAP": SpeCon's fixed schedule,
+//     N (default 20) VAE containers one every GAP seconds (default 50),
+//     on M510 workers (run on -cluster 4x0 or 8x0), sim.SpeconFixedWorkload;
+//   - "specon-random", "specon-random:N" or "specon-random:N:SPAN": its
+//     random schedule, N (default 20) containers of Table II's models at
+//     times drawn from [0, SPAN] seconds (default 300),
+//     sim.SpeconRandomWorkload;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,
@@ -55,6 +62,8 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
 		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},
+		{"specon", 20, 50, sim.SpeconFixedWorkload},
+		{"specon-random", 20, 300, sim.SpeconRandomWorkload},
 	}
 	for _, g := range generated {
 		rest, ok := strings.CutPrefix(name, g.prefix)

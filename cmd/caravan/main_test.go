@@ -194,6 +194,38 @@ func TestSim(t *testing.T) {
 	must.StrContains(t, errOut, `Unknown policy "bogus"`)
 }
 
+// TestSim_PolicyOptions: a policy may carry its algorithm's options, which
+// the run uses (SpeCon without rebalancing moves fewer jobs) and the
+// report names; options an algorithm does not take fail before any run.
+func TestSim_PolicyOptions(t *testing.T) {
+	code, stdout, errOut := runCLI(t, "sim", "-workload", "specon-random", "-cluster", "4x0", "-interval", "30s",
+		"-policy", "specon,specon:rebalance=false:base=drf", "-out", t.TempDir(), "-json")
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	var report struct {
+		Policies map[string]struct {
+			Jobs     int `json:"jobs"`
+			Rescales int `json:"rescales"`
+		}
+	}
+	must.NoError(t, json.Unmarshal([]byte(stdout), &report))
+	must.MapLen(t, 2, report.Policies)
+	all, off := report.Policies["specon"], report.Policies["specon:base=drf:rebalance=false"]
+	must.Eq(t, 20, all.Jobs)
+	must.Eq(t, 20, off.Jobs)
+	must.Less(t, all.Rescales, off.Rescales, must.Sprint("Algorithm 3 off moves fewer jobs"))
+
+	for _, tc := range []struct{ policy, err string }{
+		{"specon:bogus=1", `unknown option "bogus"`},
+		{"specon:base=specon", `base "specon": not a base algorithm`},
+		{"fifo:base=drf", `Policy "fifo" takes no options`},
+		{"specon:base", `option "base" is not key=value`},
+	} {
+		code, _, errOut := runCLI(t, "sim", "-workload", "specon", "-policy", tc.policy)
+		must.Eq(t, 1, code, must.Sprint(tc.policy))
+		must.StrContains(t, errOut, tc.err)
+	}
+}
+
 // TestSim_Harmony runs the Harmony comparison as planner/README.md does,
 // on a few jobs: the table has the regrouping overhead, the fairness
 // columns and the speedups over isolated and colocated.
@@ -260,10 +292,11 @@ func TestSim_Dorm(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ policy, want string }{
-		{"dorm:preset=dorm-9", `policy "dorm:preset=dorm-9": preset = "dorm-9"`},
-		{"dorm:theta1", `option "theta1" is not KEY=VALUE`},
+		{"dorm:preset=dorm-9", `Options of policy "dorm": preset = "dorm-9"`},
+		{"dorm:glpsol=/nonexistent/glpsol", `dorm needs GLPK's glpsol: install glpk-utils (make tools)`},
+		{"dorm:theta1", `option "theta1" is not key=value`},
 		{"drf:x=1", `unknown option "x"`},
-		{"fifo:x=1", `algorithm "fifo" takes no options`},
+		{"fifo:x=1", `Policy "fifo" takes no options`},
 	} {
 		code, _, errOut = runCLI(t, "sim", "-workload", "dorm:2", "-policy", tc.policy)
 		must.Eq(t, 1, code)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -13,10 +12,9 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
-	"github.com/caravan-sched/caravan/plugins/algorithm"
 	"github.com/caravan-sched/caravan/simulate"
-	"github.com/caravan-sched/caravan/version"
 )
 
 // SimCommand runs a workload under several policies on the simulated
@@ -51,10 +49,13 @@ Usage: caravan sim -workload <name> [options]
   dissertation's 80 jobs of MLR, NMF, Lasso and LDA as computation and
   communication subtasks on m4.2xlarge nodes, all at once unless GAP is
   given; use -cluster 100x0 and -policy harmony,isolated,colocated), or cruise[:N[:GAP]] (Table 3.4's Cruise
-  runs; use -cluster 32x0 and -policy cruise,fifo), or dorm[:N[:GAP]]
-  (Dorm's 50 applications of Table II, one every GAP seconds on average,
-  default 1200, on its testbed of 20 servers with 240 cores and 5 GPUs,
-  which replaces -cluster; use -policy
+  runs; use -cluster 32x0 and -policy cruise,fifo), specon[:N[:GAP]]
+  and specon-random[:N[:SPAN]] (SpeCon's fixed and random schedules of
+  containers sharing M510 workers; use -cluster 4x0 or 8x0, -interval 30s
+  and -policy specon,fifo), or dorm[:N[:GAP]] (Dorm's 50 applications of
+  Table II, one every GAP seconds on average, default 1200, on its testbed
+  of 20 servers with 240 cores and 5 GPUs, which replaces -cluster; use
+  -interval 100h and -policy
   dorm:preset=dorm-1,dorm:preset=dorm-2,dorm:preset=dorm-3,drf,fifo).
 
 Sim Options:
@@ -67,11 +68,12 @@ Sim Options:
                           the relative gain, see drivers/sim/README.md),
                           tetris, or the baselines isolated (each job on
                           nodes of its own at its balanced DoP) and
-                          colocated (jobs share nodes, no grouping). A
-                          policy NAME:KEY=VALUE[:KEY=VALUE...] runs with
-                          those algorithm options and is reported under
-                          that spec, e.g. dorm:preset=dorm-1 (dorm needs
-                          GLPK's glpsol: make tools).
+                          colocated (jobs share nodes, no grouping).
+                          A policy may carry its algorithm's options as
+                          name:key=value[:key=value...], e.g.
+                          specon:base=drf or dorm:preset=dorm-1 (dorm
+                          needs GLPK's glpsol: make tools), named so in
+                          the results.
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
@@ -110,16 +112,28 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	var specs []policySpec
+	var specs []simulate.PolicySpec
 	for _, p := range strings.Split(policies, ",") {
-		if name, _, _ := strings.Cut(p, ":"); !isPolicy(name) {
-			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
-			return 1
-		}
-		spec, err := parsePolicy(p)
+		spec, err := simulate.ParsePolicy(p)
 		if err != nil {
 			c.Ui.Error(err.Error())
 			return 1
+		}
+		alg, ok := simulate.Policy(spec.Name)
+		if !ok {
+			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", spec.Name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
+			return 1
+		}
+		if spec.Options != nil {
+			conf, ok := alg.(planner.Configurable)
+			if !ok {
+				c.Ui.Error(fmt.Sprintf("Policy %q takes no options", spec.Name))
+				return 1
+			}
+			if err := conf.SetConfig(spec.Options); err != nil {
+				c.Ui.Error(fmt.Sprintf("Options of policy %q: %v", spec.Name, err))
+				return 1
+			}
 		}
 		specs = append(specs, spec)
 	}
@@ -184,47 +198,9 @@ func (c *SimCommand) Run(args []string) int {
 	return 0
 }
 
-// policySpec is one policy of -policy: a built-in or baseline and the
-// options it runs with, reported under the spec as written.
-type policySpec struct {
-	label, name string
-	options     map[string]string
-}
-
-// parsePolicy reads NAME or NAME:KEY=VALUE[:KEY=VALUE…], such as
-// "dorm:preset=dorm-1", checking the name and the options.
-func parsePolicy(s string) (policySpec, error) {
-	name, rest, _ := strings.Cut(s, ":")
-	spec := policySpec{label: s, name: name}
-	alg, ok := simulate.Policy(name)
-	if !ok {
-		return spec, fmt.Errorf("unknown policy %q", name)
-	}
-	if rest == "" {
-		return spec, nil
-	}
-	spec.options = map[string]string{}
-	for _, kv := range strings.Split(rest, ":") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return spec, fmt.Errorf("policy %q: option %q is not KEY=VALUE", s, kv)
-		}
-		spec.options[k] = v
-	}
-	if err := algorithm.FromPlanner(alg, version.Version).SetConfig(context.Background(), algorithm.APIVersion1, spec.options); err != nil {
-		return spec, fmt.Errorf("policy %q: %w", s, err)
-	}
-	return spec, nil
-}
-
-func isPolicy(name string) bool {
-	_, ok := simulate.Policy(name)
-	return ok
-}
-
 // runAll runs the policies in parallel, as many at once as there are CPUs,
 // and prints a progress line to stderr every few seconds.
-func (c *SimCommand) runAll(wl *sim.Workload, specs []policySpec, opts simulate.Options) ([]*simulate.Result, error) {
+func (c *SimCommand) runAll(wl *sim.Workload, specs []simulate.PolicySpec, opts simulate.Options) ([]*simulate.Result, error) {
 	results := make([]*simulate.Result, len(specs))
 	errs := make([]error, len(specs))
 	done := make([]atomic.Int64, len(specs))
@@ -238,11 +214,11 @@ func (c *SimCommand) runAll(wl *sim.Workload, specs []policySpec, opts simulate.
 			defer func() { <-sem }()
 			o := opts
 			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
-			o.AlgorithmOptions, o.Policy = spec.options, spec.label
-			alg, _ := simulate.Policy(spec.name)
+			o.AlgorithmOptions = spec.Options
+			alg, _ := simulate.Policy(spec.Name)
 			results[i], errs[i] = simulate.Run(wl, alg, o)
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%s: %w", spec.label, errs[i])
+				errs[i] = fmt.Errorf("%s: %w", spec, errs[i])
 			}
 		}()
 	}
@@ -257,7 +233,7 @@ func (c *SimCommand) runAll(wl *sim.Workload, specs []policySpec, opts simulate.
 			case <-tick.C:
 				var parts []string
 				for i, spec := range specs {
-					parts = append(parts, fmt.Sprintf("%s %d/%d", spec.label, done[i].Load(), len(wl.Arrivals)))
+					parts = append(parts, fmt.Sprintf("%s %d/%d", spec, done[i].Load(), len(wl.Arrivals)))
 				}
 				fmt.Fprintln(os.Stderr, "sim: jobs done: "+strings.Join(parts, ", "))
 			}

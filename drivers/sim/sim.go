@@ -375,6 +375,9 @@ func (s *Sim) stepTime(j *job, co *colocation) float64 {
 	if _, ok := j.truth.(*SubtaskTruth); ok {
 		return s.colocatedStepTime(j, co)
 	}
+	if t, ok := j.truth.(*SharedCPUTruth); ok {
+		return s.sharedStepTime(j, t)
+	}
 	return j.truth.StepTime(j.ps, j.perNode)
 }
 

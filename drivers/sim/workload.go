@@ -51,6 +51,10 @@ type Workload struct {
 	// workload was set up on: they replace the cluster's nodes and GPUs
 	// (Config.NodeGPUs; Dorm's testbed).
 	NodeGPUs []int
+	// Noise, when not 0, replaces the cluster's relative noise of the
+	// samples trainers report (SpeCon's workload reports its loss with
+	// less).
+	Noise float64
 }
 
 // Worker tasks of Pollux jobs take one GPU and this much CPU and memory.

@@ -10,6 +10,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/tetris"
 )
 
@@ -23,6 +24,20 @@ var Algorithms = map[string]planner.Factory{
 	cruise.Name:          cruise.New,
 	harmony.Name:         harmony.New,
 	dorm.Name:            dorm.New,
+}
+
+// SpeCon layers on a base algorithm of the registry, so it is added in
+// init: an initializer of Algorithms that looked Algorithms up would be an
+// initialization cycle.
+func init() {
+	Algorithms[specon.Name] = func() planner.Algorithm { return specon.New(Base) }
+}
+
+// Base looks up a built-in algorithm SpeCon can layer on: any but specon
+// itself (specon.Bases).
+func Base(name string) (planner.Factory, bool) {
+	f, ok := Algorithms[name]
+	return f, ok && name != specon.Name
 }
 
 // Names returns the built-in algorithms' names, sorted.

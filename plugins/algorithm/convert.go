@@ -3,6 +3,7 @@ package algorithm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -385,7 +386,19 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Young:    j.Young,
 		Step:     j.Step,
 		Subtasks: subtasksToProto(j.Subtasks),
+		Progress: progressToProto(j.Progress),
 	}
+}
+
+func progressToProto(pts []planner.ProgressPoint) []*pb.ProgressPoint {
+	if len(pts) == 0 {
+		return nil
+	}
+	out := make([]*pb.ProgressPoint, len(pts))
+	for i, p := range pts {
+		out[i] = &pb.ProgressPoint{Time: p.Time, Loss: p.Loss}
+	}
+	return out
 }
 
 func subtasksToProto(s *planner.Subtasks) *pb.Subtasks {
@@ -414,6 +427,19 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 		j.Subtasks = &planner.Subtasks{
 			CPU: s.CpuS, Net: s.NetS,
 			PS: ps.toInt("subtasks.num_ps", s.NumPs), Workers: ps.toInt("subtasks.num_workers", s.NumWorkers),
+		}
+	}
+	if n := len(p.Progress); n > 0 {
+		j.Progress = make([]planner.ProgressPoint, n)
+		for i, pt := range p.Progress {
+			switch {
+			case pt == nil:
+				ps.nilElement("progress", i)
+			case math.IsNaN(pt.Loss) || math.IsInf(pt.Loss, 0):
+				ps.fail(index("progress", i), "loss %v is not a finite number", pt.Loss)
+			default:
+				j.Progress[i] = planner.ProgressPoint{Time: pt.Time, Loss: pt.Loss}
+			}
 		}
 	}
 	if p.Current != nil {

@@ -127,6 +127,8 @@ func note(seen map[string]int, req *planner.Request) {
 		count("young", j.Young)
 		count("subtasks", j.Subtasks != nil)
 		count("no subtasks", j.Subtasks == nil)
+		count("progress", len(j.Progress) > 0)
+		count("no progress", len(j.Progress) == 0)
 	}
 }
 
@@ -303,6 +305,13 @@ func TestRequestFromProto_Malformed(t *testing.T) {
 				p.Jobs[0].Current.JobId = ""
 			},
 			want: []string{`jobs[0] ("a"): current.nodes[1]: nil element`, `jobs[0] ("a"): current.job_id: is required`},
+		},
+		{
+			name: "nil and non-finite progress points",
+			break_: func(p *pb.PlanRequest) {
+				p.Jobs[0].Progress = []*pb.ProgressPoint{{Time: 1, Loss: 0.5}, nil, {Time: 3, Loss: math.NaN()}, {Time: 4, Loss: math.Inf(1)}}
+			},
+			want: []string{`jobs[0] ("a"): progress[1]: nil element`, `jobs[0] ("a"): progress[2]: loss NaN is not a finite number`, `jobs[0] ("a"): progress[3]: loss +Inf is not a finite number`},
 		},
 		{
 			name: "problems of several messages",

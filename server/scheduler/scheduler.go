@@ -18,7 +18,9 @@ import (
 // Options tune model fitting; the zero value takes the defaults.
 type Options struct {
 	// MaxLossPoints bounds the loss history kept per job; older points are
-	// merged pairwise when it is reached (default 512).
+	// merged pairwise when it is reached (default 512). It bounds the
+	// progress window (planner.Job.Progress) too, whose oldest half is
+	// dropped when it is reached.
 	MaxLossPoints int
 	// YoungConfigs is how many distinct (ps, workers) configurations a job's
 	// speed must have been measured at before its models count as mature
@@ -72,9 +74,12 @@ type entry struct {
 	abortedAt int64
 	step      float64
 	loss      []model.LossPoint
-	speeds    map[structs.Shape]*mean
-	lossFit   *model.Loss
-	speedFit  *model.Speed
+	// progress is the newest reported losses of the job's first worker,
+	// with their times (planner.Job.Progress).
+	progress []planner.ProgressPoint
+	speeds   map[structs.Shape]*mean
+	lossFit  *model.Loss
+	speedFit *model.Speed
 	// profile lists the configurations the job is still to be profiled
 	// at in place; Plan pins the job to the first.
 	profile []structs.Shape
@@ -296,6 +301,12 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			}
 			e.lossDirty = true
 		}
+		if smp.Loss > 0 && smp.Time > 0 && smp.Rank == 0 && smp.Role != structs.RolePS {
+			e.progress = append(e.progress, planner.ProgressPoint{Time: smp.Time, Loss: smp.Loss})
+			if len(e.progress) > s.opts.MaxLossPoints {
+				e.progress = slices.Clone(e.progress[len(e.progress)/2:])
+			}
+		}
 		if smp.CPUS > 0 || smp.NetS > 0 {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
@@ -465,7 +476,7 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 		s.refit(e)
 		pj := &planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
-			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks,
+			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: e.progress,
 		}
 		if h := s.holds(e, now); h != nil {
 			held = append(held, planner.Held{Job: pj, Placement: h})

@@ -255,6 +255,33 @@ func TestScheduler_Subtasks(t *testing.T) {
 	must.Eq(t, planner.Subtasks{CPU: 0.5, Net: 3, PS: 1, Workers: 4}, *rec.last.Jobs[0].Subtasks, must.Sprint("a new configuration starts again"))
 }
 
+// TestScheduler_Progress: the first worker's losses, with their times,
+// reach the algorithm as the job's progress, a bounded window of the
+// newest; other ranks, parameter servers and samples without a time or a
+// loss do not.
+func TestScheduler_Progress(t *testing.T) {
+	rec := &recorder{Algorithm: drf.New()}
+	s := New(rec, Options{ProfileConfigs: -1, MaxLossPoints: 4})
+	must.NoError(t, s.Register(newJob("a")))
+	smp := func(at int64, loss float64) structs.Sample {
+		return structs.Sample{JobID: "a", Step: at, Loss: loss, Time: at, NumPS: 1, NumWorkers: 2}
+	}
+	other := smp(2, 9)
+	other.Rank = 1
+	ps := smp(3, 9)
+	ps.Role = structs.RolePS
+	s.Ingest([]structs.Sample{smp(1, 0.9), other, ps, smp(0, 9), smp(4, 0), smp(5, 0.8)})
+	_, err := s.Plan(nil, 0)
+	must.NoError(t, err)
+	must.Eq(t, []planner.ProgressPoint{{Time: 1, Loss: 0.9}, {Time: 5, Loss: 0.8}}, rec.last.Jobs[0].Progress)
+
+	s.Ingest([]structs.Sample{smp(6, 0.7), smp(7, 0.6), smp(8, 0.5)})
+	_, err = s.Plan(nil, 0)
+	must.NoError(t, err)
+	must.Eq(t, []planner.ProgressPoint{{Time: 6, Loss: 0.7}, {Time: 7, Loss: 0.6}, {Time: 8, Loss: 0.5}}, rec.last.Jobs[0].Progress,
+		must.Sprint("past the bound, the oldest half is dropped"))
+}
+
 // TestScheduler_Update: a new version of a job reaches the next plan (a
 // lowered maximum caps it at once) and keeps what was measured of it.
 func TestScheduler_Update(t *testing.T) {

@@ -781,7 +781,10 @@ type Job struct {
 	Step float64 `protobuf:"fixed64,6,opt,name=step,proto3" json:"step,omitempty"`
 	// subtasks is the job's measured computation and communication time
 	// per step; unset until measured.
-	Subtasks      *Subtasks `protobuf:"bytes,7,opt,name=subtasks,proto3" json:"subtasks,omitempty"`
+	Subtasks *Subtasks `protobuf:"bytes,7,opt,name=subtasks,proto3" json:"subtasks,omitempty"`
+	// progress is the job's recent reported losses with their times,
+	// oldest first; empty when none was reported.
+	Progress      []*ProgressPoint `protobuf:"bytes,8,rep,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -865,6 +868,67 @@ func (x *Job) GetSubtasks() *Subtasks {
 	return nil
 }
 
+func (x *Job) GetProgress() []*ProgressPoint {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+// ProgressPoint is one reported value of a job's evaluation function.
+type ProgressPoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// time is when the step ended, Unix nanoseconds.
+	Time          int64   `protobuf:"varint,1,opt,name=time,proto3" json:"time,omitempty"`
+	Loss          float64 `protobuf:"fixed64,2,opt,name=loss,proto3" json:"loss,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProgressPoint) Reset() {
+	*x = ProgressPoint{}
+	mi := &file_algorithm_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProgressPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProgressPoint) ProtoMessage() {}
+
+func (x *ProgressPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProgressPoint.ProtoReflect.Descriptor instead.
+func (*ProgressPoint) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ProgressPoint) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *ProgressPoint) GetLoss() float64 {
+	if x != nil {
+		return x.Loss
+	}
+	return 0
+}
+
 type Subtasks struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// cpu_s and net_s are moving averages of a step's computation and
@@ -879,7 +943,7 @@ type Subtasks struct {
 
 func (x *Subtasks) Reset() {
 	*x = Subtasks{}
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +955,7 @@ func (x *Subtasks) String() string {
 func (*Subtasks) ProtoMessage() {}
 
 func (x *Subtasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +968,7 @@ func (x *Subtasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtasks.ProtoReflect.Descriptor instead.
 func (*Subtasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{12}
+	return file_algorithm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Subtasks) GetCpuS() float64 {
@@ -965,7 +1029,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1041,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1054,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{13}
+	return file_algorithm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobSpec) GetId() string {
@@ -1148,7 +1212,7 @@ type Training struct {
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1224,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1237,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{14}
+	return file_algorithm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Training) GetFramework() string {
@@ -1236,7 +1300,7 @@ type Convergence struct {
 
 func (x *Convergence) Reset() {
 	*x = Convergence{}
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1312,7 @@ func (x *Convergence) String() string {
 func (*Convergence) ProtoMessage() {}
 
 func (x *Convergence) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1325,7 @@ func (x *Convergence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Convergence.ProtoReflect.Descriptor instead.
 func (*Convergence) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{15}
+	return file_algorithm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Convergence) GetThreshold() float64 {
@@ -1296,7 +1360,7 @@ type SpeedPrior struct {
 
 func (x *SpeedPrior) Reset() {
 	*x = SpeedPrior{}
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1372,7 @@ func (x *SpeedPrior) String() string {
 func (*SpeedPrior) ProtoMessage() {}
 
 func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1385,7 @@ func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedPrior.ProtoReflect.Descriptor instead.
 func (*SpeedPrior) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{16}
+	return file_algorithm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SpeedPrior) GetPs() int64 {
@@ -1355,7 +1419,7 @@ type Bounds struct {
 
 func (x *Bounds) Reset() {
 	*x = Bounds{}
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1431,7 @@ func (x *Bounds) String() string {
 func (*Bounds) ProtoMessage() {}
 
 func (x *Bounds) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1444,7 @@ func (x *Bounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bounds.ProtoReflect.Descriptor instead.
 func (*Bounds) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{17}
+	return file_algorithm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Bounds) GetMin() int64 {
@@ -1410,7 +1474,7 @@ type Elastic struct {
 
 func (x *Elastic) Reset() {
 	*x = Elastic{}
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1486,7 @@ func (x *Elastic) String() string {
 func (*Elastic) ProtoMessage() {}
 
 func (x *Elastic) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1499,7 @@ func (x *Elastic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elastic.ProtoReflect.Descriptor instead.
 func (*Elastic) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{18}
+	return file_algorithm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Elastic) GetWorkers() *Bounds {
@@ -1482,7 +1546,7 @@ type Role struct {
 
 func (x *Role) Reset() {
 	*x = Role{}
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1558,7 @@ func (x *Role) String() string {
 func (*Role) ProtoMessage() {}
 
 func (x *Role) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1571,7 @@ func (x *Role) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Role.ProtoReflect.Descriptor instead.
 func (*Role) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{19}
+	return file_algorithm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Role) GetName() string {
@@ -1563,7 +1627,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1575,7 +1639,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1588,7 +1652,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{20}
+	return file_algorithm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -1624,7 +1688,7 @@ type RequestedDevice struct {
 
 func (x *RequestedDevice) Reset() {
 	*x = RequestedDevice{}
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1700,7 @@ func (x *RequestedDevice) String() string {
 func (*RequestedDevice) ProtoMessage() {}
 
 func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1713,7 @@ func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestedDevice.ProtoReflect.Descriptor instead.
 func (*RequestedDevice) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{21}
+	return file_algorithm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RequestedDevice) GetName() string {
@@ -1691,7 +1755,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1767,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1780,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{22}
+	return file_algorithm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Constraint) GetLtarget() string {
@@ -1752,7 +1816,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1828,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1841,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{23}
+	return file_algorithm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Affinity) GetLtarget() string {
@@ -1822,7 +1886,7 @@ type LossModel struct {
 
 func (x *LossModel) Reset() {
 	*x = LossModel{}
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1898,7 @@ func (x *LossModel) String() string {
 func (*LossModel) ProtoMessage() {}
 
 func (x *LossModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1911,7 @@ func (x *LossModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LossModel.ProtoReflect.Descriptor instead.
 func (*LossModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{24}
+	return file_algorithm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LossModel) GetB0() float64 {
@@ -1905,7 +1969,7 @@ type SpeedModel struct {
 
 func (x *SpeedModel) Reset() {
 	*x = SpeedModel{}
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +1981,7 @@ func (x *SpeedModel) String() string {
 func (*SpeedModel) ProtoMessage() {}
 
 func (x *SpeedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +1994,7 @@ func (x *SpeedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedModel.ProtoReflect.Descriptor instead.
 func (*SpeedModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{25}
+	return file_algorithm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SpeedModel) GetKind() string {
@@ -1983,7 +2047,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2059,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2072,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{26}
+	return file_algorithm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Placement) GetNamespace() string {
@@ -2064,7 +2128,7 @@ type NodeTasks struct {
 
 func (x *NodeTasks) Reset() {
 	*x = NodeTasks{}
-	mi := &file_algorithm_proto_msgTypes[27]
+	mi := &file_algorithm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2140,7 @@ func (x *NodeTasks) String() string {
 func (*NodeTasks) ProtoMessage() {}
 
 func (x *NodeTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[27]
+	mi := &file_algorithm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2153,7 @@ func (x *NodeTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTasks.ProtoReflect.Descriptor instead.
 func (*NodeTasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{27}
+	return file_algorithm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *NodeTasks) GetNodeId() string {
@@ -2189,7 +2253,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\xee\x02\n" +
+	"\x05value\"\xb7\x03\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
@@ -2197,7 +2261,11 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x05speed\x18\x04 \x01(\v2(.caravan.plugins.algorithm.v1.SpeedModelR\x05speed\x12\x14\n" +
 	"\x05young\x18\x05 \x01(\bR\x05young\x12\x12\n" +
 	"\x04step\x18\x06 \x01(\x01R\x04step\x12B\n" +
-	"\bsubtasks\x18\a \x01(\v2&.caravan.plugins.algorithm.v1.SubtasksR\bsubtasks\"l\n" +
+	"\bsubtasks\x18\a \x01(\v2&.caravan.plugins.algorithm.v1.SubtasksR\bsubtasks\x12G\n" +
+	"\bprogress\x18\b \x03(\v2+.caravan.plugins.algorithm.v1.ProgressPointR\bprogress\"7\n" +
+	"\rProgressPoint\x12\x12\n" +
+	"\x04time\x18\x01 \x01(\x03R\x04time\x12\x12\n" +
+	"\x04loss\x18\x02 \x01(\x01R\x04loss\"l\n" +
 	"\bSubtasks\x12\x13\n" +
 	"\x05cpu_s\x18\x01 \x01(\x01R\x04cpuS\x12\x13\n" +
 	"\x05net_s\x18\x02 \x01(\x01R\x04netS\x12\x15\n" +
@@ -2335,7 +2403,7 @@ func file_algorithm_proto_rawDescGZIP() []byte {
 	return file_algorithm_proto_rawDescData
 }
 
-var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_algorithm_proto_goTypes = []any{
 	(*PluginInfoRequest)(nil),  // 0: caravan.plugins.algorithm.v1.PluginInfoRequest
 	(*PluginInfoResponse)(nil), // 1: caravan.plugins.algorithm.v1.PluginInfoResponse
@@ -2349,76 +2417,78 @@ var file_algorithm_proto_goTypes = []any{
 	(*DeviceInstance)(nil),     // 9: caravan.plugins.algorithm.v1.DeviceInstance
 	(*Attribute)(nil),          // 10: caravan.plugins.algorithm.v1.Attribute
 	(*Job)(nil),                // 11: caravan.plugins.algorithm.v1.Job
-	(*Subtasks)(nil),           // 12: caravan.plugins.algorithm.v1.Subtasks
-	(*JobSpec)(nil),            // 13: caravan.plugins.algorithm.v1.JobSpec
-	(*Training)(nil),           // 14: caravan.plugins.algorithm.v1.Training
-	(*Convergence)(nil),        // 15: caravan.plugins.algorithm.v1.Convergence
-	(*SpeedPrior)(nil),         // 16: caravan.plugins.algorithm.v1.SpeedPrior
-	(*Bounds)(nil),             // 17: caravan.plugins.algorithm.v1.Bounds
-	(*Elastic)(nil),            // 18: caravan.plugins.algorithm.v1.Elastic
-	(*Role)(nil),               // 19: caravan.plugins.algorithm.v1.Role
-	(*Resources)(nil),          // 20: caravan.plugins.algorithm.v1.Resources
-	(*RequestedDevice)(nil),    // 21: caravan.plugins.algorithm.v1.RequestedDevice
-	(*Constraint)(nil),         // 22: caravan.plugins.algorithm.v1.Constraint
-	(*Affinity)(nil),           // 23: caravan.plugins.algorithm.v1.Affinity
-	(*LossModel)(nil),          // 24: caravan.plugins.algorithm.v1.LossModel
-	(*SpeedModel)(nil),         // 25: caravan.plugins.algorithm.v1.SpeedModel
-	(*Placement)(nil),          // 26: caravan.plugins.algorithm.v1.Placement
-	(*NodeTasks)(nil),          // 27: caravan.plugins.algorithm.v1.NodeTasks
-	nil,                        // 28: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
-	nil,                        // 29: caravan.plugins.algorithm.v1.Node.AttributesEntry
-	nil,                        // 30: caravan.plugins.algorithm.v1.Node.MetaEntry
-	nil,                        // 31: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	nil,                        // 32: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	nil,                        // 33: caravan.plugins.algorithm.v1.Role.MetaEntry
+	(*ProgressPoint)(nil),      // 12: caravan.plugins.algorithm.v1.ProgressPoint
+	(*Subtasks)(nil),           // 13: caravan.plugins.algorithm.v1.Subtasks
+	(*JobSpec)(nil),            // 14: caravan.plugins.algorithm.v1.JobSpec
+	(*Training)(nil),           // 15: caravan.plugins.algorithm.v1.Training
+	(*Convergence)(nil),        // 16: caravan.plugins.algorithm.v1.Convergence
+	(*SpeedPrior)(nil),         // 17: caravan.plugins.algorithm.v1.SpeedPrior
+	(*Bounds)(nil),             // 18: caravan.plugins.algorithm.v1.Bounds
+	(*Elastic)(nil),            // 19: caravan.plugins.algorithm.v1.Elastic
+	(*Role)(nil),               // 20: caravan.plugins.algorithm.v1.Role
+	(*Resources)(nil),          // 21: caravan.plugins.algorithm.v1.Resources
+	(*RequestedDevice)(nil),    // 22: caravan.plugins.algorithm.v1.RequestedDevice
+	(*Constraint)(nil),         // 23: caravan.plugins.algorithm.v1.Constraint
+	(*Affinity)(nil),           // 24: caravan.plugins.algorithm.v1.Affinity
+	(*LossModel)(nil),          // 25: caravan.plugins.algorithm.v1.LossModel
+	(*SpeedModel)(nil),         // 26: caravan.plugins.algorithm.v1.SpeedModel
+	(*Placement)(nil),          // 27: caravan.plugins.algorithm.v1.Placement
+	(*NodeTasks)(nil),          // 28: caravan.plugins.algorithm.v1.NodeTasks
+	nil,                        // 29: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	nil,                        // 30: caravan.plugins.algorithm.v1.Node.AttributesEntry
+	nil,                        // 31: caravan.plugins.algorithm.v1.Node.MetaEntry
+	nil,                        // 32: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	nil,                        // 33: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	nil,                        // 34: caravan.plugins.algorithm.v1.Role.MetaEntry
 }
 var file_algorithm_proto_depIdxs = []int32{
 	2,  // 0: caravan.plugins.algorithm.v1.PluginInfoResponse.capabilities:type_name -> caravan.plugins.algorithm.v1.Capabilities
-	28, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	29, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
 	7,  // 2: caravan.plugins.algorithm.v1.PlanRequest.nodes:type_name -> caravan.plugins.algorithm.v1.Node
 	11, // 3: caravan.plugins.algorithm.v1.PlanRequest.jobs:type_name -> caravan.plugins.algorithm.v1.Job
-	26, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
+	27, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
 	8,  // 5: caravan.plugins.algorithm.v1.Node.devices:type_name -> caravan.plugins.algorithm.v1.NodeDevice
-	29, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
-	30, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
+	30, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
+	31, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
 	9,  // 8: caravan.plugins.algorithm.v1.NodeDevice.instances:type_name -> caravan.plugins.algorithm.v1.DeviceInstance
-	31, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	13, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
-	26, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
-	24, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
-	25, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
-	12, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
-	32, // 15: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	22, // 16: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	23, // 17: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	14, // 18: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
-	18, // 19: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
-	19, // 20: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
-	19, // 21: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
-	15, // 22: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
-	16, // 23: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
-	17, // 24: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	17, // 25: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	33, // 26: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
-	20, // 27: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
-	22, // 28: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	23, // 29: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	21, // 30: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
-	22, // 31: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	23, // 32: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	27, // 33: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
-	10, // 34: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
-	0,  // 35: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
-	3,  // 36: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
-	5,  // 37: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
-	1,  // 38: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
-	4,  // 39: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
-	6,  // 40: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
-	38, // [38:41] is the sub-list for method output_type
-	35, // [35:38] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	32, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	14, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
+	27, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
+	25, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
+	26, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
+	13, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
+	12, // 15: caravan.plugins.algorithm.v1.Job.progress:type_name -> caravan.plugins.algorithm.v1.ProgressPoint
+	33, // 16: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	23, // 17: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	24, // 18: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	15, // 19: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
+	19, // 20: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
+	20, // 21: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
+	20, // 22: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
+	16, // 23: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
+	17, // 24: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
+	18, // 25: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	18, // 26: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	34, // 27: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
+	21, // 28: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
+	23, // 29: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	24, // 30: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	22, // 31: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
+	23, // 32: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	24, // 33: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	28, // 34: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
+	10, // 35: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
+	0,  // 36: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
+	3,  // 37: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
+	5,  // 38: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
+	1,  // 39: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
+	4,  // 40: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
+	6,  // 41: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
+	39, // [39:42] is the sub-list for method output_type
+	36, // [36:39] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_algorithm_proto_init() }
@@ -2438,7 +2508,7 @@ func file_algorithm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_algorithm_proto_rawDesc), len(file_algorithm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
