@@ -9,9 +9,10 @@
 // Harness. Subpackages hold the models (planner/model), feasibility
 // (planner/feasible), placement (planner/placement), one algorithm each
 // (planner/optimus, planner/drf, planner/tetris, planner/fifo,
-// planner/roundrobin, and planner/specon, which moves jobs over a base
-// algorithm) and the
-// registry of built-ins (planner/builtin). See README.md for the pipeline.
+// planner/roundrobin, planner/harmony, planner/cruise, planner/dorm, which
+// solves a MILP with GLPK, and planner/specon, which moves jobs over a base
+// algorithm) and the registry of built-ins (planner/builtin). See README.md
+// for the pipeline.
 //
 // Imports point downstream only: planner never imports server or drivers.
 package planner

@@ -81,6 +81,7 @@ func TestAPI_BadInputs(t *testing.T) {
 		{"bad purge", "DELETE", "/v1/job/dup?purge=maybe", "", 400, "purge"},
 		{"unknown algorithm", "PUT", "/v1/operator/scheduler/configuration", `{"Algorithm": "nope"}`, 400, "unknown algorithm"},
 		{"options to an algorithm without", "PUT", "/v1/operator/scheduler/configuration", `{"Algorithm": "fifo", "Options": {"a": "b"}}`, 400, "takes no options"},
+		{"dorm without its solver", "PUT", "/v1/operator/scheduler/configuration", `{"Algorithm": "dorm", "Options": {"glpsol": "/nonexistent/glpsol"}}`, 400, "dorm needs GLPK's glpsol: install glpk-utils (make tools)"},
 		{"bad snapshot", "PUT", "/v1/operator/snapshot", "garbage\n", 400, "not a Caravan snapshot"},
 		{"unknown route", "GET", "/v1/nope", "", 404, "no endpoint"},
 		{"remove unknown peer", "DELETE", "/v1/operator/raft/peer?id=nope", "", 404, "no server"},

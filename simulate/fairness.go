@@ -91,7 +91,8 @@ func newFairJob(j *structs.Job) fairJob {
 // capacityOf is the cluster's aggregate CPU (MHz), memory (MB) and GPUs,
 // the resources shares are taken of.
 func capacityOf(c sim.Config) []float64 {
-	return []float64{float64(c.Nodes * c.CPU), float64(c.Nodes * c.MemoryMB), float64(c.Nodes * c.GPUsPerNode)}
+	n := c.NodeCount()
+	return []float64{float64(n * c.CPU), float64(n * c.MemoryMB), float64(c.TotalGPUs())}
 }
 
 // fairness sweeps a run's history in time order. Between two changes a

@@ -20,6 +20,8 @@ type Report struct {
 	// Speedups compare every policy with each baseline of SpeedupBaselines
 	// that ran, in the order of the results.
 	Speedups []Speedup `json:"speedups,omitempty"`
+	// PlanTimes are each policy's plan times (Result.PlanTime).
+	PlanTimes map[string]PlanTime `json:"plan_times,omitempty"`
 }
 
 // SpeedupBaselines are the policies others are compared with, as the
@@ -42,6 +44,12 @@ func NewReport(workload, cluster string, seed uint64, results []*Result) *Report
 	r := &Report{Workload: workload, Cluster: cluster, Seed: seed, Policies: map[string]Summary{}}
 	for _, res := range results {
 		r.Policies[res.Policy] = res.Summary
+		if res.Summary.Plans > 0 {
+			if r.PlanTimes == nil {
+				r.PlanTimes = map[string]PlanTime{}
+			}
+			r.PlanTimes[res.Policy] = res.PlanTime
+		}
 	}
 	for _, b := range SpeedupBaselines {
 		base, ok := r.Policies[b]

@@ -100,6 +100,16 @@ type Result struct {
 	Summary  Summary
 	// Wall is how long the run took in real time.
 	Wall time.Duration
+	// PlanTime is the wall time of the algorithm's plans.
+	PlanTime PlanTime
+}
+
+// PlanTime is the median and the longest wall time of one plan, in
+// seconds (for dorm, mostly glpsol's solve). Unlike Summary it is not
+// reproducible: it depends on the machine and its load.
+type PlanTime struct {
+	P50S float64 `json:"p50_s"`
+	MaxS float64 `json:"max_s"`
 }
 
 // Summary is what summary.json reports per policy.
@@ -123,6 +133,18 @@ type Summary struct {
 	// makespan.
 	RegroupS     float64 `json:"regroup_s"`
 	RegroupShare float64 `json:"regroup_share"`
+	// RescalesPerHour is Rescales over the makespan in hours: Dorm's
+	// resource adjustments (eq. 4) per hour.
+	RescalesPerHour float64 `json:"rescales_per_hour"`
+	// ResourceUtil is Dorm's eq. 1, the sum of the CPU, memory and GPU
+	// shares of the cluster that jobs hold (0 to 3), averaged over the
+	// makespan; ResourceUtilEarly the same over its first EarlyWindow (5
+	// hours), as Dorm's §V-B1 reports it.
+	ResourceUtil      float64 `json:"resource_util"`
+	ResourceUtilEarly float64 `json:"resource_util_5h"`
+	// Plans is how many times the algorithm planned (their wall times are
+	// Result.PlanTime, which a rerun does not reproduce).
+	Plans int `json:"plans"`
 	// Fairness is Jain's index over the jobs' shares against their DRF
 	// shares, and the fairness loss (Dorm's eq. 2).
 	Fairness
@@ -151,8 +173,9 @@ func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
 // The runner moves the clock to the next arrival, round or event of the
 // simulator and runs one step of the loop there, so what it measures is
 // what the agent does. The run is deterministic for the cluster's seed.
-// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB) and
-// sample noise (Noise) replace the cluster's, and UncoordinatedPolicies run without a subtask
+// The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB, NodeGPUs)
+// and sample noise (Noise) replace the cluster's, and UncoordinatedPolicies
+// run without a subtask
 // coordinator.
 func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
 	start := time.Now()
@@ -171,6 +194,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 	if wl.NodeMemoryMB > 0 {
 		opts.Cluster.MemoryMB = wl.NodeMemoryMB
+	}
+	if wl.NodeGPUs != nil {
+		opts.Cluster.NodeGPUs = wl.NodeGPUs
 	}
 	if wl.Noise > 0 {
 		opts.Cluster.Noise = wl.Noise
@@ -202,8 +228,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		Cluster: opts.Cluster, Clock: clk.Now, Logger: opts.Logger,
 		Truth: func(j *structs.Job) sim.Truth { return truths[j.ID] },
 	})
+	timed := &planTimes{alg: alg}
 	builtins := maps.Clone(builtin.Algorithms)
-	builtins[alg.Name()] = func() planner.Algorithm { return alg }
+	builtins[alg.Name()] = func() planner.Algorithm { return timed }
 	algs, err := loader.New(loader.Config{Builtins: builtins, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
@@ -272,6 +299,15 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions}.String()}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
+	if s := &res.Summary; s.Makespan > 0 {
+		first := math.Inf(1)
+		for _, j := range res.Jobs {
+			first = min(first, j.Arrival)
+		}
+		s.RescalesPerHour = float64(s.Rescales) / (s.Makespan / 3600)
+		s.ResourceUtil, s.ResourceUtilEarly = resourceUtil(res.Allocs, capacityOf(opts.Cluster), first, first+s.Makespan)
+	}
+	res.Summary.Plans, res.PlanTime.P50S, res.PlanTime.MaxS = timed.stats()
 	specs := make([]fairJob, len(res.Jobs))
 	for i, j := range res.Jobs {
 		specs[i] = fair[j.JobID]

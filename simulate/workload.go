@@ -29,6 +29,10 @@ import (
 //     3.4's runs of Cruise (NMF, MLR, LDA, Lasso from their initial
 //     configurations on 32 machines), one every GAP seconds (default 0),
 //     for cruise against fifo on -cluster 32x0;
+//   - "dorm", "dorm:N" or "dorm:N:GAP": N (default 50) applications of
+//     Dorm's evaluation (Table II's mix, sim.DormWorkload), one every GAP
+//     seconds on average (default 1200), on its testbed of 20 servers with
+//     240 cores and 5 GPUs, which replaces -cluster;
 //   - "specon", "specon:N" or "specon:N:GAP": SpeCon's fixed schedule,
 //     N (default 20) VAE containers one every GAP seconds (default 50),
 //     on M510 workers (run on -cluster 4x0 or 8x0), sim.SpeconFixedWorkload;
@@ -57,6 +61,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		{"parametric", 100, 200, sim.ParametricWorkload},
 		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
+		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},
 		{"specon", 20, 50, sim.SpeconFixedWorkload},
 		{"specon-random", 20, 300, sim.SpeconRandomWorkload},
 	}

@@ -7,7 +7,11 @@
 # as Go's own build cache is reused) and linked into .tools/bin. The first
 # build takes several minutes per binary.
 #
-# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck]   (all when none given)
+# The glpk target installs GLPK's glpsol, the MILP solver of the dorm
+# algorithm, from the system's packages (Debian/Ubuntu: glpk-utils) when it
+# is not on the PATH already.
+#
+# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [glpk]   (all when none given)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,8 +44,27 @@ build() {
 	echo "tools: $bin/$name -> $name $version" >&2
 }
 
+# glpk installs glpsol with apt-get (as root, or through sudo) unless it is
+# on the PATH.
+glpk() {
+	if command -v glpsol >/dev/null 2>&1; then
+		echo "tools: glpsol $(glpsol --version | head -1 | awk '{print $NF}') at $(command -v glpsol)" >&2
+		return
+	fi
+	if ! command -v apt-get >/dev/null 2>&1; then
+		echo "tools: dorm needs GLPK's glpsol: install GLPK (glpk-utils, glpk) with your package manager" >&2
+		exit 1
+	fi
+	local sudo=
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	echo "tools: installing glpk-utils (GLPK's glpsol, dorm's MILP solver)" >&2
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends glpk-utils >&2 ||
+		{ $sudo apt-get update >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends glpk-utils >&2; }
+	command -v glpsol >/dev/null 2>&1 || { echo "tools: glpsol is still missing" >&2; exit 1; }
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck)
+[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck glpk)
 for t in "${targets[@]}"; do
 	case "$t" in
 	nomad) build tools/nomad nomad github.com/hashicorp/nomad ;;
@@ -52,6 +75,7 @@ for t in "${targets[@]}"; do
 			"$root/e2e/fakegpu/go.mod" "${srcs[@]}"
 		;;
 	staticcheck) build tools/lint staticcheck honnef.co/go/tools/cmd/staticcheck ;;
+	glpk) glpk ;;
 	*) echo "tools: unknown tool $t" >&2; exit 2 ;;
 	esac
 done

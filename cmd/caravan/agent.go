@@ -103,6 +103,16 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: scheduler.fallback_algorithm: %v", err))
 		return 1
 	}
+	// The configured algorithm is built once now, so that options it
+	// refuses or a tool it needs (dorm's glpsol) are reported at start,
+	// not at the first round; a plugin that is down is no reason not to
+	// start, as it is none not to lead.
+	if cfg.Scheduler.Algorithm != "" {
+		if _, err := algorithms.Algorithm(cfg.Scheduler.Algorithm, cfg.Scheduler.Options); err != nil && !errors.Is(err, loader.ErrUnavailable) {
+			c.Ui.Error(fmt.Sprintf("Error starting agent: scheduler.algorithm %q: %v", cfg.Scheduler.Algorithm, err))
+			return 1
+		}
+	}
 	var gatherer server.Gatherer
 	if consul != nil && cfg.Driver == config.DriverNomad && cfg.Nomad.CollectorCommand != "" {
 		src := collectors.New(collectors.Config{Consul: consul.Client, Logger: logger})

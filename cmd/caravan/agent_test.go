@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/config"
+	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 )
@@ -33,4 +37,24 @@ func TestNomadConfig(t *testing.T) {
 	cfg.Nomad.CoordinatorAddr = "127.0.0.1:9190"
 	nc = nomadConfig(cfg, hclog.NewNullLogger())
 	must.Eq(t, "127.0.0.1:9190", nc.CoordinatorAddr)
+}
+
+// TestAgent_DormWithoutSolver: an agent configured with dorm where GLPK's
+// glpsol cannot be found refuses to start and says what to install,
+// instead of failing at its first round.
+func TestAgent_DormWithoutSolver(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "agent.hcl")
+	must.NoError(t, os.WriteFile(conf, []byte(`
+scheduler {
+  algorithm = "dorm"
+  options = { preset = "dorm-1" }
+}
+`), 0o644))
+	t.Setenv("PATH", dir)
+	ui := cli.NewMockUi()
+	cmd := &AgentCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *server.Server, 1)}
+	code := cmd.Run([]string{"-dev", "-config", conf, "-log-level", "error"})
+	must.Eq(t, 1, code)
+	must.StrContains(t, ui.ErrorWriter.String(), `Error starting agent: scheduler.algorithm "dorm": options of algorithm "dorm": dorm needs GLPK's glpsol: install glpk-utils (make tools)`)
 }

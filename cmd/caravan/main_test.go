@@ -255,3 +255,51 @@ func TestSim_Harmony(t *testing.T) {
 		must.Positive(t, sp.Makespan)
 	}
 }
+
+// TestSim_Dorm runs the Dorm comparison as planner/README.md does, on a
+// few applications: dorm's presets are policies of their own, reported
+// under their specs with Dorm's measures, on the workload's testbed; bad
+// options are refused before anything runs.
+func TestSim_Dorm(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "sim", "-workload", "dorm:6:600", "-policy", "dorm:preset=dorm-1,dorm:preset=dorm-3:time_limit=2s,drf", "-out", out)
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, stdout, "6 jobs of dorm:6:600 on 20 nodes, 5 GPUs")
+	for _, col := range []string{"res util", "first 5h", "adjust/h", "plan p50", "plan max"} {
+		must.StrContains(t, stdout, col)
+	}
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	must.NoError(t, err)
+	var report struct {
+		Policies map[string]struct {
+			Jobs         int     `json:"jobs"`
+			ResourceUtil float64 `json:"resource_util"`
+			Plans        int     `json:"plans"`
+			MaxLoss      float64 `json:"max_fairness_loss"`
+		}
+		PlanTimes map[string]struct {
+			MaxS float64 `json:"max_s"`
+		} `json:"plan_times"`
+	}
+	must.NoError(t, json.Unmarshal(summary, &report))
+	must.MapContainsKeys(t, report.PlanTimes, []string{"dorm:preset=dorm-1", "dorm:preset=dorm-3:time_limit=2s", "drf"})
+	must.Positive(t, report.PlanTimes["dorm:preset=dorm-1"].MaxS)
+	must.MapContainsKeys(t, report.Policies, []string{"dorm:preset=dorm-1", "dorm:preset=dorm-3:time_limit=2s", "drf"})
+	for name, p := range report.Policies {
+		must.Eq(t, 6, p.Jobs, must.Sprint(name))
+		must.Positive(t, p.Plans, must.Sprint(name))
+		must.Between(t, 0.01, p.ResourceUtil, 3, must.Sprint(name))
+	}
+
+	for _, tc := range []struct{ policy, want string }{
+		{"dorm:preset=dorm-9", `Options of policy "dorm": preset = "dorm-9"`},
+		{"dorm:glpsol=/nonexistent/glpsol", `dorm needs GLPK's glpsol: install glpk-utils (make tools)`},
+		{"dorm:theta1", `option "theta1" is not key=value`},
+		{"drf:x=1", `unknown option "x"`},
+		{"fifo:x=1", `Policy "fifo" takes no options`},
+	} {
+		code, _, errOut = runCLI(t, "sim", "-workload", "dorm:2", "-policy", tc.policy)
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, tc.want)
+	}
+}

@@ -33,7 +33,8 @@ Usage: caravan sim -workload <name> [options]
   parallel, and writes to -out: summary.json (average, median and 99th
   percentile JCT, makespan, GPU, CPU and network utilisation, rescales and
   the regrouping overhead per policy, Jain's fairness index and the
-  fairness loss against DRF, and each policy's speedup over the isolated
+  fairness loss against DRF, Dorm's eq. 1 utilisation, rescales per hour
+  and plan times, and each policy's speedup over the isolated
   and colocated baselines when they ran), jobs.csv (one row per job and
   policy), fairness.csv (each job's share against its DRF share, see
   simulate.JobFairness), usage.csv and PNG plots (jct_cdf.png,
@@ -48,17 +49,21 @@ Usage: caravan sim -workload <name> [options]
   dissertation's 80 jobs of MLR, NMF, Lasso and LDA as computation and
   communication subtasks on m4.2xlarge nodes, all at once unless GAP is
   given; use -cluster 100x0 and -policy harmony,isolated,colocated), or cruise[:N[:GAP]] (Table 3.4's Cruise
-  runs; use -cluster 32x0 and -policy cruise,fifo), or specon[:N[:GAP]]
+  runs; use -cluster 32x0 and -policy cruise,fifo), specon[:N[:GAP]]
   and specon-random[:N[:SPAN]] (SpeCon's fixed and random schedules of
   containers sharing M510 workers; use -cluster 4x0 or 8x0, -interval 30s
-  and -policy specon,fifo).
+  and -policy specon,fifo), or dorm[:N[:GAP]] (Dorm's 50 applications of
+  Table II, one every GAP seconds on average, default 1200, on its testbed
+  of 20 servers with 240 cores and 5 GPUs, which replaces -cluster; use
+  -interval 100h and -policy
+  dorm:preset=dorm-1,dorm:preset=dorm-2,dorm:preset=dorm-3,drf,fifo).
 
 Sim Options:
 
   -workload=<name>        The workload (required).
   -cluster=16x4           Nodes and GPUs per node.
   -policy=optimus,drf,tetris,fifo
-                          The policies to compare: cruise, drf, fifo,
+                          The policies to compare: cruise, dorm, drf, fifo,
                           harmony, optimus, optimus-relative (Optimus with
                           the relative gain, see drivers/sim/README.md),
                           roundrobin, specon, tetris, or the baselines isolated (each job on
@@ -66,7 +71,9 @@ Sim Options:
                           colocated (jobs share nodes, no grouping).
                           A policy may carry its algorithm's options as
                           name:key=value[:key=value...], e.g.
-                          specon:base=drf, named so in the results.
+                          specon:base=drf or dorm:preset=dorm-1 (dorm
+                          needs GLPK's glpsol: make tools), named so in
+                          the results.
   -out=<dir>              Where to write the results (default out/sim).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
@@ -137,6 +144,12 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, seed, penalty
+	if wl.NodeGPUs != nil {
+		// The workload's testbed replaces -cluster (simulate.Run).
+		c := cfg
+		c.NodeGPUs = wl.NodeGPUs
+		cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
+	}
 
 	results, err := c.runAll(wl, specs, simulate.Options{Cluster: cfg, Interval: interval})
 	if err != nil {
@@ -169,6 +182,13 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	c.Ui.Output("\nfairness: Jain's index over each job's share ÷ its DRF share; fairness loss Σ|share − DRF share|\n" +
 		"(Dorm's eq. 2) averaged over the makespan and its maximum; the worst job's loss over its life (fairness.csv)")
+	c.Ui.Output(fmt.Sprintf("\n%-*s %9s %9s %9s %7s %10s %10s", width, "policy", "res util", "first 5h", "adjust/h", "plans", "plan p50", "plan max"))
+	for _, r := range results {
+		s := r.Summary
+		c.Ui.Output(fmt.Sprintf("%-*s %9.3f %9.3f %9.2f %7d %9.3fs %9.3fs", width, r.Policy, s.ResourceUtil, s.ResourceUtilEarly, s.RescalesPerHour, s.Plans, r.PlanTime.P50S, r.PlanTime.MaxS))
+	}
+	c.Ui.Output("\nres util: Dorm's eq. 1, CPU + memory + GPU shares held (0 to 3), over the makespan and its first 5 hours;\n" +
+		"adjust/h: rescales and moves per hour; plan: the wall time of one plan (dorm: mostly glpsol's solve)")
 	if len(report.Speedups) > 0 {
 		c.Ui.Output("\nspeedup (baseline ÷ policy): avg JCT, makespan")
 		for _, sp := range report.Speedups {

@@ -124,7 +124,7 @@ func NewDriver(cfg DriverConfig) *Driver {
 }
 
 func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
-	if cfg.Cluster == (Config{}) {
+	if cfg.Cluster.NodeCount() == 0 {
 		cfg.Cluster = DefaultConfig()
 	}
 	if !(cfg.Speed > 0) || math.IsInf(cfg.Speed, 1) {
@@ -157,8 +157,8 @@ func (d *Driver) Start() {
 	d.mu.Unlock()
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	go d.run(d.stop, d.done)
-	d.log.Info("started simulated cluster", "nodes", d.cfg.Cluster.Nodes,
-		"gpus_per_node", d.cfg.Cluster.GPUsPerNode, "speed", d.cfg.Speed)
+	d.log.Info("started simulated cluster", "nodes", d.cfg.Cluster.NodeCount(),
+		"gpus", d.cfg.Cluster.TotalGPUs(), "speed", d.cfg.Speed)
 }
 
 // Stop advances the simulator to now, stops the clock goroutine and waits

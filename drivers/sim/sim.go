@@ -20,6 +20,10 @@ var ErrOverCommitted = errors.New("plan over-commits a node")
 type Config struct {
 	Nodes       int
 	GPUsPerNode int
+	// NodeGPUs, when not nil, are the GPUs of each node, one entry per
+	// node: it replaces Nodes and GPUsPerNode, for clusters whose nodes
+	// differ (Dorm's testbed: 5 GPUs on 20 servers).
+	NodeGPUs []int
 	// CPU (MHz) and MemoryMB per node.
 	CPU, MemoryMB int
 	// RestartPenalty is the time a job loses whenever it starts, is
@@ -42,6 +46,31 @@ type Config struct {
 	// co-location, see naiveIterations). False coordinates them as
 	// Harmony's runtime does (eq. 4.1 per node).
 	Uncoordinated bool
+}
+
+// NodeCount returns the number of nodes.
+func (c Config) NodeCount() int {
+	if c.NodeGPUs != nil {
+		return len(c.NodeGPUs)
+	}
+	return c.Nodes
+}
+
+// GPUs returns node i's GPUs.
+func (c Config) GPUs(i int) int {
+	if c.NodeGPUs != nil {
+		return c.NodeGPUs[i]
+	}
+	return c.GPUsPerNode
+}
+
+// TotalGPUs returns the cluster's GPUs.
+func (c Config) TotalGPUs() int {
+	n := 0
+	for i := range c.NodeCount() {
+		n += c.GPUs(i)
+	}
+	return n
 }
 
 // DefaultConfig is a 16 × 4-GPU cluster like the Pollux testbed.
@@ -152,20 +181,21 @@ type job struct {
 	nextSample float64
 }
 
-// New returns an empty cluster of cfg.Nodes nodes named node-00, node-01, …
+// New returns an empty cluster of cfg.NodeCount() nodes named node-00,
+// node-01, …
 func New(cfg Config) *Sim {
 	s := &Sim{cfg: cfg, index: map[string]int{}, jobs: map[string]*job{}}
-	for i := range cfg.Nodes {
+	for i := range cfg.NodeCount() {
 		n := &structs.Node{
 			ID: fmt.Sprintf("node-%02d", i), Name: fmt.Sprintf("node-%02d", i),
 			Datacenter: "dc1", NodePool: "default", Status: structs.NodeStatusReady, Eligible: true,
 			CPU: cfg.CPU, MemoryMB: cfg.MemoryMB,
 			Attributes: map[string]string{"kernel.name": "linux", "driver.sim": "1"},
 		}
-		if cfg.GPUsPerNode > 0 {
+		if gpus := cfg.GPUs(i); gpus > 0 {
 			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "Tesla V100-SXM2-16GB",
 				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute("16 GiB")}}
-			for g := range cfg.GPUsPerNode {
+			for g := range gpus {
 				d.Instances = append(d.Instances, &structs.NodeDevice{ID: fmt.Sprintf("%s-gpu%d", n.ID, g), Healthy: true})
 			}
 			n.Devices = []*structs.NodeDeviceResource{d}
@@ -268,9 +298,9 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 	}
 	for i, u := range used {
 		n := s.nodes[i]
-		if u.cpu > n.CPU || u.mem > n.MemoryMB || u.gpus > s.cfg.GPUsPerNode {
+		if u.cpu > n.CPU || u.mem > n.MemoryMB || u.gpus > s.cfg.GPUs(i) {
 			return fmt.Errorf("%w: %s would hold %d MHz, %d MB and %d GPUs of %d, %d and %d",
-				ErrOverCommitted, n.ID, u.cpu, u.mem, u.gpus, n.CPU, n.MemoryMB, s.cfg.GPUsPerNode)
+				ErrOverCommitted, n.ID, u.cpu, u.mem, u.gpus, n.CPU, n.MemoryMB, s.cfg.GPUs(i))
 		}
 	}
 	changed := false
@@ -474,15 +504,18 @@ func (s *Sim) sample(j *job, step, at float64, co *colocation) {
 // Profile measures a job's speed at each (ps, workers) configuration, as
 // Optimus profiles a new job for a few seconds per configuration before it
 // trains: it reports one sample per configuration now, with workers packed
-// GPUsPerNode to a node, and the job pays ProfileTime per configuration
-// before its first start. The simulator does not model the resources the
+// as many to a node as the largest node has GPUs, and the job pays
+// ProfileTime per configuration before its first start. The simulator does not model the resources the
 // short profiling runs borrow.
 func (s *Sim) Profile(id string, configs []structs.Shape) error {
 	j, ok := s.jobs[id]
 	if !ok {
 		return fmt.Errorf("profile unknown job %q", id)
 	}
-	per := max(s.cfg.GPUsPerNode, 1)
+	per := 1
+	for i := range s.cfg.NodeCount() {
+		per = max(per, s.cfg.GPUs(i))
+	}
 	for _, c := range configs {
 		var perNode []int
 		for w := c.Workers; w > 0; w -= per {
@@ -564,7 +597,7 @@ func (s *Sim) Allocations() []AllocChange { return s.allocs }
 func (s *Sim) Usage() []UsePoint { return s.usage }
 
 // TotalGPUs returns the cluster's GPUs.
-func (s *Sim) TotalGPUs() int { return s.cfg.Nodes * s.cfg.GPUsPerNode }
+func (s *Sim) TotalGPUs() int { return s.cfg.TotalGPUs() }
 
 // Results returns every job's history, in submission order.
 func (s *Sim) Results() []JobResult {

@@ -47,6 +47,10 @@ type Workload struct {
 	// workload was set up on; they replace the cluster's (Harmony's
 	// workload runs on m4.2xlarge machines).
 	NodeCPU, NodeMemoryMB int
+	// NodeGPUs, when not nil, are the GPUs of each node of the cluster the
+	// workload was set up on: they replace the cluster's nodes and GPUs
+	// (Config.NodeGPUs; Dorm's testbed).
+	NodeGPUs []int
 	// Noise, when not 0, replaces the cluster's relative noise of the
 	// samples trainers report (SpeCon's workload reports its loss with
 	// less).

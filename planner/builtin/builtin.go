@@ -5,6 +5,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/cruise"
+	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
@@ -24,6 +25,7 @@ var Algorithms = map[string]planner.Factory{
 	roundrobin.Name:      roundrobin.New,
 	cruise.Name:          cruise.New,
 	harmony.Name:         harmony.New,
+	dorm.Name:            dorm.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/cruise"
+	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
@@ -68,6 +69,13 @@ func TestAlgorithms_Properties(t *testing.T) {
 			paused, placed, explained := 0, 0, 0
 			for trial := range 150 {
 				req := planner.RandomRequest(rng)
+				if name == dorm.Name && (len(req.Jobs) > 8 || len(req.Nodes) > 8) {
+					// GLPK proves few larger random instances optimal within
+					// dorm's time limit, and a decision cut short by the
+					// clock is not deterministic: dorm is checked on the
+					// instances of up to 8 jobs and 8 nodes.
+					continue
+				}
 				for round := range 2 {
 					alg := Algorithms[name]()
 					dec, err := alg.Plan(req)
@@ -94,9 +102,12 @@ func TestAlgorithms_Properties(t *testing.T) {
 							continue
 						}
 						paused++
-						if name == harmony.Name && strings.HasPrefix(p.Reason, harmony.WaitingReason) {
+						if name == harmony.Name && strings.HasPrefix(p.Reason, harmony.WaitingReason) ||
+							name == dorm.Name && strings.HasPrefix(p.Reason, dorm.WaitingReason) {
 							// Jobs Algorithm 1 leaves out wait by design
-							// (the dissertation queues them), room or not.
+							// (the dissertation queues them), room or not;
+							// Dorm holds a job back when running it would
+							// break the fairness budget (eq. 15).
 							continue
 						}
 						tasks := left.JobTasks(j)
@@ -139,7 +150,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"cruise", "drf", "fifo", "harmony", "optimus", "optimus-relative", "roundrobin", "specon", "tetris"}, Names())
+	must.Eq(t, []string{"cruise", "dorm", "drf", "fifo", "harmony", "optimus", "optimus-relative", "roundrobin", "specon", "tetris"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

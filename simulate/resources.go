@@ -1,0 +1,122 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
+)
+
+// EarlyWindow is the span from the first arrival over which
+// Summary.ResourceUtilEarly is averaged: the first 5 hours, over which
+// Dorm's §V-B1 reports its utilisation gain.
+const EarlyWindow = 5 * time.Hour
+
+// resourceUtil averages Dorm's eq. 1 utilisation, the sum over CPU,
+// memory and GPUs of the share of the cluster's capacity that jobs hold
+// (0 to 3, or 2 without GPUs), over [from, to] and over [from, from +
+// EarlyWindow] (clipped to to). allocs are in time order; capacity is
+// capacityOf's.
+func resourceUtil(allocs []sim.AllocChange, capacity []float64, from, to float64) (whole, early float64) {
+	held := map[string]sim.AllocChange{}
+	var cpu, mem, gpus float64
+	util := func() float64 {
+		u := 0.0
+		for k, v := range []float64{cpu, mem, gpus} {
+			if capacity[k] > 0 {
+				u += v / capacity[k]
+			}
+		}
+		return u
+	}
+	earlyEnd := min(to, from+EarlyWindow.Seconds())
+	var area, earlyArea float64
+	last := from
+	advance := func(t float64) {
+		t = min(max(t, from), to)
+		if t <= last {
+			return
+		}
+		u := util()
+		area += u * (t - last)
+		if last < earlyEnd {
+			earlyArea += u * (min(t, earlyEnd) - last)
+		}
+		last = t
+	}
+	for _, a := range allocs {
+		advance(a.Time)
+		old := held[a.JobID]
+		cpu += float64(a.CPU - old.CPU)
+		mem += float64(a.MemoryMB - old.MemoryMB)
+		gpus += float64(a.GPUs - old.GPUs)
+		held[a.JobID] = a
+	}
+	advance(to)
+	if to > from {
+		whole = area / (to - from)
+	}
+	if earlyEnd > from {
+		early = earlyArea / (earlyEnd - from)
+	}
+	return whole, early
+}
+
+// planTimes records the wall time of every Plan of the algorithm it
+// wraps, which it otherwise passes through: name, options and capability.
+type planTimes struct {
+	alg   planner.Algorithm
+	mu    sync.Mutex
+	times []time.Duration
+}
+
+var (
+	_ planner.Algorithm    = (*planTimes)(nil)
+	_ planner.Configurable = (*planTimes)(nil)
+	_ planner.ModelDriven  = (*planTimes)(nil)
+)
+
+func (p *planTimes) Name() string { return p.alg.Name() }
+
+func (p *planTimes) Plan(req *planner.Request) (*planner.Decision, error) {
+	start := time.Now()
+	dec, err := p.alg.Plan(req)
+	p.mu.Lock()
+	p.times = append(p.times, time.Since(start))
+	p.mu.Unlock()
+	return dec, err
+}
+
+// SetConfig passes options on, and refuses them for an algorithm that
+// takes none, as plugins/algorithm.FromPlanner does.
+func (p *planTimes) SetConfig(options map[string]string) error {
+	if c, ok := p.alg.(planner.Configurable); ok {
+		return c.SetConfig(options)
+	}
+	if len(options) > 0 {
+		return fmt.Errorf("algorithm %q takes no options", p.alg.Name())
+	}
+	return nil
+}
+
+// SpeedModels is the algorithm's, false when it does not say.
+func (p *planTimes) SpeedModels() bool {
+	md, ok := p.alg.(planner.ModelDriven)
+	return ok && md.SpeedModels()
+}
+
+// stats returns how many plans ran, their median and their longest
+// time, in seconds.
+func (p *planTimes) stats() (n int, median, longest float64) {
+	p.mu.Lock()
+	times := slices.Clone(p.times)
+	p.mu.Unlock()
+	if len(times) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(times)
+	return len(times), times[(len(times)-1)/2].Seconds(), times[len(times)-1].Seconds()
+}
