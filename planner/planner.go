@@ -72,6 +72,13 @@ type Job struct {
 	// reported. The server keeps a bounded window of it (the newest
 	// points). SpeCon derives its progress categories from it.
 	Progress []ProgressPoint
+	// Usage is what the job's tasks use, as last committed; nil until
+	// measured.
+	Usage *structs.JobUsage
+	// Since is when the job's current placement began to run, Unix
+	// nanoseconds; 0 when unknown or not running. Algorithms that wait
+	// between adjustments (DLRover's 60 s) read it.
+	Since int64
 }
 
 // ProgressPoint is one reported value of a job's evaluation function.
