@@ -78,8 +78,7 @@ func (r *ResourceRange) validate(v validator, name, unit string, min, size int) 
 	}
 	if r.Max != 0 && r.Max < r.Min {
 		rv.fail("max", "%d %s is below min (%d %s)", r.Max, unit, r.Min, unit)
-	}
-	if r.Initial < r.Min || r.Max != 0 && r.Initial > r.Max {
+	} else if r.Initial < r.Min || r.Max != 0 && r.Initial > r.Max {
 		rv.fail("initial", "%d %s is outside %s", r.Initial, unit, r)
 	}
 	if size != r.Initial {
