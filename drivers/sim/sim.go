@@ -199,6 +199,27 @@ func (s *Sim) Submit(j *structs.Job, truth Truth) error {
 	return nil
 }
 
+// entryNeeds returns what the tasks of one placement entry of job j take,
+// each at the entry's size (NodeTasks.PSSize and WorkerSize).
+func entryNeeds(j *structs.Job, nt *structs.NodeTasks) Resources {
+	var out Resources
+	for _, e := range []struct {
+		r     *structs.Role
+		n     int
+		sized structs.TaskSize
+	}{{j.Worker, nt.Workers, nt.WorkerSize}, {psRole(j), nt.PS, nt.PSSize}} {
+		if e.n == 0 || e.r == nil || e.r.Resources == nil {
+			continue
+		}
+		_, _, gpus := taskNeeds(e.r)
+		cpu, mem := e.r.Resources.Sized(e.sized)
+		out.CPU += e.n * cpu
+		out.MemoryMB += e.n * mem
+		out.GPUs += e.n * gpus
+	}
+	return out
+}
+
 // taskNeeds returns what one task of role r needs: CPU, memory, GPUs.
 func taskNeeds(r *structs.Role) (cpu, mem, gpus int) {
 	if r == nil || r.Resources == nil {
@@ -253,17 +274,16 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 		if p == nil || j.finish >= 0 {
 			continue
 		}
-		wc, wm, wg := taskNeeds(j.spec.Worker)
-		pc, pm, pg := taskNeeds(psRole(j.spec))
 		for _, nt := range p.Nodes {
 			i, ok := s.index[nt.NodeID]
 			if !ok {
 				return fmt.Errorf("plan places job %q on unknown node %q", j.spec.ID, nt.NodeID)
 			}
+			need := entryNeeds(j.spec, nt)
 			u := &used[i]
-			u.cpu += nt.Workers*wc + nt.PS*pc
-			u.mem += nt.Workers*wm + nt.PS*pm
-			u.gpus += nt.Workers*wg + nt.PS*pg
+			u.cpu += need.CPU
+			u.mem += need.MemoryMB
+			u.gpus += need.GPUs
 		}
 	}
 	for i, u := range used {
@@ -307,20 +327,23 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	j.placement = p
 	j.perNode = make([]int, len(s.nodes))
 	j.ps = p.NumPS
-	w, ps := TaskResources(j.spec)
-	s.setHeld(j, Resources{
-		CPU:      p.NumWorkers*w.CPU + p.NumPS*ps.CPU,
-		MemoryMB: p.NumWorkers*w.MemoryMB + p.NumPS*ps.MemoryMB,
-		GPUs:     p.NumWorkers*w.GPUs + p.NumPS*ps.GPUs,
-	}, s.now)
+	var held Resources
 	for _, nt := range p.Nodes {
-		j.perNode[s.index[nt.NodeID]] = nt.Workers
+		need := entryNeeds(j.spec, nt)
+		held.CPU += need.CPU
+		held.MemoryMB += need.MemoryMB
+		held.GPUs += need.GPUs
+		// A node may hold several entries of sizes.
+		j.perNode[s.index[nt.NodeID]] += nt.Workers
 	}
+	s.setHeld(j, held, s.now)
 	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds() + j.profiling
 	j.profiling = 0
 	j.nextSample = j.restartTo + s.cfg.SampleInterval.Seconds()
 }
 
+// samePlacement reports whether a and b run the same tasks at the same
+// sizes (NodeTasks is compared whole).
 func samePlacement(a, b *structs.Placement) bool {
 	if a == nil || b == nil {
 		return (a == nil || a.Paused()) && (b == nil || b.Paused())
