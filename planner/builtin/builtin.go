@@ -5,6 +5,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/cruise"
+	"github.com/caravan-sched/caravan/planner/dlrover"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
@@ -22,6 +23,7 @@ var Algorithms = map[string]planner.Factory{
 	fifo.Name:            fifo.New,
 	cruise.Name:          cruise.New,
 	harmony.Name:         harmony.New,
+	dlrover.Name:         dlrover.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in
