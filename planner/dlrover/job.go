@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
 )
@@ -295,7 +296,7 @@ func (p *jobPlan) busyPS() *target {
 		total += u.CPUMHz
 		use[i] = u.CPUMHz
 	}
-	median := medianOf(use)
+	median := model.Median(use)
 	hot := slices.MaxFunc(busy, func(a, b *structs.TaskUsage) int {
 		return cmp.Or(cmp.Compare(a.CPUMHz, b.CPUMHz), cmp.Compare(b.Rank, a.Rank))
 	})
@@ -564,14 +565,4 @@ func clamp(v, lo, hi int) int {
 		v = hi
 	}
 	return max(v, lo)
-}
-
-// medianOf returns the median of xs, which it sorts.
-func medianOf(xs []float64) float64 {
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
