@@ -266,7 +266,7 @@ func (l *leader) establish(ctx context.Context) error {
 	}
 	l.sched = scheduler.New(alg, scheduler.Options{
 		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: s.cfg.Profiler == nil,
-		Logger: l.log,
+		Stragglers: s.cfg.Stragglers, Logger: l.log,
 	})
 	l.versions = map[structs.JobKey]jobVersion{}
 	l.updated = map[structs.JobKey]bool{}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"testing"
+	"time"
 
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/server/config"
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
@@ -33,4 +35,13 @@ func TestNomadConfig(t *testing.T) {
 	cfg.Nomad.CoordinatorAddr = "127.0.0.1:9190"
 	nc = nomadConfig(cfg, hclog.NewNullLogger())
 	must.Eq(t, "127.0.0.1:9190", nc.CoordinatorAddr)
+}
+
+// TestStragglers: the scheduler's straggler block turns straggler
+// handling on, with its values; off (the default), the server gets none.
+func TestStragglers(t *testing.T) {
+	cfg := config.Default()
+	must.Nil(t, stragglers(cfg.Scheduler.Straggler))
+	on := cfg.Merge(&config.Config{Scheduler: &config.Scheduler{Straggler: &config.Straggler{Enabled: new(true), Ratio: 0.4}}})
+	must.Eq(t, &straggler.Config{Ratio: 0.4, Window: time.Minute, Reports: 3}, stragglers(on.Scheduler.Straggler))
 }
