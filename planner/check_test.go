@@ -99,4 +99,19 @@ func TestCheckDecision_Sizes(t *testing.T) {
 	must.Eq(t, 500, cpu)
 	reserved := Reserve(h.Nodes, []Held{{Job: req.Jobs[0], Placement: cur}})
 	must.Eq(t, 500, reserved[0].CPU)
+
+	// Two entries of one node must fit together: 500 + 3500 and 4500 MHz
+	// each fit n-0's 8000 MHz, but not both.
+	split := &structs.Placement{Namespace: "default", JobID: "a", NumPS: 1, NumWorkers: 2, Nodes: []*structs.NodeTasks{
+		{NodeID: "n-0", PS: 1, Workers: 1, WorkerSize: structs.TaskSize{CPU: 3500}},
+		{NodeID: "n-0", Workers: 1, WorkerSize: structs.TaskSize{CPU: 4500}},
+	}}
+	c = NewCluster(h.Nodes)
+	must.Nil(t, c.KeepCurrent(split, c.JobTasks(req.Jobs[0]), 1, 2))
+	cpu, _, _ = c.Free(0)
+	must.Eq(t, 8000, cpu, must.Sprint("nothing taken"))
+	split.Nodes[1].WorkerSize.CPU = 4000
+	must.NotNil(t, c.KeepCurrent(split, c.JobTasks(req.Jobs[0]), 1, 2))
+	cpu, _, _ = c.Free(0)
+	must.Eq(t, 0, cpu)
 }

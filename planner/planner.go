@@ -178,12 +178,28 @@ func (c *Cluster) KeepCurrent(cur *structs.Placement, t JobTasks, ps, w int) *st
 	if cur == nil || cur.Paused() || cur.NumPS != ps || cur.NumWorkers != w {
 		return nil
 	}
+	// Entries are checked one by one against the free capacity; a node
+	// that holds several entries (of different sizes) is checked on a
+	// copy that takes each in turn, so that together they must fit.
+	check := c
+	for k := 1; k < len(cur.Nodes); k++ {
+		if cur.Nodes[k].NodeID == cur.Nodes[k-1].NodeID {
+			check = c.Clone()
+			break
+		}
+	}
 	idx := make([]int, len(cur.Nodes))
 	for k, nt := range cur.Nodes {
-		i, ok := c.NodeIndex(nt.NodeID)
+		i, ok := check.NodeIndex(nt.NodeID)
 		ps, worker := t.For(nt)
-		if !ok || !c.FitsPair(i, ps, nt.PS, worker, nt.Workers) {
+		if !ok || !check.FitsPair(i, ps, nt.PS, worker, nt.Workers) {
 			return nil
+		}
+		if check != c {
+			if nt.PS > 0 {
+				check.Take(i, ps, nt.PS)
+			}
+			check.Take(i, worker, nt.Workers)
 		}
 		idx[k] = i
 	}
