@@ -14,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/simulate"
 )
 
@@ -51,7 +52,12 @@ Usage: caravan sim -workload <name> [options]
   runs; use -cluster 32x0 and -policy cruise,fifo), or specon[:N[:GAP]]
   and specon-random[:N[:SPAN]] (SpeCon's fixed and random schedules of
   containers sharing M510 workers; use -cluster 4x0 or 8x0, -interval 30s
-  and -policy specon,fifo).
+  and -policy specon,fifo), or dlrover[:N[:GAP]] (the DLRover paper's
+  Wide&Deep and xDeepFM jobs on 64-core 2.5 GHz nodes; use -cluster 16x0
+  and -policy dlrover,optimus,drf,fifo) and its single-job experiments
+  dlrover-wd and dlrover-xdfm (Table 1), dlrover-wd-slow-worker,
+  dlrover-wd-slow-ps and the same for xdfm (§6.2), each also with the
+  suffix -static (data sharded statically, the paper's TFJob baseline).
 
 Sim Options:
 
@@ -73,12 +79,15 @@ Sim Options:
   -interval=60s           Time between scheduling rounds.
   -restart-penalty=30s    Progress time lost on every start, rescale or move.
   -limit=N                Keep only the first N jobs of the workload.
+  -stragglers             Turn on straggler handling for every policy (the
+                          agent's scheduler { straggler { enabled = true } }
+                          with its defaults; see planner/straggler).
 `)
 }
 
 func (c *SimCommand) Run(args []string) int {
 	var workload, cluster, policies, out string
-	var asJSON bool
+	var asJSON, stragglers bool
 	var seed uint64
 	var interval, penalty time.Duration
 	var limit int
@@ -92,6 +101,7 @@ func (c *SimCommand) Run(args []string) int {
 	flags.DurationVar(&interval, "interval", time.Minute, "")
 	flags.DurationVar(&penalty, "restart-penalty", 30*time.Second, "")
 	flags.IntVar(&limit, "limit", 0, "")
+	flags.BoolVar(&stragglers, "stragglers", false, "")
 	if err := flags.Parse(args); err != nil {
 		c.Ui.Error(err.Error() + "\n\n" + c.Help())
 		return 1
@@ -138,7 +148,11 @@ func (c *SimCommand) Run(args []string) int {
 	cfg := sim.DefaultConfig()
 	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, seed, penalty
 
-	results, err := c.runAll(wl, specs, simulate.Options{Cluster: cfg, Interval: interval})
+	opts := simulate.Options{Cluster: cfg, Interval: interval}
+	if stragglers {
+		opts.Stragglers = &straggler.Config{}
+	}
+	results, err := c.runAll(wl, specs, opts)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
