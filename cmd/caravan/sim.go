@@ -37,7 +37,8 @@ Usage: caravan sim -workload <name> [options]
   fairness loss against DRF, and each policy's speedup over the isolated
   and colocated baselines when they ran), jobs.csv (one row per job and
   policy), fairness.csv (each job's share against its DRF share, see
-  simulate.JobFairness), usage.csv and PNG plots (jct_cdf.png,
+  simulate.JobFairness), usage.csv, speeds.csv (each configuration a
+  DLRover job ran at, with its steps per second) and PNG plots (jct_cdf.png,
   gpu_util.png, gpu_alloc_<policy>.png). The same seed gives the same
   results.
 
