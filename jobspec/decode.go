@@ -2,13 +2,16 @@ package jobspec
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // decoder turns the job block into a structs.Job. It records the source range
@@ -275,8 +278,8 @@ func (d *decoder) resources(b *hcl.Block, path string) *structs.Resources {
 	} else {
 		c = d.content(b.Body, resourcesSchema)
 	}
-	d.nonZero(c, path, "cpu", &r.CPU)
-	d.nonZero(c, path, "memory", &r.MemoryMB)
+	r.CPU, r.CPURange = d.size(c, path, "cpu", "MHz")
+	r.MemoryMB, r.MemoryRange = d.size(c, path, "memory", "MB")
 	for i, db := range c.Blocks.OfType("device") {
 		p := fmt.Sprintf("%s[%d]", join(path, "device"), i)
 		d.ranges[p] = db.DefRange
@@ -289,6 +292,146 @@ func (d *decoder) resources(b *hcl.Block, path string) *structs.Resources {
 		r.Devices = append(r.Devices, dev)
 	}
 	return r
+}
+
+// Auto is the value of a cpu or memory that the algorithm sizes within the
+// node.
+const Auto = "auto"
+
+// size decodes a role's cpu or memory in any of its forms: a number
+// (fixed), "auto", an object { min, max, initial } or a block with those
+// arguments. It returns the fixed size or the range, never both; zero and
+// nil when the value is missing or wrong, with a diagnostic for the
+// latter. unit names the unit in messages.
+func (d *decoder) size(c *hcl.BodyContent, path, name, unit string) (int, *structs.ResourceRange) {
+	p := join(path, name)
+	a := c.Attributes[name]
+	b := d.single(c, path, name)
+	switch {
+	case a != nil && b != nil:
+		d.failed[p] = true
+		d.errorf(b.DefRange, "Duplicate "+name, "%s is given both as an argument (at line %d) and as a block; give one.", p, a.Range.Start.Line)
+		return 0, nil
+	case b != nil:
+		if d.nomad {
+			d.nomadRange(b.DefRange, p)
+			return 0, nil
+		}
+		return 0, d.rangeBody(d.content(b.Body, rangeSchema), p)
+	case a == nil:
+		return 0, nil
+	}
+	d.ranges[p] = a.Expr.Range()
+	if pairs, diags := hcl.ExprMap(a.Expr); !diags.HasErrors() {
+		if d.nomad {
+			d.nomadRange(a.Expr.Range(), p)
+			return 0, nil
+		}
+		return 0, d.rangePairs(pairs, p)
+	}
+	val, diags := a.Expr.Value(evalContextFor(d.ctx, a.Expr))
+	if diags.HasErrors() || !val.IsWhollyKnown() {
+		d.diags = append(d.diags, diags...)
+		d.failed[p] = true
+		return 0, nil
+	}
+	if val.Type() == cty.String && !val.IsNull() && !d.nomad {
+		if val.AsString() == Auto {
+			return 0, &structs.ResourceRange{Auto: true}
+		}
+		d.failed[p] = true
+		d.errorf(a.Expr.Range(), "Invalid "+p, "%q is not a size; give a number of %s, %q, or a range: %s { min = ..., max = ... } on several lines, or %s = { min = ..., max = ... }.", val.AsString(), unit, Auto, name, name)
+		return 0, nil
+	}
+	if val.Type().IsObjectType() || val.Type().IsMapType() {
+		if d.nomad {
+			d.nomadRange(a.Expr.Range(), p)
+			return 0, nil
+		}
+		var m map[string]int
+		if !d.decodeExpr(a.Expr, &m) {
+			d.failed[p] = true
+			return 0, nil
+		}
+		return 0, d.rangeMap(m, a.Expr.Range(), p)
+	}
+	var v int
+	d.nonZero(c, path, name, &v)
+	return v, nil
+}
+
+// rangeBody decodes a cpu or memory block.
+func (d *decoder) rangeBody(c *hcl.BodyContent, path string) *structs.ResourceRange {
+	r := &structs.ResourceRange{}
+	d.nonZero(c, path, "min", &r.Min)
+	d.nonZero(c, path, "max", &r.Max)
+	d.nonZero(c, path, "initial", &r.Initial)
+	return r
+}
+
+// rangeKeys are the arguments of a range, and where each goes.
+var rangeKeys = map[string]func(*structs.ResourceRange) *int{
+	"min":     func(r *structs.ResourceRange) *int { return &r.Min },
+	"max":     func(r *structs.ResourceRange) *int { return &r.Max },
+	"initial": func(r *structs.ResourceRange) *int { return &r.Initial },
+}
+
+// rangePairs decodes the object form written out, { min = 1000, max =
+// 8000 }, pointing each error at its item.
+func (d *decoder) rangePairs(pairs []hcl.KeyValuePair, path string) *structs.ResourceRange {
+	r := &structs.ResourceRange{}
+	for _, kv := range pairs {
+		key := hcl.ExprAsKeyword(kv.Key)
+		if key == "" {
+			var s string
+			if !d.decodeExpr(kv.Key, &s) {
+				d.failed[path] = true
+				continue
+			}
+			key = s
+		}
+		field, ok := rangeKeys[key]
+		if !ok {
+			d.failed[path] = true
+			d.errorf(kv.Key.Range(), "Unsupported argument", "%s has no %q; a range takes min, max and initial.", path, key)
+			continue
+		}
+		p := join(path, key)
+		d.ranges[p] = kv.Value.Range()
+		if !d.decodeExpr(kv.Value, field(r)) {
+			d.failed[p] = true
+			continue
+		}
+		if *field(r) == 0 {
+			d.failed[p] = true
+			d.errorf(kv.Value.Range(), "Invalid "+p, "%s must not be 0.", key)
+		}
+	}
+	return r
+}
+
+// rangeMap decodes a range given as an object value, such as a variable.
+func (d *decoder) rangeMap(m map[string]int, rng hcl.Range, path string) *structs.ResourceRange {
+	r := &structs.ResourceRange{}
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		field, ok := rangeKeys[key]
+		if !ok {
+			d.failed[path] = true
+			d.errorf(rng, "Unsupported argument", "%s has no %q; a range takes min, max and initial.", path, key)
+			continue
+		}
+		d.ranges[join(path, key)] = rng
+		*field(r) = m[key]
+	}
+	return r
+}
+
+// nomadRange reports a range written in a Nomad task, which Nomad takes
+// as a number only.
+func (d *decoder) nomadRange(rng hcl.Range, path string) {
+	d.failed[path] = true
+	name := path[strings.LastIndex(path, ".")+1:]
+	d.errorf(rng, "Range in a Nomad task", "A Nomad task's %s is a number. Give its range in the group's %s block instead: scaling { policy { %s { resources { %s { min = ... max = ... } } } } }, with the task's own value as the initial size.", name, NomadPolicy, NomadPolicy, name)
 }
 
 func (d *decoder) constraints(c *hcl.BodyContent, path string) []*structs.Constraint {

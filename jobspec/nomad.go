@@ -74,8 +74,11 @@ var (
 	}
 	caravanSchema = &hcl.BodySchema{
 		Attributes: attrs("role", "weight"),
-		Blocks:     blocks("training", "checkpoint"),
+		Blocks:     blocks("training", "checkpoint", "resources"),
 	}
+	// policyResourcesSchema is the caravan block's resources: the ranges
+	// of the group's cpu and memory, whose task gives the initial size.
+	policyResourcesSchema = &hcl.BodySchema{Attributes: attrs("cpu", "memory"), Blocks: blocks("cpu", "memory")}
 )
 
 // nomadGroup is what Caravan reads of one group of a Nomad job, from a
@@ -96,6 +99,9 @@ type nomadGroup struct {
 	// taskPath is the decoder path of its main task in a file.
 	role     *structs.Role
 	taskPath string
+	// cpuRange and memoryRange are the ranges of the caravan block's
+	// resources, nil when it gives none.
+	cpuRange, memoryRange *structs.ResourceRange
 }
 
 // partial decodes what schema names of body and leaves the rest, which
@@ -303,6 +309,7 @@ func (d *decoder) assemble(j *structs.Job, groups []*nomadGroup, jobRange hcl.Ra
 	}
 	j.Elastic.Workers = d.groupBounds(w, "elastic.workers")
 	j.Worker = w.role
+	w.setRanges()
 	d.roleRanges(w, structs.RoleWorker)
 	if w.role == nil {
 		d.errorf(w.rng, "Missing task", "Group %q has no task to run as the worker.", w.name)
@@ -311,11 +318,24 @@ func (d *decoder) assemble(j *structs.Job, groups []*nomadGroup, jobRange hcl.Ra
 		b := d.groupBounds(ps, "elastic.parameter_servers")
 		j.Elastic.ParameterServers = &b
 		j.ParameterServer = ps.role
+		ps.setRanges()
 		d.roleRanges(ps, "parameter_server")
 		if ps.role == nil {
 			d.errorf(ps.rng, "Missing task", "Group %q has no task to run as the parameter server.", ps.name)
 		}
 	}
+}
+
+// setRanges puts the caravan block's ranges on the group's role, whose
+// tasks' sum is then their initial size.
+func (g *nomadGroup) setRanges() {
+	if g.role == nil || g.cpuRange == nil && g.memoryRange == nil {
+		return
+	}
+	if g.role.Resources == nil {
+		g.role.Resources = &structs.Resources{}
+	}
+	g.role.Resources.CPURange, g.role.Resources.MemoryRange = g.cpuRange, g.memoryRange
 }
 
 // roleRanges makes the jobspec paths of a role's template ("worker",
@@ -384,6 +404,9 @@ func (d *decoder) caravan(j *structs.Job, g *nomadGroup) string {
 		d.errorf(a.Expr.Range(), "Invalid role", "%q is not a role; use \"worker\" or \"ps\".", role)
 		return ""
 	}
+	if rb := d.single(c, "", "resources"); rb != nil {
+		g.cpuRange, g.memoryRange = d.policyResources(rb, rolePaths[role]+".resources")
+	}
 	if role == structs.RolePS {
 		for _, name := range []string{"training", "checkpoint", "weight"} {
 			if rng, ok := present(c, name); ok {
@@ -400,6 +423,26 @@ func (d *decoder) caravan(j *structs.Job, g *nomadGroup) string {
 		j.Elastic = &structs.Elastic{Checkpoint: d.checkpoint(cb, "elastic.checkpoint")}
 	}
 	return role
+}
+
+// policyResources decodes the resources block of a caravan policy: ranges
+// or "auto" for the group's cpu and memory, under path ("worker.resources").
+// A fixed number is the task's to give.
+func (d *decoder) policyResources(b *hcl.Block, path string) (cpu, memory *structs.ResourceRange) {
+	nomad := d.nomad
+	d.nomad = false
+	defer func() { d.nomad = nomad }()
+	c := d.content(b.Body, policyResourcesSchema)
+	ranged := func(name, unit string) *structs.ResourceRange {
+		fixed, r := d.size(c, path, name, unit)
+		if fixed != 0 {
+			p := join(path, name)
+			d.failed[p] = true
+			d.errorf(d.ranges[p], "Fixed "+name+" in a policy", "The %s block's resources give ranges only (%s { min = ..., max = ... } or %q); a fixed %s is the task's own.", NomadPolicy, name, Auto, name)
+		}
+		return r
+	}
+	return ranged("cpu", "MHz"), ranged("memory", "MB")
 }
 
 // present returns where content c defines name, as an attribute or a

@@ -47,10 +47,15 @@ var (
 		Attributes: attrs("driver"),
 		Blocks:     blocks("config", "env", "meta", "resources", "constraint", "affinity"),
 	}
+	// cpu and memory are attributes (a number, "auto" or an object
+	// { min, max, initial }) or blocks with those arguments; hclsyntax
+	// looks attributes and blocks up apart, and in HCL-JSON the attribute
+	// wins, hence the object form.
 	resourcesSchema = &hcl.BodySchema{
 		Attributes: attrs("cpu", "memory"),
-		Blocks:     []hcl.BlockHeaderSchema{{Type: "device", LabelNames: []string{"name"}}},
+		Blocks:     append(blocks("cpu", "memory"), hcl.BlockHeaderSchema{Type: "device", LabelNames: []string{"name"}}),
 	}
+	rangeSchema      = &hcl.BodySchema{Attributes: attrs("min", "max", "initial")}
 	deviceSchema     = &hcl.BodySchema{Attributes: attrs("count"), Blocks: blocks("constraint", "affinity")}
 	constraintSchema = &hcl.BodySchema{Attributes: attrs("attribute", "operator", "value")}
 	affinitySchema   = &hcl.BodySchema{Attributes: attrs("attribute", "operator", "value", "weight")}

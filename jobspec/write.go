@@ -69,6 +69,8 @@ func FormatJob(job *structs.Job, format string) ([]byte, hcl.Diagnostics) {
 // write.
 type writer struct {
 	diags hcl.Diagnostics
+	// nomad is set while writing the Nomad format.
+	nomad bool
 }
 
 func (w *writer) errorf(summary, format string, args ...any) {
@@ -128,6 +130,7 @@ func sameTemplate(a, b *structs.Role) bool {
 }
 
 func (w *writer) nomadJob(root *hclwrite.Body, j *structs.Job) {
+	w.nomad = true
 	b := root.AppendNewBlock("job", []string{j.ID}).Body()
 	b.SetAttributeValue("type", cty.StringVal(api.JobTypeBatch))
 	w.jobAttrs(b, j)
@@ -168,6 +171,7 @@ func (w *writer) nomadGroup(b *hclwrite.Body, group, task, role string, bnd stru
 	policy := block(s, "policy").AppendNewBlock(NomadPolicy, nil).Body()
 	policy.SetAttributeValue("role", cty.StringVal(role))
 	if r != nil {
+		policyRanges(policy, r.Resources)
 		w.role(block(g, "task", task), r, rolePaths[role])
 	}
 	return policy
@@ -275,8 +279,15 @@ func (w *writer) role(b *hclwrite.Body, r *structs.Role, path string) {
 	w.stringMap(b, "meta", r.Meta, path)
 	if res := r.Resources; res != nil {
 		rb := block(b, "resources")
-		rb.SetAttributeValue("cpu", cty.NumberIntVal(int64(res.CPU)))
-		rb.SetAttributeValue("memory", cty.NumberIntVal(int64(res.MemoryMB)))
+		if w.nomad {
+			// A Nomad task's sizes are numbers; the ranges go in the
+			// group's caravan block (policyRanges).
+			rb.SetAttributeValue("cpu", cty.NumberIntVal(int64(res.CPU)))
+			rb.SetAttributeValue("memory", cty.NumberIntVal(int64(res.MemoryMB)))
+		} else {
+			writeSize(rb, "cpu", res.CPU, res.CPURange, structs.DefaultCPU, true, false)
+			writeSize(rb, "memory", res.MemoryMB, res.MemoryRange, structs.DefaultMemoryMB, false, false)
+		}
 		for _, d := range res.Devices {
 			db := block(rb, "device", d.Name)
 			db.SetAttributeValue("count", cty.NumberIntVal(int64(d.Count)))
@@ -284,6 +295,57 @@ func (w *writer) role(b *hclwrite.Body, r *structs.Role, path string) {
 		}
 	}
 	w.rules(b, r.Constraints, r.Affinities)
+}
+
+// writeSize writes a cpu or memory: a number when fixed, "auto", or a
+// block with the range's bounds, and its initial size where it is not
+// what the parser would default to. def is the resource's task default
+// and initialMax says whether a bounded range starts at its max.
+// initialGiven is set where the initial size is written elsewhere (a
+// Nomad task's own cpu), so the range leaves it out.
+func writeSize(b *hclwrite.Body, name string, size int, r *structs.ResourceRange, def int, initialMax, initialGiven bool) {
+	if r == nil {
+		b.SetAttributeValue(name, cty.NumberIntVal(int64(size)))
+		return
+	}
+	defInitial := r.Min
+	switch {
+	case r.Max == 0:
+		defInitial = max(def, r.Min)
+	case initialMax:
+		defInitial = r.Max
+	}
+	if r.Auto && (initialGiven || r.Initial == defInitial) && r.Min == minSize[name] {
+		b.SetAttributeValue(name, cty.StringVal(Auto))
+		return
+	}
+	rb := block(b, name)
+	rb.SetAttributeValue("min", cty.NumberIntVal(int64(r.Min)))
+	if r.Max != 0 {
+		rb.SetAttributeValue("max", cty.NumberIntVal(int64(r.Max)))
+	}
+	if !initialGiven && r.Initial != defInitial {
+		rb.SetAttributeValue("initial", cty.NumberIntVal(int64(r.Initial)))
+	}
+}
+
+// minSize is Nomad's minimum of each size, the min of "auto".
+var minSize = map[string]int{"cpu": structs.MinCPU, "memory": structs.MinMemoryMB}
+
+// policyRanges writes a role's ranges into its group's caravan block in
+// the Nomad format; the task's own cpu and memory are their initial
+// sizes.
+func policyRanges(policy *hclwrite.Body, res *structs.Resources) {
+	if res == nil || !res.Ranged() {
+		return
+	}
+	rb := block(policy, "resources")
+	if res.CPURange != nil {
+		writeSize(rb, "cpu", res.CPU, res.CPURange, structs.DefaultCPU, true, true)
+	}
+	if res.MemoryRange != nil {
+		writeSize(rb, "memory", res.MemoryMB, res.MemoryRange, structs.DefaultMemoryMB, false, true)
+	}
 }
 
 // rules writes constraint and affinity blocks.

@@ -14,8 +14,11 @@ var ErrInvalidDecision = errors.New("invalid decision")
 // for each job and for no unknown job; per-node counts that add up; task
 // counts within the job's bounds unless the job is paused; no parameter
 // servers for all-reduce jobs; no node over its CPU, memory or device
-// capacity; no task where its constraints forbid it; at most one task of a
-// role per node under distinct_hosts. The server applies it to every
+// capacity at the entries' sizes; no task where its constraints forbid
+// it; at most one task of a role per node under distinct_hosts; a size
+// (NodeTasks.PSSize, WorkerSize) only for a resource the role gives as a
+// range, and within it (a range with no max is bounded by the node's
+// capacity). The server applies it to every
 // decision, built-in or from a plugin, before committing it.
 func CheckDecision(req *Request, dec *Decision) error {
 	if dec == nil {
@@ -65,26 +68,48 @@ func CheckDecision(req *Request, dec *Decision) error {
 			fail("job %q gets %d parameter servers, outside its bounds %d..%d", p.JobID, p.NumPS, ps.Min, ps.Max)
 		}
 		tasks := c.JobTasks(j)
+		// A node may hold several entries of sizes: distinct_hosts
+		// counts their sum.
+		onNode := make(map[string]structs.Shape, len(p.Nodes))
 		for _, nt := range p.Nodes {
 			i, ok := nodes[nt.NodeID]
 			if !ok {
 				fail("job %q is placed on unknown node %q", p.JobID, nt.NodeID)
 				continue
 			}
-			if tasks.Worker.DistinctHosts && nt.Workers > 1 || tasks.PS != nil && tasks.PS.DistinctHosts && nt.PS > 1 {
+			sum := onNode[nt.NodeID]
+			sum.PS += nt.PS
+			sum.Workers += nt.Workers
+			onNode[nt.NodeID] = sum
+			if tasks.Worker.DistinctHosts && sum.Workers > 1 && nt.Workers > 0 || tasks.PS != nil && tasks.PS.DistinctHosts && sum.PS > 1 && nt.PS > 0 {
 				fail("job %q has more than one task of a role on node %q despite distinct_hosts", p.JobID, nt.NodeID)
 			}
 			if nt.PS > 0 && tasks.PS == nil {
 				continue // reported above
 			}
-			if !c.FitsPair(i, tasks.PS, nt.PS, tasks.Worker, nt.Workers) {
+			sizesOK := true
+			for _, e := range []struct {
+				role string
+				r    *structs.Role
+				size structs.TaskSize
+			}{{structs.RolePS, j.PSRole(), nt.PSSize}, {structs.RoleWorker, j.Job.Worker, nt.WorkerSize}} {
+				for _, msg := range sizeProblems(e.r.Resources, e.size) {
+					fail("job %q's %s on node %q: %s", p.JobID, e.role, nt.NodeID, msg)
+					sizesOK = false
+				}
+			}
+			if !sizesOK {
+				continue
+			}
+			psTask, workerTask := tasks.For(nt)
+			if !c.FitsPair(i, psTask, nt.PS, workerTask, nt.Workers) {
 				fail("job %q's %d ps and %d workers do not fit on node %s", p.JobID, nt.PS, nt.Workers, c.Describe(i))
 				continue
 			}
 			if nt.PS > 0 {
-				c.Take(i, tasks.PS, nt.PS)
+				c.Take(i, psTask, nt.PS)
 			}
-			c.Take(i, tasks.Worker, nt.Workers)
+			c.Take(i, workerTask, nt.Workers)
 		}
 	}
 	for key, j := range jobs {
@@ -93,4 +118,25 @@ func CheckDecision(req *Request, dec *Decision) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sizeProblems lists what is wrong with giving a task of a role with
+// resources r the size s: a size for a fixed resource, or one outside its
+// range.
+func sizeProblems(r *structs.Resources, s structs.TaskSize) []string {
+	var out []string
+	for _, e := range []struct {
+		name, unit string
+		size       int
+		rng        *structs.ResourceRange
+	}{{"cpu", "MHz", s.CPU, r.CPURange}, {"memory", "MB", s.MemoryMB, r.MemoryRange}} {
+		switch {
+		case e.size == 0:
+		case e.rng == nil:
+			out = append(out, fmt.Sprintf("%s is sized %d %s, but the role's %s is fixed", e.name, e.size, e.unit, e.name))
+		case !e.rng.Contains(e.size):
+			out = append(out, fmt.Sprintf("%s is sized %d %s, outside the role's range %s", e.name, e.size, e.unit, e.rng))
+		}
+	}
+	return out
 }

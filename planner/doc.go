@@ -9,7 +9,8 @@
 // Harness. Subpackages hold the models (planner/model), feasibility
 // (planner/feasible), placement (planner/placement), one algorithm each
 // (planner/optimus, planner/drf, planner/tetris, planner/fifo,
-// planner/roundrobin, planner/harmony, planner/cruise, planner/dorm, which
+// planner/roundrobin, planner/harmony, planner/cruise, planner/dlrover,
+// planner/straggler (a pass over any algorithm), planner/dorm, which
 // solves a MILP with GLPK, and planner/specon, which moves jobs over a base
 // algorithm) and the registry of built-ins (planner/builtin). See README.md
 // for the pipeline.

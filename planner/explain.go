@@ -60,11 +60,12 @@ func (c *Cluster) takePlacement(j *Job, p *structs.Placement) {
 	tasks := c.JobTasks(j)
 	for _, nt := range p.Nodes {
 		i, ok := c.NodeIndex(nt.NodeID)
-		if !ok || nt.PS > 0 && tasks.PS == nil || !c.FitsPair(i, tasks.PS, nt.PS, tasks.Worker, nt.Workers) {
+		ps, worker := tasks.For(nt)
+		if !ok || nt.PS > 0 && ps == nil || !c.FitsPair(i, ps, nt.PS, worker, nt.Workers) {
 			continue
 		}
-		c.Take(i, tasks.PS, nt.PS)
-		c.Take(i, tasks.Worker, nt.Workers)
+		c.Take(i, ps, nt.PS)
+		c.Take(i, worker, nt.Workers)
 	}
 }
 

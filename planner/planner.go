@@ -72,6 +72,13 @@ type Job struct {
 	// reported. The server keeps a bounded window of it (the newest
 	// points). SpeCon derives its progress categories from it.
 	Progress []ProgressPoint
+	// Usage is what the job's tasks use, as last committed; nil until
+	// measured.
+	Usage *structs.JobUsage
+	// Since is when the job's current placement began to run, Unix
+	// nanoseconds; 0 when unknown or not running. Algorithms that wait
+	// between adjustments (DLRover's 60 s) read it.
+	Since int64
 }
 
 // ProgressPoint is one reported value of a job's evaluation function.
@@ -121,6 +128,15 @@ func (j *Job) RemainingSteps() float64 {
 // HasPS reports whether the job's architecture uses parameter servers.
 func (j *Job) HasPS() bool { return j.Job.Training.Architecture == structs.ArchitecturePS }
 
+// PSRole returns the template the job's parameter servers run: its
+// parameter_server role, else its worker role.
+func (j *Job) PSRole() *structs.Role {
+	if j.Job.ParameterServer != nil {
+		return j.Job.ParameterServer
+	}
+	return j.Job.Worker
+}
+
 // Bounds returns the job's (ps, workers) bounds; ps bounds are zero for
 // all-reduce jobs.
 func (j *Job) Bounds() (ps, workers structs.Bounds) {
@@ -155,25 +171,44 @@ func (j *Job) FixedRequest() (ps, workers int) {
 
 // KeepCurrent takes from c the capacity of a job's current placement cur
 // and returns a copy of it, when cur runs exactly ps parameter servers and
-// w workers and its tasks t still fit where they are. Otherwise it takes
+// w workers and its tasks t, at the sizes cur gives them, still fit where
+// they are. Otherwise it takes
 // nothing and returns nil. Policies use it to leave running jobs alone.
 func (c *Cluster) KeepCurrent(cur *structs.Placement, t JobTasks, ps, w int) *structs.Placement {
 	if cur == nil || cur.Paused() || cur.NumPS != ps || cur.NumWorkers != w {
 		return nil
 	}
+	// Entries are checked one by one against the free capacity; a node
+	// that holds several entries (of different sizes) is checked on a
+	// copy that takes each in turn, so that together they must fit.
+	check := c
+	for k := 1; k < len(cur.Nodes); k++ {
+		if cur.Nodes[k].NodeID == cur.Nodes[k-1].NodeID {
+			check = c.Clone()
+			break
+		}
+	}
 	idx := make([]int, len(cur.Nodes))
 	for k, nt := range cur.Nodes {
-		i, ok := c.NodeIndex(nt.NodeID)
-		if !ok || !c.FitsPair(i, t.PS, nt.PS, t.Worker, nt.Workers) {
+		i, ok := check.NodeIndex(nt.NodeID)
+		ps, worker := t.For(nt)
+		if !ok || !check.FitsPair(i, ps, nt.PS, worker, nt.Workers) {
 			return nil
+		}
+		if check != c {
+			if nt.PS > 0 {
+				check.Take(i, ps, nt.PS)
+			}
+			check.Take(i, worker, nt.Workers)
 		}
 		idx[k] = i
 	}
 	for k, nt := range cur.Nodes {
+		ps, worker := t.For(nt)
 		if nt.PS > 0 {
-			c.Take(idx[k], t.PS, nt.PS)
+			c.Take(idx[k], ps, nt.PS)
 		}
-		c.Take(idx[k], t.Worker, nt.Workers)
+		c.Take(idx[k], worker, nt.Workers)
 	}
 	kept := *cur
 	kept.Nodes = slices.Clone(cur.Nodes)

@@ -31,10 +31,11 @@ func Reserve(nodes []*structs.Node, held []Held) []*structs.Node {
 			if !ok {
 				continue // the node is gone: it holds nothing any more
 			}
+			ps, worker := tasks.For(nt)
 			for _, r := range []struct {
 				task *Task
 				n    int
-			}{{tasks.PS, nt.PS}, {tasks.Worker, nt.Workers}} {
+			}{{ps, nt.PS}, {worker, nt.Workers}} {
 				for range r.n {
 					if r.task == nil || !c.Fits(i, r.task, 1) {
 						break

@@ -22,3 +22,10 @@ func SortJobs(jobs []*Job) {
 		return cmp.Or(cmp.Compare(a.Job.Namespace, b.Job.Namespace), cmp.Compare(a.Job.ID, b.Job.ID))
 	})
 }
+
+// SortArrival orders jobs by arrival: submit time, then (namespace, job
+// ID), the order of first-come-first-served policies.
+func SortArrival(jobs []*Job) {
+	SortJobs(jobs)
+	slices.SortStableFunc(jobs, func(a, b *Job) int { return cmp.Compare(a.Job.SubmitTime, b.Job.SubmitTime) })
+}

@@ -1,5 +1,7 @@
 package planner
 
+import "github.com/caravan-sched/caravan/structs"
+
 // JobTasks are the two tasks of a job on a cluster. PS is nil for
 // all-reduce jobs; a PS job without a parameter_server template runs its
 // parameter servers from the worker template.
@@ -19,4 +21,27 @@ func (c *Cluster) JobTasks(j *Job) JobTasks {
 		}
 	}
 	return t
+}
+
+// For returns the tasks of one entry of a placement: the job's tasks at
+// the entry's sizes (Task.Sized). PS is nil for all-reduce jobs.
+func (t JobTasks) For(nt *structs.NodeTasks) (ps, worker *Task) {
+	return t.PS.Sized(nt.PSSize), t.Worker.Sized(nt.WorkerSize)
+}
+
+// Sized returns the task at size s: t itself when s sets nothing, else a
+// copy with s's CPU or memory that shares t's feasibility caches (a size
+// does not change where a task may run). Nil stays nil.
+func (t *Task) Sized(s structs.TaskSize) *Task {
+	if t == nil || s.IsZero() {
+		return t
+	}
+	c := *t
+	if s.CPU != 0 {
+		c.CPU = s.CPU
+	}
+	if s.MemoryMB != 0 {
+		c.MemoryMB = s.MemoryMB
+	}
+	return &c
 }

@@ -209,7 +209,43 @@ func RandomRequest(rng *rand.Rand) *Request {
 			v.Progress = append(v.Progress, ProgressPoint{Time: req.Now - int64(n-i)*int64(30*time.Second), Loss: 1 / float64(1+i+k)})
 		}
 	}
+	// Ranges, sizes and usage, also drawn from no randomness.
+	for k, v := range req.Jobs {
+		if k%4 == 1 {
+			sizeRandomJob(v, req.Now)
+		}
+	}
 	return req
+}
+
+// sizeRandomJob gives job j's worker role ranges around its size (so that
+// algorithms that ignore ranges see the same job), its running workers
+// half their CPU, which still fits where they run, and usage measured at
+// its current shape.
+func sizeRandomJob(v *Job, now int64) {
+	r := v.Job.Worker.Resources
+	r.CPURange = &structs.ResourceRange{Min: r.CPU / 2, Max: 2 * r.CPU, Initial: r.CPU}
+	r.MemoryRange = &structs.ResourceRange{Min: 512, Initial: r.MemoryMB}
+	if v.Current == nil {
+		return
+	}
+	v.Since = now - int64(2*time.Minute)
+	u := &structs.JobUsage{Namespace: v.Job.Namespace, JobID: v.Job.ID, Time: now}
+	for _, nt := range v.Current.Nodes {
+		if nt.Workers > 0 {
+			nt.WorkerSize = structs.TaskSize{CPU: r.CPU / 2}
+		}
+		for range nt.Workers {
+			u.Tasks = append(u.Tasks, &structs.TaskUsage{
+				Role: structs.RoleWorker, Rank: len(u.Tasks), NodeID: nt.NodeID,
+				CPUMHz: float64(r.CPU) / 3, MemoryMB: float64(r.MemoryMB) / 2, MaxMemoryMB: float64(r.MemoryMB) / 2,
+				CPULimitMHz: r.CPU / 2, MemoryLimitMB: r.MemoryMB, Source: structs.UsageSourceSim,
+			})
+		}
+	}
+	shape := structs.Shape{PS: v.Current.NumPS, Workers: v.Current.NumWorkers}
+	u.ByShape = []structs.ShapeUsage{{Shape: shape, WorkerCPUMHz: float64(r.CPU) / 3, PSCPUMHz: 700, Measurements: 3}}
+	v.Usage = u
 }
 
 // randomGPUs returns a group of 1 to 8 GPUs of one of two models on node

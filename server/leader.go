@@ -266,7 +266,7 @@ func (l *leader) establish(ctx context.Context) error {
 	}
 	l.sched = scheduler.New(alg, scheduler.Options{
 		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: s.cfg.Profiler == nil,
-		Logger: l.log,
+		Stragglers: s.cfg.Stragglers, Logger: l.log,
 	})
 	l.versions = map[structs.JobKey]jobVersion{}
 	l.updated = map[structs.JobKey]bool{}
@@ -480,6 +480,13 @@ func (l *leader) syncStatus(ctx context.Context) error {
 	}
 	for _, r := range reports {
 		key := structs.NewJobKey(r.Namespace, r.JobID)
+		// Usage is not committed through Raft yet: the scheduler takes
+		// the driver's report as it comes, so a new leader has none until
+		// the driver reports again (the sim driver reports with every
+		// status; see drivers/sim).
+		if r.Usage != nil && l.sched.Has(key) && !structs.Terminal(r.Status) {
+			l.sched.ObserveUsage(key, r.Usage)
+		}
 		if r.Replan && l.sched.Has(key) {
 			l.log.Info("driver lost tasks of a job", "job_id", r.JobID, "message", r.Message)
 			l.urgent = true

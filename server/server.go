@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
@@ -74,6 +75,9 @@ type Config struct {
 	// there (0: 5). See scheduler.Options.
 	ProfileConfigs int
 	ProfileSteps   int
+	// Stragglers, when set, turns on straggler handling after every
+	// algorithm's decision (planner/straggler, scheduler.Options).
+	Stragglers *straggler.Config
 
 	// Consul, when set, advertises the server in Consul and resolves
 	// consul:// entries of RetryJoin.

@@ -157,8 +157,32 @@ func WriteUsageCSV(w io.Writer, results []*Result) error {
 	return cw.Error()
 }
 
-// WriteAll writes summary.json, jobs.csv, fairness.csv, usage.csv and the
-// plots into dir.
+// WriteSpeedsCSV writes one row per policy, job and configuration a job
+// of per-task ground truth (the DLRover workload) ran at: from time_s on,
+// its counts, the CPU it held in MHz, and its steps per second once
+// restarted (sim.SpeedPoint).
+func WriteSpeedsCSV(w io.Writer, results []*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"policy", "job", "time_s", "ps", "workers", "cpu_mhz", "steps_per_s"}); err != nil {
+		return err
+	}
+	for _, res := range results {
+		for _, j := range res.Jobs {
+			for _, p := range j.Speeds {
+				rec := []string{res.Policy, j.JobID, strconv.FormatFloat(p.Time, 'f', 1, 64), strconv.Itoa(p.PS), strconv.Itoa(p.Workers),
+					strconv.Itoa(p.CPU), strconv.FormatFloat(p.StepsPerSecond, 'f', 2, 64)}
+				if err := cw.Write(rec); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteAll writes summary.json, jobs.csv, fairness.csv, usage.csv,
+// speeds.csv and the plots into dir.
 func WriteAll(dir string, report *Report, results []*Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -184,6 +208,9 @@ func WriteAll(dir string, report *Report, results []*Result) error {
 		return err
 	}
 	if err := write("usage.csv", func(w io.Writer) error { return WriteUsageCSV(w, results) }); err != nil {
+		return err
+	}
+	if err := write("speeds.csv", func(w io.Writer) error { return WriteSpeedsCSV(w, results) }); err != nil {
 		return err
 	}
 	return WritePlots(dir, results)

@@ -18,6 +18,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/specon"
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/state"
@@ -85,6 +86,9 @@ type Options struct {
 	// as the agent's scheduler block sets them; the run's Result names the
 	// policy with them. Nil runs the algorithm with its defaults.
 	AlgorithmOptions map[string]string
+	// Stragglers, when set, turns on the scheduler's straggler handling
+	// (server.Config.Stragglers) for the run.
+	Stragglers *straggler.Config
 }
 
 // Result is the outcome of one policy on one workload.
@@ -201,6 +205,13 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	if wl.Noise > 0 {
 		opts.Cluster.Noise = wl.Noise
 	}
+	if len(wl.NodeAttributes) > 0 {
+		opts.Cluster.Attributes = maps.Clone(opts.Cluster.Attributes)
+		if opts.Cluster.Attributes == nil {
+			opts.Cluster.Attributes = map[string]string{}
+		}
+		maps.Copy(opts.Cluster.Attributes, wl.NodeAttributes)
+	}
 	// Workloads are shared by runs in parallel: each run submits its own
 	// canonical copies.
 	jobs := make([]*structs.Job, len(wl.Arrivals))
@@ -240,7 +251,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		NodeName: "sim", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", DataDir: opts.DataDir,
 		Driver: driver, Metrics: driver, Profiler: driver,
 		Algorithm: alg.Name(), AlgorithmOptions: opts.AlgorithmOptions, Algorithms: algs, Interval: opts.Interval,
-		Clock: clk.Now, Manual: true, Logger: opts.Logger, RaftConfig: fastRaft(),
+		Clock: clk.Now, Manual: true, Logger: opts.Logger, RaftConfig: fastRaft(), Stragglers: opts.Stragglers,
 	})
 	if err != nil {
 		return nil, err

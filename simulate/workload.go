@@ -40,6 +40,16 @@ import (
 //     random schedule, N (default 20) containers of Table II's models at
 //     times drawn from [0, SPAN] seconds (default 300),
 //     sim.SpeconRandomWorkload;
+//   - "dlrover", "dlrover:N" or "dlrover:N:GAP": N (default 10)
+//     parameter-server jobs of the DLRover paper, Wide&Deep and xDeepFM
+//     in turn, one every GAP seconds on average (default 600), each
+//     requested at its Table 2 configuration, on 64-core 2.5 GHz nodes,
+//     sim.DLRoverWorkload;
+//   - "dlrover-wd", "dlrover-xdfm" (Table 1: one job requested at the
+//     sampling shape) and "dlrover-wd-slow-worker", "dlrover-wd-slow-ps"
+//     and the same for xdfm (§6.2: one job at Table 2 with a worker or a
+//     server at 25% of its CPU); the suffix "-static" shards the data
+//     statically, as the paper's TFJob baseline, sim.DLRoverExperiment;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,
@@ -64,6 +74,10 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},
 		{"specon", 20, 50, sim.SpeconFixedWorkload},
 		{"specon-random", 20, 300, sim.SpeconRandomWorkload},
+		{"dlrover", 10, 600, sim.DLRoverWorkload},
+	}
+	if wl, ok := sim.DLRoverExperiment(name); ok {
+		return trim(wl, limit), nil
 	}
 	for _, g := range generated {
 		rest, ok := strings.CutPrefix(name, g.prefix)

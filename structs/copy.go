@@ -81,6 +81,7 @@ func (r *Resources) Copy() *Resources {
 		return nil
 	}
 	c := *r
+	c.CPURange, c.MemoryRange = copyPtr(r.CPURange), copyPtr(r.MemoryRange)
 	if r.Devices != nil {
 		c.Devices = make([]*RequestedDevice, len(r.Devices))
 		for i, d := range r.Devices {
@@ -201,6 +202,22 @@ func (p *Placement) Copy() *Placement {
 	c := *p
 	c.Nodes = copyAll(p.Nodes)
 	c.Metric = p.Metric.Copy()
+	if p.Actions != nil {
+		c.Actions = make([]*TaskAction, len(p.Actions))
+		for i, a := range p.Actions {
+			c.Actions[i] = a.Copy()
+		}
+	}
+	return &c
+}
+
+// Copy returns a deep copy of the action.
+func (a *TaskAction) Copy() *TaskAction {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Details = maps.Clone(a.Details)
 	return &c
 }
 

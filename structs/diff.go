@@ -159,7 +159,7 @@ var serverFields = map[string]bool{
 // specNames are the jobspec names of fields that snake case does not give.
 var specNames = map[string]string{
 	"Constraints": "constraint", "Affinities": "affinity", "Speeds": "speed",
-	"Devices": "device", "MemoryMB": "memory",
+	"Devices": "device", "MemoryMB": "memory", "CPURange": "cpu", "MemoryRange": "memory",
 	"LTarget": "attribute", "RTarget": "value", "Operand": "operator",
 }
 

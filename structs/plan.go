@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,7 +26,9 @@ type Placement struct {
 	JobID      string
 	NumPS      int
 	NumWorkers int
-	// Nodes is sorted by NodeID; a node appears at most once.
+	// Nodes is sorted by NodeID, then by sizes (SortNodeTasks). A node
+	// appears once per distinct pair of sizes: tasks of one role on one
+	// node that run at different sizes are separate entries.
 	Nodes []*NodeTasks
 	// Reason says, for people, why the job got this placement.
 	Reason string
@@ -34,13 +37,79 @@ type Placement struct {
 	// algorithm's decision (planner.ExplainPaused), so that it reads the
 	// same for every algorithm, and Reason is then its String.
 	Metric *PlacementMetric `json:",omitempty"`
+	// Actions are what the algorithm did to single tasks of the job in
+	// this decision, beyond counts (a task resized, a straggler
+	// replaced), for the job's events; nil when none. They do not count
+	// in SameTasks.
+	Actions []*TaskAction `json:",omitempty"`
 }
 
-// NodeTasks is the tasks of one job on one node.
+// NodeTasks is the tasks of one job on one node, at one size per role.
 type NodeTasks struct {
 	NodeID  string
 	PS      int
 	Workers int
+	// PSSize and WorkerSize are the size of this entry's tasks of each
+	// role; a zero field takes the role's size from the job
+	// (Resources.Sized). A size may be set only for a role the entry runs
+	// tasks of, and is within the role's range (planner.CheckDecision).
+	PSSize     TaskSize `json:",omitempty"`
+	WorkerSize TaskSize `json:",omitempty"`
+}
+
+// TaskSize is the CPU (MHz) and memory (MB) of one task; a zero field
+// takes the role's size. It is a comparable value, so that SameTasks sees
+// a change of size alone as a change.
+type TaskSize struct {
+	CPU      int `json:",omitempty"`
+	MemoryMB int `json:",omitempty"`
+}
+
+// IsZero reports whether s sets no size.
+func (s TaskSize) IsZero() bool { return s == TaskSize{} }
+
+// Sized reports whether the entry sets a size for either role.
+func (n *NodeTasks) Sized() bool { return !n.PSSize.IsZero() || !n.WorkerSize.IsZero() }
+
+// compareSize orders sizes by CPU, then memory.
+func compareSize(a, b TaskSize) int {
+	return cmp.Or(cmp.Compare(a.CPU, b.CPU), cmp.Compare(a.MemoryMB, b.MemoryMB))
+}
+
+// SortNodeTasks orders entries as Placement.Nodes is kept: by NodeID, then
+// PS size, then worker size.
+func SortNodeTasks(nodes []*NodeTasks) {
+	slices.SortFunc(nodes, func(a, b *NodeTasks) int {
+		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), compareSize(a.PSSize, b.PSSize), compareSize(a.WorkerSize, b.WorkerSize))
+	})
+}
+
+// Task action kinds: what an algorithm did to single tasks of a job.
+const (
+	// ActionResized: tasks of a role got a new size.
+	ActionResized = "resized"
+	// ActionOOMResized: a task killed for memory restarts with more.
+	ActionOOMResized = "oom-resized"
+	// ActionHotPSReplaced: a parameter server over its CPU is replaced by
+	// a larger one.
+	ActionHotPSReplaced = "hot-ps-replaced"
+	// ActionStragglerReplaced: a slow task is moved to another node.
+	ActionStragglerReplaced = "straggler-replaced"
+)
+
+// TaskAction is one thing an algorithm did to a task of a job, beyond
+// counts; the server records it as an event when it commits the decision.
+type TaskAction struct {
+	// Kind is one of the Action constants.
+	Kind string
+	// Role is RoleWorker or RolePS; Rank the task's rank within it, -1
+	// when the action concerns the role as a whole.
+	Role   string
+	Rank   int
+	NodeID string `json:",omitempty"`
+	// Reason says why, for people.
+	Reason  string
+	Details map[string]string `json:",omitempty"`
 }
 
 // Paused reports whether the placement runs no task of the job.
@@ -52,12 +121,14 @@ func (p *Placement) SameTasks(o *Placement) bool {
 	if p == nil || o == nil {
 		return (p == nil || p.Paused()) && (o == nil || o.Paused())
 	}
+	// NodeTasks is comparable, so sizes count.
 	return p.NumPS == o.NumPS && p.NumWorkers == o.NumWorkers &&
 		slices.EqualFunc(p.Nodes, o.Nodes, func(a, b *NodeTasks) bool { return *a == *b })
 }
 
 // Validate checks that the per-node counts add up to the totals, that no
-// count is negative and that no node appears twice. Whether the placement
+// count or size is negative, that sizes are set only for a role an entry
+// runs, and that no node appears twice with the same sizes. Whether the placement
 // fits the cluster and the job's bounds is the planner's to check.
 func (p *Placement) Validate() error {
 	v := newValidator()
@@ -68,18 +139,39 @@ func (p *Placement) Validate() error {
 		v.fail("", "task counts must not be negative (ps %d, workers %d)", p.NumPS, p.NumWorkers)
 	}
 	ps, workers := 0, 0
-	seen := make(map[string]bool, len(p.Nodes))
+	type entryKey struct {
+		node       string
+		ps, worker TaskSize
+	}
+	seen := make(map[entryKey]bool, len(p.Nodes))
 	for i, n := range p.Nodes {
 		nv := v.at(fmt.Sprintf("nodes[%d]", i))
 		if n.NodeID == "" {
 			nv.missing("node_id")
 		}
-		if seen[n.NodeID] {
-			nv.fail("node_id", "node %q appears more than once", n.NodeID)
+		key := entryKey{n.NodeID, n.PSSize, n.WorkerSize}
+		if seen[key] {
+			if n.Sized() {
+				nv.fail("node_id", "node %q appears more than once with the same sizes", n.NodeID)
+			} else {
+				nv.fail("node_id", "node %q appears more than once", n.NodeID)
+			}
 		}
-		seen[n.NodeID] = true
+		seen[key] = true
 		if n.PS < 0 || n.Workers < 0 {
 			nv.fail("", "task counts must not be negative (ps %d, workers %d)", n.PS, n.Workers)
+		}
+		for _, s := range []struct {
+			name  string
+			size  TaskSize
+			count int
+		}{{"ps_size", n.PSSize, n.PS}, {"worker_size", n.WorkerSize, n.Workers}} {
+			switch {
+			case s.size.CPU < 0 || s.size.MemoryMB < 0:
+				nv.fail(s.name, "sizes must not be negative (cpu %d, memory %d)", s.size.CPU, s.size.MemoryMB)
+			case !s.size.IsZero() && s.count == 0:
+				nv.fail(s.name, "is set for a role with no task on the node")
+			}
 		}
 		ps += n.PS
 		workers += n.Workers

@@ -125,3 +125,71 @@ func TestPlacement_SameTasks(t *testing.T) {
 		})
 	}
 }
+
+func TestPlacement_Sizes(t *testing.T) {
+	big := TaskSize{CPU: 4000, MemoryMB: 1024}
+	ok := &Placement{JobID: "a", NumPS: 2, NumWorkers: 3, Nodes: []*NodeTasks{
+		{NodeID: "n1", PS: 1, Workers: 1},
+		{NodeID: "n1", PS: 1, PSSize: big},
+		{NodeID: "n2", Workers: 2, WorkerSize: TaskSize{MemoryMB: 512}},
+	}}
+	must.NoError(t, ok.Validate())
+
+	cases := []struct {
+		name  string
+		nodes []*NodeTasks
+		msg   string
+	}{
+		{"same node and sizes", []*NodeTasks{{NodeID: "n1", Workers: 1, WorkerSize: big}, {NodeID: "n1", Workers: 1, WorkerSize: big}},
+			`node "n1" appears more than once with the same sizes`},
+		{"size without tasks", []*NodeTasks{{NodeID: "n1", Workers: 2, PSSize: big}},
+			"nodes[0].ps_size: is set for a role with no task on the node"},
+		{"negative size", []*NodeTasks{{NodeID: "n1", Workers: 2, WorkerSize: TaskSize{CPU: -1}}},
+			"nodes[0].worker_size: sizes must not be negative (cpu -1, memory 0)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			must.ErrorContains(t, (&Placement{JobID: "a", NumWorkers: 2, Nodes: tc.nodes}).Validate(), tc.msg)
+		})
+	}
+
+	// A change of size alone is a change.
+	resized := ok.Copy()
+	resized.Nodes[2].WorkerSize.MemoryMB = 1024
+	must.False(t, ok.SameTasks(resized))
+	resized.Nodes[2].WorkerSize.MemoryMB = 512
+	resized.Actions = []*TaskAction{{Kind: ActionResized, Role: RoleWorker, Rank: -1}}
+	must.True(t, ok.SameTasks(resized), must.Sprint("actions do not count"))
+
+	nodes := []*NodeTasks{
+		{NodeID: "n2", Workers: 1},
+		{NodeID: "n1", Workers: 1, WorkerSize: big},
+		{NodeID: "n1", Workers: 1},
+		{NodeID: "n1", PS: 1, PSSize: TaskSize{CPU: 1}},
+	}
+	SortNodeTasks(nodes)
+	must.Eq(t, []*NodeTasks{
+		{NodeID: "n1", Workers: 1},
+		{NodeID: "n1", Workers: 1, WorkerSize: big},
+		{NodeID: "n1", PS: 1, PSSize: TaskSize{CPU: 1}},
+		{NodeID: "n2", Workers: 1},
+	}, nodes)
+}
+
+func TestJobUsage_Copy(t *testing.T) {
+	u := &JobUsage{JobID: "a", Tasks: []*TaskUsage{{Role: RoleWorker, CPUMHz: 100}},
+		ByShape: []ShapeUsage{{Shape: Shape{PS: 1, Workers: 1}, WorkerCPUMHz: 2500, PSCPUMHz: 5700}}}
+	c := u.Copy()
+	must.Eq(t, u, c)
+	c.Tasks[0].CPUMHz = 200
+	c.ByShape[0].PSCPUMHz = 1
+	must.Eq(t, 100, u.Tasks[0].CPUMHz)
+	must.Eq(t, 5700, u.Shape(Shape{PS: 1, Workers: 1}).PSCPUMHz)
+	must.Nil(t, u.Shape(Shape{PS: 2, Workers: 1}))
+	must.Nil(t, (*JobUsage)(nil).Shape(Shape{}))
+
+	p := &Placement{JobID: "a", Actions: []*TaskAction{{Kind: ActionOOMResized, Details: map[string]string{"from": "128"}}}}
+	pc := p.Copy()
+	pc.Actions[0].Details["from"] = "256"
+	must.Eq(t, "128", p.Actions[0].Details["from"])
+}

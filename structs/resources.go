@@ -7,15 +7,129 @@ import (
 )
 
 // Resources is what one task asks for, in Nomad's units.
+//
+// CPU and MemoryMB are the size every task of the role runs at unless an
+// algorithm's decision sizes it otherwise (structs.TaskSize). When the
+// jobspec gives cpu or memory as a range, CPURange or MemoryRange holds it
+// and CPU or MemoryMB is the range's Initial, so that an algorithm that
+// ignores ranges still sees one size; nil ranges mean the size is fixed.
 type Resources struct {
 	CPU      int // MHz
 	MemoryMB int
 	Devices  []*RequestedDevice
+	// CPURange (MHz) and MemoryRange (MB) bound the sizes a decision may
+	// give a task of the role; nil when the size is fixed.
+	CPURange    *ResourceRange `json:",omitempty"`
+	MemoryRange *ResourceRange `json:",omitempty"`
+}
+
+// ResourceRange bounds one resource of a role's tasks, in the resource's
+// unit (MHz or MB).
+type ResourceRange struct {
+	// Min is the smallest size a decision may give a task.
+	Min int
+	// Max is the largest; 0 means no bound but the node's capacity.
+	Max int
+	// Initial is the size tasks run at until an algorithm sizes them, and
+	// the size of algorithms that ignore ranges. Canonicalize defaults it
+	// to Max for CPU (DLRover samples at the per-task maximum) and to Min
+	// for memory; to Nomad's task default when Max is 0.
+	Initial int
+	// Auto marks the jobspec's "auto": Min is Nomad's minimum and Max 0,
+	// so the algorithm chooses the size within the node.
+	Auto bool
+}
+
+// Nomad's smallest task sizes, the Min of an "auto" range.
+const (
+	MinCPU      = 1  // MHz
+	MinMemoryMB = 10 // MB
+)
+
+// canonicalize fills Min for auto and Initial, and returns Initial.
+// fixed is the role's fixed size when one was given alongside (0 if not),
+// min Nomad's minimum and def its task default.
+func (r *ResourceRange) canonicalize(fixed, min, def int, initialMax bool) int {
+	if r.Auto && r.Min == 0 {
+		r.Min = min
+	}
+	if r.Initial == 0 {
+		switch {
+		case fixed != 0:
+			r.Initial = fixed
+		case initialMax && r.Max > 0:
+			r.Initial = r.Max
+		case r.Max == 0:
+			r.Initial = max(def, r.Min)
+		default:
+			r.Initial = r.Min
+		}
+	}
+	return r.Initial
+}
+
+func (r *ResourceRange) validate(v validator, name, unit string, min, size int) {
+	rv := v.at(name)
+	if r.Auto && r.Max != 0 {
+		rv.fail("max", "%d %s: \"auto\" has no maximum but the node's capacity", r.Max, unit)
+	}
+	if r.Min < min {
+		rv.fail("min", "%d %s is below Nomad's minimum of %d %s", r.Min, unit, min, unit)
+	}
+	if r.Max != 0 && r.Max < r.Min {
+		rv.fail("max", "%d %s is below min (%d %s)", r.Max, unit, r.Min, unit)
+	} else if r.Initial < r.Min || r.Max != 0 && r.Initial > r.Max {
+		rv.fail("initial", "%d %s is outside %s", r.Initial, unit, r)
+	}
+	if size != r.Initial {
+		v.fail(name, "%d %s differs from the range's initial size %d %s", size, unit, r.Initial, unit)
+	}
+}
+
+// Contains reports whether size is within the range; a nil range contains
+// nothing.
+func (r *ResourceRange) Contains(size int) bool {
+	return r != nil && size >= r.Min && (r.Max == 0 || size <= r.Max)
+}
+
+// String renders the range for people: "1000..8000", "10..node" or "auto".
+func (r *ResourceRange) String() string {
+	switch {
+	case r.Auto:
+		return "auto"
+	case r.Max == 0:
+		return fmt.Sprintf("%d..node", r.Min)
+	}
+	return fmt.Sprintf("%d..%d", r.Min, r.Max)
+}
+
+// Ranged reports whether either size of the role may be chosen by a
+// decision.
+func (r *Resources) Ranged() bool { return r.CPURange != nil || r.MemoryRange != nil }
+
+// Sized returns the CPU (MHz) and memory (MB) of a task of the role sized s:
+// s's fields where they are set, the role's fixed or initial size where not.
+func (r *Resources) Sized(s TaskSize) (cpu, memoryMB int) {
+	cpu, memoryMB = r.CPU, r.MemoryMB
+	if s.CPU != 0 {
+		cpu = s.CPU
+	}
+	if s.MemoryMB != 0 {
+		memoryMB = s.MemoryMB
+	}
+	return cpu, memoryMB
 }
 
 // Canonicalize fills Nomad's task defaults: 100 MHz, 300 MB, and a count of
-// one for each device request that gives none.
+// one for each device request that gives none. A range's Initial becomes
+// the role's CPU or MemoryMB.
 func (r *Resources) Canonicalize() {
+	if r.CPURange != nil {
+		r.CPU = r.CPURange.canonicalize(r.CPU, MinCPU, DefaultCPU, true)
+	}
+	if r.MemoryRange != nil {
+		r.MemoryMB = r.MemoryRange.canonicalize(r.MemoryMB, MinMemoryMB, DefaultMemoryMB, false)
+	}
 	if r.CPU == 0 {
 		r.CPU = DefaultCPU
 	}
@@ -34,8 +148,14 @@ func (r *Resources) validate(v validator) {
 	if r.CPU < 1 {
 		v.fail("cpu", "%d MHz must be positive", r.CPU)
 	}
-	if r.MemoryMB < 10 {
+	if r.MemoryMB < MinMemoryMB {
 		v.fail("memory", "%d MB is below Nomad's minimum of 10 MB", r.MemoryMB)
+	}
+	if r.CPURange != nil {
+		r.CPURange.validate(v, "cpu", "MHz", MinCPU, r.CPU)
+	}
+	if r.MemoryRange != nil {
+		r.MemoryRange.validate(v, "memory", "MB", MinMemoryMB, r.MemoryMB)
 	}
 	for i, d := range r.Devices {
 		dv := v.at(fmt.Sprintf("device[%d]", i))

@@ -83,3 +83,77 @@ func TestNodeDeviceResource(t *testing.T) {
 	must.True(t, (&Node{Status: NodeStatusReady, Eligible: true}).Schedulable())
 	must.False(t, (&Node{Status: NodeStatusReady}).Schedulable())
 }
+
+func TestResources_Ranges(t *testing.T) {
+	cases := []struct {
+		name      string
+		in        Resources
+		cpu, mem  int
+		cpuR      *ResourceRange
+		memR      *ResourceRange
+		err, path string
+	}{
+		{name: "fixed", in: Resources{CPU: 500, MemoryMB: 256}, cpu: 500, mem: 256},
+		{name: "cpu range starts at max", in: Resources{CPURange: &ResourceRange{Min: 1000, Max: 8000}, MemoryMB: 256},
+			cpu: 8000, mem: 256, cpuR: &ResourceRange{Min: 1000, Max: 8000, Initial: 8000}},
+		{name: "memory range starts at min", in: Resources{CPU: 500, MemoryRange: &ResourceRange{Min: 128, Max: 512}},
+			cpu: 500, mem: 128, memR: &ResourceRange{Min: 128, Max: 512, Initial: 128}},
+		{name: "initial", in: Resources{CPURange: &ResourceRange{Min: 1000, Max: 8000, Initial: 2000}},
+			cpu: 2000, mem: DefaultMemoryMB, cpuR: &ResourceRange{Min: 1000, Max: 8000, Initial: 2000}},
+		{name: "auto", in: Resources{CPURange: &ResourceRange{Auto: true}, MemoryRange: &ResourceRange{Auto: true}},
+			cpu: DefaultCPU, mem: DefaultMemoryMB,
+			cpuR: &ResourceRange{Min: MinCPU, Initial: DefaultCPU, Auto: true},
+			memR: &ResourceRange{Min: MinMemoryMB, Initial: DefaultMemoryMB, Auto: true}},
+		{name: "max below min", in: Resources{CPURange: &ResourceRange{Min: 8000, Max: 1000, Initial: 8000}},
+			cpu: 8000, mem: DefaultMemoryMB, cpuR: &ResourceRange{Min: 8000, Max: 1000, Initial: 8000},
+			err: "1000 MHz is below min (8000 MHz)", path: "cpu.max"},
+		{name: "initial outside", in: Resources{MemoryRange: &ResourceRange{Min: 128, Max: 512, Initial: 1024}},
+			cpu: DefaultCPU, mem: 1024, memR: &ResourceRange{Min: 128, Max: 512, Initial: 1024},
+			err: "1024 MB is outside 128..512", path: "memory.initial"},
+		{name: "memory min", in: Resources{MemoryRange: &ResourceRange{Min: 5, Max: 512}},
+			cpu: DefaultCPU, mem: 5, memR: &ResourceRange{Min: 5, Max: 512, Initial: 5},
+			err: "5 MB is below Nomad's minimum of 10 MB", path: "memory.min"},
+		{name: "fixed size disagrees", in: Resources{CPU: 500, CPURange: &ResourceRange{Min: 1000, Max: 8000}},
+			cpu: 500, mem: DefaultMemoryMB, cpuR: &ResourceRange{Min: 1000, Max: 8000, Initial: 500},
+			err: "500 MHz is outside 1000..8000", path: "cpu.initial"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.in.Copy()
+			r.Canonicalize()
+			r.Canonicalize() // idempotent
+			must.Eq(t, tc.cpu, r.CPU)
+			must.Eq(t, tc.mem, r.MemoryMB)
+			must.Eq(t, tc.cpuR, r.CPURange)
+			must.Eq(t, tc.memR, r.MemoryRange)
+			v := newValidator()
+			r.validate(v)
+			if tc.err == "" {
+				must.NoError(t, v.err())
+				return
+			}
+			var found *FieldError
+			for _, e := range FieldErrors(v.err()) {
+				if e.Path == tc.path {
+					found = e
+				}
+			}
+			must.NotNil(t, found, must.Sprintf("no error at %s in %v", tc.path, v.err()))
+			must.ErrorContains(t, found, tc.err)
+		})
+	}
+
+	r := &Resources{CPU: 2000, MemoryMB: 256, CPURange: &ResourceRange{Min: 1000, Max: 8000, Initial: 2000}}
+	cpu, mem := r.Sized(TaskSize{})
+	must.Eq(t, 2000, cpu)
+	must.Eq(t, 256, mem)
+	cpu, mem = r.Sized(TaskSize{CPU: 4000})
+	must.Eq(t, 4000, cpu)
+	must.Eq(t, 256, mem)
+	must.True(t, r.CPURange.Contains(8000))
+	must.False(t, r.CPURange.Contains(8001))
+	must.False(t, r.MemoryRange.Contains(256))
+	must.True(t, (&ResourceRange{Min: 10}).Contains(1<<20))
+	must.Eq(t, "1000..8000", r.CPURange.String())
+	must.Eq(t, "10..node", (&ResourceRange{Min: 10}).String())
+}

@@ -41,6 +41,14 @@ type Sample struct {
 	// written; 0 means none.
 	CheckpointStep int64 `json:"checkpoint_step"`
 
+	// UsageCPUMHz and UsageMemoryMB are what the reporting task itself
+	// uses, when the trainer measures it; TaskStepTimeS is its own time
+	// per local step in seconds (StepTimeS stays the job's). 0 when not
+	// measured.
+	UsageCPUMHz   float64 `json:"usage_cpu_mhz,omitempty"`
+	UsageMemoryMB float64 `json:"usage_memory_mb,omitempty"`
+	TaskStepTimeS float64 `json:"task_step_time_s,omitempty"`
+
 	NumPS      int `json:"num_ps"`
 	NumWorkers int `json:"num_workers"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
@@ -66,7 +74,8 @@ func (s *Sample) Validate() error {
 		val  float64
 	}{
 		{"epoch", s.Epoch}, {"loss", s.Loss}, {"step_time_s", s.StepTimeS},
-		{"cpu_s", s.CPUS}, {"net_s", s.NetS},
+		{"cpu_s", s.CPUS}, {"net_s", s.NetS}, {"usage_cpu_mhz", s.UsageCPUMHz},
+		{"usage_memory_mb", s.UsageMemoryMB}, {"task_step_time_s", s.TaskStepTimeS},
 	} {
 		if math.IsNaN(f.val) || math.IsInf(f.val, 0) || f.val < 0 {
 			v.fail(f.name, "%v must be a finite number, not negative", f.val)

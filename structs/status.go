@@ -55,6 +55,13 @@ const (
 	// caravan scaling policy) cannot run under Caravan; the message says
 	// why, and the cluster runs it as written.
 	EventJobRejected = "JobRejected"
+	// EventTaskResized, EventHotPSReplaced, EventStragglerReplaced: an
+	// algorithm's TaskAction on single tasks of a job was committed;
+	// EventTaskOOMKilled: a driver saw a task killed for memory.
+	EventTaskResized       = "TaskResized"
+	EventHotPSReplaced     = "HotPSReplaced"
+	EventStragglerReplaced = "StragglerReplaced"
+	EventTaskOOMKilled     = "TaskOOMKilled"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the
@@ -97,6 +104,9 @@ type JobReport struct {
 	// placement: in flight, done or aborted. Nil when the driver made
 	// none since it started.
 	Change *Change
+	// Usage is what the job's tasks use, as the driver measured it; nil
+	// when it measured nothing (yet).
+	Usage *JobUsage `json:",omitempty"`
 }
 
 // Phases of a Change. A change moves checkpointing → starting → done, or

@@ -16,6 +16,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/nomad"
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/collectors"
@@ -130,6 +131,7 @@ func (c *AgentCommand) Run(args []string) int {
 		// due by it, and trainers' samples are stamped by it.
 		Clock:          wiring.clock,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
+		Stragglers: stragglers(cfg.Scheduler.Straggler),
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
 		TLS:  tlsConfig(cfg),
 		ACL:  server.ACLConfig{Enabled: cfg.ACL.On(), ServerToken: cfg.ACL.ServerToken},
@@ -417,6 +419,15 @@ func profileConfigs(n *int) int {
 		return -1
 	}
 	return *n
+}
+
+// stragglers is the scheduler's straggler configuration from the agent's
+// block: nil when straggler handling is off.
+func stragglers(s *config.Straggler) *straggler.Config {
+	if !s.On() {
+		return nil
+	}
+	return &straggler.Config{Ratio: s.Ratio, Window: s.WindowDuration, Reports: s.Reports}
 }
 
 // newLoader starts the external algorithm plugins the configuration

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/config"
 	"github.com/hashicorp/cli"
@@ -57,4 +59,13 @@ scheduler {
 	code := cmd.Run([]string{"-dev", "-config", conf, "-log-level", "error"})
 	must.Eq(t, 1, code)
 	must.StrContains(t, ui.ErrorWriter.String(), `Error starting agent: scheduler.algorithm "dorm": options of algorithm "dorm": dorm needs GLPK's glpsol: install glpk-utils (make tools)`)
+}
+
+// TestStragglers: the scheduler's straggler block turns straggler
+// handling on, with its values; off (the default), the server gets none.
+func TestStragglers(t *testing.T) {
+	cfg := config.Default()
+	must.Nil(t, stragglers(cfg.Scheduler.Straggler))
+	on := cfg.Merge(&config.Config{Scheduler: &config.Scheduler{Straggler: &config.Straggler{Enabled: new(true), Ratio: 0.4}}})
+	must.Eq(t, &straggler.Config{Ratio: 0.4, Window: time.Minute, Reports: 3}, stragglers(on.Scheduler.Straggler))
 }

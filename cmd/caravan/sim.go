@@ -14,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/simulate"
 )
 
@@ -37,7 +38,8 @@ Usage: caravan sim -workload <name> [options]
   and plan times, and each policy's speedup over the isolated
   and colocated baselines when they ran), jobs.csv (one row per job and
   policy), fairness.csv (each job's share against its DRF share, see
-  simulate.JobFairness), usage.csv and PNG plots (jct_cdf.png,
+  simulate.JobFairness), usage.csv, speeds.csv (each configuration a
+  DLRover job ran at, with its steps per second) and PNG plots (jct_cdf.png,
   gpu_util.png, gpu_alloc_<policy>.png). The same seed gives the same
   results.
 
@@ -52,11 +54,17 @@ Usage: caravan sim -workload <name> [options]
   runs; use -cluster 32x0 and -policy cruise,fifo), specon[:N[:GAP]]
   and specon-random[:N[:SPAN]] (SpeCon's fixed and random schedules of
   containers sharing M510 workers; use -cluster 4x0 or 8x0, -interval 30s
-  and -policy specon,fifo), or dorm[:N[:GAP]] (Dorm's 50 applications of
+  and -policy specon,fifo), dorm[:N[:GAP]] (Dorm's 50 applications of
   Table II, one every GAP seconds on average, default 1200, on its testbed
   of 20 servers with 240 cores and 5 GPUs, which replaces -cluster; use
   -interval 100h and -policy
-  dorm:preset=dorm-1,dorm:preset=dorm-2,dorm:preset=dorm-3,drf,fifo).
+  dorm:preset=dorm-1,dorm:preset=dorm-2,dorm:preset=dorm-3,drf,fifo), or
+  dlrover[:N[:GAP]] (the DLRover paper's
+  Wide&Deep and xDeepFM jobs on 64-core 2.5 GHz nodes; use -cluster 16x0
+  and -policy dlrover,optimus,drf,fifo) and its single-job experiments
+  dlrover-wd and dlrover-xdfm (Table 1), dlrover-wd-slow-worker,
+  dlrover-wd-slow-ps and the same for xdfm (§6.2), each also with the
+  suffix -static (data sharded statically, the paper's TFJob baseline).
 
 Sim Options:
 
@@ -80,12 +88,15 @@ Sim Options:
   -interval=60s           Time between scheduling rounds.
   -restart-penalty=30s    Progress time lost on every start, rescale or move.
   -limit=N                Keep only the first N jobs of the workload.
+  -stragglers             Turn on straggler handling for every policy (the
+                          agent's scheduler { straggler { enabled = true } }
+                          with its defaults; see planner/straggler).
 `)
 }
 
 func (c *SimCommand) Run(args []string) int {
 	var workload, cluster, policies, out string
-	var asJSON bool
+	var asJSON, stragglers bool
 	var seed uint64
 	var interval, penalty time.Duration
 	var limit int
@@ -99,6 +110,7 @@ func (c *SimCommand) Run(args []string) int {
 	flags.DurationVar(&interval, "interval", time.Minute, "")
 	flags.DurationVar(&penalty, "restart-penalty", 30*time.Second, "")
 	flags.IntVar(&limit, "limit", 0, "")
+	flags.BoolVar(&stragglers, "stragglers", false, "")
 	if err := flags.Parse(args); err != nil {
 		c.Ui.Error(err.Error() + "\n\n" + c.Help())
 		return 1
@@ -151,7 +163,11 @@ func (c *SimCommand) Run(args []string) int {
 		cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
 	}
 
-	results, err := c.runAll(wl, specs, simulate.Options{Cluster: cfg, Interval: interval})
+	opts := simulate.Options{Cluster: cfg, Interval: interval}
+	if stragglers {
+		opts.Stragglers = &straggler.Config{}
+	}
+	results, err := c.runAll(wl, specs, opts)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1

@@ -3,7 +3,6 @@ package nomad
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +80,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 				r.Message = failure(a)
 			}
 		}
-		js.running = observed(key, allocs)
+		js.running = observed(key, info, allocs)
 		r.Placement = js.running.Copy()
 		if last, ok := d.lastSample(key); ok {
 			r.Step = last.Step
@@ -154,24 +153,30 @@ func (d *Driver) report(key structs.JobKey) *structs.JobReport {
 // observed is the placement the running allocations make up: per node,
 // how many of its ps and worker groups' allocations run. Nil when none
 // runs.
-func observed(key structs.JobKey, allocs []*api.AllocationListStub) *structs.Placement {
-	byNode := map[string]*structs.NodeTasks{}
+func observed(key structs.JobKey, info *api.Job, allocs []*api.AllocationListStub) *structs.Placement {
+	groups := groupEntries(info)
+	type entryKey struct {
+		node       string
+		ps, worker structs.TaskSize
+	}
+	byEntry := map[entryKey]*structs.NodeTasks{}
 	p := &structs.Placement{Namespace: key.Namespace, JobID: key.ID}
 	for _, a := range allocs {
 		if a.ClientStatus != api.AllocClientStatusRunning {
 			continue
 		}
-		role, node, ok := strings.Cut(a.TaskGroup, "-")
+		g, ok := groups[a.TaskGroup]
 		if !ok {
 			continue
 		}
-		nt := byNode[node]
+		k := entryKey{g.NodeID, g.PSSize, g.WorkerSize}
+		nt := byEntry[k]
 		if nt == nil {
-			nt = &structs.NodeTasks{NodeID: node}
-			byNode[node] = nt
+			nt = &structs.NodeTasks{NodeID: g.NodeID, PSSize: g.PSSize, WorkerSize: g.WorkerSize}
+			byEntry[k] = nt
 			p.Nodes = append(p.Nodes, nt)
 		}
-		if role == structs.RolePS {
+		if g.role == structs.RolePS {
 			nt.PS++
 			p.NumPS++
 		} else {
@@ -182,8 +187,54 @@ func observed(key structs.JobKey, allocs []*api.AllocationListStub) *structs.Pla
 	if len(p.Nodes) == 0 {
 		return nil
 	}
-	slices.SortFunc(p.Nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
+	// A size is set only for a role that runs: one whose tasks all
+	// stopped leaves the entry's other size alone.
+	for _, nt := range p.Nodes {
+		if nt.PS == 0 {
+			nt.PSSize = structs.TaskSize{}
+		}
+		if nt.Workers == 0 {
+			nt.WorkerSize = structs.TaskSize{}
+		}
+	}
+	structs.SortNodeTasks(p.Nodes)
 	return p
+}
+
+// groupEntry is what a group of a Caravan-submitted job runs: its role
+// and the entry of the placement it came from (node and sizes).
+type groupEntry struct {
+	role string
+	structs.NodeTasks
+}
+
+// groupEntries reads each group's role, node and sizes from its meta
+// (groupMeta), or, for groups submitted before groups had it, from its
+// name `<role>-<node>`.
+func groupEntries(info *api.Job) map[string]groupEntry {
+	out := map[string]groupEntry{}
+	if info == nil {
+		return out
+	}
+	for _, tg := range info.TaskGroups {
+		if tg.Name == nil {
+			continue
+		}
+		var g groupEntry
+		if role := tg.Meta[metaGroupRole]; role != "" {
+			g.role, g.NodeID = role, tg.Meta[metaGroupNode]
+			g.PSSize, _ = parseSize(tg.Meta[metaGroupPSSize])
+			g.WorkerSize, _ = parseSize(tg.Meta[metaGroupWorkerSize])
+		} else {
+			role, node, ok := strings.Cut(*tg.Name, "-")
+			if !ok {
+				continue
+			}
+			g.role, g.NodeID = role, node
+		}
+		out[*tg.Name] = g
+	}
+	return out
 }
 
 // tasksRunning ends a change whose tasks all run, and records how long it

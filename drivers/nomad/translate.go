@@ -136,24 +136,32 @@ const (
 )
 
 // Fingerprint identifies what a Nomad job of the job runs: the job's
-// version and its per-node task counts. Enacting a placement with the
-// fingerprint the Nomad job carries changes nothing.
+// version and its per-node task counts, and the sizes of the entries that
+// set any (so that unsized placements keep the fingerprints they had
+// before sizes existed). Enacting a placement with the fingerprint the
+// Nomad job carries changes nothing.
 func Fingerprint(job *structs.Job, p *structs.Placement) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "v%d", job.Version)
 	for _, n := range p.Nodes {
 		fmt.Fprintf(&b, ";%s:%d:%d", n.NodeID, n.PS, n.Workers)
+		if n.Sized() {
+			fmt.Fprintf(&b, ":%s:%s", formatSize(n.PSSize), formatSize(n.WorkerSize))
+		}
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:8])
 }
 
 // Translate returns the Nomad job that runs job as placed: a batch job
-// `caravan-<id>` with one task group per role and node, `ps-<node ID>` and
-// `worker-<node ID>`, whose count is the role's task count there and which
-// a ${node.unique.id} constraint pins to that node. Each task is the role
-// template (driver, config, env, resources with device requests,
-// constraints and affinities) plus the environment of DESIGN.md §3.
+// `caravan-<id>` with one task group per role and placement entry,
+// `ps-<node ID>` and `worker-<node ID>` (`…-<k>` for the k-th sized entry
+// of a node, from 1), whose count is the role's task count there and
+// which a ${node.unique.id} constraint pins to that node. Each task is the
+// role template (driver, config, env, resources with device requests,
+// constraints and affinities) at the entry's size, plus the environment
+// of DESIGN.md §3. The group's meta names its role, node and entry sizes
+// (groupMeta), which is how Status reads back what runs.
 //
 // A job declared in Nomad (job.Nomad set) is translated by
 // translateDeclared instead.
@@ -190,21 +198,81 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 			tmpl = job.ParameterServer
 		}
 		base := 0
-		for _, n := range p.Nodes {
-			count := n.Workers
-			if role == structs.RolePS {
-				count = n.PS
-			}
+		for k, n := range p.Nodes {
+			count, size := roleOf(n, role)
 			if count == 0 {
 				continue
 			}
-			tg := group(role+"-"+n.NodeID, n.NodeID, count, task(role, tmpl, base, env, roleEnv))
+			tg := group(groupName(role, p, k), n.NodeID, count, task(role, tmpl, size, base, env, roleEnv))
+			tg.Meta = groupMeta(role, n)
 			sub.Collector.add(tg, job, role)
 			nj.TaskGroups = append(nj.TaskGroups, tg)
 			base += count
 		}
 	}
 	return nj, nil
+}
+
+// Group metadata: what a group of a Caravan-submitted job runs.
+const (
+	metaGroupRole       = "caravan_role"
+	metaGroupNode       = "caravan_node"
+	metaGroupPSSize     = "caravan_ps_size"
+	metaGroupWorkerSize = "caravan_worker_size"
+)
+
+// roleOf returns how many tasks of role the entry runs, and at which size.
+func roleOf(n *structs.NodeTasks, role string) (int, structs.TaskSize) {
+	if role == structs.RolePS {
+		return n.PS, n.PSSize
+	}
+	return n.Workers, n.WorkerSize
+}
+
+// groupName names the group of role for entry k of p: `<role>-<node>`
+// when the entry is unsized, `<role>-<node>-<i>` for the i-th sized entry
+// of its node.
+func groupName(role string, p *structs.Placement, k int) string {
+	n := p.Nodes[k]
+	name := role + "-" + n.NodeID
+	if !n.Sized() {
+		return name
+	}
+	i := 0
+	for _, o := range p.Nodes[:k+1] {
+		if o.NodeID == n.NodeID && o.Sized() {
+			i++
+		}
+	}
+	return name + "-" + strconv.Itoa(i)
+}
+
+// groupMeta is the metadata of entry n's group of role: the role, the
+// node and, when the entry is sized, both of its sizes, so that the
+// entry's tasks of both roles are read back as one entry.
+func groupMeta(role string, n *structs.NodeTasks) map[string]string {
+	m := map[string]string{metaGroupRole: role, metaGroupNode: n.NodeID}
+	if n.Sized() {
+		m[metaGroupPSSize] = formatSize(n.PSSize)
+		m[metaGroupWorkerSize] = formatSize(n.WorkerSize)
+	}
+	return m
+}
+
+// formatSize writes a size as "<cpu>/<memory>", 0 for a field not set.
+func formatSize(s structs.TaskSize) string {
+	return strconv.Itoa(s.CPU) + "/" + strconv.Itoa(s.MemoryMB)
+}
+
+// parseSize reads formatSize's form; ok is false when s is not one.
+func parseSize(s string) (structs.TaskSize, bool) {
+	cpu, mem, found := strings.Cut(s, "/")
+	c, err1 := strconv.Atoi(cpu)
+	m, err2 := strconv.Atoi(mem)
+	if !found || err1 != nil || err2 != nil || c < 0 || m < 0 {
+		return structs.TaskSize{}, false
+	}
+	return structs.TaskSize{CPU: c, MemoryMB: m}, true
 }
 
 // caravanMeta returns the metadata of a Nomad job Caravan submits: the
@@ -272,17 +340,24 @@ func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (
 			nj.TaskGroups = append(nj.TaskGroups, tg)
 			continue
 		}
+		res := job.Worker.Resources
+		if role == structs.RolePS && job.ParameterServer != nil {
+			res = job.ParameterServer.Resources
+		}
 		base := 0
-		for _, n := range p.Nodes {
-			count := n.Workers
-			if role == structs.RolePS {
-				count = n.PS
-			}
+		for k, n := range p.Nodes {
+			count, size := roleOf(n, role)
 			if count == 0 {
 				continue
 			}
 			tg := copyGroup(tmpl)
-			tg.Name, tg.Count, tg.Scaling = new(role+"-"+n.NodeID), new(count), nil
+			tg.Name, tg.Count, tg.Scaling = new(groupName(role, p, k)), new(count), nil
+			tg.Meta = maps.Clone(tg.Meta)
+			if tg.Meta == nil {
+				tg.Meta = map[string]string{}
+			}
+			maps.Copy(tg.Meta, groupMeta(role, n))
+			resizeDeclared(tg, res, size)
 			tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", RTarget: n.NodeID, Operand: "="})
 			tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)}
 			rank := rankTemplate(base)
@@ -388,10 +463,45 @@ func group(name, nodeID string, count int, t *api.Task) *api.TaskGroup {
 	}
 }
 
-// task builds one role's task. A group's allocations share one task
-// definition, so the rank, base plus the allocation's index, is rendered
-// by a template into the environment.
-func task(role string, tmpl *structs.Role, base int, env, roleEnv map[string]string) *api.Task {
+// resizeDeclared gives a declared group's tasks the size s, whose role
+// resources res are the sum of the group's tasks: the main task (the
+// first without a lifecycle, as the jobspec reads it) takes the
+// difference, so that its sidecars keep what they asked for.
+func resizeDeclared(tg *api.TaskGroup, res *structs.Resources, s structs.TaskSize) {
+	if s.IsZero() || res == nil || len(tg.Tasks) == 0 {
+		return
+	}
+	main := tg.Tasks[0]
+	for _, t := range tg.Tasks {
+		if t.Lifecycle == nil {
+			main = t
+			break
+		}
+	}
+	cpu, mem := res.Sized(s)
+	r := main.Resources
+	if r == nil {
+		r = &api.Resources{}
+	}
+	c := *r
+	c.CPU = new(cmp.Or(deref(r.CPU), structs.DefaultCPU) + cpu - res.CPU)
+	c.MemoryMB = new(cmp.Or(deref(r.MemoryMB), structs.DefaultMemoryMB) + mem - res.MemoryMB)
+	main.Resources = &c
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// task builds one role's task at size s (zero fields: the template's).
+// A group's allocations share one task definition, so the rank, base
+// plus the allocation's index, is rendered by a template into the
+// environment.
+func task(role string, tmpl *structs.Role, s structs.TaskSize, base int, env, roleEnv map[string]string) *api.Task {
 	taskEnv := maps.Clone(tmpl.Env)
 	if taskEnv == nil {
 		taskEnv = map[string]string{}
@@ -402,7 +512,8 @@ func task(role string, tmpl *structs.Role, base int, env, roleEnv map[string]str
 	if res == nil {
 		res = &structs.Resources{}
 	}
-	resources := &api.Resources{CPU: new(res.CPU), MemoryMB: new(res.MemoryMB)}
+	cpu, mem := res.Sized(s)
+	resources := &api.Resources{CPU: new(cpu), MemoryMB: new(mem)}
 	for _, d := range res.Devices {
 		resources.Devices = append(resources.Devices, &api.RequestedDevice{
 			Name:        d.Name,

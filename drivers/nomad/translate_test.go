@@ -266,3 +266,103 @@ func TestTranslate_OptionalEnv(t *testing.T) {
 		})
 	}
 }
+
+// sizedPlacement is placement() with node-a's workers split: one at the
+// template's size, one larger, and node-b's PS-less workers smaller in
+// memory.
+func sizedPlacement() *structs.Placement {
+	return &structs.Placement{
+		Namespace: "default", JobID: "resnet50", NumPS: 1, NumWorkers: 5,
+		Nodes: []*structs.NodeTasks{
+			{NodeID: "node-a", PS: 1, Workers: 1},
+			{NodeID: "node-a", Workers: 1, WorkerSize: structs.TaskSize{CPU: 6000, MemoryMB: 20000}},
+			{NodeID: "node-b", Workers: 3, WorkerSize: structs.TaskSize{MemoryMB: 8192}},
+		},
+	}
+}
+
+// TestTranslate_Sizes checks that each entry of a sized placement becomes
+// its own group with the entry's sizes, that Status reads the same
+// placement back from the groups, and that a change of size alone changes
+// the fingerprint.
+func TestTranslate_Sizes(t *testing.T) {
+	job := resnet(t)
+	p := sizedPlacement()
+	nj, err := Translate(job, p, Submission{Generation: 2})
+	must.NoError(t, err)
+
+	type group struct {
+		name       string
+		cpu, mem   int
+		count      int
+		entryMeta  string
+		rankSuffix string
+	}
+	var got []group
+	for _, tg := range nj.TaskGroups {
+		res := tg.Tasks[0].Resources
+		got = append(got, group{*tg.Name, *res.CPU, *res.MemoryMB, *tg.Count, tg.Meta[metaGroupPSSize] + " " + tg.Meta[metaGroupWorkerSize], (*tg.Tasks[0].Templates[0].EmbeddedTmpl)[53:]})
+		must.Eq(t, tg.Constraints[0].RTarget, tg.Meta[metaGroupNode])
+	}
+	must.Eq(t, []group{
+		{"ps-node-a", 2000, 8192, 1, " ", "add 0 }}\n"},
+		{"worker-node-a", 4000, 16384, 1, " ", "add 0 }}\n"},
+		{"worker-node-a-1", 6000, 20000, 1, "0/0 6000/20000", "add 1 }}\n"},
+		{"worker-node-b-1", 4000, 8192, 3, "0/0 0/8192", "add 2 }}\n"},
+	}, got)
+
+	// Status reads the placement back from the groups' meta.
+	var allocs []*api.AllocationListStub
+	for _, tg := range nj.TaskGroups {
+		for range *tg.Count {
+			allocs = append(allocs, &api.AllocationListStub{TaskGroup: *tg.Name, ClientStatus: api.AllocClientStatusRunning})
+		}
+	}
+	allocs = append(allocs, &api.AllocationListStub{TaskGroup: "worker-node-a-1", ClientStatus: api.AllocClientStatusComplete})
+	back := observed(structs.JobKey{Namespace: "default", ID: "resnet50"}, nj, allocs)
+	must.True(t, p.SameTasks(back), must.Sprintf("read back %+v", back.Nodes))
+
+	// Groups submitted before groups had meta read by their name.
+	old, err := Translate(job, placement(), Submission{Generation: 2})
+	must.NoError(t, err)
+	allocs = allocs[:0]
+	for _, tg := range old.TaskGroups {
+		tg.Meta = nil
+		for range *tg.Count {
+			allocs = append(allocs, &api.AllocationListStub{TaskGroup: *tg.Name, ClientStatus: api.AllocClientStatusRunning})
+		}
+	}
+	must.True(t, placement().SameTasks(observed(structs.JobKey{Namespace: "default", ID: "resnet50"}, old, allocs)))
+
+	// Fingerprints: unsized placements keep theirs; a size alone changes it.
+	must.Eq(t, Fingerprint(job, placement()), Fingerprint(job, placement()))
+	resized := sizedPlacement()
+	resized.Nodes[2].WorkerSize.MemoryMB = 16384
+	must.NotEq(t, Fingerprint(job, p), Fingerprint(job, resized))
+}
+
+// TestTranslate_DeclaredSizes checks that a sized entry of a job declared
+// in Nomad resizes the group's main task and leaves its sidecar alone.
+func TestTranslate_DeclaredSizes(t *testing.T) {
+	job := declaredResnet(t)
+	res := job.Worker.Resources
+	nj, err := Translate(job, sizedPlacement(), Submission{Generation: 3})
+	must.NoError(t, err)
+	groups := map[string]*api.TaskGroup{}
+	for _, tg := range nj.TaskGroups {
+		groups[*tg.Name] = tg
+	}
+	plain, big := groups["worker-node-a"], groups["worker-node-a-1"]
+	must.NotNil(t, big)
+	must.Eq(t, *plain.Tasks[0].Resources.CPU+6000-res.CPU, *big.Tasks[0].Resources.CPU)
+	must.Eq(t, *plain.Tasks[0].Resources.MemoryMB+20000-res.MemoryMB, *big.Tasks[0].Resources.MemoryMB)
+	must.Eq(t, plain.Tasks[1].Resources, big.Tasks[1].Resources, must.Sprint("the sidecar keeps its size"))
+	must.Eq(t, "worker", big.Meta[metaGroupRole])
+	must.Eq(t, "node-a", big.Meta[metaGroupNode])
+	// The whole group adds up to the entry's size.
+	cpu := 0
+	for _, task := range big.Tasks[:2] {
+		cpu += *task.Resources.CPU
+	}
+	must.Eq(t, 6000, cpu)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -124,7 +125,7 @@ func NewDriver(cfg DriverConfig) *Driver {
 }
 
 func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
-	if cfg.Cluster.NodeCount() == 0 {
+	if reflect.ValueOf(cfg.Cluster).IsZero() {
 		cfg.Cluster = DefaultConfig()
 	}
 	if !(cfg.Speed > 0) || math.IsInf(cfg.Speed, 1) {
@@ -301,7 +302,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		case ok && j.spec.Namespace != p.Namespace:
 			return nil, fmt.Errorf("job %q in namespace %q: the simulator already holds job %q in namespace %q",
 				p.JobID, p.Namespace, p.JobID, j.spec.Namespace)
-		case ok && j.finish >= 0:
+		case ok && j.ended():
 			continue
 		case !ok:
 			spec := specs[p.Key()]
@@ -396,8 +397,12 @@ func (d *Driver) profiles() (map[string]*Profile, error) {
 // Status reports every job the simulator holds, in the order they were
 // submitted: JobStatusRunning for a job that is placed, restarting or
 // waiting for tasks, JobStatusComplete for one that has trained to its
-// end. Jobs the driver stopped are not reported (Enact forgets them), and
-// no job fails.
+// end, JobStatusFailed for one whose task was OOM-killed and that was not
+// placed again within OOMFailAfter (a TaskTruth job). A job whose task was
+// OOM-killed reports Replan until it is placed again. Jobs the driver
+// stopped are not reported (Enact forgets them). A running job of a
+// TaskTruth reports its tasks' usage (structs.JobReport.Usage) as of its
+// latest sample, times on the wall clock as samples' are.
 func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -429,8 +434,16 @@ func (d *Driver) report(j *job) *structs.JobReport {
 			d.converged[j] = msg
 		}
 		r.Message = msg
+	case j.failed:
+		r.Status = structs.JobStatusFailed
+		r.Message = fmt.Sprintf("a task was OOM-killed and the job was not placed again within %s", OOMFailAfter)
 	case !j.running():
 		r.Message = "waiting for tasks"
+	case j.stalled >= 0:
+		// Nomad restarts the task in place and it is killed again: the
+		// job needs a new placement (more memory).
+		r.Replan = true
+		r.Message = oomMessage(j)
 	case j.restartTo > d.sim.now:
 		r.Message = fmt.Sprintf("restarting with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
 	default:
@@ -438,8 +451,29 @@ func (d *Driver) report(j *job) *structs.JobReport {
 	}
 	if j.running() {
 		r.Placement = j.placement.Copy()
+		if u := d.sim.JobUsage(j.spec.ID); u != nil {
+			base := d.epoch.UnixNano()
+			u.Time += base
+			for _, t := range u.Tasks {
+				if t.LastOOM != 0 {
+					t.LastOOM += base
+				}
+			}
+			r.Usage = u
+		}
 	}
 	return r
+}
+
+// oomMessage names the task of stalled job j that was killed for memory.
+func oomMessage(j *job) string {
+	for i, st := range j.taskState {
+		if st.lastOOM == int64(j.stalled*1e9) {
+			t := j.tasks[i]
+			return fmt.Sprintf("%s %d OOM-killed at its memory of %d MB", t.Role, t.Rank, t.MemoryMB)
+		}
+	}
+	return "a task was OOM-killed"
 }
 
 // Samples returns the samples trainers reported after cursor and the cursor
@@ -500,8 +534,8 @@ func (s *Sim) StopJob(id string) error {
 	if !ok {
 		return fmt.Errorf("stop unknown job %q", id)
 	}
-	if j.finish >= 0 {
-		return fmt.Errorf("stop job %q: it has finished", id)
+	if j.ended() {
+		return fmt.Errorf("stop job %q: it has finished or failed", id)
 	}
 	held := s.held
 	s.setHeld(j, Resources{}, s.now)

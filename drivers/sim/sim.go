@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -46,6 +47,8 @@ type Config struct {
 	// co-location, see naiveIterations). False coordinates them as
 	// Harmony's runtime does (eq. 4.1 per node).
 	Uncoordinated bool
+	// Attributes are added to every node's attributes.
+	Attributes map[string]string
 }
 
 // NodeCount returns the number of nodes.
@@ -88,6 +91,7 @@ const (
 	StateRunning  = "running"  // placed (possibly restarting)
 	StatePaused   = "paused"   // was placed, has no tasks now
 	StateComplete = "complete" // trained to the end
+	StateFailed   = "failed"   // OOM-killed and never placed again
 )
 
 // JobState is what the simulator reports about one job.
@@ -109,6 +113,24 @@ type JobResult struct {
 	// its first (a rescale, a move, or a resume after a pause): what
 	// regrouping cost it, in seconds.
 	RegroupS float64
+	// Failed is set for a job whose task was OOM-killed and that was not
+	// placed again (Finish is -1).
+	Failed bool
+	// OOMKills counts the job's tasks killed for memory, over its life.
+	OOMKills int
+	// Speeds are the configurations a job of a TaskTruth ran at, one per
+	// placement, with the speed its ground truth gives each.
+	Speeds []SpeedPoint
+}
+
+// SpeedPoint is one configuration a job ran at from Time on: its counts,
+// the CPU (MHz) and memory (MB) it held, and its steps per second once
+// restarted.
+type SpeedPoint struct {
+	Time           float64
+	PS, Workers    int
+	CPU, MemoryMB  int
+	StepsPerSecond float64
 }
 
 // UsePoint records the GPUs held by all jobs from a time on.
@@ -179,7 +201,24 @@ type job struct {
 	rescales   int
 	regroup    float64 // seconds restarting after starts but the first
 	nextSample float64
+	failed     bool // a TaskTruth job whose OOM no placement cured
+	// Tasks of a TaskTruth job (tasks.go): each at its size, with its OOM
+	// kills and memory peak in the current generation; stalled is when a
+	// task was killed for memory (-1: none), after which the job makes no
+	// progress until placed again.
+	tasks     []SimTask
+	taskState []taskState
+	stalled   float64
+	slow      [2]slowSlot // injected slow worker and server
+	slowSet   bool
+	usage     *structs.JobUsage
+	byShape   []structs.ShapeUsage
+	speeds    []SpeedPoint
+	oomKills  int
 }
+
+// ended reports whether j trained to its end or failed.
+func (j *job) ended() bool { return j.finish >= 0 || j.failed }
 
 // New returns an empty cluster of cfg.NodeCount() nodes named node-00,
 // node-01, …
@@ -192,6 +231,7 @@ func New(cfg Config) *Sim {
 			CPU: cfg.CPU, MemoryMB: cfg.MemoryMB,
 			Attributes: map[string]string{"kernel.name": "linux", "driver.sim": "1"},
 		}
+		maps.Copy(n.Attributes, cfg.Attributes)
 		if gpus := cfg.GPUs(i); gpus > 0 {
 			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "Tesla V100-SXM2-16GB",
 				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute("16 GiB")}}
@@ -220,13 +260,34 @@ func (s *Sim) Submit(j *structs.Job, truth Truth) error {
 		return fmt.Errorf("job %q is already submitted", j.ID)
 	}
 	jb := &job{
-		spec: j, truth: truth, arrival: s.now, start: -1, finish: -1,
+		spec: j, truth: truth, arrival: s.now, start: -1, finish: -1, stalled: -1,
 		rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(len(s.order))+1)),
 	}
 	s.jobs[j.ID] = jb
 	s.order = append(s.order, jb)
 	s.live = append(s.live, jb)
 	return nil
+}
+
+// entryNeeds returns what the tasks of one placement entry of job j take,
+// each at the entry's size (NodeTasks.PSSize and WorkerSize).
+func entryNeeds(j *structs.Job, nt *structs.NodeTasks) Resources {
+	var out Resources
+	for _, e := range []struct {
+		r     *structs.Role
+		n     int
+		sized structs.TaskSize
+	}{{j.Worker, nt.Workers, nt.WorkerSize}, {psRole(j), nt.PS, nt.PSSize}} {
+		if e.n == 0 || e.r == nil || e.r.Resources == nil {
+			continue
+		}
+		_, _, gpus := taskNeeds(e.r)
+		cpu, mem := e.r.Resources.Sized(e.sized)
+		out.CPU += e.n * cpu
+		out.MemoryMB += e.n * mem
+		out.GPUs += e.n * gpus
+	}
+	return out
 }
 
 // taskNeeds returns what one task of role r needs: CPU, memory, GPUs.
@@ -264,7 +325,7 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 		if !ok {
 			return fmt.Errorf("plan places unknown job %q", p.JobID)
 		}
-		if j.finish >= 0 {
+		if j.ended() {
 			if !p.Paused() {
 				return fmt.Errorf("plan places job %q, which has finished", p.JobID)
 			}
@@ -280,20 +341,19 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 		if !ok {
 			p = j.placement
 		}
-		if p == nil || j.finish >= 0 {
+		if p == nil || j.ended() {
 			continue
 		}
-		wc, wm, wg := taskNeeds(j.spec.Worker)
-		pc, pm, pg := taskNeeds(psRole(j.spec))
 		for _, nt := range p.Nodes {
 			i, ok := s.index[nt.NodeID]
 			if !ok {
 				return fmt.Errorf("plan places job %q on unknown node %q", j.spec.ID, nt.NodeID)
 			}
+			need := entryNeeds(j.spec, nt)
 			u := &used[i]
-			u.cpu += nt.Workers*wc + nt.PS*pc
-			u.mem += nt.Workers*wm + nt.PS*pm
-			u.gpus += nt.Workers*wg + nt.PS*pg
+			u.cpu += need.CPU
+			u.mem += need.MemoryMB
+			u.gpus += need.GPUs
 		}
 	}
 	for i, u := range used {
@@ -324,6 +384,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	if p == nil || p.Paused() {
 		s.setHeld(j, Resources{}, s.now)
 		j.placement, j.perNode, j.ps = p, nil, 0
+		j.tasks, j.taskState, j.stalled = nil, nil, -1
 		return
 	}
 	if wasRunning {
@@ -337,20 +398,27 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	j.placement = p
 	j.perNode = make([]int, len(s.nodes))
 	j.ps = p.NumPS
-	w, ps := TaskResources(j.spec)
-	s.setHeld(j, Resources{
-		CPU:      p.NumWorkers*w.CPU + p.NumPS*ps.CPU,
-		MemoryMB: p.NumWorkers*w.MemoryMB + p.NumPS*ps.MemoryMB,
-		GPUs:     p.NumWorkers*w.GPUs + p.NumPS*ps.GPUs,
-	}, s.now)
+	var held Resources
 	for _, nt := range p.Nodes {
-		j.perNode[s.index[nt.NodeID]] = nt.Workers
+		need := entryNeeds(j.spec, nt)
+		held.CPU += need.CPU
+		held.MemoryMB += need.MemoryMB
+		held.GPUs += need.GPUs
+		// A node may hold several entries of sizes.
+		j.perNode[s.index[nt.NodeID]] += nt.Workers
+	}
+	s.setHeld(j, held, s.now)
+	s.placeTasks(j, p)
+	if t, ok := j.truth.(TaskTruth); ok {
+		j.speeds = append(j.speeds, SpeedPoint{Time: s.now, PS: p.NumPS, Workers: p.NumWorkers, CPU: held.CPU, MemoryMB: held.MemoryMB, StepsPerSecond: t.Rate(j.tasks)})
 	}
 	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds() + j.profiling
 	j.profiling = 0
 	j.nextSample = j.restartTo + s.cfg.SampleInterval.Seconds()
 }
 
+// samePlacement reports whether a and b run the same tasks at the same
+// sizes (NodeTasks is compared whole).
 func samePlacement(a, b *structs.Placement) bool {
 	if a == nil || b == nil {
 		return (a == nil || a.Paused()) && (b == nil || b.Paused())
@@ -367,7 +435,7 @@ func samePlacement(a, b *structs.Placement) bool {
 }
 
 // running reports whether j holds tasks and has not finished.
-func (j *job) running() bool { return j.finish < 0 && j.perNode != nil }
+func (j *job) running() bool { return !j.ended() && j.perNode != nil }
 
 // stepTime is j's seconds per step now: its truth's, or for a subtask
 // job its iteration among the subtask jobs it shares nodes with (co).
@@ -377,6 +445,12 @@ func (s *Sim) stepTime(j *job, co *colocation) float64 {
 	}
 	if t, ok := j.truth.(*SharedCPUTruth); ok {
 		return s.sharedStepTime(j, t)
+	}
+	if t, ok := j.truth.(TaskTruth); ok {
+		if r := t.Rate(j.tasks); r > 0 && j.stalled < 0 {
+			return 1 / r
+		}
+		return math.Inf(1)
 	}
 	return j.truth.StepTime(j.ps, j.perNode)
 }
@@ -403,8 +477,14 @@ func (s *Sim) NextEvent() float64 {
 			next = min(next, j.restartTo)
 			continue
 		}
+		if j.stalled >= 0 {
+			next = min(next, j.stalled+OOMFailAfter.Seconds())
+			continue
+		}
 		if r := s.rate(j, co); r > 0 {
 			next = min(next, s.now+(j.truth.TotalSteps()-j.step)/r)
+			oom, _, _ := j.oomAt(s.now, r, j.truth.TotalSteps())
+			next = min(next, oom)
 		}
 	}
 	return next
@@ -429,6 +509,10 @@ func (s *Sim) Advance(t float64) {
 		if from > t {
 			continue
 		}
+		if j.stalled >= 0 {
+			finished = s.failStalled(j, t) || finished
+			continue
+		}
 		r := s.rate(j, co)
 		total := j.truth.TotalSteps()
 		// Steps are floats: a job within a hair of its total is done, or
@@ -438,11 +522,22 @@ func (s *Sim) Advance(t float64) {
 		if r > 0 && j.step+(t-from)*r >= total-eps {
 			end = min(from+max(total-j.step, 0)/r, t)
 		}
+		oom, oomStep, killed := j.oomAt(from, r, total)
+		if oom <= end {
+			end = oom
+		}
 		for j.nextSample <= end {
 			s.sample(j, j.step+(j.nextSample-from)*r, j.nextSample, co)
 			j.nextSample += s.cfg.SampleInterval.Seconds()
 		}
 		j.step += (end - from) * r
+		if killed >= 0 && oom <= t {
+			j.step = oomStep
+			j.kill(killed, oom)
+			s.measure(j, j.step, oom)
+			finished = s.failStalled(j, t) || finished
+			continue
+		}
 		if j.step >= total-eps {
 			j.step = total
 			j.finish = end
@@ -459,7 +554,7 @@ func (s *Sim) Advance(t float64) {
 		slices.SortStableFunc(s.allocs[allocs:], func(a, b AllocChange) int { return cmp.Compare(a.Time, b.Time) })
 		live := s.live[:0]
 		for _, j := range s.live {
-			if j.finish < 0 {
+			if !j.ended() {
 				live = append(live, j)
 			} else {
 				s.done = append(s.done, j.spec.ID)
@@ -498,7 +593,28 @@ func (s *Sim) sample(j *job, step, at float64, co *colocation) {
 		cpu, net := t.Subtasks(j.ps, j.perNode)
 		smp.CPUS, smp.NetS = cpu*noise(), net*noise()
 	}
+	if _, ok := j.truth.(TaskTruth); ok {
+		s.measure(j, step, at)
+	}
 	s.samples = append(s.samples, smp)
+}
+
+// failStalled fails job j, stalled by an OOM kill, if time t is
+// OOMFailAfter past the kill, and reports whether it did.
+func (s *Sim) failStalled(j *job, t float64) bool {
+	if end := j.stalled + OOMFailAfter.Seconds(); t >= end {
+		s.fail(j, end)
+		return true
+	}
+	return false
+}
+
+// fail ends job j, whose tasks were killed for memory and never placed
+// again, at time at: it frees what it holds and never finishes.
+func (s *Sim) fail(j *job, at float64) {
+	j.failed = true
+	s.setHeld(j, Resources{}, at)
+	j.placement, j.perNode, j.ps = nil, nil, 0
 }
 
 // Profile measures a job's speed at each (ps, workers) configuration, as
@@ -554,6 +670,8 @@ func (s *Sim) Jobs() []JobState {
 		switch {
 		case j.finish >= 0:
 			st = StateComplete
+		case j.failed:
+			st = StateFailed
 		case j.running():
 			st = StateRunning
 		case j.start >= 0:
@@ -603,7 +721,8 @@ func (s *Sim) TotalGPUs() int { return s.cfg.TotalGPUs() }
 func (s *Sim) Results() []JobResult {
 	out := make([]JobResult, 0, len(s.order))
 	for _, j := range s.order {
-		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales, RegroupS: j.regroup})
+		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales, RegroupS: j.regroup,
+			Failed: j.failed, OOMKills: j.oomKills, Speeds: slices.Clone(j.speeds)})
 	}
 	return out
 }

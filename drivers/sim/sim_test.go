@@ -274,3 +274,45 @@ func TestSim_AllocationsAtFinish(t *testing.T) {
 	res := s.Results()
 	must.Eq(t, []float64{110, 60}, []float64{res[0].Finish, res[1].Finish})
 }
+
+// TestSim_Sizes checks that per-task sizes count in capacity and in what a
+// job holds, that a node may hold a job's tasks at two sizes, and that a
+// change of size alone restarts the job like any other change.
+func TestSim_Sizes(t *testing.T) {
+	s := New(testConfig())
+	j := gpuJob("a")
+	j.Worker.Resources.CPURange = &structs.ResourceRange{Min: 1000, Max: 64000, Initial: 1000}
+	j.Worker.Resources.MemoryRange = &structs.ResourceRange{Min: 512, Initial: 1024}
+	must.NoError(t, s.Submit(j, constTruth{1000}))
+
+	sized := func(nodes ...*structs.NodeTasks) *structs.Plan {
+		p := &structs.Placement{Namespace: "default", JobID: "a", Nodes: nodes}
+		for _, nt := range nodes {
+			p.NumWorkers += nt.Workers
+		}
+		return &structs.Plan{Placements: []*structs.Placement{p}}
+	}
+	err := s.Enact(sized(&structs.NodeTasks{NodeID: "node-00", Workers: 2, WorkerSize: structs.TaskSize{CPU: 40000}}))
+	must.ErrorIs(t, err, ErrOverCommitted)
+	must.ErrorContains(t, err, "node-00 would hold 80000 MHz, 2048 MB and 2 GPUs")
+
+	must.NoError(t, s.Enact(sized(
+		&structs.NodeTasks{NodeID: "node-00", Workers: 1},
+		&structs.NodeTasks{NodeID: "node-00", Workers: 1, WorkerSize: structs.TaskSize{CPU: 8000, MemoryMB: 4096}},
+	)))
+	allocs := s.Allocations()
+	last := allocs[len(allocs)-1]
+	must.Eq(t, 9000, last.CPU)
+	must.Eq(t, 5120, last.MemoryMB)
+	must.Eq(t, 2, last.GPUs)
+	s.Advance(20) // 10 s of training at 2 workers: 0.5 s a step
+	must.Eq(t, 20.0, s.Jobs()[0].Step, must.Sprint("both entries' workers train"))
+
+	must.NoError(t, s.Enact(sized(
+		&structs.NodeTasks{NodeID: "node-00", Workers: 1},
+		&structs.NodeTasks{NodeID: "node-00", Workers: 1, WorkerSize: structs.TaskSize{CPU: 8000, MemoryMB: 8192}},
+	)))
+	must.Eq(t, 1, s.Results()[0].Rescales, must.Sprint("a size alone is a change"))
+	s.Advance(30)
+	must.Eq(t, 20.0, s.Jobs()[0].Step, must.Sprint("restarting from the checkpoint"))
+}

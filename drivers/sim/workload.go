@@ -23,20 +23,39 @@ type Arrival struct {
 	// RequestPS and RequestWorkers are what a user would hand-pick: the
 	// fixed size for fifo and tetris.
 	RequestPS, RequestWorkers int
-	Truth                     Truth
+	// RequestPSSize and RequestWorkerSize, where not 0, are the CPU and
+	// memory per task of the request, for roles whose sizes are ranges.
+	RequestPSSize, RequestWorkerSize structs.TaskSize
+	Truth                            Truth
 }
 
 // FixedJob returns a copy of the arrival's job whose elastic bounds are its
-// request, for policies that do not rescale.
+// request, and whose ranged roles start at the request's sizes, for
+// policies that do not rescale.
 func (a *Arrival) FixedJob() *structs.Job {
-	j := *a.Job
-	e := *j.Elastic
+	j := a.Job.Copy()
+	e := j.Elastic
 	e.Workers = structs.Bounds{Min: a.RequestWorkers, Max: a.RequestWorkers}
 	if e.ParameterServers != nil {
 		e.ParameterServers = &structs.Bounds{Min: a.RequestPS, Max: a.RequestPS}
 	}
-	j.Elastic = &e
-	return &j
+	pinSize(j.Worker, a.RequestWorkerSize)
+	pinSize(j.ParameterServer, a.RequestPSSize)
+	return j
+}
+
+// pinSize makes size the initial size of role r's ranged resources.
+func pinSize(r *structs.Role, size structs.TaskSize) {
+	if r == nil || r.Resources == nil {
+		return
+	}
+	res := r.Resources
+	if rg := res.CPURange; rg != nil && size.CPU != 0 {
+		rg.Initial, res.CPU = size.CPU, size.CPU
+	}
+	if rg := res.MemoryRange; rg != nil && size.MemoryMB != 0 {
+		rg.Initial, res.MemoryMB = size.MemoryMB, size.MemoryMB
+	}
 }
 
 // Workload is a list of arrivals in time order.
@@ -55,6 +74,9 @@ type Workload struct {
 	// samples trainers report (SpeCon's workload reports its loss with
 	// less).
 	Noise float64
+	// NodeAttributes are added to every node's attributes (the DLRover
+	// workload's cpu.frequency).
+	NodeAttributes map[string]string
 }
 
 // Worker tasks of Pollux jobs take one GPU and this much CPU and memory.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/cruise"
+	"github.com/caravan-sched/caravan/planner/dlrover"
 	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
@@ -26,6 +27,7 @@ var Algorithms = map[string]planner.Factory{
 	cruise.Name:          cruise.New,
 	harmony.Name:         harmony.New,
 	dorm.Name:            dorm.New,
+	dlrover.Name:         dlrover.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

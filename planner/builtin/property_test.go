@@ -45,10 +45,11 @@ func leftover(t *testing.T, req *planner.Request, dec *planner.Decision) *planne
 		for _, nt := range p.Nodes {
 			i, ok := c.NodeIndex(nt.NodeID)
 			must.True(t, ok)
+			ps, worker := tasks.For(nt)
 			if nt.PS > 0 {
-				c.Take(i, tasks.PS, nt.PS)
+				c.Take(i, ps, nt.PS)
 			}
-			c.Take(i, tasks.Worker, nt.Workers)
+			c.Take(i, worker, nt.Workers)
 		}
 	}
 	return c
@@ -150,7 +151,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"cruise", "dorm", "drf", "fifo", "harmony", "optimus", "optimus-relative", "roundrobin", "specon", "tetris"}, Names())
+	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "harmony", "optimus", "optimus-relative", "roundrobin", "specon", "tetris"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

@@ -1,7 +1,6 @@
 package fifo
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -28,8 +27,7 @@ func (*FIFO) Name() string { return Name }
 // arrival order (submit time, then namespace and ID).
 func (*FIFO) Plan(req *planner.Request) (*planner.Decision, error) {
 	jobs := slices.Clone(req.Jobs)
-	planner.SortJobs(jobs)
-	slices.SortStableFunc(jobs, func(a, b *planner.Job) int { return cmp.Compare(a.Job.SubmitTime, b.Job.SubmitTime) })
+	planner.SortArrival(jobs)
 
 	c := planner.NewCluster(req.Nodes)
 	out, tasks := planner.KeepFixed(c, jobs, Name)

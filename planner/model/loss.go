@@ -88,12 +88,12 @@ func replaceOutliers(points []LossPoint) []LossPoint {
 		for _, p := range points[lo:hi] {
 			window = append(window, p.Loss)
 		}
-		med := median(window)
+		med := Median(window)
 		dev = dev[:0]
 		for _, v := range window {
 			dev = append(dev, math.Abs(v-med))
 		}
-		mad := median(dev)
+		mad := Median(dev)
 		if d := math.Abs(points[i].Loss - med); d > 3*mad && d > 0.01*med {
 			out[i].Loss = med
 		}
@@ -101,8 +101,9 @@ func replaceOutliers(points []LossPoint) []LossPoint {
 	return out
 }
 
-// median sorts xs in place and returns its median.
-func median(xs []float64) float64 {
+// Median sorts xs in place and returns its median; xs must not be
+// empty.
+func Median(xs []float64) float64 {
 	sort.Float64s(xs)
 	n := len(xs)
 	if n%2 == 1 {

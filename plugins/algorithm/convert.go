@@ -387,7 +387,87 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Step:     j.Step,
 		Subtasks: subtasksToProto(j.Subtasks),
 		Progress: progressToProto(j.Progress),
+		Usage:    usageToProto(j.Usage),
+		Since:    j.Since,
 	}
+}
+
+func usageToProto(u *structs.JobUsage) *pb.JobUsage {
+	if u == nil {
+		return nil
+	}
+	p := &pb.JobUsage{Namespace: u.Namespace, JobId: u.JobID, Time: u.Time, ModifyIndex: u.ModifyIndex}
+	for _, t := range u.Tasks {
+		if t == nil {
+			p.Tasks = append(p.Tasks, nil)
+			continue
+		}
+		p.Tasks = append(p.Tasks, &pb.TaskUsage{
+			Role: t.Role, Rank: int64(t.Rank), NodeId: t.NodeID, AllocId: t.AllocID,
+			CpuMhz: t.CPUMHz, MemoryMb: t.MemoryMB, MaxMemoryMb: t.MaxMemoryMB,
+			CpuLimitMhz: int64(t.CPULimitMHz), MemoryLimitMb: int64(t.MemoryLimitMB),
+			Restarts: int64(t.Restarts), OomKills: int64(t.OOMKills), LastOom: t.LastOOM,
+			TaskStepTimeS: t.TaskStepTimeS, Source: t.Source,
+		})
+	}
+	for _, s := range u.ByShape {
+		p.ByShape = append(p.ByShape, &pb.ShapeUsage{
+			NumPs: int64(s.Shape.PS), NumWorkers: int64(s.Shape.Workers),
+			WorkerCpuMhz: s.WorkerCPUMHz, PsCpuMhz: s.PSCPUMHz, Measurements: int64(s.Measurements),
+		})
+	}
+	return p
+}
+
+// usageFromProto converts a job's usage, refusing what no algorithm
+// should read: nil elements, numbers that are not finite or negative,
+// more than MaxUsageTasks tasks or MaxUsageShapes shapes.
+func usageFromProto(ps *problems, p *pb.JobUsage) *structs.JobUsage {
+	if len(p.Tasks) > structs.MaxUsageTasks {
+		ps.fail("usage.tasks", "%d tasks, more than the %d allowed", len(p.Tasks), structs.MaxUsageTasks)
+		return nil
+	}
+	if len(p.ByShape) > structs.MaxUsageShapes {
+		ps.fail("usage.by_shape", "%d shapes, more than the %d allowed", len(p.ByShape), structs.MaxUsageShapes)
+		return nil
+	}
+	u := &structs.JobUsage{Namespace: p.Namespace, JobID: p.JobId, Time: p.Time, ModifyIndex: p.ModifyIndex}
+	measure := func(path string, vs ...float64) {
+		for _, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				ps.fail(path, "%v is not a finite number at least 0", v)
+				return
+			}
+		}
+	}
+	for i, t := range p.Tasks {
+		path := index("usage.tasks", i)
+		if t == nil {
+			ps.nilElement("usage.tasks", i)
+			continue
+		}
+		measure(path, t.CpuMhz, t.MemoryMb, t.MaxMemoryMb, t.TaskStepTimeS)
+		u.Tasks = append(u.Tasks, &structs.TaskUsage{
+			Role: t.Role, Rank: ps.toInt(path+".rank", t.Rank), NodeID: t.NodeId, AllocID: t.AllocId,
+			CPUMHz: t.CpuMhz, MemoryMB: t.MemoryMb, MaxMemoryMB: t.MaxMemoryMb,
+			CPULimitMHz: ps.toInt(path+".cpu_limit_mhz", t.CpuLimitMhz), MemoryLimitMB: ps.toInt(path+".memory_limit_mb", t.MemoryLimitMb),
+			Restarts: ps.toInt(path+".restarts", t.Restarts), OOMKills: ps.toInt(path+".oom_kills", t.OomKills), LastOOM: t.LastOom,
+			TaskStepTimeS: t.TaskStepTimeS, Source: t.Source,
+		})
+	}
+	for i, s := range p.ByShape {
+		path := index("usage.by_shape", i)
+		if s == nil {
+			ps.nilElement("usage.by_shape", i)
+			continue
+		}
+		measure(path, s.WorkerCpuMhz, s.PsCpuMhz)
+		u.ByShape = append(u.ByShape, structs.ShapeUsage{
+			Shape:        structs.Shape{PS: ps.toInt(path+".num_ps", s.NumPs), Workers: ps.toInt(path+".num_workers", s.NumWorkers)},
+			WorkerCPUMHz: s.WorkerCpuMhz, PSCPUMHz: s.PsCpuMhz, Measurements: ps.toInt(path+".measurements", s.Measurements),
+		})
+	}
+	return u
 }
 
 func progressToProto(pts []planner.ProgressPoint) []*pb.ProgressPoint {
@@ -413,7 +493,10 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 		return nil, errors.New("nil element")
 	}
 	var ps problems
-	j := &planner.Job{Young: p.Young, Step: p.Step}
+	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since}
+	if p.Usage != nil {
+		j.Usage = usageFromProto(&ps, p.Usage)
+	}
 	if p.Spec == nil {
 		ps.fail("", "no spec")
 	} else {
@@ -704,7 +787,10 @@ func roleToProto(r *structs.Role) *pb.Role {
 		Affinities:  affinitiesToProto(r.Affinities),
 	}
 	if res := r.Resources; res != nil {
-		p.Resources = &pb.Resources{Cpu: int64(res.CPU), MemoryMb: int64(res.MemoryMB)}
+		p.Resources = &pb.Resources{
+			Cpu: int64(res.CPU), MemoryMb: int64(res.MemoryMB),
+			CpuRange: rangeToProto(res.CPURange), MemoryRange: rangeToProto(res.MemoryRange),
+		}
 		if len(res.Devices) > 0 {
 			p.Resources.Devices = make([]*pb.RequestedDevice, len(res.Devices))
 			for i, d := range res.Devices {
@@ -713,6 +799,23 @@ func roleToProto(r *structs.Role) *pb.Role {
 		}
 	}
 	return p
+}
+
+func rangeToProto(r *structs.ResourceRange) *pb.ResourceRange {
+	if r == nil {
+		return nil
+	}
+	return &pb.ResourceRange{Min: int64(r.Min), Max: int64(r.Max), Initial: int64(r.Initial), Auto: r.Auto}
+}
+
+func rangeFromProto(ps *problems, path string, p *pb.ResourceRange) *structs.ResourceRange {
+	if p == nil {
+		return nil
+	}
+	return &structs.ResourceRange{
+		Min: ps.toInt(path+".min", p.Min), Max: ps.toInt(path+".max", p.Max),
+		Initial: ps.toInt(path+".initial", p.Initial), Auto: p.Auto,
+	}
 }
 
 func roleFromProto(p *pb.Role) (*structs.Role, error) {
@@ -726,8 +829,10 @@ func roleFromProto(p *pb.Role) (*structs.Role, error) {
 	}
 	if res := p.Resources; res != nil {
 		r.Resources = &structs.Resources{
-			CPU:      ps.toInt("resources.cpu", res.Cpu),
-			MemoryMB: ps.toInt("resources.memory_mb", res.MemoryMb),
+			CPU:         ps.toInt("resources.cpu", res.Cpu),
+			MemoryMB:    ps.toInt("resources.memory_mb", res.MemoryMb),
+			CPURange:    rangeFromProto(&ps, "resources.cpu_range", res.CpuRange),
+			MemoryRange: rangeFromProto(&ps, "resources.memory_range", res.MemoryRange),
 		}
 		if len(res.Devices) > 0 {
 			r.Resources.Devices = make([]*structs.RequestedDevice, len(res.Devices))
@@ -857,11 +962,39 @@ func placementToProto(pl *structs.Placement) *pb.Placement {
 		p.Nodes = make([]*pb.NodeTasks, len(pl.Nodes))
 		for i, nt := range pl.Nodes {
 			if nt != nil {
-				p.Nodes[i] = &pb.NodeTasks{NodeId: nt.NodeID, Ps: int64(nt.PS), Workers: int64(nt.Workers)}
+				p.Nodes[i] = &pb.NodeTasks{
+					NodeId: nt.NodeID, Ps: int64(nt.PS), Workers: int64(nt.Workers),
+					PsSize: sizeToProto(nt.PSSize), WorkerSize: sizeToProto(nt.WorkerSize),
+				}
 			}
 		}
 	}
+	for _, a := range pl.Actions {
+		if a == nil {
+			p.Actions = append(p.Actions, nil)
+			continue
+		}
+		p.Actions = append(p.Actions, &pb.TaskAction{
+			Kind: a.Kind, Role: a.Role, Rank: int64(a.Rank), NodeId: a.NodeID, Reason: a.Reason, Details: a.Details,
+		})
+	}
 	return p
+}
+
+// sizeToProto leaves a zero size unset, as a plugin that does not size
+// tasks sends it.
+func sizeToProto(s structs.TaskSize) *pb.TaskSize {
+	if s.IsZero() {
+		return nil
+	}
+	return &pb.TaskSize{Cpu: int64(s.CPU), MemoryMb: int64(s.MemoryMB)}
+}
+
+func sizeFromProto(ps *problems, path string, p *pb.TaskSize) structs.TaskSize {
+	if p == nil {
+		return structs.TaskSize{}
+	}
+	return structs.TaskSize{CPU: ps.toInt(path+".cpu", p.Cpu), MemoryMB: ps.toInt(path+".memory_mb", p.MemoryMb)}
 }
 
 func placementFromProto(p *pb.Placement) (*structs.Placement, error) {
@@ -889,6 +1022,15 @@ func placementFromProto(p *pb.Placement) (*structs.Placement, error) {
 			pl.Nodes[i] = t
 		}
 	}
+	for i, a := range p.Actions {
+		if a == nil {
+			ps.nilElement("actions", i)
+			continue
+		}
+		pl.Actions = append(pl.Actions, &structs.TaskAction{
+			Kind: a.Kind, Role: a.Role, Rank: ps.toInt(index("actions", i)+".rank", a.Rank), NodeID: a.NodeId, Reason: a.Reason, Details: a.Details,
+		})
+	}
 	return pl, ps.err()
 }
 
@@ -897,6 +1039,9 @@ func nodeTasksFromProto(p *pb.NodeTasks) (*structs.NodeTasks, error) {
 		return nil, errors.New("nil element")
 	}
 	var ps problems
-	nt := &structs.NodeTasks{NodeID: p.NodeId, PS: ps.toInt("ps", p.Ps), Workers: ps.toInt("workers", p.Workers)}
+	nt := &structs.NodeTasks{
+		NodeID: p.NodeId, PS: ps.toInt("ps", p.Ps), Workers: ps.toInt("workers", p.Workers),
+		PSSize: sizeFromProto(&ps, "ps_size", p.PsSize), WorkerSize: sizeFromProto(&ps, "worker_size", p.WorkerSize),
+	}
 	return nt, ps.err()
 }

@@ -78,7 +78,7 @@ func TestRequest_RoundTrip(t *testing.T) {
 		"string attribute", "bool attribute", "attribute unit", "all-reduce job", "ps bounds",
 		"ps template", "device request", "device constraint", "device affinity", "job affinity",
 		"speed prior", "current", "no current", "loss", "no loss", "speed", "no speed",
-		"young", "driver settings dropped",
+		"young", "driver settings dropped", "ranges", "usage", "since", "sized current",
 	} {
 		must.Positive(t, seen[what], must.Sprintf("no random request had %s", what))
 	}
@@ -129,6 +129,14 @@ func note(seen map[string]int, req *planner.Request) {
 		count("no subtasks", j.Subtasks == nil)
 		count("progress", len(j.Progress) > 0)
 		count("no progress", len(j.Progress) == 0)
+		count("ranges", spec.Worker.Resources.Ranged())
+		count("usage", j.Usage != nil)
+		count("since", j.Since != 0)
+		if j.Current != nil {
+			for _, nt := range j.Current.Nodes {
+				count("sized current", nt.Sized())
+			}
+		}
 	}
 }
 
@@ -462,3 +470,59 @@ func BenchmarkRequestRoundTrip(b *testing.B) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestDecision_RoundTripSizes checks that per-task sizes and actions cross
+// the wire, and that a zero size stays unset there, as a plugin that
+// predates sizes sends it.
+func TestDecision_RoundTripSizes(t *testing.T) {
+	dec := &planner.Decision{Placements: []*structs.Placement{{
+		JobID: "a", NumPS: 1, NumWorkers: 3,
+		Nodes: []*structs.NodeTasks{
+			{NodeID: "n1", PS: 1, Workers: 1},
+			{NodeID: "n1", Workers: 2, WorkerSize: structs.TaskSize{CPU: 2500, MemoryMB: 4096}},
+		},
+		Actions: []*structs.TaskAction{{
+			Kind: structs.ActionOOMResized, Role: structs.RoleWorker, Rank: 2, NodeID: "n1",
+			Reason: "killed for memory", Details: map[string]string{"from": "2048", "to": "4096"},
+		}},
+	}}}
+	msg := DecisionToProto(dec)
+	must.Nil(t, msg.Placements[0].Nodes[0].WorkerSize)
+	must.Eq(t, int64(4096), msg.Placements[0].Nodes[1].WorkerSize.MemoryMb)
+	got, err := DecisionFromProto(wire(t, msg, &pb.PlanResponse{}))
+	must.NoError(t, err)
+	must.Eq(t, dec, got)
+
+	msg.Placements[0].Actions = append(msg.Placements[0].Actions, nil)
+	msg.Placements[0].Nodes[1].WorkerSize.Cpu = math.MaxInt64
+	_, err = DecisionFromProto(msg)
+	must.ErrorContains(t, err, "actions[1]: nil element")
+	if strconv.IntSize == 32 {
+		must.ErrorContains(t, err, "worker_size.cpu")
+	}
+}
+
+// TestRequestFromProto_Usage checks that measured usage is bounded and
+// checked where it enters from the wire.
+func TestRequestFromProto_Usage(t *testing.T) {
+	msg := validRequest(t)
+	msg.Jobs[0].Since = 42
+	msg.Jobs[0].Usage = &pb.JobUsage{JobId: "a", Tasks: []*pb.TaskUsage{{Role: "worker", CpuMhz: 1200, MemoryMb: 300, Source: "sim"}},
+		ByShape: []*pb.ShapeUsage{{NumPs: 1, NumWorkers: 1, WorkerCpuMhz: 1200, PsCpuMhz: 800, Measurements: 2}}}
+	req, err := RequestFromProto(wire(t, msg, &pb.PlanRequest{}))
+	must.NoError(t, err)
+	must.Eq(t, int64(42), req.Jobs[0].Since)
+	must.Eq(t, 800, req.Jobs[0].Usage.Shape(structs.Shape{PS: 1, Workers: 1}).PSCPUMHz)
+	must.Eq(t, 1200, req.Jobs[0].Usage.Tasks[0].CPUMHz)
+
+	msg.Jobs[0].Usage.Tasks = append(msg.Jobs[0].Usage.Tasks, nil, &pb.TaskUsage{CpuMhz: math.NaN()})
+	msg.Jobs[0].Usage.ByShape[0].PsCpuMhz = -1
+	_, err = RequestFromProto(msg)
+	must.ErrorContains(t, err, "usage.tasks[1]: nil element")
+	must.ErrorContains(t, err, "usage.tasks[2]: NaN is not a finite number at least 0")
+	must.ErrorContains(t, err, "usage.by_shape[0]: -1 is not a finite number at least 0")
+
+	msg.Jobs[0].Usage.Tasks = make([]*pb.TaskUsage, structs.MaxUsageTasks+1)
+	_, err = RequestFromProto(msg)
+	must.ErrorContains(t, err, "usage.tasks: 513 tasks, more than the 512 allowed")
+}

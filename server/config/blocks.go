@@ -165,13 +165,76 @@ type Scheduler struct {
 	// ProfileSteps is how many samples each configuration needs when the
 	// driver profiles by running the job there (Nomad). Default 5.
 	ProfileSteps int `hcl:"profile_steps,optional"`
+	// Straggler is straggler handling, for every algorithm.
+	Straggler *Straggler `hcl:"straggler,block"`
+}
+
+// Straggler is the scheduler's straggler block: a worker whose speed
+// stays below Ratio times the median worker's for Window, and in Reports
+// usage reports, is moved to another node (planner/straggler).
+type Straggler struct {
+	// Enabled turns straggler handling on. Default false.
+	Enabled *bool `hcl:"enabled,optional"`
+	// Ratio is the share of the median speed below which a worker is
+	// slow. Default 0.5 (Optimus §5.2).
+	Ratio float64 `hcl:"ratio,optional"`
+	// Window is how long a worker must stay slow, as written ("60s");
+	// WindowDuration is its value. Default 60s.
+	Window         string `hcl:"window,optional"`
+	WindowDuration time.Duration
+	// Reports is how many usage reports at least it must be slow in.
+	// Default 3.
+	Reports int `hcl:"reports,optional"`
+}
+
+// DefaultStraggler returns the default straggler block: off.
+func DefaultStraggler() *Straggler {
+	return &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 3}
+}
+
+// On reports whether straggler handling is enabled.
+func (s *Straggler) On() bool { return s != nil && s.Enabled != nil && *s.Enabled }
+
+// Merge returns a copy of s with the fields set in o overriding it.
+// Either may be nil; the result is not.
+func (s *Straggler) Merge(o *Straggler) *Straggler {
+	r := copyOf(s)
+	if o == nil {
+		return r
+	}
+	r.Enabled = mergePtr(r.Enabled, o.Enabled)
+	r.Ratio = mergeNumber(r.Ratio, o.Ratio)
+	r.Window, r.WindowDuration = mergeDuration(r.Window, r.WindowDuration, o.Window, o.WindowDuration)
+	r.Reports = mergeNumber(r.Reports, o.Reports)
+	return r
+}
+
+// Validate checks that the ratio is in (0, 1), the window positive and
+// the reports at least one.
+func (s *Straggler) Validate() error { return joinProblems(s.problems()) }
+
+func (s *Straggler) problems() []problem {
+	if s == nil {
+		return nil
+	}
+	var ps []problem
+	if !(s.Ratio > 0 && s.Ratio < 1) {
+		ps = append(ps, problemf("ratio", "%g is not between 0 and 1; use one such as 0.5 (half the median speed)", s.Ratio))
+	}
+	if s.WindowDuration <= 0 {
+		ps = append(ps, problemf("window", "%s is not a positive duration; use one such as \"60s\"", durationString(s.Window, s.WindowDuration)))
+	}
+	if s.Reports < 1 {
+		ps = append(ps, problemf("reports", "%d is below 1", s.Reports))
+	}
+	return ps
 }
 
 // DefaultScheduler returns the default scheduler block.
 func DefaultScheduler() *Scheduler {
 	return &Scheduler{
 		Algorithm: "optimus", Interval: "60s", IntervalDuration: 60 * time.Second, FallbackAlgorithm: "optimus",
-		ProfileConfigs: new(6), ProfileSteps: 5,
+		ProfileConfigs: new(6), ProfileSteps: 5, Straggler: DefaultStraggler(),
 	}
 }
 
@@ -182,8 +245,14 @@ func (s *Scheduler) Merge(o *Scheduler) *Scheduler {
 	r := copyOf(s)
 	r.Options = mergeMap(r.Options, nil)
 	r.ProfileConfigs = mergePtr(r.ProfileConfigs, nil)
+	if r.Straggler != nil {
+		r.Straggler = r.Straggler.Merge(nil)
+	}
 	if o == nil {
 		return r
+	}
+	if o.Straggler != nil {
+		r.Straggler = r.Straggler.Merge(o.Straggler)
 	}
 	r.Algorithm = mergeString(r.Algorithm, o.Algorithm)
 	r.Interval, r.IntervalDuration = mergeDuration(r.Interval, r.IntervalDuration, o.Interval, o.IntervalDuration)
@@ -215,7 +284,7 @@ func (s *Scheduler) problems() []problem {
 	if s.ProfileSteps < 0 {
 		ps = append(ps, problemf("profile_steps", "%d is negative; use at least 1", s.ProfileSteps))
 	}
-	return ps
+	return append(ps, within("straggler", s.Straggler.problems())...)
 }
 
 // Plugin is a plugin block: an external algorithm plugin,

@@ -41,6 +41,13 @@ scheduler {
 
   profile_configs = 0
   profile_steps   = 3
+
+  straggler {
+    enabled = true
+    ratio   = 0.4
+    window  = "2m"
+    reports = 5
+  }
 }
 
 nomad {
@@ -110,6 +117,7 @@ func TestLoadFile_Full(t *testing.T) {
 			Options:          map[string]string{"young_factor": "0.95", "window": "8"},
 			ProfileConfigs:   new(0),
 			ProfileSteps:     3,
+			Straggler:        &Straggler{Enabled: new(true), Ratio: 0.4, Window: "2m", WindowDuration: 2 * time.Minute, Reports: 5},
 		},
 		Nomad: &Nomad{
 			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
@@ -155,14 +163,15 @@ func TestDefault(t *testing.T) {
 			RetryInterval:         "15s",
 			RetryIntervalDuration: 15 * time.Second,
 		},
-		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, FallbackAlgorithm: "optimus", ProfileConfigs: new(6), ProfileSteps: 5},
-		Nomad:     &Nomad{Address: "http://127.0.0.1:4646"},
-		Consul:    DefaultConsul(),
-		Sim:       &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
-		Region:    "global",
-		TLS:       &TLS{HTTP: new(false), RPC: new(false), VerifyServerHostname: new(true), VerifyHTTPSClient: new(true)},
-		ACL:       &ACL{Enabled: new(false)},
-		Jobs:      &Jobs{Drivers: []string{"*"}, DeniedDrivers: []string{"raw_exec"}, Namespaces: []string{"*"}},
+		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, FallbackAlgorithm: "optimus", ProfileConfigs: new(6), ProfileSteps: 5,
+			Straggler: &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 3}},
+		Nomad:  &Nomad{Address: "http://127.0.0.1:4646"},
+		Consul: DefaultConsul(),
+		Sim:    &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},
+		Region: "global",
+		TLS:    &TLS{HTTP: new(false), RPC: new(false), VerifyServerHostname: new(true), VerifyHTTPSClient: new(true)},
+		ACL:    &ACL{Enabled: new(false)},
+		Jobs:   &Jobs{Drivers: []string{"*"}, DeniedDrivers: []string{"raw_exec"}, Namespaces: []string{"*"}},
 	}
 	must.Eq(t, want, Default())
 	must.Eq(t, "0.0.0.0:4680", Default().HTTPAddr())
@@ -467,6 +476,16 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "negative profile count", src: "scheduler {\n  profile_configs = -2\n}\n",
 			summary: "Invalid scheduler.profile_configs", line: 2, col: 21, at: `-2`,
 			detail: []string{"-2 is negative", "0 to turn profiling off"},
+		},
+		{
+			name: "straggler ratio", src: "scheduler {\n  straggler {\n    ratio = 2\n  }\n}\n",
+			summary: "Invalid scheduler.straggler.ratio", line: 3, col: 13, at: `2`,
+			detail: []string{"2 is not between 0 and 1"},
+		},
+		{
+			name: "straggler window", src: "scheduler {\n  straggler {\n    window = \"soon\"\n  }\n}\n",
+			summary: "Invalid scheduler.straggler.window", line: 3, col: 14, at: `"soon"`,
+			detail: []string{`"soon" is not a duration`},
 		},
 		{
 			name: "negative duration", src: "server {\n  retry_interval = \"-5s\"\n}\n",

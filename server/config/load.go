@@ -255,6 +255,9 @@ func (s *sites) parseDurations(c *Config) hcl.Diagnostics {
 	}
 	if c.Scheduler != nil {
 		ds = append(ds, duration{"scheduler.interval", &c.Scheduler.Interval, &c.Scheduler.IntervalDuration})
+		if st := c.Scheduler.Straggler; st != nil {
+			ds = append(ds, duration{"scheduler.straggler.window", &st.Window, &st.WindowDuration})
+		}
 	}
 	var diags hcl.Diagnostics
 	for _, d := range ds {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/model"
+	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -44,7 +45,12 @@ type Options struct {
 	// abort in a row, up to 16 times (default 1 minute, as the nomad
 	// driver's AbortBackoff).
 	AbortHold time.Duration
-	Logger    hclog.Logger
+	// Stragglers, when set, turns on straggler handling for every
+	// algorithm (planner/straggler): after the algorithm's decision, a
+	// worker slow for the configured window is moved to another node.
+	// It reads the per-rank step times of the usage ObserveUsage gives.
+	Stragglers *straggler.Config
+	Logger     hclog.Logger
 }
 
 // Scheduler holds the active jobs and their models.
@@ -59,6 +65,8 @@ type Scheduler struct {
 	// profiled is set when a job finished profiling at a configuration
 	// in place; see Profiled.
 	profiled bool
+	// stragglers tracks slow workers; nil when straggler handling is off.
+	stragglers *straggler.Tracker
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
 }
@@ -90,6 +98,11 @@ type entry struct {
 	// fittedAt is the step of the last loss fit.
 	lossDirty, speedDirty bool
 	fittedAt              float64
+	// usage is what the job's tasks use, as last committed (ObserveUsage);
+	// nil until measured. since is when what runs of the job began to
+	// run (planner.Job.Since), 0 when unknown.
+	usage *structs.JobUsage
+	since int64
 }
 
 // mean accumulates speeds at one configuration; fitted is the sample count
@@ -116,7 +129,11 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Scheduler{alg: alg, opts: opts, log: opts.Logger.Named("scheduler"), jobs: map[structs.JobKey]*entry{}}
+	s := &Scheduler{alg: alg, opts: opts, log: opts.Logger.Named("scheduler"), jobs: map[structs.JobKey]*entry{}}
+	if opts.Stragglers != nil {
+		s.stragglers = straggler.NewTracker(*opts.Stragglers)
+	}
+	return s
 }
 
 // ErrDuplicateJob is returned by Register for a job that is already active.
@@ -270,6 +287,50 @@ func (s *Scheduler) Complete(key structs.JobKey) {
 		delete(s.jobs, key)
 		s.changed = true
 	}
+	if s.stragglers != nil {
+		s.stragglers.Reset(key)
+	}
+}
+
+// ObserveUsage records what a job's tasks use, as committed: the next
+// request carries it (planner.Job.Usage), and straggler handling reads
+// its per-rank step times. A new OOM kill, or a worker that became a
+// straggler, asks for a round (Changed); other usage does not, or every
+// commit would cause one. A job the scheduler does not hold is ignored.
+func (s *Scheduler) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
+	e, ok := s.jobs[key]
+	if !ok || u == nil {
+		return
+	}
+	if newOOM(e.usage, u) {
+		s.changed = true
+	}
+	e.usage = u
+	if s.stragglers != nil && s.stragglers.Observe(u) {
+		s.changed = true
+	}
+}
+
+// roleRank names one task of a job.
+type roleRank struct {
+	role string
+	rank int
+}
+
+// newOOM reports whether usage u has an OOM kill that prev had not.
+func newOOM(prev, u *structs.JobUsage) bool {
+	seen := map[roleRank]int64{}
+	if prev != nil {
+		for _, t := range prev.Tasks {
+			seen[roleRank{t.Role, t.Rank}] = t.LastOOM
+		}
+	}
+	for _, t := range u.Tasks {
+		if t.OOMKills > 0 && t.LastOOM != seen[roleRank{t.Role, t.Rank}] {
+			return true
+		}
+	}
+	return false
 }
 
 // Active returns how many jobs are active.
@@ -477,6 +538,7 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 		pj := &planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
 			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: e.progress,
+			Usage: e.usage, Since: e.since,
 		}
 		if h := s.holds(e, now); h != nil {
 			held = append(held, planner.Held{Job: pj, Placement: h})
@@ -513,6 +575,9 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 			}
 		}
 	}
+	if err := s.replaceStragglers(alg, req, dec); err != nil {
+		return nil, err
+	}
 	placements := dec.Placements
 	for _, h := range held {
 		p := h.Placement.Copy()
@@ -524,6 +589,34 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 	}
 	slices.SortFunc(placements, func(a, b *structs.Placement) int { return a.Key().Compare(b.Key()) })
 	return &structs.Plan{Algorithm: alg.Name(), CreateTime: now, Placements: placements}, nil
+}
+
+// replaceStragglers is the straggler pass (planner/straggler) over the
+// algorithm's decision for the jobs it planned, when straggler handling
+// is on: each worker slow for the window is moved to another node, and
+// the decision is checked again.
+func (s *Scheduler) replaceStragglers(alg planner.Algorithm, req *planner.Request, dec *planner.Decision) error {
+	if s.stragglers == nil {
+		return nil
+	}
+	found := map[structs.JobKey][]straggler.Straggler{}
+	for _, j := range req.Jobs {
+		if due := s.stragglers.Due(j.Job.Key(), req.Now); len(due) > 0 {
+			found[j.Job.Key()] = due
+		}
+	}
+	for _, o := range straggler.Apply(req, dec, found, s.stragglers.Config()) {
+		if o.To == "" {
+			s.log.Debug("straggler not replaced", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "node_id", o.Straggler.NodeID, "why", o.Why)
+			continue
+		}
+		s.log.Info("replacing straggler", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "from", o.Straggler.NodeID, "to", o.To,
+			"step_time_s", o.Straggler.StepTimeS, "median_step_time_s", o.Straggler.MedianStepTimeS)
+	}
+	if err := planner.CheckDecision(req, dec); err != nil {
+		return fmt.Errorf("%s with straggler handling: %w", alg.Name(), err)
+	}
+	return nil
 }
 
 // modelDriven reports whether alg sizes jobs from their speed models, so
@@ -572,6 +665,17 @@ func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, chan
 	}
 	if !e.current.SameTasks(running) || !e.held.SameTasks(held) || (e.held == nil) != (held == nil) {
 		s.changed = true
+	}
+	switch {
+	case running == nil:
+		e.since = 0
+	case change != nil && change.Phase == structs.ChangeDone && change.Target.SameTasks(running):
+		e.since = change.Since
+	case !e.current.SameTasks(running):
+		e.since = 0 // runs, but since when is not known
+	}
+	if !e.current.SameTasks(running) && s.stragglers != nil {
+		s.stragglers.Reset(key)
 	}
 	e.current, e.held = running, held
 	switch {
@@ -710,6 +814,7 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 	e.profile = s.inPlace(e)
 	if had {
 		e.current, e.held, e.aborts, e.abortedAt = prev.current, prev.held, prev.aborts, prev.abortedAt
+		e.usage, e.since = prev.usage, prev.since
 	}
 	s.jobs[key] = e
 	defer func() {

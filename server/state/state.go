@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -345,6 +346,11 @@ func (s *Store) ApplyDecision(index uint64, now int64, algorithm string, placeme
 			if err := w.insert(TableDesired, row); err != nil {
 				return err
 			}
+			if prev == nil || !prev.Placement.SameTasks(pl) {
+				if err := w.actionEvents(now, algorithm, pl); err != nil {
+					return err
+				}
+			}
 			if pl.Paused() && job.Status == structs.JobStatusPending {
 				if err := w.event(now, structs.EventJobWaiting, job.Namespace, job.ID, pl.Reason, map[string]string{"algorithm": algorithm}); err != nil {
 					return err
@@ -363,6 +369,40 @@ func (s *Store) ApplyDecision(index uint64, now int64, algorithm string, placeme
 		}
 		return nil
 	})
+}
+
+// actionEvent is the event type of each task action kind.
+var actionEvent = map[string]string{
+	structs.ActionResized:           structs.EventTaskResized,
+	structs.ActionOOMResized:        structs.EventTaskResized,
+	structs.ActionHotPSReplaced:     structs.EventHotPSReplaced,
+	structs.ActionStragglerReplaced: structs.EventStragglerReplaced,
+}
+
+// actionEvents records an event for each task action of a placement that
+// changes a job's desired placement, with its reason as the message; an
+// action of a kind Caravan does not know (from a plugin) is a
+// TaskResized event that names its kind.
+func (w *writer) actionEvents(now int64, algorithm string, pl *structs.Placement) error {
+	for _, a := range pl.Actions {
+		typ, ok := actionEvent[a.Kind]
+		if !ok {
+			typ = structs.EventTaskResized
+		}
+		details := map[string]string{"algorithm": algorithm, "kind": a.Kind, "role": a.Role, "rank": strconv.Itoa(a.Rank)}
+		if a.NodeID != "" {
+			details["node_id"] = a.NodeID
+		}
+		for k, v := range a.Details {
+			if _, taken := details[k]; !taken {
+				details[k] = v
+			}
+		}
+		if err := w.event(now, typ, pl.Namespace, pl.JobID, a.Reason, details); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ApplyPlan applies a whole-cluster plan, as leaders of earlier versions

@@ -337,3 +337,33 @@ func TestRegisterJob_NewRunForgets(t *testing.T) {
 	must.NoError(t, err)
 	must.Nil(t, o)
 }
+
+// TestApplyDecision_ActionEvents: the task actions of a decision that
+// changes a job's placement become events with their reasons; the same
+// placement again records nothing.
+func TestApplyDecision_ActionEvents(t *testing.T) {
+	s := newStore(t, "a")
+	pl := placement("a", 3)
+	pl.Actions = []*structs.TaskAction{
+		{Kind: structs.ActionStragglerReplaced, Role: structs.RoleWorker, Rank: 2, NodeID: "n2", Reason: "worker 2 is slow: moved from n2 to n1",
+			Details: map[string]string{"from": "n2", "to": "n1"}},
+		{Kind: structs.ActionOOMResized, Role: structs.RoleWorker, Rank: 0, NodeID: "n1", Reason: "OOM: double memory"},
+		{Kind: structs.ActionHotPSReplaced, Role: structs.RolePS, Rank: 1, Reason: "hot"},
+	}
+	must.NoError(t, s.ApplyDecision(10, 100, "dlrover", []*structs.Placement{pl}, nil))
+	evs, err := Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	must.SliceLen(t, 3, evs)
+	must.Eq(t, structs.EventStragglerReplaced, evs[0].Type)
+	must.Eq(t, "worker 2 is slow: moved from n2 to n1", evs[0].Message)
+	must.Eq(t, map[string]string{"algorithm": "dlrover", "kind": "straggler-replaced", "role": "worker", "rank": "2", "node_id": "n2", "from": "n2", "to": "n1"}, evs[0].Details)
+	must.Eq(t, structs.EventTaskResized, evs[1].Type)
+	must.Eq(t, structs.EventHotPSReplaced, evs[2].Type)
+
+	again := pl.Copy()
+	again.Reason = "kept"
+	must.NoError(t, s.ApplyDecision(11, 200, "dlrover", []*structs.Placement{again}, nil))
+	evs, err = Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	must.SliceLen(t, 3, evs, must.Sprint("no new events for the same tasks"))
+}

@@ -784,7 +784,13 @@ type Job struct {
 	Subtasks *Subtasks `protobuf:"bytes,7,opt,name=subtasks,proto3" json:"subtasks,omitempty"`
 	// progress is the job's recent reported losses with their times,
 	// oldest first; empty when none was reported.
-	Progress      []*ProgressPoint `protobuf:"bytes,8,rep,name=progress,proto3" json:"progress,omitempty"`
+	Progress []*ProgressPoint `protobuf:"bytes,8,rep,name=progress,proto3" json:"progress,omitempty"`
+	// usage is what the job's tasks use, as last measured; unset until
+	// measured.
+	Usage *JobUsage `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	// since is when the current placement began to run, Unix nanoseconds;
+	// 0 when unknown or not running.
+	Since         int64 `protobuf:"varint,10,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -875,6 +881,332 @@ func (x *Job) GetProgress() []*ProgressPoint {
 	return nil
 }
 
+func (x *Job) GetUsage() *JobUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Job) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+// JobUsage is what the tasks of one job use (CPU in MHz, memory in MB).
+type JobUsage struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	JobId     string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// time is when it was committed, Unix nanoseconds.
+	Time          int64         `protobuf:"varint,3,opt,name=time,proto3" json:"time,omitempty"`
+	Tasks         []*TaskUsage  `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	ByShape       []*ShapeUsage `protobuf:"bytes,5,rep,name=by_shape,json=byShape,proto3" json:"by_shape,omitempty"`
+	ModifyIndex   uint64        `protobuf:"varint,6,opt,name=modify_index,json=modifyIndex,proto3" json:"modify_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobUsage) Reset() {
+	*x = JobUsage{}
+	mi := &file_algorithm_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobUsage) ProtoMessage() {}
+
+func (x *JobUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobUsage.ProtoReflect.Descriptor instead.
+func (*JobUsage) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *JobUsage) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *JobUsage) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobUsage) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *JobUsage) GetTasks() []*TaskUsage {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *JobUsage) GetByShape() []*ShapeUsage {
+	if x != nil {
+		return x.ByShape
+	}
+	return nil
+}
+
+func (x *JobUsage) GetModifyIndex() uint64 {
+	if x != nil {
+		return x.ModifyIndex
+	}
+	return 0
+}
+
+type TaskUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          string                 `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Rank          int64                  `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
+	NodeId        string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	AllocId       string                 `protobuf:"bytes,4,opt,name=alloc_id,json=allocId,proto3" json:"alloc_id,omitempty"`
+	CpuMhz        float64                `protobuf:"fixed64,5,opt,name=cpu_mhz,json=cpuMhz,proto3" json:"cpu_mhz,omitempty"`
+	MemoryMb      float64                `protobuf:"fixed64,6,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	MaxMemoryMb   float64                `protobuf:"fixed64,7,opt,name=max_memory_mb,json=maxMemoryMb,proto3" json:"max_memory_mb,omitempty"`
+	CpuLimitMhz   int64                  `protobuf:"varint,8,opt,name=cpu_limit_mhz,json=cpuLimitMhz,proto3" json:"cpu_limit_mhz,omitempty"`
+	MemoryLimitMb int64                  `protobuf:"varint,9,opt,name=memory_limit_mb,json=memoryLimitMb,proto3" json:"memory_limit_mb,omitempty"`
+	Restarts      int64                  `protobuf:"varint,10,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	OomKills      int64                  `protobuf:"varint,11,opt,name=oom_kills,json=oomKills,proto3" json:"oom_kills,omitempty"`
+	LastOom       int64                  `protobuf:"varint,12,opt,name=last_oom,json=lastOom,proto3" json:"last_oom,omitempty"`
+	TaskStepTimeS float64                `protobuf:"fixed64,13,opt,name=task_step_time_s,json=taskStepTimeS,proto3" json:"task_step_time_s,omitempty"`
+	Source        string                 `protobuf:"bytes,14,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskUsage) Reset() {
+	*x = TaskUsage{}
+	mi := &file_algorithm_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskUsage) ProtoMessage() {}
+
+func (x *TaskUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskUsage.ProtoReflect.Descriptor instead.
+func (*TaskUsage) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TaskUsage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *TaskUsage) GetRank() int64 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *TaskUsage) GetAllocId() string {
+	if x != nil {
+		return x.AllocId
+	}
+	return ""
+}
+
+func (x *TaskUsage) GetCpuMhz() float64 {
+	if x != nil {
+		return x.CpuMhz
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetMemoryMb() float64 {
+	if x != nil {
+		return x.MemoryMb
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetMaxMemoryMb() float64 {
+	if x != nil {
+		return x.MaxMemoryMb
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetCpuLimitMhz() int64 {
+	if x != nil {
+		return x.CpuLimitMhz
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetMemoryLimitMb() int64 {
+	if x != nil {
+		return x.MemoryLimitMb
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetRestarts() int64 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetOomKills() int64 {
+	if x != nil {
+		return x.OomKills
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetLastOom() int64 {
+	if x != nil {
+		return x.LastOom
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetTaskStepTimeS() float64 {
+	if x != nil {
+		return x.TaskStepTimeS
+	}
+	return 0
+}
+
+func (x *TaskUsage) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// ShapeUsage is a job's mean CPU at one shape: per worker, and of all
+// parameter servers together.
+type ShapeUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NumPs         int64                  `protobuf:"varint,1,opt,name=num_ps,json=numPs,proto3" json:"num_ps,omitempty"`
+	NumWorkers    int64                  `protobuf:"varint,2,opt,name=num_workers,json=numWorkers,proto3" json:"num_workers,omitempty"`
+	WorkerCpuMhz  float64                `protobuf:"fixed64,3,opt,name=worker_cpu_mhz,json=workerCpuMhz,proto3" json:"worker_cpu_mhz,omitempty"`
+	PsCpuMhz      float64                `protobuf:"fixed64,4,opt,name=ps_cpu_mhz,json=psCpuMhz,proto3" json:"ps_cpu_mhz,omitempty"`
+	Measurements  int64                  `protobuf:"varint,5,opt,name=measurements,proto3" json:"measurements,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShapeUsage) Reset() {
+	*x = ShapeUsage{}
+	mi := &file_algorithm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShapeUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShapeUsage) ProtoMessage() {}
+
+func (x *ShapeUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShapeUsage.ProtoReflect.Descriptor instead.
+func (*ShapeUsage) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ShapeUsage) GetNumPs() int64 {
+	if x != nil {
+		return x.NumPs
+	}
+	return 0
+}
+
+func (x *ShapeUsage) GetNumWorkers() int64 {
+	if x != nil {
+		return x.NumWorkers
+	}
+	return 0
+}
+
+func (x *ShapeUsage) GetWorkerCpuMhz() float64 {
+	if x != nil {
+		return x.WorkerCpuMhz
+	}
+	return 0
+}
+
+func (x *ShapeUsage) GetPsCpuMhz() float64 {
+	if x != nil {
+		return x.PsCpuMhz
+	}
+	return 0
+}
+
+func (x *ShapeUsage) GetMeasurements() int64 {
+	if x != nil {
+		return x.Measurements
+	}
+	return 0
+}
+
 // ProgressPoint is one reported value of a job's evaluation function.
 type ProgressPoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -887,7 +1219,7 @@ type ProgressPoint struct {
 
 func (x *ProgressPoint) Reset() {
 	*x = ProgressPoint{}
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1231,7 @@ func (x *ProgressPoint) String() string {
 func (*ProgressPoint) ProtoMessage() {}
 
 func (x *ProgressPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1244,7 @@ func (x *ProgressPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressPoint.ProtoReflect.Descriptor instead.
 func (*ProgressPoint) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{12}
+	return file_algorithm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProgressPoint) GetTime() int64 {
@@ -943,7 +1275,7 @@ type Subtasks struct {
 
 func (x *Subtasks) Reset() {
 	*x = Subtasks{}
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1287,7 @@ func (x *Subtasks) String() string {
 func (*Subtasks) ProtoMessage() {}
 
 func (x *Subtasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1300,7 @@ func (x *Subtasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtasks.ProtoReflect.Descriptor instead.
 func (*Subtasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{13}
+	return file_algorithm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Subtasks) GetCpuS() float64 {
@@ -1029,7 +1361,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1373,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1386,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{14}
+	return file_algorithm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *JobSpec) GetId() string {
@@ -1212,7 +1544,7 @@ type Training struct {
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1556,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1569,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{15}
+	return file_algorithm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Training) GetFramework() string {
@@ -1300,7 +1632,7 @@ type Convergence struct {
 
 func (x *Convergence) Reset() {
 	*x = Convergence{}
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1644,7 @@ func (x *Convergence) String() string {
 func (*Convergence) ProtoMessage() {}
 
 func (x *Convergence) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1657,7 @@ func (x *Convergence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Convergence.ProtoReflect.Descriptor instead.
 func (*Convergence) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{16}
+	return file_algorithm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Convergence) GetThreshold() float64 {
@@ -1360,7 +1692,7 @@ type SpeedPrior struct {
 
 func (x *SpeedPrior) Reset() {
 	*x = SpeedPrior{}
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1704,7 @@ func (x *SpeedPrior) String() string {
 func (*SpeedPrior) ProtoMessage() {}
 
 func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1717,7 @@ func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedPrior.ProtoReflect.Descriptor instead.
 func (*SpeedPrior) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{17}
+	return file_algorithm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SpeedPrior) GetPs() int64 {
@@ -1419,7 +1751,7 @@ type Bounds struct {
 
 func (x *Bounds) Reset() {
 	*x = Bounds{}
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1763,7 @@ func (x *Bounds) String() string {
 func (*Bounds) ProtoMessage() {}
 
 func (x *Bounds) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1776,7 @@ func (x *Bounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bounds.ProtoReflect.Descriptor instead.
 func (*Bounds) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{18}
+	return file_algorithm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Bounds) GetMin() int64 {
@@ -1474,7 +1806,7 @@ type Elastic struct {
 
 func (x *Elastic) Reset() {
 	*x = Elastic{}
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1818,7 @@ func (x *Elastic) String() string {
 func (*Elastic) ProtoMessage() {}
 
 func (x *Elastic) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1831,7 @@ func (x *Elastic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elastic.ProtoReflect.Descriptor instead.
 func (*Elastic) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{19}
+	return file_algorithm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Elastic) GetWorkers() *Bounds {
@@ -1546,7 +1878,7 @@ type Role struct {
 
 func (x *Role) Reset() {
 	*x = Role{}
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1890,7 @@ func (x *Role) String() string {
 func (*Role) ProtoMessage() {}
 
 func (x *Role) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1903,7 @@ func (x *Role) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Role.ProtoReflect.Descriptor instead.
 func (*Role) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{20}
+	return file_algorithm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Role) GetName() string {
@@ -1617,17 +1949,22 @@ func (x *Role) GetAffinities() []*Affinity {
 }
 
 type Resources struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cpu           int64                  `protobuf:"varint,1,opt,name=cpu,proto3" json:"cpu,omitempty"`
-	MemoryMb      int64                  `protobuf:"varint,2,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	Devices       []*RequestedDevice     `protobuf:"bytes,3,rep,name=devices,proto3" json:"devices,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu and memory_mb are the fixed size, or the range's initial one.
+	Cpu      int64              `protobuf:"varint,1,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	MemoryMb int64              `protobuf:"varint,2,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	Devices  []*RequestedDevice `protobuf:"bytes,3,rep,name=devices,proto3" json:"devices,omitempty"`
+	// cpu_range and memory_range bound the sizes a decision may give a
+	// task of the role; unset when the size is fixed.
+	CpuRange      *ResourceRange `protobuf:"bytes,4,opt,name=cpu_range,json=cpuRange,proto3" json:"cpu_range,omitempty"`
+	MemoryRange   *ResourceRange `protobuf:"bytes,5,opt,name=memory_range,json=memoryRange,proto3" json:"memory_range,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1976,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1989,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{21}
+	return file_algorithm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -1676,6 +2013,89 @@ func (x *Resources) GetDevices() []*RequestedDevice {
 	return nil
 }
 
+func (x *Resources) GetCpuRange() *ResourceRange {
+	if x != nil {
+		return x.CpuRange
+	}
+	return nil
+}
+
+func (x *Resources) GetMemoryRange() *ResourceRange {
+	if x != nil {
+		return x.MemoryRange
+	}
+	return nil
+}
+
+type ResourceRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Min   int64                  `protobuf:"varint,1,opt,name=min,proto3" json:"min,omitempty"`
+	// max 0: no bound but the node's capacity.
+	Max           int64 `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	Initial       int64 `protobuf:"varint,3,opt,name=initial,proto3" json:"initial,omitempty"`
+	Auto          bool  `protobuf:"varint,4,opt,name=auto,proto3" json:"auto,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceRange) Reset() {
+	*x = ResourceRange{}
+	mi := &file_algorithm_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceRange) ProtoMessage() {}
+
+func (x *ResourceRange) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceRange.ProtoReflect.Descriptor instead.
+func (*ResourceRange) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ResourceRange) GetMin() int64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *ResourceRange) GetMax() int64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *ResourceRange) GetInitial() int64 {
+	if x != nil {
+		return x.Initial
+	}
+	return 0
+}
+
+func (x *ResourceRange) GetAuto() bool {
+	if x != nil {
+		return x.Auto
+	}
+	return false
+}
+
 type RequestedDevice struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1688,7 +2108,7 @@ type RequestedDevice struct {
 
 func (x *RequestedDevice) Reset() {
 	*x = RequestedDevice{}
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +2120,7 @@ func (x *RequestedDevice) String() string {
 func (*RequestedDevice) ProtoMessage() {}
 
 func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +2133,7 @@ func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestedDevice.ProtoReflect.Descriptor instead.
 func (*RequestedDevice) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{22}
+	return file_algorithm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RequestedDevice) GetName() string {
@@ -1755,7 +2175,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +2187,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +2200,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{23}
+	return file_algorithm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Constraint) GetLtarget() string {
@@ -1816,7 +2236,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2248,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2261,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{24}
+	return file_algorithm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Affinity) GetLtarget() string {
@@ -1886,7 +2306,7 @@ type LossModel struct {
 
 func (x *LossModel) Reset() {
 	*x = LossModel{}
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2318,7 @@ func (x *LossModel) String() string {
 func (*LossModel) ProtoMessage() {}
 
 func (x *LossModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2331,7 @@ func (x *LossModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LossModel.ProtoReflect.Descriptor instead.
 func (*LossModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{25}
+	return file_algorithm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LossModel) GetB0() float64 {
@@ -1969,7 +2389,7 @@ type SpeedModel struct {
 
 func (x *SpeedModel) Reset() {
 	*x = SpeedModel{}
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2401,7 @@ func (x *SpeedModel) String() string {
 func (*SpeedModel) ProtoMessage() {}
 
 func (x *SpeedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2414,7 @@ func (x *SpeedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedModel.ProtoReflect.Descriptor instead.
 func (*SpeedModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{26}
+	return file_algorithm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SpeedModel) GetKind() string {
@@ -2040,14 +2460,16 @@ type Placement struct {
 	NumWorkers int64                  `protobuf:"varint,4,opt,name=num_workers,json=numWorkers,proto3" json:"num_workers,omitempty"`
 	Nodes      []*NodeTasks           `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// reason says why the job got what it got, for people.
-	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// actions are what the algorithm did to single tasks, for events.
+	Actions       []*TaskAction `protobuf:"bytes,7,rep,name=actions,proto3" json:"actions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_algorithm_proto_msgTypes[27]
+	mi := &file_algorithm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2481,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[27]
+	mi := &file_algorithm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2494,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{27}
+	return file_algorithm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Placement) GetNamespace() string {
@@ -2117,18 +2539,116 @@ func (x *Placement) GetReason() string {
 	return ""
 }
 
+func (x *Placement) GetActions() []*TaskAction {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+type TaskAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Role  string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// rank is -1 when the action concerns the role as a whole.
+	Rank          int64             `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
+	NodeId        string            `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Reason        string            `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Details       map[string]string `protobuf:"bytes,6,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskAction) Reset() {
+	*x = TaskAction{}
+	mi := &file_algorithm_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskAction) ProtoMessage() {}
+
+func (x *TaskAction) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskAction.ProtoReflect.Descriptor instead.
+func (*TaskAction) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *TaskAction) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TaskAction) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *TaskAction) GetRank() int64 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *TaskAction) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *TaskAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskAction) GetDetails() map[string]string {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// NodeTasks is a job's tasks on one node at one size per role; a node
+// appears once per distinct pair of sizes.
 type NodeTasks struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Ps            int64                  `protobuf:"varint,2,opt,name=ps,proto3" json:"ps,omitempty"`
-	Workers       int64                  `protobuf:"varint,3,opt,name=workers,proto3" json:"workers,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	NodeId  string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Ps      int64                  `protobuf:"varint,2,opt,name=ps,proto3" json:"ps,omitempty"`
+	Workers int64                  `protobuf:"varint,3,opt,name=workers,proto3" json:"workers,omitempty"`
+	// ps_size and worker_size are this entry's task sizes; unset or zero
+	// fields take the role's size.
+	PsSize        *TaskSize `protobuf:"bytes,4,opt,name=ps_size,json=psSize,proto3" json:"ps_size,omitempty"`
+	WorkerSize    *TaskSize `protobuf:"bytes,5,opt,name=worker_size,json=workerSize,proto3" json:"worker_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeTasks) Reset() {
 	*x = NodeTasks{}
-	mi := &file_algorithm_proto_msgTypes[28]
+	mi := &file_algorithm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2660,7 @@ func (x *NodeTasks) String() string {
 func (*NodeTasks) ProtoMessage() {}
 
 func (x *NodeTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[28]
+	mi := &file_algorithm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2673,7 @@ func (x *NodeTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTasks.ProtoReflect.Descriptor instead.
 func (*NodeTasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{28}
+	return file_algorithm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeTasks) GetNodeId() string {
@@ -2173,6 +2693,72 @@ func (x *NodeTasks) GetPs() int64 {
 func (x *NodeTasks) GetWorkers() int64 {
 	if x != nil {
 		return x.Workers
+	}
+	return 0
+}
+
+func (x *NodeTasks) GetPsSize() *TaskSize {
+	if x != nil {
+		return x.PsSize
+	}
+	return nil
+}
+
+func (x *NodeTasks) GetWorkerSize() *TaskSize {
+	if x != nil {
+		return x.WorkerSize
+	}
+	return nil
+}
+
+type TaskSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cpu           int64                  `protobuf:"varint,1,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	MemoryMb      int64                  `protobuf:"varint,2,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskSize) Reset() {
+	*x = TaskSize{}
+	mi := &file_algorithm_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskSize) ProtoMessage() {}
+
+func (x *TaskSize) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskSize.ProtoReflect.Descriptor instead.
+func (*TaskSize) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *TaskSize) GetCpu() int64 {
+	if x != nil {
+		return x.Cpu
+	}
+	return 0
+}
+
+func (x *TaskSize) GetMemoryMb() int64 {
+	if x != nil {
+		return x.MemoryMb
 	}
 	return 0
 }
@@ -2253,7 +2839,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\xb7\x03\n" +
+	"\x05value\"\x8b\x04\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
@@ -2262,7 +2848,42 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x05young\x18\x05 \x01(\bR\x05young\x12\x12\n" +
 	"\x04step\x18\x06 \x01(\x01R\x04step\x12B\n" +
 	"\bsubtasks\x18\a \x01(\v2&.caravan.plugins.algorithm.v1.SubtasksR\bsubtasks\x12G\n" +
-	"\bprogress\x18\b \x03(\v2+.caravan.plugins.algorithm.v1.ProgressPointR\bprogress\"7\n" +
+	"\bprogress\x18\b \x03(\v2+.caravan.plugins.algorithm.v1.ProgressPointR\bprogress\x12<\n" +
+	"\x05usage\x18\t \x01(\v2&.caravan.plugins.algorithm.v1.JobUsageR\x05usage\x12\x14\n" +
+	"\x05since\x18\n" +
+	" \x01(\x03R\x05since\"\xfa\x01\n" +
+	"\bJobUsage\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04time\x18\x03 \x01(\x03R\x04time\x12=\n" +
+	"\x05tasks\x18\x04 \x03(\v2'.caravan.plugins.algorithm.v1.TaskUsageR\x05tasks\x12C\n" +
+	"\bby_shape\x18\x05 \x03(\v2(.caravan.plugins.algorithm.v1.ShapeUsageR\abyShape\x12!\n" +
+	"\fmodify_index\x18\x06 \x01(\x04R\vmodifyIndex\"\xa2\x03\n" +
+	"\tTaskUsage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12\x12\n" +
+	"\x04rank\x18\x02 \x01(\x03R\x04rank\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x19\n" +
+	"\balloc_id\x18\x04 \x01(\tR\aallocId\x12\x17\n" +
+	"\acpu_mhz\x18\x05 \x01(\x01R\x06cpuMhz\x12\x1b\n" +
+	"\tmemory_mb\x18\x06 \x01(\x01R\bmemoryMb\x12\"\n" +
+	"\rmax_memory_mb\x18\a \x01(\x01R\vmaxMemoryMb\x12\"\n" +
+	"\rcpu_limit_mhz\x18\b \x01(\x03R\vcpuLimitMhz\x12&\n" +
+	"\x0fmemory_limit_mb\x18\t \x01(\x03R\rmemoryLimitMb\x12\x1a\n" +
+	"\brestarts\x18\n" +
+	" \x01(\x03R\brestarts\x12\x1b\n" +
+	"\toom_kills\x18\v \x01(\x03R\boomKills\x12\x19\n" +
+	"\blast_oom\x18\f \x01(\x03R\alastOom\x12'\n" +
+	"\x10task_step_time_s\x18\r \x01(\x01R\rtaskStepTimeS\x12\x16\n" +
+	"\x06source\x18\x0e \x01(\tR\x06source\"\xac\x01\n" +
+	"\n" +
+	"ShapeUsage\x12\x15\n" +
+	"\x06num_ps\x18\x01 \x01(\x03R\x05numPs\x12\x1f\n" +
+	"\vnum_workers\x18\x02 \x01(\x03R\n" +
+	"numWorkers\x12$\n" +
+	"\x0eworker_cpu_mhz\x18\x03 \x01(\x01R\fworkerCpuMhz\x12\x1c\n" +
+	"\n" +
+	"ps_cpu_mhz\x18\x04 \x01(\x01R\bpsCpuMhz\x12\"\n" +
+	"\fmeasurements\x18\x05 \x01(\x03R\fmeasurements\"7\n" +
 	"\rProgressPoint\x12\x12\n" +
 	"\x04time\x18\x01 \x01(\x03R\x04time\x12\x12\n" +
 	"\x04loss\x18\x02 \x01(\x01R\x04loss\"l\n" +
@@ -2337,11 +2958,18 @@ const file_algorithm_proto_rawDesc = "" +
 	"affinities\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9d\x02\n" +
 	"\tResources\x12\x10\n" +
 	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
 	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb\x12G\n" +
-	"\adevices\x18\x03 \x03(\v2-.caravan.plugins.algorithm.v1.RequestedDeviceR\adevices\"\xcf\x01\n" +
+	"\adevices\x18\x03 \x03(\v2-.caravan.plugins.algorithm.v1.RequestedDeviceR\adevices\x12H\n" +
+	"\tcpu_range\x18\x04 \x01(\v2+.caravan.plugins.algorithm.v1.ResourceRangeR\bcpuRange\x12N\n" +
+	"\fmemory_range\x18\x05 \x01(\v2+.caravan.plugins.algorithm.v1.ResourceRangeR\vmemoryRange\"a\n" +
+	"\rResourceRange\x12\x10\n" +
+	"\x03min\x18\x01 \x01(\x03R\x03min\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x03R\x03max\x12\x18\n" +
+	"\ainitial\x18\x03 \x01(\x03R\ainitial\x12\x12\n" +
+	"\x04auto\x18\x04 \x01(\bR\x04auto\"\xcf\x01\n" +
 	"\x0fRequestedDevice\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\x12J\n" +
@@ -2372,7 +3000,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x05theta\x18\x02 \x03(\x01R\x05theta\x12\x14\n" +
 	"\x05batch\x18\x03 \x01(\x01R\x05batch\x12\x19\n" +
 	"\brel_rmse\x18\x04 \x01(\x01R\arelRmse\x12\x16\n" +
-	"\x06points\x18\x05 \x01(\x03R\x06points\"\xcf\x01\n" +
+	"\x06points\x18\x05 \x01(\x03R\x06points\"\x93\x02\n" +
 	"\tPlacement\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x15\n" +
@@ -2380,11 +3008,29 @@ const file_algorithm_proto_rawDesc = "" +
 	"\vnum_workers\x18\x04 \x01(\x03R\n" +
 	"numWorkers\x12=\n" +
 	"\x05nodes\x18\x05 \x03(\v2'.caravan.plugins.algorithm.v1.NodeTasksR\x05nodes\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reason\"N\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12B\n" +
+	"\aactions\x18\a \x03(\v2(.caravan.plugins.algorithm.v1.TaskActionR\aactions\"\x86\x02\n" +
+	"\n" +
+	"TaskAction\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
+	"\x04rank\x18\x03 \x01(\x03R\x04rank\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12O\n" +
+	"\adetails\x18\x06 \x03(\v25.caravan.plugins.algorithm.v1.TaskAction.DetailsEntryR\adetails\x1a:\n" +
+	"\fDetailsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd8\x01\n" +
 	"\tNodeTasks\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x0e\n" +
 	"\x02ps\x18\x02 \x01(\x03R\x02ps\x12\x18\n" +
-	"\aworkers\x18\x03 \x01(\x03R\aworkers2\xc9\x02\n" +
+	"\aworkers\x18\x03 \x01(\x03R\aworkers\x12?\n" +
+	"\aps_size\x18\x04 \x01(\v2&.caravan.plugins.algorithm.v1.TaskSizeR\x06psSize\x12G\n" +
+	"\vworker_size\x18\x05 \x01(\v2&.caravan.plugins.algorithm.v1.TaskSizeR\n" +
+	"workerSize\"9\n" +
+	"\bTaskSize\x12\x10\n" +
+	"\x03cpu\x18\x01 \x01(\x03R\x03cpu\x12\x1b\n" +
+	"\tmemory_mb\x18\x02 \x01(\x03R\bmemoryMb2\xc9\x02\n" +
 	"\tAlgorithm\x12o\n" +
 	"\n" +
 	"PluginInfo\x12/.caravan.plugins.algorithm.v1.PluginInfoRequest\x1a0.caravan.plugins.algorithm.v1.PluginInfoResponse\x12l\n" +
@@ -2403,7 +3049,7 @@ func file_algorithm_proto_rawDescGZIP() []byte {
 	return file_algorithm_proto_rawDescData
 }
 
-var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_algorithm_proto_goTypes = []any{
 	(*PluginInfoRequest)(nil),  // 0: caravan.plugins.algorithm.v1.PluginInfoRequest
 	(*PluginInfoResponse)(nil), // 1: caravan.plugins.algorithm.v1.PluginInfoResponse
@@ -2417,78 +3063,94 @@ var file_algorithm_proto_goTypes = []any{
 	(*DeviceInstance)(nil),     // 9: caravan.plugins.algorithm.v1.DeviceInstance
 	(*Attribute)(nil),          // 10: caravan.plugins.algorithm.v1.Attribute
 	(*Job)(nil),                // 11: caravan.plugins.algorithm.v1.Job
-	(*ProgressPoint)(nil),      // 12: caravan.plugins.algorithm.v1.ProgressPoint
-	(*Subtasks)(nil),           // 13: caravan.plugins.algorithm.v1.Subtasks
-	(*JobSpec)(nil),            // 14: caravan.plugins.algorithm.v1.JobSpec
-	(*Training)(nil),           // 15: caravan.plugins.algorithm.v1.Training
-	(*Convergence)(nil),        // 16: caravan.plugins.algorithm.v1.Convergence
-	(*SpeedPrior)(nil),         // 17: caravan.plugins.algorithm.v1.SpeedPrior
-	(*Bounds)(nil),             // 18: caravan.plugins.algorithm.v1.Bounds
-	(*Elastic)(nil),            // 19: caravan.plugins.algorithm.v1.Elastic
-	(*Role)(nil),               // 20: caravan.plugins.algorithm.v1.Role
-	(*Resources)(nil),          // 21: caravan.plugins.algorithm.v1.Resources
-	(*RequestedDevice)(nil),    // 22: caravan.plugins.algorithm.v1.RequestedDevice
-	(*Constraint)(nil),         // 23: caravan.plugins.algorithm.v1.Constraint
-	(*Affinity)(nil),           // 24: caravan.plugins.algorithm.v1.Affinity
-	(*LossModel)(nil),          // 25: caravan.plugins.algorithm.v1.LossModel
-	(*SpeedModel)(nil),         // 26: caravan.plugins.algorithm.v1.SpeedModel
-	(*Placement)(nil),          // 27: caravan.plugins.algorithm.v1.Placement
-	(*NodeTasks)(nil),          // 28: caravan.plugins.algorithm.v1.NodeTasks
-	nil,                        // 29: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
-	nil,                        // 30: caravan.plugins.algorithm.v1.Node.AttributesEntry
-	nil,                        // 31: caravan.plugins.algorithm.v1.Node.MetaEntry
-	nil,                        // 32: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	nil,                        // 33: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	nil,                        // 34: caravan.plugins.algorithm.v1.Role.MetaEntry
+	(*JobUsage)(nil),           // 12: caravan.plugins.algorithm.v1.JobUsage
+	(*TaskUsage)(nil),          // 13: caravan.plugins.algorithm.v1.TaskUsage
+	(*ShapeUsage)(nil),         // 14: caravan.plugins.algorithm.v1.ShapeUsage
+	(*ProgressPoint)(nil),      // 15: caravan.plugins.algorithm.v1.ProgressPoint
+	(*Subtasks)(nil),           // 16: caravan.plugins.algorithm.v1.Subtasks
+	(*JobSpec)(nil),            // 17: caravan.plugins.algorithm.v1.JobSpec
+	(*Training)(nil),           // 18: caravan.plugins.algorithm.v1.Training
+	(*Convergence)(nil),        // 19: caravan.plugins.algorithm.v1.Convergence
+	(*SpeedPrior)(nil),         // 20: caravan.plugins.algorithm.v1.SpeedPrior
+	(*Bounds)(nil),             // 21: caravan.plugins.algorithm.v1.Bounds
+	(*Elastic)(nil),            // 22: caravan.plugins.algorithm.v1.Elastic
+	(*Role)(nil),               // 23: caravan.plugins.algorithm.v1.Role
+	(*Resources)(nil),          // 24: caravan.plugins.algorithm.v1.Resources
+	(*ResourceRange)(nil),      // 25: caravan.plugins.algorithm.v1.ResourceRange
+	(*RequestedDevice)(nil),    // 26: caravan.plugins.algorithm.v1.RequestedDevice
+	(*Constraint)(nil),         // 27: caravan.plugins.algorithm.v1.Constraint
+	(*Affinity)(nil),           // 28: caravan.plugins.algorithm.v1.Affinity
+	(*LossModel)(nil),          // 29: caravan.plugins.algorithm.v1.LossModel
+	(*SpeedModel)(nil),         // 30: caravan.plugins.algorithm.v1.SpeedModel
+	(*Placement)(nil),          // 31: caravan.plugins.algorithm.v1.Placement
+	(*TaskAction)(nil),         // 32: caravan.plugins.algorithm.v1.TaskAction
+	(*NodeTasks)(nil),          // 33: caravan.plugins.algorithm.v1.NodeTasks
+	(*TaskSize)(nil),           // 34: caravan.plugins.algorithm.v1.TaskSize
+	nil,                        // 35: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	nil,                        // 36: caravan.plugins.algorithm.v1.Node.AttributesEntry
+	nil,                        // 37: caravan.plugins.algorithm.v1.Node.MetaEntry
+	nil,                        // 38: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	nil,                        // 39: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	nil,                        // 40: caravan.plugins.algorithm.v1.Role.MetaEntry
+	nil,                        // 41: caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
 }
 var file_algorithm_proto_depIdxs = []int32{
 	2,  // 0: caravan.plugins.algorithm.v1.PluginInfoResponse.capabilities:type_name -> caravan.plugins.algorithm.v1.Capabilities
-	29, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	35, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
 	7,  // 2: caravan.plugins.algorithm.v1.PlanRequest.nodes:type_name -> caravan.plugins.algorithm.v1.Node
 	11, // 3: caravan.plugins.algorithm.v1.PlanRequest.jobs:type_name -> caravan.plugins.algorithm.v1.Job
-	27, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
+	31, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
 	8,  // 5: caravan.plugins.algorithm.v1.Node.devices:type_name -> caravan.plugins.algorithm.v1.NodeDevice
-	30, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
-	31, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
+	36, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
+	37, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
 	9,  // 8: caravan.plugins.algorithm.v1.NodeDevice.instances:type_name -> caravan.plugins.algorithm.v1.DeviceInstance
-	32, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	14, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
-	27, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
-	25, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
-	26, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
-	13, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
-	12, // 15: caravan.plugins.algorithm.v1.Job.progress:type_name -> caravan.plugins.algorithm.v1.ProgressPoint
-	33, // 16: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	23, // 17: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	24, // 18: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	15, // 19: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
-	19, // 20: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
-	20, // 21: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
-	20, // 22: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
-	16, // 23: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
-	17, // 24: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
-	18, // 25: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	18, // 26: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	34, // 27: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
-	21, // 28: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
-	23, // 29: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	24, // 30: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	22, // 31: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
-	23, // 32: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	24, // 33: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	28, // 34: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
-	10, // 35: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
-	0,  // 36: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
-	3,  // 37: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
-	5,  // 38: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
-	1,  // 39: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
-	4,  // 40: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
-	6,  // 41: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
-	39, // [39:42] is the sub-list for method output_type
-	36, // [36:39] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	38, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	17, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
+	31, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
+	29, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
+	30, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
+	16, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
+	15, // 15: caravan.plugins.algorithm.v1.Job.progress:type_name -> caravan.plugins.algorithm.v1.ProgressPoint
+	12, // 16: caravan.plugins.algorithm.v1.Job.usage:type_name -> caravan.plugins.algorithm.v1.JobUsage
+	13, // 17: caravan.plugins.algorithm.v1.JobUsage.tasks:type_name -> caravan.plugins.algorithm.v1.TaskUsage
+	14, // 18: caravan.plugins.algorithm.v1.JobUsage.by_shape:type_name -> caravan.plugins.algorithm.v1.ShapeUsage
+	39, // 19: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	27, // 20: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	28, // 21: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	18, // 22: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
+	22, // 23: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
+	23, // 24: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
+	23, // 25: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
+	19, // 26: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
+	20, // 27: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
+	21, // 28: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	21, // 29: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	40, // 30: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
+	24, // 31: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
+	27, // 32: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	28, // 33: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	26, // 34: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
+	25, // 35: caravan.plugins.algorithm.v1.Resources.cpu_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
+	25, // 36: caravan.plugins.algorithm.v1.Resources.memory_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
+	27, // 37: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	28, // 38: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	33, // 39: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
+	32, // 40: caravan.plugins.algorithm.v1.Placement.actions:type_name -> caravan.plugins.algorithm.v1.TaskAction
+	41, // 41: caravan.plugins.algorithm.v1.TaskAction.details:type_name -> caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
+	34, // 42: caravan.plugins.algorithm.v1.NodeTasks.ps_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
+	34, // 43: caravan.plugins.algorithm.v1.NodeTasks.worker_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
+	10, // 44: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
+	0,  // 45: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
+	3,  // 46: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
+	5,  // 47: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
+	1,  // 48: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
+	4,  // 49: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
+	6,  // 50: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
+	48, // [48:51] is the sub-list for method output_type
+	45, // [45:48] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_algorithm_proto_init() }
@@ -2508,7 +3170,7 @@ func file_algorithm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_algorithm_proto_rawDesc), len(file_algorithm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
