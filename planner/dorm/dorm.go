@@ -240,6 +240,12 @@ func (m *model) decision(res resources, sol *solution, status Status) *planner.D
 			}
 		}
 		slices.SortFunc(p.Nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
+		if j.running && round(sol.cols[j.r]) == 0 {
+			// Not adjusted (eqs. 13–14): the same tasks per node, so the
+			// job keeps its entries as they are, task sizes included, on
+			// the nodes still there.
+			p.Nodes = keptNodes(j.view.Current.Nodes, m.nodes)
+		}
 		s := res.dominant(j.tasks, p.NumPS, p.NumWorkers)
 		switch {
 		case p.Paused():
@@ -253,4 +259,16 @@ func (m *model) decision(res resources, sol *solution, status Status) *planner.D
 	}
 	planner.SortPlacements(out)
 	return &planner.Decision{Placements: out}
+}
+
+// keptNodes is the entries of cur on nodes, copied.
+func keptNodes(cur []*structs.NodeTasks, nodes []*structs.Node) []*structs.NodeTasks {
+	var out []*structs.NodeTasks
+	for _, nt := range cur {
+		if slices.ContainsFunc(nodes, func(n *structs.Node) bool { return n.ID == nt.NodeID }) {
+			c := *nt
+			out = append(out, &c)
+		}
+	}
+	return out
 }

@@ -148,7 +148,9 @@ func newModel(req *planner.Request, views []*planner.Job, res resources, fair ma
 					j.gone += nt.PS + nt.Workers
 					continue
 				}
-				j.curP[i], j.curW[i] = nt.PS, nt.Workers
+				// A node may hold several entries, at different task sizes.
+				j.curP[i] += nt.PS
+				j.curW[i] += nt.Workers
 			}
 		}
 		j.p, j.w = make([]int, len(req.Nodes)), make([]int, len(req.Nodes))
