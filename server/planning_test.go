@@ -123,17 +123,7 @@ func TestLeader_PlansOffTheLoop(t *testing.T) {
 	// has taken the job: both happen while the first plan is held. (The
 	// report comes after: the leader drops a source's samples older than
 	// the newest committed.)
-	steps := func() []int64 {
-		js, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "while")
-		must.NoError(t, err)
-		var out []int64
-		if js != nil {
-			for _, smp := range js.Samples {
-				out = append(out, smp.Step)
-			}
-		}
-		return out
-	}
+	steps := func() []int64 { return committedSteps(t, s, "while") }
 	src.add(structs.Sample{JobID: "while", Step: 1, Loss: 1, StepTimeS: 0.1, NumPS: 1, NumWorkers: 1, Time: time.Now().UnixNano()})
 	agent.WaitFor(t, 10*time.Second, "the source's sample committed while planning", func() error {
 		if got := steps(); !slices.Equal(got, []int64{1}) {
