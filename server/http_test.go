@@ -163,6 +163,21 @@ func TestReport_Commits(t *testing.T) {
 	must.Eq(t, smps.Samples, after.Samples, must.Sprint("a stopped job's samples are not kept"))
 }
 
+// committedSteps returns the steps of a job's committed samples, oldest
+// first.
+func committedSteps(t *testing.T, s *Server, id string) []int64 {
+	t.Helper()
+	js, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, id)
+	must.NoError(t, err)
+	var out []int64
+	if js != nil {
+		for _, smp := range js.Samples {
+			out = append(out, smp.Step)
+		}
+	}
+	return out
+}
+
 // feedSource is a MetricsSource that hands out the samples a test adds,
 // each once.
 type feedSource struct {
@@ -202,17 +217,7 @@ func TestReport_FutureSampleRefused(t *testing.T) {
 	// Placed, so the leader's scheduler takes the source's samples of it.
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "skew", structs.JobStatusRunning))
 
-	steps := func() []int64 {
-		js, err := state.Samples(s.State().Txn(), nil, structs.DefaultNamespace, "skew")
-		must.NoError(t, err)
-		var out []int64
-		if js != nil {
-			for _, smp := range js.Samples {
-				out = append(out, smp.Step)
-			}
-		}
-		return out
-	}
+	steps := func() []int64 { return committedSteps(t, s, "skew") }
 	future := time.Now().Add(time.Hour).UnixNano()
 	code, out := postReport(t, s, fmt.Sprintf(`{"samples": [{"job_id": "skew", "step": 1, "loss": 1, "time": %d}]}`, future))
 	must.Eq(t, 400, code, must.Sprint(out))

@@ -152,6 +152,11 @@ type leader struct {
 	// it works.
 	lastGood, fallback planner.Algorithm
 	algErr             error
+	// planning is the round whose plan is being made off the loop, nil
+	// when none is; nodesVersion counts the changes of the nodes, so that
+	// a plan made on nodes since changed is not committed.
+	planning     *planning
+	nodesVersion uint64
 }
 
 // driverError marks errors of the driver (the cluster), as opposed to
@@ -206,12 +211,23 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		}
 		l.driverHealth(ctx, err)
 		poll.Reset(l.pollInterval())
+		// A dry run waits for the plan in flight: an algorithm plans one
+		// request at a time. A plan that landed but was not committed (the
+		// step failed first) waits for the next poll.
+		dryRuns, landed := s.dryRuns, l.planning.landed()
+		if l.planning != nil {
+			dryRuns = nil
+			if l.planning.done() {
+				landed = nil
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
 		case <-s.wake:
-		case req := <-s.dryRuns:
+		case <-landed:
+		case req := <-dryRuns:
 			plan, err := l.sched.DryRun(req.job, l.nodes, s.now().UnixNano())
 			req.reply <- dryRunReply{plan: plan, err: err}
 		}
@@ -420,6 +436,12 @@ func (l *leader) step(ctx context.Context) error {
 	if l.sched.Profiled() {
 		l.urgent = true
 	}
+	if p := l.planning; p != nil && p.done() {
+		l.planning = nil
+		if err := l.commit(ctx, p); err != nil {
+			return err
+		}
+	}
 	// A plan the driver refused is enacted again, unless a round is due
 	// now: its plan is fresher (the refusal may have been for a job's
 	// version since replaced).
@@ -428,6 +450,9 @@ func (l *leader) step(ctx context.Context) error {
 			return fmt.Errorf("enact plan %d again: %w", plan.Index, err)
 		}
 		l.log.Info("enacted plan after the driver recovered", "plan_index", plan.Index)
+	}
+	if l.planning != nil {
+		return nil // a round due now follows the plan in flight
 	}
 	now := s.now()
 	if !l.urgent && now.Before(l.nextRound) {
@@ -464,6 +489,7 @@ func (l *leader) syncNodes(ctx context.Context) error {
 	}
 	l.log.Info("cluster nodes changed", "nodes", len(nodes))
 	l.nodes = nodes
+	l.nodesVersion++
 	l.urgent = true
 	return nil
 }
@@ -848,17 +874,41 @@ const newTypeFlag = fsm.IgnoreUnknownTypeFlag
 // maxSampleBatch bounds the samples one Raft entry carries.
 const maxSampleBatch = 512
 
-// round plans, commits what changed of the decision and the models, and
-// starts enacting the plan. It returns as soon as the driver has started
-// the changes; later steps advance them.
+// round starts planning on a snapshot of the scheduler: the algorithm
+// runs on a goroutine of its own while the loop goes on, and a later step
+// commits the plan (commit). In Manual mode the round waits for its plan
+// and commits it, so that a step does the same whatever the machine's
+// speed.
 func (l *leader) round(ctx context.Context) error {
+	p := l.startPlanning()
+	if !l.s.cfg.Manual {
+		l.planning = p
+		return nil
+	}
+	select {
+	case <-p.landed():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return l.commit(ctx, p)
+}
+
+// commit commits what changed of a round's decision and the models, and
+// starts enacting the plan; it drops the plan, and asks for another
+// round, when what it was made from changed meanwhile. It returns as soon
+// as the driver has started the changes; later steps advance them.
+func (l *leader) commit(ctx context.Context, p *planning) error {
 	defer metrics.MeasureSince([]string{"leader", "round"}, time.Now())
-	now := l.s.now()
-	plan, err := l.plan(ctx, now.UnixNano())
+	if why := l.stale(p); why != "" {
+		l.log.Debug("discarded a stale plan", "reason", why, "took", p.outcome.took)
+		metrics.IncrCounter([]string{"leader", "plan", "discarded"}, 1)
+		l.urgent = true
+		return nil
+	}
+	plan, err := l.plan(ctx, p)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	plan.CreateTime = now.UnixNano()
 	req := &fsm.DecisionApplyRequest{Algorithm: plan.Algorithm, Time: plan.CreateTime}
 	for _, p := range plan.Placements {
 		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || p.Paused() && prev.Reason != p.Reason || l.updated[p.Key()] {
@@ -893,6 +943,109 @@ func (l *leader) round(ctx context.Context) error {
 	return nil
 }
 
+// planning is a round whose algorithm runs off the loop. The goroutine
+// sets outcome and then closes finished; the loop reads outcome only
+// after that.
+type planning struct {
+	round *scheduler.Round
+	// nodesVersion is the leader's when the round was taken.
+	nodesVersion uint64
+	// alg is the algorithm in force; fallbacks plan when it fails.
+	alg       planner.Algorithm
+	fallbacks []planner.Algorithm
+	finished  chan struct{}
+	outcome   planOutcome
+}
+
+// planOutcome is what planning a round came to.
+type planOutcome struct {
+	// decision is nil when every algorithm failed.
+	decision *scheduler.Decision
+	// err is the failure of the algorithm in force, nil when it planned;
+	// fallback is the algorithm that planned instead, and errs all the
+	// failures when none did.
+	err      error
+	fallback planner.Algorithm
+	errs     error
+	took     time.Duration
+}
+
+// landed returns a channel closed once the plan is made; nil, which
+// blocks for ever, when p is nil.
+func (p *planning) landed() <-chan struct{} {
+	if p == nil {
+		return nil
+	}
+	return p.finished
+}
+
+// done reports whether the plan is made.
+func (p *planning) done() bool {
+	select {
+	case <-p.finished:
+		return true
+	default:
+		return false
+	}
+}
+
+// startPlanning takes the round's snapshot and runs the algorithm in
+// force on it on a goroutine, and the fallbacks when it fails. Nothing
+// waits for a goroutine whose leader stepped down or shut down: it ends
+// when the algorithm answers, and its plan is dropped.
+func (l *leader) startPlanning() *planning {
+	p := &planning{
+		round:        l.sched.Snapshot(l.nodes, l.s.now().UnixNano()),
+		nodesVersion: l.nodesVersion,
+		alg:          l.sched.Algorithm(),
+		fallbacks:    []planner.Algorithm{l.lastGood, l.fallbackAlgorithm()},
+		finished:     make(chan struct{}),
+	}
+	go func() {
+		defer close(p.finished)
+		p.outcome = p.decide()
+	}()
+	return p
+}
+
+// decide runs the algorithm in force, and when it fails the fallbacks in
+// turn. It touches nothing of the leader's.
+func (p *planning) decide() planOutcome {
+	start := time.Now()
+	defer metrics.MeasureSince([]string{"leader", "plan"}, start)
+	dec, err := p.round.Decide(p.alg)
+	if err == nil {
+		return planOutcome{decision: dec, took: time.Since(start)}
+	}
+	errs := []error{err}
+	for _, fallback := range p.fallbacks {
+		if fallback == nil || fallback.Name() == p.alg.Name() {
+			continue
+		}
+		dec, ferr := p.round.Decide(fallback)
+		if ferr != nil {
+			errs = append(errs, fmt.Errorf("fallback: %w", ferr))
+			continue
+		}
+		return planOutcome{decision: dec, err: err, fallback: fallback, took: time.Since(start)}
+	}
+	return planOutcome{err: err, errs: errors.Join(errs...), took: time.Since(start)}
+}
+
+// stale says why a plan made off the loop must not be committed: a job
+// came, changed or went, what runs of a job changed, the algorithm or the
+// nodes changed since its round was taken. The empty string when none
+// did.
+func (l *leader) stale(p *planning) string {
+	switch {
+	case p.round.Version != l.sched.Version():
+		return "jobs, what runs of them or the algorithm changed while planning"
+	case p.nodesVersion != l.nodesVersion:
+		return "nodes changed while planning"
+	}
+	return ""
+}
+
 // modelChanged reports whether a job's models say something new: a
 // refit, a new configuration measured, a new speed at its placement. The
 // step alone, and the time left that follows from it, do not count:
@@ -904,44 +1057,36 @@ func modelChanged(a, b *structs.JobModel) bool {
 	return !reflect.DeepEqual(&x, &y)
 }
 
-// plan runs the algorithm in force. When it fails (an error, a crashed or
-// hung plugin, a decision that breaks the rules), the round plans with the
-// last algorithm that worked, or failing that the fallback algorithm, and
-// an AlgorithmFallback event records it once per streak of failures; the
-// algorithm in force is tried again next round.
-func (l *leader) plan(ctx context.Context, now int64) (*structs.Plan, error) {
-	alg := l.sched.Algorithm()
-	plan, err := l.sched.Plan(l.nodes, now)
-	if err == nil {
+// plan makes a round's outcome a plan. When the algorithm in force
+// failed (an error, a crashed or hung plugin, a decision that breaks the
+// rules), the round planned with the last algorithm that worked, or
+// failing that the fallback algorithm, and an AlgorithmFallback event
+// records it once per streak of failures; the algorithm in force is
+// tried again next round.
+func (l *leader) plan(ctx context.Context, p *planning) (*structs.Plan, error) {
+	o, alg := p.outcome, p.alg
+	l.log.Debug("planned round", "algorithm", alg.Name(), "took", o.took, "failed", o.err != nil)
+	switch {
+	case o.err == nil:
 		if l.algErr != nil {
 			l.log.Info("algorithm works again", "algorithm", alg.Name())
 			l.algErr = nil
 		}
 		l.lastGood = alg
-		return plan, nil
-	}
-	errs := []error{err}
-	for _, fallback := range []planner.Algorithm{l.lastGood, l.fallbackAlgorithm()} {
-		if fallback == nil || fallback.Name() == alg.Name() {
-			continue
-		}
-		plan, ferr := l.sched.PlanWith(fallback, l.nodes, now)
-		if ferr != nil {
-			errs = append(errs, fmt.Errorf("fallback: %w", ferr))
-			continue
-		}
-		l.log.Error("algorithm failed; planned with the fallback", "algorithm", alg.Name(), "fallback", fallback.Name(), "error", err)
+	case o.decision != nil:
+		l.log.Error("algorithm failed; planned with the fallback", "algorithm", alg.Name(), "fallback", o.fallback.Name(), "error", o.err)
 		if l.algErr == nil {
-			msg := fmt.Sprintf("algorithm %s failed, planned with %s: %v", alg.Name(), fallback.Name(), err)
+			msg := fmt.Sprintf("algorithm %s failed, planned with %s: %v", alg.Name(), o.fallback.Name(), o.err)
 			if eerr := l.event(ctx, structs.EventAlgorithmFallback, msg); eerr != nil {
 				l.log.Warn("failed to record the fallback", "error", eerr)
 			}
 		}
-		l.algErr = err
-		return plan, nil
+		l.algErr = o.err
+	default:
+		l.algErr = o.err
+		return nil, o.errs
 	}
-	l.algErr = err
-	return nil, errors.Join(errs...)
+	return l.sched.Finish(o.decision), nil
 }
 
 // fallbackAlgorithm returns the configured fallback algorithm, or nil

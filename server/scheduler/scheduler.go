@@ -60,6 +60,9 @@ type Scheduler struct {
 	log     hclog.Logger
 	jobs    map[structs.JobKey]*entry
 	changed bool
+	// version counts the changes that make a plan in the making stale;
+	// see Version.
+	version uint64
 	// unprofiled lists jobs registered since the last ProfileRequests.
 	unprofiled []structs.JobKey
 	// profiled is set when a job finished profiling at a configuration
@@ -158,6 +161,7 @@ func (s *Scheduler) Register(j *structs.Job) error {
 	}
 	e.profile = s.inPlace(e)
 	s.changed = true
+	s.version++
 	return nil
 }
 
@@ -207,6 +211,7 @@ func (s *Scheduler) Update(j *structs.Job) error {
 	})
 	e.lossDirty = true
 	s.changed = true
+	s.version++
 	return nil
 }
 
@@ -286,6 +291,7 @@ func (s *Scheduler) Complete(key structs.JobKey) {
 	if _, ok := s.jobs[key]; ok {
 		delete(s.jobs, key)
 		s.changed = true
+		s.version++
 	}
 	if s.stragglers != nil {
 		s.stragglers.Reset(key)
@@ -520,6 +526,9 @@ func (s *Scheduler) Changed() bool {
 // algorithm, a job profiling in place is pinned to its next profiling
 // configuration; when that does not fit now but the job would run
 // unpinned, it runs unpinned and the configuration is skipped.
+//
+// Plan is Snapshot, Round.Decide and Finish in one call; a caller that
+// must not wait for the algorithm runs Decide on a goroutine of its own.
 func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
 	return s.PlanWith(s.alg, nodes, now)
 }
@@ -528,30 +537,112 @@ func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error
 // one round: the leader plans with a fallback when the algorithm in force
 // fails.
 func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now int64) (*structs.Plan, error) {
-	req := &planner.Request{Now: now}
-	pinned := map[structs.JobKey]*planner.Job{}
-	modelDriven := modelDriven(alg)
-	var held []planner.Held
+	res, err := s.Snapshot(nodes, now).Decide(alg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Finish(res), nil
+}
+
+// Round is what one plan is made from, taken by Snapshot: the jobs with
+// their models and what runs of them, the nodes with the capacity of held
+// jobs reserved, and the time. It shares nothing the scheduler changes
+// afterwards (specs, models and placements are replaced, never changed in
+// place), so that Decide may run on another goroutine while the scheduler
+// takes samples and jobs.
+type Round struct {
+	// Version is the scheduler's Version when the round was taken.
+	Version uint64
+	now     int64
+	nodes   []*structs.Node
+	jobs    []roundJob
+	// held are the jobs that keep their placements, and keep those
+	// placements as the plan gives them.
+	held []planner.Held
+	keep []*structs.Placement
+	// stragglers are the workers slow for the straggler window, by job,
+	// when straggler handling (stragglerConfig) is on.
+	stragglers      map[structs.JobKey][]straggler.Straggler
+	stragglerConfig *straggler.Config
+	log             hclog.Logger
+}
+
+// roundJob is one free job of a round; while profiling, profile is the
+// configuration a planner.ModelDriven algorithm pins it to.
+type roundJob struct {
+	job       planner.Job
+	profiling bool
+	profile   structs.Shape
+}
+
+// Snapshot refits what has new data and takes the round a plan is made
+// from. Changed reports false until something changes again.
+func (s *Scheduler) Snapshot(nodes []*structs.Node, now int64) *Round {
+	r := &Round{Version: s.version, now: now, log: s.log}
+	if s.stragglers != nil {
+		cfg := s.stragglers.Config()
+		r.stragglerConfig, r.stragglers = &cfg, map[structs.JobKey][]straggler.Straggler{}
+	}
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		s.refit(e)
-		pj := &planner.Job{
+		pj := planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
-			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: e.progress,
+			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.progress),
 			Usage: e.usage, Since: e.since,
 		}
 		if h := s.holds(e, now); h != nil {
-			held = append(held, planner.Held{Job: pj, Placement: h})
+			r.held = append(r.held, planner.Held{Job: &pj, Placement: h})
+			p := h.Copy()
+			p.Reason = "a change to this placement is in flight"
+			if e.held == nil {
+				p.Reason = fmt.Sprintf("held where it runs after %d aborted changes in a row", e.aborts)
+			}
+			r.keep = append(r.keep, p)
 			continue
 		}
-		if len(e.profile) > 0 && modelDriven {
-			pj.Job = pin(e.job, e.profile[0])
-			pinned[k] = pj
+		if s.stragglers != nil {
+			if due := s.stragglers.Due(k, now); len(due) > 0 {
+				r.stragglers[k] = due
+			}
 		}
-		req.Jobs = append(req.Jobs, pj)
+		rj := roundJob{job: pj}
+		if len(e.profile) > 0 {
+			rj.profile, rj.profiling = e.profile[0], true
+		}
+		r.jobs = append(r.jobs, rj)
 	}
 	s.changed = false
-	req.Nodes = planner.Reserve(nodes, held)
+	r.nodes = planner.Reserve(nodes, r.held)
+	return r
+}
+
+// Decision is an algorithm's checked decision on a round, for Finish.
+type Decision struct {
+	round      *Round
+	algorithm  string
+	placements []*structs.Placement
+	// unpinned lists the jobs that ran unpinned because their profiling
+	// configuration did not fit.
+	unpinned []roundJob
+}
+
+// Decide runs alg on the round and checks its decision. It touches no
+// state of the scheduler: it may run on any goroutine, once at a time per
+// round.
+func (r *Round) Decide(alg planner.Algorithm) (*Decision, error) {
+	req := &planner.Request{Now: r.now, Nodes: r.nodes}
+	pinned := map[structs.JobKey]*planner.Job{}
+	pinning := modelDriven(alg)
+	for i := range r.jobs {
+		rj := &r.jobs[i]
+		pj := rj.job // a copy: an algorithm's changes stay in its request
+		if pinning && rj.profiling {
+			pj.Job = pin(rj.job.Job, rj.profile)
+			pinned[pj.Job.Key()] = &pj
+		}
+		req.Jobs = append(req.Jobs, &pj)
+	}
 	dec, err := decide(alg, req)
 	if err != nil {
 		return nil, err
@@ -559,58 +650,67 @@ func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now i
 	var unfit []structs.JobKey
 	for _, p := range dec.Placements {
 		if pj := pinned[p.Key()]; pj != nil && p.Paused() {
-			pj.Job = s.jobs[p.Key()].job
 			unfit = append(unfit, p.Key())
 		}
 	}
+	out := &Decision{round: r, algorithm: alg.Name()}
 	if len(unfit) > 0 {
+		for i := range r.jobs {
+			if pj := pinned[r.jobs[i].job.Job.Key()]; pj != nil && slices.Contains(unfit, pj.Job.Key()) {
+				pj.Job = r.jobs[i].job.Job
+			}
+		}
 		if dec, err = decide(alg, req); err != nil {
 			return nil, err
 		}
 		for _, p := range dec.Placements {
-			if e := s.jobs[p.Key()]; slices.Contains(unfit, p.Key()) && !p.Paused() {
-				s.log.Debug("skipped a profiling configuration that does not fit", "job_id", p.JobID, "ps", e.profile[0].PS, "workers", e.profile[0].Workers)
-				e.profile = e.profile[1:]
-				s.advanceProfile(e)
+			if i := slices.IndexFunc(r.jobs, func(rj roundJob) bool { return rj.job.Job.Key() == p.Key() }); i >= 0 && slices.Contains(unfit, p.Key()) && !p.Paused() {
+				out.unpinned = append(out.unpinned, r.jobs[i])
 			}
 		}
 	}
-	if err := s.replaceStragglers(alg, req, dec); err != nil {
+	if err := r.replaceStragglers(alg, req, dec); err != nil {
 		return nil, err
 	}
-	placements := dec.Placements
-	for _, h := range held {
-		p := h.Placement.Copy()
-		p.Reason = "a change to this placement is in flight"
-		if e := s.jobs[p.Key()]; e.held == nil {
-			p.Reason = fmt.Sprintf("held where it runs after %d aborted changes in a row", e.aborts)
+	out.placements = dec.Placements
+	return out, nil
+}
+
+// Algorithm is the name of the algorithm that decided.
+func (d *Decision) Algorithm() string { return d.algorithm }
+
+// Finish makes a decision on a round a plan: the held jobs keep their
+// placements, and a job that ran unpinned moves on to its next profiling
+// configuration.
+func (s *Scheduler) Finish(d *Decision) *structs.Plan {
+	for _, rj := range d.unpinned {
+		e := s.jobs[rj.job.Job.Key()]
+		if e == nil || len(e.profile) == 0 || e.profile[0] != rj.profile {
+			continue // moved on meanwhile
 		}
-		placements = append(placements, p)
+		s.log.Debug("skipped a profiling configuration that does not fit", "job_id", e.job.ID, "ps", e.profile[0].PS, "workers", e.profile[0].Workers)
+		e.profile = e.profile[1:]
+		s.advanceProfile(e)
 	}
+	placements := append(d.placements, d.round.keep...)
 	slices.SortFunc(placements, func(a, b *structs.Placement) int { return a.Key().Compare(b.Key()) })
-	return &structs.Plan{Algorithm: alg.Name(), CreateTime: now, Placements: placements}, nil
+	return &structs.Plan{Algorithm: d.algorithm, CreateTime: d.round.now, Placements: placements}
 }
 
 // replaceStragglers is the straggler pass (planner/straggler) over the
-// algorithm's decision for the jobs it planned, when straggler handling
-// is on: each worker slow for the window is moved to another node, and
-// the decision is checked again.
-func (s *Scheduler) replaceStragglers(alg planner.Algorithm, req *planner.Request, dec *planner.Decision) error {
-	if s.stragglers == nil {
+// algorithm's decision for the round's jobs, when straggler handling is
+// on: each worker slow for the window is moved to another node, and the
+// decision is checked again.
+func (r *Round) replaceStragglers(alg planner.Algorithm, req *planner.Request, dec *planner.Decision) error {
+	if r.stragglerConfig == nil {
 		return nil
 	}
-	found := map[structs.JobKey][]straggler.Straggler{}
-	for _, j := range req.Jobs {
-		if due := s.stragglers.Due(j.Job.Key(), req.Now); len(due) > 0 {
-			found[j.Job.Key()] = due
-		}
-	}
-	for _, o := range straggler.Apply(req, dec, found, s.stragglers.Config()) {
+	for _, o := range straggler.Apply(req, dec, r.stragglers, *r.stragglerConfig) {
 		if o.To == "" {
-			s.log.Debug("straggler not replaced", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "node_id", o.Straggler.NodeID, "why", o.Why)
+			r.log.Debug("straggler not replaced", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "node_id", o.Straggler.NodeID, "why", o.Why)
 			continue
 		}
-		s.log.Info("replacing straggler", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "from", o.Straggler.NodeID, "to", o.To,
+		r.log.Info("replacing straggler", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "from", o.Straggler.NodeID, "to", o.To,
 			"step_time_s", o.Straggler.StepTimeS, "median_step_time_s", o.Straggler.MedianStepTimeS)
 	}
 	if err := planner.CheckDecision(req, dec); err != nil {
@@ -665,6 +765,7 @@ func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, chan
 	}
 	if !e.current.SameTasks(running) || !e.held.SameTasks(held) || (e.held == nil) != (held == nil) {
 		s.changed = true
+		s.version++
 	}
 	switch {
 	case running == nil:
@@ -684,6 +785,7 @@ func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, chan
 		e.aborts++
 		e.abortedAt = change.Since
 		s.changed = true
+		s.version++
 	case change.Phase == structs.ChangeDone:
 		e.aborts = 0
 	}
@@ -719,7 +821,15 @@ func (s *Scheduler) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
 func (s *Scheduler) SetAlgorithm(alg planner.Algorithm) {
 	s.alg = alg
 	s.changed = true
+	s.version++
 }
+
+// Version counts the changes after which a plan decided on an earlier
+// Round is stale: a job came, changed or went, what runs of a job or the
+// target it is held at changed, a change aborted, or the algorithm
+// changed. New samples and refitted models do not count: they make a
+// plan older, not wrong, and Changed asks for the next round.
+func (s *Scheduler) Version() uint64 { return s.version }
 
 // Algorithm returns the algorithm that plans the rounds.
 func (s *Scheduler) Algorithm() planner.Algorithm { return s.alg }

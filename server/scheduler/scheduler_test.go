@@ -375,3 +375,46 @@ func TestScheduler_AbortHold(t *testing.T) {
 	must.NoError(t, err)
 	must.False(t, plan.Placements[1].Paused(), must.Sprint("a change that is done ends the hold"))
 }
+
+// TestScheduler_DecideOffThread: a round decided on another goroutine
+// plans what the scheduler held at Snapshot, while the scheduler takes
+// samples, new versions and observations (go test -race checks that
+// they share nothing); Version moves for the changes that make the
+// plan stale, and not for samples.
+func TestScheduler_DecideOffThread(t *testing.T) {
+	s := New(drf.New(), Options{ProfileConfigs: -1})
+	must.NoError(t, s.Register(newJob("a")))
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 4, 16000, 65536, 0)
+	round := s.Snapshot(h.Nodes, 0)
+	must.Eq(t, s.Version(), round.Version)
+	must.False(t, s.Changed())
+
+	type result struct {
+		dec *Decision
+		err error
+	}
+	decided := make(chan result)
+	go func() {
+		dec, err := round.Decide(drf.New())
+		decided <- result{dec, err}
+	}()
+	for step := range 50 {
+		s.Ingest([]structs.Sample{{JobID: "a", Step: int64(step), Loss: 1 / float64(step+1), StepTimeS: 1, NumPS: 1, NumWorkers: 8, Time: int64(step)}})
+	}
+	must.Eq(t, round.Version, s.Version(), must.Sprint("samples do not make a plan stale"))
+	lower := newJob("a")
+	lower.Elastic.Workers.Max = 3
+	lower.Version = 1
+	must.NoError(t, s.Update(lower))
+	s.Observe(structs.NewJobKey("", "a"), &structs.Placement{Namespace: "default", JobID: "a", NumPS: 1, NumWorkers: 2}, nil)
+	must.Greater(t, round.Version, s.Version(), must.Sprint("a new version makes it stale"))
+
+	res := <-decided
+	must.NoError(t, res.err)
+	plan := s.Finish(res.dec)
+	must.Eq(t, 8, plan.Placements[0].NumWorkers, must.Sprint("planned on the version of the snapshot"))
+	plan, err := s.Plan(h.Nodes, 0)
+	must.NoError(t, err)
+	must.Eq(t, 3, plan.Placements[0].NumWorkers)
+}
