@@ -225,7 +225,11 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no usage of the 256 MB worker yet: %+v", usageTasks(sum))
+		var got []string
+		for _, u := range usageTasks(sum) {
+			got = append(got, fmt.Sprintf("%+v", *u))
+		}
+		return fmt.Errorf("no usage of the 256 MB worker yet: %v", got)
 	})
 	out, err := exec.Command(bin, "job", "status", "-verbose", "-address", "http://"+leader, "oom").CombinedOutput()
 	must.NoError(t, err, must.Sprint(string(out)))
