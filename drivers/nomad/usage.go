@@ -2,6 +2,7 @@ package nomad
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -62,12 +64,24 @@ func (t *taskStats) peak(from, to int64) (mb float64, ok bool) {
 	return mb, ok
 }
 
+// statsTimeout bounds one allocation stats call, whatever UsageInterval:
+// the server forwards it to the allocation's client, which may take more
+// than a short interval on a busy machine.
+const statsTimeout = 10 * time.Second
+
+// statsWarnEvery is how often a failing stats call is logged at warn
+// level; the failures in between are counted and logged at debug.
+const statsWarnEvery = time.Minute
+
 // watchUsage reads the stats of the allocations Status last saw running,
 // every UsageInterval, until ctx ends. Status only reads what it cached:
 // no Nomad call of it holds the leader's loop.
 func (d *Driver) watchUsage(ctx context.Context) {
 	t := time.NewTicker(d.cfg.UsageInterval)
 	defer t.Stop()
+	var warn statsWarner
+	// empty holds since when each allocation's stats had no task.
+	empty := map[string]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,7 +92,23 @@ func (d *Driver) watchUsage(ctx context.Context) {
 		watched := maps.Clone(d.watched)
 		d.mu.Unlock()
 		for id, ns := range watched {
-			d.readStats(ctx, id, ns)
+			tasks, err := d.readStats(ctx, id, ns)
+			now := time.Now()
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					warn.log(d.log, now, id, err)
+				}
+			case tasks > 0:
+				delete(empty, id)
+			default:
+				since, ok := empty[id]
+				if !ok {
+					empty[id] = now
+				} else if now.Sub(since) >= noTaskStatsGrace {
+					warn.log(d.log, now, id, errNoTaskStats)
+				}
+			}
 		}
 		d.mu.Lock()
 		for id := range d.stats {
@@ -87,19 +117,58 @@ func (d *Driver) watchUsage(ctx context.Context) {
 			}
 		}
 		d.mu.Unlock()
+		for id := range empty {
+			if _, ok := watched[id]; !ok {
+				delete(empty, id)
+			}
+		}
 	}
 }
 
-// readStats reads one allocation's stats into the cache; an error is
-// logged and the cache kept (the allocation may have just stopped).
-func (d *Driver) readStats(ctx context.Context, allocID, namespace string) {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.UsageInterval)
+// errNoTaskStats is why an allocation's stats stay without any task: a
+// Nomad client collects its tasks' stats only when its agent has
+// telemetry { publish_allocation_metrics = true } (a -dev agent has it),
+// and answers the stats API with an empty Tasks otherwise, without an
+// error. Task memory then reads 0 and OOM kills cannot be told from
+// other kills by the memory measured.
+var errNoTaskStats = errors.New("nomad reports no task stats; the client collects them only with telemetry { publish_allocation_metrics = true }")
+
+// noTaskStatsGrace is how long an allocation's stats may have no task
+// before errNoTaskStats is logged: a task's stats appear one collection
+// interval (telemetry collection_interval, default 1s) after it starts,
+// and a pending allocation has none.
+const noTaskStatsGrace = 30 * time.Second
+
+// statsWarner logs failed stats calls at warn level at most once every
+// statsWarnEvery, with how many failed since the last warning; the
+// others go to debug. An allocation that just stopped fails once or
+// twice, a client that cannot answer fails every time.
+type statsWarner struct {
+	last       time.Time
+	suppressed int
+}
+
+func (w *statsWarner) log(log hclog.Logger, now time.Time, allocID string, err error) {
+	if !w.last.IsZero() && now.Sub(w.last) < statsWarnEvery {
+		w.suppressed++
+		log.Debug("cannot read allocation stats", "alloc_id", allocID, "error", err)
+		return
+	}
+	log.Warn("cannot read allocation stats", "alloc_id", allocID, "error", err,
+		"failures_since_last_warning", w.suppressed)
+	w.last, w.suppressed = now, 0
+}
+
+// readStats reads one allocation's stats into the cache and returns how
+// many tasks they held. On an error (the allocation may have just
+// stopped) the cache is kept.
+func (d *Driver) readStats(ctx context.Context, allocID, namespace string) (tasks int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	q := (&api.QueryOptions{Namespace: namespace}).WithContext(ctx)
 	u, err := d.client.Allocations().Stats(&api.Allocation{ID: allocID, Namespace: namespace}, q)
 	if err != nil {
-		d.log.Debug("cannot read allocation stats", "alloc_id", allocID, "error", err)
-		return
+		return 0, fmt.Errorf("allocation %s stats: %w", allocID, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -109,7 +178,8 @@ func (d *Driver) readStats(ctx context.Context, allocID, namespace string) {
 		d.stats[allocID] = byTask
 	}
 	for name, tu := range u.Tasks {
-		if tu == nil || tu.ResourceUsage == nil {
+		r, ok := taskReading(u, tu)
+		if !ok {
 			continue
 		}
 		ts := byTask[name]
@@ -117,26 +187,63 @@ func (d *Driver) readStats(ctx context.Context, allocID, namespace string) {
 			ts = &taskStats{}
 			byTask[name] = ts
 		}
-		at := tu.Timestamp
-		if at == 0 {
-			at = u.Timestamp
+		ts.add(r)
+		tasks++
+	}
+	return tasks, nil
+}
+
+// reading is what one stats call said of one task.
+type reading struct {
+	// at is when Nomad read it, Unix nanoseconds.
+	at int64
+	// cpuMHz is Nomad's TotalTicks; ok only when measured and finite.
+	cpuMHz float64
+	cpuOK  bool
+	// memMB is the task's memory in MB (see taskReading); ok only when
+	// Nomad reported memory.
+	memMB float64
+	memOK bool
+}
+
+// taskReading converts one task's entry of an allocation's stats. Memory
+// is the cgroup's Usage when Nomad measured it (the exec and docker
+// drivers), else the RSS of the task's processes (raw_exec measures only
+// RSS and Swap); ok is false when the entry holds no resource usage.
+func taskReading(u *api.AllocResourceUsage, tu *api.TaskResourceUsage) (r reading, ok bool) {
+	if tu == nil || tu.ResourceUsage == nil {
+		return reading{}, false
+	}
+	r.at = tu.Timestamp
+	if r.at == 0 && u != nil {
+		r.at = u.Timestamp
+	}
+	if c := tu.ResourceUsage.CpuStats; c != nil && finite(c.TotalTicks) {
+		r.cpuMHz, r.cpuOK = c.TotalTicks, true
+	}
+	if m := tu.ResourceUsage.MemoryStats; m != nil {
+		used := m.RSS
+		if slices.Contains(m.Measured, "Usage") && m.Usage > 0 {
+			used = m.Usage
 		}
-		if c := tu.ResourceUsage.CpuStats; c != nil && finite(c.TotalTicks) {
-			if len(ts.mem) == 0 {
-				ts.cpuMHz = c.TotalTicks
-			} else {
-				ts.cpuMHz = cpuSmoothing*c.TotalTicks + (1-cpuSmoothing)*ts.cpuMHz
-			}
+		r.memMB, r.memOK = float64(used)/(1<<20), true
+	}
+	return r, true
+}
+
+// add folds a reading into the task's stats.
+func (t *taskStats) add(r reading) {
+	if r.cpuOK {
+		if len(t.mem) == 0 {
+			t.cpuMHz = r.cpuMHz
+		} else {
+			t.cpuMHz = cpuSmoothing*r.cpuMHz + (1-cpuSmoothing)*t.cpuMHz
 		}
-		if m := tu.ResourceUsage.MemoryStats; m != nil {
-			used := m.RSS
-			if slices.Contains(m.Measured, "Usage") && m.Usage > 0 {
-				used = m.Usage
-			}
-			ts.mem = append(ts.mem, memPoint{at: at, mb: float64(used) / (1 << 20)})
-			if len(ts.mem) > maxMemPoints {
-				ts.mem = slices.Delete(ts.mem, 0, len(ts.mem)-maxMemPoints)
-			}
+	}
+	if r.memOK {
+		t.mem = append(t.mem, memPoint{at: r.at, mb: r.memMB})
+		if len(t.mem) > maxMemPoints {
+			t.mem = slices.Delete(t.mem, 0, len(t.mem)-maxMemPoints)
 		}
 	}
 }
@@ -168,7 +275,10 @@ func (d *Driver) unwatch(key structs.JobKey) { d.watch(key, nil) }
 type oomKill struct {
 	at       int64
 	inferred bool // from signal 9 / exit 137, not oom_killed
+	// peakMB is the most memory read during the run that was killed;
+	// measured is false when none was read.
 	peakMB   float64
+	measured bool
 }
 
 // oomKills finds the kills for memory in a task's events, oldest first.
@@ -202,8 +312,8 @@ func oomKills(events []*api.TaskEvent, limitMB int, peak func(from, to int64) (f
 			}
 		case api.TaskTerminated:
 			if ev.Details["oom_killed"] == "true" {
-				mb, _ := peak(started, ev.Time)
-				kills = append(kills, oomKill{at: ev.Time, peakMB: mb})
+				mb, measured := peak(started, ev.Time)
+				kills = append(kills, oomKill{at: ev.Time, peakMB: mb, measured: measured})
 				continue
 			}
 			if killedByNomad || (ev.Details["signal"] != "9" && ev.Details["exit_code"] != "137") {
@@ -213,7 +323,7 @@ func oomKills(events []*api.TaskEvent, limitMB int, peak func(from, to int64) (f
 			if measured && limitMB > 0 && mb < oomPeakFraction*float64(limitMB) {
 				continue // killed from outside, not for memory
 			}
-			kills = append(kills, oomKill{at: ev.Time, inferred: true, peakMB: mb})
+			kills = append(kills, oomKill{at: ev.Time, inferred: true, peakMB: mb, measured: measured})
 		}
 	}
 	return kills
@@ -281,12 +391,18 @@ func (d *Driver) usage(ctx context.Context, job *structs.Job, key structs.JobKey
 		if k.kill.inferred {
 			how = "inferred from signal 9"
 		}
-		msg := fmt.Sprintf("%s %d on node %s was killed for memory (limit %d MB, most measured %.0f MB; %s)",
-			k.t.Role, k.t.Rank, k.t.NodeID, k.t.MemoryLimitMB, k.kill.peakMB, how)
-		d.event(ctx, job, structs.EventTaskOOMKilled, msg, map[string]string{
+		measured := "no memory measured"
+		details := map[string]string{
 			"role": k.t.Role, "rank": strconv.Itoa(k.t.Rank), "node_id": k.t.NodeID, "alloc_id": k.t.AllocID,
 			"memory_limit_mb": strconv.Itoa(k.t.MemoryLimitMB), "inferred": strconv.FormatBool(k.kill.inferred),
-		})
+		}
+		if k.kill.measured {
+			measured = fmt.Sprintf("most measured %.0f MB", k.kill.peakMB)
+			details["max_memory_mb"] = strconv.FormatFloat(math.Round(k.kill.peakMB), 'f', 0, 64)
+		}
+		msg := fmt.Sprintf("%s %d on node %s was killed for memory (limit %d MB, %s; %s)",
+			k.t.Role, k.t.Rank, k.t.NodeID, k.t.MemoryLimitMB, measured, how)
+		d.event(ctx, job, structs.EventTaskOOMKilled, msg, details)
 	}
 	if len(u.Tasks) == 0 {
 		return nil, false
