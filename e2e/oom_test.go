@@ -168,8 +168,15 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	oom := waitEvent(t, c, "oom", structs.EventTaskOOMKilled, 1, time.Minute)
 	t.Logf("Caravan's event: %s", oom.Message)
 	must.Eq(t, "worker", oom.Details["role"])
+	must.Eq(t, "0", oom.Details["rank"])
+	must.Eq(t, first.ID, oom.Details["alloc_id"])
 	must.Eq(t, "128", oom.Details["memory_limit_mb"])
 	must.Eq(t, "true", oom.Details["inferred"])
+	// Nomad's stats were read during the killed run: the inference needs
+	// at least 80% of the limit, and RSS cannot pass the cgroup's limit.
+	peak, err := strconv.Atoi(oom.Details["max_memory_mb"])
+	must.NoError(t, err, must.Sprint("no memory measured before the kill"))
+	must.Between(t, 102, peak, 128)
 
 	// The next generation runs the worker at 256 MB.
 	waitEvent(t, c, "oom", structs.EventTasksRunning, 2, 2*time.Minute)
@@ -214,32 +221,67 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	must.Positive(t, ckpt)
 	must.Between(t, ckpt, resumed.Step, ckpt+13)
 
-	// Usage read from Nomad, in the API and the CLI.
-	agent.WaitFor(t, time.Minute, "the restarted worker's usage", func() error {
+	// Usage read from Nomad, in the API and the CLI, once the restarted
+	// worker holds its ballast. Usage is the current generation's: the
+	// restarted tasks count no OOM kill and no restart (the kill stays in
+	// the TaskOOMKilled event).
+	var wu, pu *structs.TaskUsage
+	agent.WaitFor(t, time.Minute, "the restarted worker's usage with its ballast", func() error {
 		sum, _, err := c.Jobs().Summary("oom", nil)
 		if err != nil {
 			return err
 		}
-		for _, u := range usageTasks(sum) {
-			if u.Role == structs.RoleWorker && u.MemoryLimitMB == 256 && u.MemoryMB > 0 && u.Source == structs.UsageSourceNomad {
-				return nil
-			}
-		}
 		var got []string
+		wu, pu = nil, nil
 		for _, u := range usageTasks(sum) {
 			got = append(got, fmt.Sprintf("%+v", *u))
+			switch {
+			case u.Role == structs.RoleWorker && u.AllocID == second.ID:
+				wu = u
+			case u.Role == structs.RolePS:
+				pu = u
+			}
 		}
-		return fmt.Errorf("no usage of the 256 MB worker yet: %v", got)
+		if wu == nil || wu.MaxMemoryMB < 160 {
+			return fmt.Errorf("no usage of the 256 MB worker holding its 160 MB ballast yet: %v", got)
+		}
+		return nil
 	})
+	t.Logf("worker usage: %+v", *wu)
+	t.Logf("ps usage: %+v", *pu)
+	// The measured fields are checked by range, the others exactly.
+	unmeasured := func(u structs.TaskUsage) structs.TaskUsage {
+		u.CPUMHz, u.MemoryMB, u.MaxMemoryMB = 0, 0, 0
+		return u
+	}
+	must.Eq(t, structs.TaskUsage{Role: structs.RoleWorker, NodeID: second.NodeID, AllocID: second.ID,
+		CPULimitMHz: 100, MemoryLimitMB: 256, Source: structs.UsageSourceNomad}, unmeasured(*wu))
+	must.Between(t, 1, wu.MemoryMB, 256)
+	must.Between(t, 160, wu.MaxMemoryMB, 256)
+	must.GreaterEq(t, wu.MemoryMB, wu.MaxMemoryMB)
+	must.NotNil(t, pu)
+	must.Eq(t, structs.TaskUsage{Role: structs.RolePS, NodeID: pu.NodeID, AllocID: pu.AllocID,
+		CPULimitMHz: 100, MemoryLimitMB: 128, Source: structs.UsageSourceNomad}, unmeasured(*pu))
+	must.Between(t, 1, pu.MemoryMB, 128)
+
 	out, err := exec.Command(bin, "job", "status", "-verbose", "-address", "http://"+leader, "oom").CombinedOutput()
 	must.NoError(t, err, must.Sprint(string(out)))
 	t.Logf("caravan job status -verbose:\n%s", out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^worker\s+0\s+\S+\s+\d+/100 \(\d+%\)\s+[1-9]\d*/256 \(\d+%\)\s+\d+\s+\d+\s+\d+\s+nomad\s`), string(out))
+	row := regexp.MustCompile(`(?m)^worker\s+0\s+(\S+)\s+\d+/100 \(\d+%\)\s+(\d+)/256 \(\d+%\)\s+(\d+)\s+0\s+0\s+nomad\s`).FindStringSubmatch(string(out))
+	must.SliceLen(t, 4, row, must.Sprint("no usage row of the 256 MB worker with 0 OOM kills and 0 restarts"))
+	must.Eq(t, second.NodeID, row[1])
+	mem, _ := strconv.Atoi(row[2])
+	most, _ := strconv.Atoi(row[3])
+	must.Between(t, 1, mem, 256)
+	must.Between(t, 160, most, 256)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^ps\s+0\s+\S+\s+\d+/100 \(\d+%\)\s+[1-9]\d*/128 \(\d+%\)\s+\d+\s+0\s+0\s+nomad\s`), string(out))
+	must.StrContains(t, string(out), "TaskOOMKilled")
 
 	agent.WaitFor(t, 5*time.Minute, "job oom complete", jobIs(c, "oom", structs.JobStatusComplete))
 	restarts := events(t, c, "oom", structs.EventJobRestarted)
 	must.SliceLen(t, 1, restarts)
 	t.Logf("restart: %s", restarts[0].Message)
+	must.SliceLen(t, 1, events(t, c, "oom", structs.EventTaskOOMKilled), must.Sprint("the 256 MB worker is not killed"))
 }
 
 // usageTasks returns a summary's task usage, nil before any.
