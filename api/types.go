@@ -66,6 +66,10 @@ type JobSummary struct {
 	// Samples counts the samples received; LastSample is the newest kept.
 	Samples    int64
 	LastSample *structs.Sample `json:",omitempty"`
+	// Usage is what the job's tasks use, as last committed from the
+	// driver's measurements (at most every server usage interval, at once
+	// on an OOM kill or restart); nil before the first.
+	Usage *structs.JobUsage `json:",omitempty"`
 }
 
 // PlanResponse is POST /v1/jobs/plan: how the job differs from its

@@ -378,6 +378,9 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		if sum.Model, err = state.Model(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
 		}
+		if sum.Usage, err = state.UsageOf(txn, ws, job.Namespace, job.ID); err != nil {
+			return nil, err
+		}
 		smp, err := state.Samples(txn, ws, job.Namespace, job.ID)
 		if err != nil {
 			return nil, err
@@ -397,7 +400,7 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 			sum.Model = &c
 		}
 		return sum, nil
-	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples))
+	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage))
 }
 
 // jobSamples returns the job's kept samples, oldest first.

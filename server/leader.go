@@ -128,6 +128,9 @@ type leader struct {
 	desired  map[structs.JobKey]*structs.Placement
 	observed map[structs.JobKey]*structs.Observed
 	models   map[structs.JobKey]*structs.JobModel
+	// usage is each job's usage as last committed, at usageAt.
+	usage   map[structs.JobKey]*structs.JobUsage
+	usageAt map[structs.JobKey]time.Time
 	// decidedBy is the algorithm of the last decision committed; updated
 	// holds the jobs with a new version since: the next round commits
 	// their placements, changed or not, so that the version's round shows.
@@ -290,6 +293,8 @@ func (l *leader) establish(ctx context.Context) error {
 	l.desired = map[structs.JobKey]*structs.Placement{}
 	l.observed = map[structs.JobKey]*structs.Observed{}
 	l.models = map[structs.JobKey]*structs.JobModel{}
+	l.usage = map[structs.JobKey]*structs.JobUsage{}
+	l.usageAt = map[structs.JobKey]time.Time{}
 
 	// Rebuild the scheduler from the replicated state: the active jobs,
 	// what runs of them, and the models from their samples.
@@ -322,6 +327,12 @@ func (l *leader) establish(ctx context.Context) error {
 			return err
 		} else if m != nil {
 			l.models[key] = m
+		}
+		if u, err := state.UsageOf(txn, nil, j.Namespace, j.ID); err != nil {
+			return err
+		} else if u != nil {
+			l.usage[key], l.usageAt[key] = u, time.Unix(0, u.Time)
+			l.sched.ObserveUsage(key, u)
 		}
 	}
 	if l.cursor, err = state.Cursor(txn, state.MetricsCursor); err != nil {
@@ -504,15 +515,11 @@ func (l *leader) syncStatus(ctx context.Context) error {
 	if err := l.observe(ctx, reports); err != nil {
 		return err
 	}
+	if err := l.commitUsage(ctx, reports); err != nil {
+		return err
+	}
 	for _, r := range reports {
 		key := structs.NewJobKey(r.Namespace, r.JobID)
-		// Usage is not committed through Raft yet: the scheduler takes
-		// the driver's report as it comes, so a new leader has none until
-		// the driver reports again (the sim driver reports with every
-		// status; see drivers/sim).
-		if r.Usage != nil && l.sched.Has(key) && !structs.Terminal(r.Status) {
-			l.sched.ObserveUsage(key, r.Usage)
-		}
 		if r.Replan && l.sched.Has(key) {
 			l.log.Info("driver lost tasks of a job", "job_id", r.JobID, "message", r.Message)
 			l.urgent = true

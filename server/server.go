@@ -68,6 +68,10 @@ type Config struct {
 	// is how often the leader reads the driver (default 1 s).
 	Interval time.Duration
 	Poll     time.Duration
+	// UsageInterval is the least time between two periodic commits of a
+	// job's measured usage (default 30 s); an OOM kill or restart is
+	// committed at once.
+	UsageInterval time.Duration
 	// ProfileConfigs is how many (ps, workers) configurations a new job
 	// without speed priors is profiled at before the algorithm sizes it
 	// (0: 6; negative: none); ProfileSteps is how many samples a
@@ -149,6 +153,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Poll == 0 {
 		c.Poll = time.Second
+	}
+	if c.UsageInterval == 0 {
+		c.UsageInterval = usageInterval
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

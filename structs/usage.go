@@ -1,6 +1,10 @@
 package structs
 
-import "slices"
+import (
+	"fmt"
+	"math"
+	"slices"
+)
 
 // Sources of a TaskUsage: who measured it.
 const (
@@ -98,4 +102,67 @@ func (u *JobUsage) Copy() *JobUsage {
 	c.Tasks = copyAll(u.Tasks)
 	c.ByShape = slices.Clone(u.ByShape)
 	return &c
+}
+
+// Bounds on the numbers of a valid TaskUsage: far beyond any machine, so
+// that only garbage is refused.
+const (
+	MaxUsageCPUMHz   = 1e7 // 10 THz
+	MaxUsageMemoryMB = 1e9 // 1 PB
+	MaxUsageCount    = 1e6 // restarts and OOM kills
+	// MaxUsageStepTimeS bounds TaskStepTimeS: a day per step.
+	MaxUsageStepTimeS = 86400
+)
+
+// Validate rejects usage no decision should be made from: a missing job,
+// more than MaxUsageTasks tasks or MaxUsageShapes shapes, an unknown
+// role, and numbers that are NaN, infinite, negative or beyond the
+// MaxUsage bounds. Each problem is a *FieldError named by its path.
+func (u *JobUsage) Validate() error {
+	v := newValidator()
+	if u.JobID == "" {
+		v.missing("JobID")
+	}
+	if len(u.Tasks) > MaxUsageTasks {
+		v.fail("Tasks", "%d tasks; at most %d are allowed", len(u.Tasks), MaxUsageTasks)
+	}
+	if len(u.ByShape) > MaxUsageShapes {
+		v.fail("ByShape", "%d shapes; at most %d are allowed", len(u.ByShape), MaxUsageShapes)
+	}
+	bounded := func(path string, val, limit float64) {
+		if math.IsNaN(val) || math.IsInf(val, 0) || val < 0 || val > limit {
+			v.fail(path, "%v must be a finite number from 0 to %g", val, limit)
+		}
+	}
+	for i, t := range u.Tasks {
+		at := fmt.Sprintf("Tasks[%d].", i)
+		if t == nil {
+			v.missing(fmt.Sprintf("Tasks[%d]", i))
+			continue
+		}
+		if t.Role != RoleWorker && t.Role != RolePS {
+			v.fail(at+"Role", "%q is not a role; use %q or %q", t.Role, RoleWorker, RolePS)
+		}
+		bounded(at+"Rank", float64(t.Rank), MaxUsageTasks)
+		bounded(at+"CPUMHz", t.CPUMHz, MaxUsageCPUMHz)
+		bounded(at+"CPULimitMHz", float64(t.CPULimitMHz), MaxUsageCPUMHz)
+		bounded(at+"MemoryMB", t.MemoryMB, MaxUsageMemoryMB)
+		bounded(at+"MaxMemoryMB", t.MaxMemoryMB, MaxUsageMemoryMB)
+		bounded(at+"MemoryLimitMB", float64(t.MemoryLimitMB), MaxUsageMemoryMB)
+		bounded(at+"Restarts", float64(t.Restarts), MaxUsageCount)
+		bounded(at+"OOMKills", float64(t.OOMKills), MaxUsageCount)
+		bounded(at+"TaskStepTimeS", t.TaskStepTimeS, MaxUsageStepTimeS)
+		if t.LastOOM < 0 {
+			v.fail(at+"LastOOM", "%d must not be negative", t.LastOOM)
+		}
+	}
+	for i, s := range u.ByShape {
+		at := fmt.Sprintf("ByShape[%d].", i)
+		bounded(at+"WorkerCPUMHz", s.WorkerCPUMHz, MaxUsageCPUMHz)
+		bounded(at+"PSCPUMHz", s.PSCPUMHz, MaxUsageCPUMHz*MaxUsageTasks)
+		if s.Shape.PS < 0 || s.Shape.Workers < 0 || s.Measurements < 0 {
+			v.fail(at+"Shape", "counts must not be negative")
+		}
+	}
+	return v.err()
 }

@@ -400,6 +400,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		ReportAddrs:     reportAddrs,
 		ReportToken:     cfg.ACL.ReportToken,
 		CoordinatorAddr: n.CoordinatorAddr,
+		UsageInterval:   n.UsageIntervalDuration,
 		Logger:          logger,
 	}
 	if n.CollectorCommand != "" {

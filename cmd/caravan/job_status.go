@@ -183,10 +183,37 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 	}
 
 	if verbose {
+		b.WriteString("\n\nUsage\n" + formatUsage(sum.Usage))
 		b.WriteString("\n\nRecent Events\n")
 		b.WriteString(formatEvents(events, 10))
 	}
 	return b.String()
+}
+
+// formatUsage tabulates what each task of a job uses, as last committed:
+// CPU used against its limit (MHz, and the share), memory used and the
+// most seen in the task's run against its limit (MB), its kills for
+// memory and restarts, who measured it and when it was committed.
+func formatUsage(u *structs.JobUsage) string {
+	if u == nil || len(u.Tasks) == 0 {
+		return "No usage measured yet"
+	}
+	share := func(used float64, limit int) string {
+		if limit <= 0 {
+			return strconv.FormatFloat(used, 'f', 0, 64)
+		}
+		return fmt.Sprintf("%.0f/%d (%.0f%%)", used, limit, 100*used/float64(limit))
+	}
+	rows := [][]string{{"Role", "Rank", "Node", "CPU MHz", "Memory MB", "Max MB", "OOM Kills", "Restarts", "Source", "Updated"}}
+	for _, t := range u.Tasks {
+		rows = append(rows, []string{
+			t.Role, strconv.Itoa(t.Rank), t.NodeID,
+			share(t.CPUMHz, t.CPULimitMHz), share(t.MemoryMB, t.MemoryLimitMB),
+			strconv.FormatFloat(t.MaxMemoryMB, 'f', 0, 64),
+			strconv.Itoa(t.OOMKills), strconv.Itoa(t.Restarts), t.Source, formatTime(u.Time),
+		})
+	}
+	return formatList(rows)
 }
 
 // formatModel describes a job's fitted models; verbose prints the

@@ -58,6 +58,9 @@ type Config struct {
 	// MaxRestarts is how many times a job whose tasks failed is started
 	// again from its checkpoint before it is reported failed; default 3.
 	MaxRestarts int
+	// UsageInterval is how often the CPU and memory of the running tasks
+	// are read from Nomad's allocation stats API; default 10s.
+	UsageInterval time.Duration
 	// WaitTime bounds Nomad's blocking queries; default 1m.
 	WaitTime time.Duration
 	// AbortBackoff is how long a rescale whose checkpoint was not
@@ -80,6 +83,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRestarts == 0 {
 		c.MaxRestarts = 3
+	}
+	if c.UsageInterval == 0 {
+		c.UsageInterval = 10 * time.Second
 	}
 	if c.WaitTime == 0 {
 		c.WaitTime = time.Minute
@@ -119,6 +125,12 @@ type Driver struct {
 	// decl is what the Nomad jobs declare (see Declared).
 	decl     declared
 	declOnce sync.Once
+	// watched holds the allocations whose stats are read, ID → namespace,
+	// and watchedBy their jobs; stats holds what was read, by allocation
+	// and task (see watchUsage).
+	watched   map[string]string
+	watchedBy map[string]structs.JobKey
+	stats     map[string]map[string]*taskStats
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -143,6 +155,8 @@ type jobState struct {
 	flight *flight
 	// running is what runs of the job as Status last saw it.
 	running *structs.Placement
+	// oomSeen holds the OOM kills already recorded as events.
+	oomSeen map[oomKey]bool
 }
 
 // New returns a driver and starts following Nomad's nodes and jobs. Stop
@@ -173,10 +187,12 @@ func New(cfg Config) (*Driver, error) {
 	d := &Driver{
 		cfg: cfg, log: cfg.Logger.Named("nomad"), client: client,
 		listed: make(chan struct{}), jobs: map[structs.JobKey]*jobState{},
-		decl:   declared{listed: make(chan struct{})},
+		decl:    declared{listed: make(chan struct{})},
+		watched: map[string]string{}, watchedBy: map[string]structs.JobKey{},
+		stats:  map[string]map[string]*taskStats{},
 		cancel: cancel,
 	}
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go func() {
 		defer d.wg.Done()
 		d.watchNodes(ctx)
@@ -184,6 +200,10 @@ func New(cfg Config) (*Driver, error) {
 	go func() {
 		defer d.wg.Done()
 		d.watchJobs(ctx)
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.watchUsage(ctx)
 	}()
 	return d, nil
 }
@@ -232,7 +252,7 @@ func (d *Driver) state(key structs.JobKey) *jobState {
 	defer d.mu.Unlock()
 	js := d.jobs[key]
 	if js == nil {
-		js = &jobState{}
+		js = &jobState{oomSeen: map[oomKey]bool{}}
 		d.jobs[key] = js
 	}
 	return js

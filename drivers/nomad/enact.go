@@ -233,7 +233,13 @@ func (d *Driver) submit(ctx context.Context, f *flight) error {
 		d.abort(ctx, f, err.Error())
 		return err
 	}
-	if c.restart {
+	switch {
+	case c.restart && c.existing != nil && c.existing.stub.Meta[metaPlacement] != Fingerprint(c.job, c.placement):
+		// Restarted at another placement (a task killed for memory gets
+		// more): not a retry of what failed, so not counted against
+		// MaxRestarts.
+		d.event(ctx, c.job, structs.EventJobRestarted, fmt.Sprintf("starting generation %d from the last checkpoint at a new placement: %s", gen, js.lostMsg), nil)
+	case c.restart:
 		js.restarts++
 		d.event(ctx, c.job, structs.EventJobRestarted, fmt.Sprintf("starting generation %d from the last checkpoint (restart %d of %d): %s", gen, js.restarts, d.cfg.MaxRestarts, js.lostMsg), nil)
 	}

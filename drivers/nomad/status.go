@@ -52,12 +52,14 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		// Planned, but Nomad does not list it (not submitted yet, or
 		// purged outside Caravan): nothing of it runs.
 		d.state(key).running = nil
+		d.unwatch(key)
 		reports = append(reports, d.report(key))
 	}
 	for key, nj := range jobs {
 		js := d.state(key)
 		if nj.stub.Stop {
 			js.running = nil // paused, or stopped by Caravan
+			d.unwatch(key)
 			reports = append(reports, d.report(key))
 			continue
 		}
@@ -82,6 +84,10 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		}
 		js.running = observed(key, info, allocs)
 		r.Placement = js.running.Copy()
+		d.watch(key, allocs)
+		usage, _ := d.usage(ctx, &structs.Job{Namespace: key.Namespace, ID: key.ID}, key, info, allocs)
+		r.Usage = usage
+		oom := oomMessage(usage)
 		if last, ok := d.lastSample(key); ok {
 			r.Step = last.Step
 		}
@@ -90,7 +96,13 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		case failed > 0 && js.restarts >= d.cfg.MaxRestarts:
 			r.Status = structs.JobStatusFailed
 			r.Message = fmt.Sprintf("tasks failed after %d restarts from the checkpoint: %s", js.restarts, r.Message)
-		case failed > 0:
+		case failed > 0 || oom != "":
+			// A task killed for memory is replanned at its first kill:
+			// Nomad would otherwise restart it in place at the same
+			// memory, as a task of a generation the others moved on from.
+			if failed == 0 {
+				r.Message = oom
+			}
 			r.Replan = true
 			js.lost, js.lostMsg, js.lostGeneration = true, r.Message, nj.generation
 			if f != nil && f.state.InFlight() {
@@ -107,6 +119,20 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		reports = append(reports, r)
 	}
 	return reports, nil
+}
+
+// oomMessage describes the first task of usage killed for memory in its
+// current generation; "" when none was.
+func oomMessage(u *structs.JobUsage) string {
+	if u == nil {
+		return ""
+	}
+	for _, t := range u.Tasks {
+		if t.OOMKills > 0 {
+			return fmt.Sprintf("%s %d on node %s was killed for memory (limit %d MB)", t.Role, t.Rank, t.NodeID, t.MemoryLimitMB)
+		}
+	}
+	return ""
 }
 
 // flights returns the changes in flight.
@@ -205,6 +231,9 @@ func observed(key structs.JobKey, info *api.Job, allocs []*api.AllocationListStu
 // and the entry of the placement it came from (node and sizes).
 type groupEntry struct {
 	role string
+	// rankBase is the rank of the group's first allocation (0 for groups
+	// submitted before groups had it).
+	rankBase int
 	structs.NodeTasks
 }
 
@@ -225,6 +254,7 @@ func groupEntries(info *api.Job) map[string]groupEntry {
 			g.role, g.NodeID = role, tg.Meta[metaGroupNode]
 			g.PSSize, _ = parseSize(tg.Meta[metaGroupPSSize])
 			g.WorkerSize, _ = parseSize(tg.Meta[metaGroupWorkerSize])
+			g.rankBase, _ = strconv.Atoi(tg.Meta[metaGroupRankBase])
 		} else {
 			role, node, ok := strings.Cut(*tg.Name, "-")
 			if !ok {

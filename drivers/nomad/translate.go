@@ -107,6 +107,9 @@ func (sc *Sidecar) add(tg *api.TaskGroup, job *structs.Job, role string) {
 	tg.Tasks = append(tg.Tasks, sc.task(job, role))
 }
 
+// collectorTask names the collector sidecar task of every group.
+const collectorTask = "collector"
+
 // task is the collector task of a role's group.
 func (sc *Sidecar) task(job *structs.Job, role string) *api.Task {
 	args := []string{"collector", "-bind", "${NOMAD_IP_collector}", "-port", "${NOMAD_PORT_collector}",
@@ -115,7 +118,7 @@ func (sc *Sidecar) task(job *structs.Job, role string) *api.Task {
 		args = append(args, "-consul-addr", sc.ConsulAddr)
 	}
 	return &api.Task{
-		Name:      "collector",
+		Name:      collectorTask,
 		Driver:    cmp.Or(sc.Driver, "raw_exec"),
 		Config:    map[string]any{"command": sc.Command, "args": args},
 		Lifecycle: &api.TaskLifecycle{Hook: api.TaskLifecycleHookPrestart, Sidecar: true},
@@ -204,7 +207,7 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 				continue
 			}
 			tg := group(groupName(role, p, k), n.NodeID, count, task(role, tmpl, size, base, env, roleEnv))
-			tg.Meta = groupMeta(role, n)
+			tg.Meta = groupMeta(role, n, base)
 			sub.Collector.add(tg, job, role)
 			nj.TaskGroups = append(nj.TaskGroups, tg)
 			base += count
@@ -219,6 +222,9 @@ const (
 	metaGroupNode       = "caravan_node"
 	metaGroupPSSize     = "caravan_ps_size"
 	metaGroupWorkerSize = "caravan_worker_size"
+	// metaGroupRankBase is the rank of the group's first allocation:
+	// allocation i runs rank base+i of its role.
+	metaGroupRankBase = "caravan_rank_base"
 )
 
 // roleOf returns how many tasks of role the entry runs, and at which size.
@@ -248,10 +254,11 @@ func groupName(role string, p *structs.Placement, k int) string {
 }
 
 // groupMeta is the metadata of entry n's group of role: the role, the
-// node and, when the entry is sized, both of its sizes, so that the
-// entry's tasks of both roles are read back as one entry.
-func groupMeta(role string, n *structs.NodeTasks) map[string]string {
-	m := map[string]string{metaGroupRole: role, metaGroupNode: n.NodeID}
+// node, the rank of its first task and, when the entry is sized, both of
+// its sizes, so that the entry's tasks of both roles are read back as one
+// entry.
+func groupMeta(role string, n *structs.NodeTasks, rankBase int) map[string]string {
+	m := map[string]string{metaGroupRole: role, metaGroupNode: n.NodeID, metaGroupRankBase: strconv.Itoa(rankBase)}
 	if n.Sized() {
 		m[metaGroupPSSize] = formatSize(n.PSSize)
 		m[metaGroupWorkerSize] = formatSize(n.WorkerSize)
@@ -356,7 +363,7 @@ func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (
 			if tg.Meta == nil {
 				tg.Meta = map[string]string{}
 			}
-			maps.Copy(tg.Meta, groupMeta(role, n))
+			maps.Copy(tg.Meta, groupMeta(role, n, base))
 			resizeDeclared(tg, res, size)
 			tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", RTarget: n.NodeID, Operand: "="})
 			tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)}

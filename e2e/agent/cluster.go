@@ -125,7 +125,10 @@ consul {
 
 // nomadClientConfig is a client-only agent with raw_exec, kept off the cloud
 // metadata endpoints as in nomadConfig. It does not listen on its rpc and
-// serf ports; they are set only so that no two agents share a default.
+// serf ports; they are set only so that no two agents share a default. It
+// publishes allocation metrics, without which a (non-dev) Nomad client
+// collects no task stats and its allocation stats API lists no task: the
+// nomad driver reads tasks' usage there.
 const nomadClientConfig = `
 name       = %q
 bind_addr  = "127.0.0.1"
@@ -151,6 +154,11 @@ client {
   options = {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
+}
+
+telemetry {
+  publish_allocation_metrics = true
+  collection_interval        = "1s"
 }
 
 plugin "raw_exec" {

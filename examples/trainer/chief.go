@@ -139,7 +139,8 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 	}
 
 	checkpointed := false
-	if c.requested.Swap(false) || done != "" {
+	periodic := c.cfg.CheckpointEvery > 0 && v%c.cfg.CheckpointEvery == 0 && v > c.ckptStep
+	if c.requested.Swap(false) || done != "" || periodic {
 		if err := c.checkpoint(ctx, w, v, loss); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()

@@ -97,6 +97,16 @@ type config struct {
 	CommBytes int
 	LinkRate  int64
 	PhaseLog  string
+	// CheckpointEvery, when positive, has the chief checkpoint every that
+	// many steps as well as when asked (a SIGKILL leaves no time to).
+	CheckpointEvery int64
+	// Ballast makes a worker's memory grow, to test OOM handling: from
+	// step BallastAfterStep on, worker BallastRank allocates BallastMB
+	// MB, touching every page, at BallastRate MB/s. 0 MB: none.
+	BallastMB        int
+	BallastAfterStep int64
+	BallastRank      int
+	BallastRate      int
 }
 
 // chief reports whether this process is worker 0, the one that evaluates,
@@ -140,6 +150,11 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	fs.IntVar(&c.CPUWork, "cpu-work", 0, "extra passes of the gradient over the local batch per step, spread over every core: a CPU-bound computation phase")
 	fs.IntVar(&c.CommBytes, "comm-bytes", 0, "extra bytes each pull answer and each push carries to and from every parameter server")
 	fs.Int64Var(&c.LinkRate, "link-rate", 0, "pace a worker's connections to the parameter servers at this many bytes/s each way, a simulated network link; 0 means unpaced")
+	fs.Int64Var(&c.CheckpointEvery, "checkpoint-every", 0, "the chief also checkpoints every this many steps; 0 means only when asked and at the end")
+	fs.IntVar(&c.BallastMB, "ballast-mb", 0, "worker -ballast-rank allocates this many MB from step -ballast-after-step on, so that its memory grows (OOM tests); 0 means none")
+	fs.Int64Var(&c.BallastAfterStep, "ballast-after-step", 0, "the step from which the ballast is allocated")
+	fs.IntVar(&c.BallastRank, "ballast-rank", 0, "the rank of the worker that allocates the ballast")
+	fs.IntVar(&c.BallastRate, "ballast-rate", 10, "MB per second the ballast grows at, so that a memory reading sees it grow")
 	fs.StringVar(&c.PhaseLog, "phase-log", "", "append one JSON line per phase of each step (pull, compute, push: start and end, Unix ns) to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
@@ -263,6 +278,13 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	}
 	if c.LinkRate < 0 {
 		bad("-link-rate=%d: must not be negative", c.LinkRate)
+	}
+	if c.CheckpointEvery < 0 {
+		bad("-checkpoint-every=%d: must not be negative (0 means only when asked)", c.CheckpointEvery)
+	}
+	if c.BallastMB < 0 || c.BallastAfterStep < 0 || c.BallastRank < 0 || c.BallastRate < 1 {
+		bad("-ballast-mb=%d -ballast-after-step=%d -ballast-rank=%d -ballast-rate=%d: must not be negative, and the rate at least 1 MB/s",
+			c.BallastMB, c.BallastAfterStep, c.BallastRank, c.BallastRate)
 	}
 	if c.MaxSteps < 0 {
 		bad("-max-steps=%d: must not be negative (0 means no cap)", c.MaxSteps)

@@ -44,6 +44,9 @@ type worker struct {
 	// coordinator (CARAVAN_COORDINATOR_ADDR); nil coordinates nothing.
 	coord  *client.Coordinator
 	phases *phaseLog
+	// ballast is the memory the worker holds to grow (-ballast-mb); nil
+	// until it starts.
+	ballast *ballast
 }
 
 // runWorker trains until the parameter servers say training is done
@@ -125,6 +128,9 @@ func (w *worker) train(ctx context.Context) error {
 		batchStep := v
 		if cfg.Mode == structs.ModeAsync {
 			batchStep = iter // versions repeat across workers in async mode
+		}
+		if cfg.BallastMB > 0 && cfg.Rank == cfg.BallastRank && v >= cfg.BallastAfterStep && w.ballast == nil {
+			w.ballast = growBallast(ctx, w.log, cfg.BallastMB, cfg.BallastRate)
 		}
 		b := w.data.trainBatch(batchStep, cfg.Rank, cfg.LocalBatch)
 		err = w.phase(ctx, client.ResourceCPU, "compute", &v, func() error {

@@ -361,6 +361,12 @@ type Nomad struct {
 	// CARAVAN_COORDINATOR_ADDR, and co-located jobs take turns for each
 	// node's CPU and network through it. Empty means none.
 	CoordinatorAddr string `hcl:"coordinator_addr,optional"`
+	// UsageInterval is how often the CPU and memory of running tasks are
+	// read from Nomad's allocation stats API, as written, such as "10s";
+	// UsageIntervalDuration is its value, 0 for the driver's default
+	// (10s).
+	UsageInterval         string `hcl:"usage_interval,optional"`
+	UsageIntervalDuration time.Duration
 	// CAFile verifies Nomad's HTTPS certificate; CertFile and KeyFile are
 	// the client certificate Caravan presents to it. Empty means the
 	// NOMAD_CACERT, NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY of the
@@ -388,6 +394,8 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 		}
 		r.CollectorCommand = mergeString(r.CollectorCommand, o.CollectorCommand)
 		r.CoordinatorAddr = mergeString(r.CoordinatorAddr, o.CoordinatorAddr)
+		r.UsageInterval, r.UsageIntervalDuration = mergeDuration(
+			r.UsageInterval, r.UsageIntervalDuration, o.UsageInterval, o.UsageIntervalDuration)
 		r.CAFile = mergeString(r.CAFile, o.CAFile)
 		r.CertFile = mergeString(r.CertFile, o.CertFile)
 		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
@@ -416,6 +424,9 @@ func (n *Nomad) problems() []problem {
 		if _, _, err := net.SplitHostPort(n.CoordinatorAddr); err != nil {
 			ps = append(ps, problemf("coordinator_addr", "%q is not host:port; use the loopback address every Nomad client's coordinator listens on, such as \"127.0.0.1:9190\"", n.CoordinatorAddr))
 		}
+	}
+	if n.UsageIntervalDuration < 0 || n.UsageInterval != "" && n.UsageIntervalDuration == 0 {
+		ps = append(ps, problemf("usage_interval", "%s is not a positive duration; use one such as \"10s\"", durationString(n.UsageInterval, n.UsageIntervalDuration)))
 	}
 	return append(ps, clientCertProblems(n.CertFile, n.KeyFile)...)
 }

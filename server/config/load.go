@@ -259,6 +259,9 @@ func (s *sites) parseDurations(c *Config) hcl.Diagnostics {
 			ds = append(ds, duration{"scheduler.straggler.window", &st.Window, &st.WindowDuration})
 		}
 	}
+	if c.Nomad != nil {
+		ds = append(ds, duration{"nomad.usage_interval", &c.Nomad.UsageInterval, &c.Nomad.UsageIntervalDuration})
+	}
 	var diags hcl.Diagnostics
 	for _, d := range ds {
 		st, ok := s.at[d.path]

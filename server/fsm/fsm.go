@@ -53,6 +53,9 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 		ObservedUpsertType: handle(func(i uint64, r *ObservedUpsertRequest) any {
 			return f.State().UpsertObserved(i, r.Time, r.Observed)
 		}),
+		UsageUpsertType: handle(func(i uint64, r *UsageUpsertRequest) any {
+			return f.State().UpsertUsage(i, r.Time, r.Usage)
+		}),
 		SampleBatchType:  handle(func(i uint64, r *SampleBatchRequest) any { return appendSamples(f.State(), i, r) }),
 		NodesReplaceType: handle(func(i uint64, r *NodesReplaceRequest) any { return f.State().ReplaceNodes(i, r.Nodes) }),
 		SchedulerConfigType: handle(func(i uint64, r *SchedulerConfigRequest) any {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -72,6 +73,7 @@ func populate(f *testFSM) {
 		{Namespace: structs.DefaultNamespace, JobID: "a", Placement: placement("a", 2, "n1")},
 		{Namespace: structs.DefaultNamespace, JobID: "b", Placement: placement("b", 1, "n1"), Change: &structs.Change{Target: placement("b", 2, "n1"), PlanIndex: 5, Phase: structs.ChangeCheckpointing}},
 	}})
+	f.mustApply(UsageUpsertType|IgnoreUnknownTypeFlag, &UsageUpsertRequest{Time: 23, Usage: []*structs.JobUsage{usage("a", 100, 30)}})
 	f.mustApply(SampleBatchType, &SampleBatchRequest{Samples: []structs.Sample{{JobID: "a", Step: 40, Loss: 1.5, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2}}, Cursor: 7})
 	f.mustApply(SchedulerConfigType, &SchedulerConfigRequest{Config: &structs.SchedulerConfig{Algorithm: "drf", Options: map[string]string{"k": "v"}}, Time: 30})
 	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s1", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2"}})
@@ -148,7 +150,7 @@ func TestFSM_ACL(t *testing.T) {
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 17, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 18, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -183,6 +185,10 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 	smp, err := state.Samples(txn, nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.SliceLen(t, 1, smp.Samples)
+	ua, err := state.UsageOf(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, 23, ua.Time)
+	must.Eq(t, 90, ua.Tasks[1].CPUMHz)
 	model, err := state.Model(txn, nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.Eq(t, []float64{0.2, 1, 0.1}, model.Loss)
@@ -210,6 +216,90 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 		structs.EventAlgorithmChanged, structs.EventAlgorithmFallback,
 		structs.EventJobCompleted, structs.EventJobStopped,
 	}, types)
+}
+
+// usage is job id's usage: one parameter server using psCPU and two
+// workers using workerCPU±10 MHz, the first killed once for memory.
+func usage(id string, workerCPU, psCPU float64) *structs.JobUsage {
+	return &structs.JobUsage{Namespace: structs.DefaultNamespace, JobID: id, Tasks: []*structs.TaskUsage{
+		{Role: structs.RolePS, NodeID: "n1", CPUMHz: psCPU, MemoryMB: 50, CPULimitMHz: 500, MemoryLimitMB: 256, Source: structs.UsageSourceNomad},
+		{Role: structs.RoleWorker, NodeID: "n1", CPUMHz: workerCPU - 10, MemoryMB: 120, MaxMemoryMB: 127, CPULimitMHz: 500, MemoryLimitMB: 128,
+			OOMKills: 1, LastOOM: 7, Restarts: 1, Source: structs.UsageSourceNomad},
+		{Role: structs.RoleWorker, Rank: 1, NodeID: "n1", CPUMHz: workerCPU + 10, MemoryMB: 60, CPULimitMHz: 500, MemoryLimitMB: 128, Source: structs.UsageSourceNomad},
+	}}
+}
+
+// TestFSM_UsageUpsert: committed usage is stamped, its per-shape means are
+// computed in apply at the shape observed running (not taken from the
+// request), not while a change is in flight, and bad usage is rejected
+// with state unchanged.
+func TestFSM_UsageUpsert(t *testing.T) {
+	f := newTestFSM(t)
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("a"), MustBeNew: true, Time: 1})
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("b"), MustBeNew: true, Time: 1})
+	f.mustApply(ObservedUpsertType, &ObservedUpsertRequest{Time: 2, Observed: []*structs.Observed{
+		{Namespace: structs.DefaultNamespace, JobID: "a", Placement: placement("a", 2, "n1")},
+		{Namespace: structs.DefaultNamespace, JobID: "b", Placement: placement("b", 2, "n1"), Change: &structs.Change{Target: placement("b", 3, "n1"), Phase: structs.ChangeStarting}},
+	}})
+	bogus := usage("a", 0, 0)
+	bogus.ByShape = []structs.ShapeUsage{{Shape: structs.Shape{PS: 9, Workers: 9}, WorkerCPUMHz: 1, Measurements: 100}}
+	bogus.Tasks = nil
+	f.mustApply(UsageUpsertType, &UsageUpsertRequest{Time: 3, Usage: []*structs.JobUsage{usage("a", 100, 30), usage("b", 100, 30), usage("gone", 10, 1)}})
+	f.mustApply(UsageUpsertType, &UsageUpsertRequest{Time: 4, Usage: []*structs.JobUsage{usage("a", 200, 60)}})
+
+	txn := f.State().Txn()
+	a, err := state.UsageOf(txn, nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, 4, a.Time)
+	must.Eq(t, 5, a.ModifyIndex)
+	must.Eq(t, []structs.ShapeUsage{{Shape: structs.Shape{PS: 1, Workers: 2}, WorkerCPUMHz: 150, PSCPUMHz: 45, Measurements: 2}}, a.ByShape)
+	must.Eq(t, 1, a.Tasks[1].OOMKills)
+	must.Eq(t, 127, a.Tasks[1].MaxMemoryMB)
+	b, err := state.UsageOf(txn, nil, structs.DefaultNamespace, "b")
+	must.NoError(t, err)
+	must.SliceEmpty(t, b.ByShape, must.Sprint("no means while a change is in flight"))
+	gone, err := state.UsageOf(txn, nil, structs.DefaultNamespace, "gone")
+	must.NoError(t, err)
+	must.Nil(t, gone, must.Sprint("usage of an unknown job is dropped"))
+
+	// Usage that only the caller's ByShape would fill keeps the committed means.
+	f.mustApply(UsageUpsertType, &UsageUpsertRequest{Time: 5, Usage: []*structs.JobUsage{bogus}})
+	a, err = state.UsageOf(f.State().Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, 2, a.ByShape[0].Measurements)
+	must.SliceLen(t, 1, a.ByShape)
+
+	before := f.State().Index()
+	bad := []struct {
+		name, want string
+		edit       func(*structs.JobUsage)
+	}{
+		{"NaN", "Tasks[1].CPUMHz", func(u *structs.JobUsage) { u.Tasks[1].CPUMHz = math.NaN() }},
+		{"infinite", "Tasks[0].MemoryMB", func(u *structs.JobUsage) { u.Tasks[0].MemoryMB = math.Inf(1) }},
+		{"negative", "Tasks[2].OOMKills", func(u *structs.JobUsage) { u.Tasks[2].OOMKills = -1 }},
+		{"huge", "Tasks[1].MaxMemoryMB", func(u *structs.JobUsage) { u.Tasks[1].MaxMemoryMB = 1e12 }},
+		{"unknown role", "Tasks[0].Role", func(u *structs.JobUsage) { u.Tasks[0].Role = "chief" }},
+		{"too many tasks", "Tasks:", func(u *structs.JobUsage) {
+			for len(u.Tasks) <= structs.MaxUsageTasks {
+				c := *u.Tasks[2]
+				u.Tasks = append(u.Tasks, &c)
+			}
+		}},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			u := usage("a", 10, 1)
+			tc.edit(u)
+			// A valid usage beside it is not committed either.
+			err, _ := f.apply(UsageUpsertType, &UsageUpsertRequest{Time: 9, Usage: []*structs.JobUsage{usage("b", 10, 1), u}}).(error)
+			must.ErrorContains(t, err, tc.want)
+			must.ErrorContains(t, err, `usage of job "a"`)
+			must.Eq(t, before, f.State().Index(), must.Sprint("rejected usage changes nothing"))
+			b, err := state.UsageOf(f.State().Txn(), nil, structs.DefaultNamespace, "b")
+			must.NoError(t, err)
+			must.Eq(t, 3, b.Time)
+		})
+	}
 }
 
 func TestFSM_RejectsWithoutChange(t *testing.T) {

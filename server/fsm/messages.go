@@ -31,6 +31,7 @@ const (
 	ACLPolicyDeleteType
 	ACLTokenUpsertType
 	ACLTokenDeleteType
+	UsageUpsertType
 )
 
 // IgnoreUnknownTypeFlag, set in a message type, lets a server that does not
@@ -57,6 +58,7 @@ var messageNames = map[MessageType]string{
 	DecisionApplyType: "DecisionApply", ObservedUpsertType: "ObservedUpsert",
 	ACLBootstrapType: "ACLBootstrap", ACLPolicyUpsertType: "ACLPolicyUpsert", ACLPolicyDeleteType: "ACLPolicyDelete",
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
+	UsageUpsertType: "UsageUpsert",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -104,6 +106,13 @@ type DecisionApplyRequest struct {
 type ObservedUpsertRequest struct {
 	Observed []*structs.Observed
 	Time     int64
+}
+
+// UsageUpsertRequest records what the tasks of jobs use, as their driver
+// measured it; the leader sends it at a bounded rate.
+type UsageUpsertRequest struct {
+	Usage []*structs.JobUsage
+	Time  int64
 }
 
 // SampleBatchRequest adds trainers' samples; Cursor is the metrics

@@ -147,6 +147,16 @@ func AllObserved(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.Observed, error)
 	return watchAll[*structs.Observed](txn, ws, TableObserved, "id", forward)
 }
 
+// UsageOf returns what a job's tasks use as last committed; nil before
+// the first commit.
+func UsageOf(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobUsage, error) {
+	raw, err := watchFirst(txn, ws, TableUsage, namespace, id)
+	if raw == nil || err != nil {
+		return nil, err
+	}
+	return raw.(*structs.JobUsage), nil
+}
+
 func jobSamples(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobSamples, error) {
 	raw, err := watchFirst(txn, ws, TableSamples, namespace, id)
 	if raw == nil || err != nil {

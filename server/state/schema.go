@@ -21,6 +21,8 @@ const (
 	// its driver reports runs.
 	TableDesired  = "desired"
 	TableObserved = "observed"
+	// TableUsage holds what each job's tasks use, as last committed.
+	TableUsage = "usage"
 	// TableDecision holds the last decision committed: its index,
 	// algorithm and time (a Plan without placements).
 	TableDecision = "decision"
@@ -113,6 +115,7 @@ func schema() *memdb.DBSchema {
 		TableModels:      single(TableModels, jobIndex()),
 		TableDesired:     single(TableDesired, jobIndex()),
 		TableObserved:    single(TableObserved, jobIndex()),
+		TableUsage:       single(TableUsage, jobIndex()),
 		TableNodes:       single(TableNodes, stringID("ID")),
 		TableEvents:      single(TableEvents, uintID("Seq")),
 		TableMembers:     single(TableMembers, stringID("ID")),

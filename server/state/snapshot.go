@@ -28,6 +28,7 @@ const (
 	recordACLPolicy
 	recordACLToken
 	recordACLBootstrap
+	recordUsage
 )
 
 // records maps each kind to its table and a constructor of the value its
@@ -54,6 +55,7 @@ var records = []struct {
 	{recordACLPolicy, TableACLPolicies, func() any { return new(structs.ACLPolicy) }},
 	{recordACLToken, TableACLTokens, func() any { return new(structs.ACLToken) }},
 	{recordACLBootstrap, TableACLBootstrap, func() any { return new(structs.ACLBootstrap) }},
+	{recordUsage, TableUsage, func() any { return new(structs.JobUsage) }},
 }
 
 // Dump calls emit with every row of the store as txn sees it, each with its

@@ -228,7 +228,7 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		if j.CreateIndex == index {
 			// A new run: what was decided for and ran of an earlier run
 			// is no longer so.
-			for _, t := range []string{TableDesired, TableObserved} {
+			for _, t := range []string{TableDesired, TableObserved, TableUsage} {
 				w.touched[t] = true
 				if _, err := w.txn.DeleteAll(t, "id", j.Namespace, j.ID); err != nil {
 					return fmt.Errorf("start job %q anew: %w", j.ID, err)
@@ -305,7 +305,7 @@ func (s *Store) StopJob(index uint64, now int64, namespace, id string, purge boo
 				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
 			}
 		}
-		for _, t := range []string{TableSamples, TableModels, TableDesired, TableObserved} {
+		for _, t := range []string{TableSamples, TableModels, TableDesired, TableObserved, TableUsage} {
 			w.touched[t] = true
 			if _, err := w.txn.DeleteAll(t, "id", namespace, id); err != nil {
 				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
