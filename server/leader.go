@@ -131,6 +131,9 @@ type leader struct {
 	// usage is each job's usage as last committed, at usageAt.
 	usage   map[structs.JobKey]*structs.JobUsage
 	usageAt map[structs.JobKey]time.Time
+	// replan holds the jobs whose driver reports lost tasks (Replan), so
+	// that only the first report makes a plan in flight stale.
+	replan map[structs.JobKey]bool
 	// decidedBy is the algorithm of the last decision committed; updated
 	// holds the jobs with a new version since: the next round commits
 	// their placements, changed or not, so that the version's round shows.
@@ -295,6 +298,7 @@ func (l *leader) establish(ctx context.Context) error {
 	l.models = map[structs.JobKey]*structs.JobModel{}
 	l.usage = map[structs.JobKey]*structs.JobUsage{}
 	l.usageAt = map[structs.JobKey]time.Time{}
+	l.replan = map[structs.JobKey]bool{}
 
 	// Rebuild the scheduler from the replicated state: the active jobs,
 	// what runs of them, and the models from their samples.
@@ -521,8 +525,14 @@ func (l *leader) syncStatus(ctx context.Context) error {
 	for _, r := range reports {
 		key := structs.NewJobKey(r.Namespace, r.JobID)
 		if r.Replan && l.sched.Has(key) {
+			if !l.replan[key] {
+				l.sched.Invalidate() // a plan in flight did not know
+			}
+			l.replan[key] = true
 			l.log.Info("driver lost tasks of a job", "job_id", r.JobID, "message", r.Message)
 			l.urgent = true
+		} else {
+			delete(l.replan, key)
 		}
 		if !structs.Terminal(r.Status) || !l.sched.Has(key) {
 			continue
@@ -739,6 +749,12 @@ func (l *leader) syncJobs(ctx context.Context) error {
 		case known && v == versionOf(j):
 			continue
 		case known:
+			if v.create != versionOf(j).create {
+				// Registered anew under the same ID: the old run's usage
+				// is not this one's.
+				delete(l.usage, key)
+				delete(l.usageAt, key)
+			}
 			if err := l.sched.Update(j); err != nil {
 				l.log.Error("cannot schedule the new version of a job", "job_id", j.ID, "version", j.Version, "error", err)
 				continue
@@ -762,6 +778,9 @@ func (l *leader) syncJobs(ctx context.Context) error {
 			delete(l.desired, k)
 			delete(l.observed, k)
 			delete(l.models, k)
+			delete(l.usage, k)
+			delete(l.usageAt, k)
+			delete(l.replan, k)
 			l.urgent = true
 		}
 	}

@@ -309,12 +309,20 @@ func (s *Scheduler) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
 		return
 	}
 	if newOOM(e.usage, u) {
-		s.changed = true
+		s.Invalidate()
 	}
 	e.usage = u
 	if s.stragglers != nil && s.stragglers.Observe(u) {
 		s.changed = true
 	}
+}
+
+// Invalidate asks for a round and makes a plan being made from an earlier
+// Snapshot stale (Version), for what a plan must not miss: a task killed
+// for memory, tasks the driver lost.
+func (s *Scheduler) Invalidate() {
+	s.changed = true
+	s.version++
 }
 
 // roleRank names one task of a job.

@@ -114,10 +114,13 @@ func TestScheduler_UsageAndSince(t *testing.T) {
 	must.False(t, s.Changed())
 	oom := u.Copy()
 	oom.Tasks = []*structs.TaskUsage{{Role: structs.RoleWorker, NodeID: "n-0", OOMKills: 1, LastOOM: t0 + int64(62*time.Second)}}
+	version := s.Version()
 	s.ObserveUsage(key, oom)
 	must.True(t, s.Changed())
+	must.Eq(t, version+1, s.Version(), must.Sprint("a plan in flight did not know of the kill"))
 	_, err = s.Plan(h.Nodes, t0+int64(63*time.Second))
 	must.NoError(t, err)
 	s.ObserveUsage(key, oom.Copy())
 	must.False(t, s.Changed(), must.Sprint("the same kill again"))
+	must.Eq(t, version+1, s.Version())
 }
