@@ -102,7 +102,7 @@ func Slow(u *structs.JobUsage, ratio float64) []Straggler {
 // replicated, so a new leader starts the windows again.
 type Tracker struct {
 	cfg  Config
-	jobs map[structs.JobKey]map[task]Straggler
+	jobs map[structs.JobKey]map[task]*tracked
 }
 
 // task names one task where it runs.
@@ -112,42 +112,61 @@ type task struct {
 	node string
 }
 
+// tracked is a straggler and whether Tick has said it is due.
+type tracked struct {
+	Straggler
+	told bool
+}
+
 // NewTracker returns a tracker with cfg (defaults for zero fields).
 func NewTracker(cfg Config) *Tracker {
-	return &Tracker{cfg: cfg.Defaults(), jobs: map[structs.JobKey]map[task]Straggler{}}
+	return &Tracker{cfg: cfg.Defaults(), jobs: map[structs.JobKey]map[task]*tracked{}}
 }
 
 // Config returns the tracker's configuration, defaults filled.
 func (t *Tracker) Config() Config { return t.cfg }
 
 // Observe takes a job's usage report, stamped u.Time: tasks slow in it
-// continue their run of reports or start one; the others end theirs. It
-// reports whether a task became due (Due) with this report.
-func (t *Tracker) Observe(u *structs.JobUsage) bool {
+// continue their run of reports or start one; the others end theirs.
+func (t *Tracker) Observe(u *structs.JobUsage) {
 	if u == nil {
-		return false
+		return
 	}
 	key := u.Key()
 	prev := t.jobs[key]
-	next := map[task]Straggler{}
-	became := false
+	next := map[task]*tracked{}
 	for _, s := range Slow(u, t.cfg.Ratio) {
 		k := task{s.Role, s.Rank, s.NodeID}
 		p, ok := prev[k]
-		if ok && u.Time <= p.Last {
+		switch {
+		case ok && u.Time <= p.Last:
 			next[k] = p // the same report again, or an older one
-			continue
-		}
-		if ok {
+		case ok:
 			s.Since, s.Reports = p.Since, p.Reports+1
+			next[k] = &tracked{Straggler: s, told: p.told}
+		default:
+			next[k] = &tracked{Straggler: s}
 		}
-		next[k] = s
-		became = became || !(ok && t.due(p, p.Last)) && t.due(s, u.Time)
 	}
 	if len(next) == 0 {
 		delete(t.jobs, key)
 	} else {
 		t.jobs[key] = next
+	}
+}
+
+// Tick reports whether a task of some job became due (Due) by now since
+// the last call: a report stands until the next, so a window ends with a
+// report or between two. The leader calls it at each step, and plans at
+// once when it is true.
+func (t *Tracker) Tick(now int64) bool {
+	became := false
+	for _, ts := range t.jobs {
+		for _, s := range ts {
+			if !s.told && t.due(s.Straggler, now) {
+				s.told, became = true, true
+			}
+		}
 	}
 	return became
 }
@@ -166,8 +185,8 @@ func (t *Tracker) Due(key structs.JobKey, now int64) []Straggler {
 	for _, k := range slices.SortedFunc(maps.Keys(t.jobs[key]), func(a, b task) int {
 		return cmp.Or(-cmp.Compare(a.role, b.role), cmp.Compare(a.rank, b.rank), cmp.Compare(a.node, b.node))
 	}) {
-		if s := t.jobs[key][k]; t.due(s, now) {
-			out = append(out, s)
+		if s := t.jobs[key][k]; t.due(s.Straggler, now) {
+			out = append(out, s.Straggler)
 		}
 	}
 	return out

@@ -312,9 +312,20 @@ func (s *Scheduler) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
 		s.Invalidate()
 	}
 	e.usage = u
-	if s.stragglers != nil && s.stragglers.Observe(u) {
-		s.changed = true
+	if s.stragglers != nil {
+		s.stragglers.Observe(u)
 	}
+}
+
+// TickStragglers reports whether a straggler became due by now (Unix
+// nanoseconds) since the last call (straggler.Tracker.Tick), and then
+// asks for a round; the caller plans at once.
+func (s *Scheduler) TickStragglers(now int64) bool {
+	if s.stragglers == nil || !s.stragglers.Tick(now) {
+		return false
+	}
+	s.changed = true
+	return true
 }
 
 // Invalidate asks for a round and makes a plan being made from an earlier

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -542,6 +543,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 			}
 		}
 		byJob := map[structs.JobKey]*structs.JobSamples{}
+		jobs := map[structs.JobKey]*structs.Job{}
 		var order []structs.JobKey
 		for _, smp := range samples {
 			ns := cmp.Or(smp.Namespace, structs.DefaultNamespace)
@@ -565,12 +567,21 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 						// never see what is appended. Copying the history
 						// at every batch cost more than the samples.
 						js.Samples, js.Received = prev.Samples, prev.Received
+						js.Tasks = slices.Clone(prev.Tasks)
 					}
+					jobs[key] = job
 					order = append(order, key)
 				}
 				byJob[key] = js
 			}
 			if js == nil {
+				continue
+			}
+			if !smp.Chief() {
+				var took bool
+				if js.Tasks, took = latestTask(js.Tasks, smp, jobs[key]); took {
+					kept++
+				}
 				continue
 			}
 			js.Samples = append(js.Samples, smp)
@@ -588,6 +599,38 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 		return nil
 	})
 	return kept, err
+}
+
+// latestTask puts the sample smp of a job's non-chief task in tasks, the
+// latest sample of each, sorted by role and rank, and reports whether it
+// was kept: a sample older than the one held for its task, or of a rank
+// beyond job's bounds for the role (which keeps tasks bounded), is not.
+func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job) ([]structs.Sample, bool) {
+	if job.Elastic == nil {
+		return tasks, false
+	}
+	limit := job.Elastic.Workers.Max
+	if smp.Role == structs.RolePS {
+		limit = 0
+		if b := job.Elastic.ParameterServers; b != nil {
+			limit = b.Max
+		}
+	}
+	if smp.Rank >= limit {
+		return tasks, false
+	}
+	role := func(s structs.Sample) string { return cmp.Or(s.Role, structs.RoleWorker) }
+	i, found := slices.BinarySearchFunc(tasks, smp, func(a, b structs.Sample) int {
+		return cmp.Or(cmp.Compare(role(a), role(b)), cmp.Compare(a.Rank, b.Rank))
+	})
+	switch {
+	case !found:
+		return slices.Insert(tasks, i, smp), true
+	case smp.Time < tasks[i].Time:
+		return tasks, false
+	}
+	tasks[i] = smp
+	return tasks, true
 }
 
 // thin halves the older half of a full history by keeping every other

@@ -180,6 +180,36 @@ func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
 	}
 }
 
+// TestAppendSamples_Tasks: samples of tasks other than the chief keep
+// the latest of each task, by role and rank, out of the job's history; an
+// older one, or one of a rank beyond the job's bounds, is not kept.
+func TestAppendSamples_Tasks(t *testing.T) {
+	s := newStore(t, "a")
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	maxW, maxPS := job.Elastic.Workers.Max, job.Elastic.ParameterServers.Max
+	smp := func(role string, rank int, at int64) structs.Sample {
+		return structs.Sample{JobID: "a", Role: role, Rank: rank, Time: at, TaskStepTimeS: float64(at)}
+	}
+	kept, err := s.AppendSamples(5, []structs.Sample{
+		smp(structs.RoleWorker, 0, 10), smp(structs.RoleWorker, 1, 10), smp(structs.RolePS, 0, 10),
+		smp(structs.RoleWorker, 1, 20), smp(structs.RoleWorker, 1, 15), smp("", 1, 12),
+		smp(structs.RoleWorker, maxW, 30), smp(structs.RolePS, maxPS, 30),
+	}, 0)
+	must.NoError(t, err)
+	must.Eq(t, 4, kept)
+	js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, []structs.Sample{smp(structs.RoleWorker, 0, 10)}, js.Samples)
+	must.Eq(t, 1, js.Received)
+	must.Eq(t, []structs.Sample{smp(structs.RolePS, 0, 10), smp(structs.RoleWorker, 1, 20)}, js.Tasks)
+
+	// The stored row is not changed under its readers.
+	_, err = s.AppendSamples(6, []structs.Sample{smp(structs.RolePS, 0, 40)}, 0)
+	must.NoError(t, err)
+	must.Eq(t, 10, js.Tasks[0].Time)
+}
+
 func TestBlockingQuery(t *testing.T) {
 	s := newStore(t, "a")
 	current := func() *Store { return s }
