@@ -5,7 +5,9 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +54,8 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
     enabled = true
     window  = "5s"
   }`))
-	c := cl.clients[cl.waitLeader(t, "")]
+	leader := cl.waitLeader(t, "")
+	c := cl.clients[leader]
 	waitNodes(t, c, 3, 3)
 
 	slowNodes := filepath.Join(t.TempDir(), "slow-nodes")
@@ -107,6 +110,11 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
 		t.Logf("workers' step times: %v", times)
 		return nil
 	})
+
+	out, err := exec.Command(bin, "job", "status", "-verbose", "-address", "http://"+leader, "strag").CombinedOutput()
+	must.NoError(t, err, must.Sprint(string(out)))
+	t.Logf("caravan job status -verbose:\n%s", out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^worker\s+\d\s+`+slow+`\s+.*\s[\d.]+ms\s+0\s+0\s+nomad\s`), string(out))
 
 	ev := waitEvent(t, c, "strag", structs.EventStragglerReplaced, 1, 2*time.Minute)
 	t.Logf("Caravan's event: %s", ev.Message)
