@@ -472,7 +472,8 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 		pl = &structs.Placement{Namespace: job.Namespace, JobID: job.ID}
 	}
 	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Placement: pl.Copy()}
-	if d, err := desired(w.txn, nil, job.Namespace, job.ID); err != nil {
+	d, err := desired(w.txn, nil, job.Namespace, job.ID)
+	if err != nil {
 		return err
 	} else if d != nil {
 		rec.Algorithm = d.Algorithm
@@ -490,18 +491,31 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 		return err
 	}
 	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": rec.Algorithm}
-	msg := fmt.Sprintf("%d ps and %d workers run on %d nodes", pl.NumPS, pl.NumWorkers, len(pl.Nodes))
+	msg := fmt.Sprintf("%s run on %s", shape(pl.NumPS, pl.NumWorkers), structs.Plural(len(pl.Nodes), "node"))
 	if r := rec.Placement.Reason; r != "" {
 		msg += ": " + r
 	}
 	typ := structs.EventJobRescaled
+	// Fewer tasks than decided, with no change arriving there: tasks
+	// ended or their nodes went away, and the driver restarts the job.
+	lost := d != nil && (o.Change == nil || !o.Change.Target.SameTasks(pl)) &&
+		(pl.NumPS < d.Placement.NumPS || pl.NumWorkers < d.Placement.NumWorkers)
 	switch {
 	case pl.Paused():
 		typ, msg = structs.EventJobWaiting, "no task runs"
+	case lost:
+		typ = structs.EventTasksLost
+		msg = fmt.Sprintf("%s run on %s, short of the decision's %s: tasks ended or their nodes went away",
+			shape(pl.NumPS, pl.NumWorkers), structs.Plural(len(pl.Nodes), "node"), shape(d.Placement.NumPS, d.Placement.NumWorkers))
 	case prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending:
 		typ = structs.EventJobPlaced
 	}
 	return w.event(now, typ, job.Namespace, job.ID, msg, details)
+}
+
+// shape says how many parameter servers and workers run, for events.
+func shape(ps, workers int) string {
+	return fmt.Sprintf("%d ps and %s", ps, structs.Plural(workers, "worker"))
 }
 
 // setRunStatus moves an active job between pending, running and

@@ -153,6 +153,14 @@ func TestObserved_Lifecycle(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, 2, o.Placement.NumWorkers)
 	must.Eq(t, structs.ChangeAborted, o.Change.Phase)
+
+	// A worker ends with no change on its way: its loss is no rescale.
+	must.NoError(t, s.UpsertObserved(10, 0, []*structs.Observed{observed(placement("a", 1), &structs.Change{Target: four, PlanIndex: 8, Phase: structs.ChangeAborted, Message: "no checkpoint"})}))
+	evs, err = Events(s.Txn(), nil, 2)
+	must.NoError(t, err)
+	lost := evs[len(evs)-1]
+	must.Eq(t, structs.EventTasksLost, lost.Type)
+	must.Eq(t, "0 ps and 1 worker run on 1 node, short of the decision's 0 ps and 2 workers: tasks ended or their nodes went away", lost.Message)
 }
 
 func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
