@@ -470,6 +470,9 @@ func (l *leader) step(ctx context.Context) error {
 		return nil // a round due now follows the plan in flight
 	}
 	now := s.now()
+	if l.sched.TickStragglers(now.UnixNano()) {
+		l.urgent = true // a straggler's window ended: move it now
+	}
 	if !l.urgent && now.Before(l.nextRound) {
 		return nil
 	}
@@ -836,6 +839,12 @@ func (l *leader) syncSamples(ctx context.Context) error {
 		// A sample stamped in the future would hide every later one.
 		if err := smp.ValidateTime(l.s.now()); err != nil {
 			l.log.Warn("dropped a sample from the future", "job_id", smp.JobID, "error", err)
+			continue
+		}
+		if !smp.Chief() {
+			// Another task's own time per step: the store keeps the
+			// latest of each task, whatever the order.
+			keep = append(keep, smp)
 			continue
 		}
 		last, ok := newest[key]

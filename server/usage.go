@@ -42,6 +42,36 @@ func usageDue(prev *structs.JobUsage, at, now time.Time, interval time.Duration,
 	return moved && now.Sub(at) >= interval, false
 }
 
+// chiefLookback is how many of the chief's latest samples
+// reportedStepTimes searches for one of a task's allocation.
+const chiefLookback = 16
+
+// reportedStepTimes fills in the time per step of u's tasks that the
+// driver did not measure (a Nomad task's own step time is known only to
+// the trainer) from the samples the tasks reported themselves: the latest
+// with the task's allocation ID, so that a sample of an earlier
+// allocation of the same rank never stands for the current one.
+func reportedStepTimes(u *structs.JobUsage, js *structs.JobSamples) {
+	if js == nil {
+		return
+	}
+	for _, t := range u.Tasks {
+		if t.TaskStepTimeS > 0 || t.AllocID == "" {
+			continue
+		}
+		from := js.Tasks
+		if t.Role == structs.RoleWorker && t.Rank == 0 {
+			from = js.Samples[max(0, len(js.Samples)-chiefLookback):]
+		}
+		for i := len(from) - 1; i >= 0; i-- {
+			if s := from[i]; s.AllocID == t.AllocID && s.TaskStepTimeS > 0 {
+				t.TaskStepTimeS = s.TaskStepTimeS
+				break
+			}
+		}
+	}
+}
+
 // relMove reports whether b differs from a by more than usageMove of a.
 func relMove(a, b float64) bool {
 	if a == 0 {
@@ -56,6 +86,7 @@ func relMove(a, b float64) bool {
 // driver's garbage never reaches Raft.
 func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) error {
 	now := l.s.now()
+	txn := l.s.State().Txn()
 	var due []*structs.JobUsage
 	urgent := false
 	for _, r := range reports {
@@ -65,6 +96,9 @@ func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) 
 		}
 		u := r.Usage.Copy()
 		u.Namespace, u.JobID = key.Namespace, key.ID
+		if js, err := state.Samples(txn, nil, key.Namespace, key.ID); err == nil {
+			reportedStepTimes(u, js)
+		}
 		if err := u.Validate(); err != nil {
 			l.log.Warn("dropped invalid usage from the driver", "job_id", key.ID, "error", err)
 			continue
@@ -82,7 +116,7 @@ func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) 
 	if _, _, err := l.s.apply(ctx, fsm.UsageUpsertType|newTypeFlag, req); err != nil {
 		return err
 	}
-	txn := l.s.State().Txn()
+	txn = l.s.State().Txn()
 	for _, u := range due {
 		key := u.Key()
 		committed, err := state.UsageOf(txn, nil, key.Namespace, key.ID)

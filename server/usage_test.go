@@ -46,3 +46,36 @@ func TestUsageDue(t *testing.T) {
 		})
 	}
 }
+
+// TestReportedStepTimes: tasks the driver has no step time of take the
+// latest their trainers reported from the same allocation; a sample of
+// another allocation of the same rank, or a step time the driver
+// measured, is left alone.
+func TestReportedStepTimes(t *testing.T) {
+	js := &structs.JobSamples{
+		Samples: []structs.Sample{
+			{Role: structs.RoleWorker, AllocID: "w0", TaskStepTimeS: 0.5, Time: 1},
+			{Role: structs.RoleWorker, AllocID: "w0", TaskStepTimeS: 0.6, Time: 2},
+			{Role: structs.RoleWorker, TaskStepTimeS: 0.9, Time: 3},
+		},
+		Tasks: []structs.Sample{
+			{Role: structs.RolePS, Rank: 0, AllocID: "p0", TaskStepTimeS: 0.1},
+			{Role: structs.RoleWorker, Rank: 1, AllocID: "w1-old", TaskStepTimeS: 2},
+			{Role: structs.RoleWorker, Rank: 2, AllocID: "w2", TaskStepTimeS: 1.5},
+		},
+	}
+	u := &structs.JobUsage{Tasks: []*structs.TaskUsage{
+		{Role: structs.RolePS, Rank: 0, AllocID: "p0"},
+		{Role: structs.RoleWorker, Rank: 0, AllocID: "w0"},
+		{Role: structs.RoleWorker, Rank: 1, AllocID: "w1-new"},
+		{Role: structs.RoleWorker, Rank: 2, AllocID: "w2", TaskStepTimeS: 0.7},
+		{Role: structs.RoleWorker, Rank: 3},
+	}}
+	reportedStepTimes(u, js)
+	var got []float64
+	for _, tu := range u.Tasks {
+		got = append(got, tu.TaskStepTimeS)
+	}
+	must.Eq(t, []float64{0.1, 0.6, 0, 0.7, 0}, got)
+	reportedStepTimes(u, nil)
+}

@@ -3,7 +3,9 @@ package structs
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // MaxSampleSkew bounds how far after the receiver's clock a sample's Time
@@ -49,12 +51,27 @@ type Sample struct {
 	UsageMemoryMB float64 `json:"usage_memory_mb,omitempty"`
 	TaskStepTimeS float64 `json:"task_step_time_s,omitempty"`
 
+	// AllocID is the reporting task's Nomad allocation (NOMAD_ALLOC_ID),
+	// when it runs on Nomad: its TaskStepTimeS is matched to the usage the
+	// driver measured of that allocation, and to nothing else.
+	AllocID string `json:"alloc_id,omitempty"`
+
 	NumPS      int `json:"num_ps"`
 	NumWorkers int `json:"num_workers"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
 	Time int64 `json:"time"`
 }
+
+// MaxAllocIDLen bounds a sample's AllocID (Nomad's are 36-character
+// UUIDs).
+const MaxAllocIDLen = 64
+
+// Chief reports whether the sample is the job's own: from worker rank 0,
+// or from a task that names no role. Only the chief's samples make the
+// job's history (progress, loss, checkpoints); another task's sample
+// reports that task's own time per step (TaskStepTimeS) and usage.
+func (s *Sample) Chief() bool { return s.Role != RolePS && s.Rank == 0 }
 
 // Validate rejects samples no model should learn from: negative steps or
 // counts, NaN or infinite numbers, a negative loss, a checkpoint ahead of the
@@ -92,6 +109,9 @@ func (s *Sample) Validate() error {
 		if f.val < 0 {
 			v.fail(f.name, "%d must not be negative", f.val)
 		}
+	}
+	if len(s.AllocID) > MaxAllocIDLen || strings.ContainsFunc(s.AllocID, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		v.fail("alloc_id", "must be at most %d printable characters without spaces", MaxAllocIDLen)
 	}
 	if s.Step >= 0 && s.CheckpointStep > s.Step {
 		v.fail("checkpoint_step", "%d is ahead of step %d", s.CheckpointStep, s.Step)

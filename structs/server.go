@@ -41,9 +41,14 @@ type JobPlacement struct {
 type JobSamples struct {
 	Namespace string
 	JobID     string
-	Samples   []Sample
-	// Received counts every sample ever accepted for the job.
+	// Samples is the chief's history (Sample.Chief), thinned when full.
+	Samples []Sample
+	// Received counts every chief sample ever accepted for the job.
 	Received int64
+	// Tasks holds the latest sample of each other task (a worker of rank
+	// 1 and up, a parameter server), by role and then rank: their own
+	// time per step and usage, not the job's progress.
+	Tasks []Sample `json:",omitempty"`
 }
 
 // JobModel is the leader's fitted models of a job, committed with each plan

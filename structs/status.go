@@ -1,5 +1,7 @@
 package structs
 
+import "fmt"
+
 // Job statuses. A job moves pending → running ⇄ rescaling and ends complete,
 // failed or stopped; a running job whose placement is paused stays running.
 const (
@@ -28,10 +30,13 @@ func Terminal(status string) bool {
 
 // Event types.
 const (
-	EventJobRegistered     = "JobRegistered"
-	EventJobPlaced         = "JobPlaced"
-	EventJobWaiting        = "JobWaiting"
-	EventJobRescaled       = "JobRescaled"
+	EventJobRegistered = "JobRegistered"
+	EventJobPlaced     = "JobPlaced"
+	EventJobWaiting    = "JobWaiting"
+	EventJobRescaled   = "JobRescaled"
+	// EventTasksLost: fewer tasks of a job run than decided, with no
+	// change on its way there: tasks ended or their nodes went away.
+	EventTasksLost         = "TasksLost"
 	EventRescaleAborted    = "RescaleAborted"
 	EventJobCompleted      = "JobCompleted"
 	EventJobFailed         = "JobFailed"
@@ -166,4 +171,13 @@ type Observed struct {
 	// UpdateTime, stamped by the leader, is when it was committed.
 	ModifyIndex uint64
 	UpdateTime  int64
+}
+
+// Plural says n of noun for people: "1 node", "2 nodes". Nouns take an
+// "s".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

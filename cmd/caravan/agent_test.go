@@ -67,5 +67,5 @@ func TestStragglers(t *testing.T) {
 	cfg := config.Default()
 	must.Nil(t, stragglers(cfg.Scheduler.Straggler))
 	on := cfg.Merge(&config.Config{Scheduler: &config.Scheduler{Straggler: &config.Straggler{Enabled: new(true), Ratio: 0.4}}})
-	must.Eq(t, &straggler.Config{Ratio: 0.4, Window: time.Minute, Reports: 3}, stragglers(on.Scheduler.Straggler))
+	must.Eq(t, &straggler.Config{Ratio: 0.4, Window: time.Minute, Reports: 1}, stragglers(on.Scheduler.Straggler))
 }

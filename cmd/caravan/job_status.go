@@ -192,8 +192,9 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 
 // formatUsage tabulates what each task of a job uses, as last committed:
 // CPU used against its limit (MHz, and the share), memory used and the
-// most seen in the task's run against its limit (MB), its kills for
-// memory and restarts, who measured it and when it was committed.
+// most seen in the task's run against its limit (MB), its own time per
+// step ("-" when not reported), its kills for memory and restarts, who
+// measured it and when it was committed.
 func formatUsage(u *structs.JobUsage) string {
 	if u == nil || len(u.Tasks) == 0 {
 		return "No usage measured yet"
@@ -204,12 +205,16 @@ func formatUsage(u *structs.JobUsage) string {
 		}
 		return fmt.Sprintf("%.0f/%d (%.0f%%)", used, limit, 100*used/float64(limit))
 	}
-	rows := [][]string{{"Role", "Rank", "Node", "CPU MHz", "Memory MB", "Max MB", "OOM Kills", "Restarts", "Source", "Updated"}}
+	rows := [][]string{{"Role", "Rank", "Node", "CPU MHz", "Memory MB", "Max MB", "Step Time", "OOM Kills", "Restarts", "Source", "Updated"}}
 	for _, t := range u.Tasks {
+		step := "-"
+		if t.TaskStepTimeS > 0 {
+			step = time.Duration(t.TaskStepTimeS * float64(time.Second)).Round(time.Millisecond / 10).String()
+		}
 		rows = append(rows, []string{
 			t.Role, strconv.Itoa(t.Rank), t.NodeID,
 			share(t.CPUMHz, t.CPULimitMHz), share(t.MemoryMB, t.MemoryLimitMB),
-			strconv.FormatFloat(t.MaxMemoryMB, 'f', 0, 64),
+			strconv.FormatFloat(t.MaxMemoryMB, 'f', 0, 64), step,
 			strconv.Itoa(t.OOMKills), strconv.Itoa(t.Restarts), t.Source, formatTime(u.Time),
 		})
 	}

@@ -50,12 +50,12 @@ func TestFormatJobSummary_Usage(t *testing.T) {
 	sum := &api.JobSummary{Job: structs.MockJob(), Usage: &structs.JobUsage{Tasks: []*structs.TaskUsage{
 		{Role: structs.RolePS, NodeID: "n1", CPUMHz: 25, MemoryMB: 12.4, MaxMemoryMB: 13, CPULimitMHz: 100, MemoryLimitMB: 64, Source: structs.UsageSourceNomad},
 		{Role: structs.RoleWorker, Rank: 1, NodeID: "n2", CPUMHz: 80, MemoryMB: 121, MaxMemoryMB: 127, CPULimitMHz: 100, MemoryLimitMB: 256,
-			OOMKills: 1, Restarts: 2, Source: structs.UsageSourceNomad},
+			OOMKills: 1, Restarts: 2, TaskStepTimeS: 0.25312, Source: structs.UsageSourceNomad},
 	}}}
 	out := formatJobSummary(sum, nil, true)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^Usage\nRole\s+Rank\s+Node\s+CPU MHz\s+Memory MB\s+Max MB\s+OOM Kills\s+Restarts\s+Source\s+Updated$`), out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^ps\s+0\s+n1\s+25/100 \(25%\)\s+12/64 \(19%\)\s+13\s+0\s+0\s+nomad\s+-$`), out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^worker\s+1\s+n2\s+80/100 \(80%\)\s+121/256 \(47%\)\s+127\s+1\s+2\s+nomad\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Usage\nRole\s+Rank\s+Node\s+CPU MHz\s+Memory MB\s+Max MB\s+Step Time\s+OOM Kills\s+Restarts\s+Source\s+Updated$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^ps\s+0\s+n1\s+25/100 \(25%\)\s+12/64 \(19%\)\s+13\s+-\s+0\s+0\s+nomad\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^worker\s+1\s+n2\s+80/100 \(80%\)\s+121/256 \(47%\)\s+127\s+253.1ms\s+1\s+2\s+nomad\s+-$`), out)
 	must.StrNotContains(t, formatJobSummary(sum, nil, false), "Usage")
 
 	sum.Usage = nil

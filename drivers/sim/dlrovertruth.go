@@ -38,8 +38,9 @@ type SimTask struct {
 	Slow float64
 }
 
-// TaskUse is what one task uses: CPU in MHz, memory in MB, and a worker's
-// seconds per local step (0 for a server).
+// TaskUse is what one task uses: CPU in MHz, memory in MB, and its own
+// seconds per step: a worker's local step, a server's update of one step
+// (0 when the truth does not say).
 type TaskUse struct {
 	CPUMHz, MemoryMB, StepTimeS float64
 }
@@ -227,10 +228,11 @@ func slicesMax(v []float64) float64 {
 	return m
 }
 
-// Use returns each task's CPU, memory and (workers) step time. A worker
-// uses ŵ (at most its cores) while it computes and WaitCPU of it while it
-// waits; a server uses its share of the job's update work, at most its
-// cores.
+// Use returns each task's CPU, memory and step time. A worker uses ŵ (at
+// most its cores) while it computes and WaitCPU of it while it waits; a
+// server uses its share of the job's update work, at most its cores, and
+// takes t_u·max(1, ρ_j) to apply a step's update (ρ_j its own load, as in
+// the workers' step time).
 func (t *DLRoverTruth) Use(step float64, tasks []SimTask) []TaskUse {
 	m := t.Model
 	out := make([]TaskUse, len(tasks))
@@ -249,10 +251,15 @@ func (t *DLRoverTruth) Use(step float64, tasks []SimTask) []TaskUse {
 	rate := t.Rate(tasks)
 	perStep := m.PSCoresPerWorker * (m.IO + m.Compute + m.Update)
 	f := t.shares(len(servers))
+	_, demand := t.load(tasks, workers, servers)
 	for j, i := range servers {
 		fj := f[share(tasks[i].Rank, j, len(f))]
-		cpu := min(fj*rate*perStep, t.cores(tasks[i].CPU, tasks[i].Slow))
-		out[i] = TaskUse{CPUMHz: cpu * t.CoreMHz, MemoryMB: t.psMemory(step, fj)}
+		cores := t.cores(tasks[i].CPU, tasks[i].Slow)
+		cpu := min(fj*rate*perStep, cores)
+		// A server applies a step's update in t_u, or t_u·ρ_j when its
+		// share of the load is more than its cores.
+		update := m.Update * max(1, demand[j]/max(cores, 1e-9))
+		out[i] = TaskUse{CPUMHz: cpu * t.CoreMHz, MemoryMB: t.psMemory(step, fj), StepTimeS: update}
 	}
 	return out
 }

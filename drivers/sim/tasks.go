@@ -18,8 +18,8 @@ const OOMFailAfter = 10 * time.Minute
 // simulator ties each to a slot on a node: the first worker (or server)
 // of the job's first placement, on its node. The task in that slot gets
 // the share of its CPU Slow returns, until the slot is vacated: a
-// decision moves it away (ActionStragglerReplaced, ActionHotPSReplaced
-// naming the node) or leaves the node without a task of the role.
+// decision moves it away (ActionStragglerReplaced of its role,
+// ActionHotPSReplaced, naming the node) or leaves the node without a task of the role.
 type Injector interface {
 	Slow() (worker, ps float64)
 }
@@ -54,10 +54,15 @@ func (s *Sim) placeTasks(j *job, p *structs.Placement) {
 		j.slow, j.slowSet = [2]slowSlot{{factor: w, node: -1}, {factor: ps, node: -1}}, true
 	}
 	for _, a := range p.Actions {
-		for k, kind := range []string{structs.ActionStragglerReplaced, structs.ActionHotPSReplaced} {
-			if sl := &j.slow[k]; a.Kind == kind && sl.node >= 0 && s.index[a.NodeID] == sl.node {
-				sl.vacated = true
-			}
+		k := 0 // the worker's slot
+		switch {
+		case a.Kind == structs.ActionHotPSReplaced, a.Kind == structs.ActionStragglerReplaced && a.Role == structs.RolePS:
+			k = 1
+		case a.Kind != structs.ActionStragglerReplaced:
+			continue
+		}
+		if sl := &j.slow[k]; sl.node >= 0 && s.index[a.NodeID] == sl.node {
+			sl.vacated = true
 		}
 	}
 	prev := j.tasks

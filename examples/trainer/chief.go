@@ -152,7 +152,7 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 	}
 
 	if first || checkpointed || done != "" || v-c.lastStep >= c.cfg.ReportEvery {
-		c.report(v, loss, now)
+		c.report(v, loss, w.ownStepTime(), now)
 	}
 	if checkpointed {
 		fctx, cancel := context.WithTimeout(ctx, c.cfg.FlushTimeout)
@@ -181,9 +181,9 @@ func rate(steps int64, d time.Duration) float64 {
 }
 
 // report sends the sample of step v: the loss there and, per step since
-// the last report, the wall time and the chief's computation and
-// communication.
-func (c *chief) report(v int64, loss float64, now time.Time) {
+// the last report, the wall time, the chief's computation and
+// communication, and its own time (own, as worker.ownStepTime).
+func (c *chief) report(v int64, loss float64, own float64, now time.Time) {
 	// In async mode the parameter servers may have passed v when they
 	// wrote a checkpoint: the sample names the checkpoint's step then.
 	step := max(v, c.ckptStep)
@@ -199,6 +199,8 @@ func (c *chief) report(v int64, loss float64, now time.Time) {
 		NumPS:          c.cfg.NumPS,
 		NumWorkers:     c.cfg.NumWorkers,
 		Time:           now.UnixNano(),
+		AllocID:        c.cfg.AllocID,
+		TaskStepTimeS:  own,
 	}
 	if steps := v - c.lastStep; steps > 0 {
 		s.StepTimeS = now.Sub(c.lastTime).Seconds() / float64(steps)

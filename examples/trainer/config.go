@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ const (
 	envPatience         = "CARAVAN_CONVERGENCE_PATIENCE"
 	envMaxEpochs        = "CARAVAN_MAX_EPOCHS"
 	envCheckpointSignal = "CARAVAN_CHECKPOINT_SIGNAL"
+	// envAllocID is set by Nomad itself.
+	envAllocID = "NOMAD_ALLOC_ID"
 )
 
 // Defaults of the knobs the environment may leave out.
@@ -107,6 +110,16 @@ type config struct {
 	BallastAfterStep int64
 	BallastRank      int
 	BallastRate      int
+	// A worker whose node (-node, e.g. Nomad's ${node.unique.id}) is
+	// listed in the file SlowNodes, one ID a line, reread every step,
+	// computes SlowFactor times as long: a machine problem, to test
+	// straggler handling.
+	SlowNodes  string
+	Node       string
+	SlowFactor float64
+	// AllocID is the task's Nomad allocation (NOMAD_ALLOC_ID), which its
+	// samples name; empty outside Nomad.
+	AllocID string
 }
 
 // chief reports whether this process is worker 0, the one that evaluates,
@@ -155,6 +168,9 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	fs.Int64Var(&c.BallastAfterStep, "ballast-after-step", 0, "the step from which the ballast is allocated")
 	fs.IntVar(&c.BallastRank, "ballast-rank", 0, "the rank of the worker that allocates the ballast")
 	fs.IntVar(&c.BallastRate, "ballast-rate", 10, "MB per second the ballast grows at, so that a memory reading sees it grow")
+	fs.StringVar(&c.SlowNodes, "slow-nodes", "", "a file of node IDs, one a line, reread every step: a worker on a listed node (-node) computes -slow-factor times as long (straggler tests)")
+	fs.StringVar(&c.Node, "node", "", "the ID of the node the worker runs on, for -slow-nodes (on Nomad: ${node.unique.id})")
+	fs.Float64Var(&c.SlowFactor, "slow-factor", 4, "how many times as long a worker on a -slow-nodes node computes")
 	fs.StringVar(&c.PhaseLog, "phase-log", "", "append one JSON line per phase of each step (pull, compute, push: start and end, Unix ns) to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
@@ -183,6 +199,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	c.Patience = e.int(envPatience, structs.DefaultPatience, false)
 	c.MaxEpochs = e.int(envMaxEpochs, 0, false)
 	c.SignalName = e.str(envCheckpointSignal, structs.DefaultCheckpointSignal)
+	c.AllocID = e.str(envAllocID, "")
 
 	errs := e.errs
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -291,6 +308,9 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	}
 	if c.ReportEvery < 1 {
 		bad("-report-every=%d: must be at least 1", c.ReportEvery)
+	}
+	if c.SlowFactor < 1 || math.IsInf(c.SlowFactor, 0) || c.SlowNodes != "" && c.Node == "" {
+		bad("-slow-nodes=%q -node=%q -slow-factor=%v: the factor must be finite and at least 1, and -slow-nodes needs -node", c.SlowNodes, c.Node, c.SlowFactor)
 	}
 	for name, d := range map[string]time.Duration{
 		"-rpc-timeout": c.RPCTimeout, "-rendezvous-timeout": c.RendezvousTimeout,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ import (
 
 // The process tests run the real trainer binary: parameter servers and
 // workers as separate processes on loopback, a checkpoint directory in
-// t.TempDir, and an httptest collector receiving the chief's samples.
+// t.TempDir, and an httptest collector receiving the workers' samples.
 
 var (
 	buildOnce sync.Once
@@ -70,8 +71,10 @@ func trainerBinary(t *testing.T) string {
 type collector struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// samples are the chief's, tasks the other workers'.
 	samples  []structs.Sample
+	tasks    []structs.Sample
 	rejected []string
 }
 
@@ -117,14 +120,28 @@ func (c *collector) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c.samples = append(c.samples, body.Samples...)
+	for _, smp := range body.Samples {
+		if smp.Chief() {
+			c.samples = append(c.samples, smp)
+		} else {
+			c.tasks = append(c.tasks, smp)
+		}
+	}
 	fmt.Fprintf(w, `{"Accepted": %d}`, len(body.Samples))
 }
 
+// all returns the chief's samples.
 func (c *collector) all() []structs.Sample {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]structs.Sample(nil), c.samples...)
+}
+
+// others returns the samples of the workers other than the chief.
+func (c *collector) others() []structs.Sample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]structs.Sample(nil), c.tasks...)
 }
 
 // waitSample waits for the first sample that match accepts.
@@ -158,6 +175,8 @@ type jobSpec struct {
 	collector   *collector
 	env         map[string]string // more variables, e.g. the training block
 	flags       []string
+	// rankFlags, when set, adds flags of one task.
+	rankFlags func(role string, rank int) []string
 }
 
 // job is the running processes of a jobSpec.
@@ -214,13 +233,17 @@ func startJob(t *testing.T, spec jobSpec) *job {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.cmd = exec.Command(bin, spec.flags...)
+			flags := spec.flags
+			if spec.rankFlags != nil {
+				flags = append(slices.Clone(flags), spec.rankFlags(role.name, rank)...)
+			}
+			p.cmd = exec.Command(bin, flags...)
 			p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 			p.cmd.Env = os.Environ()
 			for k, v := range env {
 				p.cmd.Env = append(p.cmd.Env, k+"="+v)
 			}
-			p.cmd.Env = append(p.cmd.Env, envRole+"="+role.name, envRank+"="+strconv.Itoa(rank))
+			p.cmd.Env = append(p.cmd.Env, envRole+"="+role.name, envRank+"="+strconv.Itoa(rank), envAllocID+"="+name)
 			if err := p.cmd.Start(); err != nil {
 				logFile.Close()
 				t.Fatalf("start %s: %v", p.name, err)

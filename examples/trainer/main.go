@@ -124,7 +124,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 // newReporter returns the chief's collector client; other workers report
 // nothing.
 func newReporter(cfg *config, log hclog.Logger) (reporter, error) {
-	if !cfg.chief() {
+	if cfg.Role == structs.RolePS {
 		return logReporter{log: log}, nil
 	}
 	if cfg.CollectorAddr == "" {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -201,4 +203,46 @@ func TestTrainerRejectsBadEnvironment(t *testing.T) {
 			must.StrContains(t, log, want)
 		}
 	}
+}
+
+// TestTrainerSlowNode: every worker reports its own time per step, named
+// by its allocation; a worker on a node listed in -slow-nodes computes 4
+// times as long, and its own time shows it while its peers' do not.
+func TestTrainerSlowNode(t *testing.T) {
+	dir, coll := t.TempDir(), newCollector(t)
+	slow := filepath.Join(t.TempDir(), "slow-nodes")
+	must.NoError(t, os.WriteFile(slow, []byte("node-1\n"), 0o644))
+	j := startJob(t, jobSpec{
+		ps: 1, workers: 3, generation: "1", dir: dir, collector: coll,
+		env:   trainingEnv(structs.ModeSync, 96, 3, 20, 0.0001, 100, 3),
+		flags: []string{"-sample-cost", "200us", "-report-every", "5", "-slow-nodes", slow},
+		rankFlags: func(role string, rank int) []string {
+			return []string{"-node", fmt.Sprintf("node-%d", rank)}
+		},
+	})
+	for name, code := range j.waitExit(60 * time.Second) {
+		must.Eq(t, 0, code, must.Sprintf("exit status of %s", name))
+	}
+	own := map[int][]float64{}
+	for _, s := range coll.others() {
+		must.Eq(t, structs.RoleWorker, s.Role)
+		must.Eq(t, fmt.Sprintf("gen1-worker-%d", s.Rank), s.AllocID)
+		must.Eq(t, 3, s.NumWorkers)
+		own[s.Rank] = append(own[s.Rank], s.TaskStepTimeS)
+	}
+	for _, s := range coll.all()[1:] {
+		must.Eq(t, "gen1-worker-0", s.AllocID)
+		own[0] = append(own[0], s.TaskStepTimeS)
+	}
+	must.MapLen(t, 3, own)
+	med := map[int]float64{}
+	for r, v := range own {
+		must.Greater(t, 2, len(v))
+		slices.Sort(v)
+		med[r] = v[len(v)/2]
+	}
+	t.Logf("median own step times by rank: %v", med)
+	must.Greater(t, 2.5*med[2], med[1], must.Sprint("the slow node's worker"))
+	must.Less(t, 2*med[2], med[0])
+	must.Less(t, 2*med[0], med[2])
 }

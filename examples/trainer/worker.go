@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/rpc"
+	"os"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +50,12 @@ type worker struct {
 	// ballast is the memory the worker holds to grow (-ballast-mb); nil
 	// until it starts.
 	ballast *ballast
+	// rep is where a worker other than the chief reports its own time
+	// per step (the chief reports through chief); own accumulates that
+	// time since the last report: computing and pushing, not waiting
+	// for the other workers.
+	rep reporter
+	own stepTimes
 }
 
 // runWorker trains until the parameter servers say training is done
@@ -56,7 +65,7 @@ func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter,
 	if err != nil {
 		return fmt.Errorf("rendezvous: %w", err)
 	}
-	w := &worker{cfg: cfg, log: log, data: newDataset(cfg.Seed, cfg.Features, cfg.Examples)}
+	w := &worker{cfg: cfg, log: log, data: newDataset(cfg.Seed, cfg.Features, cfg.Examples), rep: rep}
 	if cfg.CoordinatorAddr != "" {
 		holder := fmt.Sprintf("%s/worker-%d", cfg.JobID, cfg.Rank)
 		if w.coord, err = client.NewCoordinator(client.CoordinatorConfig{Addr: cfg.CoordinatorAddr, Holder: holder, Logger: log}); err != nil {
@@ -133,6 +142,7 @@ func (w *worker) train(ctx context.Context) error {
 			w.ballast = growBallast(ctx, w.log, cfg.BallastMB, cfg.BallastRate)
 		}
 		b := w.data.trainBatch(batchStep, cfg.Rank, cfg.LocalBatch)
+		computeStart := time.Now()
 		err = w.phase(ctx, client.ResourceCPU, "compute", &v, func() error {
 			lossGrad(params, b, cfg.L2, grad)
 			cpuWork(params, b, cfg.L2, cfg.CPUWork)
@@ -142,6 +152,9 @@ func (w *worker) train(ctx context.Context) error {
 			return err
 		}
 		if err := sleep(ctx, cfg.SampleCost*time.Duration(cfg.LocalBatch)); err != nil {
+			return err
+		}
+		if err := w.slowDown(ctx, time.Since(computeStart)); err != nil {
 			return err
 		}
 		if w.chief != nil {
@@ -166,6 +179,12 @@ func (w *worker) train(ctx context.Context) error {
 		pushStart := time.Now()
 		err = w.phase(ctx, client.ResourceNet, "push", &v, func() error { return w.pushAll(ctx, v, grad) })
 		times.net += time.Since(pushStart)
+		w.own.cpu += times.cpu
+		w.own.net += time.Since(pushStart)
+		w.own.iters++
+		if w.chief == nil && w.own.iters >= cfg.ReportEvery {
+			w.reportOwn(v)
+		}
 		if errors.Is(err, errDone) {
 			w.log.Info("training is done", "last_step", v)
 			return nil
@@ -178,6 +197,44 @@ func (w *worker) train(ctx context.Context) error {
 			version = v + 1
 		}
 	}
+}
+
+// ownStepTime returns the worker's own time per step since the last
+// call (computing and pushing; 0 before a step) and starts again.
+func (w *worker) ownStepTime() float64 {
+	o := w.own
+	w.own = stepTimes{}
+	if o.iters == 0 {
+		return 0
+	}
+	return (o.cpu + o.net).Seconds() / float64(o.iters)
+}
+
+// reportOwn sends the sample of a worker other than the chief after step
+// v: its own time per step, for straggler detection.
+func (w *worker) reportOwn(v int64) {
+	cfg := w.cfg
+	w.rep.Report(structs.Sample{
+		Namespace: cfg.Namespace, JobID: cfg.JobID, Role: structs.RoleWorker, Rank: cfg.Rank,
+		Step: v, Epoch: float64(v) / float64(cfg.StepsPerEpoch), TaskStepTimeS: w.ownStepTime(), AllocID: cfg.AllocID,
+		NumPS: cfg.NumPS, NumWorkers: cfg.NumWorkers, Time: time.Now().UnixNano(),
+	})
+}
+
+// slowDown makes a worker on a node listed in -slow-nodes take
+// -slow-factor times the computation time took of its step.
+func (w *worker) slowDown(ctx context.Context, took time.Duration) error {
+	if w.cfg.SlowNodes == "" {
+		return nil
+	}
+	b, err := os.ReadFile(w.cfg.SlowNodes)
+	if err != nil {
+		return nil // no file: no slow node
+	}
+	if !slices.Contains(strings.Fields(string(b)), w.cfg.Node) {
+		return nil
+	}
+	return sleep(ctx, time.Duration(float64(took)*(w.cfg.SlowFactor-1)))
 }
 
 // phase runs fn, one phase of step *step, as a subtask using resource:

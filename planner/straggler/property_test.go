@@ -12,10 +12,10 @@ import (
 )
 
 // TestApply_Properties: on random requests and drf's decisions, moving a
-// random worker of each placed job keeps every rule of CheckDecision
-// (capacity at the entries' sizes, constraints, distinct_hosts), keeps
-// the job's counts, and takes one worker off the straggler's node when it
-// moves it.
+// random worker or server of each placed job keeps every rule of
+// CheckDecision (capacity at the entries' sizes, constraints,
+// distinct_hosts), keeps the job's counts, and takes one task of the
+// straggler's role off its node when it moves it.
 func TestApply_Properties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	moved := 0
@@ -26,17 +26,18 @@ func TestApply_Properties(t *testing.T) {
 		found := map[structs.JobKey][]straggler.Straggler{}
 		before := map[structs.JobKey]*structs.Placement{}
 		for _, p := range dec.Placements {
-			var workers []*structs.NodeTasks
+			role := []string{structs.RoleWorker, structs.RolePS}[rng.IntN(2)]
+			var entries []*structs.NodeTasks
 			for _, nt := range p.Nodes {
-				if nt.Workers > 0 {
-					workers = append(workers, nt)
+				if count(nt, role) > 0 {
+					entries = append(entries, nt)
 				}
 			}
-			if len(workers) == 0 || rng.IntN(2) == 0 {
+			if len(entries) == 0 || rng.IntN(2) == 0 {
 				continue
 			}
-			nt := workers[rng.IntN(len(workers))]
-			found[p.Key()] = []straggler.Straggler{{Rank: 0, NodeID: nt.NodeID, StepTimeS: 3, MedianStepTimeS: 1, Since: req.Now, Last: req.Now, Reports: 3}}
+			nt := entries[rng.IntN(len(entries))]
+			found[p.Key()] = []straggler.Straggler{{Role: role, Rank: 0, NodeID: nt.NodeID, StepTimeS: 3, MedianStepTimeS: 1, Since: req.Now, Last: req.Now, Reports: 3}}
 			before[p.Key()] = p
 		}
 		out := straggler.Apply(req, dec, found, straggler.Config{})
@@ -59,7 +60,7 @@ func TestApply_Properties(t *testing.T) {
 			on := func(p *structs.Placement, node string) (n int) {
 				for _, nt := range p.Nodes {
 					if nt.NodeID == node {
-						n += nt.Workers
+						n += count(nt, o.Straggler.Role)
 					}
 				}
 				return n
@@ -71,4 +72,12 @@ func TestApply_Properties(t *testing.T) {
 	}
 	must.Positive(t, moved)
 	t.Logf("%d stragglers moved", moved)
+}
+
+// count is an entry's tasks of role.
+func count(nt *structs.NodeTasks, role string) int {
+	if role == structs.RolePS {
+		return nt.PS
+	}
+	return nt.Workers
 }

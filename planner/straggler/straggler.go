@@ -14,12 +14,13 @@ import (
 
 // Config tunes straggler handling; zero fields take their defaults.
 type Config struct {
-	// Ratio: a worker is slow when its speed is below Ratio times the
-	// median worker's (default 0.5, Optimus §5.2).
+	// Ratio: a task is slow when its speed is below Ratio times the
+	// median speed of its role (default 0.5, Optimus §5.2).
 	Ratio float64
-	// Window is how long a worker must have been slow in every report
-	// before it is replaced (default 60s), and Reports in how many
-	// reports at least (default 3).
+	// Window is how long a task must have been slow in every committed
+	// report before it is replaced (default 60s), and Reports in how
+	// many committed reports at least (default 1: a report stands until
+	// the next commit, see the package doc).
 	Window  time.Duration
 	Reports int
 }
@@ -28,19 +29,27 @@ type Config struct {
 func (c Config) Defaults() Config {
 	c.Ratio = cmp.Or(c.Ratio, 0.5)
 	c.Window = cmp.Or(c.Window, time.Minute)
-	c.Reports = cmp.Or(c.Reports, 3)
+	c.Reports = cmp.Or(c.Reports, 1)
 	return c
 }
 
-// Straggler is one slow worker of a job.
+// psUsageMargin is how much more CPU than the median server's a slow
+// server may use and still be taken for a machine problem (DLRover
+// §5.4): above it, the server's workload is taken to be unbalanced, and
+// it is left to the algorithm to give it more resources.
+const psUsageMargin = 1.1
+
+// Straggler is one slow task of a job.
 type Straggler struct {
+	// Role is structs.RoleWorker or structs.RolePS.
+	Role   string
 	Rank   int
 	NodeID string
-	// CPU and MemoryMB are the worker's size (its limits), 0 when
+	// CPU and MemoryMB are the task's size (its limits), 0 when
 	// unknown.
 	CPU, MemoryMB int
 	// StepTimeS is its time per step and MedianStepTimeS the median
-	// worker's, in seconds.
+	// time of its role's tasks, in seconds.
 	StepTimeS, MedianStepTimeS float64
 	// Since is when it was first seen slow in a row of reports, Last the
 	// latest of them, and Reports how many there were.
@@ -48,87 +57,116 @@ type Straggler struct {
 	Reports     int
 }
 
-// Slow returns the workers of usage u whose speed is below ratio times
-// the median worker's, sorted by rank. It needs at least two workers with
-// a measured step time.
+// Slow returns the tasks of usage u whose speed is below ratio times the
+// median of their role's, workers by rank and then servers by rank. A
+// role needs at least two tasks with a measured step time. A slow server
+// counts only when its CPU is at most psUsageMargin times the median
+// server's (DLRover §5.4, D:222): a slow server that uses more than its
+// peers has more of the work, and moving it would not help.
 func Slow(u *structs.JobUsage, ratio float64) []Straggler {
 	if u == nil {
 		return nil
 	}
-	var workers []*structs.TaskUsage
-	var speeds []float64
-	for _, t := range u.Tasks {
-		if t.Role == structs.RoleWorker && t.TaskStepTimeS > 0 {
-			workers = append(workers, t)
-			speeds = append(speeds, 1/t.TaskStepTimeS)
-		}
-	}
-	if len(workers) < 2 {
-		return nil
-	}
-	median := model.Median(speeds)
 	var out []Straggler
-	for _, t := range workers {
-		if 1/t.TaskStepTimeS < ratio*median {
-			out = append(out, Straggler{Rank: t.Rank, NodeID: t.NodeID, CPU: t.CPULimitMHz, MemoryMB: t.MemoryLimitMB,
+	for _, role := range []string{structs.RoleWorker, structs.RolePS} {
+		var tasks []*structs.TaskUsage
+		var speeds, cpus []float64
+		for _, t := range u.Tasks {
+			if t.Role == role && t.TaskStepTimeS > 0 {
+				tasks = append(tasks, t)
+				speeds = append(speeds, 1/t.TaskStepTimeS)
+				cpus = append(cpus, t.CPUMHz)
+			}
+		}
+		if len(tasks) < 2 {
+			continue
+		}
+		median, medianCPU := model.Median(speeds), model.Median(cpus)
+		var slow []Straggler
+		for _, t := range tasks {
+			if 1/t.TaskStepTimeS >= ratio*median || role == structs.RolePS && t.CPUMHz > psUsageMargin*medianCPU {
+				continue
+			}
+			slow = append(slow, Straggler{Role: role, Rank: t.Rank, NodeID: t.NodeID, CPU: t.CPULimitMHz, MemoryMB: t.MemoryLimitMB,
 				StepTimeS: t.TaskStepTimeS, MedianStepTimeS: 1 / median, Since: u.Time, Last: u.Time, Reports: 1})
 		}
+		slices.SortFunc(slow, func(a, b Straggler) int { return cmp.Compare(a.Rank, b.Rank) })
+		out = append(out, slow...)
 	}
-	slices.SortFunc(out, func(a, b Straggler) int { return cmp.Compare(a.Rank, b.Rank) })
 	return out
 }
 
-// Tracker remembers, per job, the workers slow in every usage report
+// Tracker remembers, per job, the tasks slow in every usage report
 // since some time. It is deterministic: the same calls give the same
 // answers. It is not safe for concurrent use; its state is not
 // replicated, so a new leader starts the windows again.
 type Tracker struct {
 	cfg  Config
-	jobs map[structs.JobKey]map[task]Straggler
+	jobs map[structs.JobKey]map[task]*tracked
 }
 
-// task names one worker where it runs.
+// task names one task where it runs.
 type task struct {
+	role string
 	rank int
 	node string
 }
 
+// tracked is a straggler and whether Tick has said it is due.
+type tracked struct {
+	Straggler
+	told bool
+}
+
 // NewTracker returns a tracker with cfg (defaults for zero fields).
 func NewTracker(cfg Config) *Tracker {
-	return &Tracker{cfg: cfg.Defaults(), jobs: map[structs.JobKey]map[task]Straggler{}}
+	return &Tracker{cfg: cfg.Defaults(), jobs: map[structs.JobKey]map[task]*tracked{}}
 }
 
 // Config returns the tracker's configuration, defaults filled.
 func (t *Tracker) Config() Config { return t.cfg }
 
-// Observe takes a job's usage report, stamped u.Time: workers slow in it
-// continue their run of reports or start one; the others end theirs. It
-// reports whether a worker became due (Due) with this report.
-func (t *Tracker) Observe(u *structs.JobUsage) bool {
+// Observe takes a job's usage report, stamped u.Time: tasks slow in it
+// continue their run of reports or start one; the others end theirs.
+func (t *Tracker) Observe(u *structs.JobUsage) {
 	if u == nil {
-		return false
+		return
 	}
 	key := u.Key()
 	prev := t.jobs[key]
-	next := map[task]Straggler{}
-	became := false
+	next := map[task]*tracked{}
 	for _, s := range Slow(u, t.cfg.Ratio) {
-		k := task{s.Rank, s.NodeID}
+		k := task{s.Role, s.Rank, s.NodeID}
 		p, ok := prev[k]
-		if ok && u.Time <= p.Last {
+		switch {
+		case ok && u.Time <= p.Last:
 			next[k] = p // the same report again, or an older one
-			continue
-		}
-		if ok {
+		case ok:
 			s.Since, s.Reports = p.Since, p.Reports+1
+			next[k] = &tracked{Straggler: s, told: p.told}
+		default:
+			next[k] = &tracked{Straggler: s}
 		}
-		next[k] = s
-		became = became || !(ok && t.due(p, p.Last)) && t.due(s, u.Time)
 	}
 	if len(next) == 0 {
 		delete(t.jobs, key)
 	} else {
 		t.jobs[key] = next
+	}
+}
+
+// Tick reports whether a task of some job became due (Due) by now since
+// the last call: a report stands until the next, so a window ends with a
+// report or between two. The leader calls it at each step, and plans at
+// once when it is true.
+func (t *Tracker) Tick(now int64) bool {
+	became := false
+	for _, ts := range t.jobs {
+		for _, s := range ts {
+			if !s.told && t.due(s.Straggler, now) {
+				s.told, became = true, true
+			}
+		}
 	}
 	return became
 }
@@ -140,15 +178,15 @@ func (t *Tracker) due(s Straggler, now int64) bool {
 // Reset forgets a job: its placement changed, or it ended.
 func (t *Tracker) Reset(key structs.JobKey) { delete(t.jobs, key) }
 
-// Due returns a job's workers that have been slow for the window and
-// enough reports at now, sorted by rank.
+// Due returns a job's tasks that have been slow for the window and
+// enough reports at now: workers, then servers, each by rank.
 func (t *Tracker) Due(key structs.JobKey, now int64) []Straggler {
 	var out []Straggler
 	for _, k := range slices.SortedFunc(maps.Keys(t.jobs[key]), func(a, b task) int {
-		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.node, b.node))
+		return cmp.Or(-cmp.Compare(a.role, b.role), cmp.Compare(a.rank, b.rank), cmp.Compare(a.node, b.node))
 	}) {
-		if s := t.jobs[key][k]; t.due(s, now) {
-			out = append(out, s)
+		if s := t.jobs[key][k]; t.due(s.Straggler, now) {
+			out = append(out, s.Straggler)
 		}
 	}
 	return out
@@ -165,13 +203,14 @@ type Outcome struct {
 }
 
 // Apply moves each straggler of found (by job) in dec off its node, one
-// worker at the straggler's size, to the feasible node with the most free
+// task of its role at the straggler's size, to the feasible node with the most free
 // CPU once every placement of dec is taken (the lowest index among
 // equals), keeping distinct_hosts, and records an ActionStragglerReplaced
 // on the job's placement. The placements it changes are copies; dec's
 // others are untouched. The reason quotes cfg's ratio and the time
-// since each straggler was first seen slow, at req.Now. A job whose decided placement runs no worker on
-// the straggler's node is left alone (the algorithm moved it already). It
+// since each straggler was first seen slow, at req.Now. A job whose
+// decided placement runs no task of the straggler's role on its node is
+// left alone (the algorithm moved it already). It
 // returns what it did for each straggler, in job and rank order.
 func Apply(req *planner.Request, dec *planner.Decision, found map[structs.JobKey][]Straggler, cfg Config) []Outcome {
 	cfg = cfg.Defaults()
@@ -224,28 +263,49 @@ func Apply(req *planner.Request, dec *planner.Decision, found map[structs.JobKey
 // move moves straggler s of placement p to another node of c.
 func move(c *planner.Cluster, p *structs.Placement, t planner.JobTasks, s Straggler, ratio float64, now int64) Outcome {
 	o := Outcome{Straggler: s}
+	ps := s.Role == structs.RolePS
+	// count and size are the straggler's role's entry fields.
+	count := func(nt *structs.NodeTasks) *int {
+		if ps {
+			return &nt.PS
+		}
+		return &nt.Workers
+	}
+	size := func(nt *structs.NodeTasks) *structs.TaskSize {
+		if ps {
+			return &nt.PSSize
+		}
+		return &nt.WorkerSize
+	}
+	sized := func(nt *structs.NodeTasks) *planner.Task {
+		p, w := t.For(nt)
+		if ps {
+			return p
+		}
+		return w
+	}
 	var from *structs.NodeTasks
 	for _, nt := range p.Nodes {
-		if nt.NodeID != s.NodeID || nt.Workers == 0 {
+		if nt.NodeID != s.NodeID || *count(nt) == 0 {
 			continue
 		}
-		_, w := t.For(nt)
-		if from == nil || (s.CPU == 0 || s.CPU == w.CPU) && (s.MemoryMB == 0 || s.MemoryMB == w.MemoryMB) {
+		r := sized(nt)
+		if from == nil || (s.CPU == 0 || s.CPU == r.CPU) && (s.MemoryMB == 0 || s.MemoryMB == r.MemoryMB) {
 			from = nt
 		}
 	}
 	if from == nil {
-		o.Why = "the decision runs no worker of the job on its node"
+		o.Why = fmt.Sprintf("the decision runs no %s of the job on its node", roleName(s.Role))
 		return o
 	}
-	_, w := t.For(from)
+	r := sized(from)
 	onNode := map[string]int{}
 	for _, nt := range p.Nodes {
-		onNode[nt.NodeID] += nt.Workers
+		onNode[nt.NodeID] += *count(nt)
 	}
 	best, bestCPU := -1, -1
 	for i, n := range c.Nodes {
-		if n.ID == s.NodeID || w.DistinctHosts && onNode[n.ID] > 0 || !c.Fits(i, w, 1) {
+		if n.ID == s.NodeID || r.DistinctHosts && onNode[n.ID] > 0 || !c.Fits(i, r, 1) {
 			continue
 		}
 		if cpu, _, _ := c.Free(i); cpu > bestCPU {
@@ -256,28 +316,41 @@ func move(c *planner.Cluster, p *structs.Placement, t planner.JobTasks, s Stragg
 		o.Why = "no other node has room for it"
 		return o
 	}
-	c.Take(best, w, 1)
+	c.Take(best, r, 1)
 	o.To = c.Nodes[best].ID
-	from.Workers--
-	size := from.WorkerSize
-	if from.Workers == 0 {
-		from.WorkerSize = structs.TaskSize{}
+	*count(from)--
+	sz := *size(from)
+	if *count(from) == 0 {
+		*size(from) = structs.TaskSize{}
 	}
 	to := slices.IndexFunc(p.Nodes, func(nt *structs.NodeTasks) bool {
-		return nt.NodeID == o.To && (nt.Workers == 0 || nt.WorkerSize == size)
+		return nt.NodeID == o.To && (*count(nt) == 0 || *size(nt) == sz)
 	})
-	if to >= 0 {
-		p.Nodes[to].Workers++
-		p.Nodes[to].WorkerSize = size
-	} else {
-		p.Nodes = append(p.Nodes, &structs.NodeTasks{NodeID: o.To, Workers: 1, WorkerSize: size})
+	if to < 0 {
+		p.Nodes = append(p.Nodes, &structs.NodeTasks{NodeID: o.To})
+		to = len(p.Nodes) - 1
 	}
+	*count(p.Nodes[to])++
+	*size(p.Nodes[to]) = sz
 	p.Nodes = slices.DeleteFunc(p.Nodes, func(nt *structs.NodeTasks) bool { return nt.PS == 0 && nt.Workers == 0 })
 	structs.SortNodeTasks(p.Nodes)
-	reason := fmt.Sprintf("worker %d takes %.3gs a step, %.1f× the median worker's %.3gs, in %d reports over %s (below %.2g of the median speed, Optimus §5.2): moved from %s to %s",
-		s.Rank, s.StepTimeS, s.StepTimeS/s.MedianStepTimeS, s.MedianStepTimeS, s.Reports, time.Duration(now-s.Since).Round(time.Second), ratio, s.NodeID, o.To)
-	p.Actions = append(p.Actions, &structs.TaskAction{Kind: structs.ActionStragglerReplaced, Role: structs.RoleWorker, Rank: s.Rank, NodeID: s.NodeID,
+	rule := "Optimus §5.2"
+	if ps {
+		rule = "DLRover §5.4: its CPU is not above its peers', so the machine is taken to be at fault"
+	}
+	reason := fmt.Sprintf("%s %d takes %.3gs a step, %.1f× the median %s's %.3gs, in %d reports over %s (below %.2g of the median speed, %s): moved from %s to %s",
+		roleName(s.Role), s.Rank, s.StepTimeS, s.StepTimeS/s.MedianStepTimeS, roleName(s.Role), s.MedianStepTimeS, s.Reports,
+		time.Duration(now-s.Since).Round(time.Second), ratio, rule, s.NodeID, o.To)
+	p.Actions = append(p.Actions, &structs.TaskAction{Kind: structs.ActionStragglerReplaced, Role: cmp.Or(s.Role, structs.RoleWorker), Rank: s.Rank, NodeID: s.NodeID,
 		Reason: reason, Details: map[string]string{"from": s.NodeID, "to": o.To,
 			"step_time_s": fmt.Sprintf("%.3g", s.StepTimeS), "median_step_time_s": fmt.Sprintf("%.3g", s.MedianStepTimeS)}})
 	return o
+}
+
+// roleName is how reasons name a task of role.
+func roleName(role string) string {
+	if role == structs.RolePS {
+		return "parameter server"
+	}
+	return "worker"
 }

@@ -169,9 +169,10 @@ type Scheduler struct {
 	Straggler *Straggler `hcl:"straggler,block"`
 }
 
-// Straggler is the scheduler's straggler block: a worker whose speed
-// stays below Ratio times the median worker's for Window, and in Reports
-// usage reports, is moved to another node (planner/straggler).
+// Straggler is the scheduler's straggler block: a worker or parameter
+// server whose speed stays below Ratio times the median of its role's for
+// Window, and in Reports committed usage reports, is moved to another
+// node (planner/straggler).
 type Straggler struct {
 	// Enabled turns straggler handling on. Default false.
 	Enabled *bool `hcl:"enabled,optional"`
@@ -182,14 +183,15 @@ type Straggler struct {
 	// WindowDuration is its value. Default 60s.
 	Window         string `hcl:"window,optional"`
 	WindowDuration time.Duration
-	// Reports is how many usage reports at least it must be slow in.
-	// Default 3.
+	// Reports is how many committed usage reports at least it must be
+	// slow in. Default 1: a report stands until the next commit, which
+	// comes once any task's usage moves by 5%.
 	Reports int `hcl:"reports,optional"`
 }
 
 // DefaultStraggler returns the default straggler block: off.
 func DefaultStraggler() *Straggler {
-	return &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 3}
+	return &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 1}
 }
 
 // On reports whether straggler handling is enabled.

@@ -164,7 +164,7 @@ func TestDefault(t *testing.T) {
 			RetryIntervalDuration: 15 * time.Second,
 		},
 		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, FallbackAlgorithm: "optimus", ProfileConfigs: new(6), ProfileSteps: 5,
-			Straggler: &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 3}},
+			Straggler: &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 1}},
 		Nomad:  &Nomad{Address: "http://127.0.0.1:4646"},
 		Consul: DefaultConsul(),
 		Sim:    &Sim{Cluster: "4x4", Speed: 1, Seed: new(uint64(1))},

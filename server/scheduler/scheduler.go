@@ -312,9 +312,20 @@ func (s *Scheduler) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
 		s.Invalidate()
 	}
 	e.usage = u
-	if s.stragglers != nil && s.stragglers.Observe(u) {
-		s.changed = true
+	if s.stragglers != nil {
+		s.stragglers.Observe(u)
 	}
+}
+
+// TickStragglers reports whether a straggler became due by now (Unix
+// nanoseconds) since the last call (straggler.Tracker.Tick), and then
+// asks for a round; the caller plans at once.
+func (s *Scheduler) TickStragglers(now int64) bool {
+	if s.stragglers == nil || !s.stragglers.Tick(now) {
+		return false
+	}
+	s.changed = true
+	return true
 }
 
 // Invalidate asks for a round and makes a plan being made from an earlier
@@ -707,7 +718,7 @@ func (s *Scheduler) Finish(d *Decision) *structs.Plan {
 
 // replaceStragglers is the straggler pass (planner/straggler) over the
 // algorithm's decision for the round's jobs, when straggler handling is
-// on: each worker slow for the window is moved to another node, and the
+// on: each worker or server slow for the window is moved to another node, and the
 // decision is checked again.
 func (r *Round) replaceStragglers(alg planner.Algorithm, req *planner.Request, dec *planner.Decision) error {
 	if r.stragglerConfig == nil {
@@ -715,10 +726,10 @@ func (r *Round) replaceStragglers(alg planner.Algorithm, req *planner.Request, d
 	}
 	for _, o := range straggler.Apply(req, dec, r.stragglers, *r.stragglerConfig) {
 		if o.To == "" {
-			r.log.Debug("straggler not replaced", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "node_id", o.Straggler.NodeID, "why", o.Why)
+			r.log.Debug("straggler not replaced", "job_id", o.Job.ID, "role", o.Straggler.Role, "rank", o.Straggler.Rank, "node_id", o.Straggler.NodeID, "why", o.Why)
 			continue
 		}
-		r.log.Info("replacing straggler", "job_id", o.Job.ID, "rank", o.Straggler.Rank, "from", o.Straggler.NodeID, "to", o.To,
+		r.log.Info("replacing straggler", "job_id", o.Job.ID, "role", o.Straggler.Role, "rank", o.Straggler.Rank, "from", o.Straggler.NodeID, "to", o.To,
 			"step_time_s", o.Straggler.StepTimeS, "median_step_time_s", o.Straggler.MedianStepTimeS)
 	}
 	if err := planner.CheckDecision(req, dec); err != nil {

@@ -53,7 +53,8 @@ func TestScheduler_Stragglers(t *testing.T) {
 			must.NoError(t, err)
 			must.True(t, plan.Placements[0].SameTasks(running), must.Sprint("not slow for long enough"))
 
-			s.ObserveUsage(key, workerUsage(key, 70*time.Second, nodes, 1, 1, 3))
+			must.False(t, s.TickStragglers(t0+int64(69*time.Second)))
+			must.Eq(t, on, s.TickStragglers(t0+int64(70*time.Second)), must.Sprint("the window ended with no new report"))
 			must.Eq(t, on, s.Changed())
 			plan, err = s.Plan(h.Nodes, t0+int64(75*time.Second))
 			must.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -471,7 +472,8 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 		pl = &structs.Placement{Namespace: job.Namespace, JobID: job.ID}
 	}
 	rec := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: w.index, Time: now, Placement: pl.Copy()}
-	if d, err := desired(w.txn, nil, job.Namespace, job.ID); err != nil {
+	d, err := desired(w.txn, nil, job.Namespace, job.ID)
+	if err != nil {
 		return err
 	} else if d != nil {
 		rec.Algorithm = d.Algorithm
@@ -489,18 +491,31 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 		return err
 	}
 	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": rec.Algorithm}
-	msg := fmt.Sprintf("%d ps and %d workers run on %d nodes", pl.NumPS, pl.NumWorkers, len(pl.Nodes))
+	msg := fmt.Sprintf("%s run on %s", shape(pl.NumPS, pl.NumWorkers), structs.Plural(len(pl.Nodes), "node"))
 	if r := rec.Placement.Reason; r != "" {
 		msg += ": " + r
 	}
 	typ := structs.EventJobRescaled
+	// Fewer tasks than decided, with no change arriving there: tasks
+	// ended or their nodes went away, and the driver restarts the job.
+	lost := d != nil && (o.Change == nil || !o.Change.Target.SameTasks(pl)) &&
+		(pl.NumPS < d.Placement.NumPS || pl.NumWorkers < d.Placement.NumWorkers)
 	switch {
 	case pl.Paused():
 		typ, msg = structs.EventJobWaiting, "no task runs"
+	case lost:
+		typ = structs.EventTasksLost
+		msg = fmt.Sprintf("%s run on %s, short of the decision's %s: tasks ended or their nodes went away",
+			shape(pl.NumPS, pl.NumWorkers), structs.Plural(len(pl.Nodes), "node"), shape(d.Placement.NumPS, d.Placement.NumWorkers))
 	case prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending:
 		typ = structs.EventJobPlaced
 	}
 	return w.event(now, typ, job.Namespace, job.ID, msg, details)
+}
+
+// shape says how many parameter servers and workers run, for events.
+func shape(ps, workers int) string {
+	return fmt.Sprintf("%d ps and %s", ps, structs.Plural(workers, "worker"))
 }
 
 // setRunStatus moves an active job between pending, running and
@@ -542,6 +557,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 			}
 		}
 		byJob := map[structs.JobKey]*structs.JobSamples{}
+		jobs := map[structs.JobKey]*structs.Job{}
 		var order []structs.JobKey
 		for _, smp := range samples {
 			ns := cmp.Or(smp.Namespace, structs.DefaultNamespace)
@@ -565,12 +581,21 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 						// never see what is appended. Copying the history
 						// at every batch cost more than the samples.
 						js.Samples, js.Received = prev.Samples, prev.Received
+						js.Tasks = slices.Clone(prev.Tasks)
 					}
+					jobs[key] = job
 					order = append(order, key)
 				}
 				byJob[key] = js
 			}
 			if js == nil {
+				continue
+			}
+			if !smp.Chief() {
+				var took bool
+				if js.Tasks, took = latestTask(js.Tasks, smp, jobs[key]); took {
+					kept++
+				}
 				continue
 			}
 			js.Samples = append(js.Samples, smp)
@@ -588,6 +613,38 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 		return nil
 	})
 	return kept, err
+}
+
+// latestTask puts the sample smp of a job's non-chief task in tasks, the
+// latest sample of each, sorted by role and rank, and reports whether it
+// was kept: a sample older than the one held for its task, or of a rank
+// beyond job's bounds for the role (which keeps tasks bounded), is not.
+func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job) ([]structs.Sample, bool) {
+	if job.Elastic == nil {
+		return tasks, false
+	}
+	limit := job.Elastic.Workers.Max
+	if smp.Role == structs.RolePS {
+		limit = 0
+		if b := job.Elastic.ParameterServers; b != nil {
+			limit = b.Max
+		}
+	}
+	if smp.Rank >= limit {
+		return tasks, false
+	}
+	role := func(s structs.Sample) string { return cmp.Or(s.Role, structs.RoleWorker) }
+	i, found := slices.BinarySearchFunc(tasks, smp, func(a, b structs.Sample) int {
+		return cmp.Or(cmp.Compare(role(a), role(b)), cmp.Compare(a.Rank, b.Rank))
+	})
+	switch {
+	case !found:
+		return slices.Insert(tasks, i, smp), true
+	case smp.Time < tasks[i].Time:
+		return tasks, false
+	}
+	tasks[i] = smp
+	return tasks, true
 }
 
 // thin halves the older half of a full history by keeping every other

@@ -153,6 +153,14 @@ func TestObserved_Lifecycle(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, 2, o.Placement.NumWorkers)
 	must.Eq(t, structs.ChangeAborted, o.Change.Phase)
+
+	// A worker ends with no change on its way: its loss is no rescale.
+	must.NoError(t, s.UpsertObserved(10, 0, []*structs.Observed{observed(placement("a", 1), &structs.Change{Target: four, PlanIndex: 8, Phase: structs.ChangeAborted, Message: "no checkpoint"})}))
+	evs, err = Events(s.Txn(), nil, 2)
+	must.NoError(t, err)
+	lost := evs[len(evs)-1]
+	must.Eq(t, structs.EventTasksLost, lost.Type)
+	must.Eq(t, "0 ps and 1 worker run on 1 node, short of the decision's 0 ps and 2 workers: tasks ended or their nodes went away", lost.Message)
 }
 
 func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
@@ -178,6 +186,36 @@ func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
 	for i := 1; i < len(js.Samples); i++ {
 		must.Less(t, js.Samples[i].Step, js.Samples[i-1].Step)
 	}
+}
+
+// TestAppendSamples_Tasks: samples of tasks other than the chief keep
+// the latest of each task, by role and rank, out of the job's history; an
+// older one, or one of a rank beyond the job's bounds, is not kept.
+func TestAppendSamples_Tasks(t *testing.T) {
+	s := newStore(t, "a")
+	job, err := JobByID(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	maxW, maxPS := job.Elastic.Workers.Max, job.Elastic.ParameterServers.Max
+	smp := func(role string, rank int, at int64) structs.Sample {
+		return structs.Sample{JobID: "a", Role: role, Rank: rank, Time: at, TaskStepTimeS: float64(at)}
+	}
+	kept, err := s.AppendSamples(5, []structs.Sample{
+		smp(structs.RoleWorker, 0, 10), smp(structs.RoleWorker, 1, 10), smp(structs.RolePS, 0, 10),
+		smp(structs.RoleWorker, 1, 20), smp(structs.RoleWorker, 1, 15), smp("", 1, 12),
+		smp(structs.RoleWorker, maxW, 30), smp(structs.RolePS, maxPS, 30),
+	}, 0)
+	must.NoError(t, err)
+	must.Eq(t, 4, kept)
+	js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	must.Eq(t, []structs.Sample{smp(structs.RoleWorker, 0, 10)}, js.Samples)
+	must.Eq(t, 1, js.Received)
+	must.Eq(t, []structs.Sample{smp(structs.RolePS, 0, 10), smp(structs.RoleWorker, 1, 20)}, js.Tasks)
+
+	// The stored row is not changed under its readers.
+	_, err = s.AppendSamples(6, []structs.Sample{smp(structs.RolePS, 0, 40)}, 0)
+	must.NoError(t, err)
+	must.Eq(t, 10, js.Tasks[0].Time)
 }
 
 func TestBlockingQuery(t *testing.T) {
