@@ -21,13 +21,16 @@ var PolluxModels = map[string]struct {
 	HigherBetter bool
 	// Scale divides the metric to bring it to [0, 1] for the loss.
 	Scale float64
+	// MaxLocalBatch, when not 0, is the largest per-GPU batch that fits
+	// a GPU, where the artifact sets one below the largest measured.
+	MaxLocalBatch float64
 }{
 	"bert":        {Epochs: 2, HigherBetter: true, Scale: 100},
 	"cifar10":     {Epochs: 100, HigherBetter: true, Scale: 1},
 	"deepspeech2": {Epochs: 80, HigherBetter: false, Scale: 100},
 	"imagenet":    {Epochs: 90, HigherBetter: true, Scale: 1},
 	"ncf":         {Epochs: 10, HigherBetter: true, Scale: 1},
-	"yolov3":      {Epochs: 50, HigherBetter: false, Scale: 100},
+	"yolov3":      {Epochs: 50, HigherBetter: false, Scale: 100, MaxLocalBatch: 8},
 }
 
 // Profile is one model's measured behaviour from the Pollux traces: its
@@ -41,7 +44,8 @@ type Profile struct {
 	Name   string
 	Epochs int
 	// MinLocalBatch and MaxLocalBatch bound the measured per-GPU batch; the
-	// largest is what fits a GPU's memory.
+	// largest is what fits a GPU's memory (yolov3: 8, below its largest
+	// measured, as the artifact sets it).
 	MinLocalBatch, MaxLocalBatch float64
 	// MaxReplicas is the most GPUs a measurement used.
 	MaxReplicas int
@@ -184,6 +188,9 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		}
 	}
 	p.InitBatch, p.MaxBatch = p.curves[0].batch, p.curves[len(p.curves)-1].batch
+	if meta.MaxLocalBatch > 0 {
+		p.MaxLocalBatch = meta.MaxLocalBatch
+	}
 	p.initProgress()
 	return p, nil
 }
