@@ -79,6 +79,12 @@ type Job struct {
 	// nanoseconds; 0 when unknown or not running. Algorithms that wait
 	// between adjustments (DLRover's 60 s) read it.
 	Since int64
+	// AttainedService is the GPU time the job has held since the server
+	// registered it, in GPU-seconds, restarts included (a job without
+	// GPUs counts its tasks instead): Tiresias's attained service. The
+	// scheduler accrues it at every round from the placement that ran
+	// since the previous one.
+	AttainedService float64
 }
 
 // ProgressPoint is one reported value of a job's evaluation function.

@@ -230,6 +230,7 @@ func sizeRandomJob(v *Job, now int64) {
 		return
 	}
 	v.Since = now - int64(2*time.Minute)
+	v.AttainedService = 120 * float64(v.Current.NumWorkers)
 	u := &structs.JobUsage{Namespace: v.Job.Namespace, JobID: v.Job.ID, Time: now}
 	for _, nt := range v.Current.Nodes {
 		if nt.Workers > 0 {

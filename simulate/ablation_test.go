@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -12,83 +11,11 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
-	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
-	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/shoenig/test/must"
 )
 
 var ablation = flag.Bool("ablation", false, "run the Optimus ablations of drivers/sim/README.md (a few minutes)")
-
-// oracle hands the algorithm it wraps the ground truth instead of the
-// fitted models, once a job has a fitted speed (so that profiling is
-// unchanged): the truth's own speed function for parametric jobs, the
-// all-reduce form fitted without noise to the truth at every worker count
-// within the bounds for Pollux jobs, and the true remaining steps.
-type oracle struct {
-	inner       planner.Algorithm
-	truth       map[string]sim.Truth
-	gpusPerNode int
-	speeds      map[string]*model.Speed
-}
-
-func (o *oracle) Name() string { return o.inner.Name() }
-
-func (o *oracle) Plan(req *planner.Request) (*planner.Decision, error) {
-	r := *req
-	r.Jobs = make([]*planner.Job, len(req.Jobs))
-	for i, j := range req.Jobs {
-		jj := *j
-		tr := o.truth[j.Job.ID]
-		if j.Speed != nil {
-			s, err := o.speed(j, tr)
-			if err != nil {
-				return nil, err
-			}
-			jj.Speed = s
-		}
-		// With no loss curve and one epoch of all the steps, the planner
-		// predicts exactly the true remaining steps.
-		job := j.Job.Copy()
-		job.Training.StepsPerEpoch = int(math.Ceil(tr.TotalSteps()))
-		job.Training.Convergence.MaxEpochs = 1
-		jj.Job, jj.Loss = job, nil
-		r.Jobs[i] = &jj
-	}
-	return o.inner.Plan(&r)
-}
-
-func (o *oracle) speed(j *planner.Job, tr sim.Truth) (*model.Speed, error) {
-	if s, ok := o.speeds[j.Job.ID]; ok {
-		return s, nil
-	}
-	var s *model.Speed
-	if pt, ok := tr.(*sim.ParametricTruth); ok {
-		s = &model.Speed{Kind: model.SpeedSync, Theta: pt.Theta, Batch: pt.Batch}
-	} else {
-		_, wb := j.Bounds()
-		var pts []model.SpeedPoint
-		for w := wb.Min; w <= wb.Max; w++ {
-			pts = append(pts, model.SpeedPoint{Workers: w, Speed: 1 / tr.StepTime(0, spread(w, o.gpusPerNode))})
-		}
-		var err error
-		if s, err = model.FitSpeed(model.SpeedAllReduce, float64(j.Job.Training.GlobalBatchSize), pts); err != nil {
-			return nil, err
-		}
-	}
-	o.speeds[j.Job.ID] = s
-	return s, nil
-}
-
-// spread is w workers spread evenly over the fewest nodes of g GPUs.
-func spread(w, g int) []int {
-	k := (w + g - 1) / g
-	per := make([]int, k)
-	for x := range w {
-		per[x%k]++
-	}
-	return per
-}
 
 // TestAblation runs Optimus and DRF on the workloads where Optimus loses,
 // under conditions that remove one cause at a time: restart penalty,
@@ -148,7 +75,7 @@ func TestAblation(t *testing.T) {
 						base, withOracle := strings.CutSuffix(p, "+oracle")
 						alg := builtin.Algorithms[base]()
 						if withOracle {
-							alg = &oracle{inner: alg, truth: truth, gpusPerNode: cfg.GPUsPerNode, speeds: map[string]*model.Speed{}}
+							alg = NewOracle(alg, truth, cfg)
 						}
 						res, err := Run(wl, alg, Options{Cluster: cfg})
 						must.NoError(t, err)

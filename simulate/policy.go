@@ -13,15 +13,20 @@ import (
 type PolicySpec struct {
 	Name    string
 	Options map[string]string
+	// Oracle runs the algorithm with oracle models (Options.Oracle),
+	// written as the suffix "+oracle" to the name.
+	Oracle bool
 }
 
 // ParsePolicy parses "name" or "name:key=value[:key=value...]", e.g.
-// "specon:base=drf:alpha=0.02". Each key may appear once and every option
+// "specon:base=drf:alpha=0.02"; the name may end in "+oracle"
+// (OracleSuffix), e.g. "optimus+oracle". Each key may appear once and every option
 // needs a value; whether the algorithm takes them is for its SetConfig to
 // say when the run starts.
 func ParsePolicy(s string) (PolicySpec, error) {
 	name, rest, hasOptions := strings.Cut(s, ":")
-	spec := PolicySpec{Name: name}
+	name, oracle := strings.CutSuffix(name, OracleSuffix)
+	spec := PolicySpec{Name: name, Oracle: oracle}
 	if name == "" {
 		return spec, fmt.Errorf("policy %q: no name", s)
 	}
@@ -47,6 +52,9 @@ func ParsePolicy(s string) (PolicySpec, error) {
 func (p PolicySpec) String() string {
 	var b strings.Builder
 	b.WriteString(p.Name)
+	if p.Oracle {
+		b.WriteString(OracleSuffix)
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.Options)) {
 		fmt.Fprintf(&b, ":%s=%s", k, p.Options[k])
 	}

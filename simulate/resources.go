@@ -92,12 +92,15 @@ func (p *planTimes) Plan(req *planner.Request) (*planner.Decision, error) {
 
 // SetConfig passes options on, and refuses them for an algorithm that
 // takes none, as plugins/algorithm.FromPlanner does.
-func (p *planTimes) SetConfig(options map[string]string) error {
-	if c, ok := p.alg.(planner.Configurable); ok {
+func (p *planTimes) SetConfig(options map[string]string) error { return passConfig(p.alg, options) }
+
+// passConfig sets alg's options, or refuses them when alg takes none.
+func passConfig(alg planner.Algorithm, options map[string]string) error {
+	if c, ok := alg.(planner.Configurable); ok {
 		return c.SetConfig(options)
 	}
 	if len(options) > 0 {
-		return fmt.Errorf("algorithm %q takes no options", p.alg.Name())
+		return fmt.Errorf("algorithm %q takes no options", alg.Name())
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ import (
 // FixedPolicies run every job at its fixed request instead of within its
 // elastic bounds: they do not rescale. SpeCon over one of them does the
 // same (see fixedSize).
-var FixedPolicies = map[string]bool{"fifo": true, "tetris": true, "roundrobin": true}
+var FixedPolicies = map[string]bool{"fifo": true, "tetris": true, "roundrobin": true, "tiresias": true}
 
 // fixedSize reports whether a policy with its options runs every job at
 // its fixed request: one of FixedPolicies, or SpeCon, which only moves
@@ -89,6 +89,15 @@ type Options struct {
 	// Stragglers, when set, turns on the scheduler's straggler handling
 	// (server.Config.Stragglers) for the run.
 	Stragglers *straggler.Config
+	// PeriodicRounds steps the server only at multiples of Interval, as
+	// the Pollux artifact's simulator does: a job that arrives is
+	// submitted at the next of them, and one that finishes frees its
+	// GPUs for the round after. Otherwise the server also steps at every
+	// arrival and event of the simulator (AssumePollux sets it).
+	PeriodicRounds bool
+	// Oracle hands the algorithm the jobs' true speeds and remaining
+	// steps instead of their fitted models (NewOracle).
+	Oracle bool
 }
 
 // Result is the outcome of one policy on one workload.
@@ -239,6 +248,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		Cluster: opts.Cluster, Clock: clk.Now, Logger: opts.Logger,
 		Truth: func(j *structs.Job) sim.Truth { return truths[j.ID] },
 	})
+	if opts.Oracle {
+		alg = NewOracle(alg, truths, opts.Cluster)
+	}
 	timed := &planTimes{alg: alg}
 	builtins := maps.Clone(builtin.Algorithms)
 	builtins[alg.Name()] = func() planner.Algorithm { return timed }
@@ -267,11 +279,20 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	}
 
 	next, finished, last, stuck := 0, 0, -1.0, 0
+	interval := opts.Interval.Seconds()
 	var jobsIndex uint64
 	for {
 		t := min(at(srv.NextRound()), driver.NextEvent())
 		if next < len(jobs) {
 			t = min(t, wl.Arrivals[next].Time)
+		}
+		if opts.PeriodicRounds {
+			// The next multiple of the interval; while no job is active,
+			// the first at or after the next arrival.
+			t = (math.Floor(max(last, 0)/interval) + 1) * interval
+			if next < len(jobs) && finished == next {
+				t = max(t, math.Ceil(wl.Arrivals[next].Time/interval)*interval)
+			}
 		}
 		if next == len(jobs) && finished == len(jobs) {
 			break
@@ -307,8 +328,19 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			finished = done
 		}
 	}
-	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions}.String()}
+	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions, Oracle: opts.Oracle}.String()}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
+	// A job's time counts from its arrival in the workload, also when
+	// the server saw it only at the next round (PeriodicRounds).
+	arrival := make(map[string]float64, len(wl.Arrivals))
+	for i, a := range wl.Arrivals {
+		arrival[jobs[i].ID] = a.Time
+	}
+	for i := range res.Jobs {
+		if t, ok := arrival[res.Jobs[i].JobID]; ok {
+			res.Jobs[i].Arrival = t
+		}
+	}
 	res.Summary = summarize(res.Jobs, res.Usage, res.TotalGPUs)
 	if s := &res.Summary; s.Makespan > 0 {
 		first := math.Inf(1)

@@ -74,7 +74,8 @@ Sim Options:
                           The policies to compare: cruise, dorm, drf, fifo,
                           harmony, optimus, optimus-relative (Optimus with
                           the relative gain, see drivers/sim/README.md),
-                          roundrobin, specon, tetris, or the baselines isolated (each job on
+                          roundrobin, specon, tetris, tiresias, or the
+                          baselines isolated (each job on
                           nodes of its own at its balanced DoP) and
                           colocated (jobs share nodes, no grouping).
                           A policy may carry its algorithm's options as
@@ -91,11 +92,24 @@ Sim Options:
   -stragglers             Turn on straggler handling for every policy (the
                           agent's scheduler { straggler { enabled = true } }
                           with its defaults; see planner/straggler).
+  -assume=caravan         What the simulator takes for granted: caravan
+                          (jobs pay for profiling and for every restart,
+                          rounds at every arrival and completion too) or
+                          pollux-artifact (the Pollux artifact's simulator,
+                          to compare with its numbers: free profiling, a
+                          fixed 30 s delay on every (re)allocation, rounds
+                          only every 60 s, and Pollux jobs bounded as its
+                          Optimus and Tiresias run them; it overrides
+                          -interval and -restart-penalty). See
+                          drivers/sim/README.md.
+
+  A policy's name may end in +oracle (e.g. optimus+oracle): it then plans
+  with the jobs' true speeds and remaining steps instead of fitted models.
 `)
 }
 
 func (c *SimCommand) Run(args []string) int {
-	var workload, cluster, policies, out string
+	var workload, cluster, policies, out, assume string
 	var asJSON, stragglers bool
 	var seed uint64
 	var interval, penalty time.Duration
@@ -111,6 +125,7 @@ func (c *SimCommand) Run(args []string) int {
 	flags.DurationVar(&penalty, "restart-penalty", 30*time.Second, "")
 	flags.IntVar(&limit, "limit", 0, "")
 	flags.BoolVar(&stragglers, "stragglers", false, "")
+	flags.StringVar(&assume, "assume", simulate.AssumeCaravan, "")
 	if err := flags.Parse(args); err != nil {
 		c.Ui.Error(err.Error() + "\n\n" + c.Help())
 		return 1
@@ -166,6 +181,10 @@ func (c *SimCommand) Run(args []string) int {
 	opts := simulate.Options{Cluster: cfg, Interval: interval}
 	if stragglers {
 		opts.Stragglers = &straggler.Config{}
+	}
+	if err := simulate.Assume(assume, &opts, wl); err != nil {
+		c.Ui.Error(err.Error())
+		return 1
 	}
 	results, err := c.runAll(wl, specs, opts)
 	if err != nil {
@@ -231,6 +250,7 @@ func (c *SimCommand) runAll(wl *sim.Workload, specs []simulate.PolicySpec, opts 
 			o := opts
 			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
 			o.AlgorithmOptions = spec.Options
+			o.Oracle = spec.Oracle
 			alg, _ := simulate.Policy(spec.Name)
 			results[i], errs[i] = simulate.Run(wl, alg, o)
 			if errs[i] != nil {

@@ -21,13 +21,16 @@ var PolluxModels = map[string]struct {
 	HigherBetter bool
 	// Scale divides the metric to bring it to [0, 1] for the loss.
 	Scale float64
+	// MaxLocalBatch, when not 0, is the largest per-GPU batch that fits
+	// a GPU, where the artifact sets one below the largest measured.
+	MaxLocalBatch float64
 }{
 	"bert":        {Epochs: 2, HigherBetter: true, Scale: 100},
 	"cifar10":     {Epochs: 100, HigherBetter: true, Scale: 1},
 	"deepspeech2": {Epochs: 80, HigherBetter: false, Scale: 100},
 	"imagenet":    {Epochs: 90, HigherBetter: true, Scale: 1},
 	"ncf":         {Epochs: 10, HigherBetter: true, Scale: 1},
-	"yolov3":      {Epochs: 50, HigherBetter: false, Scale: 100},
+	"yolov3":      {Epochs: 50, HigherBetter: false, Scale: 100, MaxLocalBatch: 8},
 }
 
 // Profile is one model's measured behaviour from the Pollux traces: its
@@ -41,27 +44,42 @@ type Profile struct {
 	Name   string
 	Epochs int
 	// MinLocalBatch and MaxLocalBatch bound the measured per-GPU batch; the
-	// largest is what fits a GPU's memory.
+	// largest is what fits a GPU's memory (yolov3: 8, below its largest
+	// measured, as the artifact sets it).
 	MinLocalBatch, MaxLocalBatch float64
 	// MaxReplicas is the most GPUs a measurement used.
 	MaxReplicas int
+	// InitBatch and MaxBatch are the smallest and largest global batches
+	// of the validation traces: the batch at which statistical efficiency
+	// is 1 (the artifact's init_batch_size), and the largest the model
+	// trains at (max_batch_size).
+	InitBatch, MaxBatch float64
 
 	placements map[string][]bszPoint    // canonical placement → points by batch
 	grid       map[gridPoint][]bszPoint // points by batch
 	nodes      []int                    // distinct node counts of grid, sorted
 	replicas   map[int][]int            // node count → distinct replica counts
 	curves     []curve                  // by batch, ascending
+	epochEnd   []float64                // progress at each epoch's end (EpochProgress)
 	higher     bool
 	scale      float64
 }
 
-type bszPoint struct{ bsz, stepTime float64 }
+// bszPoint is a measured step at one per-GPU batch: its whole time and
+// the part of it spent synchronising gradients (sync_time).
+type bszPoint struct{ bsz, stepTime, syncTime float64 }
 
-// curve is a validation trace: iterations and metric at each epoch's end.
+// curve is a validation trace at one global batch, a row per epoch:
+// iterations, statistical progress and metric at the epoch's end, and the
+// gradient's squared norm and variance (grad_sqr, grad_var) measured
+// during the epoch.
 type curve struct {
 	batch      float64
 	iterations []float64
+	progress   []float64
 	metric     []float64
+	gradSqr    []float64
+	gradVar    []float64
 }
 
 // LoadProfile reads the traces of one model from fsys, e.g.
@@ -77,16 +95,16 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		placements: map[string][]bszPoint{}, grid: map[gridPoint][]bszPoint{}, replicas: map[int][]int{},
 		MinLocalBatch: math.Inf(1),
 	}
-	type sum struct{ n, t float64 }
+	type sum struct{ n, t, sync float64 }
 	means := map[[3]float64]*sum{}
 	err := readCSV(fsys, path.Join(dir, "placements.csv"), func(r map[string]string) error {
-		v, err := floats(r["local_bsz"], r["step_time"])
+		v, err := floats(r["local_bsz"], r["step_time"], r["sync_time"])
 		if err != nil {
 			return err
 		}
-		bsz, t := v[0], v[1]
+		bsz, t, sync := v[0], v[1], v[2]
 		key := canonical(digits(r["placement"]))
-		p.placements[key] = append(p.placements[key], bszPoint{bsz, t})
+		p.placements[key] = append(p.placements[key], bszPoint{bsz, t, sync})
 		p.MinLocalBatch, p.MaxLocalBatch = min(p.MinLocalBatch, bsz), max(p.MaxLocalBatch, bsz)
 		nodes, replicas := shape(digits(r["placement"]))
 		k := [3]float64{float64(nodes), float64(replicas), bsz}
@@ -95,6 +113,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		}
 		means[k].n++
 		means[k].t += t
+		means[k].sync += sync
 		return nil
 	})
 	if err != nil {
@@ -102,15 +121,15 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 	}
 	for k, s := range means {
 		g := gridPoint{nodes: int(k[0]), replicas: int(k[1])}
-		p.grid[g] = append(p.grid[g], bszPoint{k[2], s.t / s.n})
+		p.grid[g] = append(p.grid[g], bszPoint{k[2], s.t / s.n, s.sync / s.n})
 	}
 	err = readCSV(fsys, path.Join(dir, "scalability.csv"), func(r map[string]string) error {
-		v, err := floats(r["num_nodes"], r["num_replicas"], r["local_bsz"], r["step_time"])
+		v, err := floats(r["num_nodes"], r["num_replicas"], r["local_bsz"], r["step_time"], r["sync_time"])
 		if err != nil {
 			return err
 		}
 		g := gridPoint{nodes: int(v[0]), replicas: int(v[1])}
-		p.grid[g] = append(p.grid[g], bszPoint{v[2], v[3]})
+		p.grid[g] = append(p.grid[g], bszPoint{v[2], v[3], v[4]})
 		return nil
 	})
 	if err != nil {
@@ -143,11 +162,12 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		}
 		c := curve{batch: b}
 		err = readCSV(fsys, f, func(r map[string]string) error {
-			v, err := floats(r["iteration"], r["metric"])
+			v, err := floats(r["iteration"], r["metric"], r["progress"], r["grad_sqr"], r["grad_var"])
 			if err != nil {
 				return err
 			}
 			c.iterations, c.metric = append(c.iterations, v[0]), append(c.metric, v[1])
+			c.progress, c.gradSqr, c.gradVar = append(c.progress, v[2]), append(c.gradSqr, v[3]), append(c.gradVar, v[4])
 			return nil
 		})
 		if err != nil {
@@ -162,6 +182,16 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		return nil, fmt.Errorf("model %s: traces are incomplete in %s", name, dir)
 	}
 	slices.SortFunc(p.curves, func(a, b curve) int { return cmp.Compare(a.batch, b.batch) })
+	for _, c := range p.curves {
+		if len(c.progress) < p.Epochs {
+			return nil, fmt.Errorf("model %s: validation-%g.csv has %d epochs, fewer than the model's %d", name, c.batch, len(c.progress), p.Epochs)
+		}
+	}
+	p.InitBatch, p.MaxBatch = p.curves[0].batch, p.curves[len(p.curves)-1].batch
+	if meta.MaxLocalBatch > 0 {
+		p.MaxLocalBatch = meta.MaxLocalBatch
+	}
+	p.initProgress()
 	return p, nil
 }
 
@@ -172,40 +202,29 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 // scalability points, clamped to their range (beyond the measured replica
 // counts a job gets no faster).
 func (p *Profile) StepTime(gpusPerNode []int, localBatch float64) float64 {
+	step, _ := p.StepSync(gpusPerNode, localBatch)
+	return step
+}
+
+// StepSync is StepTime with the part of the step spent synchronising
+// gradients (the traces' sync_time), interpolated the same way; the rest
+// of the step, step − sync, is the forward and backward pass that a
+// micro-batch of gradient accumulation repeats.
+func (p *Profile) StepSync(gpusPerNode []int, localBatch float64) (step, sync float64) {
 	if pts, ok := p.placements[canonical(gpusPerNode)]; ok {
 		return interpBatch(pts, localBatch)
 	}
 	nodes, replicas := shape(gpusPerNode)
-	return interpAxis(p.nodes, float64(nodes), func(n int) float64 {
-		return interpAxis(p.replicas[n], float64(replicas), func(r int) float64 {
+	return interpAxis(p.nodes, float64(nodes), func(n int) (float64, float64) {
+		return interpAxis(p.replicas[n], float64(replicas), func(r int) (float64, float64) {
 			return interpBatch(p.grid[gridPoint{nodes: n, replicas: r}], localBatch)
 		})
 	})
 }
 
-// Steps returns how many steps a job with this global batch needs to finish
-// its epochs, interpolating between the measured batch sizes in log-log
-// space (larger batches need more samples to reach the same progress).
-func (p *Profile) Steps(batch float64) float64 { return p.stepsAtEpoch(batch, float64(p.Epochs)) }
-
-// stepsAtEpoch returns the steps needed to reach a (fractional) epoch.
-func (p *Profile) stepsAtEpoch(batch, epoch float64) float64 {
-	return p.atBatch(batch, func(c curve) float64 { return interpIndex(c.iterations, epoch-1, true) })
-}
-
-// Epoch returns the (fractional) epoch reached after steps steps.
-func (p *Profile) Epoch(batch, steps float64) float64 {
-	lo, hi := 0.0, float64(p.Epochs)
-	for hi-lo > 1e-6 {
-		mid := (lo + hi) / 2
-		if p.stepsAtEpoch(batch, mid) < steps {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
+// Steps returns how many steps a job with this global batch needs to reach
+// the model's target progress (PolluxTruth).
+func (p *Profile) Steps(batch float64) float64 { return NewPolluxTruth(p, batch).TotalSteps() }
 
 // Loss returns the model's validation metric turned into a loss in [0, 1]
 // that falls as it learns, at a (fractional) epoch.
@@ -258,24 +277,25 @@ func interpIndex(xs []float64, idx float64, counts bool) float64 {
 	return xs[i] + t*(xs[i+1]-xs[i])
 }
 
-// interpBatch interpolates step time linearly over the per-GPU batch,
-// clamped to the measured range.
-func interpBatch(pts []bszPoint, b float64) float64 {
+// interpBatch interpolates step and sync time linearly over the per-GPU
+// batch, clamped to the measured range.
+func interpBatch(pts []bszPoint, b float64) (step, sync float64) {
 	if b <= pts[0].bsz {
-		return pts[0].stepTime
+		return pts[0].stepTime, pts[0].syncTime
 	}
 	last := pts[len(pts)-1]
 	if b >= last.bsz {
-		return last.stepTime
+		return last.stepTime, last.syncTime
 	}
 	i, _ := slices.BinarySearchFunc(pts, b, func(p bszPoint, b float64) int { return cmp.Compare(p.bsz, b) })
 	a, c := pts[i-1], pts[i]
-	return a.stepTime + (b-a.bsz)/(c.bsz-a.bsz)*(c.stepTime-a.stepTime)
+	t := (b - a.bsz) / (c.bsz - a.bsz)
+	return a.stepTime + t*(c.stepTime-a.stepTime), a.syncTime + t*(c.syncTime-a.syncTime)
 }
 
-// interpAxis interpolates f linearly between the two values of axis around
-// x, clamped to the axis's range.
-func interpAxis(axis []int, x float64, f func(int) float64) float64 {
+// interpAxis interpolates the pair f gives linearly between the two values
+// of axis around x, clamped to the axis's range.
+func interpAxis(axis []int, x float64, f func(int) (float64, float64)) (float64, float64) {
 	if x <= float64(axis[0]) {
 		return f(axis[0])
 	}
@@ -288,7 +308,9 @@ func interpAxis(axis []int, x float64, f func(int) float64) float64 {
 	}
 	a, b := axis[i-1], axis[i]
 	t := (x - float64(a)) / float64(b-a)
-	return f(a) + t*(f(b)-f(a))
+	a0, a1 := f(a)
+	b0, b1 := f(b)
+	return a0 + t*(b0-a0), a1 + t*(b1-a1)
 }
 
 // sortPoints sorts points by batch and averages those of equal batch.
@@ -296,11 +318,13 @@ func sortPoints(pts []bszPoint) []bszPoint {
 	slices.SortStableFunc(pts, func(a, b bszPoint) int { return cmp.Compare(a.bsz, b.bsz) })
 	out := pts[:0]
 	for i := 0; i < len(pts); {
-		j, s := i, 0.0
+		j, s, sync := i, 0.0, 0.0
 		for ; j < len(pts) && pts[j].bsz == pts[i].bsz; j++ {
 			s += pts[j].stepTime
+			sync += pts[j].syncTime
 		}
-		out = append(out, bszPoint{pts[i].bsz, s / float64(j-i)})
+		n := float64(j - i)
+		out = append(out, bszPoint{pts[i].bsz, s / n, sync / n})
 		i = j
 	}
 	return out

@@ -44,26 +44,31 @@ func TestProfile_StepTime(t *testing.T) {
 	}
 }
 
-// TestProfile_Steps checks convergence: at a measured batch a job needs the
-// iterations of the last validation row; between batches, samples needed
-// lie between the neighbours'.
+// TestProfile_Steps checks convergence: at the smallest measured batch a
+// step makes one unit of progress, so a job needs the target progress in
+// steps; larger batches need fewer steps but more samples (efficiency ≤
+// 1); epochs run through in order.
 func TestProfile_Steps(t *testing.T) {
 	profiles := loadAll(t)
 	cifar := profiles["cifar10"]
-	must.Eq(t, 39062, cifar.Steps(128))
-	must.Eq(t, 5722, cifar.Steps(1024))
-	s := cifar.Steps(768)
-	must.Between(t, 512*10615, s*768, 1024*5722)
 	must.Eq(t, 100, cifar.Epochs)
+	must.Eq(t, cifar.EpochProgress(100), cifar.Steps(128))
+	must.Between(t, 39062, cifar.Steps(128), 39064)
+	must.Less(t, cifar.Steps(512), cifar.Steps(1024))
+	must.Greater(t, cifar.Steps(512)*512, cifar.Steps(1024)*1024)
 
 	for name, p := range profiles {
-		b := p.curves[0].batch
-		total := p.Steps(b)
-		for _, e := range []float64{0.5, 1, 1.5, float64(p.Epochs) / 2} {
-			steps := p.stepsAtEpoch(b, e)
-			must.Between(t, e-0.01, p.Epoch(b, steps), e+0.01, must.Sprintf("%s epoch %v", name, e))
-			must.Less(t, total, steps)
+		b := p.curves[len(p.curves)/2].batch
+		truth := NewPolluxTruth(p, b)
+		total := truth.TotalSteps()
+		must.Less(t, total*b/p.InitBatch, p.Steps(p.InitBatch), must.Sprintf("%s: fewer samples at the smallest batch", name))
+		prev := 0.0
+		for _, f := range []float64{0.1, 0.5, 0.9, 1} {
+			e := truth.Epoch(f * total)
+			must.Greater(t, prev, e, must.Sprintf("%s epoch at %v", name, f))
+			prev = e
 		}
+		must.Eq(t, float64(p.Epochs), truth.Epoch(total))
 		must.Greater(t, p.Loss(b, float64(p.Epochs)), p.Loss(b, 1), must.Sprintf("%s learns", name))
 	}
 }

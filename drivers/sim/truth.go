@@ -1,6 +1,6 @@
 package sim
 
-import "math"
+import "slices"
 
 // Truth is a job's ground truth: how fast it really trains and how long it
 // really needs. Only the simulator reads it; the scheduler sees samples.
@@ -16,34 +16,72 @@ type Truth interface {
 }
 
 // PolluxTruth is a data-parallel job of a Pollux model at a fixed global
-// batch: one GPU per worker, step times from the model's profile.
+// batch, one GPU per worker, as the Pollux artifact models it
+// (efficiency.go): a step takes what the traces give at its placement and
+// per-GPU batch, with gradient accumulation (Profile.Iteration), and the
+// job trains until its statistical progress reaches the model's target,
+// each step making Gain(Batch, epoch) of it. So a job needs
+// Σ_e (EpochProgress(e+1) − EpochProgress(e)) / Gain(Batch, e) steps.
+//
+// The progress of a step is taken at the requested Batch; the artifact
+// takes it at the batch after rounding the per-GPU batch up
+// (Iteration.Batch), at most replicas − 1 samples more, which changes a
+// step's progress by under 0.3% on the Pollux workloads.
 type PolluxTruth struct {
 	Profile *Profile
 	Batch   float64
-	total   float64
+	// cum[e] is the steps to the end of epoch e+1.
+	cum []float64
 }
 
 // NewPolluxTruth returns the truth of a job of profile p with global batch b.
 func NewPolluxTruth(p *Profile, batch float64) *PolluxTruth {
-	return &PolluxTruth{Profile: p, Batch: batch, total: p.Steps(batch)}
+	t := &PolluxTruth{Profile: p, Batch: batch, cum: make([]float64, p.Epochs)}
+	steps := 0.0
+	for e := range p.Epochs {
+		steps += (p.EpochProgress(e+1) - p.EpochProgress(e)) / p.Gain(batch, e)
+		t.cum[e] = steps
+	}
+	return t
 }
 
-// StepTime interpolates the profile. Beyond the most replicas ever
-// measured a job gets no faster: its step takes what it takes on that many,
-// with their per-GPU batch (interpolating at the smaller per-GPU batch of
-// more replicas would invent speedups no measurement shows). A per-GPU
-// batch larger than any measured does not fit a GPU: the step accumulates
-// gradients over micro-batches of the largest measured size, as Pollux's
-// simulator does, and takes that many times longer.
+// StepTime is the step's time by Profile.Iteration. Beyond the most
+// replicas ever measured a job gets no faster: its step takes what it takes
+// on that many, as many to a node as its fullest node holds
+// (interpolating at the smaller per-GPU batch of more replicas would
+// invent speedups no measurement shows).
 func (t *PolluxTruth) StepTime(_ int, workersPerNode []int) float64 {
-	_, replicas := shape(workersPerNode)
-	replicas = min(max(replicas, 1), t.Profile.MaxReplicas)
-	local := t.Batch / float64(replicas)
-	accum := math.Ceil(local / t.Profile.MaxLocalBatch)
-	return accum * t.Profile.StepTime(workersPerNode, local/accum)
+	if _, replicas := shape(workersPerNode); replicas > t.Profile.MaxReplicas {
+		workersPerNode = packed(t.Profile.MaxReplicas, slices.Max(workersPerNode))
+	}
+	return t.Profile.Iteration(workersPerNode, t.Batch).Seconds
 }
-func (t *PolluxTruth) TotalSteps() float64        { return t.total }
-func (t *PolluxTruth) Epoch(step float64) float64 { return t.Profile.Epoch(t.Batch, step) }
+
+// packed spreads n GPUs over nodes of per GPUs each, filling each in turn.
+func packed(n, per int) []int {
+	var out []int
+	for ; n > 0; n -= per {
+		out = append(out, min(n, per))
+	}
+	return out
+}
+
+func (t *PolluxTruth) TotalSteps() float64 { return t.cum[len(t.cum)-1] }
+
+// Epoch is the (fractional) epoch after step steps: epochs are linear in
+// steps in between their ends.
+func (t *PolluxTruth) Epoch(step float64) float64 {
+	e, _ := slices.BinarySearch(t.cum, step)
+	if e >= len(t.cum) {
+		return float64(len(t.cum))
+	}
+	from := 0.0
+	if e > 0 {
+		from = t.cum[e-1]
+	}
+	return float64(e) + (step-from)/(t.cum[e]-from)
+}
+
 func (t *PolluxTruth) Loss(step float64) float64 {
 	return t.Profile.Loss(t.Batch, t.Epoch(step))
 }

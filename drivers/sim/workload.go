@@ -26,7 +26,13 @@ type Arrival struct {
 	// RequestPSSize and RequestWorkerSize, where not 0, are the CPU and
 	// memory per task of the request, for roles whose sizes are ranges.
 	RequestPSSize, RequestWorkerSize structs.TaskSize
-	Truth                            Truth
+	// RequestBatch, when not 0, is the global batch of the request: the
+	// job's rounded up to a multiple of RequestWorkers (ArtifactBounds).
+	RequestBatch int
+	// Replicas is the num_replicas of a Pollux workload's row, before any
+	// rounding; 0 for other workloads.
+	Replicas int
+	Truth    Truth
 }
 
 // FixedJob returns a copy of the arrival's job whose elastic bounds are its
@@ -36,6 +42,9 @@ func (a *Arrival) FixedJob() *structs.Job {
 	j := a.Job.Copy()
 	e := j.Elastic
 	e.Workers = structs.Bounds{Min: a.RequestWorkers, Max: a.RequestWorkers}
+	if a.RequestBatch > 0 {
+		j.Training.GlobalBatchSize = a.RequestBatch
+	}
 	if e.ParameterServers != nil {
 		e.ParameterServers = &structs.Bounds{Min: a.RequestPS, Max: a.RequestPS}
 	}
@@ -164,7 +173,44 @@ func polluxArrival(name, app string, at float64, replicas, batch int, profiles m
 	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("job %s: %w", name, err)
 	}
-	return &Arrival{Time: at, Job: j, RequestWorkers: req, Truth: truth}, nil
+	return &Arrival{Time: at, Job: j, RequestWorkers: req, Replicas: replicas, Truth: truth}, nil
+}
+
+// ArtifactBounds bounds the jobs of a Pollux workload as the Pollux
+// artifact's baselines run them (its simulator.py), in place of
+// LoadPolluxWorkload's bounds:
+//
+//   - elastic (its Optimus+Oracle): 1 to batch ÷ the smallest measured
+//     per-GPU batch workers, a per-GPU batch too large for a GPU being
+//     trained by gradient accumulation (Profile.Iteration); ncf, the
+//     smallest model, on 1 GPU only, as the artifact pins it;
+//   - fixed request (its Tiresias): the row's num_replicas as it is, the
+//     per-GPU batch rounded up (⌈batch / replicas⌉), so the request's
+//     global batch is the next multiple of the replicas (RequestBatch).
+//
+// Arrivals of other truths are left alone. The truth's batch stays the
+// row's.
+func (w *Workload) ArtifactBounds() {
+	for i := range w.Arrivals {
+		a := &w.Arrivals[i]
+		pt, ok := a.Truth.(*PolluxTruth)
+		if !ok || a.Replicas == 0 {
+			continue
+		}
+		batch := a.Job.Training.GlobalBatchSize
+		maxW := max(batch/int(pt.Profile.MinLocalBatch), 1)
+		if pt.Profile.Name == "ncf" {
+			maxW = 1
+		}
+		for batch%maxW != 0 {
+			maxW-- // a batch the jobspec rules accept; none of the Pollux workloads needs it
+		}
+		j := a.Job.Copy()
+		j.Elastic.Workers = structs.Bounds{Min: 1, Max: maxW}
+		a.Job = j
+		a.RequestWorkers = a.Replicas
+		a.RequestBatch = (batch + a.Replicas - 1) / a.Replicas * a.Replicas
+	}
 }
 
 func largestDivisorAtMost(n, limit int) int {

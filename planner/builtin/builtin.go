@@ -14,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/roundrobin"
 	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/tetris"
+	"github.com/caravan-sched/caravan/planner/tiresias"
 )
 
 // Algorithms maps each built-in algorithm's name to its factory.
@@ -28,6 +29,7 @@ var Algorithms = map[string]planner.Factory{
 	harmony.Name:         harmony.New,
 	dorm.Name:            dorm.New,
 	dlrover.Name:         dlrover.New,
+	tiresias.Name:        tiresias.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

@@ -18,7 +18,7 @@ import (
 // minimum is the smallest size the algorithm runs job j at.
 func minimum(alg string, j *planner.Job) (ps, w int) {
 	switch alg {
-	case "fifo", "tetris", "roundrobin", "specon":
+	case "fifo", "tetris", "roundrobin", "specon", "tiresias":
 		return j.FixedRequest()
 	case "cruise":
 		if ps, w, ok := cruise.SplitJob(j, cruise.Size(j)); ok {
@@ -151,7 +151,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "harmony", "optimus", "optimus-relative", "roundrobin", "specon", "tetris"}, Names())
+	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "harmony", "optimus", "optimus-relative", "roundrobin", "specon", "tetris", "tiresias"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

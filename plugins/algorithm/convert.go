@@ -389,6 +389,8 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Progress: progressToProto(j.Progress),
 		Usage:    usageToProto(j.Usage),
 		Since:    j.Since,
+
+		AttainedService: j.AttainedService,
 	}
 }
 
@@ -493,7 +495,7 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 		return nil, errors.New("nil element")
 	}
 	var ps problems
-	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since}
+	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since, AttainedService: p.AttainedService}
 	if p.Usage != nil {
 		j.Usage = usageFromProto(&ps, p.Usage)
 	}

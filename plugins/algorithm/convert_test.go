@@ -78,7 +78,7 @@ func TestRequest_RoundTrip(t *testing.T) {
 		"string attribute", "bool attribute", "attribute unit", "all-reduce job", "ps bounds",
 		"ps template", "device request", "device constraint", "device affinity", "job affinity",
 		"speed prior", "current", "no current", "loss", "no loss", "speed", "no speed",
-		"young", "driver settings dropped", "ranges", "usage", "since", "sized current",
+		"young", "driver settings dropped", "ranges", "usage", "since", "sized current", "attained service",
 	} {
 		must.Positive(t, seen[what], must.Sprintf("no random request had %s", what))
 	}
@@ -132,6 +132,7 @@ func note(seen map[string]int, req *planner.Request) {
 		count("ranges", spec.Worker.Resources.Ranged())
 		count("usage", j.Usage != nil)
 		count("since", j.Since != 0)
+		count("attained service", j.AttainedService != 0)
 		if j.Current != nil {
 			for _, nt := range j.Current.Nodes {
 				count("sized current", nt.Sized())

@@ -106,6 +106,13 @@ type entry struct {
 	// run (planner.Job.Since), 0 when unknown.
 	usage *structs.JobUsage
 	since int64
+	// attained is the job's attained service in GPU-seconds up to
+	// attainedAt (Unix nanoseconds, 0 before the first round), and
+	// attainedRate the GPUs (or tasks) of what ran at attainedAt, which
+	// accrue until the next round (planner.Job.AttainedService).
+	attained     float64
+	attainedAt   int64
+	attainedRate float64
 }
 
 // mean accumulates speeds at one configuration; fitted is the sample count
@@ -605,10 +612,11 @@ func (s *Scheduler) Snapshot(nodes []*structs.Node, now int64) *Round {
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		s.refit(e)
+		e.accrue(now)
 		pj := planner.Job{
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
 			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.progress),
-			Usage: e.usage, Since: e.since,
+			Usage: e.usage, Since: e.since, AttainedService: e.attained,
 		}
 		if h := s.holds(e, now); h != nil {
 			r.held = append(r.held, planner.Held{Job: &pj, Placement: h})
@@ -634,6 +642,46 @@ func (s *Scheduler) Snapshot(nodes []*structs.Node, now int64) *Round {
 	s.changed = false
 	r.nodes = planner.Reserve(nodes, r.held)
 	return r
+}
+
+// accrue adds to the job's attained service the GPUs of what ran at the
+// previous round over the time since, and takes what runs now as the rate
+// until the next round: as Tiresias's implementation in the Pollux
+// artifact counts a job's service from its status at each round. A time
+// before the last accrual adds nothing.
+func (e *entry) accrue(now int64) {
+	if e.attainedAt > 0 && now > e.attainedAt {
+		e.attained += e.attainedRate * float64(now-e.attainedAt) / 1e9
+	}
+	e.attainedAt = max(e.attainedAt, now)
+	e.attainedRate = serviceRate(e.job, e.current)
+}
+
+// serviceRate is the GPUs placement p holds of job j; for a job whose
+// tasks take no GPUs, its tasks. 0 when p runs nothing.
+func serviceRate(j *structs.Job, p *structs.Placement) float64 {
+	if p == nil || p.Paused() {
+		return 0
+	}
+	gpus := func(r *structs.Role) int {
+		n := 0
+		if r != nil && r.Resources != nil {
+			for _, d := range r.Resources.Devices {
+				if id, err := structs.ParseDeviceID(d.Name); err == nil && id.Type == "gpu" {
+					n += d.Count
+				}
+			}
+		}
+		return n
+	}
+	psRole := j.ParameterServer
+	if psRole == nil {
+		psRole = j.Worker
+	}
+	if g := p.NumWorkers*gpus(j.Worker) + p.NumPS*gpus(psRole); g > 0 {
+		return float64(g)
+	}
+	return float64(p.NumWorkers + p.NumPS)
 }
 
 // Decision is an algorithm's checked decision on a round, for Finish.

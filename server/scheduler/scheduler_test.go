@@ -418,3 +418,32 @@ func TestScheduler_DecideOffThread(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, 3, plan.Placements[0].NumWorkers)
 }
+
+// TestSnapshot_AttainedService: a job accrues, at every round, what ran
+// of it at the round before over the time since: tasks for a job without
+// GPUs (3 here), GPUs for one with them.
+func TestSnapshot_AttainedService(t *testing.T) {
+	s := New(drf.New(), Options{ProfileConfigs: -1})
+	must.NoError(t, s.Register(newJob("a")))
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 1, 8000, 65536, 0)
+	attained := func(now int64) float64 { return s.Snapshot(h.Nodes, now).jobs[0].job.AttainedService }
+	must.Eq(t, 0, attained(1e9))
+	p := &structs.Placement{Namespace: "default", JobID: "a", NumPS: 1, NumWorkers: 2,
+		Nodes: []*structs.NodeTasks{{NodeID: h.Nodes[0].ID, PS: 1, Workers: 2}}}
+	s.Observe(p.Key(), p, nil)
+	must.Eq(t, 0, attained(61e9), must.Sprint("nothing ran before this round"))
+	must.Eq(t, 180, attained(121e9), must.Sprint("3 tasks for 60 s"))
+	must.Eq(t, 180, attained(100e9), must.Sprint("a time before the last round adds nothing"))
+
+	gpu := &structs.Job{
+		ID: "g", Training: &structs.Training{Architecture: structs.ArchitectureAllReduce, Mode: structs.ModeSync, GlobalBatchSize: 64},
+		Elastic: &structs.Elastic{Workers: structs.Bounds{Min: 1, Max: 4}},
+		Worker: &structs.Role{Driver: "exec", Resources: &structs.Resources{CPU: 100, MemoryMB: 100,
+			Devices: []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 2}}}},
+	}
+	gpu.Canonicalize()
+	run := &structs.Placement{Namespace: "default", JobID: "g", NumWorkers: 3, Nodes: []*structs.NodeTasks{{NodeID: "x", Workers: 3}}}
+	must.Eq(t, 6.0, serviceRate(gpu, run), must.Sprint("3 workers of 2 GPUs"))
+	must.Eq(t, 0.0, serviceRate(gpu, nil))
+}

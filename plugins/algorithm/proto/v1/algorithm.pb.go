@@ -790,9 +790,12 @@ type Job struct {
 	Usage *JobUsage `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
 	// since is when the current placement began to run, Unix nanoseconds;
 	// 0 when unknown or not running.
-	Since         int64 `protobuf:"varint,10,opt,name=since,proto3" json:"since,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Since int64 `protobuf:"varint,10,opt,name=since,proto3" json:"since,omitempty"`
+	// attained_service is the GPU time the job has held, in GPU-seconds
+	// (tasks for a job without GPUs).
+	AttainedService float64 `protobuf:"fixed64,11,opt,name=attained_service,json=attainedService,proto3" json:"attained_service,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -891,6 +894,13 @@ func (x *Job) GetUsage() *JobUsage {
 func (x *Job) GetSince() int64 {
 	if x != nil {
 		return x.Since
+	}
+	return 0
+}
+
+func (x *Job) GetAttainedService() float64 {
+	if x != nil {
+		return x.AttainedService
 	}
 	return 0
 }
@@ -2839,7 +2849,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\x8b\x04\n" +
+	"\x05value\"\xb6\x04\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
@@ -2851,7 +2861,8 @@ const file_algorithm_proto_rawDesc = "" +
 	"\bprogress\x18\b \x03(\v2+.caravan.plugins.algorithm.v1.ProgressPointR\bprogress\x12<\n" +
 	"\x05usage\x18\t \x01(\v2&.caravan.plugins.algorithm.v1.JobUsageR\x05usage\x12\x14\n" +
 	"\x05since\x18\n" +
-	" \x01(\x03R\x05since\"\xfa\x01\n" +
+	" \x01(\x03R\x05since\x12)\n" +
+	"\x10attained_service\x18\v \x01(\x01R\x0fattainedService\"\xfa\x01\n" +
 	"\bJobUsage\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
