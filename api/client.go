@@ -27,8 +27,8 @@ type Config struct {
 	Address string
 	// Token is sent as X-Caravan-Token.
 	Token string
-	// HTTPClient defaults to a client with no overall timeout, since
-	// blocking queries wait for minutes.
+	// HTTPClient defaults to go-cleanhttp's pooled client with no overall
+	// timeout, since blocking queries wait for minutes.
 	HTTPClient *http.Client
 	// TLSConfig verifies an agent served over HTTPS and holds the client
 	// certificate; nil means the system's roots and no certificate. It is
@@ -68,13 +68,10 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, fmt.Errorf("address %q is not a URL such as %s", cfg.Address, DefaultAddress)
 	}
 	hc := cfg.HTTPClient
-	if hc == nil && cfg.TLSConfig.isSet() {
-		if hc, err = cfg.TLSConfig.httpClient(); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-	}
 	if hc == nil {
-		hc = &http.Client{}
+		if hc, err = defaultHTTPClient(cfg.TLSConfig); err != nil {
+			return nil, err
+		}
 	}
 	return &Client{base: u, token: cfg.Token, http: hc}, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -341,9 +340,10 @@ func (s *Server) setupRaft() error {
 // nodeID reads the server's ID from dataDir, or makes a new one and saves
 // it there; without a data dir it makes a new one each time.
 func nodeID(dataDir string) (string, error) {
-	b := make([]byte, 16)
-	rand.Read(b)
-	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	id, err := newUUID()
+	if err != nil {
+		return "", fmt.Errorf("node ID: %w", err)
+	}
 	if dataDir == "" {
 		return id, nil
 	}

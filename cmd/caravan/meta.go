@@ -31,7 +31,7 @@ type Meta struct {
 	address string
 	token   string
 	noColor bool
-	// tls is the TLS settings of -ca-cert, -client-cert, -client-key,
+	// tls is the TLS settings of -ca-cert, -ca-path, -client-cert, -client-key,
 	// -tls-server-name and -tls-skip-verify, and of the CARAVAN_CACERT
 	// and like variables they override.
 	tls api.TLSConfig
@@ -57,6 +57,7 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	f.StringVar(&m.token, "token", os.Getenv("CARAVAN_TOKEN"), "")
 	f.BoolVar(&m.noColor, "no-color", false, "")
 	f.StringVar(&m.tls.CACert, "ca-cert", os.Getenv("CARAVAN_CACERT"), "")
+	f.StringVar(&m.tls.CAPath, "ca-path", os.Getenv("CARAVAN_CAPATH"), "")
 	f.StringVar(&m.tls.ClientCert, "client-cert", os.Getenv("CARAVAN_CLIENT_CERT"), "")
 	f.StringVar(&m.tls.ClientKey, "client-key", os.Getenv("CARAVAN_CLIENT_KEY"), "")
 	f.StringVar(&m.tls.TLSServerName, "tls-server-name", os.Getenv("CARAVAN_TLS_SERVER_NAME"), "")
@@ -130,6 +131,10 @@ General Options:
   -ca-cert=<path>
     The CA certificate that verifies an agent served over HTTPS. Overrides
     CARAVAN_CACERT.
+
+  -ca-path=<path>
+    A directory of CA certificates that verify an agent served over HTTPS.
+    Overrides CARAVAN_CAPATH.
 
   -client-cert=<path>
     The client certificate presented to the agent, which one with
