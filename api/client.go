@@ -109,6 +109,16 @@ type QueryOptions struct {
 	// reads are consistent: the leader answers them after confirming it
 	// still leads.
 	AllowStale bool
+	// Prefix, Filter, PerPage, NextToken and Reverse shape the answer of a
+	// list endpoint, as Nomad's: the items whose ID starts with Prefix, that
+	// the go-bexpr expression Filter selects (such as `Status == "running"`),
+	// at most PerPage of them from NextToken on (a previous page's
+	// QueryMeta.NextToken), in descending order with Reverse.
+	Prefix    string
+	Filter    string
+	PerPage   int
+	NextToken string
+	Reverse   bool
 	// Context bounds the request.
 	Context context.Context
 }
@@ -122,6 +132,9 @@ type QueryMeta struct {
 	// they matter for AllowStale reads.
 	KnownLeader bool
 	LastContact time.Duration
+	// NextToken, on a page of a list, is the QueryOptions.NextToken of the
+	// next page; empty on the last.
+	NextToken string
 }
 
 func (q *QueryOptions) values() url.Values {
@@ -140,6 +153,17 @@ func (q *QueryOptions) values() url.Values {
 	}
 	if q.AllowStale {
 		v.Set("stale", "")
+	}
+	for k, p := range map[string]string{"prefix": q.Prefix, "filter": q.Filter, "next_token": q.NextToken} {
+		if p != "" {
+			v.Set(k, p)
+		}
+	}
+	if q.PerPage > 0 {
+		v.Set("per_page", strconv.Itoa(q.PerPage))
+	}
+	if q.Reverse {
+		v.Set("reverse", "true")
 	}
 	return v
 }
@@ -164,6 +188,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		meta.LastIndex, _ = strconv.ParseUint(idx, 10, 64)
 	}
 	meta.KnownLeader = resp.Header.Get("X-Caravan-KnownLeader") == "true"
+	meta.NextToken = resp.Header.Get("X-Caravan-NextToken")
 	if ms, err := strconv.ParseUint(resp.Header.Get("X-Caravan-LastContact"), 10, 64); err == nil {
 		meta.LastContact = time.Duration(ms) * time.Millisecond
 	}

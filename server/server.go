@@ -113,6 +113,10 @@ type Config struct {
 	// means the wall clock. caravan sim passes the simulated cluster's
 	// virtual clock.
 	Clock func() time.Time
+	// SimSpeed, when the driver is the simulated cluster, is how many
+	// virtual seconds pass per wall-clock second; the API marks the times
+	// and durations it answers as virtual. 0 for a real cluster.
+	SimSpeed float64
 	// Manual, when set, runs no leader loop of its own: while the server
 	// leads, its caller advances the loop with Step, as caravan sim does
 	// on a virtual clock. Every step is then the one `caravan agent`

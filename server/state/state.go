@@ -489,7 +489,7 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 		return err
 	}
 	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": rec.Algorithm}
-	msg := fmt.Sprintf("%d ps and %d workers run on %d nodes", pl.NumPS, pl.NumWorkers, len(pl.Nodes))
+	msg := fmt.Sprintf("%d ps and %s run on %s", pl.NumPS, plural(pl.NumWorkers, "worker"), plural(len(pl.Nodes), "node"))
 	if r := rec.Placement.Reason; r != "" {
 		msg += ": " + r
 	}
@@ -659,4 +659,12 @@ func (s *Store) AppendEvent(index uint64, ev *structs.Event) error {
 	return s.write(index, func(w *writer) error {
 		return w.event(ev.Time, ev.Type, ev.Namespace, ev.JobID, ev.Message, maps.Clone(ev.Details))
 	})
+}
+
+// plural is "1 worker" or "n workers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
