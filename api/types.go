@@ -112,6 +112,16 @@ type AgentSelf struct {
 	// SimSpeed is set when the agent runs the simulated cluster: how many
 	// virtual seconds pass per wall-clock second.
 	SimSpeed float64 `json:",omitempty"`
+	// Nomad is the Nomad cluster the agent runs jobs in; nil on the
+	// simulated cluster. The CLI reads allocations and logs there.
+	Nomad *NomadCluster `json:",omitempty"`
+}
+
+// NomadCluster is where an agent's Nomad driver submits jobs.
+type NomadCluster struct {
+	Address   string
+	Region    string `json:",omitempty"`
+	Namespace string `json:",omitempty"`
 }
 
 // JoinRequest asks the leader to add a server to the Raft configuration.

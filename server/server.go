@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
@@ -117,6 +118,9 @@ type Config struct {
 	// virtual seconds pass per wall-clock second; the API marks the times
 	// and durations it answers as virtual. 0 for a real cluster.
 	SimSpeed float64
+	// Nomad, when the driver runs jobs in Nomad, says where: GET
+	// /v1/agent/self answers it, for the CLI's allocations and logs.
+	Nomad *api.NomadCluster
 	// Manual, when set, runs no leader loop of its own: while the server
 	// leads, its caller advances the loop with Step, as caravan sim does
 	// on a virtual clock. Every step is then the one `caravan agent`

@@ -131,6 +131,7 @@ func (c *AgentCommand) Run(args []string) int {
 		// due by it, and trainers' samples are stamped by it.
 		Clock:          wiring.clock,
 		SimSpeed:       wiring.simSpeed,
+		Nomad:          wiring.nomad,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Stragglers: stragglers(cfg.Scheduler.Straggler),
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
@@ -295,7 +296,10 @@ type driverWiring struct {
 	clock func() time.Time
 	// simSpeed is the simulated cluster's speed; 0 for a real one.
 	simSpeed float64
-	stop     func()
+	// nomad is where the nomad driver runs jobs; nil for the simulated
+	// cluster.
+	nomad *api.NomadCluster
+	stop  func()
 }
 
 // The simulated cluster reports its trainers' samples and profiles jobs
@@ -327,7 +331,8 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 		d.Start()
 		return &driverWiring{driver: d, metrics: d, profiler: d, clock: d.Now, simSpeed: cfg.Sim.Speed, stop: d.Stop}, nil
 	default:
-		w := &driverWiring{stop: func() {}}
+		nc := nomadConfig(cfg, logger)
+		w := &driverWiring{stop: func() {}, nomad: &api.NomadCluster{Address: nc.Address, Region: nc.Region, Namespace: nc.Namespace}}
 		w.newDriver = func(host structs.DriverHost) (server.Driver, server.Discoverer, error) {
 			ncfg := nomadConfig(cfg, logger)
 			ncfg.Host = host
