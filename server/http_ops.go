@@ -19,6 +19,7 @@ import (
 	metrics "github.com/hashicorp/go-metrics"
 	prometheussink "github.com/hashicorp/go-metrics/prometheus"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -50,7 +51,11 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("format %q is not supported; use prometheus", f), http.StatusBadRequest)
 		return
 	}
-	promhttp.Handler().ServeHTTP(w, r)
+	// go-metrics' series (the default registry) and this server's
+	// per-job series.
+	jobs := prometheus.NewRegistry()
+	jobs.MustRegister(&jobCollector{s: s})
+	promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, jobs}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
 // eventStream streams events as newline-delimited JSON, those committed

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,16 @@ func TestAPI_Lists(t *testing.T) {
 	other, _, err := c.Events("b", &api.QueryOptions{Namespace: "other"})
 	must.NoError(t, err)
 	must.SliceEmpty(t, other)
+
+	// /v1/metrics has a series per job, with help text.
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/v1/metrics")
+	must.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.NoError(t, err)
+	must.StrContains(t, string(body), "# HELP caravan_job_gpus GPU instances the job's running tasks request.")
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_job_gpus\{job="b",namespace="default"\} [1-9]`), string(body))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_job_workers\{job="a1",namespace="default"\} \d`), string(body))
 }
 
 // TestAPI_MethodNotAllowed: a path served by other methods answers 405
