@@ -27,8 +27,8 @@ type Config struct {
 	Address string
 	// Token is sent as X-Caravan-Token.
 	Token string
-	// HTTPClient defaults to a client with no overall timeout, since
-	// blocking queries wait for minutes.
+	// HTTPClient defaults to go-cleanhttp's pooled client with no overall
+	// timeout, since blocking queries wait for minutes.
 	HTTPClient *http.Client
 	// TLSConfig verifies an agent served over HTTPS and holds the client
 	// certificate; nil means the system's roots and no certificate. It is
@@ -68,13 +68,10 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, fmt.Errorf("address %q is not a URL such as %s", cfg.Address, DefaultAddress)
 	}
 	hc := cfg.HTTPClient
-	if hc == nil && cfg.TLSConfig.isSet() {
-		if hc, err = cfg.TLSConfig.httpClient(); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-	}
 	if hc == nil {
-		hc = &http.Client{}
+		if hc, err = defaultHTTPClient(cfg.TLSConfig); err != nil {
+			return nil, err
+		}
 	}
 	return &Client{base: u, token: cfg.Token, http: hc}, nil
 }
@@ -112,6 +109,16 @@ type QueryOptions struct {
 	// reads are consistent: the leader answers them after confirming it
 	// still leads.
 	AllowStale bool
+	// Prefix, Filter, PerPage, NextToken and Reverse shape the answer of a
+	// list endpoint, as Nomad's: the items whose ID starts with Prefix, that
+	// the go-bexpr expression Filter selects (such as `Status == "running"`),
+	// at most PerPage of them from NextToken on (a previous page's
+	// QueryMeta.NextToken), in descending order with Reverse.
+	Prefix    string
+	Filter    string
+	PerPage   int
+	NextToken string
+	Reverse   bool
 	// Context bounds the request.
 	Context context.Context
 }
@@ -125,6 +132,9 @@ type QueryMeta struct {
 	// they matter for AllowStale reads.
 	KnownLeader bool
 	LastContact time.Duration
+	// NextToken, on a page of a list, is the QueryOptions.NextToken of the
+	// next page; empty on the last.
+	NextToken string
 }
 
 func (q *QueryOptions) values() url.Values {
@@ -143,6 +153,17 @@ func (q *QueryOptions) values() url.Values {
 	}
 	if q.AllowStale {
 		v.Set("stale", "")
+	}
+	for k, p := range map[string]string{"prefix": q.Prefix, "filter": q.Filter, "next_token": q.NextToken} {
+		if p != "" {
+			v.Set(k, p)
+		}
+	}
+	if q.PerPage > 0 {
+		v.Set("per_page", strconv.Itoa(q.PerPage))
+	}
+	if q.Reverse {
+		v.Set("reverse", "true")
 	}
 	return v
 }
@@ -167,6 +188,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		meta.LastIndex, _ = strconv.ParseUint(idx, 10, 64)
 	}
 	meta.KnownLeader = resp.Header.Get("X-Caravan-KnownLeader") == "true"
+	meta.NextToken = resp.Header.Get("X-Caravan-NextToken")
 	if ms, err := strconv.ParseUint(resp.Header.Get("X-Caravan-LastContact"), 10, 64); err == nil {
 		meta.LastContact = time.Duration(ms) * time.Millisecond
 	}

@@ -48,9 +48,9 @@ func (j *Jobs) Plan(ctx context.Context, req *JobRegisterRequest) (*PlanResponse
 }
 
 // List returns the jobs of q's namespace, or of all namespaces when it is
-// empty.
-func (j *Jobs) List(q *QueryOptions) ([]*structs.Job, *QueryMeta, error) {
-	var out []*structs.Job
+// empty, ordered by namespace and ID, with q's list options.
+func (j *Jobs) List(q *QueryOptions) ([]*JobListStub, *QueryMeta, error) {
+	var out []*JobListStub
 	meta, err := j.c.do(q.ctx(), http.MethodGet, "/v1/jobs", q.values(), nil, &out)
 	return out, meta, err
 }

@@ -5,16 +5,23 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// Nodes returns the cluster's nodes.
+// Nodes returns the cluster's nodes, ordered by ID, with q's list options.
 func (c *Client) Nodes(q *QueryOptions) ([]*structs.Node, *QueryMeta, error) {
 	var out []*structs.Node
 	meta, err := c.do(q.ctx(), http.MethodGet, "/v1/nodes", q.values(), nil, &out)
 	return out, meta, err
+}
+
+// Node returns the node with the given ID, with its devices and the tasks
+// that run there.
+func (c *Client) Node(id string, q *QueryOptions) (*NodeDetail, *QueryMeta, error) {
+	var out NodeDetail
+	meta, err := c.do(q.ctx(), http.MethodGet, "/v1/node/"+url.PathEscape(id), q.values(), nil, &out)
+	return &out, meta, err
 }
 
 // Plugins describes the algorithms the agent can run, built-in and
@@ -33,13 +40,13 @@ func (c *Client) LatestPlan(q *QueryOptions) (*structs.Plan, *QueryMeta, error) 
 	return &out, meta, err
 }
 
-// Events returns the events after sequence number after, of job if not
-// empty. With q.WaitIndex set to after it blocks until there is one.
-func (c *Client) Events(after uint64, job string, q *QueryOptions) ([]*structs.Event, *QueryMeta, error) {
+// Events returns the events committed after the Raft index q.WaitIndex (0:
+// every event kept), oldest first, of job if not empty, and of q.Namespace
+// if set; q.Filter selects among them. With q.WaitIndex set it blocks until
+// there is one, or for q.WaitTime; QueryMeta.LastIndex is then the
+// WaitIndex of the next call.
+func (c *Client) Events(job string, q *QueryOptions) ([]*structs.Event, *QueryMeta, error) {
 	v := q.values()
-	if after > 0 {
-		v.Set("index", uintString(after))
-	}
 	if job != "" {
 		v.Set("job", job)
 	}
@@ -123,5 +130,3 @@ func (c *Client) Leader(ctx context.Context) (string, error) {
 	_, err := c.do(ctx, http.MethodGet, "/v1/status/leader", nil, nil, &out)
 	return out, err
 }
-
-func uintString(n uint64) string { return strconv.FormatUint(n, 10) }

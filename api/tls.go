@@ -2,19 +2,25 @@ package api
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
 	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/hashicorp/go-rootcerts"
 )
 
 // TLSConfig is how a Client verifies a Caravan agent served over HTTPS and
 // identifies itself to it, as Nomad's api.TLSConfig. Paths name PEM files.
 type TLSConfig struct {
-	// CACert is the CA that signed the agent's certificate; empty means
-	// the system's roots.
-	CACert string
+	// CACert is the CA that signed the agent's certificate, CAPath a
+	// directory of CA certificates, and CACertPEM a CA certificate's PEM
+	// bytes; with none of them, the system's roots.
+	CACert    string
+	CAPath    string
+	CACertPEM []byte
 	// ClientCert and ClientKey are the certificate the client presents,
 	// which an agent with verify_https_client requires.
 	ClientCert string
@@ -26,18 +32,19 @@ type TLSConfig struct {
 	Insecure bool
 }
 
-// tlsFromEnv reads CARAVAN_CACERT, CARAVAN_CLIENT_CERT,
+// tlsFromEnv reads CARAVAN_CACERT, CARAVAN_CAPATH, CARAVAN_CLIENT_CERT,
 // CARAVAN_CLIENT_KEY, CARAVAN_TLS_SERVER_NAME and CARAVAN_SKIP_VERIFY; nil
 // when none is set.
 func tlsFromEnv() *TLSConfig {
 	t := &TLSConfig{
 		CACert:        os.Getenv("CARAVAN_CACERT"),
+		CAPath:        os.Getenv("CARAVAN_CAPATH"),
 		ClientCert:    os.Getenv("CARAVAN_CLIENT_CERT"),
 		ClientKey:     os.Getenv("CARAVAN_CLIENT_KEY"),
 		TLSServerName: os.Getenv("CARAVAN_TLS_SERVER_NAME"),
 	}
 	t.Insecure, _ = strconv.ParseBool(os.Getenv("CARAVAN_SKIP_VERIFY"))
-	if *t == (TLSConfig{}) {
+	if !t.isSet() {
 		return nil
 	}
 	return t
@@ -45,19 +52,19 @@ func tlsFromEnv() *TLSConfig {
 
 // isSet reports whether t asks for anything; a bare address of a client
 // whose TLSConfig is set gets https://.
-func (t *TLSConfig) isSet() bool { return t != nil && *t != (TLSConfig{}) }
+func (t *TLSConfig) isSet() bool {
+	return t != nil && (t.CACert != "" || t.CAPath != "" || len(t.CACertPEM) > 0 ||
+		t.ClientCert != "" || t.ClientKey != "" || t.TLSServerName != "" || t.Insecure)
+}
 
-// tlsConfig loads t's files into a tls.Config.
+// tlsConfig loads t's files into a tls.Config; the CA, through
+// go-rootcerts as Nomad's client does.
 func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.TLSServerName, InsecureSkipVerify: t.Insecure}
-	if t.CACert != "" {
-		buf, err := os.ReadFile(t.CACert)
+	if t.CACert != "" || t.CAPath != "" || len(t.CACertPEM) > 0 {
+		err := rootcerts.ConfigureTLS(c, &rootcerts.Config{CAFile: t.CACert, CAPath: t.CAPath, CACertificate: t.CACertPEM})
 		if err != nil {
 			return nil, fmt.Errorf("read CA certificate: %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(buf) {
-			return nil, fmt.Errorf("CA certificate %s holds no PEM certificate", t.CACert)
 		}
 	}
 	if (t.ClientCert == "") != (t.ClientKey == "") {
@@ -73,13 +80,21 @@ func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
 	return c, nil
 }
 
-// httpClient returns an HTTP client with t's TLS settings.
-func (t *TLSConfig) httpClient() (*http.Client, error) {
-	c, err := t.tlsConfig()
-	if err != nil {
-		return nil, err
+// defaultHTTPClient is the client of a Config without HTTPClient, as
+// Nomad's: go-cleanhttp's pooled client (no shared global transport, no
+// overall timeout, since blocking queries wait for minutes) with t's TLS
+// settings, if any.
+func defaultHTTPClient(t *TLSConfig) (*http.Client, error) {
+	hc := cleanhttp.DefaultPooledClient()
+	tr := hc.Transport.(*http.Transport)
+	tr.TLSHandshakeTimeout = 10 * time.Second
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.isSet() {
+		c, err := t.tlsConfig()
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		tr.TLSClientConfig = c
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = c
-	return &http.Client{Transport: tr}, nil
+	return hc, nil
 }

@@ -70,6 +70,10 @@ type JobSummary struct {
 	// driver's measurements (at most every server usage interval, at once
 	// on an OOM kill or restart); nil before the first.
 	Usage *structs.JobUsage `json:",omitempty"`
+	// SimSpeed is set when the agent runs the simulated cluster: times
+	// and durations are then virtual, passing SimSpeed times as fast as
+	// the wall clock.
+	SimSpeed float64 `json:",omitempty"`
 }
 
 // PlanResponse is POST /v1/jobs/plan: how the job differs from its
@@ -105,6 +109,19 @@ type AgentSelf struct {
 	// Voters is the size of its Raft configuration.
 	LeaderID string
 	Voters   int
+	// SimSpeed is set when the agent runs the simulated cluster: how many
+	// virtual seconds pass per wall-clock second.
+	SimSpeed float64 `json:",omitempty"`
+	// Nomad is the Nomad cluster the agent runs jobs in; nil on the
+	// simulated cluster. The CLI reads allocations and logs there.
+	Nomad *NomadCluster `json:",omitempty"`
+}
+
+// NomadCluster is where an agent's Nomad driver submits jobs.
+type NomadCluster struct {
+	Address   string
+	Region    string `json:",omitempty"`
+	Namespace string `json:",omitempty"`
 }
 
 // JoinRequest asks the leader to add a server to the Raft configuration.
@@ -145,4 +162,68 @@ type SchedulerConfigRequest struct {
 type Health struct {
 	OK      bool
 	Message string
+}
+
+// JobListStub is one job of GET /v1/jobs, as Nomad's JobListStub: what a
+// list shows of the job, and what runs of it.
+type JobListStub struct {
+	ID                string
+	Name              string
+	Namespace         string
+	Status            string
+	StatusDescription string `json:",omitempty"`
+	Version           uint64
+	Priority          int
+	// SubmitTime is when the version was registered, Unix nanoseconds.
+	SubmitTime int64
+	// Declared is true for a job declared in Nomad (a Nomad job with a
+	// caravan scaling policy).
+	Declared bool
+	// NumPS, NumWorkers, Nodes and GPUs are what runs of the job now (the
+	// driver's report), or, before the first report, what the latest
+	// decision gives it; GPUs counts the GPU instances its tasks request.
+	NumPS      int
+	NumWorkers int
+	Nodes      int
+	GPUs       int
+	// Step is the last step reported, TotalSteps the predicted step of
+	// convergence (0 until the loss is fitted), and Progress Step /
+	// TotalSteps, from 0 to 1 (1 once the job is complete).
+	Step       int64
+	TotalSteps float64
+	Progress   float64
+	// RemainingSeconds is the predicted time to convergence at the current
+	// placement; 0 when unknown and once the job has ended.
+	RemainingSeconds float64
+	// SimSpeed is set when the agent runs the simulated cluster: times
+	// and durations are then virtual, passing SimSpeed times as fast as
+	// the wall clock.
+	SimSpeed float64 `json:",omitempty"`
+	// Algorithm is the algorithm of the latest decision for the job, and
+	// Reason the reason it gave.
+	Algorithm   string `json:",omitempty"`
+	Reason      string `json:",omitempty"`
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// NodeDetail is GET /v1/node/<id>: the node as the driver reports it, with
+// its devices, and the tasks of Caravan's jobs that run there.
+type NodeDetail struct {
+	Node *structs.Node
+	// Tasks are the node's tasks by job and role, as the driver last
+	// reported what runs; GPUsUsed counts the GPU instances they request,
+	// of GPUsTotal on the node.
+	Tasks     []*NodeTasks
+	GPUsUsed  int
+	GPUsTotal int
+}
+
+// NodeTasks is what one job runs on a node.
+type NodeTasks struct {
+	Namespace string
+	JobID     string
+	PS        int
+	Workers   int
+	GPUs      int
 }

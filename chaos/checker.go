@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"gonum.org/v1/gonum/stat"
 )
 
 // Schedule is what a run does to the cluster while its clients write.
@@ -81,9 +82,15 @@ func quantiles(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "none"
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return fmt.Sprintf("n=%d min %s median %s max %s", len(s), s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	slices.Sort(xs)
+	q := func(p float64) time.Duration {
+		return time.Duration(stat.Quantile(p, stat.Empirical, xs, nil)).Round(time.Millisecond)
+	}
+	return fmt.Sprintf("n=%d min %s median %s p95 %s max %s", len(xs), q(0), q(0.5), q(0.95), q(1))
 }
 
 // checker runs the clients and records what the cluster acknowledged.

@@ -132,7 +132,7 @@ func jobIs(c *api.Client, id, want string) func() error {
 // events returns a job's events of a type.
 func events(t *testing.T, c *api.Client, job, typ string) []*structs.Event {
 	t.Helper()
-	all, _, err := c.Events(0, job, nil)
+	all, _, err := c.Events(job, nil)
 	must.NoError(t, err)
 	var out []*structs.Event
 	for _, ev := range all {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/go-uuid"
 )
 
 // ACLConfig turns ACLs on. With Enabled false (the default) every request
@@ -297,13 +297,11 @@ func (c *aclCache) compile(txn *memdb.Txn, names []string) (*acl.ACL, error) {
 	return a, nil
 }
 
-// newUUID returns a random UUID (version 4).
+// newUUID returns a random UUID, formatted as Nomad's IDs are.
 func newUUID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	id, err := uuid.GenerateUUID()
+	if err != nil {
 		return "", fmt.Errorf("generate ID: %w", err)
 	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+	return id, nil
 }

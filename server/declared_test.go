@@ -101,7 +101,7 @@ func TestLeader_DeclaredJobs(t *testing.T) {
 	disc.set("e", declaredDemo(t, "e", 22, 1))
 	agent.WaitFor(t, 10*time.Second, "job e registered", jobStatus(t, c, "e", structs.JobStatusRunning))
 	rejected := func(job string) int {
-		evs, _, err := c.Events(0, job, nil)
+		evs, _, err := c.Events(job, nil)
 		must.NoError(t, err)
 		n := 0
 		for _, e := range evs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/caravan-sched/caravan/acl"
@@ -14,6 +15,7 @@ import (
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/raft"
@@ -37,6 +39,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/job/{id}/samples", s.read(a(nsCap(acl.CapReadMetrics), s.jobSamples)))
 	mux.HandleFunc("POST /v1/report", s.write(a(bodyCap(acl.CapReport), s.report)))
 	mux.HandleFunc("GET /v1/nodes", s.read(a(operatorRead, s.nodeList)))
+	mux.HandleFunc("GET /v1/node/{id}", s.read(a(operatorRead, s.nodeRead)))
 	mux.HandleFunc("GET /v1/plan", s.read(a(operatorRead, s.planLatest)))
 	mux.HandleFunc("GET /v1/events", s.read(a(operatorRead, s.eventList)))
 	mux.HandleFunc("GET /v1/event/stream", s.guard(operatorRead, s.eventStream))
@@ -57,21 +60,65 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/metrics", s.guard(agentRead, s.metricsHandler))
 	s.aclRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allowed := allowedMethods(mux, r); len(allowed) > 0 {
+			// As Nomad, a path served by other methods answers 405.
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			http.Error(w, fmt.Sprintf("method %s not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")), http.StatusMethodNotAllowed)
+			return
+		}
 		http.Error(w, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), http.StatusNotFound)
 	})
 }
 
+// allowedMethods returns the methods mux serves r's path with, other than
+// through the catch-all "/" route.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// jobList answers GET /v1/jobs: a JobListStub per job of ?namespace=, or
+// of every namespace the token may list without one, with the list
+// options (list.go); jobs are ordered by namespace and ID.
 func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
+	opts, err := parseListOptions(r)
+	if err != nil {
+		return nil, err
+	}
 	ns := r.URL.Query().Get("namespace")
-	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+	res, err := s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		jobs, err := state.Jobs(txn, ws, ns)
-		// Without a namespace, the jobs of the namespaces the token
-		// may list.
-		jobs = slices.DeleteFunc(jobs, func(j *structs.Job) bool {
-			return s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil
-		})
-		return orEmpty(jobs), err
-	}, state.TableJobs))
+		if err != nil {
+			return nil, err
+		}
+		stubs := make([]*api.JobListStub, 0, len(jobs))
+		for _, j := range jobs {
+			if s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil {
+				continue
+			}
+			st, err := s.jobStub(txn, ws, j)
+			if err != nil {
+				return nil, err
+			}
+			stubs = append(stubs, st)
+		}
+		return stubs, nil
+	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples))
+	if err != nil {
+		return nil, err
+	}
+	return apply(w, opts, res.([]*api.JobListStub), byNamespacedID(
+		func(j *api.JobListStub) string { return j.Namespace }, func(j *api.JobListStub) string { return j.ID }))
 }
 
 // registeredJob turns a register request into a canonical, valid job
@@ -368,15 +415,20 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		if err != nil {
 			return nil, err
 		}
-		sum := &api.JobSummary{Job: job}
+		sum := &api.JobSummary{Job: job, SimSpeed: s.cfg.SimSpeed}
 		if sum.Placement, err = state.Desired(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
 		}
 		if sum.Observed, err = state.ObservedOf(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
 		}
-		if sum.Model, err = state.Model(txn, ws, job.Namespace, job.ID); err != nil {
+		if sum.Model, err = s.currentModel(txn, ws, job); err != nil {
 			return nil, err
+		}
+		if sum.Model != nil && structs.Terminal(job.Status) {
+			c := *sum.Model
+			c.RemainingSeconds = 0
+			sum.Model = &c
 		}
 		if sum.Usage, err = state.UsageOf(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
@@ -388,16 +440,6 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		if smp != nil && len(smp.Samples) > 0 {
 			sum.Samples = smp.Received
 			sum.LastSample = &smp.Samples[len(smp.Samples)-1]
-		}
-		if m := sum.Model; m != nil && sum.LastSample != nil {
-			// Models are committed when they change, not at every step:
-			// the time left follows from the newest sample.
-			c := *m
-			c.Step = max(c.Step, sum.LastSample.Step)
-			if c.TotalSteps > 0 && c.StepsPerSecond > 0 {
-				c.RemainingSeconds = max(c.TotalSteps-float64(c.Step), 0) / c.StepsPerSecond
-			}
-			sum.Model = &c
 		}
 		return sum, nil
 	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage))
@@ -433,11 +475,73 @@ func (s *Server) jobStop(w http.ResponseWriter, r *http.Request) (any, error) {
 	return map[string]uint64{"Index": index}, nil
 }
 
+// nodeList answers GET /v1/nodes, with the list options (list.go); nodes
+// are ordered by ID.
 func (s *Server) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
-	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+	opts, err := parseListOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		nodes, err := state.Nodes(txn, ws)
 		return orEmpty(nodes), err
 	}, state.TableNodes))
+	if err != nil {
+		return nil, err
+	}
+	return apply(w, opts, res.([]*structs.Node), byID(func(n *structs.Node) string { return n.ID }))
+}
+
+// nodeRead answers GET /v1/node/<id>: the node, and what runs there as
+// the driver last reported it.
+func (s *Server) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
+		nodes, err := state.Nodes(txn, ws)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(nodes, func(n *structs.Node) bool { return n.ID == id })
+		if i < 0 {
+			return nil, notFound("no node %q", id)
+		}
+		out := &api.NodeDetail{Node: nodes[i], Tasks: []*api.NodeTasks{}}
+		for _, d := range out.Node.Devices {
+			if d.Type == "gpu" {
+				out.GPUsTotal += len(d.Instances)
+			}
+		}
+		observed, err := state.AllObserved(txn, ws)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range observed {
+			if o.Placement == nil {
+				continue
+			}
+			job, err := state.JobByID(txn, ws, o.Namespace, o.JobID)
+			if err != nil {
+				return nil, err
+			}
+			if job == nil || structs.Terminal(job.Status) || s.allowNamespace(r, job.Namespace, acl.CapReadJob) != nil {
+				continue
+			}
+			t := &api.NodeTasks{Namespace: o.Namespace, JobID: o.JobID}
+			for _, n := range o.Placement.Nodes {
+				if n.NodeID == id {
+					t.PS += n.PS
+					t.Workers += n.Workers
+				}
+			}
+			if t.PS+t.Workers == 0 {
+				continue
+			}
+			t.GPUs = placementGPUs(job, &structs.Placement{NumPS: t.PS, NumWorkers: t.Workers})
+			out.GPUsUsed += t.GPUs
+			out.Tasks = append(out.Tasks, t)
+		}
+		return out, nil
+	}, state.TableNodes, state.TableObserved, state.TableJobs))
 }
 
 func (s *Server) planLatest(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -451,30 +555,82 @@ func (s *Server) planLatest(w http.ResponseWriter, r *http.Request) (any, error)
 }
 
 func (s *Server) eventList(w http.ResponseWriter, r *http.Request) (any, error) {
+	if _, err := eventParams(r); err != nil {
+		return nil, err
+	}
 	return s.blocking(w, r, func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
 		return s.events(txn, ws, r)
 	})
 }
 
-// events reads the events after ?index= (an event sequence number) of
-// ?job= if given; the index it returns is the last event's sequence.
-func (s *Server) events(txn *memdb.Txn, ws memdb.WatchSet, r *http.Request) ([]*structs.Event, uint64, error) {
-	var after uint64
-	if v := r.URL.Query().Get("index"); v != "" {
-		fmt.Sscan(v, &after)
+// eventQuery is what the events endpoints select: the events committed
+// after the Raft index after, of job in namespace (any namespace when
+// empty; with no job, the events of no job are kept too), that filter
+// selects.
+type eventQuery struct {
+	after     uint64
+	job       string
+	namespace string
+	filter    *bexpr.Evaluator
+}
+
+// eventParams reads ?index=, ?job=, ?namespace= and ?filter=.
+func eventParams(r *http.Request) (*eventQuery, error) {
+	q := r.URL.Query()
+	eq := &eventQuery{job: q.Get("job"), namespace: q.Get("namespace")}
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, badRequest("index %q is not a non-negative integer", v)
+		}
+		eq.after = n
 	}
-	all, err := state.Events(txn, ws, after)
+	var err error
+	eq.filter, err = parseFilter(r)
+	return eq, err
+}
+
+func (q *eventQuery) match(e *structs.Event) (bool, error) {
+	switch {
+	case e.Index <= q.after:
+		return false, nil
+	case q.job != "" && e.JobID != q.job:
+		return false, nil
+	case q.namespace != "" && e.Namespace != q.namespace && !(q.job == "" && e.Namespace == ""):
+		return false, nil
+	case q.filter != nil:
+		ok, err := q.filter.Evaluate(e)
+		if err != nil {
+			return false, badRequest("filter: %v", err)
+		}
+		return ok, nil
+	}
+	return true, nil
+}
+
+// events reads the events eventParams selects, oldest first. The index it
+// returns is the Raft index of the newest event kept, so that a blocking
+// query with it waits for the next event, as Nomad's event stream index.
+func (s *Server) events(txn *memdb.Txn, ws memdb.WatchSet, r *http.Request) ([]*structs.Event, uint64, error) {
+	q, err := eventParams(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	last := after
-	if len(all) > 0 {
-		last = all[len(all)-1].Seq
+	all, err := state.Events(txn, ws, 0)
+	if err != nil {
+		return nil, 0, err
 	}
-	job := r.URL.Query().Get("job")
+	last := q.after
+	if len(all) > 0 {
+		last = max(last, all[len(all)-1].Index)
+	}
 	out := []*structs.Event{}
 	for _, e := range all {
-		if job == "" || e.JobID == job {
+		ok, err := q.match(e)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
 			out = append(out, e)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	metrics "github.com/hashicorp/go-metrics"
 	prometheussink "github.com/hashicorp/go-metrics/prometheus"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -50,13 +51,22 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("format %q is not supported; use prometheus", f), http.StatusBadRequest)
 		return
 	}
-	promhttp.Handler().ServeHTTP(w, r)
+	// go-metrics' series (the default registry) and this server's
+	// per-job series.
+	jobs := prometheus.NewRegistry()
+	jobs.MustRegister(&jobCollector{s: s})
+	promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, jobs}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
-// eventStream streams events as newline-delimited JSON from ?index= (an
-// event sequence number; 0 for every event kept) until the client goes
+// eventStream streams events as newline-delimited JSON, those committed
+// after the Raft index ?index= (0 for every event kept) and selected by
+// ?job=, ?namespace= and ?filter= as GET /v1/events, until the client goes
 // away, like Nomad's /v1/event/stream.
 func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
+	if _, err := eventParams(r); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
@@ -82,11 +92,11 @@ func (s *Server) eventStream(w http.ResponseWriter, r *http.Request) {
 		r.URL.RawQuery = q.Encode()
 		// Wait for the next event, or for the client to leave.
 		_, _, err = state.BlockingQuery(r.Context(), s.State, last, time.Hour, func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error) {
-			evs, err := state.Events(txn, ws, last)
+			evs, err := state.Events(txn, ws, 0)
 			if err != nil || len(evs) == 0 {
 				return nil, last, err
 			}
-			return nil, evs[len(evs)-1].Seq, nil
+			return nil, max(last, evs[len(evs)-1].Index), nil
 		})
 		if err != nil || r.Context().Err() != nil {
 			return

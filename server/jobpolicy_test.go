@@ -198,7 +198,7 @@ func TestLeader_DeclaredJobPolicy(t *testing.T) {
 	disc.set("side", side)
 
 	rejections := func(job string) []*structs.Event {
-		evs, _, err := c.Events(0, job, nil)
+		evs, _, err := c.Events(job, nil)
 		must.NoError(t, err)
 		var out []*structs.Event
 		for _, e := range evs {

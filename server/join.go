@@ -27,7 +27,7 @@ func (s *Server) self() api.AgentSelf {
 	}
 	return api.AgentSelf{
 		Version: version.String(), ID: s.cfg.NodeID, Name: s.cfg.NodeName, HTTPAddr: s.httpAddr, RaftAddr: s.RaftAddr(),
-		LeaderID: string(leader), Voters: voters,
+		LeaderID: string(leader), Voters: voters, SimSpeed: s.cfg.SimSpeed, Nomad: s.cfg.Nomad,
 	}
 }
 

@@ -220,7 +220,7 @@ func TestLeader_FallbackOffTheLoop(t *testing.T) {
 		}
 		return nil
 	})
-	events, _, err := c.Events(0, "", nil)
+	events, _, err := c.Events("", nil)
 	must.NoError(t, err)
 	var fallbacks []string
 	for _, e := range events {

@@ -120,13 +120,13 @@ func TestLeader_PluginFailures(t *testing.T) {
 		{"hang", "no answer within 1s"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			before, _, err := c.Events(0, "", nil)
+			before, _, err := c.Events("", nil)
 			must.NoError(t, err)
 			index := setAlgorithm(t, c, "misbehave", map[string]string{"mode": tc.mode})
 			waitPlan(t, c, index, "optimus")
 			var fallback *structs.Event
 			agent.WaitFor(t, 10*time.Second, "a fallback event", func() error {
-				events, _, err := c.Events(0, "", nil)
+				events, _, err := c.Events("", nil)
 				if err != nil {
 					return err
 				}
@@ -177,7 +177,7 @@ func TestLeader_BuiltinPanics(t *testing.T) {
 	waitPlan(t, c, setAlgorithm(t, c, "panicking", nil), "optimus")
 	var fallback *structs.Event
 	agent.WaitFor(t, 10*time.Second, "a fallback event", func() error {
-		events, _, err := c.Events(0, "", nil)
+		events, _, err := c.Events("", nil)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/shoenig/test/must"
+	"gonum.org/v1/gonum/stat"
 )
 
 // raftLogBucket is how many registrations one row of the Raft log
@@ -233,15 +233,18 @@ func rowStart(rows []raftLogRow, r raftLogRow) int {
 	return rows[i-1].registrations
 }
 
-// percentile returns the q-th quantile (nearest rank) of ds.
+// percentile returns the q-th quantile (the empirical one, nearest rank)
+// of ds.
 func percentile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	k := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(k, 0)]
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	slices.Sort(xs)
+	return time.Duration(stat.Quantile(q, stat.Empirical, xs, nil))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

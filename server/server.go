@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
@@ -114,6 +114,13 @@ type Config struct {
 	// means the wall clock. caravan sim passes the simulated cluster's
 	// virtual clock.
 	Clock func() time.Time
+	// SimSpeed, when the driver is the simulated cluster, is how many
+	// virtual seconds pass per wall-clock second; the API marks the times
+	// and durations it answers as virtual. 0 for a real cluster.
+	SimSpeed float64
+	// Nomad, when the driver runs jobs in Nomad, says where: GET
+	// /v1/agent/self answers it, for the CLI's allocations and logs.
+	Nomad *api.NomadCluster
 	// Manual, when set, runs no leader loop of its own: while the server
 	// leads, its caller advances the loop with Step, as caravan sim does
 	// on a virtual clock. Every step is then the one `caravan agent`
@@ -341,9 +348,10 @@ func (s *Server) setupRaft() error {
 // nodeID reads the server's ID from dataDir, or makes a new one and saves
 // it there; without a data dir it makes a new one each time.
 func nodeID(dataDir string) (string, error) {
-	b := make([]byte, 16)
-	rand.Read(b)
-	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	id, err := newUUID()
+	if err != nil {
+		return "", fmt.Errorf("node ID: %w", err)
+	}
 	if dataDir == "" {
 		return id, nil
 	}

@@ -95,7 +95,7 @@ func TestServer_RunsJobToCompletion(t *testing.T) {
 	must.NotNil(t, sum.Model)
 	must.SliceNotEmpty(t, sum.Model.Speed, must.Sprint("the speed model was fitted from samples"))
 
-	events, _, err := c.Events(0, "demo-1", nil)
+	events, _, err := c.Events("demo-1", nil)
 	must.NoError(t, err)
 	var types []string
 	for _, e := range events {
@@ -245,7 +245,7 @@ func TestLeader_DriverOutage(t *testing.T) {
 	_, err = c.Jobs().Register(context.Background(), demoJob(t, "during"))
 	must.NoError(t, err)
 	countEvents := func(typ string) int {
-		evs, _, err := c.Events(0, "", nil)
+		evs, _, err := c.Events("", nil)
 		must.NoError(t, err)
 		n := 0
 		for _, ev := range evs {
@@ -534,7 +534,7 @@ func TestLeader_EnactRetried(t *testing.T) {
 	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
 	must.NoError(t, err)
 	agent.WaitFor(t, 10*time.Second, "a driver error", func() error {
-		events, _, err := c.Events(0, "", nil)
+		events, _, err := c.Events("", nil)
 		if err != nil {
 			return err
 		}

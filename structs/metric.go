@@ -72,12 +72,12 @@ func (m *PlacementMetric) Summary() string {
 // time.
 func (m *PlacementMetric) Details() []string {
 	out := make([]string, 0, 1+len(m.ConstraintFiltered)+len(m.DimensionExhausted))
-	out = append(out, plural(m.NodesEvaluated, "node")+" evaluated")
+	out = append(out, Plural(m.NodesEvaluated, "node")+" evaluated")
 	for _, k := range byCount(m.ConstraintFiltered) {
-		out = append(out, k+" filtered "+strconv.Itoa(m.ConstraintFiltered[k])+" of "+plural(m.NodesEvaluated, "node"))
+		out = append(out, k+" filtered "+strconv.Itoa(m.ConstraintFiltered[k])+" of "+Plural(m.NodesEvaluated, "node"))
 	}
 	for _, k := range byCount(m.DimensionExhausted) {
-		out = append(out, k+" exhausted on "+plural(m.DimensionExhausted[k], "node"))
+		out = append(out, k+" exhausted on "+Plural(m.DimensionExhausted[k], "node"))
 	}
 	return out
 }
@@ -95,11 +95,4 @@ func byCount(counts map[string]int) []string {
 		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
 	})
 	return keys
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -130,6 +130,8 @@ func (c *AgentCommand) Run(args []string) int {
 		// which runs Speed times as fast as the wall clock: rounds are
 		// due by it, and trainers' samples are stamped by it.
 		Clock:          wiring.clock,
+		SimSpeed:       wiring.simSpeed,
+		Nomad:          wiring.nomad,
 		ProfileConfigs: profileConfigs(cfg.Scheduler.ProfileConfigs), ProfileSteps: cfg.Scheduler.ProfileSteps,
 		Stragglers: stragglers(cfg.Scheduler.Straggler),
 		Algorithms: algorithms, FallbackAlgorithm: cfg.Scheduler.FallbackAlgorithm,
@@ -292,6 +294,11 @@ type driverWiring struct {
 	profiler  server.Profiler
 	// clock is the cluster's clock; nil means the wall clock.
 	clock func() time.Time
+	// simSpeed is the simulated cluster's speed; 0 for a real one.
+	simSpeed float64
+	// nomad is where the nomad driver runs jobs; nil for the simulated
+	// cluster.
+	nomad *api.NomadCluster
 	stop  func()
 }
 
@@ -322,9 +329,10 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 		}
 		d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: cfg.Sim.Speed, Logger: logger})
 		d.Start()
-		return &driverWiring{driver: d, metrics: d, profiler: d, clock: d.Now, stop: d.Stop}, nil
+		return &driverWiring{driver: d, metrics: d, profiler: d, clock: d.Now, simSpeed: cfg.Sim.Speed, stop: d.Stop}, nil
 	default:
-		w := &driverWiring{stop: func() {}}
+		nc := nomadConfig(cfg, logger)
+		w := &driverWiring{stop: func() {}, nomad: &api.NomadCluster{Address: nc.Address, Region: nc.Region, Namespace: nc.Namespace}}
 		w.newDriver = func(host structs.DriverHost) (server.Driver, server.Discoverer, error) {
 			ncfg := nomadConfig(cfg, logger)
 			ncfg.Host = host

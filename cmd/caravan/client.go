@@ -70,12 +70,6 @@ func (m *Meta) outputJSON(v any) int {
 	return 0
 }
 
-// namespaceOption documents -namespace in the help of a command that takes
-// a job.
-const namespaceOption = `
-  -namespace=<ns>
-    The namespace of <job>. Default: default.`
-
 // jsonOption documents -json in the help of a command that prints what
 // ("the nodes") as JSON.
 func jsonOption(what string) string {

@@ -80,7 +80,8 @@ Consul Options:
   -no-consul              Do not register, whatever CONSUL_HTTP_ADDR says.
   -job=<id>               Tags the service job=<id>: how Caravan servers
                           find the collectors of a job.
-  -namespace=<ns>         Tags the service namespace=<ns>.
+  -namespace=<ns>         Tags the service namespace=<ns>. Default:
+                          CARAVAN_NAMESPACE.
   -role=<role>            Tags the service role=<role> (worker or ps).
   -tag=<key=value>        Another tag. Repeatable.
   -service-id=<id>        The service instance. Default:
@@ -142,14 +143,14 @@ func (c *CollectorCommand) Run(args []string) int {
 // is wrong and returns false on errors.
 func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 	var (
-		bind, addr, file, level          string
-		consulAddr, job, namespace, role string
-		serviceID, advertise             string
-		port, window                     int
-		noConsul, coordOn, noSecondary   bool
-		coordQueue                       int
-		tags                             stringsFlag
-		checkInterval, deregisterAfter   time.Duration
+		bind, addr, file, level        string
+		consulAddr, job, role          string
+		serviceID, advertise           string
+		port, window                   int
+		noConsul, coordOn, noSecondary bool
+		coordQueue                     int
+		tags                           stringsFlag
+		checkInterval, deregisterAfter time.Duration
 	)
 	flags := flag.NewFlagSet("collector", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
@@ -165,7 +166,6 @@ func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 	flags.StringVar(&consulAddr, "consul-addr", os.Getenv(consulapi.HTTPAddrEnvName), "")
 	flags.BoolVar(&noConsul, "no-consul", false, "")
 	flags.StringVar(&job, "job", "", "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	flags.StringVar(&role, "role", "", "")
 	flags.Var(&tags, "tag", "")
 	flags.StringVar(&serviceID, "service-id", "", "")
@@ -200,7 +200,7 @@ func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 		Meta: map[string]string{},
 	}
 	// The shortcuts become tags, which servers filter on, and meta.
-	for _, kv := range []struct{ key, val string }{{"job", job}, {"namespace", namespace}, {"role", role}} {
+	for _, kv := range []struct{ key, val string }{{"job", job}, {"namespace", c.namespace}, {"role", role}} {
 		if kv.val != "" {
 			reg.Tags = append(reg.Tags, kv.key+"="+kv.val)
 			reg.Meta[kv.key] = kv.val

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -27,23 +26,24 @@ Usage: caravan job history [options] <job>
   status" shows a change under way.
 
 History Options:
-` + namespaceOption + `
 ` + jsonOption("the history") + `
 ` + generalOptions)
 }
 
 func (c *JobHistoryCommand) Run(args []string) int {
 	var asJSON bool
-	var namespace string
 	flags := c.FlagSet("job history")
 	flags.BoolVar(&asJSON, "json", false, "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<job>"))
 	if !ok {
 		return 1
 	}
-	id := flags.Arg(0)
-	hist, _, err := client.Jobs().History(id, &api.QueryOptions{Namespace: namespace})
+	job, ok := c.resolveJob(client, flags.Arg(0))
+	if !ok {
+		return 1
+	}
+	id := job.ID
+	hist, _, err := client.Jobs().History(id, job.query())
 	if err != nil {
 		c.apiError(fmt.Sprintf("reading the history of job %q", id), err)
 		return 1

@@ -41,18 +41,16 @@ Inspect Options:
   -json
     Prints the job as JSON (the only output format so far; accepted for
     compatibility with Nomad's CLI).
-` + namespaceOption + `
 ` + jobspecOptions + `
 ` + generalOptions)
 }
 
 func (c *JobInspectCommand) Run(args []string) int {
 	var jf jobspecFlags
-	var namespace, version string
+	var version string
 	flags := c.FlagSet("job inspect")
 	jf.register(flags)
 	flags.Bool("json", false, "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	flags.StringVar(&version, "version", "", "")
 	if !c.parseArgs(flags, args, c.Help(), oneArgument("<job> or <path>")) {
 		return 1
@@ -77,7 +75,11 @@ func (c *JobInspectCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	q := &api.QueryOptions{Namespace: namespace}
+	job, ok := c.resolveJob(client, arg)
+	if !ok {
+		return 1
+	}
+	arg, q := job.ID, job.query()
 	if version == "" {
 		job, _, err := client.Jobs().Info(arg, q)
 		if err != nil {

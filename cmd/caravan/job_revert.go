@@ -31,23 +31,25 @@ Revert Options:
   -prior-version=<n>
     Reverts only if the job's current version is <n>, so that a version
     someone registered meanwhile is not overwritten.
-` + namespaceOption + `
 ` + jsonOption("the registration") + `
 ` + generalOptions)
 }
 
 func (c *JobRevertCommand) Run(args []string) int {
 	var asJSON bool
-	var namespace, prior string
+	var prior string
 	flags := c.FlagSet("job revert")
 	flags.BoolVar(&asJSON, "json", false, "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	flags.StringVar(&prior, "prior-version", "", "")
 	client, ok := c.agentCommand(flags, args, c.Help(), arguments{2, 2, "This command takes two arguments: <job> <version>"})
 	if !ok {
 		return 1
 	}
-	id := flags.Arg(0)
+	job, ok := c.resolveJob(client, flags.Arg(0))
+	if !ok {
+		return 1
+	}
+	id := job.ID
 	req := &api.JobRevertRequest{}
 	var err error
 	if req.Version, err = strconv.ParseUint(flags.Arg(1), 10, 64); err != nil {
@@ -64,7 +66,7 @@ func (c *JobRevertCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	resp, err := client.Jobs().Revert(ctx, namespace, id, req)
+	resp, err := client.Jobs().Revert(ctx, job.Namespace, id, req)
 	if err != nil {
 		c.apiError(fmt.Sprintf("reverting job %q to version %d", id, req.Version), err)
 		return 1

@@ -21,16 +21,18 @@ func (c *JobStatusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan job status [options] [<job>]
 
-  Without an argument, lists every job of every namespace. With a job ID,
-  shows the job's status, its placement per node and role, the reason the
-  scheduler gave for it, and the models Caravan fitted to the job's samples:
-  its loss curve, its speed, and the predicted steps and time to convergence.
-  For a job whose placement runs nothing, a Placement Failure section says
-  why: the nodes evaluated, how many each constraint filtered, and on how
-  many each resource was exhausted.
+  Without an argument, lists the jobs of every namespace (of -namespace when
+  set): what runs of each (parameter servers, workers, GPUs), its progress
+  toward the predicted convergence and the time left. With a job ID, or the
+  start of one, shows the job's status, its placement per node and role,
+  the reason the scheduler gave for it, and the models Caravan fitted to the
+  job's samples: its loss curve, its speed, and the predicted steps and time
+  to convergence. For a job whose placement runs nothing, a Placement
+  Failure section says why: the nodes evaluated, how many each constraint
+  filtered, and on how many each resource was exhausted. On the simulated
+  cluster, times are marked as simulated.
 
 Status Options:
-` + namespaceOption + `
 
   -verbose
     Also shows the job's recent events and the models' coefficients in full.
@@ -40,23 +42,25 @@ Status Options:
 
 func (c *JobStatusCommand) Run(args []string) int {
 	var asJSON, verbose bool
-	var namespace string
 	flags := c.FlagSet("job status")
 	flags.BoolVar(&asJSON, "json", false, "")
 	flags.BoolVar(&verbose, "verbose", false, "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	client, ok := c.agentCommand(flags, args, c.Help(), optionalArgument("<job>"))
 	if !ok {
 		return 1
 	}
 	if flags.NArg() == 0 {
-		return c.list(client, namespace, asJSON)
+		return c.list(client, asJSON)
 	}
-	return c.show(client, flags.Arg(0), namespace, asJSON, verbose)
+	job, ok := c.resolveJob(client, flags.Arg(0))
+	if !ok {
+		return 1
+	}
+	return c.show(client, job, asJSON, verbose)
 }
 
-func (c *JobStatusCommand) list(client *api.Client, namespace string, asJSON bool) int {
-	jobs, _, err := client.Jobs().List(&api.QueryOptions{Namespace: namespace})
+func (c *JobStatusCommand) list(client *api.Client, asJSON bool) int {
+	jobs, _, err := client.Jobs().List(&api.QueryOptions{Namespace: c.namespace})
 	if err != nil {
 		c.apiError("listing jobs", err)
 		return 1
@@ -64,26 +68,19 @@ func (c *JobStatusCommand) list(client *api.Client, namespace string, asJSON boo
 	return c.output(asJSON, jobs, func() string { return formatJobs(jobs) })
 }
 
-func (c *JobStatusCommand) show(client *api.Client, id, namespace string, asJSON, verbose bool) int {
-	sum, _, err := client.Jobs().Summary(id, &api.QueryOptions{Namespace: namespace})
+func (c *JobStatusCommand) show(client *api.Client, job jobRef, asJSON, verbose bool) int {
+	sum, _, err := client.Jobs().Summary(job.ID, job.query())
 	if err != nil {
-		c.apiError(fmt.Sprintf("reading job %q", id), err)
+		c.apiError(fmt.Sprintf("reading job %q", job.ID), err)
 		return 1
 	}
 	if !verbose {
 		return c.output(asJSON, sum, func() string { return formatJobSummary(sum, nil, false) })
 	}
-	// Events are filtered by job ID only, so drop other namespaces'.
-	all, _, err := client.Events(0, id, nil)
+	events, _, err := client.Events(job.ID, &api.QueryOptions{Namespace: sum.Job.Namespace})
 	if err != nil {
-		c.apiError(fmt.Sprintf("reading the events of job %q", id), err)
+		c.apiError(fmt.Sprintf("reading the events of job %q", job.ID), err)
 		return 1
-	}
-	var events []*structs.Event
-	for _, e := range all {
-		if e.Namespace == "" || e.Namespace == sum.Job.Namespace {
-			events = append(events, e)
-		}
 	}
 	withEvents := struct {
 		*api.JobSummary
@@ -92,16 +89,58 @@ func (c *JobStatusCommand) show(client *api.Client, id, namespace string, asJSON
 	return c.output(asJSON, withEvents, func() string { return formatJobSummary(sum, events, true) })
 }
 
-// formatJobs tabulates the job list.
-func formatJobs(jobs []*structs.Job) string {
+// formatJobs tabulates the job list: what runs of each job, its progress
+// and the predicted time left. On the simulated cluster the times are
+// virtual, and a note under the table says so.
+func formatJobs(jobs []*api.JobListStub) string {
 	if len(jobs) == 0 {
 		return "No jobs"
 	}
-	rows := [][]string{{"ID", "Namespace", "Status", "Version", "Submit Date"}}
+	rows := [][]string{{"ID", "Namespace", "Status", "Version", "PS", "Workers", "GPUs", "Progress", "ETA", "Submit Date"}}
+	var sim float64
 	for _, j := range jobs {
-		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10), formatTime(j.SubmitTime)})
+		progress, eta := "-", "-"
+		if j.Progress > 0 {
+			progress = fmt.Sprintf("%.0f%%", 100*j.Progress)
+		}
+		if j.RemainingSeconds > 0 {
+			eta = formatSeconds(j.RemainingSeconds)
+			if j.SimSpeed > 0 {
+				eta += "*"
+				sim = j.SimSpeed
+			}
+		}
+		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10),
+			strconv.Itoa(j.NumPS), strconv.Itoa(j.NumWorkers), strconv.Itoa(j.GPUs), progress, eta, formatTime(j.SubmitTime)})
 	}
-	return formatList(rows)
+	out := formatList(rows)
+	if sim > 0 {
+		out += "\n\n" + simulatedNote(sim)
+	}
+	return out
+}
+
+// simulatedNote explains the times marked * on the simulated cluster.
+func simulatedNote(speed float64) string {
+	return fmt.Sprintf("* simulated time: the simulated cluster runs %s× as fast as the wall clock", strconv.FormatFloat(speed, 'g', 4, 64))
+}
+
+// formatSeconds renders a duration in seconds to the second, "1h2m3s".
+func formatSeconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// formatRemaining is the predicted time left, with its wall-clock
+// equivalent on the simulated cluster (simSpeed > 0).
+func formatRemaining(seconds, simSpeed float64) string {
+	if seconds <= 0 {
+		return "unknown"
+	}
+	if simSpeed <= 0 {
+		return formatSeconds(seconds)
+	}
+	return fmt.Sprintf("%s of simulated time (%s on the wall clock at %s× speed)",
+		formatSeconds(seconds), formatSeconds(seconds/simSpeed), strconv.FormatFloat(simSpeed, 'g', 4, 64))
 }
 
 // formatGroups lists the Nomad groups of a declared job by role:
@@ -179,7 +218,7 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 	if m := sum.Model; m == nil {
 		b.WriteString("No model fitted yet")
 	} else {
-		b.WriteString(formatModel(m, verbose))
+		b.WriteString(formatModel(m, modelClock{finished: structs.Terminal(job.Status), simSpeed: sum.SimSpeed}, verbose))
 	}
 
 	if verbose {
@@ -221,9 +260,52 @@ func formatUsage(u *structs.JobUsage) string {
 	return formatList(rows)
 }
 
+// modelClock is what formatModel needs to say of the time left: whether
+// the job has ended (nothing is left), and the simulated cluster's speed
+// (0 for a real cluster).
+type modelClock struct {
+	finished bool
+	simSpeed float64
+}
+
+// speedForms are the speed functions by kind, as planner/model fits them:
+// the terms of the denominator, in θ's order. M is the global batch.
+var speedForms = map[string]struct {
+	numerator string
+	terms     []string
+}{
+	"async":     {"w", []string{"", "·w/p", "·w", "·p"}},
+	"sync":      {"1", []string{"·M/w", "", "·w/p", "·w", "·p"}},
+	"allreduce": {"1", []string{"·M/w", "", "·(w−1)/w", "·w"}},
+}
+
+// formatSpeed renders a speed model as its formula with the fitted
+// coefficients, leaving out the terms fitted to 0: "steps/s = 1 / (4.6·M/w
+// + 0.012·w/p)" for p parameter servers and w workers.
+func formatSpeed(kind string, theta []float64, num func(float64) string) string {
+	form, ok := speedForms[kind]
+	if !ok || len(theta) < len(form.terms) {
+		parts := make([]string, len(theta))
+		for i, v := range theta {
+			parts[i] = num(v)
+		}
+		return fmt.Sprintf("%s, θ = [%s]", kind, strings.Join(parts, " "))
+	}
+	var terms []string
+	for i, t := range form.terms {
+		if theta[i] != 0 {
+			terms = append(terms, num(theta[i])+t)
+		}
+	}
+	if len(terms) == 0 {
+		terms = []string{"0"}
+	}
+	return fmt.Sprintf("%s: steps/s = %s / (%s)", kind, form.numerator, strings.Join(terms, " + "))
+}
+
 // formatModel describes a job's fitted models; verbose prints the
 // coefficients in full precision.
-func formatModel(m *structs.JobModel, verbose bool) string {
+func formatModel(m *structs.JobModel, clock modelClock, verbose bool) string {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	if verbose {
 		num = func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -234,18 +316,11 @@ func formatModel(m *structs.JobModel, verbose bool) string {
 	}
 	speed := "not fitted yet"
 	if len(m.Speed) > 0 {
-		theta := make([]string, len(m.Speed))
-		for i, v := range m.Speed {
-			theta[i] = num(v)
-		}
-		speed = fmt.Sprintf("%s, θ = [%s]", m.SpeedKind, strings.Join(theta, " "))
+		speed = formatSpeed(m.SpeedKind, m.Speed, num)
 	}
-	total, remaining := "unknown", "unknown"
+	total := "unknown"
 	if m.TotalSteps > 0 {
 		total = strconv.FormatFloat(m.TotalSteps, 'f', 0, 64)
-	}
-	if m.RemainingSeconds > 0 {
-		remaining = (time.Duration(m.RemainingSeconds * float64(time.Second))).Round(time.Second).String()
 	}
 	rows := [][2]string{{"Loss", loss}, {"Speed", speed}}
 	if p := m.Profiling; len(p) > 0 {
@@ -257,12 +332,15 @@ func formatModel(m *structs.JobModel, verbose bool) string {
 	if verbose && len(m.Speed) > 0 {
 		rows = append(rows, [2]string{"Speed Fit Error", fmt.Sprintf("%.1f%% mean over %d configurations", 100*m.SpeedError, m.SpeedConfigs)})
 	}
-	return formatKV(append(rows, [][2]string{
+	rows = append(rows, [][2]string{
 		{"Step", strconv.FormatInt(m.Step, 10)},
 		{"Predicted Total Steps", total},
 		{"Steps/s", strconv.FormatFloat(m.StepsPerSecond, 'f', 2, 64)},
-		{"Remaining Time", remaining},
-	}...))
+	}...)
+	if !clock.finished {
+		rows = append(rows, [2]string{"Remaining Time", formatRemaining(m.RemainingSeconds, clock.simSpeed)})
+	}
+	return formatKV(rows)
 }
 
 // formatEvents lists the last n events, oldest first.
@@ -282,7 +360,7 @@ func formatEvents(events []*structs.Event, n int) string {
 
 // placementCounts is "1 ps, 3 workers on 2 nodes".
 func placementCounts(p *structs.Placement) string {
-	s := plural(p.NumWorkers, "worker") + " on " + plural(len(p.Nodes), "node")
+	s := structs.Plural(p.NumWorkers, "worker") + " on " + structs.Plural(len(p.Nodes), "node")
 	if p.NumPS > 0 {
 		s = fmt.Sprintf("%d ps, %s", p.NumPS, s)
 	}
@@ -290,14 +368,6 @@ func placementCounts(p *structs.Placement) string {
 		s += " (paused)"
 	}
 	return s
-}
-
-// plural is "1 worker" or "n workers".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // formatRunning describes what runs of a job while it differs from its

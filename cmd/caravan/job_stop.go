@@ -25,24 +25,25 @@ Stop Options:
 
   -purge
     Also deletes the job, its versions and its history.
-` + namespaceOption + `
 ` + generalOptions)
 }
 
 func (c *JobStopCommand) Run(args []string) int {
 	var purge bool
-	var namespace string
 	flags := c.FlagSet("job stop")
 	flags.BoolVar(&purge, "purge", false, "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<job>"))
 	if !ok {
 		return 1
 	}
-	id := flags.Arg(0)
+	job, ok := c.resolveJob(client, flags.Arg(0))
+	if !ok {
+		return 1
+	}
+	id := job.ID
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if err := client.Jobs().Stop(ctx, namespace, id, purge); err != nil {
+	if err := client.Jobs().Stop(ctx, job.Namespace, id, purge); err != nil {
 		c.apiError(fmt.Sprintf("stopping job %q", id), err)
 		return 1
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -30,23 +29,24 @@ Usage: caravan job versions [options] <job>
   version and "caravan job revert" registers one again.
 
 Versions Options:
-` + namespaceOption + `
 ` + jsonOption("the versions (whole jobs)") + `
 ` + generalOptions)
 }
 
 func (c *JobVersionsCommand) Run(args []string) int {
 	var asJSON bool
-	var namespace string
 	flags := c.FlagSet("job versions")
 	flags.BoolVar(&asJSON, "json", false, "")
-	flags.StringVar(&namespace, "namespace", "", "")
 	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<job>"))
 	if !ok {
 		return 1
 	}
-	id := flags.Arg(0)
-	versions, _, err := client.Jobs().Versions(id, &api.QueryOptions{Namespace: namespace})
+	job, ok := c.resolveJob(client, flags.Arg(0))
+	if !ok {
+		return 1
+	}
+	id := job.ID
+	versions, _, err := client.Jobs().Versions(id, job.query())
 	if err != nil {
 		c.apiError(fmt.Sprintf("reading the versions of job %q", id), err)
 		return 1

@@ -31,7 +31,10 @@ type Meta struct {
 	address string
 	token   string
 	noColor bool
-	// tls is the TLS settings of -ca-cert, -client-cert, -client-key,
+	// namespace is -namespace or CARAVAN_NAMESPACE; empty means the
+	// default namespace for a job, every namespace for a list.
+	namespace string
+	// tls is the TLS settings of -ca-cert, -ca-path, -client-cert, -client-key,
 	// -tls-server-name and -tls-skip-verify, and of the CARAVAN_CACERT
 	// and like variables they override.
 	tls api.TLSConfig
@@ -55,8 +58,10 @@ func (m *Meta) FlagSet(name string) *flag.FlagSet {
 	f.SetOutput(io.Discard)
 	f.StringVar(&m.address, "address", envOr("CARAVAN_ADDR", DefaultAddress), "")
 	f.StringVar(&m.token, "token", os.Getenv("CARAVAN_TOKEN"), "")
+	f.StringVar(&m.namespace, "namespace", os.Getenv("CARAVAN_NAMESPACE"), "")
 	f.BoolVar(&m.noColor, "no-color", false, "")
 	f.StringVar(&m.tls.CACert, "ca-cert", os.Getenv("CARAVAN_CACERT"), "")
+	f.StringVar(&m.tls.CAPath, "ca-path", os.Getenv("CARAVAN_CAPATH"), "")
 	f.StringVar(&m.tls.ClientCert, "client-cert", os.Getenv("CARAVAN_CLIENT_CERT"), "")
 	f.StringVar(&m.tls.ClientKey, "client-key", os.Getenv("CARAVAN_CLIENT_KEY"), "")
 	f.StringVar(&m.tls.TLSServerName, "tls-server-name", os.Getenv("CARAVAN_TLS_SERVER_NAME"), "")
@@ -127,9 +132,19 @@ General Options:
   -token=<token>
     The ACL token to use. Overrides CARAVAN_TOKEN.
 
+  -namespace=<namespace>
+    The namespace of the job a command names, and of the jobs it lists.
+    Overrides CARAVAN_NAMESPACE. Default: a job's namespace is "default";
+    lists, and the search for a job whose ID starts with what is given,
+    cover every namespace.
+
   -ca-cert=<path>
     The CA certificate that verifies an agent served over HTTPS. Overrides
     CARAVAN_CACERT.
+
+  -ca-path=<path>
+    A directory of CA certificates that verify an agent served over HTTPS.
+    Overrides CARAVAN_CAPATH.
 
   -client-cert=<path>
     The client certificate presented to the agent, which one with

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -20,10 +23,14 @@ Usage: caravan node <subcommand> [options] [args]
 
       $ caravan node status
 
+  Show one node, its devices and the tasks that run there:
+
+      $ caravan node status <node>
+
   Please see the individual subcommand help for detailed usage information.`,
 }
 
-// NodeStatusCommand lists the cluster's nodes.
+// NodeStatusCommand lists the cluster's nodes, or shows one.
 type NodeStatusCommand struct {
 	Meta
 }
@@ -32,11 +39,14 @@ func (c *NodeStatusCommand) Synopsis() string { return "Displays the cluster's n
 
 func (c *NodeStatusCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: caravan node status [options]
+Usage: caravan node status [options] [<node>]
 
-  Lists the nodes the driver reports: ID, name, datacenter, class, status,
-  whether the scheduler may place tasks there, CPU (MHz), memory (MB) and
-  GPUs (healthy/total).
+  Without an argument, lists the nodes the driver reports: ID, name,
+  datacenter, class, status, whether the scheduler may place tasks there,
+  CPU (MHz), memory (MB) and GPUs (healthy/total). With a node's ID, the
+  start of one, or its name, shows the node: its resources, its devices
+  (vendor, type and model, instances and their health, attributes such as
+  memory), the GPUs in use, and the tasks of each job that run there.
 
 Node Status Options:
 ` + jsonOption("the nodes") + `
@@ -47,9 +57,21 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	var asJSON bool
 	flags := c.FlagSet("node status")
 	flags.BoolVar(&asJSON, "json", false, "")
-	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
+	client, ok := c.agentCommand(flags, args, c.Help(), optionalArgument("<node>"))
 	if !ok {
 		return 1
+	}
+	if flags.NArg() == 1 {
+		id, ok := c.resolveNode(client, flags.Arg(0))
+		if !ok {
+			return 1
+		}
+		node, _, err := client.Node(id, nil)
+		if err != nil {
+			c.apiError(fmt.Sprintf("reading node %q", id), err)
+			return 1
+		}
+		return c.output(asJSON, node, func() string { return formatNode(node) })
 	}
 	nodes, _, err := client.Nodes(nil)
 	if err != nil {
@@ -87,4 +109,47 @@ func gpus(n *structs.Node) string {
 		}
 	}
 	return fmt.Sprintf("%d/%d", healthy, total)
+}
+
+// formatNode describes one node: its fields, devices and tasks.
+func formatNode(d *api.NodeDetail) string {
+	n := d.Node
+	var b strings.Builder
+	b.WriteString(formatKV([][2]string{
+		{"ID", n.ID},
+		{"Name", n.Name},
+		{"Datacenter", orDash(n.Datacenter)},
+		{"Class", orDash(n.NodeClass)},
+		{"Node Pool", orDash(n.NodePool)},
+		{"Status", n.Status},
+		{"Eligible", strconv.FormatBool(n.Eligible)},
+		{"CPU", fmt.Sprintf("%d MHz", n.CPU)},
+		{"Memory", fmt.Sprintf("%d MB", n.MemoryMB)},
+		{"GPUs In Use", fmt.Sprintf("%d of %d", d.GPUsUsed, d.GPUsTotal)},
+	}))
+	b.WriteString("\n\nDevices\n")
+	if len(n.Devices) == 0 {
+		b.WriteString("No devices")
+	} else {
+		rows := [][]string{{"Device", "Instances", "Healthy", "Attributes"}}
+		for _, dev := range n.Devices {
+			var attrs []string
+			for _, k := range slices.Sorted(maps.Keys(dev.Attributes)) {
+				attrs = append(attrs, k+"="+dev.Attributes[k].GoString())
+			}
+			rows = append(rows, []string{dev.ID().String(), strconv.Itoa(len(dev.Instances)), strconv.Itoa(dev.HealthyCount()), orDash(strings.Join(attrs, ", "))})
+		}
+		b.WriteString(formatList(rows))
+	}
+	b.WriteString("\n\nTasks\n")
+	if len(d.Tasks) == 0 {
+		b.WriteString("No tasks")
+	} else {
+		rows := [][]string{{"Job", "Namespace", "PS", "Workers", "GPUs"}}
+		for _, t := range d.Tasks {
+			rows = append(rows, []string{t.JobID, t.Namespace, strconv.Itoa(t.PS), strconv.Itoa(t.Workers), strconv.Itoa(t.GPUs)})
+		}
+		b.WriteString(formatList(rows))
+	}
+	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -351,7 +352,11 @@ func (c *Client) flush(ctx context.Context, target uint64, retry bool) error {
 	defer func() { <-c.sending }()
 
 	rejected := 0
-	wait := c.backoff
+	again := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(c.backoff),
+		backoff.WithMaxInterval(max(maxRetryBackoff, c.backoff)),
+		backoff.WithRandomizationFactor(0),
+		backoff.WithMaxElapsedTime(0))
 	for {
 		batch, first := c.peek(target)
 		if len(batch) == 0 {
@@ -361,7 +366,7 @@ func (c *Client) flush(ctx context.Context, target uint64, retry bool) error {
 		switch {
 		case err == nil:
 			c.ack(first + uint64(len(batch)))
-			wait = c.backoff
+			again.Reset()
 			if c.failing {
 				c.failing = false
 				c.log.Info("collector reachable again", "addr", c.addrs[c.preferred])
@@ -381,14 +386,13 @@ func (c *Client) flush(ctx context.Context, target uint64, retry bool) error {
 			if !retry {
 				return err
 			}
-			t := time.NewTimer(wait)
+			t := time.NewTimer(again.NextBackOff())
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
 				return fmt.Errorf("flush samples: %w (last error: %v)", ctx.Err(), err)
 			}
-			wait = min(2*wait, max(maxRetryBackoff, c.backoff))
 		}
 	}
 	if rejected > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/plugins/algorithm"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 )
@@ -36,8 +37,10 @@ type external struct {
 	applied map[string]string
 	// failures counts failures in a row and restarts all of them (each
 	// is followed by a start); retryAt is when the plugin may start
-	// again; lastErr is the last failure.
+	// again, retry's next interval after it fails again; lastErr is the
+	// last failure.
 	failures int
+	retry    *backoff.ExponentialBackOff
 	restarts int
 	retryAt  time.Time
 	lastErr  error
@@ -54,6 +57,11 @@ type external struct {
 func newExternal(pc *PluginConfig, checksum []byte, opts Config) *external {
 	e := &external{
 		cfg: pc, opts: opts, log: opts.Logger.ResetNamed("plugin." + pc.Name), checksum: checksum,
+		retry: backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(opts.Backoff),
+			backoff.WithMaxInterval(opts.MaxBackoff),
+			backoff.WithRandomizationFactor(0),
+			backoff.WithMaxElapsedTime(0)),
 	}
 	e.publishLocked()
 	return e
@@ -150,11 +158,11 @@ func (e *external) failLocked(err error) {
 	e.stopLocked()
 	e.failures++
 	e.restarts++
-	backoff := min(e.opts.Backoff<<min(e.failures-1, 16), e.opts.MaxBackoff)
-	e.retryAt = time.Now().Add(backoff)
+	wait := e.retry.NextBackOff()
+	e.retryAt = time.Now().Add(wait)
 	e.lastErr = err
 	e.publishLocked()
-	e.log.Warn("plugin failed", "error", err, "failures", e.failures, "backoff", backoff)
+	e.log.Warn("plugin failed", "error", err, "failures", e.failures, "backoff", wait)
 }
 
 func (e *external) stopLocked() {
@@ -259,6 +267,7 @@ func (p *proxy) Plan(req *planner.Request) (*planner.Decision, error) {
 	switch {
 	case err == nil:
 		e.failures = 0
+		e.retry.Reset()
 		return dec, nil
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		// The plugin's side may cancel the call at the deadline a moment

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/cenkalti/backoff/v4"
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 )
@@ -148,18 +148,18 @@ func (s *Source) Run(ctx context.Context) {
 		wg.Wait()
 	}()
 	var index uint64
-	backoff := newBackoff()
+	retry := newBackoff()
 	for ctx.Err() == nil {
 		q := (&consulapi.QueryOptions{WaitIndex: index, WaitTime: s.cfg.Wait}).WithContext(ctx)
 		entries, meta, err := s.cfg.Consul.Health().Service(s.cfg.Service, "", true, q)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("cannot list collectors in Consul; retrying", "error", err)
-				backoff.wait(ctx)
+				sleep(ctx, retry)
 			}
 			continue
 		}
-		backoff.reset()
+		retry.Reset()
 		if meta.LastIndex < index {
 			index = 0 // Consul's index went back: start over
 		} else {
@@ -204,17 +204,17 @@ type page struct {
 // while it fails.
 func (s *Source) scrape(ctx context.Context, id, addr string) {
 	var since uint64
-	backoff := newBackoff()
+	retry := newBackoff()
 	for ctx.Err() == nil {
 		p, err := s.poll(ctx, addr, since)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Debug("cannot read collector; backing off", "collector", id, "error", err)
-				backoff.wait(ctx)
+				sleep(ctx, retry)
 			}
 			continue
 		}
-		backoff.reset()
+		retry.Reset()
 		since = p.Next
 		s.add(id, p.Samples)
 	}
@@ -318,18 +318,22 @@ func (s *Source) bound() {
 // than a collector takes to be found again after it flapped.
 const dedupWindow = 10 * time.Minute
 
-// backoff waits exponentially longer, from 250ms to 10s, with jitter.
-type backoff struct{ d time.Duration }
+// newBackoff waits exponentially longer, from about 250ms to about 10s
+// (±50% jitter), for as long as it is asked.
+func newBackoff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond),
+		backoff.WithMaxInterval(10*time.Second),
+		backoff.WithRandomizationFactor(0.5),
+		backoff.WithMaxElapsedTime(0))
+}
 
-func newBackoff() *backoff { return &backoff{} }
-
-func (b *backoff) reset() { b.d = 0 }
-
-func (b *backoff) wait(ctx context.Context) {
-	b.d = min(max(2*b.d, 250*time.Millisecond), 10*time.Second)
-	jittered := b.d/2 + rand.N(b.d/2+1)
+// sleep waits b's next interval, or until ctx ends.
+func sleep(ctx context.Context, b backoff.BackOff) {
+	t := time.NewTimer(b.NextBackOff())
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-time.After(jittered):
+	case <-t.C:
 	}
 }
