@@ -11,6 +11,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/planner/pollux"
 	"github.com/caravan-sched/caravan/planner/roundrobin"
 	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/tetris"
@@ -28,6 +29,7 @@ var Algorithms = map[string]planner.Factory{
 	harmony.Name:         harmony.New,
 	dorm.Name:            dorm.New,
 	dlrover.Name:         dlrover.New,
+	pollux.Name:          pollux.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in
