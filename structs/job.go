@@ -182,7 +182,7 @@ type Training struct {
 	// BatchSize, when set, lets the planner choose the job's global batch
 	// size within bounds, as Pollux does (planner/goodput); nil keeps
 	// GlobalBatchSize fixed.
-	BatchSize *BatchSize
+	BatchSize *BatchSize `json:",omitempty"`
 	// StepsPerEpoch converts steps to epochs for convergence and reporting.
 	StepsPerEpoch int
 	Convergence   *Convergence
@@ -226,10 +226,10 @@ func (b *BatchSize) validate(v validator, global int) {
 		v.fail("max_local", "%d must not be negative (0 means max)", b.MaxLocal)
 	}
 	if lo, hi := b.LocalBounds(); b.MinLocal >= 0 && b.MaxLocal >= 0 && lo > hi {
-		v.fail("min_local", "min_local (%d) is greater than max_local (%d)", lo, hi)
+		v.fail("min_local", "%d is greater than max_local (%d)", lo, hi)
 	}
 	if b.MinLocal > b.Max && b.Max >= 1 {
-		v.fail("min_local", "min_local (%d) is greater than max (%d): no worker could take a batch", b.MinLocal, b.Max)
+		v.fail("min_local", "%d is greater than max (%d): no worker could take a batch", b.MinLocal, b.Max)
 	}
 	if global > 0 && b.Min <= b.Max && (global < b.Min || global > b.Max) {
 		v.fail("min", "global_batch_size (%d) is outside [%d, %d]; the job starts at global_batch_size, so it must lie within the bounds", global, b.Min, b.Max)

@@ -91,7 +91,7 @@ func TestJob_Validate(t *testing.T) {
 		{"batch outside bounds", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 1024, Max: 4096} }, "training.batch_size.min",
 			"global_batch_size (512) is outside [1024, 4096]"},
 		{"local bounds", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 64, Max: 4096, MinLocal: 64, MaxLocal: 32} },
-			"training.batch_size.min_local", "min_local (64) is greater than max_local (32)"},
+			"training.batch_size.min_local", "64 is greater than max_local (32)"},
 		{"negative local", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 64, Max: 4096, MaxLocal: -1} },
 			"training.batch_size.max_local", "must not be negative"},
 		{"adaptive async", func(j *Job) { j.Training.Mode, j.Training.BatchSize = ModeAsync, &BatchSize{Min: 64, Max: 4096} },
