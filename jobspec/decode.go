@@ -204,6 +204,15 @@ func (d *decoder) training(b *hcl.Block, path string) *structs.Training {
 		d.nonZero(cc, p, "patience", &t.Convergence.Patience)
 		d.attr(cc, p, "max_epochs", &t.Convergence.MaxEpochs)
 	}
+	if bb := d.single(c, path, "batch_size"); bb != nil {
+		p := join(path, "batch_size")
+		bc := d.content(bb.Body, batchSizeSchema)
+		t.BatchSize = &structs.BatchSize{}
+		d.nonZero(bc, p, "min", &t.BatchSize.Min)
+		d.nonZero(bc, p, "max", &t.BatchSize.Max)
+		d.attr(bc, p, "min_local", &t.BatchSize.MinLocal)
+		d.attr(bc, p, "max_local", &t.BatchSize.MaxLocal)
+	}
 	for i, sb := range c.Blocks.OfType("speed") {
 		p := fmt.Sprintf("%s[%d]", join(path, "speed"), i)
 		d.ranges[p] = sb.DefRange

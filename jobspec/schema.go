@@ -36,8 +36,9 @@ var (
 	}
 	trainingSchema = &hcl.BodySchema{
 		Attributes: attrs("framework", "architecture", "mode", "global_batch_size", "steps_per_epoch"),
-		Blocks:     blocks("convergence", "speed"),
+		Blocks:     blocks("convergence", "speed", "batch_size"),
 	}
+	batchSizeSchema   = &hcl.BodySchema{Attributes: attrs("min", "max", "min_local", "max_local")}
 	speedSchema       = &hcl.BodySchema{Attributes: attrs("ps", "workers", "steps_per_second")}
 	convergenceSchema = &hcl.BodySchema{Attributes: attrs("threshold", "patience", "max_epochs")}
 	elasticSchema     = &hcl.BodySchema{Blocks: blocks("workers", "parameter_servers", "checkpoint")}
@@ -66,5 +67,5 @@ var (
 var blockTypes = map[string]bool{
 	"training": true, "convergence": true, "speed": true, "elastic": true, "workers": true,
 	"parameter_servers": true, "checkpoint": true, "worker": true,
-	"parameter_server": true, "resources": true,
+	"parameter_server": true, "resources": true, "batch_size": true,
 }

@@ -225,6 +225,17 @@ func (w *writer) training(b *hclwrite.Body, t *structs.Training) {
 			cb.SetAttributeValue("max_epochs", cty.NumberIntVal(int64(c.MaxEpochs)))
 		}
 	}
+	if bs := t.BatchSize; bs != nil {
+		bb := block(b, "batch_size")
+		bb.SetAttributeValue("min", cty.NumberIntVal(int64(bs.Min)))
+		bb.SetAttributeValue("max", cty.NumberIntVal(int64(bs.Max)))
+		if bs.MinLocal != 0 {
+			bb.SetAttributeValue("min_local", cty.NumberIntVal(int64(bs.MinLocal)))
+		}
+		if bs.MaxLocal != 0 {
+			bb.SetAttributeValue("max_local", cty.NumberIntVal(int64(bs.MaxLocal)))
+		}
+	}
 	for _, sp := range t.Speeds {
 		sb := block(b, "speed")
 		if sp.PS != 0 {

@@ -326,3 +326,18 @@ func TestNomadOnly(t *testing.T) {
 	must.Eq(t, hcl.DiagWarning, warnings[0].Severity)
 	must.Nil(t, warnings[0].Subject)
 }
+
+// TestFormatJob_BatchSize writes a job whose batch may vary in both
+// formats and parses it back to the same job.
+func TestFormatJob_BatchSize(t *testing.T) {
+	orig, diags := Parse(&Config{Filename: "testdata/valid/adaptive_batch.hcl"})
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, &structs.BatchSize{Min: 128, Max: 4096, MinLocal: 32, MaxLocal: 256}, orig.Training.BatchSize)
+	for _, format := range []string{FormatCaravan, FormatNomad} {
+		src := formatJob(t, orig, format)
+		must.StrContains(t, string(src), "batch_size {")
+		back, got := parseSrc(t, "converted-"+format+".hcl", src)
+		must.Eq(t, format, got)
+		must.Eq(t, sameJob(orig), sameJob(back))
+	}
+}

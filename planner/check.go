@@ -18,7 +18,9 @@ var ErrInvalidDecision = errors.New("invalid decision")
 // it; at most one task of a role per node under distinct_hosts; a size
 // (NodeTasks.PSSize, WorkerSize) only for a resource the role gives as a
 // range, and within it (a range with no max is bounded by the node's
-// capacity). The server applies it to every
+// capacity); a batch (Placement.Batch) only for a job whose batch may
+// vary, with its global and local batch within the job's bounds. The
+// server applies it to every
 // decision, built-in or from a plugin, before committing it.
 func CheckDecision(req *Request, dec *Decision) error {
 	if dec == nil {
@@ -56,6 +58,9 @@ func CheckDecision(req *Request, dec *Decision) error {
 		}
 		if p.Paused() {
 			continue
+		}
+		if msg := batchProblem(j, p.Batch); msg != "" {
+			fail("job %q %s", p.JobID, msg)
 		}
 		ps, workers := j.Bounds()
 		if !workers.Contains(p.NumWorkers) {
@@ -118,6 +123,26 @@ func CheckDecision(req *Request, dec *Decision) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// batchProblem says what is wrong with giving job j the batch b, "" when
+// nothing is: a batch for a job whose batch is fixed, a global batch
+// outside its bounds, a local batch outside its local bounds.
+func batchProblem(j *Job, b *structs.Batch) string {
+	if b == nil {
+		return ""
+	}
+	bounds := j.Job.Training.BatchSize
+	if bounds == nil {
+		return fmt.Sprintf("has a fixed batch but gets batch %d", b.Global)
+	}
+	if b.Global < bounds.Min || b.Global > bounds.Max {
+		return fmt.Sprintf("gets global batch %d, outside its bounds %d..%d", b.Global, bounds.Min, bounds.Max)
+	}
+	if lo, hi := bounds.LocalBounds(); b.Local < lo || b.Local > hi {
+		return fmt.Sprintf("gets local batch %d, outside its bounds %d..%d", b.Local, lo, hi)
+	}
+	return ""
 }
 
 // sizeProblems lists what is wrong with giving a task of a role with

@@ -115,3 +115,38 @@ func TestCheckDecision_Sizes(t *testing.T) {
 	cpu, _, _ = c.Free(0)
 	must.Eq(t, 0, cpu)
 }
+
+// TestCheckDecision_Batch checks the rules of a placement's batch: only
+// for a job whose batch may vary, within its global and local bounds.
+func TestCheckDecision_Batch(t *testing.T) {
+	h := NewHarness(t)
+	h.AddNodes("gpu", 1, 8000, 16384, 4)
+	fixed := MockAllReduceJob("fixed", structs.Bounds{Min: 1, Max: 4}, nil)
+	adaptive := MockAllReduceJob("adaptive", structs.Bounds{Min: 1, Max: 4}, &structs.BatchSize{Min: 128, Max: 1024, MaxLocal: 128})
+	req := &Request{Nodes: h.Nodes, Jobs: []*Job{h.AddJob(fixed, nil), h.AddJob(adaptive, nil)}}
+	place := func(id string, b *structs.Batch) *structs.Placement {
+		return &structs.Placement{Namespace: "default", JobID: id, NumWorkers: 2, Nodes: []*structs.NodeTasks{{NodeID: "gpu-0", Workers: 2}}, Batch: b}
+	}
+	for _, tc := range []struct {
+		name  string
+		fixed *structs.Batch
+		adapt *structs.Batch
+		err   string
+	}{
+		{"none", nil, nil, ""},
+		{"within bounds", nil, &structs.Batch{Global: 512, Local: 128, AccumSteps: 1}, ""},
+		{"fixed job", &structs.Batch{Global: 128, Local: 64}, nil, `job "fixed" has a fixed batch but gets batch 128`},
+		{"global", nil, &structs.Batch{Global: 64, Local: 32}, `job "adaptive" gets global batch 64, outside its bounds 128..1024`},
+		{"local", nil, &structs.Batch{Global: 512, Local: 256}, `job "adaptive" gets local batch 256, outside its bounds 1..128`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckDecision(req, &Decision{Placements: []*structs.Placement{place("fixed", tc.fixed), place("adaptive", tc.adapt)}})
+			if tc.err == "" {
+				must.NoError(t, err)
+				return
+			}
+			must.ErrorIs(t, err, ErrInvalidDecision)
+			must.ErrorContains(t, err, tc.err)
+		})
+	}
+}

@@ -10,7 +10,8 @@
 // (planner/feasible), placement (planner/placement), one algorithm each
 // (planner/optimus, planner/drf, planner/tetris, planner/fifo,
 // planner/roundrobin, planner/harmony, planner/cruise, planner/dlrover,
-// planner/straggler (a pass over any algorithm), planner/dorm, which
+// planner/straggler (a pass over any algorithm), planner/pollux, with
+// Pollux's goodput model in planner/goodput, planner/dorm, which
 // solves a MILP with GLPK, and planner/specon, which moves jobs over a base
 // algorithm) and the registry of built-ins (planner/builtin). See README.md
 // for the pipeline.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/caravan-sched/caravan/planner/goodput"
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/structs"
 )
@@ -85,6 +86,16 @@ type Job struct {
 	// scheduler accrues it at every round from the placement that ran
 	// since the previous one.
 	AttainedService float64
+	// Perf is the job's fitted throughput model (Pollux's, planner/goodput)
+	// with its quality; nil until the job's step times were measured.
+	Perf *goodput.Fit
+	// Grad is the job's latest gradient noise statistics, at its
+	// reference batch (Training.GlobalBatchSize); nil until reported.
+	Grad *goodput.GradParams
+	// Restarts counts the times the job was started on a new placement
+	// after its first (rescaled or moved); Pollux's restart penalty
+	// reads it.
+	Restarts int
 }
 
 // ProgressPoint is one reported value of a job's evaluation function.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/planner/goodput"
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/structs"
 )
@@ -97,6 +98,31 @@ func MockJob(id string, ps, workers structs.Bounds) *structs.Job {
 		},
 		Elastic: &structs.Elastic{Workers: workers, ParameterServers: &ps},
 		Worker:  &structs.Role{Driver: "exec", Resources: &structs.Resources{CPU: 1000, MemoryMB: 1024}},
+	}
+	j.Canonicalize()
+	return j
+}
+
+// MockAllReduceJob returns a valid synchronous all-reduce job whose
+// workers take one GPU each, 1000 MHz and 1024 MB, with the given worker
+// bounds and 100 steps per epoch. A nil batch fixes its global batch at
+// 32 samples per worker of its maximum; else the batch varies within
+// batch and starts at its minimum.
+func MockAllReduceJob(id string, workers structs.Bounds, batch *structs.BatchSize) *structs.Job {
+	j := &structs.Job{
+		ID: id,
+		Training: &structs.Training{
+			Architecture: structs.ArchitectureAllReduce, Mode: structs.ModeSync,
+			StepsPerEpoch: 100, BatchSize: batch,
+			Convergence: &structs.Convergence{MaxEpochs: 10},
+		},
+		Elastic: &structs.Elastic{Workers: workers},
+		Worker: &structs.Role{Driver: "exec", Resources: &structs.Resources{
+			CPU: 1000, MemoryMB: 1024, Devices: []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 1}},
+		}},
+	}
+	if batch == nil {
+		j.Training.GlobalBatchSize = 32 * workers.Max
 	}
 	j.Canonicalize()
 	return j
@@ -215,7 +241,42 @@ func RandomRequest(rng *rand.Rand) *Request {
 			sizeRandomJob(v, req.Now)
 		}
 	}
+	// Goodput inputs, again drawn from no randomness.
+	for k, v := range req.Jobs {
+		goodputRandomJob(v, k)
+	}
 	return req
+}
+
+// goodputRandomJob gives job v, the k-th of a random request, what
+// Pollux's goodput model reads: every third synchronous job a batch that
+// may vary (and, when running, its batch now), every other job a fitted
+// throughput model, most jobs gradient statistics, and restarts.
+func goodputRandomJob(v *Job, k int) {
+	t := v.Job.Training
+	if t.Mode == structs.ModeSync && k%3 == 2 {
+		t.BatchSize = &structs.BatchSize{Min: t.GlobalBatchSize, Max: 8 * t.GlobalBatchSize, MaxLocal: 64}
+		if k%2 == 0 {
+			t.BatchSize.MinLocal = 4
+		}
+		if c := v.Current; c != nil && c.NumWorkers > 0 {
+			share := (t.GlobalBatchSize + c.NumWorkers - 1) / c.NumWorkers
+			local := min(share, 64)
+			accum := (share+local-1)/local - 1
+			c.Batch = &structs.Batch{Global: c.NumWorkers * local * (accum + 1), Local: local, AccumSteps: accum}
+		}
+	}
+	if k%2 == 0 {
+		f := float64(1 + k%7)
+		v.Perf = &goodput.Fit{
+			Params: goodput.PerfParams{AlphaC: 0.01 * f, BetaC: 0.001 * f, AlphaN: 0.1 * f, BetaN: 0.01, AlphaR: 0.03 * f, BetaR: 1e-8, Gamma: 1 + f/4},
+			Error:  0.01 * f, MaxError: 0.03 * f, Points: 3 + k, MaxReplicas: 1 + k%5,
+		}
+	}
+	if k%3 != 1 {
+		v.Grad = &goodput.GradParams{Sqr: 0.5 + float64(k%4), Var: float64(k % 5)}
+	}
+	v.Restarts = k % 4
 }
 
 // sizeRandomJob gives job j's worker role ranges around its size (so that

@@ -946,7 +946,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 	}
 	req := &fsm.DecisionApplyRequest{Algorithm: plan.Algorithm, Time: plan.CreateTime}
 	for _, p := range plan.Placements {
-		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || p.Paused() && prev.Reason != p.Reason || l.updated[p.Key()] {
+		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || !prev.Batch.Equal(p.Batch) || p.Paused() && prev.Reason != p.Reason || l.updated[p.Key()] {
 			req.Placements = append(req.Placements, p)
 		}
 	}

@@ -42,6 +42,7 @@ func (t *Training) Copy() *Training {
 	}
 	c := *t
 	c.Convergence = copyPtr(t.Convergence)
+	c.BatchSize = copyPtr(t.BatchSize)
 	c.Speeds = nil
 	for _, sp := range t.Speeds {
 		c.Speeds = append(c.Speeds, copyPtr(sp))
@@ -202,6 +203,7 @@ func (p *Placement) Copy() *Placement {
 	c := *p
 	c.Nodes = copyAll(p.Nodes)
 	c.Metric = p.Metric.Copy()
+	c.Batch = copyPtr(p.Batch)
 	if p.Actions != nil {
 		c.Actions = make([]*TaskAction, len(p.Actions))
 		for i, a := range p.Actions {

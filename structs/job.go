@@ -174,8 +174,15 @@ type Training struct {
 	Mode         string // ModeSync or ModeAsync
 	// GlobalBatchSize is the number of samples per step across all workers.
 	// In sync mode it is kept constant across rescales and each worker gets
-	// GlobalBatchSize / workers.
+	// GlobalBatchSize / workers. For a job with BatchSize bounds it is the
+	// batch the job starts at and the reference batch of its statistical
+	// efficiency (Pollux's initial batch size); it defaults to
+	// BatchSize.Min.
 	GlobalBatchSize int
+	// BatchSize, when set, lets the planner choose the job's global batch
+	// size within bounds, as Pollux does (planner/goodput); nil keeps
+	// GlobalBatchSize fixed.
+	BatchSize *BatchSize `json:",omitempty"`
 	// StepsPerEpoch converts steps to epochs for convergence and reporting.
 	StepsPerEpoch int
 	Convergence   *Convergence
@@ -183,6 +190,50 @@ type Training struct {
 	// priors for the speed model, in place of the profiling runs Optimus
 	// makes before a job trains.
 	Speeds []*SpeedPrior
+}
+
+// BatchSize bounds an adaptive job's batch sizes: the global batch, in
+// samples per optimizer step across all workers, and the local batch one
+// worker computes in one forward and backward pass. A worker whose share
+// of the global batch exceeds MaxLocal accumulates gradients over several
+// passes (gradient accumulation).
+type BatchSize struct {
+	Min int
+	Max int
+	// MinLocal and MaxLocal bound the local batch; 0 means 1 and Max.
+	MinLocal int
+	MaxLocal int
+}
+
+// LocalBounds returns the local batch bounds with their defaults filled.
+func (b *BatchSize) LocalBounds() (lo, hi int) {
+	lo, hi = b.MinLocal, b.MaxLocal
+	if lo == 0 {
+		lo = 1
+	}
+	if hi == 0 {
+		hi = b.Max
+	}
+	return lo, hi
+}
+
+func (b *BatchSize) validate(v validator, global int) {
+	Bounds{Min: b.Min, Max: b.Max}.validate(v)
+	if b.MinLocal < 0 {
+		v.fail("min_local", "%d must not be negative (0 means 1)", b.MinLocal)
+	}
+	if b.MaxLocal < 0 {
+		v.fail("max_local", "%d must not be negative (0 means max)", b.MaxLocal)
+	}
+	if lo, hi := b.LocalBounds(); b.MinLocal >= 0 && b.MaxLocal >= 0 && lo > hi {
+		v.fail("min_local", "%d is greater than max_local (%d)", lo, hi)
+	}
+	if b.MinLocal > b.Max && b.Max >= 1 {
+		v.fail("min_local", "%d is greater than max (%d): no worker could take a batch", b.MinLocal, b.Max)
+	}
+	if global > 0 && b.Min <= b.Max && (global < b.Min || global > b.Max) {
+		v.fail("min", "global_batch_size (%d) is outside [%d, %d]; the job starts at global_batch_size, so it must lie within the bounds", global, b.Min, b.Max)
+	}
 }
 
 // SpeedPrior is a job's measured training speed at one configuration.
@@ -285,6 +336,9 @@ func (j *Job) architecture() string {
 }
 
 func (t *Training) canonicalize() {
+	if t.BatchSize != nil && t.GlobalBatchSize == 0 {
+		t.GlobalBatchSize = t.BatchSize.Min
+	}
 	if t.Architecture == "" {
 		t.Architecture = ArchitecturePS
 	}
@@ -432,6 +486,12 @@ func (t *Training) validate(v validator) {
 	case t.GlobalBatchSize < 0:
 		v.fail("global_batch_size", "%d must be positive", t.GlobalBatchSize)
 	}
+	if t.BatchSize != nil {
+		t.BatchSize.validate(v.at("batch_size"), t.GlobalBatchSize)
+		if t.Mode == ModeAsync {
+			v.fail("batch_size", "adaptive batch sizes need synchronous training; use mode = %q or remove batch_size", ModeSync)
+		}
+	}
 	switch {
 	case t.StepsPerEpoch == 0:
 		v.missing("steps_per_epoch")
@@ -502,6 +562,9 @@ func (b Bounds) validate(v validator) {
 // over the largest number of workers, and says what to change if it does not.
 func validateBatchSplit(v validator, t *Training, e *Elastic) {
 	g, m := t.GlobalBatchSize, e.Workers.Max
+	if t.BatchSize != nil {
+		return // the planner chooses local batches (Placement.Batch)
+	}
 	if t.Mode != ModeSync || g <= 0 || m <= 0 || g%m == 0 {
 		return
 	}

@@ -59,6 +59,15 @@ func TestJob_Canonicalize_AllReduceHasNoPS(t *testing.T) {
 // TestJob_Validate checks that each mistake is reported at the jobspec path
 // the parser maps back to a line, with a message naming the fix.
 func TestJob_Validate(t *testing.T) {
+	adaptive := MockJob()
+	adaptive.Training.GlobalBatchSize = 0
+	adaptive.Training.BatchSize = &BatchSize{Min: 100, Max: 4096}
+	adaptive.Canonicalize()
+	must.NoError(t, adaptive.Validate(), must.Sprint("an adaptive batch need not divide over the workers"))
+	must.Eq(t, 100, adaptive.Training.GlobalBatchSize, must.Sprint("global_batch_size defaults to the minimum"))
+	lo, hi := adaptive.Training.BatchSize.LocalBounds()
+	must.Eq(t, [2]int{1, 4096}, [2]int{lo, hi})
+
 	cases := []struct {
 		name   string
 		mutate func(*Job)
@@ -78,6 +87,15 @@ func TestJob_Validate(t *testing.T) {
 		{"missing batch", func(j *Job) { j.Training.GlobalBatchSize = 0 }, "training.global_batch_size", "is required"},
 		{"indivisible batch", func(j *Job) { j.Training.GlobalBatchSize = 500 }, "training.global_batch_size",
 			"500 is not divisible by elastic.workers.max (32); in sync mode each worker gets global_batch_size / workers samples, so set global_batch_size to a multiple of 32 such as 480 or 512, or lower elastic.workers.max to 25"},
+		{"batch bounds", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 256, Max: 128} }, "training.batch_size.min", "min (256) is greater than max (128)"},
+		{"batch outside bounds", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 1024, Max: 4096} }, "training.batch_size.min",
+			"global_batch_size (512) is outside [1024, 4096]"},
+		{"local bounds", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 64, Max: 4096, MinLocal: 64, MaxLocal: 32} },
+			"training.batch_size.min_local", "64 is greater than max_local (32)"},
+		{"negative local", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 64, Max: 4096, MaxLocal: -1} },
+			"training.batch_size.max_local", "must not be negative"},
+		{"adaptive async", func(j *Job) { j.Training.Mode, j.Training.BatchSize = ModeAsync, &BatchSize{Min: 64, Max: 4096} },
+			"training.batch_size", "need synchronous training"},
 		{"threshold", func(j *Job) { j.Training.Convergence.Threshold = 2 }, "training.convergence.threshold", "between 0 and 1"},
 		{"patience", func(j *Job) { j.Training.Convergence.Patience = -1 }, "training.convergence.patience", "at least 1"},
 		{"missing elastic", func(j *Job) { j.Elastic = nil }, "elastic", "is required"},

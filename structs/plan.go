@@ -37,11 +37,36 @@ type Placement struct {
 	// algorithm's decision (planner.ExplainPaused), so that it reads the
 	// same for every algorithm, and Reason is then its String.
 	Metric *PlacementMetric `json:",omitempty"`
+	// Batch is the batch configuration the job is to run at, set only for
+	// a job whose jobspec lets its batch size vary (training.batch_size);
+	// nil keeps the job's fixed global batch, split evenly over its
+	// workers. It does not count in SameTasks: a new batch alone moves no
+	// task. A driver that can change a running job's batch (the
+	// simulator) applies it at once, others when the job next starts.
+	Batch *Batch `json:",omitempty"`
 	// Actions are what the algorithm did to single tasks of the job in
 	// this decision, beyond counts (a task resized, a straggler
 	// replaced), for the job's events; nil when none. They do not count
 	// in SameTasks.
 	Actions []*TaskAction `json:",omitempty"`
+}
+
+// Batch is how a job's global batch is split: each of its workers
+// computes Local samples a pass and accumulates AccumSteps passes before
+// the last one, whose gradients it then exchanges, so that
+// Global = workers × Local × (AccumSteps + 1).
+type Batch struct {
+	Global     int
+	Local      int
+	AccumSteps int
+}
+
+// Equal reports whether two batches are the same; nil equals nil only.
+func (b *Batch) Equal(o *Batch) bool {
+	if b == nil || o == nil {
+		return b == o
+	}
+	return *b == *o
 }
 
 // NodeTasks is the tasks of one job on one node, at one size per role.
@@ -178,6 +203,16 @@ func (p *Placement) Validate() error {
 	}
 	if ps != p.NumPS || workers != p.NumWorkers {
 		v.fail("nodes", "nodes hold %d ps and %d workers, but the placement says %d and %d", ps, workers, p.NumPS, p.NumWorkers)
+	}
+	if b := p.Batch; b != nil {
+		switch {
+		case b.Local < 1 || b.AccumSteps < 0:
+			v.fail("batch", "local batch %d must be at least 1 and accumulation steps %d not negative", b.Local, b.AccumSteps)
+		case p.NumWorkers == 0:
+			v.fail("batch", "is set for a placement with no workers")
+		case b.Global != p.NumWorkers*b.Local*(b.AccumSteps+1):
+			v.fail("batch", "global batch %d is not workers × local × (accum_steps + 1) = %d × %d × %d", b.Global, p.NumWorkers, b.Local, b.AccumSteps+1)
+		}
 	}
 	if err := v.err(); err != nil {
 		return fmt.Errorf("placement of job %q: %w", p.JobID, err)

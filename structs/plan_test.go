@@ -13,6 +13,12 @@ func TestPlacement_Validate(t *testing.T) {
 		{NodeID: "n1", PS: 1, Workers: 1}, {NodeID: "n2", Workers: 2},
 	}}
 	must.NoError(t, ok.Validate())
+	batched := ok.Copy()
+	batched.Batch = &Batch{Global: 3 * 64 * 2, Local: 64, AccumSteps: 1}
+	must.NoError(t, batched.Validate())
+	must.True(t, batched.SameTasks(ok), must.Sprint("a batch alone moves no task"))
+	must.False(t, batched.Batch.Equal(ok.Batch))
+	must.True(t, batched.Batch.Equal(batched.Copy().Batch))
 	must.False(t, ok.Paused())
 	must.True(t, (&Placement{JobID: "a"}).Paused())
 
@@ -26,6 +32,11 @@ func TestPlacement_Validate(t *testing.T) {
 		{"duplicate node", &Placement{JobID: "a", NumWorkers: 2, Nodes: []*NodeTasks{{NodeID: "n1", Workers: 1}, {NodeID: "n1", Workers: 1}}},
 			`node "n1" appears more than once`},
 		{"negative", &Placement{JobID: "a", NumWorkers: -1}, "must not be negative"},
+		{"batch product", &Placement{JobID: "a", NumWorkers: 2, Nodes: []*NodeTasks{{NodeID: "n1", Workers: 2}}, Batch: &Batch{Global: 100, Local: 32, AccumSteps: 1}},
+			"global batch 100 is not workers × local × (accum_steps + 1) = 2 × 32 × 2"},
+		{"batch local", &Placement{JobID: "a", NumWorkers: 2, Nodes: []*NodeTasks{{NodeID: "n1", Workers: 2}}, Batch: &Batch{Global: 0, Local: 0}},
+			"local batch 0 must be at least 1"},
+		{"batch paused", &Placement{JobID: "a", Batch: &Batch{Global: 32, Local: 32}}, "is set for a placement with no workers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +51,9 @@ func TestPlacement_Validate(t *testing.T) {
 func TestSample_Validate(t *testing.T) {
 	good := Sample{JobID: "a", Role: RoleWorker, Step: 10, Epoch: 0.1, Loss: 2.3, StepTimeS: 0.5, CheckpointStep: 10, NumPS: 1, NumWorkers: 2}
 	must.NoError(t, good.Validate())
+	noisy := good
+	noisy.GradSqr, noisy.GradVar, noisy.BatchSize, noisy.LocalBatchSize, noisy.AccumSteps = 0.5, 2, 256, 64, 1
+	must.NoError(t, noisy.Validate())
 
 	cases := []struct {
 		name   string
@@ -52,6 +66,13 @@ func TestSample_Validate(t *testing.T) {
 		{"checkpoint ahead", func(s *Sample) { s.CheckpointStep = 11 }, "checkpoint_step"},
 		{"role", func(s *Sample) { s.Role = "chief" }, "role"},
 		{"job", func(s *Sample) { s.JobID = "" }, "job_id"},
+		{"nan grad_sqr", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = math.NaN(), 1, 64 }, "grad_sqr"},
+		{"negative grad_var", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = 1, -1, 64 }, "grad_var"},
+		{"inf grad_var", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = 1, math.Inf(1), 64 }, "grad_var"},
+		{"grad without batch", func(s *Sample) { s.GradSqr, s.GradVar = 1, 2 }, "batch_size"},
+		{"negative batch", func(s *Sample) { s.BatchSize = -1 }, "batch_size"},
+		{"negative local batch", func(s *Sample) { s.LocalBatchSize = -1 }, "local_batch_size"},
+		{"negative accum", func(s *Sample) { s.AccumSteps = -2 }, "accum_steps"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,6 +56,23 @@ type Sample struct {
 	// driver measured of that allocation, and to nothing else.
 	AllocID string `json:"alloc_id,omitempty"`
 
+	// BatchSize is the global batch the step used, LocalBatchSize the
+	// batch one worker computed in one pass and AccumSteps the passes it
+	// accumulated before the last (planner/goodput's throughput model
+	// learns from them); 0 when not reported.
+	BatchSize      int64 `json:"batch_size,omitempty"`
+	LocalBatchSize int64 `json:"local_batch_size,omitempty"`
+	AccumSteps     int64 `json:"accum_steps,omitempty"`
+	// GradSqr and GradVar are the trainer's estimates of the gradient
+	// noise statistics at the step (AdaptDL's): GradSqr the squared norm
+	// of the true gradient, GradVar the variance of the gradient averaged
+	// over a batch of BatchSize samples (the trace of its covariance), so
+	// that GradVar × BatchSize / GradSqr is the gradient noise scale.
+	// Both 0 when not measured; a sample that reports them must report
+	// BatchSize.
+	GradSqr float64 `json:"grad_sqr,omitempty"`
+	GradVar float64 `json:"grad_var,omitempty"`
+
 	NumPS      int `json:"num_ps"`
 	NumWorkers int `json:"num_workers"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
@@ -74,8 +91,9 @@ const MaxAllocIDLen = 64
 func (s *Sample) Chief() bool { return s.Role != RolePS && s.Rank == 0 }
 
 // Validate rejects samples no model should learn from: negative steps or
-// counts, NaN or infinite numbers, a negative loss, a checkpoint ahead of the
-// step. Each problem is a *FieldError named by the JSON key.
+// counts, NaN or infinite numbers, a negative loss or gradient statistic,
+// gradient statistics without the batch they were measured at, a
+// checkpoint ahead of the step. Each problem is a *FieldError named by the JSON key.
 func (s *Sample) Validate() error {
 	v := newValidator()
 	if s.JobID == "" {
@@ -93,6 +111,7 @@ func (s *Sample) Validate() error {
 		{"epoch", s.Epoch}, {"loss", s.Loss}, {"step_time_s", s.StepTimeS},
 		{"cpu_s", s.CPUS}, {"net_s", s.NetS}, {"usage_cpu_mhz", s.UsageCPUMHz},
 		{"usage_memory_mb", s.UsageMemoryMB}, {"task_step_time_s", s.TaskStepTimeS},
+		{"grad_sqr", s.GradSqr}, {"grad_var", s.GradVar},
 	} {
 		if math.IsNaN(f.val) || math.IsInf(f.val, 0) || f.val < 0 {
 			v.fail(f.name, "%v must be a finite number, not negative", f.val)
@@ -105,6 +124,7 @@ func (s *Sample) Validate() error {
 		{"rank", int64(s.Rank)}, {"step", s.Step}, {"samples", s.Samples},
 		{"checkpoint_step", s.CheckpointStep}, {"num_ps", int64(s.NumPS)},
 		{"num_workers", int64(s.NumWorkers)}, {"time", s.Time},
+		{"batch_size", s.BatchSize}, {"local_batch_size", s.LocalBatchSize}, {"accum_steps", s.AccumSteps},
 	} {
 		if f.val < 0 {
 			v.fail(f.name, "%d must not be negative", f.val)
@@ -112,6 +132,9 @@ func (s *Sample) Validate() error {
 	}
 	if len(s.AllocID) > MaxAllocIDLen || strings.ContainsFunc(s.AllocID, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
 		v.fail("alloc_id", "must be at most %d printable characters without spaces", MaxAllocIDLen)
+	}
+	if (s.GradSqr != 0 || s.GradVar != 0) && s.BatchSize == 0 {
+		v.fail("batch_size", "is needed with grad_sqr and grad_var: grad_var is the variance at the step's batch")
 	}
 	if s.Step >= 0 && s.CheckpointStep > s.Step {
 		v.fail("checkpoint_step", "%d is ahead of step %d", s.CheckpointStep, s.Step)

@@ -79,10 +79,37 @@ type JobModel struct {
 	LossRMSE     float64
 	SpeedError   float64
 	SpeedConfigs int
+	// Goodput is the job's goodput model (Pollux's, planner/goodput); nil
+	// until its throughput was fitted.
+	Goodput *GoodputModel `json:",omitempty"`
 	// Profiling lists the (ps, workers) configurations the job is still
 	// to be profiled at by running there, the first being the one it is
 	// pinned to now; empty once profiled or when it needs no profiling.
 	Profiling []Shape `json:",omitempty"`
+}
+
+// GoodputModel is what a job's fitted goodput model says.
+type GoodputModel struct {
+	// Perf holds Pollux's throughput parameters α_c, β_c (compute time
+	// α_c + β_c·local batch), α_n, β_n (network time across nodes
+	// α_n + β_n·(replicas − 2)), α_r, β_r (within a node) and γ (their
+	// overlap), in seconds.
+	Perf []float64
+	// FitError and MaxFitError are the mean and largest relative error
+	// of the predicted step time over the Configs configurations
+	// measured.
+	FitError, MaxFitError float64
+	Configs               int
+	// NoiseScale is the gradient noise scale in samples (3 significant
+	// digits), 0 until reported; RefBatch the batch it is relative to.
+	NoiseScale float64
+	RefBatch   int
+	// Batch is the global batch of the job's placement, Efficiency its
+	// statistical efficiency and Goodput the predicted goodput there, in
+	// samples a second at the reference batch; 0 when not running.
+	Batch      int
+	Efficiency float64
+	Goodput    float64
 }
 
 // DriverHost is what a Caravan server offers the driver it runs, for

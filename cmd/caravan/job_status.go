@@ -332,6 +332,17 @@ func formatModel(m *structs.JobModel, clock modelClock, verbose bool) string {
 	if verbose && len(m.Speed) > 0 {
 		rows = append(rows, [2]string{"Speed Fit Error", fmt.Sprintf("%.1f%% mean over %d configurations", 100*m.SpeedError, m.SpeedConfigs)})
 	}
+	if g := m.Goodput; g != nil && len(g.Perf) == 7 {
+		p := g.Perf
+		rows = append(rows, [2]string{"Goodput", fmt.Sprintf("α_c=%s β_c=%s α_n=%s β_n=%s α_r=%s β_r=%s γ=%s, noise scale %s at batch %d",
+			num(p[0]), num(p[1]), num(p[2]), num(p[3]), num(p[4]), num(p[5]), num(p[6]), num(g.NoiseScale), g.RefBatch)})
+		if g.Batch > 0 {
+			rows = append(rows, [2]string{"Batch", fmt.Sprintf("%d, efficiency %.2f, goodput %.1f samples/s", g.Batch, g.Efficiency, g.Goodput)})
+		}
+		if verbose {
+			rows = append(rows, [2]string{"Goodput Fit Error", fmt.Sprintf("%.1f%% mean, %.1f%% max over %d configurations", 100*g.FitError, 100*g.MaxFitError, g.Configs)})
+		}
+	}
 	rows = append(rows, [][2]string{
 		{"Step", strconv.FormatInt(m.Step, 10)},
 		{"Predicted Total Steps", total},

@@ -61,3 +61,17 @@ func TestFormatJobSummary_Usage(t *testing.T) {
 	sum.Usage = nil
 	must.StrContains(t, formatJobSummary(sum, nil, true), "\n\nUsage\nNo usage measured yet\n")
 }
+
+// TestFormatJobSummary_Goodput: the goodput model's parameters, noise
+// scale and batch show in the Model section, its fit error with -verbose.
+func TestFormatJobSummary_Goodput(t *testing.T) {
+	sum := &api.JobSummary{Job: structs.MockJob(), Model: &structs.JobModel{Goodput: &structs.GoodputModel{
+		Perf: []float64{0.0173, 0.0007, 0.121, 0.0024, 0.0325, 1e-8, 2}, FitError: 0.078, MaxFitError: 0.443, Configs: 9,
+		NoiseScale: 512, RefBatch: 128, Batch: 1024, Efficiency: 0.4, Goodput: 1234.5,
+	}}}
+	out := formatJobSummary(sum, nil, false)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Goodput\s+= α_c=0.0173 β_c=0.0007 α_n=0.121 β_n=0.0024 α_r=0.0325 β_r=1e-08 γ=2, noise scale 512 at batch 128$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Batch\s+= 1024, efficiency 0.40, goodput 1234.5 samples/s$`), out)
+	must.StrNotContains(t, out, "Goodput Fit Error")
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Goodput Fit Error\s+= 7.8% mean, 44.3% max over 9 configurations$`), formatJobSummary(sum, nil, true))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/fifo"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/planner/pollux"
 	"github.com/caravan-sched/caravan/planner/roundrobin"
 	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/tetris"
@@ -30,6 +31,7 @@ var Algorithms = map[string]planner.Factory{
 	dorm.Name:            dorm.New,
 	dlrover.Name:         dlrover.New,
 	tiresias.Name:        tiresias.New,
+	pollux.Name:          pollux.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/goodput"
 	"github.com/caravan-sched/caravan/planner/model"
 	pb "github.com/caravan-sched/caravan/plugins/algorithm/proto/v1"
 	"github.com/caravan-sched/caravan/structs"
@@ -389,9 +390,60 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Progress: progressToProto(j.Progress),
 		Usage:    usageToProto(j.Usage),
 		Since:    j.Since,
+		Perf:     perfToProto(j.Perf),
+		Grad:     gradToProto(j.Grad),
+		Restarts: int64(j.Restarts),
 
 		AttainedService: j.AttainedService,
 	}
+}
+
+func perfToProto(f *goodput.Fit) *pb.PerfFit {
+	if f == nil {
+		return nil
+	}
+	p := f.Params
+	return &pb.PerfFit{
+		AlphaC: p.AlphaC, BetaC: p.BetaC, AlphaN: p.AlphaN, BetaN: p.BetaN, AlphaR: p.AlphaR, BetaR: p.BetaR, Gamma: p.Gamma,
+		Error: f.Error, MaxError: f.MaxError, Points: int64(f.Points), MaxReplicas: int64(f.MaxReplicas),
+	}
+}
+
+func gradToProto(g *goodput.GradParams) *pb.GradParams {
+	if g == nil {
+		return nil
+	}
+	return &pb.GradParams{Sqr: g.Sqr, Var: g.Var}
+}
+
+// perfFromProto refuses parameters a goodput model cannot compute with:
+// not finite, not positive, or a gamma outside [1, 10].
+func perfFromProto(ps *problems, p *pb.PerfFit) *goodput.Fit {
+	f := &goodput.Fit{
+		Params: goodput.PerfParams{
+			AlphaC: p.AlphaC, BetaC: p.BetaC, AlphaN: p.AlphaN, BetaN: p.BetaN, AlphaR: p.AlphaR, BetaR: p.BetaR, Gamma: p.Gamma,
+		},
+		Error: p.Error, MaxError: p.MaxError,
+		Points: ps.toInt("perf.points", p.Points), MaxReplicas: ps.toInt("perf.max_replicas", p.MaxReplicas),
+	}
+	for i, v := range f.Params.Slice() {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			ps.fail("perf", "parameter %d is %v, not a positive finite number", i, v)
+		}
+	}
+	if f.Params.Gamma < 1 || f.Params.Gamma > 10 {
+		ps.fail("perf.gamma", "%v is outside [1, 10]", f.Params.Gamma)
+	}
+	return f
+}
+
+func gradFromProto(ps *problems, p *pb.GradParams) *goodput.GradParams {
+	for _, v := range []float64{p.Sqr, p.Var} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			ps.fail("grad", "%v is not a finite number at least 0", v)
+		}
+	}
+	return &goodput.GradParams{Sqr: p.Sqr, Var: p.Var}
 }
 
 func usageToProto(u *structs.JobUsage) *pb.JobUsage {
@@ -495,7 +547,13 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 		return nil, errors.New("nil element")
 	}
 	var ps problems
-	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since, AttainedService: p.AttainedService}
+	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since, Restarts: ps.toInt("restarts", p.Restarts), AttainedService: p.AttainedService}
+	if p.Perf != nil {
+		j.Perf = perfFromProto(&ps, p.Perf)
+	}
+	if p.Grad != nil {
+		j.Grad = gradFromProto(&ps, p.Grad)
+	}
 	if p.Usage != nil {
 		j.Usage = usageFromProto(&ps, p.Usage)
 	}
@@ -664,6 +722,9 @@ func trainingToProto(t *structs.Training) *pb.Training {
 		GlobalBatchSize: int64(t.GlobalBatchSize),
 		StepsPerEpoch:   int64(t.StepsPerEpoch),
 	}
+	if b := t.BatchSize; b != nil {
+		p.BatchSize = &pb.BatchSize{Min: int64(b.Min), Max: int64(b.Max), MinLocal: int64(b.MinLocal), MaxLocal: int64(b.MaxLocal)}
+	}
 	if c := t.Convergence; c != nil {
 		p.Convergence = &pb.Convergence{Threshold: c.Threshold, Patience: int64(c.Patience), MaxEpochs: int64(c.MaxEpochs)}
 	}
@@ -686,6 +747,12 @@ func trainingFromProto(p *pb.Training) (*structs.Training, error) {
 		Mode:            p.Mode,
 		GlobalBatchSize: ps.toInt("global_batch_size", p.GlobalBatchSize),
 		StepsPerEpoch:   ps.toInt("steps_per_epoch", p.StepsPerEpoch),
+	}
+	if b := p.BatchSize; b != nil {
+		t.BatchSize = &structs.BatchSize{
+			Min: ps.toInt("batch_size.min", b.Min), Max: ps.toInt("batch_size.max", b.Max),
+			MinLocal: ps.toInt("batch_size.min_local", b.MinLocal), MaxLocal: ps.toInt("batch_size.max_local", b.MaxLocal),
+		}
 	}
 	if c := p.Convergence; c != nil {
 		t.Convergence = &structs.Convergence{
@@ -960,6 +1027,9 @@ func placementToProto(pl *structs.Placement) *pb.Placement {
 		NumWorkers: int64(pl.NumWorkers),
 		Reason:     pl.Reason,
 	}
+	if b := pl.Batch; b != nil {
+		p.Batch = &pb.Batch{Global: int64(b.Global), Local: int64(b.Local), AccumSteps: int64(b.AccumSteps)}
+	}
 	if len(pl.Nodes) > 0 {
 		p.Nodes = make([]*pb.NodeTasks, len(pl.Nodes))
 		for i, nt := range pl.Nodes {
@@ -1013,6 +1083,11 @@ func placementFromProto(p *pb.Placement) (*structs.Placement, error) {
 		NumPS:      ps.toInt("num_ps", p.NumPs),
 		NumWorkers: ps.toInt("num_workers", p.NumWorkers),
 		Reason:     p.Reason,
+	}
+	if b := p.Batch; b != nil {
+		pl.Batch = &structs.Batch{
+			Global: ps.toInt("batch.global", b.Global), Local: ps.toInt("batch.local", b.Local), AccumSteps: ps.toInt("batch.accum_steps", b.AccumSteps),
+		}
 	}
 	if len(p.Nodes) > 0 {
 		pl.Nodes = make([]*structs.NodeTasks, len(p.Nodes))

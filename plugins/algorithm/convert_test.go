@@ -79,6 +79,7 @@ func TestRequest_RoundTrip(t *testing.T) {
 		"ps template", "device request", "device constraint", "device affinity", "job affinity",
 		"speed prior", "current", "no current", "loss", "no loss", "speed", "no speed",
 		"young", "driver settings dropped", "ranges", "usage", "since", "sized current", "attained service",
+		"batch bounds", "local batch bounds", "current batch", "perf", "no perf", "grad", "no grad", "restarts",
 	} {
 		must.Positive(t, seen[what], must.Sprintf("no random request had %s", what))
 	}
@@ -133,6 +134,14 @@ func note(seen map[string]int, req *planner.Request) {
 		count("usage", j.Usage != nil)
 		count("since", j.Since != 0)
 		count("attained service", j.AttainedService != 0)
+		count("batch bounds", spec.Training.BatchSize != nil)
+		count("local batch bounds", spec.Training.BatchSize != nil && spec.Training.BatchSize.MinLocal > 0)
+		count("current batch", j.Current != nil && j.Current.Batch != nil)
+		count("perf", j.Perf != nil)
+		count("no perf", j.Perf == nil)
+		count("grad", j.Grad != nil)
+		count("no grad", j.Grad == nil)
+		count("restarts", j.Restarts > 0)
 		if j.Current != nil {
 			for _, nt := range j.Current.Nodes {
 				count("sized current", nt.Sized())
@@ -281,6 +290,19 @@ func TestRequestFromProto_Malformed(t *testing.T) {
 			name:   "job without id",
 			break_: func(p *pb.PlanRequest) { p.Jobs[0].Spec.Id = "" },
 			want:   []string{"jobs[0]: spec.id: is required"},
+		},
+		{
+			name: "goodput inputs a model cannot compute with",
+			break_: func(p *pb.PlanRequest) {
+				p.Jobs[0].Perf = &pb.PerfFit{AlphaC: math.NaN(), BetaC: 1, AlphaN: 1, BetaN: 1, AlphaR: 1, BetaR: 1, Gamma: 11}
+				p.Jobs[0].Grad = &pb.GradParams{Sqr: -1, Var: math.Inf(1)}
+			},
+			want: []string{
+				`jobs[0] ("a"): perf: parameter 0 is NaN, not a positive finite number`,
+				`jobs[0] ("a"): perf.gamma: 11 is outside [1, 10]`,
+				`jobs[0] ("a"): grad: -1 is not a finite number at least 0`,
+				`jobs[0] ("a"): grad: +Inf is not a finite number at least 0`,
+			},
 		},
 		{
 			name:   "too many speed coefficients",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/goodput"
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/structs"
@@ -113,6 +114,30 @@ type entry struct {
 	attained     float64
 	attainedAt   int64
 	attainedRate float64
+	// perf holds the step times measured at each configuration, for the
+	// job's throughput model (perfFit); grad is its latest gradient
+	// statistics at its reference batch; restarts counts its starts on a
+	// new placement after the first (ran: it has run).
+	perf      map[perfKey]*perfMean
+	perfFit   *goodput.Fit
+	perfDirty bool
+	grad      *goodput.GradParams
+	restarts  int
+	ran       bool
+}
+
+// perfKey is a configuration of Pollux's throughput model: replicas over
+// nodes, each computing local samples a pass.
+type perfKey struct {
+	nodes, replicas, local int
+}
+
+// perfMean accumulates the compute and step times (seconds) measured at
+// one configuration; computeN counts the samples that split the compute
+// time out; fitted is n at the last fit.
+type perfMean struct {
+	compute, step       float64
+	computeN, n, fitted float64
 }
 
 // mean accumulates speeds at one configuration; fitted is the sample count
@@ -160,7 +185,7 @@ func (s *Scheduler) Register(j *structs.Job) error {
 	if _, ok := s.jobs[key]; ok {
 		return fmt.Errorf("register job %q: %w", j.ID, ErrDuplicateJob)
 	}
-	e := &entry{job: j, speeds: map[structs.Shape]*mean{}}
+	e := &entry{job: j, speeds: map[structs.Shape]*mean{}, perf: map[perfKey]*perfMean{}}
 	e.addPriors(j.Training.Speeds)
 	s.jobs[key] = e
 	if s.profiles(e) && !s.opts.ProfileInPlace {
@@ -403,6 +428,7 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 		if smp.CPUS > 0 || smp.NetS > 0 {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
+		e.observeGoodput(smp)
 		if smp.StepTimeS > 0 && smp.NumWorkers > 0 {
 			key := structs.Shape{PS: smp.NumPS, Workers: smp.NumWorkers}
 			m := e.speeds[key]
@@ -422,6 +448,95 @@ func (s *Scheduler) Ingest(samples []structs.Sample) {
 			s.advanceProfile(e)
 		}
 	}
+}
+
+// observeGoodput takes from a worker's sample what the job's goodput
+// model learns from (planner/goodput): its gradient statistics, converted
+// to the job's reference batch (Training.GlobalBatchSize), and its step
+// time at its configuration. The configuration's nodes are those of the
+// job's current placement when the sample ran at its worker count (a
+// single worker needs none); the local batch is the sample's, else the
+// batch (or the job's fixed one) over the workers. The compute time of a
+// pass is cpu_s over the passes; the synchronising pass is the step
+// time less the accumulation passes (with no cpu_s, the step time over
+// the passes).
+func (e *entry) observeGoodput(smp *structs.Sample) {
+	ref := e.job.Training.GlobalBatchSize
+	if (smp.GradSqr > 0 || smp.GradVar > 0) && smp.BatchSize > 0 && ref > 0 {
+		g := goodput.AtReference(smp.GradSqr, smp.GradVar, int(smp.BatchSize), ref)
+		e.grad = &g
+	}
+	if smp.StepTimeS <= 0 || smp.NumWorkers <= 0 || smp.Role == structs.RolePS {
+		return
+	}
+	replicas, nodes := smp.NumWorkers, 1
+	if replicas > 1 {
+		if e.current == nil || e.current.NumWorkers != replicas {
+			return
+		}
+		nodes = workerNodes(e.current)
+	}
+	local := int(smp.LocalBatchSize)
+	if local <= 0 {
+		batch := int(smp.BatchSize)
+		if batch <= 0 {
+			batch = ref
+		}
+		local = (batch + replicas*int(smp.AccumSteps+1) - 1) / (replicas * int(smp.AccumSteps+1))
+	}
+	if local <= 0 || nodes <= 0 {
+		return
+	}
+	passes := float64(smp.AccumSteps + 1)
+	key := perfKey{nodes: nodes, replicas: replicas, local: local}
+	m := e.perf[key]
+	if m == nil {
+		m = &perfMean{}
+		e.perf[key] = m
+	}
+	if smp.CPUS > 0 {
+		compute := smp.CPUS / passes
+		m.compute += compute
+		m.computeN++
+		m.step += max(smp.StepTimeS-float64(smp.AccumSteps)*compute, compute)
+	} else {
+		m.step += smp.StepTimeS / passes
+	}
+	m.n++
+	// As for speeds: refit on a new configuration or when its samples
+	// double.
+	if m.n >= 2*m.fitted {
+		e.perfDirty = true
+	}
+}
+
+// workerNodes counts the nodes that run workers of placement p.
+func workerNodes(p *structs.Placement) int {
+	seen := make(map[string]bool, len(p.Nodes))
+	for _, nt := range p.Nodes {
+		if nt.Workers > 0 {
+			seen[nt.NodeID] = true
+		}
+	}
+	return len(seen)
+}
+
+// perfPoints returns the job's measured configurations, sorted, as points
+// of the throughput model.
+func (e *entry) perfPoints() []goodput.Point {
+	keys := slices.SortedFunc(maps.Keys(e.perf), func(a, b perfKey) int {
+		return cmp.Or(cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.replicas, b.replicas), cmp.Compare(a.local, b.local))
+	})
+	pts := make([]goodput.Point, 0, len(keys))
+	for _, k := range keys {
+		m := e.perf[k]
+		pt := goodput.Point{Nodes: k.nodes, Replicas: k.replicas, Local: float64(k.local), StepTime: m.step / m.n}
+		if m.computeN > 0 {
+			pt.ComputeTime = m.compute / m.computeN
+		}
+		pts = append(pts, pt)
+	}
+	return pts
 }
 
 // subtaskWeight is the weight of a new sample in the moving averages of
@@ -519,6 +634,18 @@ func (s *Scheduler) refit(e *entry) {
 		}
 		e.speedDirty = false
 	}
+	if e.perfDirty {
+		if fit, err := goodput.FitPerf(e.perfPoints()); err == nil {
+			e.perfFit = fit
+			s.changed = true
+		} else {
+			s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
+		}
+		for _, m := range e.perf {
+			m.fitted = m.n
+		}
+		e.perfDirty = false
+	}
 	if e.lossDirty && e.lossDue() {
 		if fit, err := model.FitLoss(e.loss, model.LossOptions{StepsPerEpoch: float64(t.StepsPerEpoch)}); err == nil {
 			e.lossFit = fit
@@ -536,7 +663,7 @@ func (s *Scheduler) Changed() bool {
 		return true
 	}
 	for _, e := range s.jobs {
-		if e.speedDirty || e.lossDirty && e.lossDue() {
+		if e.speedDirty || e.perfDirty || e.lossDirty && e.lossDue() {
 			return true
 		}
 	}
@@ -617,6 +744,7 @@ func (s *Scheduler) Snapshot(nodes []*structs.Node, now int64) *Round {
 			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
 			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.progress),
 			Usage: e.usage, Since: e.since, AttainedService: e.attained,
+			Perf: e.perfFit, Grad: e.grad, Restarts: e.restarts,
 		}
 		if h := s.holds(e, now); h != nil {
 			r.held = append(r.held, planner.Held{Job: &pj, Placement: h})
@@ -845,6 +973,12 @@ func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, chan
 	if !e.current.SameTasks(running) && s.stragglers != nil {
 		s.stragglers.Reset(key)
 	}
+	if running != nil && !running.Paused() && !e.current.SameTasks(running) {
+		if e.ran {
+			e.restarts++
+		}
+		e.ran = true
+	}
 	e.current, e.held = running, held
 	switch {
 	case change == nil:
@@ -944,9 +1078,54 @@ func (s *Scheduler) Summaries() []*structs.JobModel {
 				}
 			}
 		}
+		m.Goodput = e.goodputSummary()
 		out = append(out, m)
 	}
 	return out
+}
+
+// goodputSummary is what the job's goodput model says (JobModel.Goodput),
+// nil until its throughput was fitted: the parameters and the fit's
+// errors, the noise scale, and at its current placement its batch, the
+// batch's efficiency and the predicted goodput.
+func (e *entry) goodputSummary() *structs.GoodputModel {
+	f := e.perfFit
+	if f == nil {
+		return nil
+	}
+	ref := e.job.Training.GlobalBatchSize
+	g := &structs.GoodputModel{
+		Perf: f.Params.Slice(), FitError: f.Error, MaxFitError: f.MaxError, Configs: f.Points, RefBatch: ref,
+	}
+	m := goodput.Model{Perf: f.Params, RefBatch: max(ref, 1)}
+	if e.grad != nil {
+		m.Grad = *e.grad
+		if ns := m.Grad.NoiseScale(ref); !math.IsInf(ns, 0) {
+			g.NoiseScale = roundSignificant(ns, 3)
+		}
+	}
+	c := e.current
+	if c == nil || c.NumWorkers == 0 {
+		return g
+	}
+	nodes := workerNodes(c)
+	batch := structs.Batch{Global: ref, Local: (ref + c.NumWorkers - 1) / c.NumWorkers}
+	if c.Batch != nil {
+		batch = *c.Batch
+	}
+	g.Batch = batch.Global
+	g.Efficiency = m.Grad.Efficiency(float64(batch.Global), m.RefBatch)
+	g.Goodput = m.Goodput(max(nodes, 1), c.NumWorkers, float64(batch.Local), batch.AccumSteps)
+	return g
+}
+
+// roundSignificant rounds x to n significant digits.
+func roundSignificant(x float64, n int) float64 {
+	if x == 0 {
+		return 0
+	}
+	p := math.Pow(10, float64(n)-math.Ceil(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
 }
 
 // speedError is the mean relative error of a job's speed fit over the
@@ -987,7 +1166,7 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 	for _, e := range s.jobs {
 		profiles[e] = e.profile
 	}
-	e := &entry{job: j, speeds: map[structs.Shape]*mean{}}
+	e := &entry{job: j, speeds: map[structs.Shape]*mean{}, perf: map[perfKey]*perfMean{}}
 	e.profile = s.inPlace(e)
 	if had {
 		e.current, e.held, e.aborts, e.abortedAt = prev.current, prev.held, prev.aborts, prev.abortedAt

@@ -7,8 +7,10 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/drf"
+	"github.com/caravan-sched/caravan/planner/goodput"
 	"github.com/caravan-sched/caravan/planner/model"
 	"github.com/caravan-sched/caravan/planner/optimus"
+	"github.com/caravan-sched/caravan/planner/pollux"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/shoenig/test/must"
@@ -446,4 +448,69 @@ func TestSnapshot_AttainedService(t *testing.T) {
 	run := &structs.Placement{Namespace: "default", JobID: "g", NumWorkers: 3, Nodes: []*structs.NodeTasks{{NodeID: "x", Workers: 3}}}
 	must.Eq(t, 6.0, serviceRate(gpu, run), must.Sprint("3 workers of 2 GPUs"))
 	must.Eq(t, 0.0, serviceRate(gpu, nil))
+}
+
+// TestScheduler_Goodput checks the goodput pipeline: workers' step times
+// at their configurations become a fitted throughput model, their
+// gradient statistics are converted to the job's reference batch, both
+// reach the request, restarts are counted, the summary shows the model,
+// and pollux plans the job with a batch within its bounds.
+func TestScheduler_Goodput(t *testing.T) {
+	h := planner.NewHarness(t)
+	nodes := h.AddNodes("gpu", 2, 32000, 65536, 4)
+	s := New(pollux.New(), Options{ProfileConfigs: -1})
+	j := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 8}, &structs.BatchSize{Min: 128, Max: 4096, MinLocal: 32, MaxLocal: 256})
+	must.NoError(t, s.Register(j))
+	key := j.Key()
+
+	// The truth: cifar10's fitted model (planner/goodput's traces).
+	truth := goodput.PerfParams{AlphaC: 0.0173, BetaC: 0.0007, AlphaN: 0.121, BetaN: 0.0024, AlphaR: 0.0325, BetaR: 1e-8, Gamma: 2}
+	run := func(workers int, spread ...int) {
+		p := &structs.Placement{Namespace: "default", JobID: "a", NumWorkers: workers}
+		for i, w := range spread {
+			p.Nodes = append(p.Nodes, &structs.NodeTasks{NodeID: nodes[i].ID, Workers: w})
+		}
+		s.Observe(key, p, nil)
+		var samples []structs.Sample
+		for _, local := range []int{32, 64, 128} {
+			tc := truth.ComputeTime(float64(local))
+			step := truth.StepTime(len(spread), workers, float64(local), 1)
+			samples = append(samples, structs.Sample{
+				JobID: "a", Namespace: "default", Role: structs.RoleWorker, NumWorkers: workers, StepTimeS: step, CPUS: 2 * tc,
+				BatchSize: int64(workers * local * 2), LocalBatchSize: int64(local), AccumSteps: 1,
+				GradSqr: 2, GradVar: 0.5,
+			})
+		}
+		s.Ingest(samples)
+	}
+	run(1, 1)
+	run(4, 4)
+	run(8, 4, 4)
+
+	r := s.Snapshot(nodes, 0)
+	must.SliceLen(t, 1, r.jobs)
+	pj := r.jobs[0].job
+	must.NotNil(t, pj.Perf)
+	must.Eq(t, 9, pj.Perf.Points)
+	must.Eq(t, 8, pj.Perf.MaxReplicas)
+	must.Less(t, 0.02, pj.Perf.Error, must.Sprintf("fit %+v", pj.Perf))
+	// grad_var 0.5 at the last batch, 8 × 128 × 2 = 2048, is 8 at the
+	// reference batch 128.
+	must.Eq(t, &goodput.GradParams{Sqr: 2, Var: 8}, pj.Grad)
+	must.Eq(t, 2, pj.Restarts, must.Sprint("three placements: the first start and two restarts"))
+
+	sum := s.Summaries()[0].Goodput
+	must.NotNil(t, sum)
+	must.SliceLen(t, 7, sum.Perf)
+	must.Eq(t, 9, sum.Configs)
+	must.Eq(t, 512.0, sum.NoiseScale, must.Sprint("8 × 128 / 2"))
+	must.Eq(t, 128, sum.Batch, must.Sprint("running without a chosen batch: the reference"))
+	must.Positive(t, sum.Goodput)
+
+	plan, err := s.Plan(nodes, 0)
+	must.NoError(t, err)
+	p := plan.Placements[0]
+	must.NotNil(t, p.Batch, must.Sprint(p.Reason))
+	must.Between(t, 128, p.Batch.Global, 4096)
+	must.Between(t, 32, p.Batch.Local, 256)
 }

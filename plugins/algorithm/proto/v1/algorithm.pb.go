@@ -794,8 +794,17 @@ type Job struct {
 	// attained_service is the GPU time the job has held, in GPU-seconds
 	// (tasks for a job without GPUs).
 	AttainedService float64 `protobuf:"fixed64,11,opt,name=attained_service,json=attainedService,proto3" json:"attained_service,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// perf is the job's fitted throughput model (Pollux's); unset until
+	// the job's step times were measured.
+	Perf *PerfFit `protobuf:"bytes,12,opt,name=perf,proto3" json:"perf,omitempty"`
+	// grad is the job's latest gradient noise statistics at its reference
+	// batch (training.global_batch_size); unset until reported.
+	Grad *GradParams `protobuf:"bytes,13,opt,name=grad,proto3" json:"grad,omitempty"`
+	// restarts counts the times the job was started on a new placement
+	// after its first.
+	Restarts      int64 `protobuf:"varint,14,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -905,6 +914,211 @@ func (x *Job) GetAttainedService() float64 {
 	return 0
 }
 
+func (x *Job) GetPerf() *PerfFit {
+	if x != nil {
+		return x.Perf
+	}
+	return nil
+}
+
+func (x *Job) GetGrad() *GradParams {
+	if x != nil {
+		return x.Grad
+	}
+	return nil
+}
+
+func (x *Job) GetRestarts() int64 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+// PerfFit is Pollux's throughput model: compute time
+// alpha_c + beta_c * local batch, network time alpha_n + beta_n *
+// (replicas - 2) across nodes or alpha_r + beta_r * (replicas - 2) within
+// one, overlapped as the gamma-norm; with the fit's mean and largest
+// relative error of the step time, the points fitted and the most
+// replicas among them.
+type PerfFit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AlphaC        float64                `protobuf:"fixed64,1,opt,name=alpha_c,json=alphaC,proto3" json:"alpha_c,omitempty"`
+	BetaC         float64                `protobuf:"fixed64,2,opt,name=beta_c,json=betaC,proto3" json:"beta_c,omitempty"`
+	AlphaN        float64                `protobuf:"fixed64,3,opt,name=alpha_n,json=alphaN,proto3" json:"alpha_n,omitempty"`
+	BetaN         float64                `protobuf:"fixed64,4,opt,name=beta_n,json=betaN,proto3" json:"beta_n,omitempty"`
+	AlphaR        float64                `protobuf:"fixed64,5,opt,name=alpha_r,json=alphaR,proto3" json:"alpha_r,omitempty"`
+	BetaR         float64                `protobuf:"fixed64,6,opt,name=beta_r,json=betaR,proto3" json:"beta_r,omitempty"`
+	Gamma         float64                `protobuf:"fixed64,7,opt,name=gamma,proto3" json:"gamma,omitempty"`
+	Error         float64                `protobuf:"fixed64,8,opt,name=error,proto3" json:"error,omitempty"`
+	MaxError      float64                `protobuf:"fixed64,9,opt,name=max_error,json=maxError,proto3" json:"max_error,omitempty"`
+	Points        int64                  `protobuf:"varint,10,opt,name=points,proto3" json:"points,omitempty"`
+	MaxReplicas   int64                  `protobuf:"varint,11,opt,name=max_replicas,json=maxReplicas,proto3" json:"max_replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PerfFit) Reset() {
+	*x = PerfFit{}
+	mi := &file_algorithm_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PerfFit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PerfFit) ProtoMessage() {}
+
+func (x *PerfFit) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PerfFit.ProtoReflect.Descriptor instead.
+func (*PerfFit) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PerfFit) GetAlphaC() float64 {
+	if x != nil {
+		return x.AlphaC
+	}
+	return 0
+}
+
+func (x *PerfFit) GetBetaC() float64 {
+	if x != nil {
+		return x.BetaC
+	}
+	return 0
+}
+
+func (x *PerfFit) GetAlphaN() float64 {
+	if x != nil {
+		return x.AlphaN
+	}
+	return 0
+}
+
+func (x *PerfFit) GetBetaN() float64 {
+	if x != nil {
+		return x.BetaN
+	}
+	return 0
+}
+
+func (x *PerfFit) GetAlphaR() float64 {
+	if x != nil {
+		return x.AlphaR
+	}
+	return 0
+}
+
+func (x *PerfFit) GetBetaR() float64 {
+	if x != nil {
+		return x.BetaR
+	}
+	return 0
+}
+
+func (x *PerfFit) GetGamma() float64 {
+	if x != nil {
+		return x.Gamma
+	}
+	return 0
+}
+
+func (x *PerfFit) GetError() float64 {
+	if x != nil {
+		return x.Error
+	}
+	return 0
+}
+
+func (x *PerfFit) GetMaxError() float64 {
+	if x != nil {
+		return x.MaxError
+	}
+	return 0
+}
+
+func (x *PerfFit) GetPoints() int64 {
+	if x != nil {
+		return x.Points
+	}
+	return 0
+}
+
+func (x *PerfFit) GetMaxReplicas() int64 {
+	if x != nil {
+		return x.MaxReplicas
+	}
+	return 0
+}
+
+// GradParams are gradient noise statistics: the true gradient's squared
+// norm and the variance of a batch's mean gradient.
+type GradParams struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sqr           float64                `protobuf:"fixed64,1,opt,name=sqr,proto3" json:"sqr,omitempty"`
+	Var           float64                `protobuf:"fixed64,2,opt,name=var,proto3" json:"var,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GradParams) Reset() {
+	*x = GradParams{}
+	mi := &file_algorithm_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GradParams) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GradParams) ProtoMessage() {}
+
+func (x *GradParams) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GradParams.ProtoReflect.Descriptor instead.
+func (*GradParams) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GradParams) GetSqr() float64 {
+	if x != nil {
+		return x.Sqr
+	}
+	return 0
+}
+
+func (x *GradParams) GetVar() float64 {
+	if x != nil {
+		return x.Var
+	}
+	return 0
+}
+
 // JobUsage is what the tasks of one job use (CPU in MHz, memory in MB).
 type JobUsage struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -921,7 +1135,7 @@ type JobUsage struct {
 
 func (x *JobUsage) Reset() {
 	*x = JobUsage{}
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1147,7 @@ func (x *JobUsage) String() string {
 func (*JobUsage) ProtoMessage() {}
 
 func (x *JobUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[12]
+	mi := &file_algorithm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1160,7 @@ func (x *JobUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobUsage.ProtoReflect.Descriptor instead.
 func (*JobUsage) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{12}
+	return file_algorithm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobUsage) GetNamespace() string {
@@ -1013,7 +1227,7 @@ type TaskUsage struct {
 
 func (x *TaskUsage) Reset() {
 	*x = TaskUsage{}
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1239,7 @@ func (x *TaskUsage) String() string {
 func (*TaskUsage) ProtoMessage() {}
 
 func (x *TaskUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[13]
+	mi := &file_algorithm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1252,7 @@ func (x *TaskUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskUsage.ProtoReflect.Descriptor instead.
 func (*TaskUsage) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{13}
+	return file_algorithm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskUsage) GetRole() string {
@@ -1154,7 +1368,7 @@ type ShapeUsage struct {
 
 func (x *ShapeUsage) Reset() {
 	*x = ShapeUsage{}
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1380,7 @@ func (x *ShapeUsage) String() string {
 func (*ShapeUsage) ProtoMessage() {}
 
 func (x *ShapeUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[14]
+	mi := &file_algorithm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1393,7 @@ func (x *ShapeUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShapeUsage.ProtoReflect.Descriptor instead.
 func (*ShapeUsage) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{14}
+	return file_algorithm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ShapeUsage) GetNumPs() int64 {
@@ -1229,7 +1443,7 @@ type ProgressPoint struct {
 
 func (x *ProgressPoint) Reset() {
 	*x = ProgressPoint{}
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1455,7 @@ func (x *ProgressPoint) String() string {
 func (*ProgressPoint) ProtoMessage() {}
 
 func (x *ProgressPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[15]
+	mi := &file_algorithm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1468,7 @@ func (x *ProgressPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressPoint.ProtoReflect.Descriptor instead.
 func (*ProgressPoint) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{15}
+	return file_algorithm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProgressPoint) GetTime() int64 {
@@ -1285,7 +1499,7 @@ type Subtasks struct {
 
 func (x *Subtasks) Reset() {
 	*x = Subtasks{}
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1511,7 @@ func (x *Subtasks) String() string {
 func (*Subtasks) ProtoMessage() {}
 
 func (x *Subtasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[16]
+	mi := &file_algorithm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1524,7 @@ func (x *Subtasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtasks.ProtoReflect.Descriptor instead.
 func (*Subtasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{16}
+	return file_algorithm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Subtasks) GetCpuS() float64 {
@@ -1371,7 +1585,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1597,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[17]
+	mi := &file_algorithm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1610,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{17}
+	return file_algorithm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *JobSpec) GetId() string {
@@ -1548,13 +1762,16 @@ type Training struct {
 	StepsPerEpoch   int64                  `protobuf:"varint,5,opt,name=steps_per_epoch,json=stepsPerEpoch,proto3" json:"steps_per_epoch,omitempty"`
 	Convergence     *Convergence           `protobuf:"bytes,6,opt,name=convergence,proto3" json:"convergence,omitempty"`
 	Speeds          []*SpeedPrior          `protobuf:"bytes,7,rep,name=speeds,proto3" json:"speeds,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// batch_size bounds the global and local batch when the planner may
+	// choose them; unset keeps global_batch_size fixed.
+	BatchSize     *BatchSize `protobuf:"bytes,8,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Training) Reset() {
 	*x = Training{}
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1783,7 @@ func (x *Training) String() string {
 func (*Training) ProtoMessage() {}
 
 func (x *Training) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[18]
+	mi := &file_algorithm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1796,7 @@ func (x *Training) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Training.ProtoReflect.Descriptor instead.
 func (*Training) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{18}
+	return file_algorithm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Training) GetFramework() string {
@@ -1631,6 +1848,81 @@ func (x *Training) GetSpeeds() []*SpeedPrior {
 	return nil
 }
 
+func (x *Training) GetBatchSize() *BatchSize {
+	if x != nil {
+		return x.BatchSize
+	}
+	return nil
+}
+
+type BatchSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Min           int64                  `protobuf:"varint,1,opt,name=min,proto3" json:"min,omitempty"`
+	Max           int64                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	MinLocal      int64                  `protobuf:"varint,3,opt,name=min_local,json=minLocal,proto3" json:"min_local,omitempty"`
+	MaxLocal      int64                  `protobuf:"varint,4,opt,name=max_local,json=maxLocal,proto3" json:"max_local,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchSize) Reset() {
+	*x = BatchSize{}
+	mi := &file_algorithm_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchSize) ProtoMessage() {}
+
+func (x *BatchSize) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchSize.ProtoReflect.Descriptor instead.
+func (*BatchSize) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BatchSize) GetMin() int64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *BatchSize) GetMax() int64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *BatchSize) GetMinLocal() int64 {
+	if x != nil {
+		return x.MinLocal
+	}
+	return 0
+}
+
+func (x *BatchSize) GetMaxLocal() int64 {
+	if x != nil {
+		return x.MaxLocal
+	}
+	return 0
+}
+
 type Convergence struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Threshold     float64                `protobuf:"fixed64,1,opt,name=threshold,proto3" json:"threshold,omitempty"`
@@ -1642,7 +1934,7 @@ type Convergence struct {
 
 func (x *Convergence) Reset() {
 	*x = Convergence{}
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1946,7 @@ func (x *Convergence) String() string {
 func (*Convergence) ProtoMessage() {}
 
 func (x *Convergence) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[19]
+	mi := &file_algorithm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1959,7 @@ func (x *Convergence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Convergence.ProtoReflect.Descriptor instead.
 func (*Convergence) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{19}
+	return file_algorithm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Convergence) GetThreshold() float64 {
@@ -1702,7 +1994,7 @@ type SpeedPrior struct {
 
 func (x *SpeedPrior) Reset() {
 	*x = SpeedPrior{}
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +2006,7 @@ func (x *SpeedPrior) String() string {
 func (*SpeedPrior) ProtoMessage() {}
 
 func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[20]
+	mi := &file_algorithm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +2019,7 @@ func (x *SpeedPrior) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedPrior.ProtoReflect.Descriptor instead.
 func (*SpeedPrior) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{20}
+	return file_algorithm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SpeedPrior) GetPs() int64 {
@@ -1761,7 +2053,7 @@ type Bounds struct {
 
 func (x *Bounds) Reset() {
 	*x = Bounds{}
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +2065,7 @@ func (x *Bounds) String() string {
 func (*Bounds) ProtoMessage() {}
 
 func (x *Bounds) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[21]
+	mi := &file_algorithm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +2078,7 @@ func (x *Bounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bounds.ProtoReflect.Descriptor instead.
 func (*Bounds) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{21}
+	return file_algorithm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Bounds) GetMin() int64 {
@@ -1816,7 +2108,7 @@ type Elastic struct {
 
 func (x *Elastic) Reset() {
 	*x = Elastic{}
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2120,7 @@ func (x *Elastic) String() string {
 func (*Elastic) ProtoMessage() {}
 
 func (x *Elastic) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[22]
+	mi := &file_algorithm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2133,7 @@ func (x *Elastic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Elastic.ProtoReflect.Descriptor instead.
 func (*Elastic) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{22}
+	return file_algorithm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Elastic) GetWorkers() *Bounds {
@@ -1888,7 +2180,7 @@ type Role struct {
 
 func (x *Role) Reset() {
 	*x = Role{}
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +2192,7 @@ func (x *Role) String() string {
 func (*Role) ProtoMessage() {}
 
 func (x *Role) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[23]
+	mi := &file_algorithm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2205,7 @@ func (x *Role) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Role.ProtoReflect.Descriptor instead.
 func (*Role) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{23}
+	return file_algorithm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Role) GetName() string {
@@ -1974,7 +2266,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2278,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[24]
+	mi := &file_algorithm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2291,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{24}
+	return file_algorithm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Resources) GetCpu() int64 {
@@ -2050,7 +2342,7 @@ type ResourceRange struct {
 
 func (x *ResourceRange) Reset() {
 	*x = ResourceRange{}
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2354,7 @@ func (x *ResourceRange) String() string {
 func (*ResourceRange) ProtoMessage() {}
 
 func (x *ResourceRange) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[25]
+	mi := &file_algorithm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2367,7 @@ func (x *ResourceRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRange.ProtoReflect.Descriptor instead.
 func (*ResourceRange) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{25}
+	return file_algorithm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResourceRange) GetMin() int64 {
@@ -2118,7 +2410,7 @@ type RequestedDevice struct {
 
 func (x *RequestedDevice) Reset() {
 	*x = RequestedDevice{}
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2422,7 @@ func (x *RequestedDevice) String() string {
 func (*RequestedDevice) ProtoMessage() {}
 
 func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[26]
+	mi := &file_algorithm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2435,7 @@ func (x *RequestedDevice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestedDevice.ProtoReflect.Descriptor instead.
 func (*RequestedDevice) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{26}
+	return file_algorithm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RequestedDevice) GetName() string {
@@ -2185,7 +2477,7 @@ type Constraint struct {
 
 func (x *Constraint) Reset() {
 	*x = Constraint{}
-	mi := &file_algorithm_proto_msgTypes[27]
+	mi := &file_algorithm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2489,7 @@ func (x *Constraint) String() string {
 func (*Constraint) ProtoMessage() {}
 
 func (x *Constraint) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[27]
+	mi := &file_algorithm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2502,7 @@ func (x *Constraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
 func (*Constraint) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{27}
+	return file_algorithm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Constraint) GetLtarget() string {
@@ -2246,7 +2538,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_algorithm_proto_msgTypes[28]
+	mi := &file_algorithm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2550,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[28]
+	mi := &file_algorithm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2563,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{28}
+	return file_algorithm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Affinity) GetLtarget() string {
@@ -2316,7 +2608,7 @@ type LossModel struct {
 
 func (x *LossModel) Reset() {
 	*x = LossModel{}
-	mi := &file_algorithm_proto_msgTypes[29]
+	mi := &file_algorithm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2328,7 +2620,7 @@ func (x *LossModel) String() string {
 func (*LossModel) ProtoMessage() {}
 
 func (x *LossModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[29]
+	mi := &file_algorithm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2341,7 +2633,7 @@ func (x *LossModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LossModel.ProtoReflect.Descriptor instead.
 func (*LossModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{29}
+	return file_algorithm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LossModel) GetB0() float64 {
@@ -2399,7 +2691,7 @@ type SpeedModel struct {
 
 func (x *SpeedModel) Reset() {
 	*x = SpeedModel{}
-	mi := &file_algorithm_proto_msgTypes[30]
+	mi := &file_algorithm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2703,7 @@ func (x *SpeedModel) String() string {
 func (*SpeedModel) ProtoMessage() {}
 
 func (x *SpeedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[30]
+	mi := &file_algorithm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2716,7 @@ func (x *SpeedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpeedModel.ProtoReflect.Descriptor instead.
 func (*SpeedModel) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{30}
+	return file_algorithm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SpeedModel) GetKind() string {
@@ -2472,14 +2764,17 @@ type Placement struct {
 	// reason says why the job got what it got, for people.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// actions are what the algorithm did to single tasks, for events.
-	Actions       []*TaskAction `protobuf:"bytes,7,rep,name=actions,proto3" json:"actions,omitempty"`
+	Actions []*TaskAction `protobuf:"bytes,7,rep,name=actions,proto3" json:"actions,omitempty"`
+	// batch is the batch the job is to run at, for a job whose batch may
+	// vary; unset keeps its fixed batch.
+	Batch         *Batch `protobuf:"bytes,8,opt,name=batch,proto3" json:"batch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_algorithm_proto_msgTypes[31]
+	mi := &file_algorithm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2786,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[31]
+	mi := &file_algorithm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2799,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{31}
+	return file_algorithm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Placement) GetNamespace() string {
@@ -2556,6 +2851,76 @@ func (x *Placement) GetActions() []*TaskAction {
 	return nil
 }
 
+func (x *Placement) GetBatch() *Batch {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+// Batch splits a job's global batch: each worker computes local samples a
+// pass and accumulates accum_steps passes before the synchronising one;
+// global = workers * local * (accum_steps + 1).
+type Batch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Global        int64                  `protobuf:"varint,1,opt,name=global,proto3" json:"global,omitempty"`
+	Local         int64                  `protobuf:"varint,2,opt,name=local,proto3" json:"local,omitempty"`
+	AccumSteps    int64                  `protobuf:"varint,3,opt,name=accum_steps,json=accumSteps,proto3" json:"accum_steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_algorithm_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_algorithm_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_algorithm_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *Batch) GetGlobal() int64 {
+	if x != nil {
+		return x.Global
+	}
+	return 0
+}
+
+func (x *Batch) GetLocal() int64 {
+	if x != nil {
+		return x.Local
+	}
+	return 0
+}
+
+func (x *Batch) GetAccumSteps() int64 {
+	if x != nil {
+		return x.AccumSteps
+	}
+	return 0
+}
+
 type TaskAction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -2571,7 +2936,7 @@ type TaskAction struct {
 
 func (x *TaskAction) Reset() {
 	*x = TaskAction{}
-	mi := &file_algorithm_proto_msgTypes[32]
+	mi := &file_algorithm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2948,7 @@ func (x *TaskAction) String() string {
 func (*TaskAction) ProtoMessage() {}
 
 func (x *TaskAction) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[32]
+	mi := &file_algorithm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2961,7 @@ func (x *TaskAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAction.ProtoReflect.Descriptor instead.
 func (*TaskAction) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{32}
+	return file_algorithm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskAction) GetKind() string {
@@ -2658,7 +3023,7 @@ type NodeTasks struct {
 
 func (x *NodeTasks) Reset() {
 	*x = NodeTasks{}
-	mi := &file_algorithm_proto_msgTypes[33]
+	mi := &file_algorithm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2670,7 +3035,7 @@ func (x *NodeTasks) String() string {
 func (*NodeTasks) ProtoMessage() {}
 
 func (x *NodeTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[33]
+	mi := &file_algorithm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2683,7 +3048,7 @@ func (x *NodeTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeTasks.ProtoReflect.Descriptor instead.
 func (*NodeTasks) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{33}
+	return file_algorithm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NodeTasks) GetNodeId() string {
@@ -2731,7 +3096,7 @@ type TaskSize struct {
 
 func (x *TaskSize) Reset() {
 	*x = TaskSize{}
-	mi := &file_algorithm_proto_msgTypes[34]
+	mi := &file_algorithm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +3108,7 @@ func (x *TaskSize) String() string {
 func (*TaskSize) ProtoMessage() {}
 
 func (x *TaskSize) ProtoReflect() protoreflect.Message {
-	mi := &file_algorithm_proto_msgTypes[34]
+	mi := &file_algorithm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +3121,7 @@ func (x *TaskSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSize.ProtoReflect.Descriptor instead.
 func (*TaskSize) Descriptor() ([]byte, []int) {
-	return file_algorithm_proto_rawDescGZIP(), []int{34}
+	return file_algorithm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TaskSize) GetCpu() int64 {
@@ -2849,7 +3214,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\xb6\x04\n" +
+	"\x05value\"\xcb\x05\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
@@ -2862,7 +3227,27 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x05usage\x18\t \x01(\v2&.caravan.plugins.algorithm.v1.JobUsageR\x05usage\x12\x14\n" +
 	"\x05since\x18\n" +
 	" \x01(\x03R\x05since\x12)\n" +
-	"\x10attained_service\x18\v \x01(\x01R\x0fattainedService\"\xfa\x01\n" +
+	"\x10attained_service\x18\v \x01(\x01R\x0fattainedService\x129\n" +
+	"\x04perf\x18\f \x01(\v2%.caravan.plugins.algorithm.v1.PerfFitR\x04perf\x12<\n" +
+	"\x04grad\x18\r \x01(\v2(.caravan.plugins.algorithm.v1.GradParamsR\x04grad\x12\x1a\n" +
+	"\brestarts\x18\x0e \x01(\x03R\brestarts\"\x9d\x02\n" +
+	"\aPerfFit\x12\x17\n" +
+	"\aalpha_c\x18\x01 \x01(\x01R\x06alphaC\x12\x15\n" +
+	"\x06beta_c\x18\x02 \x01(\x01R\x05betaC\x12\x17\n" +
+	"\aalpha_n\x18\x03 \x01(\x01R\x06alphaN\x12\x15\n" +
+	"\x06beta_n\x18\x04 \x01(\x01R\x05betaN\x12\x17\n" +
+	"\aalpha_r\x18\x05 \x01(\x01R\x06alphaR\x12\x15\n" +
+	"\x06beta_r\x18\x06 \x01(\x01R\x05betaR\x12\x14\n" +
+	"\x05gamma\x18\a \x01(\x01R\x05gamma\x12\x14\n" +
+	"\x05error\x18\b \x01(\x01R\x05error\x12\x1b\n" +
+	"\tmax_error\x18\t \x01(\x01R\bmaxError\x12\x16\n" +
+	"\x06points\x18\n" +
+	" \x01(\x03R\x06points\x12!\n" +
+	"\fmax_replicas\x18\v \x01(\x03R\vmaxReplicas\"0\n" +
+	"\n" +
+	"GradParams\x12\x10\n" +
+	"\x03sqr\x18\x01 \x01(\x01R\x03sqr\x12\x10\n" +
+	"\x03var\x18\x02 \x01(\x01R\x03var\"\xfa\x01\n" +
 	"\bJobUsage\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -2931,7 +3316,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\fmodify_index\x18\x14 \x01(\x04R\vmodifyIndex\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x03\n" +
 	"\bTraining\x12\x1c\n" +
 	"\tframework\x18\x01 \x01(\tR\tframework\x12\"\n" +
 	"\farchitecture\x18\x02 \x01(\tR\farchitecture\x12\x12\n" +
@@ -2939,7 +3324,14 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x11global_batch_size\x18\x04 \x01(\x03R\x0fglobalBatchSize\x12&\n" +
 	"\x0fsteps_per_epoch\x18\x05 \x01(\x03R\rstepsPerEpoch\x12K\n" +
 	"\vconvergence\x18\x06 \x01(\v2).caravan.plugins.algorithm.v1.ConvergenceR\vconvergence\x12@\n" +
-	"\x06speeds\x18\a \x03(\v2(.caravan.plugins.algorithm.v1.SpeedPriorR\x06speeds\"f\n" +
+	"\x06speeds\x18\a \x03(\v2(.caravan.plugins.algorithm.v1.SpeedPriorR\x06speeds\x12F\n" +
+	"\n" +
+	"batch_size\x18\b \x01(\v2'.caravan.plugins.algorithm.v1.BatchSizeR\tbatchSize\"i\n" +
+	"\tBatchSize\x12\x10\n" +
+	"\x03min\x18\x01 \x01(\x03R\x03min\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x03R\x03max\x12\x1b\n" +
+	"\tmin_local\x18\x03 \x01(\x03R\bminLocal\x12\x1b\n" +
+	"\tmax_local\x18\x04 \x01(\x03R\bmaxLocal\"f\n" +
 	"\vConvergence\x12\x1c\n" +
 	"\tthreshold\x18\x01 \x01(\x01R\tthreshold\x12\x1a\n" +
 	"\bpatience\x18\x02 \x01(\x03R\bpatience\x12\x1d\n" +
@@ -3011,7 +3403,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x05theta\x18\x02 \x03(\x01R\x05theta\x12\x14\n" +
 	"\x05batch\x18\x03 \x01(\x01R\x05batch\x12\x19\n" +
 	"\brel_rmse\x18\x04 \x01(\x01R\arelRmse\x12\x16\n" +
-	"\x06points\x18\x05 \x01(\x03R\x06points\"\x93\x02\n" +
+	"\x06points\x18\x05 \x01(\x03R\x06points\"\xce\x02\n" +
 	"\tPlacement\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x15\n" +
@@ -3020,7 +3412,13 @@ const file_algorithm_proto_rawDesc = "" +
 	"numWorkers\x12=\n" +
 	"\x05nodes\x18\x05 \x03(\v2'.caravan.plugins.algorithm.v1.NodeTasksR\x05nodes\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12B\n" +
-	"\aactions\x18\a \x03(\v2(.caravan.plugins.algorithm.v1.TaskActionR\aactions\"\x86\x02\n" +
+	"\aactions\x18\a \x03(\v2(.caravan.plugins.algorithm.v1.TaskActionR\aactions\x129\n" +
+	"\x05batch\x18\b \x01(\v2#.caravan.plugins.algorithm.v1.BatchR\x05batch\"V\n" +
+	"\x05Batch\x12\x16\n" +
+	"\x06global\x18\x01 \x01(\x03R\x06global\x12\x14\n" +
+	"\x05local\x18\x02 \x01(\x03R\x05local\x12\x1f\n" +
+	"\vaccum_steps\x18\x03 \x01(\x03R\n" +
+	"accumSteps\"\x86\x02\n" +
 	"\n" +
 	"TaskAction\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -3060,7 +3458,7 @@ func file_algorithm_proto_rawDescGZIP() []byte {
 	return file_algorithm_proto_rawDescData
 }
 
-var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_algorithm_proto_goTypes = []any{
 	(*PluginInfoRequest)(nil),  // 0: caravan.plugins.algorithm.v1.PluginInfoRequest
 	(*PluginInfoResponse)(nil), // 1: caravan.plugins.algorithm.v1.PluginInfoResponse
@@ -3074,94 +3472,102 @@ var file_algorithm_proto_goTypes = []any{
 	(*DeviceInstance)(nil),     // 9: caravan.plugins.algorithm.v1.DeviceInstance
 	(*Attribute)(nil),          // 10: caravan.plugins.algorithm.v1.Attribute
 	(*Job)(nil),                // 11: caravan.plugins.algorithm.v1.Job
-	(*JobUsage)(nil),           // 12: caravan.plugins.algorithm.v1.JobUsage
-	(*TaskUsage)(nil),          // 13: caravan.plugins.algorithm.v1.TaskUsage
-	(*ShapeUsage)(nil),         // 14: caravan.plugins.algorithm.v1.ShapeUsage
-	(*ProgressPoint)(nil),      // 15: caravan.plugins.algorithm.v1.ProgressPoint
-	(*Subtasks)(nil),           // 16: caravan.plugins.algorithm.v1.Subtasks
-	(*JobSpec)(nil),            // 17: caravan.plugins.algorithm.v1.JobSpec
-	(*Training)(nil),           // 18: caravan.plugins.algorithm.v1.Training
-	(*Convergence)(nil),        // 19: caravan.plugins.algorithm.v1.Convergence
-	(*SpeedPrior)(nil),         // 20: caravan.plugins.algorithm.v1.SpeedPrior
-	(*Bounds)(nil),             // 21: caravan.plugins.algorithm.v1.Bounds
-	(*Elastic)(nil),            // 22: caravan.plugins.algorithm.v1.Elastic
-	(*Role)(nil),               // 23: caravan.plugins.algorithm.v1.Role
-	(*Resources)(nil),          // 24: caravan.plugins.algorithm.v1.Resources
-	(*ResourceRange)(nil),      // 25: caravan.plugins.algorithm.v1.ResourceRange
-	(*RequestedDevice)(nil),    // 26: caravan.plugins.algorithm.v1.RequestedDevice
-	(*Constraint)(nil),         // 27: caravan.plugins.algorithm.v1.Constraint
-	(*Affinity)(nil),           // 28: caravan.plugins.algorithm.v1.Affinity
-	(*LossModel)(nil),          // 29: caravan.plugins.algorithm.v1.LossModel
-	(*SpeedModel)(nil),         // 30: caravan.plugins.algorithm.v1.SpeedModel
-	(*Placement)(nil),          // 31: caravan.plugins.algorithm.v1.Placement
-	(*TaskAction)(nil),         // 32: caravan.plugins.algorithm.v1.TaskAction
-	(*NodeTasks)(nil),          // 33: caravan.plugins.algorithm.v1.NodeTasks
-	(*TaskSize)(nil),           // 34: caravan.plugins.algorithm.v1.TaskSize
-	nil,                        // 35: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
-	nil,                        // 36: caravan.plugins.algorithm.v1.Node.AttributesEntry
-	nil,                        // 37: caravan.plugins.algorithm.v1.Node.MetaEntry
-	nil,                        // 38: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	nil,                        // 39: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	nil,                        // 40: caravan.plugins.algorithm.v1.Role.MetaEntry
-	nil,                        // 41: caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
+	(*PerfFit)(nil),            // 12: caravan.plugins.algorithm.v1.PerfFit
+	(*GradParams)(nil),         // 13: caravan.plugins.algorithm.v1.GradParams
+	(*JobUsage)(nil),           // 14: caravan.plugins.algorithm.v1.JobUsage
+	(*TaskUsage)(nil),          // 15: caravan.plugins.algorithm.v1.TaskUsage
+	(*ShapeUsage)(nil),         // 16: caravan.plugins.algorithm.v1.ShapeUsage
+	(*ProgressPoint)(nil),      // 17: caravan.plugins.algorithm.v1.ProgressPoint
+	(*Subtasks)(nil),           // 18: caravan.plugins.algorithm.v1.Subtasks
+	(*JobSpec)(nil),            // 19: caravan.plugins.algorithm.v1.JobSpec
+	(*Training)(nil),           // 20: caravan.plugins.algorithm.v1.Training
+	(*BatchSize)(nil),          // 21: caravan.plugins.algorithm.v1.BatchSize
+	(*Convergence)(nil),        // 22: caravan.plugins.algorithm.v1.Convergence
+	(*SpeedPrior)(nil),         // 23: caravan.plugins.algorithm.v1.SpeedPrior
+	(*Bounds)(nil),             // 24: caravan.plugins.algorithm.v1.Bounds
+	(*Elastic)(nil),            // 25: caravan.plugins.algorithm.v1.Elastic
+	(*Role)(nil),               // 26: caravan.plugins.algorithm.v1.Role
+	(*Resources)(nil),          // 27: caravan.plugins.algorithm.v1.Resources
+	(*ResourceRange)(nil),      // 28: caravan.plugins.algorithm.v1.ResourceRange
+	(*RequestedDevice)(nil),    // 29: caravan.plugins.algorithm.v1.RequestedDevice
+	(*Constraint)(nil),         // 30: caravan.plugins.algorithm.v1.Constraint
+	(*Affinity)(nil),           // 31: caravan.plugins.algorithm.v1.Affinity
+	(*LossModel)(nil),          // 32: caravan.plugins.algorithm.v1.LossModel
+	(*SpeedModel)(nil),         // 33: caravan.plugins.algorithm.v1.SpeedModel
+	(*Placement)(nil),          // 34: caravan.plugins.algorithm.v1.Placement
+	(*Batch)(nil),              // 35: caravan.plugins.algorithm.v1.Batch
+	(*TaskAction)(nil),         // 36: caravan.plugins.algorithm.v1.TaskAction
+	(*NodeTasks)(nil),          // 37: caravan.plugins.algorithm.v1.NodeTasks
+	(*TaskSize)(nil),           // 38: caravan.plugins.algorithm.v1.TaskSize
+	nil,                        // 39: caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	nil,                        // 40: caravan.plugins.algorithm.v1.Node.AttributesEntry
+	nil,                        // 41: caravan.plugins.algorithm.v1.Node.MetaEntry
+	nil,                        // 42: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	nil,                        // 43: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	nil,                        // 44: caravan.plugins.algorithm.v1.Role.MetaEntry
+	nil,                        // 45: caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
 }
 var file_algorithm_proto_depIdxs = []int32{
 	2,  // 0: caravan.plugins.algorithm.v1.PluginInfoResponse.capabilities:type_name -> caravan.plugins.algorithm.v1.Capabilities
-	35, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
+	39, // 1: caravan.plugins.algorithm.v1.SetConfigRequest.options:type_name -> caravan.plugins.algorithm.v1.SetConfigRequest.OptionsEntry
 	7,  // 2: caravan.plugins.algorithm.v1.PlanRequest.nodes:type_name -> caravan.plugins.algorithm.v1.Node
 	11, // 3: caravan.plugins.algorithm.v1.PlanRequest.jobs:type_name -> caravan.plugins.algorithm.v1.Job
-	31, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
+	34, // 4: caravan.plugins.algorithm.v1.PlanResponse.placements:type_name -> caravan.plugins.algorithm.v1.Placement
 	8,  // 5: caravan.plugins.algorithm.v1.Node.devices:type_name -> caravan.plugins.algorithm.v1.NodeDevice
-	36, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
-	37, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
+	40, // 6: caravan.plugins.algorithm.v1.Node.attributes:type_name -> caravan.plugins.algorithm.v1.Node.AttributesEntry
+	41, // 7: caravan.plugins.algorithm.v1.Node.meta:type_name -> caravan.plugins.algorithm.v1.Node.MetaEntry
 	9,  // 8: caravan.plugins.algorithm.v1.NodeDevice.instances:type_name -> caravan.plugins.algorithm.v1.DeviceInstance
-	38, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	17, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
-	31, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
-	29, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
-	30, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
-	16, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
-	15, // 15: caravan.plugins.algorithm.v1.Job.progress:type_name -> caravan.plugins.algorithm.v1.ProgressPoint
-	12, // 16: caravan.plugins.algorithm.v1.Job.usage:type_name -> caravan.plugins.algorithm.v1.JobUsage
-	13, // 17: caravan.plugins.algorithm.v1.JobUsage.tasks:type_name -> caravan.plugins.algorithm.v1.TaskUsage
-	14, // 18: caravan.plugins.algorithm.v1.JobUsage.by_shape:type_name -> caravan.plugins.algorithm.v1.ShapeUsage
-	39, // 19: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	27, // 20: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	28, // 21: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	18, // 22: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
-	22, // 23: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
-	23, // 24: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
-	23, // 25: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
-	19, // 26: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
-	20, // 27: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
-	21, // 28: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	21, // 29: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	40, // 30: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
-	24, // 31: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
-	27, // 32: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	28, // 33: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	26, // 34: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
-	25, // 35: caravan.plugins.algorithm.v1.Resources.cpu_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
-	25, // 36: caravan.plugins.algorithm.v1.Resources.memory_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
-	27, // 37: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	28, // 38: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	33, // 39: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
-	32, // 40: caravan.plugins.algorithm.v1.Placement.actions:type_name -> caravan.plugins.algorithm.v1.TaskAction
-	41, // 41: caravan.plugins.algorithm.v1.TaskAction.details:type_name -> caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
-	34, // 42: caravan.plugins.algorithm.v1.NodeTasks.ps_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
-	34, // 43: caravan.plugins.algorithm.v1.NodeTasks.worker_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
-	10, // 44: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
-	0,  // 45: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
-	3,  // 46: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
-	5,  // 47: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
-	1,  // 48: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
-	4,  // 49: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
-	6,  // 50: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
-	48, // [48:51] is the sub-list for method output_type
-	45, // [45:48] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	42, // 9: caravan.plugins.algorithm.v1.NodeDevice.attributes:type_name -> caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
+	19, // 10: caravan.plugins.algorithm.v1.Job.spec:type_name -> caravan.plugins.algorithm.v1.JobSpec
+	34, // 11: caravan.plugins.algorithm.v1.Job.current:type_name -> caravan.plugins.algorithm.v1.Placement
+	32, // 12: caravan.plugins.algorithm.v1.Job.loss:type_name -> caravan.plugins.algorithm.v1.LossModel
+	33, // 13: caravan.plugins.algorithm.v1.Job.speed:type_name -> caravan.plugins.algorithm.v1.SpeedModel
+	18, // 14: caravan.plugins.algorithm.v1.Job.subtasks:type_name -> caravan.plugins.algorithm.v1.Subtasks
+	17, // 15: caravan.plugins.algorithm.v1.Job.progress:type_name -> caravan.plugins.algorithm.v1.ProgressPoint
+	14, // 16: caravan.plugins.algorithm.v1.Job.usage:type_name -> caravan.plugins.algorithm.v1.JobUsage
+	12, // 17: caravan.plugins.algorithm.v1.Job.perf:type_name -> caravan.plugins.algorithm.v1.PerfFit
+	13, // 18: caravan.plugins.algorithm.v1.Job.grad:type_name -> caravan.plugins.algorithm.v1.GradParams
+	15, // 19: caravan.plugins.algorithm.v1.JobUsage.tasks:type_name -> caravan.plugins.algorithm.v1.TaskUsage
+	16, // 20: caravan.plugins.algorithm.v1.JobUsage.by_shape:type_name -> caravan.plugins.algorithm.v1.ShapeUsage
+	43, // 21: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	30, // 22: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	31, // 23: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	20, // 24: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
+	25, // 25: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
+	26, // 26: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
+	26, // 27: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
+	22, // 28: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
+	23, // 29: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
+	21, // 30: caravan.plugins.algorithm.v1.Training.batch_size:type_name -> caravan.plugins.algorithm.v1.BatchSize
+	24, // 31: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	24, // 32: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	44, // 33: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
+	27, // 34: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
+	30, // 35: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	31, // 36: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	29, // 37: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
+	28, // 38: caravan.plugins.algorithm.v1.Resources.cpu_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
+	28, // 39: caravan.plugins.algorithm.v1.Resources.memory_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
+	30, // 40: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	31, // 41: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	37, // 42: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
+	36, // 43: caravan.plugins.algorithm.v1.Placement.actions:type_name -> caravan.plugins.algorithm.v1.TaskAction
+	35, // 44: caravan.plugins.algorithm.v1.Placement.batch:type_name -> caravan.plugins.algorithm.v1.Batch
+	45, // 45: caravan.plugins.algorithm.v1.TaskAction.details:type_name -> caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
+	38, // 46: caravan.plugins.algorithm.v1.NodeTasks.ps_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
+	38, // 47: caravan.plugins.algorithm.v1.NodeTasks.worker_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
+	10, // 48: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
+	0,  // 49: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
+	3,  // 50: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
+	5,  // 51: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
+	1,  // 52: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
+	4,  // 53: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
+	6,  // 54: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
+	52, // [52:55] is the sub-list for method output_type
+	49, // [49:52] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_algorithm_proto_init() }
@@ -3181,7 +3587,7 @@ func file_algorithm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_algorithm_proto_rawDesc), len(file_algorithm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,152 @@
+package goodput
+
+import (
+	"encoding/csv"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+// traces is the Pollux artifact's traces as Caravan carries them (the sim
+// driver embeds them); the tests read the files, without importing the
+// driver.
+const traces = "../../drivers/sim/data/pollux/traces"
+
+// traceModels are the six models of the traces.
+var traceModels = []string{"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
+
+// readCSV returns a trace file's rows as maps from column to value.
+func readCSV(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	must.NoError(t, err)
+	defer f.Close()
+	r := csv.NewReader(f)
+	header, err := r.Read()
+	must.NoError(t, err)
+	var out []map[string]string
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		must.NoError(t, err)
+		row := map[string]string{}
+		for i, h := range header {
+			row[h] = rec[i]
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func num(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	must.NoError(t, err)
+	return v
+}
+
+// placementPoints reads a model's placements.csv: a placement such as
+// "1224" is replicas per node; step_time the synchronising pass, of
+// which sync_time waits on the network (applications.py).
+func placementPoints(t *testing.T, model string) []Point {
+	var out []Point
+	for _, row := range readCSV(t, filepath.Join(traces, model, "placements.csv")) {
+		pl := row["placement"]
+		replicas := 0
+		for _, c := range pl {
+			replicas += int(c - '0')
+		}
+		step := num(t, row["step_time"])
+		out = append(out, Point{
+			Nodes: len(pl), Replicas: replicas, Local: num(t, row["local_bsz"]),
+			ComputeTime: step - num(t, row["sync_time"]), StepTime: step,
+		})
+	}
+	return out
+}
+
+func relErrors(p PerfParams, pts []Point) (mean, worst float64) {
+	for _, pt := range pts {
+		pred := p.SyncTime(p.ComputeTime(pt.Local), p.NetworkTime(pt.Nodes, pt.Replicas))
+		e := abs(pred-pt.StepTime) / pt.StepTime
+		mean += e
+		worst = max(worst, e)
+	}
+	return mean / float64(len(pts)), worst
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestFitPerf_Traces fits the throughput model to every measured
+// placement of each model of the traces and compares its predicted step
+// times with the measured ones. The bounds are what was measured, with a
+// little room: the model is Pollux's, seven parameters for hundreds of
+// placements, and the traces' step times are noisy (a placement's time
+// is not always monotone in its local batch).
+func TestFitPerf_Traces(t *testing.T) {
+	// Mean relative error of the step time over all placements, per
+	// model, as measured (see README.md), with room.
+	bound := map[string]float64{
+		"bert": 0.09, "cifar10": 0.10, "deepspeech2": 0.10, "imagenet": 0.085, "ncf": 0.11, "yolov3": 0.105,
+	}
+	for _, model := range traceModels {
+		t.Run(model, func(t *testing.T) {
+			pts := placementPoints(t, model)
+			fit, err := FitPerf(pts)
+			must.NoError(t, err)
+			mean, worst := relErrors(fit.Params, pts)
+			t.Logf("%s: %d points, mean error %.3f, worst %.3f, params %+v", model, len(pts), mean, worst, fit.Params)
+			must.Eq(t, len(pts), fit.Points)
+			must.Less(t, 1e-9, abs(mean-fit.Error)+1e-10, must.Sprint("Fit.Error is the mean relative error"))
+			must.Less(t, bound[model], mean)
+			must.Between(t, 1, fit.Params.Gamma, 10)
+		})
+	}
+}
+
+// TestFitPerf_Online fits, for each model, only the configurations a job
+// sees early in a Pollux run (one node, up to four replicas, the
+// smallest local batches) and predicts the step times of the placements
+// across nodes it has not run at: the extrapolation the policy relies
+// on when it grows a job. The artifact's prior (crossing nodes costs at
+// least 1.1 times the intra-node exchange) is all the model knows of
+// those, so the errors are larger.
+func TestFitPerf_Online(t *testing.T) {
+	// Mean relative error over the unseen placements, as measured, with
+	// room (README.md).
+	unseenBound := map[string]float64{
+		"bert": 0.50, "cifar10": 0.30, "deepspeech2": 0.22, "imagenet": 0.25, "ncf": 0.45, "yolov3": 0.20,
+	}
+	for _, model := range traceModels {
+		t.Run(model, func(t *testing.T) {
+			all := placementPoints(t, model)
+			var seen, unseen []Point
+			for _, p := range all {
+				if p.Nodes == 1 {
+					seen = append(seen, p)
+				} else {
+					unseen = append(unseen, p)
+				}
+			}
+			fit, err := FitPerf(seen)
+			must.NoError(t, err)
+			must.Eq(t, fit.Params.AlphaN, max(fit.Params.AlphaN, 1.1*fit.Params.AlphaR))
+			meanSeen, _ := relErrors(fit.Params, seen)
+			meanUnseen, worst := relErrors(fit.Params, unseen)
+			t.Logf("%s: seen %d mean %.3f; unseen %d mean %.3f worst %.3f", model, len(seen), meanSeen, len(unseen), meanUnseen, worst)
+			must.Less(t, 0.15, meanSeen)
+			must.Less(t, unseenBound[model], meanUnseen)
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package pollux
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/caravan-sched/caravan/planner"
+)
+
+// Name is the algorithm's registry name.
+const Name = "pollux"
+
+// Options tune the policy; the zero value of a field takes its default,
+// the artifact's value.
+type Options struct {
+	// Population and Generations size the genetic search (100 and 100).
+	Population  int
+	Generations int
+	// Fairness is the exponent p of the power mean of speed-ups (−1); 0
+	// is the geometric mean. It must be at most 1.
+	Fairness *float64
+	// RestartDelay is the cost of a restart the penalty assumes (30 s).
+	RestartDelay time.Duration
+	// MaxNodes bounds the nodes a job spans (16).
+	MaxNodes int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Population <= 0 {
+		o.Population = 100
+	}
+	if o.Generations <= 0 {
+		o.Generations = 100
+	}
+	if o.Fairness == nil {
+		p := -1.0
+		o.Fairness = &p
+	}
+	if o.RestartDelay <= 0 {
+		o.RestartDelay = 30 * time.Second
+	}
+	if o.MaxNodes <= 0 {
+		o.MaxNodes = 16
+	}
+	return o
+}
+
+// Pollux implements planner.Algorithm.
+type Pollux struct {
+	opts Options
+}
+
+var (
+	_ planner.Algorithm    = (*Pollux)(nil)
+	_ planner.Configurable = (*Pollux)(nil)
+)
+
+// New returns Pollux with the artifact's settings.
+func New() planner.Algorithm { return NewWithOptions(Options{}) }
+
+// NewWithOptions returns Pollux with opts.
+func NewWithOptions(opts Options) *Pollux { return &Pollux{opts: opts.withDefaults()} }
+
+// Name returns "pollux".
+func (*Pollux) Name() string { return Name }
+
+// SetConfig takes population and generations (positive integers),
+// fairness (a number at most 1), restart_delay (a positive duration) and
+// max_nodes (a positive integer); unknown keys and bad values are errors,
+// and then nothing changes. Keys left out take their defaults.
+func (p *Pollux) SetConfig(options map[string]string) error {
+	var opts Options
+	var errs []error
+	positive := func(k, v string) int {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s = %q: must be a positive integer", k, v))
+		}
+		return n
+	}
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		v := options[k]
+		switch k {
+		case "population":
+			opts.Population = positive(k, v)
+		case "generations":
+			opts.Generations = positive(k, v)
+		case "max_nodes":
+			opts.MaxNodes = positive(k, v)
+		case "fairness":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f > 1 || math.IsNaN(f) || math.IsInf(f, 0) {
+				errs = append(errs, fmt.Errorf("fairness = %q: must be a number at most 1 (-1 is Pollux's)", v))
+			}
+			opts.Fairness = &f
+		case "restart_delay":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("restart_delay = %q: must be a positive duration such as \"30s\"", v))
+			}
+			opts.RestartDelay = d
+		default:
+			errs = append(errs, fmt.Errorf("unknown option %q; pollux takes population, generations, fairness, restart_delay and max_nodes", k))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	p.opts = opts.withDefaults()
+	return nil
+}
+
+// Plan searches for the allocation with the largest power mean of
+// speed-ups, places it, and gives each adaptive job the batch that
+// maximises its goodput there.
+func (p *Pollux) Plan(req *planner.Request) (*planner.Decision, error) {
+	pr := newProblem(req, p.opts)
+	best := pr.search()
+	return &planner.Decision{Placements: pr.place(best)}, nil
+}

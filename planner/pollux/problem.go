@@ -1,0 +1,326 @@
+package pollux
+
+import (
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/goodput"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// epsilon is added to every speed-up in the power mean (pollux.py
+// _evaluate's 1e-3), so that a paused job counts without dividing by 0.
+const epsilon = 1e-3
+
+// seed fixes the search's random numbers, so that a request always gets
+// the same decision.
+const seed = 0x9011c5
+
+// problem is one round's search: the jobs in the order they take
+// capacity, the nodes' capacity in a few dimensions, and scratch space.
+// Its methods are not safe for concurrent use.
+type problem struct {
+	opts Options
+	req  *planner.Request
+	c    *planner.Cluster
+	jobs []*job
+	// n nodes; k dimensions of capacity: CPU, memory, then device
+	// instances of each type some job asks for. capacity[i*k+d].
+	n, k     int
+	capacity []int
+	// stride is the most entries an individual holds for a job
+	// (Options.MaxNodes).
+	stride int
+	p      float64
+	rng    *rand.Rand
+	// scratch, reused by every individual
+	used, free []int
+	owner      []int32
+	perm       []int
+	spare      []*individual
+}
+
+// job is one job of the search with what the search needs of it.
+type job struct {
+	view  *planner.Job
+	tasks planner.JobTasks
+	// minW and maxR bound its workers; minPS is the servers a PS job
+	// runs.
+	minW, maxR, minPS int
+	// demand of one worker in the problem's dimensions; share its
+	// dominant share of the cluster.
+	demand []int
+	share  float64
+	// maxRep[i] is the most workers node i holds of the job when empty;
+	// feasible lists the nodes where it is positive.
+	maxRep   []int32
+	feasible []int32
+	// model is nil without a fitted throughput model; adaptive jobs
+	// choose their batch within lim.
+	model    *goodput.Model
+	adaptive bool
+	lim      goodput.Limits
+	// fairReplicas and base are the fair share's replicas and goodput.
+	fairReplicas int
+	base         float64
+	// restart multiplies the speed-up of an allocation other than the
+	// current one.
+	restart float64
+	// current is the job's allocation now, sorted by node.
+	current []entry
+	// memo caches scaled speed-ups by nodes × (maxR+1) + replicas; NaN
+	// when not computed yet.
+	memo []float64
+}
+
+// entry is a job's workers on one node.
+type entry struct {
+	node, count int32
+}
+
+func newProblem(req *planner.Request, opts Options) *problem {
+	pr := &problem{opts: opts, req: req, c: planner.NewCluster(req.Nodes), n: len(req.Nodes), stride: opts.MaxNodes, p: *opts.Fairness}
+	pr.rng = rand.New(rand.NewPCG(seed, uint64(len(req.Jobs))))
+	views := slices.Clone(req.Jobs)
+	planner.SortArrival(views)
+
+	// Dimensions: CPU, memory, and each device type a job asks for.
+	types := map[string]int{}
+	var typeNames []string
+	tasks := make([]planner.JobTasks, len(views))
+	for i, v := range views {
+		tasks[i] = pr.c.JobTasks(v)
+		for _, t := range slices.Sorted(maps.Keys(tasks[i].Worker.DeviceCounts)) {
+			if _, ok := types[t]; !ok {
+				types[t] = 2 + len(typeNames)
+				typeNames = append(typeNames, t)
+			}
+		}
+	}
+	pr.k = 2 + len(typeNames)
+	pr.capacity = make([]int, pr.n*pr.k)
+	total := make([]float64, pr.k)
+	for i, node := range req.Nodes {
+		row := pr.capacity[i*pr.k : (i+1)*pr.k]
+		row[0], row[1] = node.CPU, node.MemoryMB
+		for _, d := range node.Devices {
+			if t, ok := types[d.Type]; ok {
+				row[t] += d.HealthyCount()
+			}
+		}
+		for d, v := range row {
+			total[d] += float64(v)
+		}
+	}
+	pr.used, pr.free = make([]int, pr.n*pr.k), make([]int, pr.n*pr.k)
+	pr.owner = make([]int32, pr.n)
+	pr.perm = make([]int, pr.stride)
+
+	pr.jobs = make([]*job, len(views))
+	for i, v := range views {
+		pr.jobs[i] = pr.newJob(v, tasks[i], types, total)
+	}
+	for _, j := range pr.jobs {
+		j.fairShare(len(pr.jobs), pr.n)
+	}
+	return pr
+}
+
+func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[string]int, total []float64) *job {
+	psb, wb := v.Bounds()
+	j := &job{view: v, tasks: tasks, minW: max(wb.Min, 1), demand: make([]int, pr.k)}
+	if v.HasPS() {
+		j.minPS = max(psb.Min, 1)
+	}
+	w := tasks.Worker
+	j.demand[0], j.demand[1] = w.CPU, w.MemoryMB
+	for t, c := range w.DeviceCounts {
+		j.demand[types[t]] = c
+	}
+	for d, c := range j.demand {
+		if total[d] > 0 {
+			j.share = max(j.share, float64(c)/total[d])
+		}
+	}
+	if j.share == 0 {
+		j.share = 1 / float64(max(pr.n, 1))
+	}
+
+	// The most replicas (simulator.py get_pollux_job_info): the bounds,
+	// twice the most replicas measured (one before any), and no more
+	// than the largest batch over the smallest local batch.
+	j.maxR = wb.Max
+	t := v.Job.Training
+	if v.Perf != nil {
+		j.maxR = min(j.maxR, max(2*v.Perf.MaxReplicas, 1))
+	} else {
+		j.maxR = 1
+	}
+	if b := t.BatchSize; b != nil {
+		j.adaptive = true
+		lo, hi := b.LocalBounds()
+		j.lim = goodput.Limits{MinBatch: b.Min, MaxBatch: b.Max, MinLocal: lo, MaxLocal: hi, Accumulation: true}
+		j.maxR = min(j.maxR, max(b.Max/lo, 1))
+	}
+	j.maxR = max(j.maxR, j.minW)
+	if v.Perf != nil {
+		j.model = &goodput.Model{Perf: v.Perf.Params, RefBatch: max(t.GlobalBatchSize, 1)}
+		if v.Grad != nil {
+			j.model.Grad = *v.Grad
+		}
+	}
+
+	j.maxRep = make([]int32, pr.n)
+	for i := range pr.n {
+		if !pr.c.Feasible(i, w) {
+			continue
+		}
+		m := j.maxR
+		for d, c := range j.demand {
+			if c > 0 {
+				m = min(m, pr.capacity[i*pr.k+d]/c)
+			}
+		}
+		if w.DistinctHosts {
+			m = min(m, 1)
+		}
+		if m > 0 {
+			j.maxRep[i] = int32(m)
+			j.feasible = append(j.feasible, int32(i))
+		}
+	}
+
+	// The restart penalty (pollux.py _evaluate): age in seconds.
+	delay := pr.opts.RestartDelay.Seconds()
+	age := max(float64(pr.req.Now-v.Job.SubmitTime)/1e9, 0)
+	j.restart = max(age-float64(v.Restarts)*delay, 0) / (age + delay)
+
+	if cur := v.Current; cur != nil {
+		for _, nt := range cur.Nodes {
+			if i, ok := pr.c.NodeIndex(nt.NodeID); ok && nt.Workers > 0 {
+				j.current = addEntry(j.current, int32(i), int32(nt.Workers))
+			}
+		}
+	}
+	j.memo = make([]float64, (pr.opts.MaxNodes+1)*(j.maxR+1))
+	for i := range j.memo {
+		j.memo[i] = math.NaN()
+	}
+	return j
+}
+
+// addEntry adds count workers on node to entries sorted by node.
+func addEntry(entries []entry, node, count int32) []entry {
+	k, found := slices.BinarySearchFunc(entries, node, func(e entry, n int32) int { return int(e.node - n) })
+	if found {
+		entries[k].count += count
+		return entries
+	}
+	return slices.Insert(entries, k, entry{node, count})
+}
+
+// fairShare sets the job's fair share and its goodput there
+// (pollux.py Problem.__init__): ⌈1/(share·jobs)⌉ replicas on
+// ⌈nodes·share⌉ nodes.
+func (j *job) fairShare(jobs, nodes int) {
+	j.fairReplicas = max(int(math.Ceil(1/j.share/float64(jobs)-1e-9)), 1)
+	if j.model == nil {
+		return
+	}
+	fairNodes := min(max(int(math.Ceil(float64(nodes)*j.share-1e-9)), 1), j.fairReplicas)
+	for r := j.fairReplicas; r >= 1 && j.base <= 0; r-- {
+		j.base = j.goodput(min(fairNodes, r), r)
+	}
+}
+
+// goodput is the job's goodput with replicas over nodes, at the best
+// batch for an adaptive job; 0 when no batch keeps its bounds.
+func (j *job) goodput(nodes, replicas int) float64 {
+	if j.adaptive {
+		c, _ := j.model.Optimize(nodes, replicas, j.lim)
+		return c.Goodput
+	}
+	return j.model.Fixed(nodes, replicas, j.view.Job.Training.GlobalBatchSize, goodput.Limits{}).Goodput
+}
+
+// speedup is the job's scaled speed-up with replicas over nodes
+// (pollux.py _evaluate), before the restart penalty: its goodput over its
+// fair share's, times share × cluster nodes; replicas over fair replicas
+// without a model.
+func (pr *problem) speedup(j *job, nodes, replicas int) float64 {
+	if replicas <= 0 {
+		return 0
+	}
+	idx := -1
+	if nodes <= pr.opts.MaxNodes && replicas <= j.maxR {
+		idx = nodes*(j.maxR+1) + replicas
+		if v := j.memo[idx]; !math.IsNaN(v) {
+			return v
+		}
+	}
+	var s float64
+	switch {
+	case j.model == nil:
+		s = float64(replicas) / float64(j.fairReplicas)
+	case j.base > 0:
+		s = j.goodput(nodes, replicas) / j.base
+	}
+	s *= j.share * float64(pr.n)
+	if idx >= 0 {
+		j.memo[idx] = s
+	}
+	return s
+}
+
+// term is a speed-up's term of the power mean's sum.
+func (pr *problem) term(s float64) float64 {
+	switch pr.p {
+	case -1:
+		return 1 / (s + epsilon)
+	case 0:
+		return math.Log(max(s, epsilon))
+	}
+	return math.Pow(s+epsilon, pr.p)
+}
+
+// mean is the power mean of terms summing to sum over jobs.
+func (pr *problem) mean(sum float64, jobs int) float64 {
+	if jobs == 0 {
+		return 0
+	}
+	switch pr.p {
+	case -1:
+		return float64(jobs) / sum
+	case 0:
+		return math.Exp(sum / float64(jobs))
+	}
+	return math.Pow(sum/float64(jobs), 1/pr.p)
+}
+
+// batch is the batch an adaptive job trains at with replicas over nodes:
+// the best its goodput model finds, else, before it has one, the
+// artifact's start (simulator.py update_local_bsz): the reference batch,
+// or the smallest local batch on every replica if that is more. nil for a
+// job whose batch is fixed, or when no batch keeps its bounds.
+func (j *job) batch(nodes, replicas int) *structs.Batch {
+	if !j.adaptive || replicas <= 0 {
+		return nil
+	}
+	if j.model != nil {
+		if c, ok := j.model.Optimize(nodes, replicas, j.lim); ok {
+			return &structs.Batch{Global: c.Global, Local: c.Local, AccumSteps: c.Accum}
+		}
+		return nil
+	}
+	ref := j.view.Job.Training.GlobalBatchSize
+	b := min(max(ref, j.lim.MinLocal*replicas), j.lim.MaxBatch)
+	local, accum := goodput.Split(float64(b), replicas, ref, j.lim)
+	global := replicas * local * (accum + 1)
+	if local < j.lim.MinLocal || local > j.lim.MaxLocal || global < j.lim.MinBatch || global > j.lim.MaxBatch {
+		return nil
+	}
+	return &structs.Batch{Global: global, Local: local, AccumSteps: accum}
+}
