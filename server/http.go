@@ -71,7 +71,7 @@ func (s *Server) setupHTTP() error {
 	mux := http.NewServeMux()
 	s.routes(mux)
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           instrument(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          s.log.Named("http").StandardLogger(nil),

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -16,34 +15,12 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
-	metrics "github.com/hashicorp/go-metrics"
-	prometheussink "github.com/hashicorp/go-metrics/prometheus"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func writeJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
-
-var metricsOnce sync.Once
-
-// setupMetrics makes go-metrics report to Prometheus' default registry,
-// which /v1/metrics serves, once per process.
-func setupMetrics(logger interface{ Warn(string, ...any) }) {
-	metricsOnce.Do(func() {
-		sink, err := prometheussink.NewPrometheusSink()
-		if err != nil {
-			logger.Warn("metrics disabled", "error", err)
-			return
-		}
-		cfg := metrics.DefaultConfig("caravan")
-		cfg.EnableHostname = false
-		cfg.EnableRuntimeMetrics = false
-		if _, err := metrics.NewGlobal(cfg, sink); err != nil {
-			logger.Warn("metrics disabled", "error", err)
-		}
-	})
-}
 
 // metricsHandler serves metrics in Prometheus' text format.
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {

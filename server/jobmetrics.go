@@ -21,6 +21,7 @@ type jobStubMetrics struct {
 	ps, workers, nodes, gpus    int
 	progress, remaining         float64
 	lossRMSE, speedError, steps float64
+	rescales                    int
 }
 
 // jobGauges are the per-job series /v1/metrics answers, read from the
@@ -34,6 +35,7 @@ var jobGauges = []jobGauge{
 	{prometheus.NewDesc("caravan_job_step", "Last training step the job reported.", jobLabels, nil), func(m *jobStubMetrics) float64 { return m.steps }},
 	{prometheus.NewDesc("caravan_job_remaining_seconds", "Predicted time to convergence at the current placement, in seconds of the server's clock (virtual on the simulated cluster); 0 when unknown.", jobLabels, nil), func(m *jobStubMetrics) float64 { return m.remaining }},
 	{prometheus.NewDesc("caravan_job_loss_fit_rmse", "Root-mean-square residual of the loss fit, as a fraction of the largest loss; 0 until fitted.", jobLabels, nil), func(m *jobStubMetrics) float64 { return m.lossRMSE }},
+	{prometheus.NewDesc("caravan_job_rescales", "Changes of what runs of the job since it was first placed, from its placement history (which keeps the last 64).", jobLabels, nil), func(m *jobStubMetrics) float64 { return float64(m.rescales) }},
 	{prometheus.NewDesc("caravan_job_speed_fit_error_ratio", "Mean relative error of the speed fit over the configurations measured; 0 until fitted.", jobLabels, nil), func(m *jobStubMetrics) float64 { return m.speedError }},
 }
 
@@ -68,6 +70,9 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		m := &jobStubMetrics{ps: st.NumPS, workers: st.NumWorkers, nodes: st.Nodes, gpus: st.GPUs,
 			progress: st.Progress, remaining: st.RemainingSeconds, steps: float64(st.Step)}
+		if hist, err := state.Placements(txn, nil, j.Namespace, j.ID); err == nil && len(hist) > 1 {
+			m.rescales = len(hist) - 1
+		}
 		if model, err := state.Model(txn, nil, j.Namespace, j.ID); err == nil && model != nil {
 			m.lossRMSE, m.speedError = model.LossRMSE, model.SpeedError
 		}

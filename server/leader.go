@@ -17,7 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
-	metrics "github.com/hashicorp/go-metrics"
+	metrics "github.com/hashicorp/go-metrics/compat"
 )
 
 // monitorLeadership runs the leader loop while the server leads.
@@ -933,7 +933,7 @@ func (l *leader) round(ctx context.Context) error {
 // round, when what it was made from changed meanwhile. It returns as soon
 // as the driver has started the changes; later steps advance them.
 func (l *leader) commit(ctx context.Context, p *planning) error {
-	defer metrics.MeasureSince([]string{"leader", "round"}, time.Now())
+	defer metrics.MeasureSinceWithLabels([]string{"leader", "round"}, time.Now(), []metrics.Label{{Name: "algorithm", Value: p.alg.Name()}})
 	if why := l.stale(p); why != "" {
 		l.log.Debug("discarded a stale plan", "reason", why, "took", p.outcome.took)
 		metrics.IncrCounter([]string{"leader", "plan", "discarded"}, 1)
@@ -1047,7 +1047,7 @@ func (l *leader) startPlanning() *planning {
 // turn. It touches nothing of the leader's.
 func (p *planning) decide() planOutcome {
 	start := time.Now()
-	defer metrics.MeasureSince([]string{"leader", "plan"}, start)
+	defer metrics.MeasureSinceWithLabels([]string{"leader", "plan"}, start, []metrics.Label{{Name: "algorithm", Value: p.alg.Name()}})
 	dec, err := p.round.Decide(p.alg)
 	if err == nil {
 		return planOutcome{decision: dec, took: time.Since(start)}
@@ -1110,6 +1110,8 @@ func (l *leader) plan(ctx context.Context, p *planning) (*structs.Plan, error) {
 		l.lastGood = alg
 	case o.decision != nil:
 		l.log.Error("algorithm failed; planned with the fallback", "algorithm", alg.Name(), "fallback", o.fallback.Name(), "error", o.err)
+		metrics.IncrCounterWithLabels([]string{"leader", "fallback"}, 1, []metrics.Label{
+			{Name: "algorithm", Value: alg.Name()}, {Name: "fallback", Value: o.fallback.Name()}})
 		if l.algErr == nil {
 			msg := fmt.Sprintf("algorithm %s failed, planned with %s: %v", alg.Name(), o.fallback.Name(), o.err)
 			if eerr := l.event(ctx, structs.EventAlgorithmFallback, msg); eerr != nil {

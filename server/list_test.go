@@ -113,6 +113,14 @@ func TestAPI_Lists(t *testing.T) {
 	must.StrContains(t, string(body), "# HELP caravan_job_gpus GPU instances the job's running tasks request.")
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_job_gpus\{job="b",namespace="default"\} [1-9]`), string(body))
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_job_workers\{job="a1",namespace="default"\} \d`), string(body))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_job_rescales\{job="b",namespace="default"\} \d`), string(body))
+	// go-metrics' series have help text; Raft's share the sink, and every
+	// request is measured by its route's pattern.
+	must.StrContains(t, string(body), "# HELP caravan_http_request Time to answer an HTTP API request")
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_http_request_count\{code="200",method="GET",route="GET /v1/jobs"\} [1-9]`), string(body))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_raft_\w+`), string(body))
+	must.StrContains(t, string(body), "# HELP caravan_leader_plan Time the algorithm in force")
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^caravan_leader_plan_count\{algorithm="\w+"\} [1-9]`), string(body))
 }
 
 // TestAPI_MethodNotAllowed: a path served by other methods answers 405
