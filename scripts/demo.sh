@@ -2,7 +2,8 @@
 # make demo: Caravan's whole loop on the embedded simulated cluster.
 #
 # Starts `caravan agent -dev` (one server, in-memory state, a simulated
-# 4 x 4-GPU cluster running DEMO_SPEED times faster than the wall clock),
+# 4 x 4-GPU cluster, A100s and V100s, running DEMO_SPEED times faster than
+# the wall clock),
 # submits every example jobspec, follows the events (placements, rescales,
 # completions) until the demo job completes, prints a summary, and stops
 # the agent with SIGINT, as a user would.

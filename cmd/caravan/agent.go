@@ -315,6 +315,12 @@ var (
 
 // newDriver wires the driver the configuration names; the simulated
 // cluster is started at once, the nomad driver when the server builds it.
+// devGPUModels are the GPUs of the agent's simulated cluster, node by
+// node in turn: A100s of 40 GiB and V100s of 16 GiB, so that jobs that
+// constrain the card (examples/bert-allreduce.hcl needs 32 GiB) run
+// there too.
+var devGPUModels = []sim.GPUModel{{Name: "NVIDIA A100-SXM4-40GB", Memory: "40 GiB"}, sim.DefaultGPUModel}
+
 func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 	switch cfg.Driver {
 	case config.DriverSim:
@@ -324,6 +330,7 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 		}
 		cluster := sim.DefaultConfig()
 		cluster.Nodes, cluster.GPUsPerNode = nodes, gpus
+		cluster.GPUModels = devGPUModels
 		if cfg.Sim.Seed != nil {
 			cluster.Seed = *cfg.Sim.Seed
 		}

@@ -49,6 +49,28 @@ type Config struct {
 	Uncoordinated bool
 	// Attributes are added to every node's attributes.
 	Attributes map[string]string
+	// GPUModels, when not empty, are the GPU models of the nodes in turn
+	// (node i has GPUModels[i % len]); empty means every node has
+	// DefaultGPUModel.
+	GPUModels []GPUModel
+}
+
+// GPUModel is a kind of GPU card: the device name nodes report and its
+// memory, which device constraints read (${device.attr.memory}).
+type GPUModel struct {
+	Name   string
+	Memory string // "16 GiB"
+}
+
+// DefaultGPUModel is the GPU of every node of a Config without GPUModels.
+var DefaultGPUModel = GPUModel{Name: "Tesla V100-SXM2-16GB", Memory: "16 GiB"}
+
+// GPUModel returns node i's GPU model.
+func (c Config) GPUModel(i int) GPUModel {
+	if len(c.GPUModels) == 0 {
+		return DefaultGPUModel
+	}
+	return c.GPUModels[i%len(c.GPUModels)]
 }
 
 // NodeCount returns the number of nodes.
@@ -233,8 +255,9 @@ func New(cfg Config) *Sim {
 		}
 		maps.Copy(n.Attributes, cfg.Attributes)
 		if gpus := cfg.GPUs(i); gpus > 0 {
-			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "Tesla V100-SXM2-16GB",
-				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute("16 GiB")}}
+			m := cfg.GPUModel(i)
+			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: m.Name,
+				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute(m.Memory)}}
 			for g := range gpus {
 				d.Instances = append(d.Instances, &structs.NodeDevice{ID: fmt.Sprintf("%s-gpu%d", n.ID, g), Healthy: true})
 			}
