@@ -108,7 +108,7 @@ func CheckDecision(req *Request, dec *Decision) error {
 			}
 			psTask, workerTask := tasks.For(nt)
 			if !c.FitsPair(i, psTask, nt.PS, workerTask, nt.Workers) {
-				fail("job %q's %d ps and %d workers do not fit on node %s", p.JobID, nt.PS, nt.Workers, c.Describe(i))
+				fail("job %q's %s do not fit on node %s", p.JobID, structs.Shape{PS: nt.PS, Workers: nt.Workers}, c.Describe(i))
 				continue
 			}
 			if nt.PS > 0 {

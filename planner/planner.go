@@ -244,7 +244,7 @@ func KeepFixed(c *Cluster, jobs []*Job, policy string) ([]*structs.Placement, []
 		tasks[i] = c.JobTasks(j)
 		ps, w := j.FixedRequest()
 		if kept := c.KeepCurrent(j.Current, tasks[i], ps, w); kept != nil {
-			kept.Reason = fmt.Sprintf("%s: running at its request of %d ps and %d workers", policy, ps, w)
+			kept.Reason = fmt.Sprintf("%s: running at its request of %s", policy, structs.Shape{PS: ps, Workers: w})
 			out[i] = kept
 		}
 	}

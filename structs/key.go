@@ -50,7 +50,8 @@ func (s Shape) Compare(o Shape) int {
 	return cmp.Or(cmp.Compare(s.Tasks(), o.Tasks()), cmp.Compare(s.PS, o.PS))
 }
 
-// String renders the shape for people: "2 ps × 4 workers".
+// String renders the shape for people: "2 ps and 4 workers", "0 ps and
+// 1 worker".
 func (s Shape) String() string {
-	return strconv.Itoa(s.PS) + " ps × " + strconv.Itoa(s.Workers) + " workers"
+	return strconv.Itoa(s.PS) + " ps and " + Plural(s.Workers, "worker")
 }

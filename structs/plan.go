@@ -202,7 +202,7 @@ func (p *Placement) Validate() error {
 		workers += n.Workers
 	}
 	if ps != p.NumPS || workers != p.NumWorkers {
-		v.fail("nodes", "nodes hold %d ps and %d workers, but the placement says %d and %d", ps, workers, p.NumPS, p.NumWorkers)
+		v.fail("nodes", "nodes hold %s, but the placement says %d and %d", Shape{PS: ps, Workers: workers}, p.NumPS, p.NumWorkers)
 	}
 	if b := p.Batch; b != nil {
 		switch {

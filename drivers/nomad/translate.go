@@ -308,7 +308,7 @@ func shape(p *structs.Placement) string {
 	if p.Paused() {
 		return "paused"
 	}
-	return fmt.Sprintf("%d ps, %d workers on %d nodes", p.NumPS, p.NumWorkers, len(p.Nodes))
+	return fmt.Sprintf("%s on %d nodes", structs.Shape{PS: p.NumPS, Workers: p.NumWorkers}, len(p.Nodes))
 }
 
 // translateDeclared returns the Nomad job that runs a job declared in

@@ -189,9 +189,9 @@ func TestTranslate_Declared(t *testing.T) {
 	must.Eq(t, 60, *nj.Priority)
 	must.Eq(t, "vision", nj.Meta["team"])
 	must.Eq(t, "3", nj.Meta[metaGeneration])
-	must.Eq(t, "1 ps, 5 workers on 2 nodes", nj.Meta[metaShape])
+	must.Eq(t, "1 ps and 5 workers on 2 nodes", nj.Meta[metaShape])
 	must.Eq(t, "marginal gain", nj.Meta[metaReason])
-	must.StrContains(t, nj.UI.Description, "1 ps, 5 workers on 2 nodes")
+	must.StrContains(t, nj.UI.Description, "1 ps and 5 workers on 2 nodes")
 
 	groups := map[string]*api.TaskGroup{}
 	for _, tg := range nj.TaskGroups {

@@ -445,9 +445,9 @@ func (d *Driver) report(j *job) *structs.JobReport {
 		r.Replan = true
 		r.Message = oomMessage(j)
 	case j.restartTo > d.sim.now:
-		r.Message = fmt.Sprintf("restarting with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
+		r.Message = fmt.Sprintf("restarting with %s", structs.Shape{PS: j.placement.NumPS, Workers: j.placement.NumWorkers})
 	default:
-		r.Message = fmt.Sprintf("training with %d ps and %d workers", j.placement.NumPS, j.placement.NumWorkers)
+		r.Message = fmt.Sprintf("training with %s", structs.Shape{PS: j.placement.NumPS, Workers: j.placement.NumWorkers})
 	}
 	if j.running() {
 		r.Placement = j.placement.Copy()

@@ -197,7 +197,7 @@ func (cr *Cruise) Plan(req *planner.Request) (*planner.Decision, error) {
 		targets[i] = cr.decide(j, Size(j)+extra[i])
 		t := targets[i]
 		if kept := c.KeepCurrent(j.Current, tasks[i], t.ps, t.w); kept != nil {
-			kept.Reason = fmt.Sprintf("cruise: running with %d ps and %d workers: %s", t.ps, t.w, t.why)
+			kept.Reason = fmt.Sprintf("cruise: running with %s: %s", structs.Shape{PS: t.ps, Workers: t.w}, t.why)
 			out[i] = kept
 		}
 	}
@@ -227,13 +227,13 @@ func (cr *Cruise) Plan(req *planner.Request) (*planner.Decision, error) {
 			nodes, ok, shared = place(i, t.ps, t.w)
 		}
 		if !ok {
-			out[i] = planner.Paused(j, fmt.Sprintf("cruise: waiting for room for %d ps and %d workers", t.ps, t.w))
+			out[i] = planner.Paused(j, fmt.Sprintf("cruise: waiting for room for %s", structs.Shape{PS: t.ps, Workers: t.w}))
 			continue
 		}
 		t.why += shared
 		out[i] = &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: t.ps, NumWorkers: t.w, Nodes: nodes,
-			Reason: fmt.Sprintf("cruise: %d ps and %d workers: %s", t.ps, t.w, t.why),
+			Reason: fmt.Sprintf("cruise: %s: %s", structs.Shape{PS: t.ps, Workers: t.w}, t.why),
 		}
 	}
 	planner.SortPlacements(out)
@@ -319,10 +319,10 @@ func (cr *Cruise) decide(j *planner.Job, n int) target {
 		t.why = fmt.Sprintf("machines reclaimed: rebalanced to eq. 3.5 on %d (predicted gain %.1f%%)", n, 100*gain)
 	case gain < cr.cfg.MinGain:
 		t.ps, t.w = cur.NumPS, cur.NumWorkers
-		t.why = fmt.Sprintf("eq. 3.5 on %d machines says %d ps and %d workers, a predicted gain of %.1f%%, below min_gain %.1f%%", n, s, w, 100*gain, 100*cr.cfg.MinGain)
+		t.why = fmt.Sprintf("eq. 3.5 on %d machines says %s, a predicted gain of %.1f%%, below min_gain %.1f%%", n, structs.Shape{PS: s, Workers: w}, 100*gain, 100*cr.cfg.MinGain)
 	default:
 		t.ps, t.w = s, w
-		t.why = fmt.Sprintf("reconfigured by eq. 3.5 on %d machines from %d ps and %d workers, a predicted gain of %.1f%%", n, cur.NumPS, cur.NumWorkers, 100*gain)
+		t.why = fmt.Sprintf("reconfigured by eq. 3.5 on %d machines from %s, a predicted gain of %.1f%%", n, structs.Shape{PS: cur.NumPS, Workers: cur.NumWorkers}, 100*gain)
 	}
 	return t
 }

@@ -75,10 +75,10 @@ func (e *env) planJob(c *planner.Cluster, j *planner.Job) *structs.Placement {
 	if nodes, ok := placement.New(c).Place(p.tasks.PS, m.PS, p.tasks.Worker, m.Workers); ok {
 		return &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: m.PS, NumWorkers: m.Workers, Nodes: nodes,
-			Reason: p.say(fmt.Sprintf("dlrover: at its minimum of %d ps and %d workers at the roles' sizes", m.PS, m.Workers) + why),
+			Reason: p.say(fmt.Sprintf("dlrover: at its minimum of %s at the roles' sizes", structs.Shape{PS: m.PS, Workers: m.Workers}) + why),
 		}
 	}
-	return planner.Paused(j, p.say(fmt.Sprintf("dlrover: waiting for room for its minimum of %d ps and %d workers", m.PS, m.Workers)))
+	return planner.Paused(j, p.say(fmt.Sprintf("dlrover: waiting for room for its minimum of %s", structs.Shape{PS: m.PS, Workers: m.Workers})))
 }
 
 // say appends the notes to a reason.
@@ -108,7 +108,7 @@ func (p *jobPlan) target() *target {
 	}
 	if p.atSample() {
 		if p.sampled() == nil {
-			return &target{keep: true, reason: fmt.Sprintf("dlrover sample: measuring ŵ and ŝ at %d ps and %d workers (§4.2, D:156)", p.sample.PS, p.sample.Workers)}
+			return &target{keep: true, reason: fmt.Sprintf("dlrover sample: measuring ŵ and ŝ at %s (§4.2, D:156)", structs.Shape{PS: p.sample.PS, Workers: p.sample.Workers})}
 		}
 		return p.optimize()
 	}
@@ -143,8 +143,7 @@ func (p *jobPlan) sampled() *structs.ShapeUsage {
 func (p *jobPlan) sampling() *target {
 	ps := group{ps: true, n: p.sample.PS, size: structs.TaskSize{CPU: p.cpu(p.psRes, min(float64(p.psRes.CPU), p.cMax))}}
 	w := group{n: p.sample.Workers, size: structs.TaskSize{CPU: p.cpu(p.wRes, min(float64(p.wRes.CPU), p.cMax))}}
-	return &target{float: []group{ps, w}, reason: fmt.Sprintf(
-		"dlrover sample: %d ps and %d workers at the roles' initial cpu, to measure ŵ and ŝ (§4.2, D:156)", ps.n, w.n)}
+	return &target{float: []group{ps, w}, reason: fmt.Sprintf("dlrover sample: %s at the roles' initial cpu, to measure ŵ and ŝ (§4.2, D:156)", structs.Shape{PS: ps.n, Workers: w.n})}
 }
 
 // optimize is the optimize stage (D:158) from the sampling stage's
@@ -179,7 +178,7 @@ func (p *jobPlan) optimize() *target {
 			what, p.opts.TotalCores, cfg.Workers, cfg.WorkerCPU)
 	}
 	if nw != cfg.Workers || nps != cfg.PS && p.j.HasPS() || w.n != nw {
-		reason += fmt.Sprintf("; %d ps and %d workers within the job's bounds and C_total", nps, w.n)
+		reason += fmt.Sprintf("; %s within the job's bounds and C_total", structs.Shape{PS: nps, Workers: w.n})
 	}
 	t := &target{float: []group{ps, w}, reason: reason}
 	for _, g := range t.float {

@@ -249,11 +249,11 @@ func (m *model) decision(res resources, sol *solution, status Status) *planner.D
 		s := res.dominant(j.tasks, p.NumPS, p.NumWorkers)
 		switch {
 		case p.Paused():
-			p.Reason = fmt.Sprintf("%s: running its minimum of %d ps and %d workers would break the fairness budget (θ1) or the capacity; DRF share %.3f", WaitingReason, j.minP, j.minW, j.fair)
+			p.Reason = fmt.Sprintf("%s: running its minimum of %s would break the fairness budget (θ1) or the capacity; DRF share %.3f", WaitingReason, structs.Shape{PS: j.minP, Workers: j.minW}, j.fair)
 		case j.running && round(sol.cols[j.r]) == 0:
-			p.Reason = fmt.Sprintf("dorm: %d ps, %d workers unchanged at share %.3f (DRF share %.3f); P2 %s", p.NumPS, p.NumWorkers, s, j.fair, status)
+			p.Reason = fmt.Sprintf("dorm: %s unchanged at share %.3f (DRF share %.3f); P2 %s", structs.Shape{PS: p.NumPS, Workers: p.NumWorkers}, s, j.fair, status)
 		default:
-			p.Reason = fmt.Sprintf("dorm: %d ps, %d workers at share %.3f (DRF share %.3f); P2 %s", p.NumPS, p.NumWorkers, s, j.fair, status)
+			p.Reason = fmt.Sprintf("dorm: %s at share %.3f (DRF share %.3f); P2 %s", structs.Shape{PS: p.NumPS, Workers: p.NumWorkers}, s, j.fair, status)
 		}
 		out[k] = p
 	}

@@ -120,7 +120,7 @@ func (d *DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 	for _, i := range order {
 		j := jobs[i]
 		if !agg.Fits(j.tasks.PS, j.minP, j.tasks.Worker, j.minW) {
-			j.paused = fmt.Sprintf("drf: waiting: the cluster has no room for the minimum of %d ps and %d workers: %s", j.minP, j.minW, agg.Shortfall(j.tasks.PS, j.minP, j.tasks.Worker, j.minW))
+			j.paused = fmt.Sprintf("drf: waiting: the cluster has no room for the minimum of %s: %s", structs.Shape{PS: j.minP, Workers: j.minW}, agg.Shortfall(j.tasks.PS, j.minP, j.tasks.Worker, j.minW))
 			continue
 		}
 		agg.Take(j.tasks.PS, j.minP)
@@ -161,7 +161,7 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 		j := jobs[i]
 		if !r.Placed() {
 			if j.paused == "" {
-				j.paused = fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %d ps and %d workers", j.minP, j.minW)
+				j.paused = fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
 			}
 			out[i] = planner.Paused(j.view, j.paused)
 			continue
@@ -171,14 +171,14 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 		case r.Backfilled:
 			reason = "its minimum, in room the others left"
 		case r.PS != j.p || r.Workers != j.w:
-			reason = fmt.Sprintf("shrunk from %d ps and %d workers to fit the free nodes", j.p, j.w)
+			reason = fmt.Sprintf("shrunk from %s to fit the free nodes", structs.Shape{PS: j.p, Workers: j.w})
 		case j.atMax:
 			reason = "at its maximum"
 		}
 		j.p, j.w = r.PS, r.Workers
 		out[i] = &structs.Placement{
 			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes,
-			Reason: fmt.Sprintf("drf: %d ps, %d workers at dominant share %.3f; %s", r.PS, r.Workers, j.share()*j.weight, reason),
+			Reason: fmt.Sprintf("drf: %s at dominant share %.3f; %s", structs.Shape{PS: r.PS, Workers: r.Workers}, j.share()*j.weight, reason),
 		}
 	}
 	planner.SortPlacements(out)

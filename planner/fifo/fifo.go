@@ -39,12 +39,12 @@ func (*FIFO) Plan(req *planner.Request) (*planner.Decision, error) {
 		ps, w := j.FixedRequest()
 		nodes, ok := placer.Place(tasks[i].PS, ps, tasks[i].Worker, w)
 		if !ok {
-			out[i] = planner.Paused(j, fmt.Sprintf("fifo: waiting for room for its request of %d ps and %d workers", ps, w))
+			out[i] = planner.Paused(j, fmt.Sprintf("fifo: waiting for room for its request of %s", structs.Shape{PS: ps, Workers: w}))
 			continue
 		}
 		out[i] = &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Nodes: nodes,
-			Reason: fmt.Sprintf("fifo: started at its request of %d ps and %d workers", ps, w),
+			Reason: fmt.Sprintf("fifo: started at its request of %s", structs.Shape{PS: ps, Workers: w}),
 		}
 	}
 	planner.SortPlacements(out)

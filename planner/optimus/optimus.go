@@ -205,7 +205,7 @@ func (o *Optimus) Plan(req *planner.Request) (*planner.Decision, error) {
 			continue
 		}
 		if !agg.Fits(j.tasks.PS, j.minP, j.tasks.Worker, j.minW) {
-			j.paused = fmt.Sprintf("waiting: the cluster has no room for the minimum of %d ps and %d workers: %s", j.minP, j.minW, agg.Shortfall(j.tasks.PS, j.minP, j.tasks.Worker, j.minW))
+			j.paused = fmt.Sprintf("waiting: the cluster has no room for the minimum of %s: %s", structs.Shape{PS: j.minP, Workers: j.minW}, agg.Shortfall(j.tasks.PS, j.minP, j.tasks.Worker, j.minW))
 			continue
 		}
 		agg.Take(j.tasks.PS, j.minP)
@@ -421,12 +421,12 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 		j := jobs[i]
 		if !r.Placed() {
 			if j.paused == "" {
-				j.paused = fmt.Sprintf("waiting: no set of nodes has room for the minimum of %d ps and %d workers", j.minP, j.minW)
+				j.paused = fmt.Sprintf("waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
 			}
 			out[i] = planner.Paused(j.view, j.paused)
 			continue
 		}
-		reason := fmt.Sprintf("optimus: %d ps, %d workers, its minimum, in room the others left", r.PS, r.Workers)
+		reason := fmt.Sprintf("optimus: %s, its minimum, in room the others left", structs.Shape{PS: r.PS, Workers: r.Workers})
 		if !r.Backfilled {
 			reason = j.explain(r.PS, r.Workers)
 		}
@@ -462,7 +462,7 @@ func (j *job) explain(p, w int) string {
 	s := "optimus: " + strconv.Itoa(p) + " ps, " + strconv.Itoa(w) + " workers"
 	switch {
 	case p != j.p || w != j.w:
-		return s + fmt.Sprintf("; allocated %d ps and %d workers, shrunk to fit the free nodes", j.p, j.w)
+		return s + fmt.Sprintf("; allocated %s, shrunk to fit the free nodes", structs.Shape{PS: j.p, Workers: j.w})
 	case !j.hasSpeedModel:
 		return s + "; at its minimum while its speed is profiled"
 	case j.kept:

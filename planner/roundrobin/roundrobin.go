@@ -66,12 +66,12 @@ func (*RoundRobin) Plan(req *planner.Request) (*planner.Decision, error) {
 			how = "out of turn, where its tasks fit together"
 		}
 		if !ok {
-			out[i] = planner.Paused(j, fmt.Sprintf("roundrobin: waiting for room for its request of %d ps and %d workers", ps, w))
+			out[i] = planner.Paused(j, fmt.Sprintf("roundrobin: waiting for room for its request of %s", structs.Shape{PS: ps, Workers: w}))
 			continue
 		}
 		out[i] = &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Nodes: nodes,
-			Reason: fmt.Sprintf("roundrobin: started at its request of %d ps and %d workers, %s", ps, w, how),
+			Reason: fmt.Sprintf("roundrobin: started at its request of %s, %s", structs.Shape{PS: ps, Workers: w}, how),
 		}
 	}
 	planner.SortPlacements(out)

@@ -74,8 +74,8 @@ func TestPlan(t *testing.T) {
 		container(h, "new5", 5, 1000, "")
 		ps := h.Plan(New())
 		must.Eq(t, map[string]string{"r2": "n-2", "r3": "n-1", "new4": "n-2", "new5": "n-3"}, nodesOf(ps))
-		must.Eq(t, "roundrobin: running at its request of 0 ps and 1 workers", ps["r3"].Reason)
-		must.Eq(t, "roundrobin: started at its request of 0 ps and 1 workers, in turn", ps["new4"].Reason)
+		must.Eq(t, "roundrobin: running at its request of 0 ps and 1 worker", ps["r3"].Reason)
+		must.Eq(t, "roundrobin: started at its request of 0 ps and 1 worker, in turn", ps["new4"].Reason)
 	})
 	t.Run("a full node is skipped, and the turn wraps", func(t *testing.T) {
 		// n-3 holds no more; new4 takes the next node with room, n-0,
@@ -106,7 +106,7 @@ func TestPlan(t *testing.T) {
 		container(h, "big", 3, 2000, "")
 		ps := h.Plan(New())
 		must.True(t, ps["big"].Paused())
-		must.Eq(t, "roundrobin: waiting for room for its request of 0 ps and 1 workers", ps["big"].Reason)
+		must.Eq(t, "roundrobin: waiting for room for its request of 0 ps and 1 worker", ps["big"].Reason)
 	})
 }
 

@@ -203,7 +203,7 @@ func TestSchedule_OverRoundRobin(t *testing.T) {
 		nodes, reasons := setup(t).plan(Options{Base: roundrobin.Name})
 		must.Eq(t, map[string]string{"c1": "n-1", "c3": "n-0", "c4": "n-1", "new5": "n-0"}, nodes)
 		must.StrHasPrefix(t, marked(now, "migrated from n-0 to n-1"), reasons["c1"])
-		must.Eq(t, "roundrobin: started at its request of 0 ps and 1 workers, in turn", reasons["new5"])
+		must.Eq(t, "roundrobin: started at its request of 0 ps and 1 worker, in turn", reasons["new5"])
 	})
 	t.Run("fifo", func(t *testing.T) {
 		nodes, reasons := setup(t).plan(Options{})

@@ -61,7 +61,7 @@ func (*Tetris) Plan(req *planner.Request) (*planner.Decision, error) {
 		ok := p.pack(trial, tasks[i].PS, ps, counts, func(nt *structs.NodeTasks) *int { return &nt.PS }) &&
 			p.pack(trial, tasks[i].Worker, w, counts, func(nt *structs.NodeTasks) *int { return &nt.Workers })
 		if !ok {
-			out[i] = planner.Paused(j, fmt.Sprintf("tetris: waiting for room for its request of %d ps and %d workers", ps, w))
+			out[i] = planner.Paused(j, fmt.Sprintf("tetris: waiting for room for its request of %s", structs.Shape{PS: ps, Workers: w}))
 			continue
 		}
 		p.c = trial
@@ -72,7 +72,7 @@ func (*Tetris) Plan(req *planner.Request) (*planner.Decision, error) {
 		slices.SortFunc(nodes, func(a, b *structs.NodeTasks) int { return cmp.Compare(a.NodeID, b.NodeID) })
 		out[i] = &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Nodes: nodes,
-			Reason: fmt.Sprintf("tetris: packed at its request of %d ps and %d workers (predicted remaining %.0fs)", ps, w, remaining[j]),
+			Reason: fmt.Sprintf("tetris: packed at its request of %s (predicted remaining %.0fs)", structs.Shape{PS: ps, Workers: w}, remaining[j]),
 		}
 	}
 	planner.SortPlacements(out)

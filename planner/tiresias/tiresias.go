@@ -123,12 +123,12 @@ func (t *Tiresias) Plan(req *planner.Request) (*planner.Decision, error) {
 		q := t.Queue(j.AttainedService)
 		nodes, ok := placer.Place(tasks[i].PS, ps, tasks[i].Worker, w)
 		if !ok {
-			out[i] = planner.Paused(j, fmt.Sprintf("tiresias: queue %d, attained %.0f GPU-s: admitted, but no set of nodes has room for its request of %d ps and %d workers", q, j.AttainedService, ps, w))
+			out[i] = planner.Paused(j, fmt.Sprintf("tiresias: queue %d, attained %.0f GPU-s: admitted, but no set of nodes has room for its request of %s", q, j.AttainedService, structs.Shape{PS: ps, Workers: w}))
 			continue
 		}
 		out[i] = &structs.Placement{
 			Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Nodes: nodes,
-			Reason: fmt.Sprintf("tiresias: queue %d, attained %.0f GPU-s: started at its request of %d ps and %d workers", q, j.AttainedService, ps, w),
+			Reason: fmt.Sprintf("tiresias: queue %d, attained %.0f GPU-s: started at its request of %s", q, j.AttainedService, structs.Shape{PS: ps, Workers: w}),
 		}
 	}
 	// Backfill: a request the aggregate check turned away may still fit
@@ -142,7 +142,7 @@ func (t *Tiresias) Plan(req *planner.Request) (*planner.Decision, error) {
 		if nodes, ok := placer.Place(tasks[i].PS, ps, tasks[i].Worker, w); ok {
 			out[i] = &structs.Placement{
 				Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: ps, NumWorkers: w, Nodes: nodes,
-				Reason: fmt.Sprintf("tiresias: queue %d, attained %.0f GPU-s: started at its request of %d ps and %d workers in room the others left", t.Queue(j.AttainedService), j.AttainedService, ps, w),
+				Reason: fmt.Sprintf("tiresias: queue %d, attained %.0f GPU-s: started at its request of %s in room the others left", t.Queue(j.AttainedService), j.AttainedService, structs.Shape{PS: ps, Workers: w}),
 			}
 		}
 	}

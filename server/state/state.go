@@ -491,7 +491,7 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 		return err
 	}
 	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": rec.Algorithm}
-	msg := fmt.Sprintf("%s run on %s", shape(pl.NumPS, pl.NumWorkers), structs.Plural(len(pl.Nodes), "node"))
+	msg := fmt.Sprintf("%s run on %s", structs.Shape{PS: pl.NumPS, Workers: pl.NumWorkers}, structs.Plural(len(pl.Nodes), "node"))
 	if r := rec.Placement.Reason; r != "" {
 		msg += ": " + r
 	}
@@ -506,16 +506,11 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 	case lost:
 		typ = structs.EventTasksLost
 		msg = fmt.Sprintf("%s run on %s, short of the decision's %s: tasks ended or their nodes went away",
-			shape(pl.NumPS, pl.NumWorkers), structs.Plural(len(pl.Nodes), "node"), shape(d.Placement.NumPS, d.Placement.NumWorkers))
+			structs.Shape{PS: pl.NumPS, Workers: pl.NumWorkers}, structs.Plural(len(pl.Nodes), "node"), structs.Shape{PS: d.Placement.NumPS, Workers: d.Placement.NumWorkers})
 	case prev == nil || prev.Placement.Paused() && job.Status == structs.JobStatusPending:
 		typ = structs.EventJobPlaced
 	}
 	return w.event(now, typ, job.Namespace, job.ID, msg, details)
-}
-
-// shape says how many parameter servers and workers run, for events.
-func shape(ps, workers int) string {
-	return fmt.Sprintf("%d ps and %s", ps, structs.Plural(workers, "worker"))
 }
 
 // setRunStatus moves an active job between pending, running and
