@@ -177,3 +177,30 @@ func TestRun_HarmonyBaselines(t *testing.T) {
 	_, ok := Policy("nope")
 	must.False(t, ok)
 }
+
+// TestFit: a policy that plans from what a workload lacks is named, and
+// one that fits is not.
+func TestFit(t *testing.T) {
+	pollux, err := LoadWorkload("pollux/workloads/workload-1.csv", 1, 5)
+	must.NoError(t, err)
+	harmony, err := LoadWorkload("harmony:4", 1, 0)
+	must.NoError(t, err)
+	dlrover, err := LoadWorkload("dlrover:2", 1, 0)
+	must.NoError(t, err)
+	must.StrContains(t, Fit("harmony", pollux), "no job of the workload reports them")
+	must.StrContains(t, Fit("cruise+oracle", pollux), "no job of the workload reports them")
+	must.Eq(t, "", Fit("harmony", harmony))
+	must.StrContains(t, Fit("dlrover", pollux), "no job of the workload has one")
+	must.Eq(t, "", Fit("dlrover", dlrover))
+	must.Eq(t, "", Fit("fifo", pollux))
+}
+
+// TestLoadWorkload_Unknown: a name that is neither a file nor built in
+// lists the built-in workloads.
+func TestLoadWorkload_Unknown(t *testing.T) {
+	_, err := LoadWorkload("pollux/workloads/nope.csv", 1, 0)
+	must.ErrorContains(t, err, `workload "pollux/workloads/nope.csv" is neither a file nor a built-in workload; the built-in ones are parametric[:jobs[:gap]], harmony[:jobs]`)
+	must.ErrorContains(t, err, "dlrover-xdfm-slow-ps[-static]")
+	must.ErrorContains(t, err, "pollux/workloads-0.5/*.csv (8)")
+	must.ErrorContains(t, err, "pollux/traces/*.csv (1)")
+}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"bufio"
 	"cmp"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -101,7 +102,9 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	}
 	fsys, file := sim.OpenFile(name)
 	header, err := firstLine(fsys, file)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, unknownWorkload(name)
+	} else if err != nil {
 		return nil, fmt.Errorf("workload %q: %w", name, err)
 	}
 	profiles, err := sim.PolluxProfiles()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/caravan-sched/caravan/version"
 	"github.com/hashicorp/cli"
 	"github.com/shoenig/test/must"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // runCLI runs one command line in-process and returns its exit code, stdout
@@ -188,6 +190,18 @@ func TestSim(t *testing.T) {
 	csv, err := os.ReadFile(filepath.Join(out, "jobs.csv"))
 	must.NoError(t, err)
 	must.Eq(t, 1+2*8, strings.Count(string(csv), "\n"), must.Sprint("a header and a row per job and policy"))
+	// gpu_util.png has a panel 2 inches high per policy.
+	f, err := os.Open(filepath.Join(out, "gpu_util.png"))
+	must.NoError(t, err)
+	img, err := png.DecodeConfig(f)
+	f.Close()
+	must.NoError(t, err)
+	must.Eq(t, 2*2*int(vgimg.DefaultDPI), img.Height)
+
+	// A policy that does not fit the workload is run, with a warning.
+	code, _, errOut = runCLI(t, "sim", "-workload", "parametric:2:300", "-policy", "harmony", "-out", t.TempDir())
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, errOut, "Warning: policy harmony does not fit workload parametric:2:300: harmony groups jobs by their computation and communication subtask times")
 
 	code, _, errOut = runCLI(t, "sim", "-workload", "parametric", "-policy", "optimus,bogus")
 	must.Eq(t, 1, code)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,9 +40,12 @@ Usage: caravan sim -workload <name> [options]
   and colocated baselines when they ran), jobs.csv (one row per job and
   policy), fairness.csv (each job's share against its DRF share, see
   simulate.JobFairness), usage.csv, speeds.csv (each configuration a
-  DLRover job ran at, with its steps per second) and PNG plots (jct_cdf.png,
-  gpu_util.png, gpu_alloc_<policy>.png). The same seed gives the same
-  results.
+  DLRover job ran at, with its steps per second) and PNG plots (jct_cdf.png;
+  gpu_util.png, a panel per policy of the GPUs held, smoothed; and
+  gpu_alloc_<policy>.png, each job's GPUs over time with a colour scale).
+  The same seed gives the same results. A policy that plans from what the
+  workload lacks (harmony without subtask times, dlrover without resource
+  ranges, pollux without batch bounds) runs with a warning.
 
   Workloads: a Pollux workload CSV (e.g. pollux/workloads/workload-6.csv,
   read from disk or from the data compiled into caravan), the Philly trace
@@ -186,6 +190,11 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
+	for _, spec := range specs {
+		if w := simulate.Fit(spec.Name, wl); w != "" {
+			c.Ui.Warn(fmt.Sprintf("Warning: policy %s does not fit workload %s: %s", spec.Name, workload, w))
+		}
+	}
 	results, err := c.runAll(wl, specs, opts)
 	if err != nil {
 		c.Ui.Error(err.Error())
@@ -206,31 +215,57 @@ func (c *SimCommand) Run(args []string) int {
 		return 0
 	}
 	c.Ui.Output(fmt.Sprintf("%d jobs of %s on %s; results in %s\n", len(wl.Arrivals), workload, cluster, out))
-	width := len("policy")
+	c.Ui.Output(formatSimTables(report, results))
+	return 0
+}
+
+// formatSimTables renders a run's results as the tables caravan sim
+// prints: outcomes, fairness, resources and planning, and the speed-ups.
+// A utilisation column that no policy moved from 0 (no job of the
+// workload models CPU or network use) reads "-".
+func formatSimTables(report *simulate.Report, results []*simulate.Result) string {
+	var cpu, net bool
 	for _, r := range results {
-		width = max(width, len(r.Policy))
+		cpu = cpu || r.Summary.CPUUtil > 0
+		net = net || r.Summary.NetUtil > 0
 	}
-	c.Ui.Output(fmt.Sprintf("%-*s %12s %12s %12s %12s %8s %8s %8s %9s %8s %6s %9s %8s %10s %8s", width, "policy", "avg JCT (s)", "p50 JCT (s)", "p99 JCT (s)", "makespan (s)", "GPU util", "CPU util", "net util", "rescales", "regroup", "Jain", "fair loss", "max loss", "worst job", "wall"))
+	util := func(v float64, modelled bool) string {
+		if !modelled {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*v)
+	}
+	secs := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	outcome := [][]string{{"Policy", "Avg JCT (s)", "P50 JCT (s)", "P99 JCT (s)", "Makespan (s)", "GPU Util", "CPU Util", "Net Util",
+		"Rescales", "Regroup", "Jain", "Fair Loss", "Max Loss", "Worst Job", "Wall"}}
+	resources := [][]string{{"Policy", "Res Util", "First 5h", "Adjust/h", "Plans", "Plan P50", "Plan Max"}}
 	for _, r := range results {
 		s := r.Summary
-		c.Ui.Output(fmt.Sprintf("%-*s %12.0f %12.0f %12.0f %12.0f %7.1f%% %7.1f%% %7.1f%% %9d %7.2f%% %6.3f %9.3f %8.3f %10.3f %8s", width, r.Policy, s.AvgJCT, s.P50JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, 100*s.CPUUtil, 100*s.NetUtil, s.Rescales, 100*s.RegroupShare, s.Jain, s.Fairness.Loss, s.MaxLoss, s.WorstJobLoss, r.Wall.Round(time.Millisecond)))
+		outcome = append(outcome, []string{r.Policy, secs(s.AvgJCT), secs(s.P50JCT), secs(s.P99JCT), secs(s.Makespan),
+			util(s.GPUUtil, true), util(s.CPUUtil, cpu), util(s.NetUtil, net), strconv.Itoa(s.Rescales),
+			fmt.Sprintf("%.2f%%", 100*s.RegroupShare), fmt.Sprintf("%.3f", s.Jain), fmt.Sprintf("%.3f", s.Fairness.Loss),
+			fmt.Sprintf("%.3f", s.MaxLoss), fmt.Sprintf("%.3f", s.WorstJobLoss), r.Wall.Round(time.Millisecond).String()})
+		resources = append(resources, []string{r.Policy, fmt.Sprintf("%.3f", s.ResourceUtil), fmt.Sprintf("%.3f", s.ResourceUtilEarly),
+			fmt.Sprintf("%.2f", s.RescalesPerHour), strconv.Itoa(s.Plans), fmt.Sprintf("%.3fs", r.PlanTime.P50S), fmt.Sprintf("%.3fs", r.PlanTime.MaxS)})
 	}
-	c.Ui.Output("\nfairness: Jain's index over each job's share ÷ its DRF share; fairness loss Σ|share − DRF share|\n" +
-		"(Dorm's eq. 2) averaged over the makespan and its maximum; the worst job's loss over its life (fairness.csv)")
-	c.Ui.Output(fmt.Sprintf("\n%-*s %9s %9s %9s %7s %10s %10s", width, "policy", "res util", "first 5h", "adjust/h", "plans", "plan p50", "plan max"))
-	for _, r := range results {
-		s := r.Summary
-		c.Ui.Output(fmt.Sprintf("%-*s %9.3f %9.3f %9.2f %7d %9.3fs %9.3fs", width, r.Policy, s.ResourceUtil, s.ResourceUtilEarly, s.RescalesPerHour, s.Plans, r.PlanTime.P50S, r.PlanTime.MaxS))
+	var b strings.Builder
+	b.WriteString(formatList(outcome))
+	if !cpu || !net {
+		b.WriteString("\n\n-: no job of the workload models this resource's use")
 	}
-	c.Ui.Output("\nres util: Dorm's eq. 1, CPU + memory + GPU shares held (0 to 3), over the makespan and its first 5 hours;\n" +
+	b.WriteString("\n\nfairness: Jain's index over each job's share ÷ its DRF share; fairness loss Σ|share − DRF share|\n" +
+		"(Dorm's eq. 2) averaged over the makespan and its maximum; the worst job's loss over its life (fairness.csv)\n\n")
+	b.WriteString(formatList(resources))
+	b.WriteString("\n\nres util: Dorm's eq. 1, CPU + memory + GPU shares held (0 to 3), over the makespan and its first 5 hours;\n" +
 		"adjust/h: rescales and moves per hour; plan: the wall time of one plan (dorm: mostly glpsol's solve)")
 	if len(report.Speedups) > 0 {
-		c.Ui.Output("\nspeedup (baseline ÷ policy): avg JCT, makespan")
+		rows := [][]string{{"Policy", "Baseline", "JCT Speed-up", "Makespan Speed-up"}}
 		for _, sp := range report.Speedups {
-			c.Ui.Output(fmt.Sprintf("%-*s vs %-10s %6.2f×  %6.2f×", width, sp.Policy, sp.Baseline, sp.JCT, sp.Makespan))
+			rows = append(rows, []string{sp.Policy, sp.Baseline, fmt.Sprintf("%.2f×", sp.JCT), fmt.Sprintf("%.2f×", sp.Makespan)})
 		}
+		b.WriteString("\n\nspeed-up (baseline ÷ policy):\n" + formatList(rows))
 	}
-	return 0
+	return b.String()
 }
 
 // runAll runs the policies in parallel, as many at once as there are CPUs,

@@ -1,0 +1,98 @@
+package simulate
+
+import (
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// fitChecks say, per policy, what a workload must have for the policy to
+// do what it is named for; each returns "" when the workload has it.
+var fitChecks = map[string]func(*sim.Workload) string{
+	"harmony": needSubtasks("harmony groups jobs by their computation and communication subtask times"),
+	"cruise":  needSubtasks("cruise splits workers and servers by their computation and communication times"),
+	"dlrover": func(wl *sim.Workload) string {
+		if anyJob(wl, func(j *structs.Job) bool {
+			return ranged(j.Worker) || ranged(j.ParameterServer)
+		}) {
+			return ""
+		}
+		return "dlrover sizes only roles whose cpu or memory is a range, and no job of the workload has one: it runs every job at its minimum"
+	},
+	"pollux": func(wl *sim.Workload) string {
+		if anyJob(wl, func(j *structs.Job) bool { return j.Training != nil && j.Training.BatchSize != nil }) {
+			return ""
+		}
+		return "pollux adapts batch sizes only for jobs with training { batch_size { … } } bounds, and no job of the workload has them"
+	},
+}
+
+// Fit returns a warning when a policy does not fit a workload: it lacks
+// what the policy plans from, so the run says little about the policy.
+// "" when it fits, or the policy has no requirement.
+func Fit(policy string, wl *sim.Workload) string {
+	name, _, _ := strings.Cut(policy, "+")
+	if check, ok := fitChecks[name]; ok {
+		return check(wl)
+	}
+	return ""
+}
+
+func needSubtasks(what string) func(*sim.Workload) string {
+	return func(wl *sim.Workload) string {
+		for _, a := range wl.Arrivals {
+			if _, ok := a.Truth.(*sim.SubtaskTruth); ok {
+				return ""
+			}
+		}
+		return what + ", and no job of the workload reports them (try -workload harmony or cruise)"
+	}
+}
+
+func anyJob(wl *sim.Workload, pred func(*structs.Job) bool) bool {
+	return slices.ContainsFunc(wl.Arrivals, func(a sim.Arrival) bool { return a.Job != nil && pred(a.Job) })
+}
+
+func ranged(r *structs.Role) bool {
+	return r != nil && r.Resources != nil && r.Resources.Ranged()
+}
+
+// BuiltinWorkloads lists the workloads -workload names without a file:
+// the generated ones (with their optional :jobs:gap), the DLRover
+// experiments, and the CSV files embedded in drivers/sim.
+func BuiltinWorkloads() []string {
+	out := []string{"parametric[:jobs[:gap]]", "harmony[:jobs]", "cruise[:jobs]", "dorm[:jobs[:gap]]",
+		"specon[:jobs[:gap]]", "specon-random[:jobs[:gap]]", "dlrover[:jobs[:gap]]"}
+	for _, m := range []string{"wd", "xdfm"} {
+		for _, v := range []string{"", "-slow-worker", "-slow-ps"} {
+			out = append(out, "dlrover-"+m+v+"[-static]")
+		}
+	}
+	// The embedded CSVs, a directory at a time: "pollux/workloads/*.csv (8)".
+	dirs := map[string]int{}
+	_ = fs.WalkDir(sim.Data, ".", func(p string, d fs.DirEntry, err error) error {
+		// pollux/traces/<model>/ are the models' measurements.
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".csv") && !strings.HasPrefix(path.Dir(p), "pollux/traces/") {
+			dirs[path.Dir(p)]++
+		}
+		return nil
+	})
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		out = append(out, fmt.Sprintf("%s/*.csv (%d)", d, dirs[d]))
+	}
+	return out
+}
+
+// unknownWorkload is the error for a name that is neither built in nor a
+// file.
+func unknownWorkload(name string) error {
+	all := BuiltinWorkloads()
+	return fmt.Errorf("workload %q is neither a file nor a built-in workload; the built-in ones are %s",
+		name, strings.Join(all, ", "))
+}
