@@ -72,7 +72,7 @@ function Overview({ s }: { s: JobSummary }) {
       <dt>Progress</dt>
       <dd>
         <Progress value={j.Status === "complete" ? 1 : total > 0 ? step / total : 0} /> step {step}
-        {total ? ` of ~${num(total, 4)} predicted` : ""}
+        {total ? ` of ~${Math.round(total)} predicted` : ""}
       </dd>
       <dt>Remaining</dt>
       <dd>

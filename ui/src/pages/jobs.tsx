@@ -1,7 +1,7 @@
 // The job list: every job with what runs of it, its progress, predicted
 // completion and the reason the algorithm gave.
 import { JobStub, jobPath, useLive } from "../api";
-import { duration, num, shape } from "../format";
+import { duration, shape } from "../format";
 import { Problem, Progress, Status } from "./common";
 
 function completion(j: JobStub): string {
@@ -54,7 +54,7 @@ export function JobsPage() {
                   <span class="muted small">
                     {" "}
                     step {j.Step}
-                    {j.TotalSteps ? ` of ~${num(j.TotalSteps, 4)}` : ""}
+                    {j.TotalSteps ? ` of ~${Math.round(j.TotalSteps)}` : ""}
                   </span>
                 </td>
                 <td class="nowrap">{completion(j)}</td>
