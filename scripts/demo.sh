@@ -5,14 +5,17 @@
 # 4 x 4-GPU cluster, A100s and V100s, running DEMO_SPEED times faster than
 # the wall clock),
 # submits every example jobspec, follows the events (placements, rescales,
-# completions) until the demo job completes, prints a summary, and stops
-# the agent with SIGINT, as a user would.
+# completions) until the demo job completes, prints a summary, and ends
+# with the address of the web UI. From a terminal (or with DEMO_KEEP=1) the
+# agent keeps running for the UI until Ctrl-C; otherwise it is stopped with
+# SIGINT, as a user would.
 set -euo pipefail
 
 bin=${CARAVAN:-bin/caravan}
 port=${DEMO_PORT:-4680}
 speed=${DEMO_SPEED:-30}
 timeout=${DEMO_TIMEOUT:-300}
+keep=${DEMO_KEEP:-$([ -t 0 ] && [ -t 1 ] && echo 1 || echo 0)}
 export CARAVAN_ADDR=http://127.0.0.1:$port
 
 log=$(mktemp -t caravan-demo.XXXXXX.log)
@@ -54,3 +57,15 @@ echo
 "$bin" job status demo
 echo
 "$bin" job history demo
+
+ui="http://127.0.0.1:$port/ui/"
+echo
+if [ "$keep" = 1 ]; then
+  echo "==> The jobs, their loss curves and the cluster are in the UI at $ui (Ctrl-C stops the agent)"
+  trap 'stop_agent; exit 0' INT TERM
+  wait "$agent" || true
+else
+  stop_agent
+  trap - EXIT
+  echo "==> The UI was at $ui (DEMO_KEEP=1 keeps the agent running for it)"
+fi

@@ -15,6 +15,7 @@ import (
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/ui"
 	"github.com/hashicorp/go-bexpr"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/hcl/v2"
@@ -59,6 +60,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /v1/internal/member", s.serverOnly(s.write(s.memberUpsert)))
 	mux.HandleFunc("GET /v1/metrics", s.guard(agentRead, s.metricsHandler))
 	s.aclRoutes(mux)
+	// The web UI (package ui) is public: its pages read the API above with
+	// the user's token.
+	mux.Handle("GET "+ui.Prefix, ui.Handler())
+	mux.Handle("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusTemporaryRedirect))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allowed := allowedMethods(mux, r); len(allowed) > 0 {
 			// As Nomad, a path served by other methods answers 405.

@@ -11,7 +11,11 @@
 # algorithm, from the system's packages (Debian/Ubuntu: glpk-utils) when it
 # is not on the PATH already.
 #
-# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [glpk]   (all when none given)
+# The chromium target installs Debian's Chromium, the headless browser the
+# UI's tests (ui/browser_test.go) and `make screenshots` drive, when
+# /usr/bin/chromium (or $CARAVAN_CHROMIUM) is missing.
+#
+# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [glpk] [chromium]   (all when none given)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,27 +48,43 @@ build() {
 	echo "tools: $bin/$name -> $name $version" >&2
 }
 
-# glpk installs glpsol with apt-get (as root, or through sudo) unless it is
-# on the PATH.
+# apt_install PACKAGE WHAT installs a Debian package with apt-get (as
+# root, or through sudo), updating the package lists first if they do not
+# know it.
+apt_install() {
+	local pkg=$1 what=$2 sudo=
+	if ! command -v apt-get >/dev/null 2>&1; then
+		echo "tools: $what is missing: install $pkg with your package manager" >&2
+		exit 1
+	fi
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	echo "tools: installing $pkg ($what)" >&2
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$pkg" >&2 ||
+		{ $sudo apt-get update >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$pkg" >&2; }
+}
+
+# glpk installs glpsol unless it is on the PATH.
 glpk() {
 	if command -v glpsol >/dev/null 2>&1; then
 		echo "tools: glpsol $(glpsol --version | head -1 | awk '{print $NF}') at $(command -v glpsol)" >&2
 		return
 	fi
-	if ! command -v apt-get >/dev/null 2>&1; then
-		echo "tools: dorm needs GLPK's glpsol: install GLPK (glpk-utils, glpk) with your package manager" >&2
-		exit 1
-	fi
-	local sudo=
-	[ "$(id -u)" -eq 0 ] || sudo=sudo
-	echo "tools: installing glpk-utils (GLPK's glpsol, dorm's MILP solver)" >&2
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends glpk-utils >&2 ||
-		{ $sudo apt-get update >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends glpk-utils >&2; }
+	apt_install glpk-utils "GLPK's glpsol, dorm's MILP solver"
 	command -v glpsol >/dev/null 2>&1 || { echo "tools: glpsol is still missing" >&2; exit 1; }
 }
 
+# chromium installs Debian's Chromium unless it is there.
+chromium() {
+	local exe=${CARAVAN_CHROMIUM:-/usr/bin/chromium}
+	if [ ! -x "$exe" ]; then
+		apt_install chromium "the headless browser of the UI's tests"
+	fi
+	[ -x "$exe" ] || { echo "tools: $exe is still missing" >&2; exit 1; }
+	echo "tools: $("$exe" --version 2>/dev/null | head -1) at $exe" >&2
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck glpk)
+[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck glpk chromium)
 for t in "${targets[@]}"; do
 	case "$t" in
 	nomad) build tools/nomad nomad github.com/hashicorp/nomad ;;
@@ -76,6 +96,7 @@ for t in "${targets[@]}"; do
 		;;
 	staticcheck) build tools/lint staticcheck honnef.co/go/tools/cmd/staticcheck ;;
 	glpk) glpk ;;
+	chromium) chromium ;;
 	*) echo "tools: unknown tool $t" >&2; exit 2 ;;
 	esac
 done

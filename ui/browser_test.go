@@ -1,0 +1,260 @@
+package ui_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server"
+	"github.com/chromedp/chromedp"
+	"github.com/shoenig/test/must"
+)
+
+// The browser tests drive Debian's Chromium (installed by `make tools`,
+// tools/build.sh chromium) headless against an in-process server on the
+// simulated cluster. With CARAVAN_UI_SCREENSHOTS set to a directory (as
+// `make screenshots` does), TestBrowser also writes a PNG of each page
+// there.
+
+// chromiumPath is the browser the tests start.
+func chromiumPath() string {
+	if p := os.Getenv("CARAVAN_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// startServer starts a server with a 4 × 4-GPU simulated cluster running
+// speed times faster than the wall clock, and waits for it to lead.
+func startServer(t *testing.T, speed float64) (*server.Server, *api.Client) {
+	t.Helper()
+	cluster := sim.DefaultConfig()
+	cluster.Nodes, cluster.GPUsPerNode = 4, 4
+	d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: speed})
+	d.Start()
+	t.Cleanup(d.Stop)
+	s := server.TestServer(t, server.TestConfig(t, d))
+	agent.WaitFor(t, 10*time.Second, "the server to lead", func() error {
+		if !s.IsLeader() {
+			return errors.New("not the leader")
+		}
+		return nil
+	})
+	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
+	must.NoError(t, err)
+	return s, c
+}
+
+// register submits the example jobspec file as a job.
+func register(t *testing.T, c *api.Client, file string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "examples", file))
+	must.NoError(t, err)
+	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: string(src), Filename: file})
+	must.NoError(t, err)
+}
+
+// browser is a headless Chromium tab that records the page's console
+// errors, uncaught exceptions and failed loads.
+type browser struct {
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := chromiumPath()
+	if _, err := os.Stat(exe); err != nil {
+		t.Fatalf("the UI's tests need Chromium at %s (run make tools, which installs Debian's chromium, or set CARAVAN_CHROMIUM): %v", exe, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox, // tests run as root in CI
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	b := &browser{ctx: ctx}
+	// Subscribing starts the browser. The reader ends when the context is
+	// cancelled, which closes the tab and stops the browser, on failure too.
+	messages := chromedp.Console(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				if ctx.Err() == nil {
+					b.problem("console: %v", err)
+				}
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == "assert" || m.IsException() {
+				b.problem("%s", m.String())
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		<-done
+	})
+	return b
+}
+
+func (b *browser) problem(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.problems = append(b.problems, fmt.Sprintf(format, args...))
+}
+
+// checkClean fails the test if a page logged an error.
+func (b *browser) checkClean(t *testing.T) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	must.SliceEmpty(t, b.problems, must.Sprintf("the pages logged errors:\n%s", strings.Join(b.problems, "\n")))
+}
+
+// do runs actions with a timeout.
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *browser, js string) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](js))
+}
+
+// waitNumber waits until the JavaScript expression js, a number, is at
+// least min, and returns it.
+func (b *browser) waitNumber(t *testing.T, what, js string, min float64) float64 {
+	t.Helper()
+	var n float64
+	agent.WaitFor(t, 60*time.Second, what, func() error {
+		var err error
+		if n, err = eval[float64](b, js); err != nil {
+			return err
+		}
+		if n < min {
+			return fmt.Errorf("%s is %v, want at least %v", what, n, min)
+		}
+		return nil
+	})
+	return n
+}
+
+// attr is JavaScript reading a numeric attribute of the first element
+// that selector matches, or -1 when none does.
+func attr(selector, name string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? Number(e.getAttribute(%q)) : -1 })()`, selector, name)
+}
+
+// screenshot writes a PNG of the page into CARAVAN_UI_SCREENSHOTS, if set.
+func (b *browser) screenshot(t *testing.T, name string) {
+	t.Helper()
+	dir := os.Getenv("CARAVAN_UI_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100 is PNG, less is JPEG
+	must.NoError(t, err)
+	must.NoError(t, os.MkdirAll(dir, 0o755))
+	must.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+	t.Logf("wrote %s", filepath.Join(dir, name+".png"))
+}
+
+func TestBrowser(t *testing.T) {
+	s, c := startServer(t, 30)
+	base := "http://" + s.HTTPAddr()
+	shots := os.Getenv("CARAVAN_UI_SCREENSHOTS") != ""
+	register(t, c, "demo.hcl")
+	if shots {
+		for _, f := range []string{"resnet50-ps.hcl", "logreg-async.hcl", "bert-allreduce.hcl"} {
+			register(t, c, f)
+		}
+	}
+	b := newBrowser(t)
+
+	t.Run("jobs", func(t *testing.T) {
+		// / is the UI's address too.
+		must.NoError(t, b.do(chromedp.Navigate(base+"/")))
+		loc, err := eval[string](b, `location.pathname`)
+		must.NoError(t, err)
+		must.EqOp(t, "/ui/", loc)
+		b.waitNumber(t, "the demo job in the list", `document.querySelectorAll('tr[data-job="demo"]').length`, 1)
+		row, err := eval[string](b, `document.querySelector('tr[data-job="demo"]').innerText`)
+		must.NoError(t, err)
+		must.StrContains(t, row, "running")
+		must.StrContains(t, row, "optimus")
+		if shots {
+			b.waitNumber(t, "four jobs", `document.querySelectorAll('tr[data-job]').length`, 4)
+			b.waitNumber(t, "the demo job's progress", `parseFloat(document.querySelector('tr[data-job="demo"] .progress .bar').style.width)`, 30)
+		}
+		b.screenshot(t, "jobs")
+	})
+
+	t.Run("job", func(t *testing.T) {
+		// The link routes in the page, without a reload.
+		must.NoError(t, b.do(chromedp.Evaluate[chromedp.Void](`window.__noReload = true`), chromedp.Click(chromedp.CSS(`tr[data-job="demo"] a`))))
+		b.waitNumber(t, "the job page", `document.querySelectorAll('[data-page="job"]').length`, 1)
+		same, err := eval[bool](b, `window.__noReload === true && location.pathname === "/ui/jobs/demo"`)
+		must.NoError(t, err)
+		must.True(t, same, must.Sprint("the job link did not route in the page"))
+		min := 5.0
+		if shots {
+			min = 15 // a longer curve for the README
+		}
+		b.waitNumber(t, "measured losses on the loss chart", attr(`[data-chart="loss"]`, "data-points"), min)
+		b.waitNumber(t, "the loss chart's canvas", `document.querySelectorAll('[data-chart="loss"] canvas').length`, 1)
+		b.waitNumber(t, "the fitted loss model", `document.body.innerText.includes("Optimus' model l(k)") ? 1 : 0`, 1)
+		b.waitNumber(t, "measured speeds on the speed chart", attr(`[data-chart="speed"]`, "data-points"), 1)
+		b.waitNumber(t, "placements on the timeline", attr(`[data-chart="timeline"]`, "data-points"), 1)
+		b.waitNumber(t, "the job's events", attr(`#events table.events`, "data-rows"), 2)
+		b.screenshot(t, "job")
+	})
+
+	t.Run("cluster", func(t *testing.T) {
+		must.NoError(t, b.do(chromedp.Navigate(base+"/ui/cluster")))
+		must.EqOp(t, 4, b.waitNumber(t, "the nodes", attr(`table.nodes`, "data-rows"), 4))
+		b.waitNumber(t, "a job on a node", `document.querySelectorAll('table.nodes td a[href^="/ui/jobs/"]').length`, 1)
+		b.waitNumber(t, "GPU use over time", attr(`[data-chart="utilisation"]`, "data-points"), 2)
+		b.screenshot(t, "cluster")
+	})
+
+	t.Run("scheduler", func(t *testing.T) {
+		must.NoError(t, b.do(chromedp.Navigate(base+"/ui/scheduler")))
+		b.waitNumber(t, "the plugins", attr(`table.plugins`, "data-rows"), 3)
+		must.NoError(t, b.do(chromedp.WaitVisible(chromedp.CSS(`[data-algorithm]`))))
+		algo, err := eval[string](b, `document.querySelector('[data-algorithm]').dataset.algorithm`)
+		must.NoError(t, err)
+		must.EqOp(t, "optimus", algo)
+		b.waitNumber(t, "recent rounds", attr(`table.rounds`, "data-rows"), 1)
+		b.screenshot(t, "scheduler")
+	})
+
+	b.checkClean(t)
+}

@@ -1,0 +1,347 @@
+// The UI reads only Caravan's public HTTP API (server/README.md), with the
+// ACL token the user saved in this browser, sent as X-Caravan-Token.
+import { useEffect, useState } from "preact/hooks";
+
+const tokenKey = "caravan.token";
+
+export function getToken(): string {
+  return localStorage.getItem(tokenKey) ?? "";
+}
+
+export function setToken(token: string) {
+  if (token) localStorage.setItem(tokenKey, token);
+  else localStorage.removeItem(tokenKey);
+}
+
+export class APIError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Answer<T> {
+  data: T;
+  index: number;
+}
+
+// get reads path (with its query) from the API; index > 0 makes it a
+// blocking query that answers once the result's index exceeds index.
+export async function get<T>(path: string, index = 0, signal?: AbortSignal): Promise<Answer<T>> {
+  const url = new URL(path, window.location.origin);
+  if (index > 0) {
+    url.searchParams.set("index", String(index));
+    url.searchParams.set("wait", "60s");
+  }
+  const headers: Record<string, string> = {};
+  const token = getToken();
+  if (token) headers["X-Caravan-Token"] = token;
+  const res = await fetch(url, { headers, signal });
+  if (!res.ok) {
+    throw new APIError(res.status, (await res.text()).trim() || res.statusText);
+  }
+  const ct = res.headers.get("Content-Type") ?? "";
+  const data = (ct.includes("json") ? await res.json() : await res.text()) as T;
+  return { data, index: Number(res.headers.get("X-Caravan-Index") ?? 0) };
+}
+
+export interface Live<T> {
+  data?: T;
+  error?: string;
+  index: number;
+}
+
+// minGap bounds how often a live read asks again: a job's samples change
+// its index many times a second on a fast simulated cluster.
+const minGap = 1000;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+// useLive keeps path's answer up to date with blocking queries, as Nomad's
+// UI does: each answer's X-Caravan-Index is the next request's ?index=.
+// Endpoints without an index (agent, plugins, metrics) are polled every
+// poll ms. A null path reads nothing.
+export function useLive<T>(path: string | null, poll = 5000): Live<T> {
+  const [state, setState] = useState<Live<T>>({ index: 0 });
+  useEffect(() => {
+    setState({ index: 0 });
+    if (path === null) return;
+    const ctl = new AbortController();
+    (async () => {
+      let index = 0;
+      while (!ctl.signal.aborted) {
+        const started = Date.now();
+        try {
+          const ans = await get<T>(path, index, ctl.signal);
+          setState({ data: ans.data, index: ans.index });
+          if (ans.index > 0) {
+            // An index that went backwards (a restarted agent) starts over.
+            index = ans.index < index ? 0 : ans.index;
+            await sleep(Math.max(0, minGap - (Date.now() - started)), ctl.signal);
+          } else {
+            await sleep(poll, ctl.signal);
+          }
+        } catch (err) {
+          if (ctl.signal.aborted) return;
+          setState((s) => ({ ...s, error: String(err instanceof Error ? err.message : err) }));
+          index = 0;
+          await sleep(3000, ctl.signal);
+        }
+      }
+    })();
+    return () => ctl.abort();
+  }, [path, poll]);
+  return state;
+}
+
+// The API's types, as far as the UI reads them (api/types.go, structs/).
+
+export interface JobStub {
+  ID: string;
+  Name: string;
+  Namespace: string;
+  Status: string;
+  StatusDescription?: string;
+  Version: number;
+  Priority: number;
+  SubmitTime: number;
+  Declared: boolean;
+  NumPS: number;
+  NumWorkers: number;
+  Nodes: number;
+  GPUs: number;
+  Step: number;
+  TotalSteps: number;
+  Progress: number;
+  RemainingSeconds: number;
+  SimSpeed?: number;
+  Algorithm?: string;
+  Reason?: string;
+}
+
+export interface NodeShare {
+  NodeID: string;
+  PS: number;
+  Workers: number;
+}
+
+export interface Placement {
+  Namespace: string;
+  JobID: string;
+  NumPS: number;
+  NumWorkers: number;
+  Nodes: NodeShare[] | null;
+  Reason: string;
+}
+
+export interface JobPlacement {
+  PlanIndex: number;
+  Time: number;
+  Algorithm: string;
+  Placement: Placement;
+}
+
+export interface Resources {
+  CPU: number;
+  MemoryMB: number;
+  Devices: { Name: string; Count: number }[] | null;
+}
+
+export interface Role {
+  Resources: Resources;
+}
+
+export interface Job {
+  ID: string;
+  Namespace: string;
+  Priority: number;
+  Status: string;
+  Version: number;
+  Training: {
+    Architecture: string;
+    Mode: string;
+    GlobalBatchSize: number;
+    StepsPerEpoch: number;
+    Convergence: { Threshold: number; Patience: number; MaxEpochs: number };
+  };
+  Elastic: { Workers: { Min: number; Max: number }; ParameterServers: { Min: number; Max: number } | null };
+  Worker: Role | null;
+  ParameterServer: Role | null;
+}
+
+export interface Shape {
+  PS: number;
+  Workers: number;
+}
+
+export interface JobModel {
+  Loss: number[] | null;
+  SpeedKind: string;
+  Speed: number[] | null;
+  Step: number;
+  TotalSteps: number;
+  StepsPerSecond: number;
+  RemainingSeconds: number;
+  LossRMSE: number;
+  SpeedError: number;
+  SpeedConfigs: number;
+  Profiling?: Shape[];
+}
+
+export interface Change {
+  Target: Placement | null;
+  Phase: string;
+  Message: string;
+  Since: number;
+}
+
+export interface Observed {
+  Placement: Placement | null;
+  Change: Change | null;
+}
+
+export interface Sample {
+  role: string;
+  rank: number;
+  step: number;
+  epoch: number;
+  loss: number;
+  step_time_s: number;
+  num_ps: number;
+  num_workers: number;
+  time: number;
+}
+
+export interface JobSummary {
+  Job: Job;
+  Placement?: JobPlacement;
+  Observed?: Observed;
+  Model?: JobModel;
+  Samples: number;
+  LastSample?: Sample;
+  SimSpeed?: number;
+}
+
+export interface JobSamples {
+  Samples: Sample[] | null;
+  Received: number;
+}
+
+export interface Event {
+  Seq: number;
+  Index: number;
+  Time: number;
+  Type: string;
+  Namespace: string;
+  JobID: string;
+  Message: string;
+  Details: Record<string, string> | null;
+}
+
+export interface Device {
+  Vendor: string;
+  Type: string;
+  Name: string;
+  Instances: { ID: string; Healthy: boolean }[] | null;
+}
+
+export interface Node {
+  ID: string;
+  Name: string;
+  Datacenter: string;
+  NodePool: string;
+  Status: string;
+  Eligible: boolean;
+  CPU: number;
+  MemoryMB: number;
+  Devices: Device[] | null;
+}
+
+export interface NodeDetail {
+  Node: Node;
+  Tasks: { Namespace: string; JobID: string; PS: number; Workers: number; GPUs: number }[] | null;
+  GPUsUsed: number;
+  GPUsTotal: number;
+}
+
+export interface Plugin {
+  Name: string;
+  Version: string;
+  Origin: string;
+  APIVersion: string;
+  SpeedModels: boolean;
+  Health: string;
+  Restarts?: number;
+  Error?: string;
+}
+
+export interface SchedulerConfig {
+  Algorithm: string;
+  Options: Record<string, string> | null;
+  ModifyIndex: number;
+}
+
+export interface Plan {
+  Index: number;
+  Algorithm: string;
+  CreateTime: number;
+  Placements: Placement[] | null;
+}
+
+export interface AgentSelf {
+  ID: string;
+  Name: string;
+  Version: string;
+  HTTPAddr: string;
+  LeaderID: string;
+  Voters: number;
+  SimSpeed?: number;
+}
+
+// jobPath is the UI's address of a job.
+export function jobPath(ns: string, id: string): string {
+  const q = ns && ns !== "default" ? `?namespace=${encodeURIComponent(ns)}` : "";
+  return `/ui/jobs/${encodeURIComponent(id)}${q}`;
+}
+
+// apiJob is the API path of a job's endpoint.
+export function apiJob(ns: string, id: string, what = ""): string {
+  return `/v1/job/${encodeURIComponent(id)}${what ? "/" + what : ""}?namespace=${encodeURIComponent(ns)}`;
+}
+
+// useFetched runs load whenever key changes, at most every gap ms, and
+// keeps its last result: reads derived from a live one (the nodes' details
+// when the jobs change) that need no blocking query of their own.
+export function useFetched<T>(key: string | null, load: (signal: AbortSignal) => Promise<T>, gap = 5000): Live<T> {
+  const [state, setState] = useState<Live<T>>({ index: 0 });
+  const [last, setLast] = useState(0);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (key === null) return;
+    const wait = last + gap - Date.now();
+    if (wait > 0) {
+      // Too soon: load once the gap has passed.
+      const t = setTimeout(() => setTick((n) => n + 1), wait);
+      return () => clearTimeout(t);
+    }
+    const ctl = new AbortController();
+    setLast(Date.now());
+    load(ctl.signal)
+      .then((data) => setState({ data, index: 0 }))
+      .catch((err) => {
+        if (!ctl.signal.aborted) setState((s) => ({ ...s, error: String(err instanceof Error ? err.message : err) }));
+      });
+    return () => ctl.abort();
+  }, [key, tick]);
+  return state;
+}

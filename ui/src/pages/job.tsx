@@ -1,0 +1,347 @@
+// A job's page: its state, the loss curve with the fitted model and the
+// predicted convergence, the speed model against the measured speeds at
+// each (ps, workers), the placement timeline and the job's events.
+import { useMemo } from "preact/hooks";
+import uPlot from "uplot";
+import { apiJob, Event, JobPlacement, JobSamples, JobSummary, Sample, useLive } from "../api";
+import { Chart, markX, palette } from "../chart";
+import { duration, num, percent, shape, time } from "../format";
+import { lossAt, speedAt } from "../models";
+import { Card, EventTable, Problem, Progress, simNote, Status } from "./common";
+
+export function JobPage({ id, ns }: { id: string; ns: string }) {
+  const summary = useLive<JobSummary>(apiJob(ns, id, "summary"));
+  const samples = useLive<JobSamples>(apiJob(ns, id, "samples"));
+  const history = useLive<JobPlacement[]>(apiJob(ns, id, "history"));
+  const events = useLive<Event[]>(`/v1/events?job=${encodeURIComponent(id)}&namespace=${encodeURIComponent(ns)}`);
+  const s = summary.data;
+  const chief = useMemo(() => (samples.data?.Samples ?? []).filter((x) => x.role !== "ps"), [samples.data]);
+  const evs = events.data ?? [];
+  return (
+    <section data-page="job">
+      <h1>
+        {id} {s ? <Status status={s.Job.Status} /> : null}
+        {ns !== "default" ? <span class="muted"> @{ns}</span> : null}
+      </h1>
+      <Problem error={summary.error} />
+      {s ? <Overview s={s} /> : null}
+      <Card title="Loss and predicted convergence" id="loss">
+        {s ? <LossChart s={s} samples={chief} /> : null}
+      </Card>
+      <Card title="Speed model against measured speeds" id="speed">
+        {s ? <SpeedChart s={s} samples={chief} /> : null}
+      </Card>
+      <Card title="Placement timeline" id="timeline">
+        <Problem error={history.error} />
+        {s && history.data ? <Timeline s={s} history={history.data} events={evs} /> : null}
+      </Card>
+      <Card title="Events" id="events">
+        <Problem error={events.error} />
+        <EventTable events={[...evs].reverse()} />
+      </Card>
+    </section>
+  );
+}
+
+function Overview({ s }: { s: JobSummary }) {
+  const m = s.Model;
+  const running = s.Observed?.Placement;
+  const desired = s.Placement?.Placement;
+  const change = s.Observed?.Change;
+  const total = m?.TotalSteps ?? 0;
+  const step = m?.Step ?? s.LastSample?.step ?? 0;
+  const j = s.Job;
+  return (
+    <dl class="overview">
+      <dt>Runs</dt>
+      <dd>{running && running.NumWorkers > 0 ? shape(running.NumPS, running.NumWorkers, running.Nodes?.length ?? 0) : "nothing"}</dd>
+      <dt>Decided</dt>
+      <dd>
+        {desired ? shape(desired.NumPS, desired.NumWorkers, desired.Nodes?.length ?? 0) : "–"}
+        {s.Placement ? <span class="muted"> by {s.Placement.Algorithm}</span> : null}
+        {desired?.Reason ? <div class="reason">{desired.Reason}</div> : null}
+      </dd>
+      {change && change.Phase !== "done" ? (
+        <>
+          <dt>Change</dt>
+          <dd>
+            {change.Phase}: {change.Message}
+          </dd>
+        </>
+      ) : null}
+      <dt>Progress</dt>
+      <dd>
+        <Progress value={j.Status === "complete" ? 1 : total > 0 ? step / total : 0} /> step {step}
+        {total ? ` of ~${Math.round(total)} predicted` : ""}
+      </dd>
+      <dt>Remaining</dt>
+      <dd>
+        {m?.RemainingSeconds ? duration(m.RemainingSeconds) + simNote(s.SimSpeed) : "–"}
+        {m?.StepsPerSecond ? <span class="muted"> at {num(m.StepsPerSecond)} steps/s</span> : null}
+      </dd>
+      <dt>Training</dt>
+      <dd>
+        {j.Training.Architecture} {j.Training.Mode}, global batch {j.Training.GlobalBatchSize}, {j.Training.StepsPerEpoch} steps per epoch;
+        workers {j.Elastic.Workers.Min}–{j.Elastic.Workers.Max}
+        {j.Elastic.ParameterServers ? `, ps ${j.Elastic.ParameterServers.Min}–${j.Elastic.ParameterServers.Max}` : ""}
+      </dd>
+      <dt>Fits</dt>
+      <dd>
+        loss RMSE {m?.Loss ? percent(m.LossRMSE) : "–"} of the largest loss; speed error{" "}
+        {m?.Speed ? `${percent(m.SpeedError)} over ${m.SpeedConfigs} configurations` : "–"}; {s.Samples} samples
+      </dd>
+    </dl>
+  );
+}
+
+function LossChart({ s, samples }: { s: JobSummary; samples: Sample[] }) {
+  const coef = s.Model?.Loss ?? null;
+  const total = s.Model?.TotalSteps ?? 0;
+  const { data, points } = useMemo(() => {
+    const measured = samples.filter((x) => x.loss > 0 && isFinite(x.loss));
+    const last = measured.length ? measured[measured.length - 1].step : 0;
+    const xmax = Math.max(last, total) * 1.08 || 1;
+    const xs = new Set<number>(measured.map((x) => x.step));
+    if (coef) for (let i = 0; i <= 120; i++) xs.add(Math.round((xmax * i) / 120));
+    const x = [...xs].sort((a, b) => a - b);
+    const byStep = new Map(measured.map((p) => [p.step, p.loss]));
+    const y = x.map((k) => byStep.get(k) ?? null);
+    const series: uPlot.AlignedData = coef ? [x, y, x.map((k) => lossAt(coef, k))] : [x, y];
+    return { data: series, points: measured.length };
+  }, [samples, coef, total]);
+  const series: uPlot.Series[] = [
+    { label: "step" },
+    { label: "measured loss", stroke: palette[0], paths: () => null, points: { show: true, size: 6, fill: palette[0] } },
+  ];
+  if (coef) {
+    series.push({ label: "fitted 1/(b0·k+b1)+b2", stroke: palette[1], width: 2, points: { show: false } });
+  }
+  const marks = total > 0 ? [{ x: total, label: `converges ~step ${Math.round(total)}`, color: palette[2] }] : [];
+  return (
+    <>
+      <Chart
+        name="loss"
+        title=""
+        points={points}
+        data={data}
+        rebuild={`${coef ? 1 : 0}:${Math.round(total)}`}
+        options={{
+          scales: { x: { time: false } },
+          axes: [{ label: "step" }, { label: "loss" }],
+          series,
+          plugins: [markX(marks)],
+        }}
+      />
+      <p class="muted small">
+        {coef
+          ? `Optimus' model l(k) = 1/(b0·k + b1) + b2 with b0 = ${num(coef[0])}, b1 = ${num(coef[1])}, b2 = ${num(coef[2])}; the job converges when the loss falls by less than ${percent(s.Job.Training.Convergence.Threshold)} an epoch for ${s.Job.Training.Convergence.Patience} epochs.`
+          : "No loss model yet: it is fitted once the job reported losses at enough distinct steps."}
+      </p>
+    </>
+  );
+}
+
+interface Measured {
+  ps: number;
+  workers: number;
+  speed: number;
+  n: number;
+}
+
+// measuredSpeeds averages the samples' speeds (1 / step time) per (ps, workers).
+function measuredSpeeds(samples: Sample[]): Measured[] {
+  const acc = new Map<string, Measured>();
+  for (const x of samples) {
+    if (!(x.step_time_s > 0) || x.num_workers < 1) continue;
+    const key = `${x.num_ps}/${x.num_workers}`;
+    const m = acc.get(key) ?? { ps: x.num_ps, workers: x.num_workers, speed: 0, n: 0 };
+    m.speed += 1 / x.step_time_s;
+    m.n++;
+    acc.set(key, m);
+  }
+  return [...acc.values()].map((m) => ({ ...m, speed: m.speed / m.n })).sort((a, b) => a.ps - b.ps || a.workers - b.workers);
+}
+
+function SpeedChart({ s, samples }: { s: JobSummary; samples: Sample[] }) {
+  const theta = s.Model?.Speed ?? null;
+  const kind = s.Model?.SpeedKind ?? "";
+  const batch = s.Job.Training.GlobalBatchSize;
+  const measured = useMemo(() => measuredSpeeds(samples), [samples]);
+  // One curve per number of parameter servers measured (the four most
+  // measured), over the job's range of workers.
+  const psValues = useMemo(() => {
+    const count = new Map<number, number>();
+    measured.forEach((m) => count.set(m.ps, (count.get(m.ps) ?? 0) + m.n));
+    return [...count.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map((e) => e[0])
+      .sort((a, b) => a - b);
+  }, [measured]);
+  const maxW = Math.max(s.Job.Elastic.Workers.Max, ...measured.map((m) => m.workers), 1);
+  const x = Array.from({ length: maxW }, (_, i) => i + 1);
+  const data: (number | null)[][] = [x];
+  const series: uPlot.Series[] = [{ label: "workers" }];
+  psValues.forEach((p, i) => {
+    const c = palette[i % palette.length];
+    const label = kind === "allreduce" ? "" : `, ${p} ps`;
+    data.push(x.map((w) => measured.find((m) => m.ps === p && m.workers === w)?.speed ?? null));
+    series.push({ label: `measured${label}`, stroke: c, paths: () => null, points: { show: true, size: 7, fill: c } });
+    if (theta) {
+      data.push(x.map((w) => speedAt(kind, theta, batch, p, w)));
+      series.push({ label: `model${label}`, stroke: c, width: 1.5, dash: [5, 3], points: { show: false } });
+    }
+  });
+  const shown = measured.filter((m) => psValues.includes(m.ps)).length;
+  return (
+    <>
+      <Chart
+        name="speed"
+        title=""
+        points={shown}
+        data={data as uPlot.AlignedData}
+        options={{
+          scales: { x: { time: false } },
+          // Workers are whole numbers.
+          axes: [{ label: "workers", incrs: [1, 2, 5, 10, 20, 50] }, { label: "steps per second" }],
+          series,
+        }}
+      />
+      {measured.length > 0 ? (
+        <table class="compact" data-rows={measured.length}>
+          <thead>
+            <tr>
+              <th>ps</th>
+              <th>workers</th>
+              <th>measured steps/s</th>
+              <th>model</th>
+              <th>error</th>
+              <th>samples</th>
+            </tr>
+          </thead>
+          <tbody>
+            {measured.map((m) => {
+              const pred = theta ? speedAt(kind, theta, batch, m.ps, m.workers) : NaN;
+              return (
+                <tr key={`${m.ps}/${m.workers}`}>
+                  <td>{m.ps}</td>
+                  <td>{m.workers}</td>
+                  <td>{num(m.speed)}</td>
+                  <td>{theta ? num(pred) : "–"}</td>
+                  <td>{theta ? percent(Math.abs(pred - m.speed) / m.speed) : "–"}</td>
+                  <td>{m.n}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : null}
+      <p class="muted small">
+        {theta ? `${kind} speed model (${speedForm(kind)}), θ = ${theta.map((t) => num(t)).join(", ")}.` : "No speed model yet."}
+        {s.Model?.Profiling?.length ? ` Still to profile at ${s.Model.Profiling.map((p) => `(${p.PS}, ${p.Workers})`).join(", ")}.` : ""}
+      </p>
+    </>
+  );
+}
+
+function speedForm(kind: string): string {
+  switch (kind) {
+    case "async":
+      return "Optimus eq. 3: f(p,w) = w / (θ0 + θ1·w/p + θ2·w + θ3·p)";
+    case "sync":
+      return "Optimus eq. 4: f(p,w) = 1 / (θ0·M/w + θ1 + θ2·w/p + θ3·w + θ4·p)";
+    default:
+      return "ring all-reduce: f(w) = 1 / (θ0·M/w + θ1 + θ2·(w−1)/w + θ3·w)";
+  }
+}
+
+// Events that belong on the placement timeline besides the placements.
+const timelineEvents = new Set([
+  "RescaleAborted",
+  "CheckpointRequested",
+  "CheckpointConfirmed",
+  "JobRestarted",
+  "TasksLost",
+  "TaskResized",
+  "HotPSReplaced",
+  "StragglerReplaced",
+  "TaskOOMKilled",
+  "JobCompleted",
+  "JobFailed",
+  "JobStopped",
+  "JobWaiting",
+]);
+
+function Timeline({ s, history, events }: { s: JobSummary; history: JobPlacement[]; events: Event[] }) {
+  const placements = [...history].sort((a, b) => a.Time - b.Time);
+  const others = events.filter((e) => timelineEvents.has(e.Type));
+  const end = Math.max(
+    s.LastSample?.time ?? 0,
+    ...events.map((e) => e.Time),
+    ...placements.map((p) => p.Time),
+  );
+  const t = placements.map((p) => p.Time / 1e9);
+  const workers = placements.map((p) => p.Placement.NumWorkers);
+  const ps = placements.map((p) => p.Placement.NumPS);
+  if (placements.length > 0 && end / 1e9 > t[t.length - 1]) {
+    t.push(end / 1e9);
+    workers.push(workers[workers.length - 1]);
+    ps.push(ps[ps.length - 1]);
+  }
+  const marks = others
+    .filter((e) => e.Type === "RescaleAborted" || e.Type === "TasksLost" || e.Type === "JobRestarted")
+    .map((e) => ({ x: e.Time / 1e9, label: e.Type === "RescaleAborted" ? "aborted" : e.Type, color: palette[1] }));
+  const stepped = uPlot.paths.stepped!({ align: 1 });
+  const rows = [
+    ...placements.map((p) => ({
+      time: p.Time,
+      what: p.Placement.Reason.includes("profil") ? "profiling" : "placed",
+      detail: `${shape(p.Placement.NumPS, p.Placement.NumWorkers, p.Placement.Nodes?.length ?? 0)} (${(p.Placement.Nodes ?? [])
+        .map((n) => `${n.NodeID}: ${n.PS}p/${n.Workers}w`)
+        .join(", ")})`,
+      reason: `${p.Algorithm}: ${p.Placement.Reason.replace(/^[a-z-]+: /, "")}`,
+    })),
+    ...others.map((e) => ({ time: e.Time, what: e.Type, detail: e.Message, reason: "" })),
+  ].sort((a, b) => b.time - a.time);
+  return (
+    <>
+      <Chart
+        name="timeline"
+        title=""
+        points={placements.length}
+        data={[t, workers, ps]}
+        rebuild={marks.map((m) => m.x).join(",")}
+        height={200}
+        options={{
+          axes: [{}, { label: "tasks" }],
+          series: [
+            { label: s.SimSpeed ? "time (simulated)" : "time" },
+            { label: "workers", stroke: palette[0], width: 2, paths: stepped, points: { show: true } },
+            { label: "ps", stroke: palette[3], width: 2, paths: stepped, points: { show: true } },
+          ],
+          plugins: [markX(marks)],
+        }}
+      />
+      <table class="compact timeline" data-rows={rows.length}>
+        <thead>
+          <tr>
+            <th>Time</th>
+            <th>What</th>
+            <th>Placement or event</th>
+            <th>Reason</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r, i) => (
+            <tr key={i} class={r.what === "RescaleAborted" ? "aborted" : ""}>
+              <td class="nowrap">{time(r.time)}</td>
+              <td>{r.what}</td>
+              <td>{r.detail}</td>
+              <td class="reason">{r.reason}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
