@@ -249,11 +249,15 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	})
 	t.Logf("worker usage: %+v", *wu)
 	t.Logf("ps usage: %+v", *pu)
-	// The measured fields are checked by range, the others exactly.
+	// The measured fields are checked by range, the others exactly. The
+	// worker's own step time comes from its samples (matched by
+	// allocation); the parameter server reports none.
 	unmeasured := func(u structs.TaskUsage) structs.TaskUsage {
-		u.CPUMHz, u.MemoryMB, u.MaxMemoryMB = 0, 0, 0
+		u.CPUMHz, u.MemoryMB, u.MaxMemoryMB, u.TaskStepTimeS = 0, 0, 0, 0
 		return u
 	}
+	must.Positive(t, wu.TaskStepTimeS)
+	must.Eq(t, 0, pu.TaskStepTimeS)
 	must.Eq(t, structs.TaskUsage{Role: structs.RoleWorker, NodeID: second.NodeID, AllocID: second.ID,
 		CPULimitMHz: 100, MemoryLimitMB: 256, Source: structs.UsageSourceNomad}, unmeasured(*wu))
 	must.Between(t, 1, wu.MemoryMB, 256)

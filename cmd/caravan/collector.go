@@ -154,6 +154,9 @@ func (c *CollectorCommand) config(args []string) (collector.Config, bool) {
 	)
 	flags := flag.NewFlagSet("collector", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
+	// The collector is no API client and takes none of Meta's flags but
+	// this one, which the nomad driver's sidecars pass.
+	flags.StringVar(&c.namespace, "namespace", os.Getenv("CARAVAN_NAMESPACE"), "")
 	flags.StringVar(&bind, "bind", "127.0.0.1", "")
 	flags.IntVar(&port, "port", 0, "")
 	flags.StringVar(&addr, "addr", "", "")

@@ -133,7 +133,7 @@ func TestCollectorCommand(t *testing.T) {
 		const id = "caravan-collector-killed"
 		port := agent.FreePorts(t, 1)[0]
 		proc := agent.StartCaravanCommand(t, bin, "collector", "collector", "-port", strconv.Itoa(port),
-			"-consul-addr", consul.HTTPAddr, "-job", "j2", "-service-id", id, "-check-interval", "1s")
+			"-consul-addr", consul.HTTPAddr, "-job", "j2", "-namespace", "ml", "-service-id", id, "-check-interval", "1s")
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		agent.WaitFor(t, 10*time.Second, "caravan collector serving", func() error {
 			if err := proc.Running(); err != nil {
@@ -149,6 +149,10 @@ func TestCollectorCommand(t *testing.T) {
 		reportSteps(t, addr, "j2", 7)
 		must.Eq(t, []int64{7}, collectorSteps(t, addr))
 		waitCheck(t, consul.Client, id, consulapi.HealthPassing)
+		// -namespace, as the nomad driver's sidecars pass it, tags it.
+		services, err := consul.Client.Agent().Services()
+		must.NoError(t, err)
+		must.SliceContains(t, services[id].Tags, "namespace=ml")
 
 		proc.Kill()
 		// Consul notices within a few check intervals; it reaps the service
