@@ -54,20 +54,20 @@ const (
 // and the flags. parseConfig fills it; nothing changes it afterwards.
 type config struct {
 	// From the environment.
-	JobID         string
-	Namespace     string
-	Role          string
-	Rank          int
-	NumWorkers    int
-	NumPS         int
-	LocalBatch    int
-	GlobalBatch   int
+	JobID       string
+	Namespace   string
+	Role        string
+	Rank        int
+	NumWorkers  int
+	NumPS       int
+	LocalBatch  int
+	GlobalBatch int
 	// AccumSteps is how many passes of LocalBatch a worker accumulates
 	// before the last one of a step; RefBatch the global batch the
 	// learning rate is tuned for (the jobspec's global_batch_size), which
 	// AdaScale's gain scales it from.
-	AccumSteps int
-	RefBatch   int
+	AccumSteps    int
+	RefBatch      int
 	Resume        bool
 	CheckpointDir string
 	CollectorAddr string
