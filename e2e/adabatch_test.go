@@ -26,16 +26,13 @@ import (
 // gradient noise statistics, and training resumed at the checkpoint's
 // step.
 func TestCaravanNomad_AdaptiveBatch(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
 	// Rounds every 5 s, so that pollux plans once the job's models are
 	// fitted, not only when jobs come and go.
-	body := strings.Replace(nomadAgentBody(nc, t.TempDir(), "pollux"), `interval  = "10m"`, `interval  = "5s"`, 1)
-	must.StrContains(t, body, `interval  = "5s"`)
-	cl := startCaravans(t, agent.BuildCaravan(t), 1, body)
-	c := cl.clients[cl.waitLeader(t, "")]
-	waitNodes(t, c, 3, 4)
+	nc, trainer, c := trainingOnNomadWith(t, func(nc *agent.NomadCluster, checkpoints string) string {
+		body := strings.Replace(nomadAgentBody(nc, checkpoints, "pollux"), `interval  = "10m"`, `interval  = "5s"`, 1)
+		must.StrContains(t, body, `interval  = "5s"`)
+		return body
+	})
 
 	args := []string{"-features", "100", "-examples", "20000", "-sample-cost", "200us", "-report-every", "5"}
 	job := trainerJobSpec{ID: "ada", Trainer: trainer, MaxWorkers: 4, WorkerArgs: args, PSArgs: args[:4],
