@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +108,58 @@ func TestPythonClient(t *testing.T) {
 		must.Eq(t, "three-lines", p.Samples[0].JobID)
 		must.Eq(t, 7, p.Samples[0].Step)
 		must.Eq(t, 0.25, p.Samples[0].Loss)
+	})
+
+	t.Run("the batch", func(t *testing.T) {
+		// A task of an adaptive job reads its batch from the environment
+		// and reports it with its noise statistics; AdaScale's gain at 4×
+		// the reference batch with grad_sqr 3 and grad_var 0.5 (2 at the
+		// reference) is (2 + 3)/(2/4 + 3).
+		script := `
+import json
+from caravan_collector import Batch, Reporter, adascale_gain
+b = Batch.from_env()
+r = Reporter.from_env()
+r.report(step=9, loss=0.5, batch_size=b.global_batch_size, local_batch_size=b.local_batch_size,
+         accum_steps=b.accum_steps, grad_sqr=3.0, grad_var=0.5)
+r.flush(timeout=10)
+print(json.dumps({"batch": b._asdict(), "gain": adascale_gain(3.0, 0.5, b.global_batch_size, b.reference_batch_size),
+                  "fixed": adascale_gain(3.0, 0.5, 32, 32)}))
+`
+		cmd := exec.CommandContext(ctx, python, "-c", script)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1",
+			"CARAVAN_COLLECTOR_ADDR="+c.Addr(), "CARAVAN_JOB_ID=adaptive",
+			"CARAVAN_GLOBAL_BATCH_SIZE=128", "CARAVAN_LOCAL_BATCH_SIZE=16", "CARAVAN_ACCUM_STEPS=1",
+			"CARAVAN_REFERENCE_BATCH_SIZE=32", "CARAVAN_NUM_WORKERS=4")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		must.NoError(t, err, must.Sprint(stderr.String()))
+		var got struct {
+			Batch map[string]int `json:"batch"`
+			Gain  float64        `json:"gain"`
+			Fixed float64        `json:"fixed"`
+		}
+		must.NoError(t, json.Unmarshal(stdout, &got), must.Sprint(string(stdout)))
+		must.Eq(t, map[string]int{"global_batch_size": 128, "local_batch_size": 16, "accum_steps": 1, "reference_batch_size": 32}, got.Batch)
+		must.Less(t, 1e-12, got.Gain-5/3.5)
+		must.Greater(t, -1e-12, got.Gain-5/3.5)
+		must.Eq(t, 1.0, got.Fixed)
+		var s structs.Sample
+		agent.WaitFor(t, 10*time.Second, "the sample", func() error {
+			for _, smp := range c.Samples(ctx, 0, DefaultLimit, 0).Samples {
+				if smp.JobID == "adaptive" {
+					s = smp
+					return nil
+				}
+			}
+			return errors.New("not received")
+		})
+		must.Eq(t, 128, s.BatchSize)
+		must.Eq(t, 16, s.LocalBatchSize)
+		must.Eq(t, 1, s.AccumSteps)
+		must.Eq(t, 3.0, s.GradSqr)
+		must.Eq(t, 0.5, s.GradVar)
 	})
 	t.Run("from_env without an address", func(t *testing.T) {
 		cmd := exec.CommandContext(ctx, python, "-c", "from caravan_collector import Reporter; Reporter.from_env()")

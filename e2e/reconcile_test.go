@@ -48,6 +48,9 @@ type trainerJobSpec struct {
 	WorkerArgs, PSArgs  []string
 	Threshold           float64
 	Patience, MaxEpochs int
+	// Training holds more lines of the training block, such as a
+	// batch_size block.
+	Training string
 }
 
 // request renders the job as a register request.
@@ -64,6 +67,7 @@ job %[1]q {
       patience   = %[6]d
       max_epochs = %[7]d
     }
+    %[9]s
   }
   elastic {
     workers {
@@ -104,7 +108,7 @@ job %[1]q {
     }
   }
 }
-`, s.ID, s.Trainer, hclList(s.WorkerArgs), hclList(s.PSArgs), s.Threshold, s.Patience, s.MaxEpochs, s.MaxWorkers)
+`, s.ID, s.Trainer, hclList(s.WorkerArgs), hclList(s.PSArgs), s.Threshold, s.Patience, s.MaxEpochs, s.MaxWorkers, s.Training)
 	return &api.JobRegisterRequest{JobHCL: hcl, Filename: s.ID + ".hcl"}
 }
 

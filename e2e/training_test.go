@@ -39,10 +39,19 @@ func trainerJob(id, trainer string) *api.JobRegisterRequest {
 // client once the agent sees every node.
 func trainingOnNomad(t *testing.T) (*agent.NomadCluster, string, *api.Client) {
 	t.Helper()
+	return trainingOnNomadWith(t, func(nc *agent.NomadCluster, checkpoints string) string {
+		return nomadAgentBody(nc, checkpoints, "drf")
+	})
+}
+
+// trainingOnNomadWith is trainingOnNomad with the agent configuration
+// body returns for the cluster and a checkpoint directory.
+func trainingOnNomadWith(t *testing.T, body func(nc *agent.NomadCluster, checkpoints string) string) (*agent.NomadCluster, string, *api.Client) {
+	t.Helper()
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	dumpOnFailure(t, nc)
 	trainer := buildTrainer(t)
-	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, body(nc, t.TempDir()))
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 3, 4)
 	return nc, trainer, c

@@ -590,9 +590,10 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 }
 
 // sameObserved reports whether two observed states say the same: the
-// same tasks run and the change is at the same phase of the same target.
+// same tasks run, at the same batch, and the change is at the same phase
+// of the same target.
 func sameObserved(a, b *structs.Observed) bool {
-	if !a.Placement.SameTasks(b.Placement) || (a.Change == nil) != (b.Change == nil) {
+	if !a.Placement.SameTasks(b.Placement) || !runningBatch(a).Equal(runningBatch(b)) || (a.Change == nil) != (b.Change == nil) {
 		return false
 	}
 	if a.Change == nil {
@@ -600,6 +601,15 @@ func sameObserved(a, b *structs.Observed) bool {
 	}
 	x, y := a.Change, b.Change
 	return x.Phase == y.Phase && x.PlanIndex == y.PlanIndex && x.Message == y.Message && x.Target.SameTasks(y.Target)
+}
+
+// runningBatch is the batch an observed job's tasks run at, nil when the
+// driver does not say.
+func runningBatch(o *structs.Observed) *structs.Batch {
+	if o.Placement == nil {
+		return nil
+	}
+	return o.Placement.Batch
 }
 
 // syncDeclared runs the jobs declared in the cluster (see Discoverer) as

@@ -42,7 +42,11 @@ type Placement struct {
 	// nil keeps the job's fixed global batch, split evenly over its
 	// workers. It does not count in SameTasks: a new batch alone moves no
 	// task. A driver that can change a running job's batch (the
-	// simulator) applies it at once, others when the job next starts.
+	// simulator) applies it at once; the Nomad driver restarts the job
+	// from its checkpoint for a large enough change (its tasks learn
+	// their batch when they start) and applies a smaller one when the
+	// job next starts. In an observed placement (JobReport) it is the
+	// batch the tasks run at, when the driver knows it.
 	Batch *Batch `json:",omitempty"`
 	// Actions are what the algorithm did to single tasks of the job in
 	// this decision, beyond counts (a task resized, a straggler

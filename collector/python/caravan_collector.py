@@ -24,6 +24,31 @@ it reaches Caravan at once, and close() (or use a with block) at the end;
 samples still buffered when the interpreter exits are flushed for up to 5 s.
 A Reporter is safe to use from several threads.
 
+A job whose jobspec lets its batch vary (training { batch_size { ... } })
+trains at the batch Caravan chose, which the task learns at every start and
+resume from its environment, and reports the batch with the gradient noise
+statistics that Caravan's goodput model learns from:
+
+    b = Batch.from_env()   # global_batch_size, local_batch_size, accum_steps,
+                           # reference_batch_size
+    lr = base_lr * adascale_gain(grad_sqr, grad_var, b.global_batch_size,
+                                 b.reference_batch_size)
+    r.report(step=s, loss=l, batch_size=b.global_batch_size,
+             local_batch_size=b.local_batch_size, accum_steps=b.accum_steps,
+             grad_sqr=grad_sqr, grad_var=grad_var)
+
+Each worker computes local_batch_size examples a pass and accumulates the
+gradients of accum_steps + 1 passes before it synchronises, so that
+global = workers x local x (accum_steps + 1). grad_sqr is the squared norm
+of the true gradient and grad_var the variance of the gradient averaged
+over batch_size examples (the trace of its covariance), estimated as
+AdaptDL does from the workers' (or passes') gradients: with k gradients
+g_i of b examples each and their mean g,
+grad_var = (mean |g_i|^2 - |g|^2) / (k - 1) and grad_sqr = |g|^2 - grad_var
+(examples/trainer/README.md). A job without bounds gets its fixed batch,
+accum_steps 0 and a reference batch equal to its global batch, so
+adascale_gain is 1.
+
 Coordinator is the client of the node's subtask coordinator (collector/coord,
 Harmony's §4.3.1): co-located jobs take turns for the CPU and the network.
 
@@ -49,6 +74,8 @@ import urllib.request
 
 __all__ = [
     "Reporter",
+    "Batch",
+    "adascale_gain",
     "Coordinator",
     "ENV_COORDINATOR_ADDR",
     "CollectorError",
@@ -254,11 +281,19 @@ class Reporter:
         net_s=0.0,
         checkpoint_step=0,
         time_ns=None,
+        batch_size=0,
+        local_batch_size=0,
+        accum_steps=0,
+        grad_sqr=0.0,
+        grad_var=0.0,
     ):
-        """Queue one sample and return at once. step, samples and
-        checkpoint_step are integers; loss and the times (seconds) are
-        numbers, or anything float() takes, such as a 0-d torch tensor.
-        time_ns defaults to now. Raises ValueError on a value that is not a
+        """Queue one sample and return at once. step, samples,
+        checkpoint_step and the batch sizes are integers; loss, the times
+        (seconds) and the gradient statistics are numbers, or anything
+        float() takes, such as a 0-d torch tensor. time_ns defaults to now.
+        batch_size, local_batch_size, accum_steps, grad_sqr and grad_var
+        (see Batch and the module's doc) are sent when not 0; grad_sqr and
+        grad_var need batch_size. Raises ValueError on a value that is not a
         finite number; other problems (a negative loss, a checkpoint ahead
         of the step) are for the collector to reject."""
         sample = dict(self._labels)
@@ -273,6 +308,15 @@ class Reporter:
             checkpoint_step=int(checkpoint_step),
             time=int(time_ns) if time_ns is not None else time.time_ns(),
         )
+        for name, value in (
+            ("batch_size", int(batch_size)),
+            ("local_batch_size", int(local_batch_size)),
+            ("accum_steps", int(accum_steps)),
+            ("grad_sqr", _finite("grad_sqr", grad_sqr)),
+            ("grad_var", _finite("grad_var", grad_var)),
+        ):
+            if value:
+                sample[name] = value
         with self._lock:
             if self._closed:
                 self._dropped += 1
@@ -452,6 +496,57 @@ class Reporter:
         except (OSError, ValueError) as e:
             # URLError, timeouts and connection errors are OSErrors.
             raise _Retryable("%s: %s" % (addr, e)) from None
+
+
+Batch = collections.namedtuple(
+    "Batch", ["global_batch_size", "local_batch_size", "accum_steps", "reference_batch_size"]
+)
+Batch.__doc__ = """The batch a task trains at: samples per optimizer step across all
+workers, samples one worker computes in one pass, passes it accumulates
+before the last, and the batch the learning rate is tuned for (the
+jobspec's global_batch_size)."""
+
+
+def _batch_from_env(cls):
+    """The batch of the task's environment, read at every start and resume:
+    CARAVAN_GLOBAL_BATCH_SIZE, CARAVAN_LOCAL_BATCH_SIZE, CARAVAN_ACCUM_STEPS
+    (0 when unset) and CARAVAN_REFERENCE_BATCH_SIZE (the global batch when
+    unset). Raises ValueError when the global or local batch is missing or
+    any value is not a non-negative integer."""
+    global_bsz = _env_int("CARAVAN_GLOBAL_BATCH_SIZE")
+    local = _env_int("CARAVAN_LOCAL_BATCH_SIZE")
+    accum = _env_int("CARAVAN_ACCUM_STEPS")
+    ref = _env_int("CARAVAN_REFERENCE_BATCH_SIZE") or global_bsz
+    if global_bsz < 1 or local < 1 or accum < 0 or ref < 1:
+        raise ValueError(
+            "CARAVAN_GLOBAL_BATCH_SIZE=%d CARAVAN_LOCAL_BATCH_SIZE=%d CARAVAN_ACCUM_STEPS=%d: "
+            "the batches must be positive and the accumulation steps not negative; "
+            "is this task running under Caravan?" % (global_bsz, local, accum)
+        )
+    return cls(global_bsz, local, accum, ref)
+
+
+Batch.from_env = classmethod(_batch_from_env)
+
+
+def adascale_gain(grad_sqr, grad_var, batch_size, reference_batch_size):
+    """AdaScale's gain (Johnson et al., ICML 2020), the factor of the
+    learning rate tuned for reference_batch_size when training at
+    batch_size: r = (v + s) / (v / scale + s), with scale = batch_size /
+    reference_batch_size, s = grad_sqr and v the variance at the reference
+    batch (grad_var, measured at batch_size, times scale). r lies between 1
+    (no noise) and scale (all noise: the linear scaling rule), and r /
+    scale is the statistical efficiency Caravan's goodput model predicts.
+    1 at the reference batch, and when the statistics are not usable
+    (grad_sqr not positive, grad_var negative)."""
+    if batch_size == reference_batch_size or reference_batch_size <= 0:
+        return 1.0
+    scale = float(batch_size) / reference_batch_size
+    s, v = float(grad_sqr), float(grad_var) * scale
+    if not (s > 0 and v >= 0 and math.isfinite(s + v)):
+        return 1.0
+    r = (v + s) / (v / scale + s)
+    return min(max(r, min(1.0, scale)), max(1.0, scale))
 
 
 def _finite(name, value):

@@ -70,6 +70,15 @@ type Config struct {
 	// it ends as failed (Nomad goes on placing what it could not), so
 	// that the job can be changed again; default 2m.
 	StartTimeout time.Duration
+	// BatchRestartRatio is how far a job's decided global batch
+	// (Placement.Batch) must move from the one its tasks run at, as the
+	// ratio of the larger to the smaller, for the job to be restarted
+	// from its checkpoint for the batch alone; default 1.25. Tasks learn
+	// their batch when they start, so every batch change costs a
+	// rescale; near its best a job's goodput is flat in the batch, and a
+	// smaller move waits for the job's next start. 1 restarts for any
+	// change.
+	BatchRestartRatio float64
 	// Host is the server whose committed samples confirm checkpoints and
 	// which records the driver's events; without one, no rescale of a
 	// running job is applied.
@@ -95,6 +104,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 2 * time.Minute
+	}
+	if c.BatchRestartRatio < 1 {
+		c.BatchRestartRatio = 1.25
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

@@ -133,12 +133,32 @@ func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Plac
 			return nil
 		}
 		return c
-	case nj.running() && nj.stub.Meta[metaPlacement] == fp:
-		return nil // already runs it
+	case nj.running() && nj.stub.Meta[metaPlacement] == fp && !d.batchMoved(job, nj, p.Batch):
+		return nil // already runs it, at a batch near enough
 	case nj != nil && !nj.stub.Stop && nj.stub.Meta[metaPlacement] == fp:
 		return nil // finished; Status reports how
 	}
 	return c
+}
+
+// batchMoved reports whether want, the batch decided for a job whose
+// Nomad job nj runs its placement, is far enough from the batch nj's
+// tasks were started with (its metadata, else the job's fixed global
+// batch) to restart them for it: BatchRestartRatio or more apart. A nil
+// want keeps what runs.
+func (d *Driver) batchMoved(job *structs.Job, nj *nomadJob, want *structs.Batch) bool {
+	if want == nil || job.Training == nil {
+		return false
+	}
+	have := job.Training.GlobalBatchSize
+	if b := parseBatch(nj.stub.Meta[metaBatch]); b != nil {
+		have = b.Global
+	}
+	if have == want.Global {
+		return false
+	}
+	lo, hi := float64(min(have, want.Global)), float64(max(have, want.Global))
+	return lo <= 0 || hi/lo >= d.cfg.BatchRestartRatio
 }
 
 // begin starts a change: it sends the checkpoint signal when tasks run,
@@ -264,7 +284,8 @@ func (d *Driver) submit(ctx context.Context, f *flight) error {
 	}
 	f.generation = gen
 	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeStarting, fmt.Sprintf("generation %d submitted, waiting for its tasks", gen), time.Now().UnixNano()
-	d.log.Info("submitted Nomad job", "job_id", c.job.ID, "nomad_job", *nj.ID, "generation", gen, "ps", c.placement.NumPS, "workers", c.placement.NumWorkers)
+	d.log.Info("submitted Nomad job", "job_id", c.job.ID, "nomad_job", *nj.ID, "generation", gen, "ps", c.placement.NumPS, "workers", c.placement.NumWorkers,
+		"batch", nj.Meta[metaBatch])
 	return nil
 }
 

@@ -177,7 +177,8 @@ func (d *Driver) report(key structs.JobKey) *structs.JobReport {
 }
 
 // observed is the placement the running allocations make up: per node,
-// how many of its ps and worker groups' allocations run. Nil when none
+// how many of its ps and worker groups' allocations run, and the batch
+// the Nomad job's tasks were started with when it set one. Nil when none
 // runs.
 func observed(key structs.JobKey, info *api.Job, allocs []*api.AllocationListStub) *structs.Placement {
 	groups := groupEntries(info)
@@ -224,6 +225,9 @@ func observed(key structs.JobKey, info *api.Job, allocs []*api.AllocationListStu
 		}
 	}
 	structs.SortNodeTasks(p.Nodes)
+	if info != nil && p.NumWorkers > 0 {
+		p.Batch = parseBatch(info.Meta[metaBatch])
+	}
 	return p
 }
 

@@ -26,6 +26,9 @@ const (
 	// the Nomad job runs; equal fingerprints mean nothing to change.
 	metaPlacement = "caravan_placement"
 	metaPlanIndex = "caravan_plan_index"
+	// metaBatch is the batch the tasks were started with when the
+	// placement set one (Placement.Batch), as formatBatch writes it.
+	metaBatch = "caravan_batch"
 )
 
 // What Caravan tells the people who read a Nomad job it runs: the shape
@@ -300,7 +303,25 @@ func caravanMeta(own map[string]string, job *structs.Job, p *structs.Placement, 
 	if p.Reason != "" {
 		meta[metaReason] = p.Reason
 	}
+	delete(meta, metaBatch)
+	if p.Batch != nil {
+		meta[metaBatch] = formatBatch(p.Batch)
+	}
 	return meta
+}
+
+// formatBatch writes a batch as "<global>/<local>/<accumulation steps>".
+func formatBatch(b *structs.Batch) string {
+	return fmt.Sprintf("%d/%d/%d", b.Global, b.Local, b.AccumSteps)
+}
+
+// parseBatch reads formatBatch's form; nil when s is not one.
+func parseBatch(s string) *structs.Batch {
+	var b structs.Batch
+	if n, err := fmt.Sscanf(s, "%d/%d/%d", &b.Global, &b.Local, &b.AccumSteps); err != nil || n != 3 || b.Local < 1 || b.AccumSteps < 0 {
+		return nil
+	}
+	return &b
 }
 
 // shape describes a placement for people: "1 ps, 4 workers on 2 nodes".
@@ -427,12 +448,11 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 	}
 	if t := job.Training; t != nil {
 		env["CARAVAN_MODE"] = t.Mode
-		env["CARAVAN_GLOBAL_BATCH_SIZE"] = strconv.Itoa(t.GlobalBatchSize)
-		local := t.GlobalBatchSize
-		if t.Mode == structs.ModeSync && p.NumWorkers > 0 {
-			local = max(1, t.GlobalBatchSize/p.NumWorkers)
-		}
-		env["CARAVAN_LOCAL_BATCH_SIZE"] = strconv.Itoa(local)
+		b := contractBatch(t, p)
+		env["CARAVAN_GLOBAL_BATCH_SIZE"] = strconv.Itoa(b.Global)
+		env["CARAVAN_LOCAL_BATCH_SIZE"] = strconv.Itoa(b.Local)
+		env["CARAVAN_ACCUM_STEPS"] = strconv.Itoa(b.AccumSteps)
+		env["CARAVAN_REFERENCE_BATCH_SIZE"] = strconv.Itoa(t.GlobalBatchSize)
 		env["CARAVAN_STEPS_PER_EPOCH"] = strconv.Itoa(t.StepsPerEpoch)
 		if c := t.Convergence; c != nil {
 			env["CARAVAN_CONVERGENCE_THRESHOLD"] = strconv.FormatFloat(c.Threshold, 'g', -1, 64)
@@ -441,6 +461,22 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 		}
 	}
 	return env
+}
+
+// contractBatch is the batch a job's tasks train at: the placement's
+// (Placement.Batch, decided for a job with batch_size bounds), else the
+// job's fixed global batch split evenly over the workers in sync mode
+// (rounded down, at least 1), and every worker's own in async mode, with
+// no gradient accumulation.
+func contractBatch(t *structs.Training, p *structs.Placement) structs.Batch {
+	if p.Batch != nil {
+		return *p.Batch
+	}
+	local := t.GlobalBatchSize
+	if t.Mode == structs.ModeSync && p.NumWorkers > 0 {
+		local = max(1, t.GlobalBatchSize/p.NumWorkers)
+	}
+	return structs.Batch{Global: t.GlobalBatchSize, Local: local}
 }
 
 // reportAddrs are where tasks report: their group's collector first when

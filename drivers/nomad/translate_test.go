@@ -366,3 +366,85 @@ func TestTranslate_DeclaredSizes(t *testing.T) {
 	}
 	must.Eq(t, 6000, cpu)
 }
+
+// TestTranslate_Batch: a placement's batch (an adaptive job's) is the
+// tasks' batch and is recorded in the job's meta, which Status reads back
+// into what runs; without one the job's fixed batch is split over the
+// workers, with no accumulation, as before batches could vary.
+func TestTranslate_Batch(t *testing.T) {
+	job := resnet(t)
+	worker := func(nj *api.Job) map[string]string { return nj.TaskGroups[1].Tasks[0].Env }
+
+	fixed, err := Translate(job, placement(), Submission{Generation: 1})
+	must.NoError(t, err)
+	for k, v := range map[string]string{
+		"CARAVAN_GLOBAL_BATCH_SIZE": "512", "CARAVAN_LOCAL_BATCH_SIZE": "102", "CARAVAN_ACCUM_STEPS": "0",
+		"CARAVAN_REFERENCE_BATCH_SIZE": "512",
+	} {
+		must.Eq(t, v, worker(fixed)[k], must.Sprintf("fixed batch: %s", k))
+	}
+	must.MapNotContainsKey(t, fixed.Meta, metaBatch)
+
+	p := placement()
+	p.Batch = &structs.Batch{Global: 1920, Local: 192, AccumSteps: 1}
+	adaptive, err := Translate(job, p, Submission{Generation: 2})
+	must.NoError(t, err)
+	for _, tg := range adaptive.TaskGroups {
+		env := tg.Tasks[0].Env
+		must.Eq(t, "1920", env["CARAVAN_GLOBAL_BATCH_SIZE"], must.Sprint(*tg.Name))
+		must.Eq(t, "192", env["CARAVAN_LOCAL_BATCH_SIZE"], must.Sprint(*tg.Name))
+		must.Eq(t, "1", env["CARAVAN_ACCUM_STEPS"], must.Sprint(*tg.Name))
+		must.Eq(t, "512", env["CARAVAN_REFERENCE_BATCH_SIZE"], must.Sprint(*tg.Name), must.Sprint("the jobspec's batch stays the reference"))
+	}
+	must.Eq(t, "1920/192/1", adaptive.Meta[metaBatch])
+	must.Eq(t, Fingerprint(job, placement()), adaptive.Meta[metaPlacement], must.Sprint("the batch is not in the fingerprint"))
+
+	var allocs []*api.AllocationListStub
+	for _, tg := range adaptive.TaskGroups {
+		for range *tg.Count {
+			allocs = append(allocs, &api.AllocationListStub{TaskGroup: *tg.Name, ClientStatus: api.AllocClientStatusRunning})
+		}
+	}
+	back := observed(structs.JobKey{Namespace: "default", ID: "resnet50"}, adaptive, allocs)
+	must.Eq(t, p.Batch, back.Batch)
+	must.Nil(t, observed(structs.JobKey{Namespace: "default", ID: "resnet50"}, fixed, allocs).Batch)
+
+	for _, bad := range []string{"", "1920/192", "1920/0/1", "1920/192/-1", "a/b/c"} {
+		must.Nil(t, parseBatch(bad), must.Sprint(bad))
+	}
+}
+
+// TestBatchMoved: a job whose tasks run its placement is restarted for
+// its batch alone only when the batch moved by BatchRestartRatio or more.
+func TestBatchMoved(t *testing.T) {
+	job := resnet(t) // global_batch_size 512
+	d := &Driver{}
+	d.cfg.setDefaults()
+	running := func(meta string) *nomadJob {
+		stub := &api.JobListStub{Meta: map[string]string{}}
+		if meta != "" {
+			stub.Meta[metaBatch] = meta
+		}
+		return &nomadJob{stub: stub}
+	}
+	for _, tc := range []struct {
+		name    string
+		running string
+		want    *structs.Batch
+		moved   bool
+	}{
+		{"no batch decided", "1024/128/0", nil, false},
+		{"the same", "1024/128/0", &structs.Batch{Global: 1024, Local: 128}, false},
+		{"a small drift", "1024/128/0", &structs.Batch{Global: 1152, Local: 144}, false},
+		{"grown by 1.25", "1024/128/0", &structs.Batch{Global: 1280, Local: 160}, true},
+		{"shrunk by half", "1024/128/0", &structs.Batch{Global: 512, Local: 64}, true},
+		{"started at the jobspec's batch", "", &structs.Batch{Global: 1024, Local: 128}, true},
+		{"the jobspec's batch, decided", "", &structs.Batch{Global: 512, Local: 64}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			must.Eq(t, tc.moved, d.batchMoved(job, running(tc.running), tc.want))
+		})
+	}
+	d.cfg.BatchRestartRatio = 1
+	must.True(t, d.batchMoved(job, running("1024/128/0"), &structs.Batch{Global: 1032, Local: 129}), must.Sprint("ratio 1: any change"))
+}

@@ -52,6 +52,13 @@ type manifest struct {
 	Generation string `json:"generation"`
 	NumPS      int    `json:"num_ps"`
 	NumWorkers int    `json:"num_workers"`
+	// GlobalBatch is the batch the run trained at; GradSqr, GradVarRef
+	// and GradWeight the chief's gradient noise averages (gradNoise), so
+	// that a resumed run scales its learning rate as the last did.
+	GlobalBatch int     `json:"global_batch,omitempty"`
+	GradSqr     float64 `json:"grad_sqr,omitempty"`
+	GradVarRef  float64 `json:"grad_var_ref,omitempty"`
+	GradWeight  float64 `json:"grad_weight,omitempty"`
 }
 
 // shardRef locates one slice of a checkpoint: Len parameters from Offset,

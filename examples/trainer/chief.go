@@ -65,6 +65,10 @@ type chief struct {
 	// epoch boundary, for the throughput the logs show.
 	startStep, epochStep int64
 	startTime, epochTime time.Time
+
+	// noise follows the gradient noise the parameter servers measure
+	// (batch.go), for the samples and the learning rate's gain.
+	noise gradNoise
 }
 
 func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested *atomic.Bool) (*chief, error) {
@@ -83,6 +87,7 @@ func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, reques
 		if m.EpochLoss > 0 {
 			c.tracking, c.epoch, c.epochLoss, c.below = true, m.Epoch, m.EpochLoss, m.EpochsBelow
 		}
+		c.noise = gradNoise{sqr: m.GradSqr, varRef: m.GradVarRef, weight: m.GradWeight}
 		c.log.Info("resuming from checkpoint", "step", m.Step, "loss", m.Loss, "epoch", m.Epoch, "epochs_below_threshold", m.EpochsBelow)
 	}
 	return c, nil
@@ -123,7 +128,7 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 			c.below = 0
 		}
 		c.log.Info("epoch finished", "epoch", epoch, "step", v, "loss", loss, "relative_decrease", rel,
-			"epochs_below_threshold", c.below, "steps_per_s", rate(v-c.epochStep, now.Sub(c.epochTime)))
+			"epochs_below_threshold", c.below, "steps_per_s", rate(v-c.epochStep, now.Sub(c.epochTime)), "lr_gain", c.gain())
 		c.epoch, c.epochLoss = epoch, loss
 		c.epochStep, c.epochTime = v, now
 	}
@@ -172,6 +177,21 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 	return false, nil
 }
 
+// observeGrad takes the gradient statistics of the last step the
+// parameter servers applied (none when g.Micro is 0).
+func (c *chief) observeGrad(g GradStats) {
+	if g.Micro > 0 {
+		c.noise.observe(g, int(c.cfg.samplesPerStep()), c.cfg.RefBatch)
+	}
+}
+
+// gain is the factor of the learning rate at the job's batch: AdaScale's
+// gain from the noise measured so far, 1 at the reference batch (a job
+// whose batch is fixed) or before any measurement.
+func (c *chief) gain() float64 {
+	return c.noise.gain(c.cfg.GlobalBatch, c.cfg.RefBatch)
+}
+
 // rate is steps per second, rounded for logs.
 func rate(steps int64, d time.Duration) float64 {
 	if d <= 0 {
@@ -202,16 +222,22 @@ func (c *chief) report(v int64, loss float64, own float64, now time.Time) {
 		AllocID:        c.cfg.AllocID,
 		TaskStepTimeS:  own,
 	}
+	batch := c.cfg.samplesPerStep()
+	s.BatchSize, s.LocalBatchSize, s.AccumSteps = batch, int64(c.cfg.LocalBatch), int64(c.cfg.AccumSteps)
+	if sqr, variance, ok := c.noise.estimates(int(batch), c.cfg.RefBatch); ok {
+		s.GradSqr, s.GradVar = sqr, variance
+	}
 	if steps := v - c.lastStep; steps > 0 {
 		s.StepTimeS = now.Sub(c.lastTime).Seconds() / float64(steps)
-		s.Samples = c.cfg.samplesPerStep()
+		s.Samples = batch
 		if c.acc.iters > 0 {
 			s.CPUS = c.acc.cpu.Seconds() / float64(c.acc.iters)
 			s.NetS = c.acc.net.Seconds() / float64(c.acc.iters)
 		}
 	}
 	c.rep.Report(s)
-	c.log.Debug("reported", "step", s.Step, "loss", s.Loss, "step_time_s", s.StepTimeS, "cpu_s", s.CPUS, "net_s", s.NetS, "checkpoint_step", s.CheckpointStep)
+	c.log.Debug("reported", "step", s.Step, "loss", s.Loss, "step_time_s", s.StepTimeS, "cpu_s", s.CPUS, "net_s", s.NetS, "checkpoint_step", s.CheckpointStep,
+		"batch_size", s.BatchSize, "grad_sqr", s.GradSqr, "grad_var", s.GradVar)
 	c.lastStep, c.lastTime, c.acc = v, now, stepTimes{}
 }
 
@@ -247,6 +273,10 @@ func (c *chief) checkpoint(ctx context.Context, w *worker, v int64, loss float64
 		Generation:  c.cfg.Generation,
 		NumPS:       c.cfg.NumPS,
 		NumWorkers:  c.cfg.NumWorkers,
+		GlobalBatch: c.cfg.GlobalBatch,
+		GradSqr:     c.noise.sqr,
+		GradVarRef:  c.noise.varRef,
+		GradWeight:  c.noise.weight,
 	}
 	root := ckptRoot(c.cfg.CheckpointDir)
 	if err := writeManifest(root, m); err != nil {

@@ -32,6 +32,8 @@ const (
 	envNamespace        = "CARAVAN_NAMESPACE"
 	envGeneration       = "CARAVAN_GENERATION"
 	envGlobalBatch      = "CARAVAN_GLOBAL_BATCH_SIZE"
+	envAccumSteps       = "CARAVAN_ACCUM_STEPS"
+	envRefBatch         = "CARAVAN_REFERENCE_BATCH_SIZE"
 	envMode             = "CARAVAN_MODE"
 	envStepsPerEpoch    = "CARAVAN_STEPS_PER_EPOCH"
 	envThreshold        = "CARAVAN_CONVERGENCE_THRESHOLD"
@@ -52,14 +54,20 @@ const (
 // and the flags. parseConfig fills it; nothing changes it afterwards.
 type config struct {
 	// From the environment.
-	JobID         string
-	Namespace     string
-	Role          string
-	Rank          int
-	NumWorkers    int
-	NumPS         int
-	LocalBatch    int
-	GlobalBatch   int
+	JobID       string
+	Namespace   string
+	Role        string
+	Rank        int
+	NumWorkers  int
+	NumPS       int
+	LocalBatch  int
+	GlobalBatch int
+	// AccumSteps is how many passes of LocalBatch a worker accumulates
+	// before the last one of a step; RefBatch the global batch the
+	// learning rate is tuned for (the jobspec's global_batch_size), which
+	// AdaScale's gain scales it from.
+	AccumSteps    int
+	RefBatch      int
 	Resume        bool
 	CheckpointDir string
 	CollectorAddr string
@@ -127,12 +135,13 @@ type config struct {
 func (c *config) chief() bool { return c.Role == structs.RoleWorker && c.Rank == 0 }
 
 // samplesPerStep is how many examples one step processes: the whole
-// (effective) global batch in sync mode, one worker's batch in async mode.
+// (effective) global batch in sync mode, one worker's passes in async
+// mode.
 func (c *config) samplesPerStep() int64 {
 	if c.Mode == structs.ModeSync {
-		return int64(c.LocalBatch * c.NumWorkers)
+		return int64(c.LocalBatch * c.NumWorkers * (c.AccumSteps + 1))
 	}
-	return int64(c.LocalBatch)
+	return int64(c.LocalBatch * (c.AccumSteps + 1))
 }
 
 // errUsage marks configuration errors: the process exits with status 2.
@@ -194,6 +203,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	c.Resume = e.bool(envResume)
 	c.GlobalBatch = e.int(envGlobalBatch, 0, false)
 	c.LocalBatch = e.int(envLocalBatch, 0, false)
+	c.AccumSteps = e.int(envAccumSteps, 0, false)
+	c.RefBatch = e.int(envRefBatch, 0, false)
 	c.StepsPerEpoch = int64(e.int(envStepsPerEpoch, 0, false))
 	c.Threshold = e.float(envThreshold, structs.DefaultThreshold)
 	c.Patience = e.int(envPatience, structs.DefaultPatience, false)
@@ -241,6 +252,12 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	}
 	if c.LocalBatch < 0 {
 		bad("%s=%d: must be positive", envLocalBatch, c.LocalBatch)
+	}
+	if c.AccumSteps < 0 {
+		bad("%s=%d: must not be negative", envAccumSteps, c.AccumSteps)
+	}
+	if c.RefBatch < 0 {
+		bad("%s=%d: must be positive", envRefBatch, c.RefBatch)
 	}
 	if c.NumWorkers > 0 {
 		c.fillBatches()
@@ -343,6 +360,9 @@ func (c *config) fillBatches() {
 		if c.Mode == structs.ModeSync {
 			c.LocalBatch = max(1, c.GlobalBatch/c.NumWorkers)
 		}
+	}
+	if c.RefBatch == 0 {
+		c.RefBatch = c.GlobalBatch
 	}
 	if c.StepsPerEpoch == 0 {
 		c.StepsPerEpoch = max(1, int64(c.Examples)/c.samplesPerStep())

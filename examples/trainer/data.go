@@ -85,11 +85,12 @@ func (d *dataset) rows(idx []int) batch {
 	return b
 }
 
-// trainBatch returns the size examples a worker trains on at step: drawn
+// trainBatch returns the size examples a worker trains on in pass pass
+// (from 0; more than one with gradient accumulation) of step: drawn
 // uniformly with replacement from the training set, as a function of
-// (seed, step, rank) only, so a restarted worker repeats its batch.
-func (d *dataset) trainBatch(step int64, rank, size int) batch {
-	rng := d.rng(streamBatch, uint64(step)<<16^uint64(rank))
+// (seed, step, rank, pass) only, so a restarted worker repeats its batch.
+func (d *dataset) trainBatch(step int64, rank, pass, size int) batch {
+	rng := d.rng(streamBatch, uint64(step)<<16^uint64(rank)^uint64(pass)<<48)
 	idx := make([]int, size)
 	for i := range idx {
 		idx[i] = rng.IntN(d.examples)

@@ -12,7 +12,7 @@ import (
 // central differences of the objective.
 func TestLossGradMatchesNumericGradient(t *testing.T) {
 	ds := newDataset(7, 13, 100)
-	b := ds.trainBatch(3, 1, 9)
+	b := ds.trainBatch(3, 1, 0, 9)
 	rng := rand.New(rand.NewPCG(1, 2))
 	w := make([]float64, 13)
 	for j := range w {
@@ -88,9 +88,10 @@ func TestPartition(t *testing.T) {
 func TestDatasetIsDeterministic(t *testing.T) {
 	a, b := newDataset(5, 20, 1000), newDataset(5, 20, 1000)
 	must.Eq(t, a.truth, b.truth)
-	must.Eq(t, a.trainBatch(4, 1, 8), b.trainBatch(4, 1, 8))
-	must.NotEq(t, a.trainBatch(4, 1, 8).x, a.trainBatch(4, 2, 8).x, must.Sprint("ranks draw different batches"))
-	must.NotEq(t, a.trainBatch(4, 1, 8).x, a.trainBatch(5, 1, 8).x, must.Sprint("steps draw different batches"))
+	must.Eq(t, a.trainBatch(4, 1, 0, 8), b.trainBatch(4, 1, 0, 8))
+	must.NotEq(t, a.trainBatch(4, 1, 0, 8).x, a.trainBatch(4, 2, 0, 8).x, must.Sprint("ranks draw different batches"))
+	must.NotEq(t, a.trainBatch(4, 1, 0, 8).x, a.trainBatch(5, 1, 0, 8).x, must.Sprint("steps draw different batches"))
+	must.NotEq(t, a.trainBatch(4, 1, 0, 8).x, a.trainBatch(4, 1, 1, 8).x, must.Sprint("accumulated passes draw different batches"))
 	must.NotEq(t, a.truth, newDataset(6, 20, 1000).truth, must.Sprint("the seed matters"))
 
 	// Example i does not depend on how it is fetched.

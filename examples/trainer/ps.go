@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/rpc"
 	"os"
@@ -52,6 +53,9 @@ type PullReply struct {
 	Version     int64
 	Params      []float64
 	Pad         []byte
+	// Stats are the gradient statistics of the slice at the step that
+	// led to Version (sync mode; zero when unknown).
+	Stats GradStats
 }
 
 // PushArgs is worker Rank's gradient of the server's slice at step
@@ -62,6 +66,13 @@ type PushArgs struct {
 	Grad    []float64
 	// Pad is -comm-bytes of padding, ignored.
 	Pad []byte
+	// SqrNorm is the sum of the squared norms of the slice of the
+	// gradients of the worker's Micro microbatches (sync mode; batch.go).
+	SqrNorm float64
+	Micro   int
+	// LRGain, from the chief, multiplies the learning rate of the step
+	// (AdaScale's gain); 0, from the other workers, says nothing.
+	LRGain float64
 }
 
 // PushReply says whether the push counted: Stale means the step was
@@ -111,6 +122,13 @@ type paramServer struct {
 	sum     []float64
 	pushed  []bool
 	npushed int
+	// sqrSum and micro add up the pushes' SqrNorm and Micro for step,
+	// gain is the chief's LRGain for it; stats are those of the step
+	// last applied, which pulls return.
+	sqrSum float64
+	micro  int
+	gain   float64
+	stats  GradStats
 	// advanced is closed, and replaced, whenever step advances or
 	// training ends: Pull waits on it.
 	advanced chan struct{}
@@ -297,6 +315,7 @@ func (s *paramServer) Pull(args PullArgs, reply *PullReply) error {
 		if args.Version < 0 || s.step >= args.Version {
 			reply.Version = s.step
 			reply.Params = append([]float64(nil), s.params...)
+			reply.Stats = s.stats
 			s.mu.Unlock()
 			reply.Pad = pad(args.Pad)
 			return nil
@@ -353,18 +372,36 @@ func (s *paramServer) Push(args PushArgs, reply *PushReply) error {
 	for i, g := range args.Grad {
 		s.sum[i] += g
 	}
+	s.sqrSum += args.SqrNorm
+	s.micro += args.Micro
+	if args.Rank == 0 && args.LRGain > 0 && !math.IsInf(args.LRGain, 0) {
+		s.gain = args.LRGain
+	}
 	s.pushed[args.Rank] = true
 	s.npushed++
 	if s.npushed < s.cfg.NumWorkers {
 		return nil
 	}
-	scale := lr / float64(s.cfg.NumWorkers)
+	s.stats = GradStats{}
+	if s.micro > 0 {
+		mean := 0.0
+		for _, g := range s.sum {
+			m := g / float64(s.cfg.NumWorkers)
+			mean += m * m
+		}
+		s.stats = GradStats{MicroSqr: s.sqrSum / float64(s.micro), MeanSqr: mean, Micro: s.micro}
+	}
+	gain := 1.0
+	if s.gain > 0 {
+		gain = s.gain
+	}
+	scale := lr * gain / float64(s.cfg.NumWorkers)
 	for i := range s.params {
 		s.params[i] -= scale * s.sum[i]
 	}
 	clear(s.sum)
 	clear(s.pushed)
-	s.npushed = 0
+	s.npushed, s.sqrSum, s.micro, s.gain = 0, 0, 0, 0
 	s.step++
 	s.advance()
 	return nil

@@ -56,6 +56,15 @@ type worker struct {
 	// for the other workers.
 	rep reporter
 	own stepTimes
+	// pass is the gradient of one pass or microbatch; sqr holds, per
+	// parameter server, the squared norms of the step's microbatch
+	// gradients over its slice, micro how many there were (0 in async
+	// mode); pulled is what the servers said of the last step applied
+	// (batch.go).
+	pass   []float64
+	sqr    []float64
+	micro  int
+	pulled GradStats
 }
 
 // runWorker trains until the parameter servers say training is done
@@ -65,7 +74,8 @@ func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter,
 	if err != nil {
 		return fmt.Errorf("rendezvous: %w", err)
 	}
-	w := &worker{cfg: cfg, log: log, data: newDataset(cfg.Seed, cfg.Features, cfg.Examples), rep: rep}
+	w := &worker{cfg: cfg, log: log, data: newDataset(cfg.Seed, cfg.Features, cfg.Examples), rep: rep,
+		pass: make([]float64, cfg.Features), sqr: make([]float64, cfg.NumPS)}
 	if cfg.CoordinatorAddr != "" {
 		holder := fmt.Sprintf("%s/worker-%d", cfg.JobID, cfg.Rank)
 		if w.coord, err = client.NewCoordinator(client.CoordinatorConfig{Addr: cfg.CoordinatorAddr, Holder: holder, Logger: log}); err != nil {
@@ -141,23 +151,26 @@ func (w *worker) train(ctx context.Context) error {
 		if cfg.BallastMB > 0 && cfg.Rank == cfg.BallastRank && v >= cfg.BallastAfterStep && w.ballast == nil {
 			w.ballast = growBallast(ctx, w.log, cfg.BallastMB, cfg.BallastRate)
 		}
-		b := w.data.trainBatch(batchStep, cfg.Rank, cfg.LocalBatch)
+		passes := make([]batch, cfg.AccumSteps+1)
+		for a := range passes {
+			passes[a] = w.data.trainBatch(batchStep, cfg.Rank, a, cfg.LocalBatch)
+		}
 		computeStart := time.Now()
 		err = w.phase(ctx, client.ResourceCPU, "compute", &v, func() error {
-			lossGrad(params, b, cfg.L2, grad)
-			cpuWork(params, b, cfg.L2, cfg.CPUWork)
+			w.gradient(params, passes, grad)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if err := sleep(ctx, cfg.SampleCost*time.Duration(cfg.LocalBatch)); err != nil {
+		if err := sleep(ctx, cfg.SampleCost*time.Duration(cfg.LocalBatch*len(passes))); err != nil {
 			return err
 		}
 		if err := w.slowDown(ctx, time.Since(computeStart)); err != nil {
 			return err
 		}
 		if w.chief != nil {
+			w.chief.observeGrad(w.pulled)
 			loss := <-evaluated
 			computed := time.Now()
 			// times holds the previous step's computation and push, and
@@ -196,6 +209,60 @@ func (w *worker) train(ctx context.Context) error {
 		if cfg.Mode == structs.ModeSync {
 			version = v + 1
 		}
+	}
+}
+
+// gradient writes into grad the step's gradient, the average of its
+// passes' (one without accumulation), and, in sync mode, the squared
+// norms of its microbatches' gradients per parameter server slice into
+// w.sqr and their number into w.micro: each pass is a microbatch, and a
+// lone worker with one pass counts the two halves of its batch (a batch
+// of odd size makes halves one example apart; the estimate then assumes
+// them equal). A job without accumulation computes its gradient as it
+// always did.
+func (w *worker) gradient(params []float64, passes []batch, grad []float64) {
+	cfg := w.cfg
+	sync := cfg.Mode == structs.ModeSync
+	clear(w.sqr)
+	w.micro = 0
+	if len(passes) == 1 {
+		lossGrad(params, passes[0], cfg.L2, grad)
+	} else {
+		clear(grad)
+		for _, b := range passes {
+			lossGrad(params, b, cfg.L2, w.pass)
+			for j, g := range w.pass {
+				grad[j] += g
+			}
+			if sync {
+				sqrNorms(w.pass, cfg.Features, cfg.NumPS, w.sqr)
+			}
+		}
+		inv := 1 / float64(len(passes))
+		for j := range grad {
+			grad[j] *= inv
+		}
+	}
+	for _, b := range passes {
+		cpuWork(params, b, cfg.L2, cfg.CPUWork)
+	}
+	if !sync {
+		return
+	}
+	w.micro = len(passes)
+	if n := len(passes[0].y); len(passes) == 1 && cfg.NumWorkers == 1 && n >= 2 {
+		// g = (h·g₁ + (n−h)·g₂)/n: the second half's gradient follows
+		// from the whole's and the first's.
+		h := n / 2
+		lossGrad(params, batch{x: passes[0].x[:h*cfg.Features], y: passes[0].y[:h]}, cfg.L2, w.pass)
+		sqrNorms(w.pass, cfg.Features, cfg.NumPS, w.sqr)
+		for j := range w.pass {
+			w.pass[j] = (float64(n)*grad[j] - float64(h)*w.pass[j]) / float64(n-h)
+		}
+		sqrNorms(w.pass, cfg.Features, cfg.NumPS, w.sqr)
+		w.micro = 2
+	} else if len(passes) == 1 {
+		sqrNorms(grad, cfg.Features, cfg.NumPS, w.sqr)
 	}
 }
 
@@ -300,8 +367,16 @@ func (w *worker) pullAll(ctx context.Context, version int64, params []float64, p
 			version = hi
 			continue
 		}
+		w.pulled = GradStats{}
 		for i, p := range w.ps {
 			copy(params[p.offset:p.offset+p.length], replies[i].Params)
+			w.pulled = w.pulled.add(replies[i].Stats)
+			if replies[i].Stats.Micro == 0 {
+				w.pulled.Micro = 0
+			}
+		}
+		if w.pulled.Micro == 0 {
+			w.pulled = GradStats{}
 		}
 		return lo, nil
 	}
@@ -310,12 +385,17 @@ func (w *worker) pullAll(ctx context.Context, version int64, params []float64, p
 // pushAll sends every parameter server its slice of grad for step
 // version.
 func (w *worker) pushAll(ctx context.Context, version int64, grad []float64) error {
+	gain := 0.0 // the chief's says
+	if w.chief != nil {
+		gain = w.chief.gain()
+	}
 	errs := make([]error, len(w.ps))
 	var wg sync.WaitGroup
 	for i, p := range w.ps {
 		wg.Go(func() {
 			var reply PushReply
-			args := PushArgs{Rank: w.cfg.Rank, Version: version, Grad: grad[p.offset : p.offset+p.length], Pad: pad(w.cfg.CommBytes)}
+			args := PushArgs{Rank: w.cfg.Rank, Version: version, Grad: grad[p.offset : p.offset+p.length], Pad: pad(w.cfg.CommBytes),
+				SqrNorm: w.sqr[p.rank], Micro: w.micro, LRGain: gain}
 			errs[i] = p.call(ctx, "PS.Push", args, &reply, &reply.Incarnation, w.cfg.RPCTimeout)
 			switch {
 			case errs[i] != nil:
