@@ -25,6 +25,7 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"gonum.org/v1/gonum/stat"
 )
 
 // FixedPolicies run every job at its fixed request instead of within its
@@ -428,8 +429,9 @@ func summarize(jobs []sim.JobResult, usage []sim.UsePoint, totalGPUs int) Summar
 		sum += v
 	}
 	s.AvgJCT = sum / float64(len(jcts))
-	s.P50JCT = percentile(jcts, 0.50)
-	s.P99JCT = percentile(jcts, 0.99)
+	// Nearest-rank percentiles: stat.Empirical inverts the empirical CDF.
+	s.P50JCT = stat.Quantile(0.50, stat.Empirical, jcts, nil)
+	s.P99JCT = stat.Quantile(0.99, stat.Empirical, jcts, nil)
 	s.Makespan = last - first
 	// GPU utilisation: GPU-seconds held by jobs over GPU-seconds available
 	// from the first arrival to the last completion.
@@ -450,10 +452,4 @@ func summarize(jobs []sim.JobResult, usage []sim.UsePoint, totalGPUs int) Summar
 		s.GPUUtil = held / (s.Makespan * float64(totalGPUs))
 	}
 	return s
-}
-
-// percentile of sorted values, nearest rank.
-func percentile(sorted []float64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
