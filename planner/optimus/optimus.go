@@ -459,7 +459,7 @@ func (j *job) shrink(p, w int) (int, int, bool) {
 
 // explain says why the job got p ps and w workers.
 func (j *job) explain(p, w int) string {
-	s := "optimus: " + strconv.Itoa(p) + " ps, " + strconv.Itoa(w) + " workers"
+	s := "optimus: " + structs.Shape{PS: p, Workers: w}.String()
 	switch {
 	case p != j.p || w != j.w:
 		return s + fmt.Sprintf("; allocated %s, shrunk to fit the free nodes", structs.Shape{PS: j.p, Workers: j.w})
