@@ -16,6 +16,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/goodputlas"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/pollux"
 	"github.com/caravan-sched/caravan/planner/specon"
@@ -48,7 +49,7 @@ func fixedSize(name string, options map[string]string) bool {
 // they run a workload's jobs as adaptive jobs where it has them
 // (sim.Arrival.Adaptive: a Pollux model's job within the batch bounds
 // the Pollux artifact gives it), and the others as they are.
-var BatchPolicies = map[string]bool{pollux.Name: true}
+var BatchPolicies = map[string]bool{pollux.Name: true, goodputlas.Name: true}
 
 // UncoordinatedPolicies run subtask jobs (Harmony's workload) that share a
 // node without a subtask coordinator (sim.Config.Uncoordinated): the
