@@ -7,8 +7,8 @@
 //
 //   - Objective: each job's term of the power mean of speed-ups (p = −1)
 //     is weighted by s₀/(s₀ + a), a the GPU time it has held
-//     (planner.Job.AttainedService) and s₀ the service scale (one
-//     GPU-hour). A job that has held little counts more, so the search
+//     (planner.Job.AttainedService) and s₀ the service scale (four
+//     GPU-hours). A job that has held little counts more, so the search
 //     gives it more of the cluster; a long job's weight falls as it runs.
 //     Under p = −1 with linear speed-ups, the optimum gives a job GPUs in
 //     proportion to the square root of its weight.

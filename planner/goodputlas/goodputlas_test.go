@@ -42,7 +42,7 @@ func workers(dec *planner.Decision) map[string]int {
 // two identical jobs; goodput-las gives more of it to the job that has
 // held less GPU time, and the same split when their service is equal.
 func TestGoodputLAS_LeastServiceFirst(t *testing.T) {
-	req := twoJobs(0, 10*3600)
+	req := twoJobs(0, 40*3600)
 	dec, err := pollux.New().Plan(req)
 	must.NoError(t, err)
 	must.Eq(t, map[string]int{"a": 2, "b": 2}, workers(dec), must.Sprint("pollux ignores attained service"))
