@@ -45,7 +45,7 @@
 //     most), with a fixed random seed.
 //   - The artifact orders jobs by attained service, then arrival; this
 //     package keeps arrival order, which it was written and measured
-//     with (within 4% of the artifact's mean JCT at every load, see
+//     with (within 9% of the artifact's mean JCT at every load, see
 //     README.md). Options.Order changes it: goodput-las
 //     (planner/goodputlas) orders by attained service.
 //   - Growth on a new node tries one random node a job may run on,
