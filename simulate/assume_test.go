@@ -90,3 +90,61 @@ func TestPolluxArtifact_Model(t *testing.T) {
 	must.Between(t, 120, job.Start, 120.001)
 	must.Between(t, want-0.01, job.Finish, want+0.01)
 }
+
+// TestPollux_AdaptiveBatch runs Pollux-trace jobs under pollux through
+// the server's loop with the artifact's assumptions: the scheduler learns
+// each job's goodput model from the samples, chooses batches, and the
+// simulator applies them without restarts. A job alone on the cluster
+// grows, and its batch with it, beyond its initial batch; every batch
+// the simulator ran stays within the job's bounds and splits over its
+// workers as the decision said.
+func TestPollux_AdaptiveBatch(t *testing.T) {
+	wl, err := LoadWorkload("pollux/workloads/workload-6.csv", 1, 12)
+	must.NoError(t, err)
+	opts := Options{Cluster: sim.DefaultConfig()}
+	must.NoError(t, Assume(AssumePollux, &opts, wl))
+	res, err := Run(wl, builtin.Algorithms["pollux"](), opts)
+	must.NoError(t, err)
+	must.Eq(t, 12, res.Summary.Jobs, must.Sprint("every job finishes"))
+
+	byID := map[string]*sim.Arrival{}
+	for i := range wl.Arrivals {
+		byID[wl.Arrivals[i].Job.ID] = &wl.Arrivals[i]
+	}
+	grew := 0
+	for _, j := range res.Jobs {
+		a := byID[j.JobID]
+		bounds := a.Adaptive.Training.BatchSize
+		if bounds == nil {
+			must.SliceEmpty(t, j.Batches, must.Sprintf("%s: a fixed batch (ncf) never changes", j.JobID))
+			continue
+		}
+		must.SliceNotEmpty(t, j.Batches, must.Sprintf("%s: an adaptive job is given a batch", j.JobID))
+		for _, b := range j.Batches {
+			must.Between(t, bounds.Min, b.Batch.Global, bounds.Max, must.Sprint(j.JobID))
+			must.Between(t, bounds.MinLocal, b.Batch.Local, bounds.MaxLocal, must.Sprint(j.JobID))
+			must.Eq(t, 0, b.Batch.Global%(b.Batch.Local*(b.Batch.AccumSteps+1)), must.Sprint(j.JobID))
+		}
+		if len(j.Batches) > 1 && j.Batches[len(j.Batches)-1].Batch.Global > bounds.Min {
+			grew++
+		}
+	}
+	must.Positive(t, grew, must.Sprint("some job trains at a larger batch than its initial one"))
+	// Batch changes without a change of GPUs: the job kept running.
+	moved := map[string]map[float64]bool{}
+	for _, c := range res.Allocs {
+		if moved[c.JobID] == nil {
+			moved[c.JobID] = map[float64]bool{}
+		}
+		moved[c.JobID][c.Time] = true
+	}
+	alone := 0
+	for _, j := range res.Jobs {
+		for _, b := range j.Batches {
+			if !moved[j.JobID][b.Time] {
+				alone++
+			}
+		}
+	}
+	must.Positive(t, alone, must.Sprint("some batch changes move no GPU"))
+}

@@ -16,7 +16,9 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/goodputlas"
 	"github.com/caravan-sched/caravan/planner/harmony"
+	"github.com/caravan-sched/caravan/planner/pollux"
 	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
@@ -43,6 +45,12 @@ func fixedSize(name string, options map[string]string) bool {
 	}
 	return FixedPolicies[name]
 }
+
+// BatchPolicies choose each job's batch size (structs.Placement.Batch):
+// they run a workload's jobs as adaptive jobs where it has them
+// (sim.Arrival.Adaptive: a Pollux model's job within the batch bounds
+// the Pollux artifact gives it), and the others as they are.
+var BatchPolicies = map[string]bool{pollux.Name: true, goodputlas.Name: true}
 
 // UncoordinatedPolicies run subtask jobs (Harmony's workload) that share a
 // node without a subtask coordinator (sim.Config.Uncoordinated): the
@@ -200,6 +208,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		opts.Logger = hclog.NewNullLogger()
 	}
 	fixed := fixedSize(alg.Name(), opts.AlgorithmOptions)
+	adaptive := BatchPolicies[alg.Name()]
 	if UncoordinatedPolicies[alg.Name()] {
 		opts.Cluster.Uncoordinated = true
 	}
@@ -234,14 +243,17 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		elastic := a.Job.Copy()
 		elastic.Canonicalize()
 		fair[elastic.ID] = newFairJob(elastic)
-		job := a.Job
-		if fixed {
+		job, truth := a.Job, a.Truth
+		switch {
+		case fixed:
 			job = a.FixedJob()
+		case adaptive && a.Adaptive != nil:
+			job, truth = a.Adaptive, a.AdaptiveTruth
 		}
 		job = job.Copy()
 		job.Canonicalize()
 		jobs[i] = job
-		truths[job.ID] = a.Truth
+		truths[job.ID] = truth
 	}
 
 	clk := &clock{}

@@ -374,7 +374,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 			return nil, err // cannot happen: j is live
 		}
 		delete(d.changes, j.spec.Key())
-		d.log.Info("stopped job", "namespace", j.spec.Namespace, "job_id", j.spec.ID, "step", int64(j.step))
+		d.log.Info("stopped job", "namespace", j.spec.Namespace, "job_id", j.spec.ID, "step", int64(j.reported(j.step)))
 	}
 	d.log.Debug("enacted plan", "index", plan.Index, "placements", len(plan.Placements),
 		"submitted", len(submit), "stopped", len(stop))
@@ -422,7 +422,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 func (d *Driver) report(j *job) *structs.JobReport {
 	r := &structs.JobReport{
 		Namespace: j.spec.Namespace, JobID: j.spec.ID,
-		Status: structs.JobStatusRunning, Step: int64(j.step),
+		Status: structs.JobStatusRunning, Step: int64(j.reported(j.step)),
 		Change: d.changes[j.spec.Key()],
 	}
 	switch {

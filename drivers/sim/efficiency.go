@@ -131,9 +131,21 @@ func (p *Profile) Iteration(gpusPerNode []int, batch float64) Iteration {
 	}
 	count := r * float64(accum+1)
 	atomic := min(math.Ceil(local/float64(accum+1)-eps), math.Floor(p.MaxBatch/count))
-	step, sync := p.StepSync(gpusPerNode, atomic)
+	return p.IterationAt(gpusPerNode, atomic, accum)
+}
+
+// IterationAt is how a step runs with the given GPUs per node when each
+// computes local samples a pass over accum+1 passes, as a decision splits
+// an adaptive job's batch (structs.Batch): the traces' step at that
+// per-GPU batch plus accum forward and backward passes.
+func (p *Profile) IterationAt(gpusPerNode []int, local float64, accum int) Iteration {
+	_, replicas := shape(gpusPerNode)
+	if replicas == 0 {
+		return Iteration{}
+	}
+	step, sync := p.StepSync(gpusPerNode, local)
 	return Iteration{
-		Atomic: atomic, Accum: accum, Batch: atomic * count,
+		Atomic: local, Accum: accum, Batch: local * float64(replicas*(accum+1)),
 		Seconds: step + float64(accum)*(step-sync),
 	}
 }

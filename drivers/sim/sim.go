@@ -143,6 +143,9 @@ type JobResult struct {
 	// Speeds are the configurations a job of a TaskTruth ran at, one per
 	// placement, with the speed its ground truth gives each.
 	Speeds []SpeedPoint
+	// Batches are the batches an adaptive job was given, in time order
+	// (structs.Placement.Batch); nil for a job whose batch never changed.
+	Batches []BatchPoint
 }
 
 // SpeedPoint is one configuration a job ran at from Time on: its counts,
@@ -206,18 +209,23 @@ type Sim struct {
 }
 
 type job struct {
-	spec       *structs.Job
-	truth      Truth
-	rng        *rand.Rand
-	arrival    float64
-	start      float64
-	finish     float64
-	placement  *structs.Placement
-	perNode    []int // workers per node index
-	ps         int
-	gpus       int
-	cpu, mem   int // MHz and MB held now
-	step       float64
+	spec      *structs.Job
+	truth     Truth
+	rng       *rand.Rand
+	arrival   float64
+	start     float64
+	finish    float64
+	placement *structs.Placement
+	perNode   []int // workers per node index
+	ps        int
+	gpus      int
+	cpu, mem  int // MHz and MB held now
+	step      float64
+	// stepOffset is the optimizer steps taken beyond step, the truth's:
+	// an adaptive job's truth counts steps at its current batch
+	// (rebatch); batches are the batches it was given.
+	stepOffset float64
+	batches    []BatchPoint
 	restartTo  float64 // no progress before this time
 	profiling  float64 // seconds of profiling still owed at the first start
 	rescales   int
@@ -389,11 +397,22 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 	changed := false
 	for _, j := range s.live {
 		p, ok := next[j]
-		if !ok || samePlacement(j.placement, p) {
+		if !ok {
+			continue
+		}
+		if samePlacement(j.placement, p) {
+			// A new batch alone moves no task and restarts nothing.
+			if j.running() {
+				j.placement = p
+				j.rebatch(p, s.now)
+			}
 			continue
 		}
 		changed = true
 		s.place(j, p)
+		if j.running() {
+			j.rebatch(p, s.now)
+		}
 	}
 	if changed {
 		s.recordUsage()
@@ -603,10 +622,13 @@ func (s *Sim) sample(j *job, step, at float64, co *colocation) {
 	_, workers := shape(j.perNode)
 	smp := structs.Sample{
 		Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
-		Step: int64(step), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
+		Step: int64(j.reported(step)), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
 		StepTimeS: s.stepTime(j, co) * noise(),
-		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(step),
+		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(j.reported(step)),
 		Time: int64(at * 1e9),
+	}
+	if t, ok := j.truth.(*PolluxTruth); ok {
+		polluxSample(&smp, t, j.adaptive(), j.perNode, step, noise)
 	}
 	if t, ok := j.truth.(*SubtaskTruth); ok {
 		cpu, net := t.Subtasks(workers)
@@ -661,11 +683,15 @@ func (s *Sim) Profile(id string, configs []structs.Shape) error {
 			perNode = append(perNode, min(w, per))
 		}
 		noise := max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05)
-		s.samples = append(s.samples, structs.Sample{
+		smp := structs.Sample{
 			Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
 			StepTimeS: j.truth.StepTime(c.PS, perNode) * noise, NumPS: c.PS, NumWorkers: c.Workers,
 			Time: int64(s.now * 1e9),
-		})
+		}
+		if t, ok := j.truth.(*PolluxTruth); ok {
+			polluxSample(&smp, t, j.adaptive(), perNode, j.step, func() float64 { return noise })
+		}
+		s.samples = append(s.samples, smp)
 	}
 	if j.start < 0 {
 		j.profiling += float64(len(configs)) * s.cfg.ProfileTime.Seconds()
@@ -700,7 +726,7 @@ func (s *Sim) Jobs() []JobState {
 		case j.start >= 0:
 			st = StatePaused
 		}
-		out = append(out, JobState{Namespace: j.spec.Namespace, JobID: j.spec.ID, Status: st, Step: j.step, Placement: j.placement})
+		out = append(out, JobState{Namespace: j.spec.Namespace, JobID: j.spec.ID, Status: st, Step: j.reported(j.step), Placement: j.placement})
 	}
 	return out
 }
@@ -745,7 +771,7 @@ func (s *Sim) Results() []JobResult {
 	out := make([]JobResult, 0, len(s.order))
 	for _, j := range s.order {
 		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales, RegroupS: j.regroup,
-			Failed: j.failed, OOMKills: j.oomKills, Speeds: slices.Clone(j.speeds)})
+			Failed: j.failed, OOMKills: j.oomKills, Speeds: slices.Clone(j.speeds), Batches: slices.Clone(j.batches)})
 	}
 	return out
 }

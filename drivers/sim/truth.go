@@ -30,6 +30,13 @@ type Truth interface {
 type PolluxTruth struct {
 	Profile *Profile
 	Batch   float64
+	// Local and Accum, when Local is not 0, are how a step splits Batch
+	// over its replicas, as a decision chose it (structs.Batch): Local
+	// samples a pass and Accum passes before the synchronising one. A
+	// placement whose replicas do not make Batch of them, and a truth
+	// without them, split it by the artifact's rules (Profile.Iteration).
+	Local float64
+	Accum int
 	// cum[e] is the steps to the end of epoch e+1.
 	cum []float64
 }
@@ -51,10 +58,23 @@ func NewPolluxTruth(p *Profile, batch float64) *PolluxTruth {
 // (interpolating at the smaller per-GPU batch of more replicas would
 // invent speedups no measurement shows).
 func (t *PolluxTruth) StepTime(_ int, workersPerNode []int) float64 {
-	if _, replicas := shape(workersPerNode); replicas > t.Profile.MaxReplicas {
+	return t.Iteration(workersPerNode).Seconds
+}
+
+// Iteration is how a step runs with the given workers per node: at the
+// truth's split (Local, Accum) when it makes Batch on that many replicas,
+// else by Profile.Iteration. Beyond the most replicas measured, as
+// StepTime says.
+func (t *PolluxTruth) Iteration(workersPerNode []int) Iteration {
+	_, replicas := shape(workersPerNode)
+	if replicas > t.Profile.MaxReplicas {
 		workersPerNode = packed(t.Profile.MaxReplicas, slices.Max(workersPerNode))
+		return t.Profile.Iteration(workersPerNode, t.Batch)
 	}
-	return t.Profile.Iteration(workersPerNode, t.Batch).Seconds
+	if t.Local > 0 && float64(replicas)*t.Local*float64(t.Accum+1) == t.Batch {
+		return t.Profile.IterationAt(workersPerNode, t.Local, t.Accum)
+	}
+	return t.Profile.Iteration(workersPerNode, t.Batch)
 }
 
 // packed spreads n GPUs over nodes of per GPUs each, filling each in turn.

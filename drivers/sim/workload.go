@@ -33,6 +33,12 @@ type Arrival struct {
 	// rounding; 0 for other workloads.
 	Replicas int
 	Truth    Truth
+	// Adaptive, when not nil, is the job as a policy that chooses batch
+	// sizes runs it (pollux), with AdaptiveTruth its truth at the batch
+	// it starts at; nil for jobs whose batch stays fixed under any
+	// policy. See adaptiveJob.
+	Adaptive      *structs.Job
+	AdaptiveTruth Truth
 }
 
 // FixedJob returns a copy of the arrival's job whose elastic bounds are its
@@ -173,7 +179,47 @@ func polluxArrival(name, app string, at float64, replicas, batch int, profiles m
 	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("job %s: %w", name, err)
 	}
-	return &Arrival{Time: at, Job: j, RequestWorkers: req, Replicas: replicas, Truth: truth}, nil
+	a := &Arrival{Time: at, Job: j, RequestWorkers: req, Replicas: replicas, Truth: truth}
+	var err error
+	if a.Adaptive, err = adaptiveJob(j, p); err != nil {
+		return nil, fmt.Errorf("job %s: %w", name, err)
+	}
+	a.AdaptiveTruth = NewPolluxTruth(p, float64(a.Adaptive.Training.GlobalBatchSize))
+	return a, nil
+}
+
+// ncfBatch is the batch the Pollux artifact fixes for its ncf jobs under
+// Pollux (simulator.py Cluster: target_batch_size 32768).
+const ncfBatch = 32768
+
+// adaptiveJob returns the job of model p as the Pollux artifact runs it
+// under Pollux (simulator.py Cluster and get_pollux_job_info): its batch
+// within [the model's initial batch, its largest batch], starting at the
+// initial batch, which is also the reference of its statistical
+// efficiency; local batches within the traces' per-GPU range (yolov3: at
+// most 8); 1 to min(64, largest batch ÷ smallest local batch) workers.
+// ncf, the artifact's exception, keeps a fixed batch of 32768 on one
+// worker.
+func adaptiveJob(fixed *structs.Job, p *Profile) (*structs.Job, error) {
+	j := fixed.Copy()
+	t := j.Training
+	if p.Name == "ncf" {
+		t.GlobalBatchSize = ncfBatch
+		j.Elastic.Workers = structs.Bounds{Min: 1, Max: 1}
+	} else {
+		t.GlobalBatchSize = int(p.InitBatch)
+		t.BatchSize = &structs.BatchSize{
+			Min: int(p.InitBatch), Max: int(p.MaxBatch),
+			MinLocal: int(p.MinLocalBatch), MaxLocal: int(p.MaxLocalBatch),
+		}
+		j.Elastic.Workers = structs.Bounds{Min: 1, Max: min(64, int(p.MaxBatch/p.MinLocalBatch))}
+	}
+	t.StepsPerEpoch = max(int(math.Round(p.Steps(float64(t.GlobalBatchSize))/float64(p.Epochs))), 1)
+	j.Canonicalize()
+	if err := j.Validate(); err != nil {
+		return nil, fmt.Errorf("adaptive batch: %w", err)
+	}
+	return j, nil
 }
 
 // ArtifactBounds bounds the jobs of a Pollux workload as the Pollux

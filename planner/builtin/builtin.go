@@ -9,6 +9,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
+	"github.com/caravan-sched/caravan/planner/goodputlas"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/planner/pollux"
@@ -32,6 +33,7 @@ var Algorithms = map[string]planner.Factory{
 	dlrover.Name:         dlrover.New,
 	tiresias.Name:        tiresias.New,
 	pollux.Name:          pollux.New,
+	goodputlas.Name:      goodputlas.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

@@ -151,7 +151,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "harmony", "optimus", "optimus-relative", "pollux", "roundrobin", "specon", "tetris", "tiresias"}, Names())
+	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "goodput-las", "harmony", "optimus", "optimus-relative", "pollux", "roundrobin", "specon", "tetris", "tiresias"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

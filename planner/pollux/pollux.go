@@ -28,6 +28,16 @@ type Options struct {
 	RestartDelay time.Duration
 	// MaxNodes bounds the nodes a job spans (16).
 	MaxNodes int
+	// Weight, when not nil, weighs each job's term of the power mean
+	// (1 without it, as Pollux does): a job of weight w counts as w jobs
+	// of its speed-up. It must return a positive number and depend on the
+	// request alone. Policies built on Pollux's search set it; SetConfig
+	// leaves it.
+	Weight func(*planner.Job) float64
+	// Order, when not nil, orders the jobs before arrival order breaks
+	// ties: earlier jobs take node capacity first in the search's repair
+	// (arrival order without it). SetConfig leaves it.
+	Order func(a, b *planner.Job) int
 }
 
 func (o Options) withDefaults() Options {
@@ -111,6 +121,7 @@ func (p *Pollux) SetConfig(options map[string]string) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	opts.Weight, opts.Order = p.opts.Weight, p.opts.Order
 	p.opts = opts.withDefaults()
 	return nil
 }

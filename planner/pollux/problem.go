@@ -35,7 +35,9 @@ type problem struct {
 	// (Options.MaxNodes).
 	stride int
 	p      float64
-	rng    *rand.Rand
+	// weights is the sum of the jobs' weights.
+	weights float64
+	rng     *rand.Rand
 	// scratch, reused by every individual
 	used, free []int
 	owner      []int32
@@ -71,6 +73,8 @@ type job struct {
 	restart float64
 	// current is the job's allocation now, sorted by node.
 	current []entry
+	// weight is the job's weight in the power mean (Options.Weight).
+	weight float64
 	// memo caches scaled speed-ups by nodes × (maxR+1) + replicas; NaN
 	// when not computed yet.
 	memo []float64
@@ -86,6 +90,9 @@ func newProblem(req *planner.Request, opts Options) *problem {
 	pr.rng = rand.New(rand.NewPCG(seed, uint64(len(req.Jobs))))
 	views := slices.Clone(req.Jobs)
 	planner.SortArrival(views)
+	if opts.Order != nil {
+		slices.SortStableFunc(views, opts.Order)
+	}
 
 	// Dimensions: CPU, memory, and each device type a job asks for.
 	types := map[string]int{}
@@ -122,6 +129,7 @@ func newProblem(req *planner.Request, opts Options) *problem {
 	pr.jobs = make([]*job, len(views))
 	for i, v := range views {
 		pr.jobs[i] = pr.newJob(v, tasks[i], types, total)
+		pr.weights += pr.jobs[i].weight
 	}
 	for _, j := range pr.jobs {
 		j.fairShare(len(pr.jobs), pr.n)
@@ -131,7 +139,10 @@ func newProblem(req *planner.Request, opts Options) *problem {
 
 func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[string]int, total []float64) *job {
 	psb, wb := v.Bounds()
-	j := &job{view: v, tasks: tasks, minW: max(wb.Min, 1), demand: make([]int, pr.k)}
+	j := &job{view: v, tasks: tasks, minW: max(wb.Min, 1), demand: make([]int, pr.k), weight: 1}
+	if pr.opts.Weight != nil {
+		j.weight = pr.opts.Weight(v)
+	}
 	if v.HasPS() {
 		j.minPS = max(psb.Min, 1)
 	}
@@ -286,18 +297,19 @@ func (pr *problem) term(s float64) float64 {
 	return math.Pow(s+epsilon, pr.p)
 }
 
-// mean is the power mean of terms summing to sum over jobs.
-func (pr *problem) mean(sum float64, jobs int) float64 {
-	if jobs == 0 {
+// mean is the weighted power mean of terms summing, weighted, to sum
+// over jobs of weights summing to weights.
+func (pr *problem) mean(sum, weights float64) float64 {
+	if weights <= 0 {
 		return 0
 	}
 	switch pr.p {
 	case -1:
-		return float64(jobs) / sum
+		return weights / sum
 	case 0:
-		return math.Exp(sum / float64(jobs))
+		return math.Exp(sum / weights)
 	}
-	return math.Pow(sum/float64(jobs), 1/pr.p)
+	return math.Pow(sum/weights, 1/pr.p)
 }
 
 // batch is the batch an adaptive job trains at with replicas over nodes:

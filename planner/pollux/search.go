@@ -100,9 +100,9 @@ func (pr *problem) evaluate(ind *individual) {
 				s *= jb.restart
 			}
 		}
-		sum += pr.term(s)
+		sum += jb.weight * pr.term(s)
 	}
-	ind.fit = pr.mean(sum, len(pr.jobs))
+	ind.fit = pr.mean(sum, pr.weights)
 }
 
 // fitsOne reports whether one more worker of job jb fits on node i given
@@ -385,7 +385,7 @@ func (pr *problem) greedy() *individual {
 		if pr.p < 0 {
 			d = -d
 		}
-		gain[j] = d / jb.share
+		gain[j] = jb.weight * d / jb.share
 	}
 	h := pq.Heap[int]{Less: func(a, b int) bool { return gain[a] > gain[b] || gain[a] == gain[b] && a < b }}
 	for j, jb := range pr.jobs {
