@@ -193,6 +193,8 @@ func TestFit(t *testing.T) {
 	must.StrContains(t, Fit("dlrover", pollux), "no job of the workload has one")
 	must.Eq(t, "", Fit("dlrover", dlrover))
 	must.Eq(t, "", Fit("fifo", pollux))
+	must.Eq(t, "", Fit("pollux", pollux), must.Sprint("a Pollux model's jobs adapt"))
+	must.StrContains(t, Fit("goodput-las", dlrover), "the workload has neither")
 }
 
 // TestLoadWorkload_Unknown: a name that is neither a file nor built in
