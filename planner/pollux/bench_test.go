@@ -1,97 +1,11 @@
 package pollux
 
-import (
-	"fmt"
-	"testing"
-	"time"
-
-	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/planner/goodput"
-	"github.com/caravan-sched/caravan/structs"
-)
-
-// app is one model of the Pollux traces as the benchmarks use it: its
-// throughput model fitted to its traces (planner/goodput's
-// TestFitPerf_Traces, rounded) and its batch bounds (applications.py).
-type app struct {
-	perf               goodput.PerfParams
-	minBatch, maxBatch int
-	minLocal, maxLocal int
-}
-
-var apps = []app{
-	{goodput.PerfParams{AlphaC: 0.169, BetaC: 0.0586, AlphaN: 1.35, BetaN: 0.0142, AlphaR: 0.297, BetaR: 1e-8, Gamma: 1.90}, 12, 384, 4, 12},
-	{goodput.PerfParams{AlphaC: 0.0173, BetaC: 0.0007, AlphaN: 0.121, BetaN: 0.0024, AlphaR: 0.0325, BetaR: 1e-8, Gamma: 2.0}, 128, 4096, 32, 1024},
-	{goodput.PerfParams{AlphaC: 0.304, BetaC: 0.0242, AlphaN: 0.378, BetaN: 0.0285, AlphaR: 0.0862, BetaR: 1e-8, Gamma: 1.43}, 20, 640, 10, 80},
-	{goodput.PerfParams{AlphaC: 0.0645, BetaC: 0.00447, AlphaN: 0.299, BetaN: 0.00555, AlphaR: 0.0770, BetaR: 1e-8, Gamma: 2.49}, 200, 12800, 20, 200},
-	{goodput.PerfParams{AlphaC: 0.00693, BetaC: 6.3e-7, AlphaN: 0.0154, BetaN: 0.00042, AlphaR: 0.00385, BetaR: 0.000494, Gamma: 1.0}, 256, 32768, 32, 32768},
-	{goodput.PerfParams{AlphaC: 0.183, BetaC: 0.026, AlphaN: 0.699, BetaN: 0.0234, AlphaR: 0.139, BetaR: 0.0215, Gamma: 1.16}, 8, 512, 4, 8},
-}
-
-// gpuNodes returns n nodes of 4 GPUs each.
-func gpuNodes(n int) []*structs.Node {
-	h := planner.NewHarness(nil)
-	return h.AddNodes("gpu", n, 32000, 262144, 4)
-}
-
-// workloadRequest is a round of a Pollux-like workload: jobs of the six
-// models in turn, submitted a minute apart, with fitted models measured
-// at up to 8 replicas and gradient statistics of a noise scale of 1 to
-// 8 reference batches; the first jobs run, packed on the nodes in turn
-// at 1 to 4 workers, until half the GPUs are taken.
-func workloadRequest(nodes, jobs int) *planner.Request {
-	req := &planner.Request{Nodes: gpuNodes(nodes), Now: int64(jobs+60) * int64(time.Minute)}
-	node, free, used := 0, 4, 0
-	for k := range jobs {
-		a := apps[k%len(apps)]
-		j := planner.MockAllReduceJob(fmt.Sprintf("job-%04d", k), structs.Bounds{Min: 1, Max: 64},
-			&structs.BatchSize{Min: a.minBatch, Max: a.maxBatch, MinLocal: a.minLocal, MaxLocal: a.maxLocal})
-		j.SubmitTime = int64(k) * int64(time.Minute)
-		v := &planner.Job{
-			Job:      j,
-			Perf:     &goodput.Fit{Params: a.perf, Points: 4, MaxReplicas: 1 << (k % 4)},
-			Grad:     &goodput.GradParams{Sqr: 1, Var: float64(1 + k%8)},
-			Restarts: k % 3,
-		}
-		if w := 1 + k%4; used+w <= 2*nodes && node < nodes {
-			w = min(w, free)
-			v.Current = &structs.Placement{
-				Namespace: j.Namespace, JobID: j.ID, NumWorkers: w,
-				Nodes: []*structs.NodeTasks{{NodeID: req.Nodes[node].ID, Workers: w}},
-			}
-			used += w
-			if free -= w; free == 0 {
-				node, free = node+1, 4
-			}
-		}
-		req.Jobs = append(req.Jobs, v)
-	}
-	return req
-}
-
-func benchmarkPollux(b *testing.B, nodes, jobs int) {
-	req := workloadRequest(nodes, jobs)
-	alg := New()
-	dec, err := alg.Plan(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := planner.CheckDecision(req, dec); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := alg.Plan(req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+import "testing"
 
 // BenchmarkPollux160Jobs64GPUs is one round at the scale of the Pollux
 // workloads: 160 jobs on 16 nodes of 4 GPUs.
-func BenchmarkPollux160Jobs64GPUs(b *testing.B) { benchmarkPollux(b, 16, 160) }
+func BenchmarkPollux160Jobs64GPUs(b *testing.B) { BenchmarkRound(b, New(), 16, 160) }
 
 // BenchmarkPollux2000Jobs1024GPUs is one round of 2,000 jobs on 256 nodes
 // of 4 GPUs.
-func BenchmarkPollux2000Jobs1024GPUs(b *testing.B) { benchmarkPollux(b, 256, 2000) }
+func BenchmarkPollux2000Jobs1024GPUs(b *testing.B) { BenchmarkRound(b, New(), 256, 2000) }

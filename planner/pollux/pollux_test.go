@@ -168,7 +168,7 @@ func TestPollux_FixedBatch(t *testing.T) {
 // twice the replicas it was measured at, and a job without a throughput
 // model runs one worker.
 func TestPollux_Rules(t *testing.T) {
-	req := workloadRequest(16, 40)
+	req := WorkloadRequest(16, 40)
 	req.Jobs[7].Perf = nil
 	alg := NewWithOptions(Options{MaxNodes: 3})
 	dec, err := alg.Plan(req)
@@ -214,7 +214,7 @@ func TestPollux_Rules(t *testing.T) {
 // TestPollux_Deterministic: the same request gives the same decision,
 // whatever the order of its jobs.
 func TestPollux_Deterministic(t *testing.T) {
-	req := workloadRequest(16, 160)
+	req := WorkloadRequest(16, 160)
 	a, err := New().Plan(req)
 	must.NoError(t, err)
 	rev := *req
@@ -231,7 +231,7 @@ func TestPollux_Deterministic(t *testing.T) {
 // power mean is at least the current allocation's and the greedy seed's:
 // the search keeps the best it has seen.
 func TestPollux_BeatsCurrent(t *testing.T) {
-	req := workloadRequest(16, 160)
+	req := WorkloadRequest(16, 160)
 	dec, err := New().Plan(req)
 	must.NoError(t, err)
 	got := objective(t, req, dec)
