@@ -15,8 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// reporter is where the chief sends its samples: a *client.Client, or
-// logReporter when the task has no collector.
+// reporter is where a worker sends its samples (the chief the job's, the
+// others their own step time): a *client.Client, or logReporter when the
+// task has no collector.
 type reporter interface {
 	Report(structs.Sample)
 	Flush(context.Context) error

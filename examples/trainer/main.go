@@ -121,8 +121,8 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	return 0
 }
 
-// newReporter returns the chief's collector client; other workers report
-// nothing.
+// newReporter returns a worker's collector client; parameter servers
+// report nothing.
 func newReporter(cfg *config, log hclog.Logger) (reporter, error) {
 	if cfg.Role == structs.RolePS {
 		return logReporter{log: log}, nil
