@@ -366,9 +366,9 @@ func (l *leader) establish(ctx context.Context) error {
 	if plan != nil {
 		l.decidedBy = plan.Algorithm
 		// A driver that fails now is retried at every step.
-		if err := l.enact(ctx, plan); err != nil {
+		if enacted, err := l.enact(ctx, plan); err != nil {
 			l.log.Error("failed to reconcile the driver with the plan in force", "plan_index", plan.Index, "error", err)
-		} else {
+		} else if enacted {
 			l.log.Info("reconciled driver with the plan in force", "plan_index", plan.Index, "jobs", len(plan.Placements))
 		}
 	}
@@ -461,10 +461,11 @@ func (l *leader) step(ctx context.Context) error {
 	// now: its plan is fresher (the refusal may have been for a job's
 	// version since replaced).
 	if plan := l.unenacted; plan != nil && !l.urgent {
-		if err := l.enact(ctx, plan); err != nil {
+		if enacted, err := l.enact(ctx, plan); err != nil {
 			return fmt.Errorf("enact plan %d again: %w", plan.Index, err)
+		} else if enacted {
+			l.log.Info("enacted plan after the driver recovered", "plan_index", plan.Index)
 		}
-		l.log.Info("enacted plan after the driver recovered", "plan_index", plan.Index)
 	}
 	if l.planning != nil {
 		return nil // a round due now follows the plan in flight
@@ -956,7 +957,8 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 	}
 	req := &fsm.DecisionApplyRequest{Algorithm: plan.Algorithm, Time: plan.CreateTime}
 	for _, p := range plan.Placements {
-		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || !prev.Batch.Equal(p.Batch) || p.Paused() && prev.Reason != p.Reason || l.updated[p.Key()] {
+		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || !prev.Batch.Equal(p.Batch) || p.Paused() && prev.Reason != p.Reason ||
+			prev.JobVersion != p.JobVersion || l.updated[p.Key()] {
 			req.Placements = append(req.Placements, p)
 		}
 	}
@@ -982,7 +984,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 	}
 	plan.Index = index
 	l.log.Debug("committed decision", "index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements), "changed", len(req.Placements))
-	if err := l.enact(ctx, plan); err != nil {
+	if _, err := l.enact(ctx, plan); err != nil {
 		return fmt.Errorf("enact plan %d: %w", index, err)
 	}
 	return nil
@@ -1151,17 +1153,27 @@ func (l *leader) fallbackAlgorithm() planner.Algorithm {
 }
 
 // enact hands a plan to the driver with the specs of its jobs, and
-// commits what the driver reports runs of them.
-func (l *leader) enact(ctx context.Context, plan *structs.Plan) error {
+// commits what the driver reports runs of them. A plan that placed a job
+// at an older version than the state's is not enacted, since it would
+// run the new version at a placement made for the old (a new leader's
+// plan in force, or one committed as the version landed): enact asks for
+// the round that plans the new version instead, and reports false.
+func (l *leader) enact(ctx context.Context, plan *structs.Plan) (bool, error) {
 	txn := l.s.State().Txn()
 	jobs := make([]*structs.Job, 0, len(plan.Placements))
 	for _, p := range plan.Placements {
 		j, err := state.JobByID(txn, nil, p.Namespace, p.JobID)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if j == nil {
-			return fmt.Errorf("plan names job %q, which the state does not hold", p.JobID)
+			return false, fmt.Errorf("plan names job %q, which the state does not hold", p.JobID)
+		}
+		if j.Version != p.JobVersion {
+			l.log.Info("left a plan to the next round: it placed an older version of a job", "plan_index", plan.Index,
+				"job_id", j.ID, "namespace", j.Namespace, "placed_version", p.JobVersion, "version", j.Version)
+			l.unenacted, l.urgent = nil, true
+			return false, nil
 		}
 		jobs = append(jobs, j.Copy())
 	}
@@ -1171,10 +1183,10 @@ func (l *leader) enact(ctx context.Context, plan *structs.Plan) error {
 		if oerr := l.observe(ctx, reports); oerr != nil {
 			l.log.Warn("failed to commit what runs", "error", oerr)
 		}
-		return &driverError{err}
+		return false, &driverError{err}
 	}
 	l.unenacted = nil
-	return l.observe(ctx, reports)
+	return true, l.observe(ctx, reports)
 }
 
 // driverHealth records, as events, when the driver starts failing and

@@ -75,18 +75,25 @@ func (g *gated) until(t *testing.T, want map[string]uint64) {
 	}
 }
 
-// gatedServer runs a server on the simulator that plans with a gated
-// algorithm, and the metrics source it reads.
-func gatedServer(t *testing.T) (*Server, *gated, *feedSource) {
+// gatedConfig is the config of a server on driver that plans with a new
+// gated algorithm.
+func gatedConfig(t *testing.T, driver Driver) (Config, *gated) {
 	g := &gated{entered: make(chan *planner.Request, 16), release: make(chan struct{})}
 	t.Cleanup(g.letAll)
 	builtins := maps.Clone(builtin.Algorithms)
 	builtins["gated"] = func() planner.Algorithm { return g }
 	l, err := loader.New(loader.Config{Builtins: builtins, Logger: testLogger(t)})
 	must.NoError(t, err)
-	cfg := TestConfig(t, simDriver(t, 1))
+	cfg := TestConfig(t, driver)
 	cfg.Algorithms = l
 	cfg.Algorithm = "gated"
+	return cfg, g
+}
+
+// gatedServer runs a server on the simulator that plans with a gated
+// algorithm, and the metrics source it reads.
+func gatedServer(t *testing.T) (*Server, *gated, *feedSource) {
+	cfg, g := gatedConfig(t, simDriver(t, 1))
 	src := &feedSource{}
 	cfg.Metrics = src
 	return leaderOf(t, TestServer(t, cfg)), g, src

@@ -522,6 +522,89 @@ func TestLeader_UpdateLowersMax(t *testing.T) {
 	must.SliceLen(t, 2, versions)
 }
 
+// enacted is one job of a plan a driver was handed: its spec's version
+// and the workers placed.
+type enacted struct {
+	version uint64
+	workers int
+}
+
+// recordingDriver records every job of every plan it is handed.
+type recordingDriver struct {
+	Driver
+	mu   sync.Mutex
+	jobs []enacted
+}
+
+func (d *recordingDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
+	d.mu.Lock()
+	for i, p := range plan.Placements {
+		d.jobs = append(d.jobs, enacted{version: jobs[i].Version, workers: p.NumWorkers})
+	}
+	d.mu.Unlock()
+	return d.Driver.Enact(ctx, plan, jobs)
+}
+
+// recorded returns what the driver was handed so far.
+func (d *recordingDriver) recorded() []enacted {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.jobs)
+}
+
+// TestLeader_PlanInForceOfAnOlderVersion: a new version that lowers a
+// job's maximum lands, and its server goes down before a round plans it.
+// The server that leads next does not enact the plan in force, made for
+// the old version, with the new version's spec (4 workers of a job whose
+// maximum is 2 now): the round it asks for plans the new version, and
+// only that plan reaches the driver.
+func TestLeader_PlanInForceOfAnOlderVersion(t *testing.T) {
+	d := &recordingDriver{Driver: simDriver(t, 1)}
+	cfg, g := gatedConfig(t, d)
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	must.NoError(t, err)
+	g.until(t, map[string]uint64{"a": 0})
+	g.release <- struct{}{} // fifo: its maximum, 4 workers
+	agent.WaitFor(t, 20*time.Second, "a placed", jobStatus(t, c, "a", structs.JobStatusRunning))
+	must.Eq(t, []enacted{{version: 0, workers: 4}}, d.recorded()[:1])
+
+	lower := demoJob(t, "a")
+	lower.JobHCL = strings.Replace(lower.JobHCL, "max = 4", "max = 2", 1)
+	_, err = c.Jobs().Update(context.Background(), "a", lower)
+	must.NoError(t, err)
+	g.until(t, map[string]uint64{"a": 1}) // held: no plan of version 1
+	must.NoError(t, s.Shutdown())
+
+	cfg2, g2 := gatedConfig(t, d)
+	cfg2.DataDir = cfg.DataDir
+	s2 := TestServer(t, cfg2)
+	leaderOf(t, s2)
+	g2.until(t, map[string]uint64{"a": 1})
+	for _, e := range d.recorded() {
+		must.Eq(t, 0, e.version, must.Sprintf("version 1 enacted before its round: %+v", d.recorded()))
+	}
+	g2.letAll()
+	c2 := client(t, s2)
+	agent.WaitFor(t, 20*time.Second, "2 workers", func() error {
+		sum, _, err := c2.Jobs().Summary("a", nil)
+		switch {
+		case err != nil:
+			return err
+		case sum.Observed == nil || sum.Observed.Placement == nil || sum.Observed.Placement.NumWorkers != 2:
+			return fmt.Errorf("observed: %+v", sum.Observed)
+		}
+		return nil
+	})
+	for _, e := range d.recorded() {
+		if e.version == 1 {
+			must.Eq(t, 2, e.workers, must.Sprintf("version 1 placed beyond its maximum: %+v", d.recorded()))
+		}
+	}
+}
+
 // TestLeader_EnactRetried: a plan the driver refused is enacted again at
 // every step, and once the driver takes it the job runs (the leader used
 // to crash there).

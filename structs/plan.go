@@ -53,6 +53,11 @@ type Placement struct {
 	// replaced), for the job's events; nil when none. They do not count
 	// in SameTasks.
 	Actions []*TaskAction `json:",omitempty"`
+	// JobVersion is the version of the job the placement was decided
+	// for, set by the server. The leader enacts a placement only while
+	// that version is the job's current one: a placement made for an
+	// older version may break the newer's bounds.
+	JobVersion uint64 `json:",omitempty"`
 }
 
 // Batch is how a job's global batch is split: each of its workers

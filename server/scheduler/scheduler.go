@@ -713,6 +713,8 @@ type Round struct {
 	// placements as the plan gives them.
 	held []planner.Held
 	keep []*structs.Placement
+	// versions is the version of each job of the round, free or held.
+	versions map[structs.JobKey]uint64
 	// stragglers are the workers slow for the straggler window, by job,
 	// when straggler handling (stragglerConfig) is on.
 	stragglers      map[structs.JobKey][]straggler.Straggler
@@ -731,13 +733,14 @@ type roundJob struct {
 // Snapshot refits what has new data and takes the round a plan is made
 // from. Changed reports false until something changes again.
 func (s *Scheduler) Snapshot(nodes []*structs.Node, now int64) *Round {
-	r := &Round{Version: s.version, now: now, log: s.log}
+	r := &Round{Version: s.version, now: now, log: s.log, versions: make(map[structs.JobKey]uint64, len(s.jobs))}
 	if s.stragglers != nil {
 		cfg := s.stragglers.Config()
 		r.stragglerConfig, r.stragglers = &cfg, map[structs.JobKey][]straggler.Straggler{}
 	}
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
+		r.versions[k] = e.job.Version
 		s.refit(e)
 		e.accrue(now)
 		pj := planner.Job{
@@ -889,6 +892,9 @@ func (s *Scheduler) Finish(d *Decision) *structs.Plan {
 	}
 	placements := append(d.placements, d.round.keep...)
 	slices.SortFunc(placements, func(a, b *structs.Placement) int { return a.Key().Compare(b.Key()) })
+	for _, p := range placements {
+		p.JobVersion = d.round.versions[p.Key()]
+	}
 	return &structs.Plan{Algorithm: d.algorithm, CreateTime: d.round.now, Placements: placements}
 }
 
