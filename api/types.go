@@ -42,7 +42,7 @@ type JobRevertRequest struct {
 // ReportRequest is POST /v1/report: samples trainers report (the schema
 // of DESIGN.md §3).
 type ReportRequest struct {
-	Samples []structs.Sample `json:"samples"`
+	Samples []structs.Sample
 }
 
 // ReportResponse says how many samples were committed (samples of jobs

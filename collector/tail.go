@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
@@ -169,8 +170,15 @@ func parseLine(line []byte) ([]structs.Sample, error) {
 		return nil, fmt.Errorf("line is not a JSON object: %w", err)
 	}
 	// A sample has a key "samples" too: the number of training samples
-	// of its step. A report's is an array.
-	if raw := bytes.TrimSpace(keys["samples"]); len(raw) > 0 && raw[0] == '[' {
+	// of its step. A report's is an array. Keys match in any letter case,
+	// as encoding/json matches them.
+	var samples json.RawMessage
+	for k, v := range keys {
+		if strings.EqualFold(k, "samples") {
+			samples = v
+		}
+	}
+	if raw := bytes.TrimSpace(samples); len(raw) > 0 && raw[0] == '[' {
 		var req api.ReportRequest
 		if err := decodeStrict(line, &req); err != nil {
 			return nil, fmt.Errorf("line is not a report {\"samples\": [...]}: %w", err)

@@ -17,52 +17,54 @@ import (
 // for modest clock skew between trainers and the receiver.
 const MaxSampleSkew = time.Minute
 
-// Sample is one progress report from a training task. Its JSON form is the
-// schema trainers send to collectors (DESIGN.md §3), hence the snake_case
-// keys. A sample describes the step it names: the loss after it, how long it
-// took, and under which configuration (NumPS, NumWorkers) it ran.
+// Sample is one progress report from a training task. A sample describes
+// the step it names: the loss after it, how long it took, and under which
+// configuration (NumPS, NumWorkers) it ran. Its JSON keys are its field
+// names, as everywhere in Caravan's API and files; UnmarshalJSON also
+// takes the snake_case keys of the trainers' schema (DESIGN.md §3:
+// step_time_s for StepTimeS), which trainers and the Python client send.
 type Sample struct {
-	Namespace string `json:"namespace,omitempty"`
-	JobID     string `json:"job_id"`
+	Namespace string `json:",omitempty"`
+	JobID     string
 	// Role is RoleWorker or RolePS; Rank numbers tasks within a role from 0.
-	Role string `json:"role,omitempty"`
-	Rank int    `json:"rank"`
+	Role string `json:",omitempty"`
+	Rank int
 
-	Step  int64   `json:"step"`
-	Epoch float64 `json:"epoch"`
-	Loss  float64 `json:"loss"`
+	Step  int64
+	Epoch float64
+	Loss  float64
 	// StepTimeS is the wall time of the step in seconds; 0 when not measured.
-	StepTimeS float64 `json:"step_time_s"`
+	StepTimeS float64
 	// Samples is how many training samples the step processed.
-	Samples int64 `json:"samples"`
+	Samples int64
 	// CPUS and NetS split the step time into computation and communication
 	// (Harmony's subtask times), in seconds; 0 when not measured.
-	CPUS float64 `json:"cpu_s"`
-	NetS float64 `json:"net_s"`
+	CPUS float64
+	NetS float64
 	// CheckpointStep is the step of the latest checkpoint the task has
 	// written; 0 means none.
-	CheckpointStep int64 `json:"checkpoint_step"`
+	CheckpointStep int64
 
 	// UsageCPUMHz and UsageMemoryMB are what the reporting task itself
 	// uses, when the trainer measures it; TaskStepTimeS is its own time
 	// per local step in seconds (StepTimeS stays the job's). 0 when not
 	// measured.
-	UsageCPUMHz   float64 `json:"usage_cpu_mhz,omitempty"`
-	UsageMemoryMB float64 `json:"usage_memory_mb,omitempty"`
-	TaskStepTimeS float64 `json:"task_step_time_s,omitempty"`
+	UsageCPUMHz   float64 `json:",omitempty"`
+	UsageMemoryMB float64 `json:",omitempty"`
+	TaskStepTimeS float64 `json:",omitempty"`
 
 	// AllocID is the reporting task's Nomad allocation (NOMAD_ALLOC_ID),
 	// when it runs on Nomad: its TaskStepTimeS is matched to the usage the
 	// driver measured of that allocation, and to nothing else.
-	AllocID string `json:"alloc_id,omitempty"`
+	AllocID string `json:",omitempty"`
 
 	// BatchSize is the global batch the step used, LocalBatchSize the
 	// batch one worker computed in one pass and AccumSteps the passes it
 	// accumulated before the last (planner/goodput's throughput model
 	// learns from them); 0 when not reported.
-	BatchSize      int64 `json:"batch_size,omitempty"`
-	LocalBatchSize int64 `json:"local_batch_size,omitempty"`
-	AccumSteps     int64 `json:"accum_steps,omitempty"`
+	BatchSize      int64 `json:",omitempty"`
+	LocalBatchSize int64 `json:",omitempty"`
+	AccumSteps     int64 `json:",omitempty"`
 	// GradSqr and GradVar are the trainer's estimates of the gradient
 	// noise statistics at the step (AdaptDL's): GradSqr the squared norm
 	// of the true gradient, GradVar the variance of the gradient averaged
@@ -70,14 +72,14 @@ type Sample struct {
 	// that GradVar × BatchSize / GradSqr is the gradient noise scale.
 	// Both 0 when not measured; a sample that reports them must report
 	// BatchSize.
-	GradSqr float64 `json:"grad_sqr,omitempty"`
-	GradVar float64 `json:"grad_var,omitempty"`
+	GradSqr float64 `json:",omitempty"`
+	GradVar float64 `json:",omitempty"`
 
-	NumPS      int `json:"num_ps"`
-	NumWorkers int `json:"num_workers"`
+	NumPS      int
+	NumWorkers int
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
-	Time int64 `json:"time"`
+	Time int64
 }
 
 // MaxAllocIDLen bounds a sample's AllocID (Nomad's are 36-character

@@ -211,15 +211,15 @@ export interface Observed {
 }
 
 export interface Sample {
-  role: string;
-  rank: number;
-  step: number;
-  epoch: number;
-  loss: number;
-  step_time_s: number;
-  num_ps: number;
-  num_workers: number;
-  time: number;
+  Role?: string;
+  Rank: number;
+  Step: number;
+  Epoch: number;
+  Loss: number;
+  StepTimeS: number;
+  NumPS: number;
+  NumWorkers: number;
+  Time: number;
 }
 
 export interface JobSummary {

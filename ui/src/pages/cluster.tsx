@@ -57,7 +57,7 @@ export function ClusterPage() {
             history: h.data,
             gpusPerWorker: gpus(job.Worker?.Resources.Devices),
             gpusPerPS: gpus(job.ParameterServer?.Resources.Devices),
-            lastSample: s.data.LastSample?.time ?? 0,
+            lastSample: s.data.LastSample?.Time ?? 0,
           };
         }),
       ),

@@ -15,7 +15,7 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
   const history = useLive<JobPlacement[]>(apiJob(ns, id, "history"));
   const events = useLive<Event[]>(`/v1/events?job=${encodeURIComponent(id)}&namespace=${encodeURIComponent(ns)}`);
   const s = summary.data;
-  const chief = useMemo(() => (samples.data?.Samples ?? []).filter((x) => x.role !== "ps"), [samples.data]);
+  const chief = useMemo(() => (samples.data?.Samples ?? []).filter((x) => x.Role !== "ps"), [samples.data]);
   const evs = events.data ?? [];
   return (
     <section data-page="job">
@@ -49,7 +49,7 @@ function Overview({ s }: { s: JobSummary }) {
   const desired = s.Placement?.Placement;
   const change = s.Observed?.Change;
   const total = m?.TotalSteps ?? 0;
-  const step = m?.Step ?? s.LastSample?.step ?? 0;
+  const step = m?.Step ?? s.LastSample?.Step ?? 0;
   const j = s.Job;
   return (
     <dl class="overview">
@@ -98,13 +98,13 @@ function LossChart({ s, samples }: { s: JobSummary; samples: Sample[] }) {
   const coef = s.Model?.Loss ?? null;
   const total = s.Model?.TotalSteps ?? 0;
   const { data, points } = useMemo(() => {
-    const measured = samples.filter((x) => x.loss > 0 && isFinite(x.loss));
-    const last = measured.length ? measured[measured.length - 1].step : 0;
+    const measured = samples.filter((x) => x.Loss > 0 && isFinite(x.Loss));
+    const last = measured.length ? measured[measured.length - 1].Step : 0;
     const xmax = Math.max(last, total) * 1.08 || 1;
-    const xs = new Set<number>(measured.map((x) => x.step));
+    const xs = new Set<number>(measured.map((x) => x.Step));
     if (coef) for (let i = 0; i <= 120; i++) xs.add(Math.round((xmax * i) / 120));
     const x = [...xs].sort((a, b) => a - b);
-    const byStep = new Map(measured.map((p) => [p.step, p.loss]));
+    const byStep = new Map(measured.map((p) => [p.Step, p.Loss]));
     const y = x.map((k) => byStep.get(k) ?? null);
     const series: uPlot.AlignedData = coef ? [x, y, x.map((k) => lossAt(coef, k))] : [x, y];
     return { data: series, points: measured.length };
@@ -152,10 +152,10 @@ interface Measured {
 function measuredSpeeds(samples: Sample[]): Measured[] {
   const acc = new Map<string, Measured>();
   for (const x of samples) {
-    if (!(x.step_time_s > 0) || x.num_workers < 1) continue;
-    const key = `${x.num_ps}/${x.num_workers}`;
-    const m = acc.get(key) ?? { ps: x.num_ps, workers: x.num_workers, speed: 0, n: 0 };
-    m.speed += 1 / x.step_time_s;
+    if (!(x.StepTimeS > 0) || x.NumWorkers < 1) continue;
+    const key = `${x.NumPS}/${x.NumWorkers}`;
+    const m = acc.get(key) ?? { ps: x.NumPS, workers: x.NumWorkers, speed: 0, n: 0 };
+    m.speed += 1 / x.StepTimeS;
     m.n++;
     acc.set(key, m);
   }
@@ -276,7 +276,7 @@ function Timeline({ s, history, events }: { s: JobSummary; history: JobPlacement
   const placements = [...history].sort((a, b) => a.Time - b.Time);
   const others = events.filter((e) => timelineEvents.has(e.Type));
   const end = Math.max(
-    s.LastSample?.time ?? 0,
+    s.LastSample?.Time ?? 0,
     ...events.map((e) => e.Time),
     ...placements.map((p) => p.Time),
   );

@@ -1,0 +1,33 @@
+package structs
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+// TestSample_JSON: a sample encodes with its field names and decodes from
+// them or from the trainers' snake_case; an unknown or doubled key is an
+// error that names it.
+func TestSample_JSON(t *testing.T) {
+	want := Sample{JobID: "a", Rank: 1, Step: 40, Loss: 0.5, StepTimeS: 0.25, CPUS: 0.1, NumPS: 1, NumWorkers: 2, GradSqr: 2, BatchSize: 64}
+	out, err := json.Marshal(want)
+	must.NoError(t, err)
+	must.StrContains(t, string(out), `"JobID":"a"`)
+	must.StrContains(t, string(out), `"StepTimeS":0.25`)
+	must.StrNotContains(t, string(out), "step_time_s")
+
+	for _, in := range []string{
+		string(out),
+		`{"job_id":"a","rank":1,"step":40,"loss":0.5,"step_time_s":0.25,"cpu_s":0.1,"num_ps":1,"num_workers":2,"grad_sqr":2,"batch_size":64}`,
+	} {
+		var got Sample
+		must.NoError(t, json.Unmarshal([]byte(in), &got), must.Sprint(in))
+		must.Eq(t, want, got)
+	}
+	var s Sample
+	must.ErrorContains(t, json.Unmarshal([]byte(`{"job_id":"a","stpe":3}`), &s), `sample: unknown field "stpe"`)
+	must.ErrorContains(t, json.Unmarshal([]byte(`{"job_id":"a","StepTimeS":1,"step_time_s":2}`), &s), `given twice`)
+	must.Error(t, json.Unmarshal([]byte(`{"step":"three"}`), &s))
+}
