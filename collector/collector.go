@@ -218,7 +218,7 @@ func (c *Collector) Report(samples []structs.Sample) (uint64, error) {
 			s.Time = now.UnixNano()
 		}
 		errs := structs.FieldErrors(errors.Join(s.Validate(), s.ValidateTime(now)))
-		for _, f := range []struct{ name, val string }{{"namespace", s.Namespace}, {"job_id", s.JobID}} {
+		for _, f := range []struct{ name, val string }{{"Namespace", s.Namespace}, {"JobID", s.JobID}} {
 			if len(f.val) > MaxIDLength {
 				errs = append(errs, &structs.FieldError{Path: f.name, Err: fmt.Errorf("is %d bytes long; the limit is %d", len(f.val), MaxIDLength)})
 			}

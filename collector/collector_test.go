@@ -139,14 +139,14 @@ func TestReport_Malformed(t *testing.T) {
 			string(reportBody(t, sample(1), negative, sample(5), aheadCkpt, structs.Sample{Step: 1}, longID, skewed, future)),
 			[]string{
 				"5 of 8 samples are invalid, none was kept",
-				"samples[1]: loss: -1 must be a finite number, not negative",
-				"samples[3]: checkpoint_step: 9 is ahead of step 3",
-				"samples[4]: job_id: is required",
-				fmt.Sprintf("samples[5]: job_id: is %d bytes long; the limit is %d", MaxIDLength+1, MaxIDLength),
-				"samples[7]: time: is 2h0m",
+				"samples[1]: Loss: -1 must be a finite number, not negative",
+				"samples[3]: CheckpointStep: 9 is ahead of step 3",
+				"samples[4]: JobID: is required",
+				fmt.Sprintf("samples[5]: JobID: is %d bytes long; the limit is %d", MaxIDLength+1, MaxIDLength),
+				"samples[7]: Time: is 2h0m",
 				"ahead of the receiver's clock; at most 1m0s is allowed",
 			}},
-		{"a sample from the future", string(reportBody(t, future)), []string{"1 of 1 samples are invalid", "samples[0]: time: is 2h0m"}},
+		{"a sample from the future", string(reportBody(t, future)), []string{"1 of 1 samples are invalid", "samples[0]: Time: is 2h0m"}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func TestPythonClient(t *testing.T) {
 	// The malformed sample: a clear 4xx surfaced by flush().
 	must.NotNil(t, out.Rejected, must.Sprint("flush() raises RejectedError"))
 	must.Eq(t, 400, out.Rejected.Status)
-	must.StrContains(t, out.Rejected.Message, "samples[0]: loss: -1 must be a finite number, not negative")
+	must.StrContains(t, out.Rejected.Message, "samples[0]: Loss: -1 must be a finite number, not negative")
 	must.StrContains(t, out.Rejected.Error, "collector rejected 1 samples (HTTP 400)")
 	must.Eq(t, 1, out.DroppedAfterReject)
 

@@ -92,9 +92,9 @@ func TestAPI_BadInputs(t *testing.T) {
 		{"bad event filter", "GET", "/v1/events?filter=%3D%3D", "", 400, "is not a valid expression"},
 		{"remove unknown peer", "DELETE", "/v1/operator/raft/peer?id=nope", "", 404, "no server"},
 		{"empty report", "POST", "/v1/report", `{"samples": []}`, 400, "no samples"},
-		{"report with a bad sample", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 2, "loss": -1}]}`, 400, "samples[1]: loss"},
-		{"report of a checkpoint ahead", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 2, "checkpoint_step": 5}]}`, 400, "checkpoint_step"},
-		{"report from the future", "POST", "/v1/report", fmt.Sprintf(`{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 4, "time": %d}]}`, time.Now().Add(time.Hour).UnixNano()), 400, "samples[1]: time: is "},
+		{"report with a bad sample", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 2, "loss": -1}]}`, 400, "samples[1]: Loss"},
+		{"report of a checkpoint ahead", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 2, "checkpoint_step": 5}]}`, 400, "CheckpointStep"},
+		{"report from the future", "POST", "/v1/report", fmt.Sprintf(`{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "dup", "step": 4, "time": %d}]}`, time.Now().Add(time.Hour).UnixNano()), 400, "samples[1]: Time: is "},
 		{"report of an unknown job", "POST", "/v1/report", `{"samples": [{"job_id": "nope", "step": 3}]}`, 404, `samples[0]: job "nope" in namespace "default" is not registered`},
 		{"report of a job in another namespace", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "namespace": "other", "step": 3}]}`, 404, `job "dup" in namespace "other"`},
 		{"report mixing known and unknown jobs", "POST", "/v1/report", `{"samples": [{"job_id": "dup", "step": 3}, {"job_id": "nope", "step": 3}, {"job_id": "nada", "step": 3}]}`, 404, `samples[1]: job "nope"`},
@@ -227,7 +227,7 @@ func TestReport_FutureSampleRefused(t *testing.T) {
 	future := time.Now().Add(time.Hour).UnixNano()
 	code, out := postReport(t, s, fmt.Sprintf(`{"samples": [{"job_id": "skew", "step": 1, "loss": 1, "time": %d}]}`, future))
 	must.Eq(t, 400, code, must.Sprint(out))
-	must.RegexMatch(t, regexp.MustCompile(`samples\[0\]: time: is (59m59\.\d+s|1h0m0s) ahead of the receiver's clock; at most 1m0s is allowed`), out)
+	must.RegexMatch(t, regexp.MustCompile(`samples\[0\]: Time: is (59m59\.\d+s|1h0m0s) ahead of the receiver's clock; at most 1m0s is allowed`), out)
 	must.SliceEmpty(t, steps(), must.Sprint("nothing of the refused report is stored"))
 
 	src.add(structs.Sample{JobID: "skew", Step: 2, Loss: 0.9, StepTimeS: 0.1, NumPS: 1, NumWorkers: 1, Time: time.Now().UnixNano()})

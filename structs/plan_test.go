@@ -60,19 +60,19 @@ func TestSample_Validate(t *testing.T) {
 		mutate func(*Sample)
 		path   string
 	}{
-		{"nan loss", func(s *Sample) { s.Loss = math.NaN() }, "loss"},
-		{"inf step time", func(s *Sample) { s.StepTimeS = math.Inf(1) }, "step_time_s"},
-		{"negative step", func(s *Sample) { s.Step, s.CheckpointStep = -1, 0 }, "step"},
-		{"checkpoint ahead", func(s *Sample) { s.CheckpointStep = 11 }, "checkpoint_step"},
-		{"role", func(s *Sample) { s.Role = "chief" }, "role"},
-		{"job", func(s *Sample) { s.JobID = "" }, "job_id"},
-		{"nan grad_sqr", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = math.NaN(), 1, 64 }, "grad_sqr"},
-		{"negative grad_var", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = 1, -1, 64 }, "grad_var"},
-		{"inf grad_var", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = 1, math.Inf(1), 64 }, "grad_var"},
-		{"grad without batch", func(s *Sample) { s.GradSqr, s.GradVar = 1, 2 }, "batch_size"},
-		{"negative batch", func(s *Sample) { s.BatchSize = -1 }, "batch_size"},
-		{"negative local batch", func(s *Sample) { s.LocalBatchSize = -1 }, "local_batch_size"},
-		{"negative accum", func(s *Sample) { s.AccumSteps = -2 }, "accum_steps"},
+		{"nan loss", func(s *Sample) { s.Loss = math.NaN() }, "Loss"},
+		{"inf step time", func(s *Sample) { s.StepTimeS = math.Inf(1) }, "StepTimeS"},
+		{"negative step", func(s *Sample) { s.Step, s.CheckpointStep = -1, 0 }, "Step"},
+		{"checkpoint ahead", func(s *Sample) { s.CheckpointStep = 11 }, "CheckpointStep"},
+		{"role", func(s *Sample) { s.Role = "chief" }, "Role"},
+		{"job", func(s *Sample) { s.JobID = "" }, "JobID"},
+		{"nan grad_sqr", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = math.NaN(), 1, 64 }, "GradSqr"},
+		{"negative grad_var", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = 1, -1, 64 }, "GradVar"},
+		{"inf grad_var", func(s *Sample) { s.GradSqr, s.GradVar, s.BatchSize = 1, math.Inf(1), 64 }, "GradVar"},
+		{"grad without batch", func(s *Sample) { s.GradSqr, s.GradVar = 1, 2 }, "BatchSize"},
+		{"negative batch", func(s *Sample) { s.BatchSize = -1 }, "BatchSize"},
+		{"negative local batch", func(s *Sample) { s.LocalBatchSize = -1 }, "LocalBatchSize"},
+		{"negative accum", func(s *Sample) { s.AccumSteps = -2 }, "AccumSteps"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,8 +98,8 @@ func TestSample_ValidateTime(t *testing.T) {
 		{"past", now.Add(-time.Hour).UnixNano(), ""},
 		{"now", now.UnixNano(), ""},
 		{"at the bound", now.Add(MaxSampleSkew).UnixNano(), ""},
-		{"past the bound", now.Add(MaxSampleSkew + time.Millisecond).UnixNano(), "time: is 1m0.001s ahead of the receiver's clock; at most 1m0s is allowed"},
-		{"far ahead", math.MaxInt64, "time: is 2089825h33m56.855s ahead"},
+		{"past the bound", now.Add(MaxSampleSkew + time.Millisecond).UnixNano(), "Time: is 1m0.001s ahead of the receiver's clock; at most 1m0s is allowed"},
+		{"far ahead", math.MaxInt64, "Time: is 2089825h33m56.855s ahead"},
 		{"negative", math.MinInt64, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +112,7 @@ func TestSample_ValidateTime(t *testing.T) {
 			must.ErrorContains(t, err, tc.err)
 			errs := FieldErrors(err)
 			must.Len(t, 1, errs)
-			must.Eq(t, "time", errs[0].Path)
+			must.Eq(t, "Time", errs[0].Path)
 		})
 	}
 }

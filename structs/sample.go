@@ -99,21 +99,21 @@ func (s *Sample) Chief() bool { return s.Role != RolePS && s.Rank == 0 }
 func (s *Sample) Validate() error {
 	v := newValidator()
 	if s.JobID == "" {
-		v.missing("job_id")
+		v.missing("JobID")
 	}
 	switch s.Role {
 	case "", RoleWorker, RolePS:
 	default:
-		v.fail("role", "%q is not a role; use %q or %q", s.Role, RoleWorker, RolePS)
+		v.fail("Role", "%q is not a role; use %q or %q", s.Role, RoleWorker, RolePS)
 	}
 	for _, f := range []struct {
 		name string
 		val  float64
 	}{
-		{"epoch", s.Epoch}, {"loss", s.Loss}, {"step_time_s", s.StepTimeS},
-		{"cpu_s", s.CPUS}, {"net_s", s.NetS}, {"usage_cpu_mhz", s.UsageCPUMHz},
-		{"usage_memory_mb", s.UsageMemoryMB}, {"task_step_time_s", s.TaskStepTimeS},
-		{"grad_sqr", s.GradSqr}, {"grad_var", s.GradVar},
+		{"Epoch", s.Epoch}, {"Loss", s.Loss}, {"StepTimeS", s.StepTimeS},
+		{"CPUS", s.CPUS}, {"NetS", s.NetS}, {"UsageCPUMHz", s.UsageCPUMHz},
+		{"UsageMemoryMB", s.UsageMemoryMB}, {"TaskStepTimeS", s.TaskStepTimeS},
+		{"GradSqr", s.GradSqr}, {"GradVar", s.GradVar},
 	} {
 		if math.IsNaN(f.val) || math.IsInf(f.val, 0) || f.val < 0 {
 			v.fail(f.name, "%v must be a finite number, not negative", f.val)
@@ -123,36 +123,36 @@ func (s *Sample) Validate() error {
 		name string
 		val  int64
 	}{
-		{"rank", int64(s.Rank)}, {"step", s.Step}, {"samples", s.Samples},
-		{"checkpoint_step", s.CheckpointStep}, {"num_ps", int64(s.NumPS)},
-		{"num_workers", int64(s.NumWorkers)}, {"time", s.Time},
-		{"batch_size", s.BatchSize}, {"local_batch_size", s.LocalBatchSize}, {"accum_steps", s.AccumSteps},
+		{"Rank", int64(s.Rank)}, {"Step", s.Step}, {"Samples", s.Samples},
+		{"CheckpointStep", s.CheckpointStep}, {"NumPS", int64(s.NumPS)},
+		{"NumWorkers", int64(s.NumWorkers)}, {"Time", s.Time},
+		{"BatchSize", s.BatchSize}, {"LocalBatchSize", s.LocalBatchSize}, {"AccumSteps", s.AccumSteps},
 	} {
 		if f.val < 0 {
 			v.fail(f.name, "%d must not be negative", f.val)
 		}
 	}
 	if len(s.AllocID) > MaxAllocIDLen || strings.ContainsFunc(s.AllocID, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
-		v.fail("alloc_id", "must be at most %d printable characters without spaces", MaxAllocIDLen)
+		v.fail("AllocID", "must be at most %d printable characters without spaces", MaxAllocIDLen)
 	}
 	if (s.GradSqr != 0 || s.GradVar != 0) && s.BatchSize == 0 {
-		v.fail("batch_size", "is needed with grad_sqr and grad_var: grad_var is the variance at the step's batch")
+		v.fail("BatchSize", "is needed with GradSqr and GradVar: GradVar is the variance at the step's batch")
 	}
 	if s.Step >= 0 && s.CheckpointStep > s.Step {
-		v.fail("checkpoint_step", "%d is ahead of step %d", s.CheckpointStep, s.Step)
+		v.fail("CheckpointStep", "%d is ahead of step %d", s.CheckpointStep, s.Step)
 	}
 	return v.err()
 }
 
 // ValidateTime refuses a sample whose Time is more than MaxSampleSkew
-// after now, with a *FieldError on "time" saying how far ahead it is. A
+// after now, with a *FieldError on "Time" saying how far ahead it is. A
 // zero Time, which receivers stamp themselves, passes.
 func (s *Sample) ValidateTime(now time.Time) error {
 	if s.Time <= now.UnixNano() {
 		return nil
 	}
 	if ahead := time.Duration(s.Time - now.UnixNano()); ahead > MaxSampleSkew {
-		return &FieldError{Path: "time", Err: fmt.Errorf("is %s ahead of the receiver's clock; at most %s is allowed", ahead.Round(time.Millisecond), MaxSampleSkew)}
+		return &FieldError{Path: "Time", Err: fmt.Errorf("is %s ahead of the receiver's clock; at most %s is allowed", ahead.Round(time.Millisecond), MaxSampleSkew)}
 	}
 	return nil
 }
