@@ -53,17 +53,17 @@ type Fairness struct {
 	// of the jobs that had a DRF share: 1 when every job held the same
 	// multiple of its DRF share, 1/n when one job held everything; 0 when
 	// no job had a DRF share.
-	Jain float64 `json:"jain"`
+	Jain float64
 	// Loss is the cluster's fairness loss, Dorm's eq. 2 (Σ over the active
 	// jobs of |s_i^t − ŝ_i^t|), averaged over the makespan; MaxLoss is its
 	// largest value over any span of time, the bound eq. 15 sets and
 	// Dorm's Figure 7 plots.
-	Loss    float64 `json:"fairness_loss"`
-	MaxLoss float64 `json:"max_fairness_loss"`
+	Loss    float64 `json:"FairnessLoss"`
+	MaxLoss float64 `json:"MaxFairnessLoss"`
 	// WorstJob is the job of largest Loss (JobFairness.Loss), and
 	// WorstJobLoss that loss.
-	WorstJob     string  `json:"worst_job,omitempty"`
-	WorstJobLoss float64 `json:"worst_job_loss"`
+	WorstJob     string `json:",omitempty"`
+	WorstJobLoss float64
 }
 
 // fairJob is what fairness needs to know of a job: its DRF demand and

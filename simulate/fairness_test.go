@@ -137,11 +137,11 @@ func TestFairness_Reported(t *testing.T) {
 	}
 	must.NoError(t, json.Unmarshal(buf.Bytes(), &report))
 	for _, p := range []string{"optimus", "drf"} {
-		for _, k := range []string{"jain", "fairness_loss", "max_fairness_loss", "worst_job_loss"} {
+		for _, k := range []string{"Jain", "FairnessLoss", "MaxFairnessLoss", "WorstJobLoss"} {
 			must.MapContainsKey(t, report.Policies[p], k, must.Sprintf("%s: %s", p, k))
 		}
 	}
-	must.Eq(t, results[1].Summary.Jain, report.Policies["drf"]["jain"].(float64))
+	must.Eq(t, results[1].Summary.Jain, report.Policies["drf"]["Jain"].(float64))
 
 	buf.Reset()
 	must.NoError(t, WriteFairnessCSV(&buf, results))

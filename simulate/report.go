@@ -13,15 +13,15 @@ import (
 // Report is what summary.json holds: the workload, the cluster and one
 // summary per policy.
 type Report struct {
-	Workload string             `json:"workload"`
-	Cluster  string             `json:"cluster"`
-	Seed     uint64             `json:"seed"`
-	Policies map[string]Summary `json:"policies"`
+	Workload string
+	Cluster  string
+	Seed     uint64
+	Policies map[string]Summary
 	// Speedups compare every policy with each baseline of SpeedupBaselines
 	// that ran, in the order of the results.
-	Speedups []Speedup `json:"speedups,omitempty"`
+	Speedups []Speedup `json:",omitempty"`
 	// PlanTimes are each policy's plan times (Result.PlanTime).
-	PlanTimes map[string]PlanTime `json:"plan_times,omitempty"`
+	PlanTimes map[string]PlanTime `json:",omitempty"`
 }
 
 // SpeedupBaselines are the policies others are compared with, as the
@@ -33,10 +33,10 @@ var SpeedupBaselines = []string{"isolated", "colocated"}
 // average JCT over the policy's, and the same for the makespan (above 1:
 // the policy is faster), as Figure 4.10 reports them.
 type Speedup struct {
-	Policy   string  `json:"policy"`
-	Baseline string  `json:"baseline"`
-	JCT      float64 `json:"jct"`
-	Makespan float64 `json:"makespan"`
+	Policy   string
+	Baseline string
+	JCT      float64
+	Makespan float64
 }
 
 // NewReport gathers the summaries of results.

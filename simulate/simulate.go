@@ -130,43 +130,43 @@ type Result struct {
 // seconds (for dorm, mostly glpsol's solve). Unlike Summary it is not
 // reproducible: it depends on the machine and its load.
 type PlanTime struct {
-	P50S float64 `json:"p50_s"`
-	MaxS float64 `json:"max_s"`
+	P50S float64
+	MaxS float64
 }
 
 // Summary is what summary.json reports per policy.
 type Summary struct {
-	AvgJCT   float64 `json:"avg_jct_s"`
-	P50JCT   float64 `json:"p50_jct_s"`
-	P99JCT   float64 `json:"p99_jct_s"`
-	Makespan float64 `json:"makespan_s"`
-	GPUUtil  float64 `json:"gpu_util"`
+	AvgJCT   float64
+	P50JCT   float64
+	P99JCT   float64
+	Makespan float64
+	GPUUtil  float64
 	// CPUUtil and NetUtil are the cluster's average utilisation by subtask
 	// jobs (Harmony's workloads; 0 for others), over the same span.
-	CPUUtil  float64 `json:"cpu_util"`
-	NetUtil  float64 `json:"net_util"`
-	Rescales int     `json:"rescales"`
-	Jobs     int     `json:"jobs"`
+	CPUUtil  float64
+	NetUtil  float64
+	Rescales int
+	Jobs     int
 	// RegroupS is the time all jobs spent restarting after a start but
 	// their first (rescales, moves, resumes; sim.JobResult.RegroupS), and
 	// RegroupShare that time over the time jobs spent from their first
 	// start to their end: the share of the jobs' running time that
 	// regrouping cost, the regrouping overhead reported beside the
 	// makespan.
-	RegroupS     float64 `json:"regroup_s"`
-	RegroupShare float64 `json:"regroup_share"`
+	RegroupS     float64
+	RegroupShare float64
 	// RescalesPerHour is Rescales over the makespan in hours: Dorm's
 	// resource adjustments (eq. 4) per hour.
-	RescalesPerHour float64 `json:"rescales_per_hour"`
+	RescalesPerHour float64
 	// ResourceUtil is Dorm's eq. 1, the sum of the CPU, memory and GPU
 	// shares of the cluster that jobs hold (0 to 3), averaged over the
 	// makespan; ResourceUtilEarly the same over its first EarlyWindow (5
 	// hours), as Dorm's §V-B1 reports it.
-	ResourceUtil      float64 `json:"resource_util"`
-	ResourceUtilEarly float64 `json:"resource_util_5h"`
+	ResourceUtil      float64
+	ResourceUtilEarly float64
 	// Plans is how many times the algorithm planned (their wall times are
 	// Result.PlanTime, which a rerun does not reproduce).
-	Plans int `json:"plans"`
+	Plans int
 	// Fairness is Jain's index over the jobs' shares against their DRF
 	// shares, and the fairness loss (Dorm's eq. 2).
 	Fairness

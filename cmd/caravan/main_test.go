@@ -172,8 +172,8 @@ func TestSim(t *testing.T) {
 	var report struct {
 		Workload string
 		Policies map[string]struct {
-			AvgJCT float64 `json:"avg_jct_s"`
-			Jobs   int     `json:"jobs"`
+			AvgJCT float64
+			Jobs   int
 		}
 	}
 	must.NoError(t, json.Unmarshal([]byte(stdout), &report))
@@ -218,8 +218,8 @@ func TestSim_PolicyOptions(t *testing.T) {
 	must.Eq(t, 0, code, must.Sprint(errOut))
 	var report struct {
 		Policies map[string]struct {
-			Jobs     int `json:"jobs"`
-			Rescales int `json:"rescales"`
+			Jobs     int
+			Rescales int
 		}
 	}
 	must.NoError(t, json.Unmarshal([]byte(stdout), &report))
@@ -287,14 +287,14 @@ func TestSim_Dorm(t *testing.T) {
 	must.NoError(t, err)
 	var report struct {
 		Policies map[string]struct {
-			Jobs         int     `json:"jobs"`
-			ResourceUtil float64 `json:"resource_util"`
-			Plans        int     `json:"plans"`
-			MaxLoss      float64 `json:"max_fairness_loss"`
+			Jobs         int
+			ResourceUtil float64
+			Plans        int
+			MaxLoss      float64 `json:"MaxFairnessLoss"`
 		}
 		PlanTimes map[string]struct {
-			MaxS float64 `json:"max_s"`
-		} `json:"plan_times"`
+			MaxS float64
+		}
 	}
 	must.NoError(t, json.Unmarshal(summary, &report))
 	must.MapContainsKeys(t, report.PlanTimes, []string{"dorm:preset=dorm-1", "dorm:preset=dorm-3:time_limit=2s", "drf"})
