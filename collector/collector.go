@@ -274,24 +274,24 @@ func (c *Collector) Samples(ctx context.Context, since uint64, limit int, wait t
 // Stats counts what the collector received and holds; GET /v1/health
 // returns them.
 type Stats struct {
-	Status   string `json:"status"`
-	Instance string `json:"instance"`
+	Status   string
+	Instance string
 	// Held is how many samples the window holds; Last is the sequence
 	// number of the newest.
-	Held int    `json:"held"`
-	Last uint64 `json:"last"`
+	Held int
+	Last uint64
 	// Received counts the samples kept since the start, Dropped those the
 	// window dropped since.
-	Received uint64 `json:"received"`
-	Dropped  uint64 `json:"dropped"`
+	Received uint64
+	Dropped  uint64
 	// Rejected counts the reports the HTTP API refused (400 and 413),
 	// BadLines the lines of the file that were not valid samples.
-	Rejected uint64 `json:"rejected"`
-	BadLines uint64 `json:"bad_lines"`
+	Rejected uint64
+	BadLines uint64
 	// Waiting is how many reads are blocked until a sample comes;
 	// TailChecks how many times the file (-file) was looked at for news.
-	Waiting    int    `json:"waiting"`
-	TailChecks uint64 `json:"tail_checks"`
+	Waiting    int
+	TailChecks uint64
 }
 
 // Stats returns the collector's counters.

@@ -62,24 +62,24 @@ func (w *window) add(samples []structs.Sample) uint64 {
 // number, oldest first. Samples are numbered without gaps, so Samples[i]
 // has the sequence number Next-len(Samples)+1+i.
 type Page struct {
-	Samples []structs.Sample `json:"samples"`
+	Samples []structs.Sample
 	// Next is the sequence number of the last sample in Samples, or the
 	// since asked for when there is none: the since of the next read.
-	Next uint64 `json:"next"`
+	Next uint64
 	// Dropped counts the samples the window dropped since the collector
 	// started, read or not.
-	Dropped uint64 `json:"dropped"`
+	Dropped uint64
 	// Truncated says that samples after since were dropped before this
 	// read: Samples starts with the oldest held.
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool `json:",omitempty"`
 	// Reset says that since was ahead of every sample the collector kept:
 	// it was read from another instance (the collector restarted), and
 	// Samples starts with the oldest held.
-	Reset bool `json:"reset,omitempty"`
+	Reset bool `json:",omitempty"`
 	// More says that limit cut the page: more samples are held after Next.
-	More bool `json:"more,omitempty"`
+	More bool `json:",omitempty"`
 	// Instance identifies the collector process (Collector.Instance).
-	Instance string `json:"instance"`
+	Instance string
 }
 
 // read returns up to limit samples numbered after since, and a channel

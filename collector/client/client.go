@@ -459,7 +459,7 @@ func (c *Client) sendRound(ctx context.Context, batch []structs.Sample) error {
 
 // reportRequest is the body of POST /v1/report.
 type reportRequest struct {
-	Samples []structs.Sample `json:"samples"`
+	Samples []structs.Sample
 }
 
 // post sends one request. It returns nil on 2xx, an error wrapping

@@ -195,9 +195,9 @@ func (s *Source) Run(ctx context.Context) {
 // page is the part of a collector's GET /v1/samples answer the source
 // reads.
 type page struct {
-	Samples []structs.Sample `json:"samples"`
-	Next    uint64           `json:"next"`
-	Reset   bool             `json:"reset"`
+	Samples []structs.Sample
+	Next    uint64
+	Reset   bool
 }
 
 // scrape long-polls one collector until ctx ends, backing off with jitter
