@@ -171,9 +171,9 @@ func (c *Coordinator) Acquire(ctx context.Context, resource string) (*Lease, err
 	q := url.Values{"resource": {resource}, "holder": {c.cfg.Holder}, "ttl": {c.cfg.TTL.String()}, "wait": {c.cfg.Wait.String()}}
 	for {
 		var ans struct {
-			Granted bool   `json:"granted"`
-			Lease   string `json:"lease"`
-			Role    string `json:"role"`
+			Granted bool
+			Lease   string
+			Role    string
 		}
 		err := c.post(ctx, "/v1/coord/acquire?"+q.Encode(), c.cfg.Wait+10*time.Second, &ans)
 		if ctx.Err() != nil {

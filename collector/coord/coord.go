@@ -114,9 +114,9 @@ func truncate(s string) string {
 
 // Grant is a lease a Coordinator gave.
 type Grant struct {
-	Lease    string        `json:"lease"`
-	Resource Resource      `json:"resource"`
-	Role     Role          `json:"role"`
+	Lease    string
+	Resource Resource
+	Role     Role
 	TTL      time.Duration `json:"-"`
 	// Waited is how long the request queued.
 	Waited time.Duration `json:"-"`
@@ -382,43 +382,43 @@ func (c *Coordinator) Close() {
 // ResourceStats counts what happened to one resource since the start.
 type ResourceStats struct {
 	// Holders and Queued are the leases held and the requests waiting now.
-	Holders int `json:"holders"`
-	Queued  int `json:"queued"`
+	Holders int
+	Queued  int
 	// Granted counts leases given, Secondary those given as the secondary
 	// network slot, Promoted the secondaries that became the primary.
-	Granted   uint64 `json:"granted"`
-	Secondary uint64 `json:"secondary"`
-	Promoted  uint64 `json:"promoted"`
+	Granted   uint64
+	Secondary uint64
+	Promoted  uint64
 	// Released counts leases their holder ended, Expired those that
 	// outlived their TTL (a holder that died or overran).
-	Released uint64 `json:"released"`
-	Expired  uint64 `json:"expired"`
+	Released uint64
+	Expired  uint64
 	// Abandoned counts requests that left the queue unserved (their wait
 	// passed or their caller went away), Rejected those refused because
 	// the queue was full.
-	Abandoned uint64 `json:"abandoned"`
-	Rejected  uint64 `json:"rejected"`
+	Abandoned uint64
+	Rejected  uint64
 	// MaxHolders is the most leases held at once: 1 for the CPU, at most
 	// 2 for the network.
-	MaxHolders int `json:"max_holders"`
+	MaxHolders int
 	// BusySeconds sums the time leases were held, WaitedSeconds the time
 	// granted requests queued.
-	BusySeconds   float64 `json:"busy_s"`
-	WaitedSeconds float64 `json:"waited_s"`
+	BusySeconds   float64
+	WaitedSeconds float64
 }
 
 // HolderStatus is a lease held now.
 type HolderStatus struct {
-	Holder   string   `json:"holder"`
-	Resource Resource `json:"resource"`
-	Role     Role     `json:"role"`
-	HeldS    float64  `json:"held_s"`
+	Holder   string
+	Resource Resource
+	Role     Role
+	HeldS    float64
 }
 
 // Status is a snapshot of the coordinator.
 type Status struct {
-	Resources map[Resource]ResourceStats `json:"resources"`
-	Holders   []HolderStatus             `json:"holders"`
+	Resources map[Resource]ResourceStats
+	Holders   []HolderStatus
 }
 
 // Status returns the counters and the leases held now.

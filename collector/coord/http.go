@@ -32,17 +32,17 @@ const (
 // false when the wait passed before a slot was free: the request left the
 // queue, and the caller asks again.
 type AcquireResponse struct {
-	Granted  bool     `json:"granted"`
-	Lease    string   `json:"lease,omitempty"`
-	Resource Resource `json:"resource,omitempty"`
-	Role     Role     `json:"role,omitempty"`
-	TTLS     float64  `json:"ttl_s,omitempty"`
-	WaitedS  float64  `json:"waited_s,omitempty"`
+	Granted  bool
+	Lease    string   `json:",omitempty"`
+	Resource Resource `json:",omitempty"`
+	Role     Role     `json:",omitempty"`
+	TTLS     float64  `json:",omitempty"`
+	WaitedS  float64  `json:",omitempty"`
 }
 
 // ReleaseResponse is the answer of POST /v1/coord/release.
 type ReleaseResponse struct {
-	Released bool `json:"released"`
+	Released bool
 }
 
 // Register adds the coordinator's routes to mux. log may be nil.

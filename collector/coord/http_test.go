@@ -49,7 +49,7 @@ func TestHTTP_AcquireRelease(t *testing.T) {
 	start := time.Now()
 	code, body = call(t, "POST", base+AcquirePath+"?resource=cpu&wait=50ms", nil)
 	must.Eq(t, http.StatusOK, code)
-	must.Eq(t, `{"granted":false}`, strings.TrimSpace(body))
+	must.Eq(t, `{"Granted":false}`, strings.TrimSpace(body))
 	must.Less(t, 5*time.Second, time.Since(start))
 
 	code, body = call(t, "GET", base+StatusPath, nil)

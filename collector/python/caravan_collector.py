@@ -653,11 +653,13 @@ class Coordinator:
                     self._retry_at = time.monotonic() + self._backoff
                     self.uncoordinated += 1
                 return None
-            if ans.get("granted"):
+            # Caravan answers with field names ("Granted"); earlier
+            # versions with snake_case keys.
+            if ans.get("Granted", ans.get("granted")):
                 with self._lock:
                     self._failing = False
                     self.granted += 1
-                return ans["lease"]
+                return ans.get("Lease", ans.get("lease"))
 
     def release(self, lease):
         """End a lease; an expired one, or an unreachable coordinator, is
