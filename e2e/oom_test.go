@@ -167,14 +167,14 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	})
 	oom := waitEvent(t, c, "oom", structs.EventTaskOOMKilled, 1, time.Minute)
 	t.Logf("Caravan's event: %s", oom.Message)
-	must.Eq(t, "worker", oom.Details["role"])
-	must.Eq(t, "0", oom.Details["rank"])
-	must.Eq(t, first.ID, oom.Details["alloc_id"])
-	must.Eq(t, "128", oom.Details["memory_limit_mb"])
-	must.Eq(t, "true", oom.Details["inferred"])
+	must.Eq(t, "worker", oom.Details["Role"])
+	must.Eq(t, "0", oom.Details["Rank"])
+	must.Eq(t, first.ID, oom.Details["AllocID"])
+	must.Eq(t, "128", oom.Details["MemoryLimitMB"])
+	must.Eq(t, "true", oom.Details["Inferred"])
 	// Nomad's stats were read during the killed run: the inference needs
 	// at least 80% of the limit, and RSS cannot pass the cgroup's limit.
-	peak, err := strconv.Atoi(oom.Details["max_memory_mb"])
+	peak, err := strconv.Atoi(oom.Details["MaxMemoryMB"])
 	must.NoError(t, err, must.Sprint("no memory measured before the kill"))
 	must.Between(t, 102, peak, 128)
 

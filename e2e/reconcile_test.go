@@ -231,7 +231,7 @@ func history(t *testing.T, c *api.Client, id string) []*structs.JobPlacement {
 // names.
 func confirmedStep(t *testing.T, ev *structs.Event) int64 {
 	t.Helper()
-	k, err := strconv.ParseInt(ev.Details["step"], 10, 64)
+	k, err := strconv.ParseInt(ev.Details["Step"], 10, 64)
 	must.NoError(t, err)
 	return k
 }
@@ -278,7 +278,7 @@ func rescaleTimes(t *testing.T, c *api.Client, makespan time.Duration, ids ...st
 	for _, id := range ids {
 		var secs []string
 		for _, ev := range events(t, c, id, structs.EventTasksRunning) {
-			if ev.Details["rescale"] != "true" {
+			if ev.Details["Rescale"] != "true" {
 				continue
 			}
 			s := seconds(t, ev)

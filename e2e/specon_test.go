@@ -122,7 +122,7 @@ scheduler {
 	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
 	k := confirmedStep(t, confirmed)
 	moved := waitEvent(t, c, "a", structs.EventTasksRunning, 2, 2*time.Minute)
-	must.Eq(t, "true", moved.Details["rescale"])
+	must.Eq(t, "true", moved.Details["Rescale"])
 	t.Logf("job a: checkpoint requested at %s, confirmed at step %d, running on the other node %.1fs after the request",
 		time.Unix(0, requested.Time).Format(time.TimeOnly), k, float64(moved.Time-requested.Time)/1e9)
 

@@ -118,10 +118,10 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
 
 	ev := waitEvent(t, c, "strag", structs.EventStragglerReplaced, 1, 2*time.Minute)
 	t.Logf("Caravan's event: %s", ev.Message)
-	must.Eq(t, slow, ev.Details["from"])
-	must.NotEq(t, nodes[0], ev.Details["to"])
-	must.NotEq(t, slow, ev.Details["to"])
-	must.Eq(t, structs.RoleWorker, ev.Details["role"])
+	must.Eq(t, slow, ev.Details["From"])
+	must.NotEq(t, nodes[0], ev.Details["To"])
+	must.NotEq(t, slow, ev.Details["To"])
+	must.Eq(t, structs.RoleWorker, ev.Details["Role"])
 	must.StrContains(t, ev.Message, "Optimus §5.2")
 
 	waitEvent(t, c, "strag", structs.EventTasksRunning, 2, 2*time.Minute)

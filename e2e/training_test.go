@@ -88,7 +88,7 @@ func waitStep(t *testing.T, c *api.Client, job string, step int64) {
 }
 
 func seconds(t *testing.T, ev *structs.Event) float64 {
-	s, err := strconv.ParseFloat(ev.Details["seconds"], 64)
+	s, err := strconv.ParseFloat(ev.Details["Seconds"], 64)
 	must.NoError(t, err)
 	return s
 }
@@ -108,17 +108,17 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	a, _, err := c.Jobs().Info("a", nil)
 	must.NoError(t, err)
 	t.Logf("job run → all tasks running on Nomad: %.3fs (driver: %ss from submission)",
-		float64(running.Time-a.SubmitTime)/1e9, running.Details["seconds"])
+		float64(running.Time-a.SubmitTime)/1e9, running.Details["Seconds"])
 	waitWorkers(t, c, "a", 4) // alone, the first job gets every GPU
 	waitStep(t, c, "a", 40)
 
 	_, err = c.Jobs().Register(context.Background(), trainerJob("b", trainer))
 	must.NoError(t, err)
 	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
-	k, err := strconv.ParseInt(confirmed.Details["step"], 10, 64)
+	k, err := strconv.ParseInt(confirmed.Details["Step"], 10, 64)
 	must.NoError(t, err)
 	rescaled := waitEvent(t, c, "a", structs.EventTasksRunning, 2, 2*time.Minute)
-	must.Eq(t, "true", rescaled.Details["rescale"])
+	must.Eq(t, "true", rescaled.Details["Rescale"])
 	waitWorkers(t, c, "a", 2) // the first job shares the GPUs with the second
 
 	// The first sample on two workers continues from the checkpoint.
@@ -148,8 +148,8 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	rescales := 0
 	for _, id := range []string{"a", "b"} {
 		for _, ev := range events(t, c, id, structs.EventTasksRunning) {
-			if ev.Details["rescale"] == "true" {
-				t.Logf("rescale of job %s: %ss", id, ev.Details["seconds"])
+			if ev.Details["Rescale"] == "true" {
+				t.Logf("rescale of job %s: %ss", id, ev.Details["Seconds"])
 				inRescales += seconds(t, ev)
 				rescales++
 			}

@@ -142,7 +142,9 @@ type TaskAction struct {
 	Rank   int
 	NodeID string `json:",omitempty"`
 	// Reason says why, for people.
-	Reason  string
+	Reason string
+	// Details are the action's facts for programs, added to its event's
+	// Details (see Event), keys spelt as field names are ("From", "To").
 	Details map[string]string `json:",omitempty"`
 }
 

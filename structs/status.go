@@ -83,6 +83,10 @@ type Event struct {
 	// JobID is empty for scheduler-wide events.
 	JobID   string
 	Message string
+	// Details are the event's facts for programs, as Nomad's task event
+	// details are: a flat map of strings (a number in decimal, a change
+	// as "4096→8192"), whose keys are spelt as the API's field names are
+	// ("Step", "AllocID", "MemoryLimitMB").
 	Details map[string]string
 }
 

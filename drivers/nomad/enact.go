@@ -215,7 +215,7 @@ func (d *Driver) advance(ctx context.Context, f *flight) {
 	}
 	if last, ok := d.hostOf().LastSample(f.key); ok && last.CheckpointStep > f.before {
 		d.event(ctx, f.job, structs.EventCheckpointConfirmed, fmt.Sprintf("checkpoint at step %d confirmed", last.CheckpointStep),
-			map[string]string{"step": strconv.FormatInt(last.CheckpointStep, 10)})
+			map[string]string{"Step": strconv.FormatInt(last.CheckpointStep, 10)})
 		if err := d.submit(ctx, f); err != nil {
 			d.log.Warn("failed to submit a rescale", "job_id", f.key.ID, "error", err)
 		}

@@ -281,9 +281,9 @@ func (d *Driver) tasksRunning(ctx context.Context, f *flight, tasks int) {
 	}
 	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeDone, fmt.Sprintf("all %d tasks run", tasks), time.Now().UnixNano()
 	d.event(ctx, f.job, structs.EventTasksRunning, fmt.Sprintf("all %d tasks of generation %d run; the %s took %s", tasks, f.generation, what, took.Round(time.Millisecond)), map[string]string{
-		"generation": strconv.Itoa(f.generation),
-		"rescale":    strconv.FormatBool(f.checkpoint),
-		"seconds":    strconv.FormatFloat(took.Seconds(), 'f', 3, 64),
+		"Generation": strconv.Itoa(f.generation),
+		"Rescale":    strconv.FormatBool(f.checkpoint),
+		"Seconds":    strconv.FormatFloat(took.Seconds(), 'f', 3, 64),
 	})
 }
 

@@ -393,12 +393,12 @@ func (d *Driver) usage(ctx context.Context, job *structs.Job, key structs.JobKey
 		}
 		measured := "no memory measured"
 		details := map[string]string{
-			"role": k.t.Role, "rank": strconv.Itoa(k.t.Rank), "node_id": k.t.NodeID, "alloc_id": k.t.AllocID,
-			"memory_limit_mb": strconv.Itoa(k.t.MemoryLimitMB), "inferred": strconv.FormatBool(k.kill.inferred),
+			"Role": k.t.Role, "Rank": strconv.Itoa(k.t.Rank), "NodeID": k.t.NodeID, "AllocID": k.t.AllocID,
+			"MemoryLimitMB": strconv.Itoa(k.t.MemoryLimitMB), "Inferred": strconv.FormatBool(k.kill.inferred),
 		}
 		if k.kill.measured {
 			measured = fmt.Sprintf("most measured %.0f MB", k.kill.peakMB)
-			details["max_memory_mb"] = strconv.FormatFloat(math.Round(k.kill.peakMB), 'f', 0, 64)
+			details["MaxMemoryMB"] = strconv.FormatFloat(math.Round(k.kill.peakMB), 'f', 0, 64)
 		}
 		msg := fmt.Sprintf("%s %d on node %s was killed for memory (limit %d MB, %s; %s)",
 			k.t.Role, k.t.Rank, k.t.NodeID, k.t.MemoryLimitMB, measured, how)

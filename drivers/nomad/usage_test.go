@@ -178,8 +178,8 @@ func TestUsage(t *testing.T) {
 	must.Eq(t, []*structs.Event{{
 		Type: structs.EventTaskOOMKilled, Namespace: "default", JobID: "j",
 		Message: "worker 3 on node n1 was killed for memory (limit 128 MB, most measured 121 MB; inferred from signal 9)",
-		Details: map[string]string{"role": "worker", "rank": "3", "node_id": "n1", "alloc_id": "a1",
-			"memory_limit_mb": "128", "inferred": "true", "max_memory_mb": "121"},
+		Details: map[string]string{"Role": "worker", "Rank": "3", "NodeID": "n1", "AllocID": "a1",
+			"MemoryLimitMB": "128", "Inferred": "true", "MaxMemoryMB": "121"},
 	}}, host.events)
 
 	// The same kill read again is no new one.

@@ -201,7 +201,7 @@ func TestPlan_WorkerOOM(t *testing.T) {
 	a := p.Actions[0]
 	must.Eq(t, structs.ActionOOMResized, a.Kind)
 	must.Eq(t, 5, a.Rank)
-	must.Eq(t, "4096→8192", a.Details["memory_mb"])
+	must.Eq(t, "4096→8192", a.Details["MemoryMB"])
 
 	// A kill from before the current run is stale.
 	killed.LastOOM = j.Since - 1
@@ -235,7 +235,7 @@ func TestPlan_PSOOM(t *testing.T) {
 	must.Eq(t, map[string]int{fmt.Sprintf("ps %d/0", 16*mhz): 4, fmt.Sprintf("worker %d/0", 20*mhz): 8}, sizes(p))
 	must.Len(t, 1, p.Actions)
 	must.Eq(t, structs.ActionOOMResized, p.Actions[0].Kind)
-	must.Eq(t, "2→4", p.Actions[0].Details["ps"])
+	must.Eq(t, "2→4", p.Actions[0].Details["PS"])
 }
 
 // TestPlan_HotPS: Wide & Deep at its optimize shape with two hot servers
@@ -257,7 +257,7 @@ func TestPlan_HotPS(t *testing.T) {
 	must.Len(t, 1, p.Actions)
 	must.Eq(t, structs.ActionHotPSReplaced, p.Actions[0].Kind)
 	must.Eq(t, 2, p.Actions[0].Rank)
-	must.Eq(t, fmt.Sprintf("%d→%d", 16*mhz, 24*mhz), p.Actions[0].Details["cpu"])
+	must.Eq(t, fmt.Sprintf("%d→%d", 16*mhz, 24*mhz), p.Actions[0].Details["CPU"])
 	must.StrContains(t, p.Reason, "D:166")
 }
 

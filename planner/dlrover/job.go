@@ -187,7 +187,7 @@ func (p *jobPlan) optimize() *target {
 			cpu, mem := res.Sized(g.size)
 			t.actions = append(t.actions, &structs.TaskAction{Kind: structs.ActionResized, Role: role, Rank: -1,
 				Reason:  fmt.Sprintf("dlrover optimize: every %s at %d MHz and %d MB", role, cpu, mem),
-				Details: map[string]string{"cpu": fmt.Sprint(cpu), "memory_mb": fmt.Sprint(mem)}})
+				Details: map[string]string{"CPU": fmt.Sprint(cpu), "MemoryMB": fmt.Sprint(mem)}})
 		}
 	}
 	return t
@@ -227,7 +227,7 @@ func (p *jobPlan) oom() *target {
 			t.float = append(t.float, group{ps: true, n: n - p.cur.NumPS, size: size})
 			t.actions = append(t.actions, &structs.TaskAction{Kind: structs.ActionOOMResized, Role: structs.RolePS, Rank: -1,
 				Reason:  fmt.Sprintf("parameter servers OOM-killed %d times: N_ps doubled, %d → %d, for more memory in total (§4.2, D:156)", psKills, p.cur.NumPS, n),
-				Details: map[string]string{"ps": fmt.Sprintf("%d→%d", p.cur.NumPS, n), "oom_kills": fmt.Sprint(psKills)}})
+				Details: map[string]string{"PS": fmt.Sprintf("%d→%d", p.cur.NumPS, n), "OOMKills": fmt.Sprint(psKills)}})
 		} else {
 			for _, u := range psKilled {
 				p.doubleMemory(t, true, u)
@@ -269,7 +269,7 @@ func (p *jobPlan) doubleMemory(t *target, ps bool, u *structs.TaskUsage) {
 	t.pinned = append(t.pinned, entry(nt.NodeID, ps, 1, size))
 	t.actions = append(t.actions, &structs.TaskAction{Kind: structs.ActionOOMResized, Role: role, Rank: u.Rank, NodeID: u.NodeID,
 		Reason:  fmt.Sprintf("%s %d was OOM-killed at %d MB: it restarts with double memory, %d MB (§4.2, D:156)", role, u.Rank, old, mem),
-		Details: map[string]string{"memory_mb": fmt.Sprintf("%d→%d", old, mem), "oom_kills": fmt.Sprint(u.OOMKills)}})
+		Details: map[string]string{"MemoryMB": fmt.Sprintf("%d→%d", old, mem), "OOMKills": fmt.Sprint(u.OOMKills)}})
 }
 
 // busyPS gives parameter servers above PSUtil more CPU (D:156, D:166): a
@@ -313,7 +313,7 @@ func (p *jobPlan) busyPS() *target {
 					hot.Rank, hot.CPUMHz/p.mhz, hot.CPUMHz/median, cpu, hot.CPUMHz/p.mhz, total/p.mhz, shat1/p.mhz, p.cur.NumWorkers, p.opts.PodCores)
 				t.actions = append(t.actions, &structs.TaskAction{Kind: structs.ActionHotPSReplaced, Role: structs.RolePS, Rank: hot.Rank, NodeID: hot.NodeID,
 					Reason:  fmt.Sprintf("hot: %.1f of %d MHz, %.1f× the median server; replaced by a server of %d MHz", hot.CPUMHz, hot.CPULimitMHz, hot.CPUMHz/median, cpu),
-					Details: map[string]string{"cpu": fmt.Sprintf("%d→%d", old, cpu)}})
+					Details: map[string]string{"CPU": fmt.Sprintf("%d→%d", old, cpu)}})
 				return t
 			}
 		}
@@ -335,7 +335,7 @@ func (p *jobPlan) busyPS() *target {
 			t.pinned = append(t.pinned, entry(nt.NodeID, true, 1, size))
 			t.actions = append(t.actions, &structs.TaskAction{Kind: structs.ActionResized, Role: structs.RolePS, Rank: u.Rank, NodeID: u.NodeID,
 				Reason:  fmt.Sprintf("at %.0f%% of its %d MHz, over %.0f%%: CPU doubled to %d MHz (§4.2, D:156)", 100*u.CPUMHz/float64(u.CPULimitMHz), u.CPULimitMHz, 100*p.opts.PSUtil, cpu),
-				Details: map[string]string{"cpu": fmt.Sprintf("%d→%d", old, cpu)}})
+				Details: map[string]string{"CPU": fmt.Sprintf("%d→%d", old, cpu)}})
 		}
 		if len(t.actions) > 0 {
 			t.reason = fmt.Sprintf("dlrover adjust: %d parameter server(s) over %.0f%% of their CPU get more", len(t.actions), 100*p.opts.PSUtil)

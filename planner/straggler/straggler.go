@@ -342,8 +342,8 @@ func move(c *planner.Cluster, p *structs.Placement, t planner.JobTasks, s Stragg
 		roleName(s.Role), s.Rank, s.StepTimeS, s.StepTimeS/s.MedianStepTimeS, roleName(s.Role), s.MedianStepTimeS, s.Reports,
 		time.Duration(now-s.Since).Round(time.Second), ratio, rule, s.NodeID, o.To)
 	p.Actions = append(p.Actions, &structs.TaskAction{Kind: structs.ActionStragglerReplaced, Role: cmp.Or(s.Role, structs.RoleWorker), Rank: s.Rank, NodeID: s.NodeID,
-		Reason: reason, Details: map[string]string{"from": s.NodeID, "to": o.To,
-			"step_time_s": fmt.Sprintf("%.3g", s.StepTimeS), "median_step_time_s": fmt.Sprintf("%.3g", s.MedianStepTimeS)}})
+		Reason: reason, Details: map[string]string{"From": s.NodeID, "To": o.To,
+			"StepTimeS": fmt.Sprintf("%.3g", s.StepTimeS), "MedianStepTimeS": fmt.Sprintf("%.3g", s.MedianStepTimeS)}})
 	return o
 }
 

@@ -136,7 +136,7 @@ func TestApply(t *testing.T) {
 	must.Eq(t, structs.ActionStragglerReplaced, a.Kind)
 	must.Eq(t, 2, a.Rank)
 	must.Eq(t, "node-1", a.NodeID)
-	must.Eq(t, map[string]string{"from": "node-1", "to": "node-2", "step_time_s": "3", "median_step_time_s": "1"}, a.Details)
+	must.Eq(t, map[string]string{"From": "node-1", "To": "node-2", "StepTimeS": "3", "MedianStepTimeS": "1"}, a.Details)
 	must.StrContains(t, a.Reason, "worker 2 takes 3s a step, 3.0× the median worker's 1s, in 5 reports over 2m0s (below 0.5 of the median speed, Optimus §5.2): moved from node-1 to node-2")
 	// The current placement is not touched.
 	must.Eq(t, 2, cur.Nodes[1].Workers)

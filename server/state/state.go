@@ -353,7 +353,7 @@ func (s *Store) ApplyDecision(index uint64, now int64, algorithm string, placeme
 				}
 			}
 			if pl.Paused() && job.Status == structs.JobStatusPending {
-				if err := w.event(now, structs.EventJobWaiting, job.Namespace, job.ID, pl.Reason, map[string]string{"algorithm": algorithm}); err != nil {
+				if err := w.event(now, structs.EventJobWaiting, job.Namespace, job.ID, pl.Reason, map[string]string{"Algorithm": algorithm}); err != nil {
 					return err
 				}
 			}
@@ -390,9 +390,9 @@ func (w *writer) actionEvents(now int64, algorithm string, pl *structs.Placement
 		if !ok {
 			typ = structs.EventTaskResized
 		}
-		details := map[string]string{"algorithm": algorithm, "kind": a.Kind, "role": a.Role, "rank": strconv.Itoa(a.Rank)}
+		details := map[string]string{"Algorithm": algorithm, "Kind": a.Kind, "Role": a.Role, "Rank": strconv.Itoa(a.Rank)}
 		if a.NodeID != "" {
-			details["node_id"] = a.NodeID
+			details["NodeID"] = a.NodeID
 		}
 		for k, v := range a.Details {
 			if _, taken := details[k]; !taken {
@@ -490,7 +490,7 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 	if err := w.trim(TablePlacements, MaxPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
 		return err
 	}
-	details := map[string]string{"ps": fmt.Sprint(pl.NumPS), "workers": fmt.Sprint(pl.NumWorkers), "algorithm": rec.Algorithm}
+	details := map[string]string{"PS": fmt.Sprint(pl.NumPS), "Workers": fmt.Sprint(pl.NumWorkers), "Algorithm": rec.Algorithm}
 	msg := fmt.Sprintf("%s run on %s", structs.Shape{PS: pl.NumPS, Workers: pl.NumWorkers}, structs.Plural(len(pl.Nodes), "node"))
 	if r := rec.Placement.Reason; r != "" {
 		msg += ": " + r
@@ -684,7 +684,7 @@ func (s *Store) SetSchedulerConfig(index uint64, now int64, cfg *structs.Schedul
 		if prev != nil && prev.Algorithm == c.Algorithm {
 			return nil
 		}
-		return w.event(now, structs.EventAlgorithmChanged, "", "", "scheduler algorithm is now "+c.Algorithm, map[string]string{"algorithm": c.Algorithm})
+		return w.event(now, structs.EventAlgorithmChanged, "", "", "scheduler algorithm is now "+c.Algorithm, map[string]string{"Algorithm": c.Algorithm})
 	})
 }
 

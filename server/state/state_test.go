@@ -384,7 +384,7 @@ func TestApplyDecision_ActionEvents(t *testing.T) {
 	pl := placement("a", 3)
 	pl.Actions = []*structs.TaskAction{
 		{Kind: structs.ActionStragglerReplaced, Role: structs.RoleWorker, Rank: 2, NodeID: "n2", Reason: "worker 2 is slow: moved from n2 to n1",
-			Details: map[string]string{"from": "n2", "to": "n1"}},
+			Details: map[string]string{"From": "n2", "To": "n1"}},
 		{Kind: structs.ActionOOMResized, Role: structs.RoleWorker, Rank: 0, NodeID: "n1", Reason: "OOM: double memory"},
 		{Kind: structs.ActionHotPSReplaced, Role: structs.RolePS, Rank: 1, Reason: "hot"},
 	}
@@ -394,7 +394,7 @@ func TestApplyDecision_ActionEvents(t *testing.T) {
 	must.SliceLen(t, 3, evs)
 	must.Eq(t, structs.EventStragglerReplaced, evs[0].Type)
 	must.Eq(t, "worker 2 is slow: moved from n2 to n1", evs[0].Message)
-	must.Eq(t, map[string]string{"algorithm": "dlrover", "kind": "straggler-replaced", "role": "worker", "rank": "2", "node_id": "n2", "from": "n2", "to": "n1"}, evs[0].Details)
+	must.Eq(t, map[string]string{"Algorithm": "dlrover", "Kind": "straggler-replaced", "Role": "worker", "Rank": "2", "NodeID": "n2", "From": "n2", "To": "n1"}, evs[0].Details)
 	must.Eq(t, structs.EventTaskResized, evs[1].Type)
 	must.Eq(t, structs.EventHotPSReplaced, evs[2].Type)
 

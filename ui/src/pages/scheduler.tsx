@@ -147,7 +147,7 @@ export function SchedulerPage() {
                 <tr key={index}>
                   <td>{index}</td>
                   <td class="nowrap">{time(es[0].Time)}</td>
-                  <td>{es[0].Details?.algorithm ?? ""}</td>
+                  <td>{es[0].Details?.Algorithm ?? ""}</td>
                   <td>
                     {es.map((e) => (
                       <div key={e.Seq}>
