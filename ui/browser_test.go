@@ -43,15 +43,21 @@ func startServer(t *testing.T, speed float64) (*server.Server, *api.Client) {
 	d.Start()
 	t.Cleanup(d.Stop)
 	s := server.TestServer(t, server.TestConfig(t, d))
+	waitLeader(t, s)
+	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
+	must.NoError(t, err)
+	return s, c
+}
+
+// waitLeader waits for s to lead.
+func waitLeader(t *testing.T, s *server.Server) {
+	t.Helper()
 	agent.WaitFor(t, 10*time.Second, "the server to lead", func() error {
 		if !s.IsLeader() {
 			return errors.New("not the leader")
 		}
 		return nil
 	})
-	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
-	must.NoError(t, err)
-	return s, c
 }
 
 // register submits the example jobspec file as a job.
