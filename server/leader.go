@@ -1089,6 +1089,10 @@ func (l *leader) stale(p *planning) string {
 		return "jobs, what runs of them or the algorithm changed while planning"
 	case p.nodesVersion != l.nodesVersion:
 		return "nodes changed while planning"
+	case state.IndexOf(l.s.State().Txn(), state.TableJobs) != l.jobsIndex:
+		// A version registered since this step synced the jobs: the
+		// plan would run it at a placement made for the last.
+		return "jobs changed since the step began"
 	}
 	return ""
 }
@@ -1154,10 +1158,11 @@ func (l *leader) fallbackAlgorithm() planner.Algorithm {
 
 // enact hands a plan to the driver with the specs of its jobs, and
 // commits what the driver reports runs of them. A plan that placed a job
-// at an older version than the state's is not enacted, since it would
-// run the new version at a placement made for the old (a new leader's
-// plan in force, or one committed as the version landed): enact asks for
-// the round that plans the new version instead, and reports false.
+// at another version than the one the scheduler holds (a new leader's
+// plan in force, made before the job's newest version) is not enacted,
+// since it would run the new version at a placement made for the old:
+// enact asks for the round that plans the new version instead, and
+// reports false.
 func (l *leader) enact(ctx context.Context, plan *structs.Plan) (bool, error) {
 	txn := l.s.State().Txn()
 	jobs := make([]*structs.Job, 0, len(plan.Placements))
@@ -1169,9 +1174,9 @@ func (l *leader) enact(ctx context.Context, plan *structs.Plan) (bool, error) {
 		if j == nil {
 			return false, fmt.Errorf("plan names job %q, which the state does not hold", p.JobID)
 		}
-		if j.Version != p.JobVersion {
-			l.log.Info("left a plan to the next round: it placed an older version of a job", "plan_index", plan.Index,
-				"job_id", j.ID, "namespace", j.Namespace, "placed_version", p.JobVersion, "version", j.Version)
+		if v, ok := l.versions[p.Key()]; ok && v.version != p.JobVersion {
+			l.log.Info("left a plan to the next round: it placed another version of a job", "plan_index", plan.Index,
+				"job_id", j.ID, "namespace", j.Namespace, "placed_version", p.JobVersion, "version", v.version)
 			l.unenacted, l.urgent = nil, true
 			return false, nil
 		}
