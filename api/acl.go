@@ -1,12 +1,9 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/url"
-
-	"github.com/caravan-sched/caravan/structs"
 )
 
 // ACLPolicyRequest is the body of PUT /v1/acl/policy/<name>: the policy's
@@ -24,6 +21,35 @@ type ACLTokenRequest struct {
 	Policies []string `json:",omitempty"`
 }
 
+// Token types (ACLToken.Type, ACLTokenRequest.Type).
+const (
+	ACLManagementToken = "management"
+	ACLClientToken     = "client"
+)
+
+// ACLPolicy is a named ACL policy: Rules is its HCL.
+type ACLPolicy struct {
+	Name        string
+	Description string
+	Rules       string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ACLToken is an ACL token. SecretID is the bearer secret a client sends
+// (X-Caravan-Token); AccessorID names the token everywhere else, and only
+// AccessorID may be logged or shown to others.
+type ACLToken struct {
+	AccessorID  string
+	SecretID    string
+	Name        string
+	Type        string
+	Policies    []string
+	CreateTime  int64 // Unix nanoseconds
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
 // ACL is the client of the ACL endpoints.
 type ACL struct{ c *Client }
 
@@ -32,71 +58,53 @@ func (c *Client) ACL() *ACL { return &ACL{c: c} }
 
 // Bootstrap creates the first management token, once per cluster; the
 // answer holds its secret.
-func (a *ACL) Bootstrap(ctx context.Context) (*structs.ACLToken, error) {
-	var out structs.ACLToken
-	_, err := a.c.do(ctx, http.MethodPost, "/v1/acl/bootstrap", nil, nil, &out)
-	return &out, err
+func (a *ACL) Bootstrap(w *WriteOptions) (*ACLToken, *WriteMeta, error) {
+	return writeOne[ACLToken](a.c, http.MethodPost, "/v1/acl/bootstrap", nil, w)
 }
 
-// Policies lists the policies, without their rules' text changed.
-func (a *ACL) Policies(ctx context.Context) ([]*structs.ACLPolicy, error) {
-	var out []*structs.ACLPolicy
-	_, err := a.c.do(ctx, http.MethodGet, "/v1/acl/policies", nil, nil, &out)
-	return out, err
+// Policies lists the policies.
+func (a *ACL) Policies(q *QueryOptions) ([]*ACLPolicy, *QueryMeta, error) {
+	return get[[]*ACLPolicy](a.c, "/v1/acl/policies", nil, q)
 }
 
 // Policy reads a policy.
-func (a *ACL) Policy(ctx context.Context, name string) (*structs.ACLPolicy, error) {
-	var out structs.ACLPolicy
-	_, err := a.c.do(ctx, http.MethodGet, "/v1/acl/policy/"+url.PathEscape(name), nil, nil, &out)
-	return &out, err
+func (a *ACL) Policy(name string, q *QueryOptions) (*ACLPolicy, *QueryMeta, error) {
+	return getOne[ACLPolicy](a.c, "/v1/acl/policy/"+url.PathEscape(name), nil, q)
 }
 
 // ApplyPolicy creates or replaces a policy.
-func (a *ACL) ApplyPolicy(ctx context.Context, name string, req *ACLPolicyRequest) (*structs.ACLPolicy, error) {
-	var out structs.ACLPolicy
-	_, err := a.c.do(ctx, http.MethodPut, "/v1/acl/policy/"+url.PathEscape(name), nil, req, &out)
-	return &out, err
+func (a *ACL) ApplyPolicy(name string, req *ACLPolicyRequest, w *WriteOptions) (*ACLPolicy, *WriteMeta, error) {
+	return writeOne[ACLPolicy](a.c, http.MethodPut, "/v1/acl/policy/"+url.PathEscape(name), req, w)
 }
 
 // DeletePolicy deletes a policy.
-func (a *ACL) DeletePolicy(ctx context.Context, name string) error {
-	_, err := a.c.do(ctx, http.MethodDelete, "/v1/acl/policy/"+url.PathEscape(name), nil, nil, nil)
-	return err
+func (a *ACL) DeletePolicy(name string, w *WriteOptions) (*WriteMeta, error) {
+	return a.c.write(http.MethodDelete, "/v1/acl/policy/"+url.PathEscape(name), nil, nil, nil, w)
 }
 
 // Tokens lists the tokens, without their secrets.
-func (a *ACL) Tokens(ctx context.Context) ([]*structs.ACLToken, error) {
-	var out []*structs.ACLToken
-	_, err := a.c.do(ctx, http.MethodGet, "/v1/acl/tokens", nil, nil, &out)
-	return out, err
+func (a *ACL) Tokens(q *QueryOptions) ([]*ACLToken, *QueryMeta, error) {
+	return get[[]*ACLToken](a.c, "/v1/acl/tokens", nil, q)
 }
 
 // CreateToken creates a token; the answer holds its secret.
-func (a *ACL) CreateToken(ctx context.Context, req *ACLTokenRequest) (*structs.ACLToken, error) {
-	var out structs.ACLToken
-	_, err := a.c.do(ctx, http.MethodPost, "/v1/acl/token", nil, req, &out)
-	return &out, err
+func (a *ACL) CreateToken(req *ACLTokenRequest, w *WriteOptions) (*ACLToken, *WriteMeta, error) {
+	return writeOne[ACLToken](a.c, http.MethodPost, "/v1/acl/token", req, w)
 }
 
 // Token reads a token by its accessor ID.
-func (a *ACL) Token(ctx context.Context, accessor string) (*structs.ACLToken, error) {
-	var out structs.ACLToken
-	_, err := a.c.do(ctx, http.MethodGet, "/v1/acl/token/"+url.PathEscape(accessor), nil, nil, &out)
-	return &out, err
+func (a *ACL) Token(accessor string, q *QueryOptions) (*ACLToken, *QueryMeta, error) {
+	return getOne[ACLToken](a.c, "/v1/acl/token/"+url.PathEscape(accessor), nil, q)
 }
 
 // Self reads the token the client sends.
-func (a *ACL) Self(ctx context.Context) (*structs.ACLToken, error) {
-	var out structs.ACLToken
-	_, err := a.c.do(ctx, http.MethodGet, "/v1/acl/token/self", nil, nil, &out)
-	return &out, err
+func (a *ACL) Self(q *QueryOptions) (*ACLToken, *QueryMeta, error) {
+	return getOne[ACLToken](a.c, "/v1/acl/token/self", nil, q)
 }
 
 // DeleteToken deletes a token by its accessor ID.
-func (a *ACL) DeleteToken(ctx context.Context, accessor string) error {
-	_, err := a.c.do(ctx, http.MethodDelete, "/v1/acl/token/"+url.PathEscape(accessor), nil, nil, nil)
-	return err
+func (a *ACL) DeleteToken(accessor string, w *WriteOptions) (*WriteMeta, error) {
+	return a.c.write(http.MethodDelete, "/v1/acl/token/"+url.PathEscape(accessor), nil, nil, nil, w)
 }
 
 // IsForbidden reports whether err is a 403 of the API: the token lacks a

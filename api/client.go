@@ -95,10 +95,14 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.StatusCode == http.StatusNotFound
 }
 
-// QueryOptions are the options of reads.
+// QueryOptions are the options of reads, as Nomad's api.QueryOptions; nil
+// means the defaults.
 type QueryOptions struct {
 	// Namespace defaults to "default".
 	Namespace string
+	// AuthToken, when set, is sent as X-Caravan-Token in place of the
+	// Config's Token.
+	AuthToken string
 	// WaitIndex makes the read a blocking query: it returns when the
 	// result's index exceeds WaitIndex, or after WaitTime.
 	WaitIndex uint64
@@ -119,8 +123,28 @@ type QueryOptions struct {
 	PerPage   int
 	NextToken string
 	Reverse   bool
-	// Context bounds the request.
-	Context context.Context
+
+	ctx context.Context
+}
+
+// WithContext returns a copy of q (the defaults when q is nil) whose
+// requests ctx bounds and cancels.
+func (q *QueryOptions) WithContext(ctx context.Context) *QueryOptions {
+	q2 := new(QueryOptions)
+	if q != nil {
+		*q2 = *q
+	}
+	q2.ctx = ctx
+	return q2
+}
+
+// Context returns the context of q's requests: context.Background() unless
+// WithContext set one.
+func (q *QueryOptions) Context() context.Context {
+	if q == nil || q.ctx == nil {
+		return context.Background()
+	}
+	return q.ctx
 }
 
 // QueryMeta is what a read says about its result.
@@ -135,6 +159,48 @@ type QueryMeta struct {
 	// NextToken, on a page of a list, is the QueryOptions.NextToken of the
 	// next page; empty on the last.
 	NextToken string
+}
+
+// WriteOptions are the options of writes, as Nomad's api.WriteOptions; nil
+// means the defaults.
+type WriteOptions struct {
+	// Namespace is the namespace of a write that names a job by its ID
+	// (Revert, Stop); it defaults to "default". A registration takes the
+	// job's own namespace.
+	Namespace string
+	// AuthToken, when set, is sent as X-Caravan-Token in place of the
+	// Config's Token.
+	AuthToken string
+
+	ctx context.Context
+}
+
+// WithContext returns a copy of w (the defaults when w is nil) whose
+// requests ctx bounds and cancels.
+func (w *WriteOptions) WithContext(ctx context.Context) *WriteOptions {
+	w2 := new(WriteOptions)
+	if w != nil {
+		*w2 = *w
+	}
+	w2.ctx = ctx
+	return w2
+}
+
+// Context returns the context of w's requests: context.Background() unless
+// WithContext set one.
+func (w *WriteOptions) Context() context.Context {
+	if w == nil || w.ctx == nil {
+		return context.Background()
+	}
+	return w.ctx
+}
+
+// WriteMeta is what a write says about what it did.
+type WriteMeta struct {
+	// LastIndex is the Raft index the write was committed at, when the
+	// server says it (0 otherwise): a blocking read with it as WaitIndex
+	// waits for changes after the write.
+	LastIndex uint64
 }
 
 func (q *QueryOptions) values() url.Values {
@@ -168,41 +234,79 @@ func (q *QueryOptions) values() url.Values {
 	return v
 }
 
-func (q *QueryOptions) ctx() context.Context {
-	if q == nil || q.Context == nil {
-		return context.Background()
+// query makes a read of path with q's options and params; out, when not
+// nil, receives the JSON answer.
+func (c *Client) query(path string, params url.Values, out any, q *QueryOptions) (*QueryMeta, error) {
+	v := q.values()
+	for k, p := range params {
+		v[k] = p
 	}
-	return q.Context
-}
-
-// do makes a request; in is JSON-encoded unless it is an io.Reader, and
-// out, when not nil, receives the JSON answer.
-func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) (*QueryMeta, error) {
-	resp, err := c.raw(ctx, method, path, query, in)
+	var token string
+	if q != nil {
+		token = q.AuthToken
+	}
+	resp, err := c.raw(q.Context(), http.MethodGet, path, v, nil, token)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	meta := &QueryMeta{}
-	if idx := resp.Header.Get("X-Caravan-Index"); idx != "" {
-		meta.LastIndex, _ = strconv.ParseUint(idx, 10, 64)
-	}
+	meta := &QueryMeta{LastIndex: indexHeader(resp), NextToken: resp.Header.Get("X-Caravan-NextToken")}
 	meta.KnownLeader = resp.Header.Get("X-Caravan-KnownLeader") == "true"
-	meta.NextToken = resp.Header.Get("X-Caravan-NextToken")
 	if ms, err := strconv.ParseUint(resp.Header.Get("X-Caravan-LastContact"), 10, 64); err == nil {
 		meta.LastContact = time.Duration(ms) * time.Millisecond
 	}
 	if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return nil, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+			return nil, fmt.Errorf("GET %s: decode answer: %w", path, err)
 		}
 	}
 	return meta, nil
 }
 
+// write makes a write with w's options and params; in is JSON-encoded
+// unless it is an io.Reader, and out, when not nil, receives the JSON
+// answer. Without out, an answer {"Index": n} gives WriteMeta.LastIndex
+// when the X-Caravan-Index header does not.
+func (c *Client) write(method, path string, params url.Values, in, out any, w *WriteOptions) (*WriteMeta, error) {
+	v := url.Values{}
+	for k, p := range params {
+		v[k] = p
+	}
+	var token string
+	if w != nil {
+		if w.Namespace != "" {
+			v.Set("namespace", w.Namespace)
+		}
+		token = w.AuthToken
+	}
+	resp, err := c.raw(w.Context(), method, path, v, in, token)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	meta := &WriteMeta{LastIndex: indexHeader(resp)}
+	if out == nil {
+		var answer struct{ Index uint64 }
+		if json.NewDecoder(resp.Body).Decode(&answer) == nil && meta.LastIndex == 0 {
+			meta.LastIndex = answer.Index
+		}
+		return meta, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return nil, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return meta, nil
+}
+
+// indexHeader reads X-Caravan-Index; 0 when absent.
+func indexHeader(resp *http.Response) uint64 {
+	idx, _ := strconv.ParseUint(resp.Header.Get("X-Caravan-Index"), 10, 64)
+	return idx
+}
+
 // raw makes a request and returns the response of a 2xx answer; the caller
-// closes its body.
-func (c *Client) raw(ctx context.Context, method, path string, query url.Values, in any) (*http.Response, error) {
+// closes its body. token, when set, replaces the Config's Token.
+func (c *Client) raw(ctx context.Context, method, path string, query url.Values, in any, token string) (*http.Response, error) {
 	var body io.Reader
 	switch v := in.(type) {
 	case nil:
@@ -221,8 +325,8 @@ func (c *Client) raw(ctx context.Context, method, path string, query url.Values,
 	if err != nil {
 		return nil, err
 	}
-	if c.token != "" {
-		req.Header.Set("X-Caravan-Token", c.token)
+	if token = cmp.Or(token, c.token); token != "" {
+		req.Header.Set("X-Caravan-Token", token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -238,4 +342,30 @@ func (c *Client) raw(ctx context.Context, method, path string, query url.Values,
 		return nil, e
 	}
 	return resp, nil
+}
+
+// get reads path into a T (a slice or a plain value).
+func get[T any](c *Client, path string, params url.Values, q *QueryOptions) (T, *QueryMeta, error) {
+	var out T
+	meta, err := c.query(path, params, &out, q)
+	return out, meta, err
+}
+
+// getOne reads path into a *T; nil on an error.
+func getOne[T any](c *Client, path string, params url.Values, q *QueryOptions) (*T, *QueryMeta, error) {
+	out, meta, err := get[T](c, path, params, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, meta, nil
+}
+
+// writeOne makes a write whose answer is a T; nil on an error.
+func writeOne[T any](c *Client, method, path string, in any, w *WriteOptions) (*T, *WriteMeta, error) {
+	var out T
+	meta, err := c.write(method, path, nil, in, &out, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, meta, nil
 }

@@ -1,14 +1,14 @@
 package api
 
-import "github.com/caravan-sched/caravan/structs"
-
-// The wire types of the HTTP API that are not structs types. Every body is
-// JSON; field names are Go's, as in Nomad's API.
+// The bodies of the HTTP API's requests and answers that are not objects of
+// the cluster's state. Every body is JSON whose keys are the Go field names,
+// as in Nomad's API; each type mirrors the server's own, field for field
+// (types_test.go checks it).
 
 // JobRegisterRequest is the body of POST /v1/jobs and PUT /v1/job/<id>:
 // either a Job, or an HCL jobspec that the server parses with Variables.
 type JobRegisterRequest struct {
-	Job *structs.Job `json:",omitempty"`
+	Job *Job `json:",omitempty"`
 	// JobHCL is the text of a jobspec; Filename names it in diagnostics.
 	JobHCL    string            `json:",omitempty"`
 	Filename  string            `json:",omitempty"`
@@ -39,37 +39,24 @@ type JobRevertRequest struct {
 	EnforcePriorVersion *uint64 `json:",omitempty"`
 }
 
-// ReportRequest is POST /v1/report: samples trainers report (the schema
-// of DESIGN.md §3).
-type ReportRequest struct {
-	Samples []structs.Sample
-}
-
-// ReportResponse says how many samples were committed (samples of jobs
-// that are not active are dropped) and at which index.
-type ReportResponse struct {
-	Accepted int
-	Index    uint64
-}
-
 // JobSummary is GET /v1/job/<id>/summary: the job, its desired placement
 // (the latest decision for it) and what runs of it, what its models
 // predict and how many samples it reported.
 type JobSummary struct {
-	Job *structs.Job
+	Job *Job
 	// Placement is the desired placement: what the latest decision gives
 	// the job. Observed is what runs, as the driver last reported it, and
 	// the state of the change toward the desired placement.
-	Placement *structs.JobPlacement `json:",omitempty"`
-	Observed  *structs.Observed     `json:",omitempty"`
-	Model     *structs.JobModel     `json:",omitempty"`
+	Placement *JobPlacement `json:",omitempty"`
+	Observed  *Observed     `json:",omitempty"`
+	Model     *JobModel     `json:",omitempty"`
 	// Samples counts the samples received; LastSample is the newest kept.
 	Samples    int64
-	LastSample *structs.Sample `json:",omitempty"`
+	LastSample *Sample `json:",omitempty"`
 	// Usage is what the job's tasks use, as last committed from the
 	// driver's measurements (at most every server usage interval, at once
 	// on an OOM kill or restart); nil before the first.
-	Usage *structs.JobUsage `json:",omitempty"`
+	Usage *JobUsage `json:",omitempty"`
 	// SimSpeed is set when the agent runs the simulated cluster: times
 	// and durations are then virtual, passing SimSpeed times as fast as
 	// the wall clock.
@@ -80,17 +67,17 @@ type JobSummary struct {
 // registered version, the placement it would get now, and the whole plan it
 // would be part of. Nothing is committed.
 type PlanResponse struct {
-	Placement *structs.Placement
-	Plan      *structs.Plan
+	Placement *Placement
+	Plan      *Plan
 	// Diff compares the job's spec with the registered version's: Type
 	// Added when no job has its ID, None when the specs are the same.
-	Diff *structs.JobDiff
+	Diff *JobDiff
 	// Version and Status are the registered job's; Status is empty when no
 	// job has the ID.
 	Version uint64
 	Status  string `json:",omitempty"`
 	// Current is the active job's placement now, nil when it has none.
-	Current *structs.Placement `json:",omitempty"`
+	Current *Placement `json:",omitempty"`
 	// Changed reports whether running the job would change anything: it is
 	// new, it has ended (a run starts it anew), its spec differs, or the
 	// scheduler would place it otherwise than now. "caravan job plan" exits
@@ -124,16 +111,6 @@ type NomadCluster struct {
 	Namespace string `json:",omitempty"`
 }
 
-// JoinRequest asks the leader to add a server to the Raft configuration.
-type JoinRequest struct {
-	ID       string
-	RaftAddr string
-	// HTTPAddr is the joining server's HTTP API: the leader asks it
-	// /v1/agent/self and adds the server only if it answers with ID and
-	// RaftAddr.
-	HTTPAddr string
-}
-
 // RaftServer is one server of the Raft configuration
 // (GET /v1/operator/raft/configuration).
 type RaftServer struct {
@@ -156,12 +133,6 @@ type RaftConfiguration struct {
 type SchedulerConfigRequest struct {
 	Algorithm string
 	Options   map[string]string
-}
-
-// Health is GET /v1/agent/health.
-type Health struct {
-	OK      bool
-	Message string
 }
 
 // JobListStub is one job of GET /v1/jobs, as Nomad's JobListStub: what a
@@ -210,20 +181,59 @@ type JobListStub struct {
 // NodeDetail is GET /v1/node/<id>: the node as the driver reports it, with
 // its devices, and the tasks of Caravan's jobs that run there.
 type NodeDetail struct {
-	Node *structs.Node
+	Node *Node
 	// Tasks are the node's tasks by job and role, as the driver last
 	// reported what runs; GPUsUsed counts the GPU instances they request,
 	// of GPUsTotal on the node.
-	Tasks     []*NodeTasks
+	Tasks     []*NodeJobTasks
 	GPUsUsed  int
 	GPUsTotal int
 }
 
-// NodeTasks is what one job runs on a node.
-type NodeTasks struct {
+// NodeJobTasks is what one job runs on a node.
+type NodeJobTasks struct {
 	Namespace string
 	JobID     string
 	PS        int
 	Workers   int
 	GPUs      int
+}
+
+// SchedulerConfig is the replicated scheduler configuration: which algorithm
+// the leader runs and its options. Every server agrees on it, and a change
+// survives leader changes.
+type SchedulerConfig struct {
+	Algorithm string
+	Options   map[string]string
+	// ModifyIndex is the Raft index of the last change.
+	ModifyIndex uint64
+}
+
+// Plugin origins (PluginStatus.Origin) and health (PluginStatus.Health).
+const (
+	PluginOriginBuiltin  = "builtin"
+	PluginOriginExternal = "external"
+	PluginHealthy        = "healthy"
+	PluginUnhealthy      = "unhealthy"
+)
+
+// PluginStatus describes an algorithm the agent can run: GET /v1/plugins
+// and `caravan plugin list`.
+type PluginStatus struct {
+	Name    string
+	Version string
+	// Origin is PluginOriginBuiltin or PluginOriginExternal; Path is an
+	// external plugin's binary.
+	Origin string
+	Path   string `json:",omitempty"`
+	// APIVersion is the contract version in use.
+	APIVersion  string
+	SpeedModels bool
+	// Health is PluginHealthy or PluginUnhealthy; Error says why it is
+	// unhealthy. Restarts counts the plugin's failures, and StartSeconds
+	// is how long its last start took.
+	Health       string
+	Error        string  `json:",omitempty"`
+	Restarts     int     `json:",omitempty"`
+	StartSeconds float64 `json:",omitempty"`
 }

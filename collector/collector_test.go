@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/collector/client"
 	"github.com/caravan-sched/caravan/collector/coord"
 	"github.com/caravan-sched/caravan/e2e/agent"
@@ -38,7 +37,7 @@ func post(t *testing.T, c *Collector, body []byte) (int, string) {
 
 func reportBody(t *testing.T, samples ...structs.Sample) []byte {
 	t.Helper()
-	body, err := json.Marshal(api.ReportRequest{Samples: samples})
+	body, err := json.Marshal(structs.ReportRequest{Samples: samples})
 	must.NoError(t, err)
 	return body
 }
@@ -83,9 +82,9 @@ func TestReport_GoodBatch(t *testing.T) {
 	before := time.Now().UnixNano()
 	code, body := post(t, c, reportBody(t, untimed, sample(4)))
 	must.Eq(t, http.StatusOK, code, must.Sprint(body))
-	var resp api.ReportResponse
+	var resp structs.ReportResponse
 	must.NoError(t, json.Unmarshal([]byte(body), &resp))
-	must.Eq(t, api.ReportResponse{Accepted: 2, Index: 5}, resp)
+	must.Eq(t, structs.ReportResponse{Accepted: 2, Index: 5}, resp)
 
 	p := get(t, c, "since=0")
 	must.Eq(t, []int64{0, 1, 2, 3, 4}, steps(p))
@@ -309,7 +308,7 @@ func TestWindow_Flood(t *testing.T) {
 				for s := first; s < first+batch; s++ {
 					samples = append(samples, sample(s))
 				}
-				body, _ := json.Marshal(api.ReportRequest{Samples: samples})
+				body, _ := json.Marshal(structs.ReportRequest{Samples: samples})
 				resp, err := http.Post("http://"+c.Addr()+"/v1/report", "application/json", bytes.NewReader(body))
 				if err != nil {
 					t.Errorf("post: %v", err)

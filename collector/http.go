@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/collector/coord"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -98,7 +98,7 @@ func (c *Collector) report(w http.ResponseWriter, r *http.Request) (any, error) 
 		c.rejected.Add(1)
 		return nil, fmt.Errorf("request body of %d bytes is larger than %d bytes: %w", r.ContentLength, MaxBodyBytes, &http.MaxBytesError{Limit: MaxBodyBytes})
 	}
-	var req api.ReportRequest
+	var req structs.ReportRequest
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&req)
@@ -115,7 +115,7 @@ func (c *Collector) report(w http.ResponseWriter, r *http.Request) (any, error) 
 	default:
 		var last uint64
 		if last, err = c.Report(req.Samples); err == nil {
-			return &api.ReportResponse{Accepted: len(req.Samples), Index: last}, nil
+			return &structs.ReportResponse{Accepted: len(req.Samples), Index: last}, nil
 		}
 	}
 	c.rejected.Add(1)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -179,7 +178,7 @@ func parseLine(line []byte) ([]structs.Sample, error) {
 		}
 	}
 	if raw := bytes.TrimSpace(samples); len(raw) > 0 && raw[0] == '[' {
-		var req api.ReportRequest
+		var req structs.ReportRequest
 		if err := decodeStrict(line, &req); err != nil {
 			return nil, fmt.Errorf("line is not a report {\"samples\": [...]}: %w", err)
 		}

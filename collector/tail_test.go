@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -56,7 +55,7 @@ func TestTail(t *testing.T) {
 	// Written before the collector starts: read from the start.
 	appendFile(t, path, jsonLine(t, sample(1))+
 		"\n"+ // blank lines are skipped
-		jsonLine(t, api.ReportRequest{Samples: []structs.Sample{sample(2), sample(3)}})+
+		jsonLine(t, structs.ReportRequest{Samples: []structs.Sample{sample(2), sample(3)}})+
 		"{not json\n"+ // line 4
 		jsonLine(t, negative)) // line 5
 

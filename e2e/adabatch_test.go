@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -38,9 +38,9 @@ func TestCaravanNomad_AdaptiveBatch(t *testing.T) {
 	job := trainerJobSpec{ID: "ada", Trainer: trainer, MaxWorkers: 4, WorkerArgs: args, PSArgs: args[:4],
 		Threshold: 0.0001, Patience: 50, MaxEpochs: 400,
 		Training: "batch_size {\n      min       = 240\n      max       = 3840\n      max_local = 480\n    }"}
-	_, err := c.Jobs().Register(t.Context(), job.request())
+	_, _, err := c.Jobs().Register(job.request(), (&api.WriteOptions{}).WithContext(t.Context()))
 	must.NoError(t, err)
-	waitEvent(t, c, "ada", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "ada", api.EventTasksRunning, 1, 2*time.Minute)
 	waitStep(t, c, "ada", 5)
 	smps, _, err := c.Jobs().Samples("ada", nil)
 	must.NoError(t, err)
@@ -48,10 +48,10 @@ func TestCaravanNomad_AdaptiveBatch(t *testing.T) {
 	must.Eq(t, 240, first.BatchSize, must.Sprint("the first generation trains at the jobspec's batch"))
 
 	var k int64
-	var resumed, before structs.Sample
+	var resumed, before api.Sample
 	for n := 1; ; n++ {
 		must.LessEq(t, 4, n, must.Sprint("no rescale changed the batch"))
-		k = confirmedStep(t, waitEvent(t, c, "ada", structs.EventCheckpointConfirmed, n, 3*time.Minute))
+		k = confirmedStep(t, waitEvent(t, c, "ada", api.EventCheckpointConfirmed, n, 3*time.Minute))
 		resumed, before = resumedSample(t, c, "ada", k)
 		t.Logf("rescale %d at step %d: %d workers at batch %d (%d × %d passes) → %d workers at batch %d (%d × %d passes)", n, k,
 			before.NumWorkers, before.BatchSize, before.LocalBatchSize, before.AccumSteps+1,

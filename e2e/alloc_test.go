@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -29,9 +29,9 @@ func TestCaravanNomad_AllocStatusAndLogs(t *testing.T) {
 	leader := cl.waitLeader(t, "")
 	c := cl.clients[leader]
 	waitNodes(t, c, 3, 4)
-	_, err := c.Jobs().Register(t.Context(), elasticTrainerJob("logs", trainer, 1))
+	_, _, err := c.Jobs().Register(elasticTrainerJob("logs", trainer, 1), (&api.WriteOptions{}).WithContext(t.Context()))
 	must.NoError(t, err)
-	waitEvent(t, c, "logs", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "logs", api.EventTasksRunning, 1, 2*time.Minute)
 
 	caravan := func(args ...string) (string, error) {
 		out, err := exec.Command(bin, append([]string{args[0], args[1], "-address", "http://" + leader}, args[2:]...)...).CombinedOutput()

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -87,11 +85,11 @@ func (c *caravans) leader(exclude string) (string, error) {
 		if addr == exclude {
 			continue
 		}
-		self, err := client.Agent().Self(context.Background())
+		self, _, err := client.Agent().Self(nil)
 		if err != nil || self.LeaderID == "" {
 			continue
 		}
-		conf, err := client.Operator().RaftConfiguration(context.Background())
+		conf, _, err := client.Operator().RaftConfiguration(nil)
 		if err != nil {
 			continue
 		}
@@ -130,11 +128,11 @@ func jobIs(c *api.Client, id, want string) func() error {
 }
 
 // events returns a job's events of a type.
-func events(t *testing.T, c *api.Client, job, typ string) []*structs.Event {
+func events(t *testing.T, c *api.Client, job, typ string) []*api.Event {
 	t.Helper()
 	all, _, err := c.Events(job, nil)
 	must.NoError(t, err)
-	var out []*structs.Event
+	var out []*api.Event
 	for _, ev := range all {
 		if ev.Type == typ {
 			out = append(out, ev)
@@ -178,7 +176,7 @@ consul {
 	for _, e := range entries {
 		raftAddrs = append(raftAddrs, e.Service.Meta["raft_addr"])
 	}
-	conf, err := cl.clients[leader].Operator().RaftConfiguration(context.Background())
+	conf, _, err := cl.clients[leader].Operator().RaftConfiguration(nil)
 	must.NoError(t, err)
 	for _, sv := range conf.Servers {
 		must.SliceContains(t, raftAddrs, sv.Address, must.Sprint("Consul lists every Raft peer"))

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -37,7 +35,7 @@ sim {
 	must.NoError(t, err)
 	register := func(c *api.Client, id string) error {
 		hcl := strings.Replace(string(src), `job "demo"`, fmt.Sprintf("job %q", id), 1)
-		_, err := c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: hcl, Filename: "demo.hcl"})
+		_, _, err := c.Jobs().Register(&api.JobRegisterRequest{JobHCL: hcl, Filename: "demo.hcl"}, nil)
 		return err
 	}
 	var follower string
@@ -49,7 +47,7 @@ sim {
 	for _, id := range []string{"a", "b"} {
 		must.NoError(t, register(cl.clients[follower], id), must.Sprint("registered through a follower"))
 	}
-	agent.WaitFor(t, 30*time.Second, "jobs placed", jobIs(cl.clients[follower], "b", structs.JobStatusRunning))
+	agent.WaitFor(t, 30*time.Second, "jobs placed", jobIs(cl.clients[follower], "b", api.JobStatusRunning))
 	plan, _, err := cl.clients[leader].LatestPlan(nil)
 	must.NoError(t, err)
 
@@ -66,5 +64,5 @@ sim {
 	must.NoError(t, err)
 	must.GreaterEq(t, plan.Index, plan2.Index)
 	must.NoError(t, register(c, "c"))
-	agent.WaitFor(t, 30*time.Second, "a job placed by the new leader", jobIs(c, "c", structs.JobStatusRunning))
+	agent.WaitFor(t, 30*time.Second, "a job placed by the new leader", jobIs(c, "c", api.JobStatusRunning))
 }

@@ -143,8 +143,8 @@ func scrapingServer(t *testing.T, consul *agent.Consul, id string) *api.Client {
 	})
 	src, err := os.ReadFile("../examples/demo.hcl")
 	must.NoError(t, err)
-	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{
-		JobHCL: strings.Replace(string(src), `job "demo"`, fmt.Sprintf("job %q", id), 1), Filename: "demo.hcl"})
+	_, _, err = c.Jobs().Register(&api.JobRegisterRequest{
+		JobHCL: strings.Replace(string(src), `job "demo"`, fmt.Sprintf("job %q", id), 1), Filename: "demo.hcl"}, nil)
 	must.NoError(t, err)
 	return c
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -61,7 +59,7 @@ job_denied_drivers  = []
 		if err != nil {
 			return err
 		}
-		conf, err := c.Operator().RaftConfiguration(context.Background())
+		conf, _, err := c.Operator().RaftConfiguration(nil)
 		if err != nil {
 			return err
 		}
@@ -87,7 +85,7 @@ job_denied_drivers  = []
 	must.MapLen(t, 3, hosts, must.Sprint("one server per client"))
 
 	waitNodes(t, c, 3, 4)
-	_, err = c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	_, _, err = c.Jobs().Register(trainerJob("a", trainer), nil)
 	must.NoError(t, err)
-	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", structs.JobStatusComplete))
+	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", api.JobStatusComplete))
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -68,7 +67,7 @@ scheduler {
 	cli := nomadCLI{addr: n.Address, token: n.Token}
 	cli.jobRun(t, "hidden", trainerFile{id: "hidden", namespace: "other", trainer: trainer, maxWorkers: 1, long: true, cpu: cpu, noGPU: true}.String())
 	cli.jobRun(t, "a", trainerFile{id: "a", namespace: "ml", trainer: trainer, maxWorkers: 4, long: true, cpu: cpu, noGPU: true}.String())
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	ml := &api.QueryOptions{Namespace: "ml"}
 	agent.WaitFor(t, time.Minute, "job a on 4 workers", func() error {
 		sum, _, err := c.Jobs().Summary("a", ml)
@@ -82,9 +81,9 @@ scheduler {
 	})
 
 	cli.jobRun(t, "b", trainerFile{id: "b", namespace: "ml", trainer: trainer, maxWorkers: 4, long: true, cpu: cpu, noGPU: true}.String())
-	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
+	confirmed := waitEvent(t, c, "a", api.EventCheckpointConfirmed, 1, time.Minute)
 	t.Logf("job a: %s", confirmed.Message)
-	waitEvent(t, c, "b", structs.EventTasksRunning, 1, time.Minute)
+	waitEvent(t, c, "b", api.EventTasksRunning, 1, time.Minute)
 
 	_, _, err = c.Jobs().Summary("hidden", &api.QueryOptions{Namespace: "other"})
 	must.ErrorContains(t, err, "404", must.Sprint("Caravan does not hold the job its token cannot see"))
@@ -92,6 +91,6 @@ scheduler {
 	must.NoError(t, err)
 	must.Eq(t, "", hidden.Meta["caravan_job_id"], must.Sprint("Caravan wrote no version of it"))
 	must.SliceEmpty(t, caravanGroups(hidden))
-	must.SliceEmpty(t, events(t, c, "", structs.EventDriverError), must.Sprint("the token allows all Caravan does"))
-	must.SliceEmpty(t, events(t, c, "a", structs.EventRescaleAborted))
+	must.SliceEmpty(t, events(t, c, "", api.EventDriverError), must.Sprint("the token allows all Caravan does"))
+	must.SliceEmpty(t, events(t, c, "a", api.EventRescaleAborted))
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -194,7 +194,7 @@ func nomadJob(t *testing.T, nc *agent.NomadCluster, id string) *nomadapi.Job {
 func caravanGroups(job *nomadapi.Job) []string {
 	var out []string
 	for _, tg := range job.TaskGroups {
-		if strings.HasPrefix(*tg.Name, structs.RoleWorker+"-") || strings.HasPrefix(*tg.Name, structs.RolePS+"-") {
+		if strings.HasPrefix(*tg.Name, api.RoleWorker+"-") || strings.HasPrefix(*tg.Name, api.RolePS+"-") {
 			out = append(out, *tg.Name)
 		}
 	}
@@ -213,13 +213,13 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 
 	ran := time.Now()
 	cli.jobRun(t, "a", trainerFile{id: "a", trainer: trainer, maxWorkers: 4}.String())
-	first := waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	first := waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	t.Logf("NOMAD JOB RUN → CARAVAN'S FIRST PLACEMENT RUNNING: %.2fs (registered in Caravan, decided, submitted as Caravan's version, every task running)",
 		float64(first.Time-ran.UnixNano())/1e9)
 
 	sum := summary(t, c, "a")
 	must.NotNil(t, sum.Job.Nomad, must.Sprint("the Caravan job was declared in Nomad"))
-	must.Eq(t, map[string]string{structs.RoleWorker: "worker", structs.RolePS: "ps"}, sum.Job.Nomad.Groups)
+	must.Eq(t, map[string]string{api.RoleWorker: "worker", api.RolePS: "ps"}, sum.Job.Nomad.Groups)
 	job := nomadJob(t, nc, "a")
 	must.SliceNotEmpty(t, caravanGroups(job), must.Sprint("Caravan's per-node groups run in the user's Nomad job"))
 	must.Eq(t, "a", job.Meta["caravan_job_id"])
@@ -251,7 +251,7 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 	waitWorkers(t, c, "a", 4)
 	waitStep(t, c, "a", 20)
 	cli.jobRun(t, "b", trainerFile{id: "b", trainer: trainer, maxWorkers: 2}.String())
-	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
+	confirmed := waitEvent(t, c, "a", api.EventCheckpointConfirmed, 1, time.Minute)
 	k := confirmedStep(t, confirmed)
 	resumed, at := resumedSample(t, c, "a", k)
 	t.Logf("job a checkpointed at step %d on %d workers; resumed at step %d on %d workers", k, at.NumWorkers, resumed.Step, resumed.NumWorkers)
@@ -260,8 +260,8 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 	must.StrContains(t, cli.run(t, "job", "status", "a"), "worker-")
 
 	for _, id := range []string{"a", "b"} {
-		agent.WaitFor(t, 6*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
-		must.SliceEmpty(t, events(t, c, id, structs.EventRescaleAborted))
+		agent.WaitFor(t, 6*time.Minute, "job "+id+" complete", jobIs(c, id, api.JobStatusComplete))
+		must.SliceEmpty(t, events(t, c, id, api.EventRescaleAborted))
 	}
 	must.StrContains(t, cli.run(t, "job", "status", "a"), "dead")
 }
@@ -284,7 +284,7 @@ func TestNomadJobRun_UpdateStopHandBack(t *testing.T) {
 	cli := nomadCLI{addr: nc.Address}
 
 	cli.jobRun(t, "u", trainerFile{id: "u", trainer: trainer, maxWorkers: 4, long: true}.String())
-	waitEvent(t, c, "u", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "u", api.EventTasksRunning, 1, 2*time.Minute)
 	waitWorkers(t, c, "u", 4)
 	waitStep(t, c, "u", 20)
 
@@ -300,7 +300,7 @@ func TestNomadJobRun_UpdateStopHandBack(t *testing.T) {
 			return fmt.Errorf("job u at version %d", sum.Job.Version)
 		case o == nil || o.Placement == nil || o.Change == nil:
 			return fmt.Errorf("observed: %+v", o)
-		case o.Change.Phase != structs.ChangeDone || o.Placement.NumWorkers > 2:
+		case o.Change.Phase != api.ChangeDone || o.Placement.NumWorkers > 2:
 			return fmt.Errorf("%d workers run; change %s: %s", o.Placement.NumWorkers, o.Change.Phase, o.Change.Message)
 		}
 		return nil
@@ -318,15 +318,15 @@ func TestNomadJobRun_UpdateStopHandBack(t *testing.T) {
 	must.SliceLen(t, 1, jobs, must.Sprint("one Caravan job"))
 
 	cli.run(t, "job", "stop", "-detach", "u")
-	agent.WaitFor(t, time.Minute, "job u stopped", jobIs(c, "u", structs.JobStatusStopped))
+	agent.WaitFor(t, time.Minute, "job u stopped", jobIs(c, "u", api.JobStatusStopped))
 	must.StrContains(t, summary(t, c, "u").Job.StatusDescription, "stopped in the cluster")
 
 	cli.jobRun(t, "u", trainerFile{id: "u", trainer: trainer, maxWorkers: 2, long: true}.String())
-	agent.WaitFor(t, 2*time.Minute, "job u running again", jobIs(c, "u", structs.JobStatusRunning))
-	waitEvent(t, c, "u", structs.EventTasksRunning, 3, 2*time.Minute) // start, rescale, start again
+	agent.WaitFor(t, 2*time.Minute, "job u running again", jobIs(c, "u", api.JobStatusRunning))
+	waitEvent(t, c, "u", api.EventTasksRunning, 3, 2*time.Minute) // start, rescale, start again
 
 	cli.jobRun(t, "u", plainFile("u"))
-	agent.WaitFor(t, time.Minute, "job u handed back", jobIs(c, "u", structs.JobStatusStopped))
+	agent.WaitFor(t, time.Minute, "job u handed back", jobIs(c, "u", api.JobStatusStopped))
 	must.StrContains(t, summary(t, c, "u").Job.StatusDescription, "handed back")
 	agent.WaitFor(t, time.Minute, "Nomad running the user's group", func() error {
 		allocs, _, err := nc.Client.Jobs().Allocations("u", false, nil)
@@ -342,9 +342,9 @@ func TestNomadJobRun_UpdateStopHandBack(t *testing.T) {
 	})
 	// Caravan's next steps leave the user's version alone.
 	handed := nomadJob(t, nc, "u")
-	_, err = c.Jobs().Register(context.Background(), cpuJob("other"))
+	_, _, err = c.Jobs().Register(cpuJob("other"), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "other", structs.EventTasksRunning, 1, time.Minute)
+	waitEvent(t, c, "other", api.EventTasksRunning, 1, time.Minute)
 	now := nomadJob(t, nc, "u")
 	must.Eq(t, *handed.Version, *now.Version, must.Sprint("Caravan wrote no version after the hand-back"))
 	must.SliceEmpty(t, caravanGroups(now))

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -127,7 +125,7 @@ func TestCaravanNomad_GPUJobs(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	_, err := c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: shellGPUJob("gpu", 3, 1), Filename: "gpu.hcl"})
+	_, _, err := c.Jobs().Register(&api.JobRegisterRequest{JobHCL: shellGPUJob("gpu", 3, 1), Filename: "gpu.hcl"}, nil)
 	must.NoError(t, err)
 
 	// Every worker runs on a GPU node and sees one of that node's GPUs.
@@ -169,18 +167,18 @@ func TestCaravanNomad_GPUJobs(t *testing.T) {
 	t.Logf("job run → all tasks running on Nomad: %v", time.Since(start).Round(time.Millisecond))
 	must.MapLen(t, 3, seen, must.Sprint("each worker has its own GPU"))
 	agent.WaitFor(t, 30*time.Second, "TasksRunning event", func() error {
-		if evs := events(t, c, "gpu", structs.EventTasksRunning); len(evs) == 0 {
+		if evs := events(t, c, "gpu", api.EventTasksRunning); len(evs) == 0 {
 			return fmt.Errorf("no TasksRunning event yet")
 		}
 		return nil
 	})
 
 	// Five GPU workers are more than the cluster has: the job waits, with why.
-	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: shellGPUJob("big", 5, 1), Filename: "big.hcl"})
+	_, _, err = c.Jobs().Register(&api.JobRegisterRequest{JobHCL: shellGPUJob("big", 5, 1), Filename: "big.hcl"}, nil)
 	must.NoError(t, err)
 	var reason string
 	agent.WaitFor(t, 30*time.Second, "a JobWaiting event", func() error {
-		evs := events(t, c, "big", structs.EventJobWaiting)
+		evs := events(t, c, "big", api.EventJobWaiting)
 		if len(evs) == 0 {
 			return fmt.Errorf("no JobWaiting event yet")
 		}
@@ -190,7 +188,7 @@ func TestCaravanNomad_GPUJobs(t *testing.T) {
 	t.Logf("waiting job's reason: %s", reason)
 	must.StrContains(t, reason, "gpu exhausted on 2 nodes")
 	must.StrContains(t, reason, "3 nodes evaluated")
-	must.NoError(t, jobIs(c, "big", structs.JobStatusPending)())
+	must.NoError(t, jobIs(c, "big", api.JobStatusPending)())
 	_, _, err = nc.Client.Jobs().Info("caravan-big", nil)
 	must.ErrorContains(t, err, "404", must.Sprint("a waiting job must not reach Nomad"))
 }

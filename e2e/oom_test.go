@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -119,9 +117,9 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	c := cl.clients[leader]
 	waitNodes(t, c, 3, 4)
 
-	_, err := c.Jobs().Register(context.Background(), oomJob("oom", trainer))
+	_, _, err := c.Jobs().Register(oomJob("oom", trainer), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "oom", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "oom", api.EventTasksRunning, 1, 2*time.Minute)
 
 	// The kernel enforces the worker's 128 MB.
 	worker := func() *nomadapi.AllocationListStub {
@@ -165,7 +163,7 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 		}
 		return fmt.Errorf("the worker was not killed yet")
 	})
-	oom := waitEvent(t, c, "oom", structs.EventTaskOOMKilled, 1, time.Minute)
+	oom := waitEvent(t, c, "oom", api.EventTaskOOMKilled, 1, time.Minute)
 	t.Logf("Caravan's event: %s", oom.Message)
 	must.Eq(t, "worker", oom.Details["Role"])
 	must.Eq(t, "0", oom.Details["Rank"])
@@ -179,7 +177,7 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	must.Between(t, 102, peak, 128)
 
 	// The next generation runs the worker at 256 MB.
-	waitEvent(t, c, "oom", structs.EventTasksRunning, 2, 2*time.Minute)
+	waitEvent(t, c, "oom", api.EventTasksRunning, 2, 2*time.Minute)
 	nj, _, err := nc.Client.Jobs().Info("caravan-oom", nil)
 	must.NoError(t, err)
 	for _, tg := range nj.TaskGroups {
@@ -202,7 +200,7 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 
 	// No progress lost: the new generation resumes from the last
 	// checkpoint before the kill.
-	var resumed *structs.Sample
+	var resumed *api.Sample
 	agent.WaitFor(t, time.Minute, "a sample of the new generation", func() error {
 		smps, _, err := c.Jobs().Samples("oom", nil)
 		if err != nil {
@@ -225,7 +223,7 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	// worker holds its ballast. Usage is the current generation's: the
 	// restarted tasks count no OOM kill and no restart (the kill stays in
 	// the TaskOOMKilled event).
-	var wu, pu *structs.TaskUsage
+	var wu, pu *api.TaskUsage
 	agent.WaitFor(t, time.Minute, "the restarted worker's usage with its ballast", func() error {
 		sum, _, err := c.Jobs().Summary("oom", nil)
 		if err != nil {
@@ -236,9 +234,9 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 		for _, u := range usageTasks(sum) {
 			got = append(got, fmt.Sprintf("%+v", *u))
 			switch {
-			case u.Role == structs.RoleWorker && u.AllocID == second.ID:
+			case u.Role == api.RoleWorker && u.AllocID == second.ID:
 				wu = u
-			case u.Role == structs.RolePS:
+			case u.Role == api.RolePS:
 				pu = u
 			}
 		}
@@ -252,20 +250,20 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	// The measured fields are checked by range, the others exactly. The
 	// worker's own step time comes from its samples (matched by
 	// allocation); the parameter server reports none.
-	unmeasured := func(u structs.TaskUsage) structs.TaskUsage {
+	unmeasured := func(u api.TaskUsage) api.TaskUsage {
 		u.CPUMHz, u.MemoryMB, u.MaxMemoryMB, u.TaskStepTimeS = 0, 0, 0, 0
 		return u
 	}
 	must.Positive(t, wu.TaskStepTimeS)
 	must.Eq(t, 0, pu.TaskStepTimeS)
-	must.Eq(t, structs.TaskUsage{Role: structs.RoleWorker, NodeID: second.NodeID, AllocID: second.ID,
-		CPULimitMHz: 100, MemoryLimitMB: 256, Source: structs.UsageSourceNomad}, unmeasured(*wu))
+	must.Eq(t, api.TaskUsage{Role: api.RoleWorker, NodeID: second.NodeID, AllocID: second.ID,
+		CPULimitMHz: 100, MemoryLimitMB: 256, Source: api.UsageSourceNomad}, unmeasured(*wu))
 	must.Between(t, 1, wu.MemoryMB, 256)
 	must.Between(t, 160, wu.MaxMemoryMB, 256)
 	must.GreaterEq(t, wu.MemoryMB, wu.MaxMemoryMB)
 	must.NotNil(t, pu)
-	must.Eq(t, structs.TaskUsage{Role: structs.RolePS, NodeID: pu.NodeID, AllocID: pu.AllocID,
-		CPULimitMHz: 100, MemoryLimitMB: 128, Source: structs.UsageSourceNomad}, unmeasured(*pu))
+	must.Eq(t, api.TaskUsage{Role: api.RolePS, NodeID: pu.NodeID, AllocID: pu.AllocID,
+		CPULimitMHz: 100, MemoryLimitMB: 128, Source: api.UsageSourceNomad}, unmeasured(*pu))
 	must.Between(t, 1, pu.MemoryMB, 128)
 
 	out, err := exec.Command(bin, "job", "status", "-verbose", "-address", "http://"+leader, "oom").CombinedOutput()
@@ -281,15 +279,15 @@ func TestCaravanNomad_OOMDoublesMemory(t *testing.T) {
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^ps\s+0\s+\S+\s+\d+/100 \(\d+%\)\s+[1-9]\d*/128 \(\d+%\)\s+\d+\s+-\s+0\s+0\s+nomad\s`), string(out))
 	must.StrContains(t, string(out), "TaskOOMKilled")
 
-	agent.WaitFor(t, 5*time.Minute, "job oom complete", jobIs(c, "oom", structs.JobStatusComplete))
-	restarts := events(t, c, "oom", structs.EventJobRestarted)
+	agent.WaitFor(t, 5*time.Minute, "job oom complete", jobIs(c, "oom", api.JobStatusComplete))
+	restarts := events(t, c, "oom", api.EventJobRestarted)
 	must.SliceLen(t, 1, restarts)
 	t.Logf("restart: %s", restarts[0].Message)
-	must.SliceLen(t, 1, events(t, c, "oom", structs.EventTaskOOMKilled), must.Sprint("the 256 MB worker is not killed"))
+	must.SliceLen(t, 1, events(t, c, "oom", api.EventTaskOOMKilled), must.Sprint("the 256 MB worker is not killed"))
 }
 
 // usageTasks returns a summary's task usage, nil before any.
-func usageTasks(sum *api.JobSummary) []*structs.TaskUsage {
+func usageTasks(sum *api.JobSummary) []*api.TaskUsage {
 	if sum.Usage == nil {
 		return nil
 	}

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/plugins/loader"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -36,25 +34,26 @@ plugin "random" {
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 3, 4)
 
-	plugins, err := c.Plugins(context.Background())
+	plugins, _, err := c.Plugins(nil)
 	must.NoError(t, err)
-	var ext *structs.PluginStatus
+	var ext *api.PluginStatus
 	for _, p := range plugins {
 		if p.Name == "random" {
 			ext = p
 		}
 	}
 	must.NotNil(t, ext)
-	must.Eq(t, structs.PluginHealthy, ext.Health)
+	must.Eq(t, api.PluginHealthy, ext.Health)
 	must.Eq(t, random, ext.Path)
 	t.Logf("plugin start on the agent: %.1f ms", ext.StartSeconds*1000)
 
-	_, err = c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	_, _, err = c.Jobs().Register(trainerJob("a", trainer), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	waitStep(t, c, "a", 10)
 	for _, name := range []string{"random", "optimus"} {
-		must.NoError(t, c.Operator().SetSchedulerConfig(context.Background(), &api.SchedulerConfigRequest{Algorithm: name}))
+		_, err := c.Operator().SetSchedulerConfig(&api.SchedulerConfigRequest{Algorithm: name}, nil)
+		must.NoError(t, err)
 		cfg, _, err := c.Operator().SchedulerConfig(nil)
 		must.NoError(t, err)
 		agent.WaitFor(t, time.Minute, "a plan by "+name, func() error {
@@ -68,10 +67,10 @@ plugin "random" {
 			return nil
 		})
 		// A swap may rescale the job: it runs, or is being rescaled.
-		if err := jobIs(c, "a", structs.JobStatusRunning)(); err != nil {
-			must.NoError(t, jobIs(c, "a", structs.JobStatusRescaling)())
+		if err := jobIs(c, "a", api.JobStatusRunning)(); err != nil {
+			must.NoError(t, jobIs(c, "a", api.JobStatusRescaling)())
 		}
 	}
-	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", structs.JobStatusComplete))
-	must.SliceEmpty(t, events(t, c, "", structs.EventAlgorithmFallback))
+	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", api.JobStatusComplete))
+	must.SliceEmpty(t, events(t, c, "", api.EventAlgorithmFallback))
 }

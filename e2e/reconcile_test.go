@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -220,7 +218,7 @@ func summary(t *testing.T, c *api.Client, id string) *api.JobSummary {
 }
 
 // history returns a job's placement history, newest first.
-func history(t *testing.T, c *api.Client, id string) []*structs.JobPlacement {
+func history(t *testing.T, c *api.Client, id string) []*api.JobPlacement {
 	t.Helper()
 	hist, _, err := c.Jobs().History(id, nil)
 	must.NoError(t, err)
@@ -229,7 +227,7 @@ func history(t *testing.T, c *api.Client, id string) []*structs.JobPlacement {
 
 // confirmedStep returns the checkpoint step a CheckpointConfirmed event
 // names.
-func confirmedStep(t *testing.T, ev *structs.Event) int64 {
+func confirmedStep(t *testing.T, ev *api.Event) int64 {
 	t.Helper()
 	k, err := strconv.ParseInt(ev.Details["Step"], 10, 64)
 	must.NoError(t, err)
@@ -241,7 +239,7 @@ func confirmedStep(t *testing.T, ev *structs.Event) int64 {
 // checkpoint step k, the first one at another configuration or whose step
 // is not past its predecessor's (the tasks started again). It returns that
 // sample and the configuration checkpointed.
-func resumedSample(t *testing.T, c *api.Client, id string, k int64) (resumed, before structs.Sample) {
+func resumedSample(t *testing.T, c *api.Client, id string, k int64) (resumed, before api.Sample) {
 	t.Helper()
 	agent.WaitFor(t, time.Minute, fmt.Sprintf("job %s resumed after its checkpoint at step %d", id, k), func() error {
 		smps, _, err := c.Jobs().Samples(id, nil)
@@ -249,7 +247,7 @@ func resumedSample(t *testing.T, c *api.Client, id string, k int64) (resumed, be
 			return err
 		}
 		all := smps.Samples
-		from := slices.IndexFunc(all, func(s structs.Sample) bool { return s.CheckpointStep == k })
+		from := slices.IndexFunc(all, func(s api.Sample) bool { return s.CheckpointStep == k })
 		if from < 0 {
 			return fmt.Errorf("no sample reported checkpoint step %d", k)
 		}
@@ -277,7 +275,7 @@ func rescaleTimes(t *testing.T, c *api.Client, makespan time.Duration, ids ...st
 	n := 0
 	for _, id := range ids {
 		var secs []string
-		for _, ev := range events(t, c, id, structs.EventTasksRunning) {
+		for _, ev := range events(t, c, id, api.EventTasksRunning) {
 			if ev.Details["Rescale"] != "true" {
 				continue
 			}
@@ -323,9 +321,9 @@ func TestCaravanNomad_SidecarRescale(t *testing.T) {
 	waitNodes(t, c, 3, 4)
 
 	start := time.Now()
-	_, err := c.Jobs().Register(context.Background(), elasticTrainerJob("a", trainer, 4))
+	_, _, err := c.Jobs().Register(elasticTrainerJob("a", trainer, 4), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	info, _, err := nc.Client.Jobs().Info("caravan-a", nil)
 	must.NoError(t, err)
 	for _, tg := range info.TaskGroups {
@@ -348,10 +346,10 @@ func TestCaravanNomad_SidecarRescale(t *testing.T) {
 	must.NotNil(t, sum.LastSample)
 	waitStep(t, c, "a", sum.LastSample.Step+5)
 
-	before := len(events(t, c, "a", structs.EventCheckpointConfirmed))
-	_, err = c.Jobs().Register(context.Background(), elasticTrainerJob("b", trainer, 2))
+	before := len(events(t, c, "a", api.EventCheckpointConfirmed))
+	_, _, err = c.Jobs().Register(elasticTrainerJob("b", trainer, 2), nil)
 	must.NoError(t, err)
-	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, before+1, time.Minute)
+	confirmed := waitEvent(t, c, "a", api.EventCheckpointConfirmed, before+1, time.Minute)
 	k := confirmedStep(t, confirmed)
 	resumed, at := resumedSample(t, c, "a", k)
 	t.Logf("job a checkpointed at step %d on %d workers; first sample after: step %d on %d workers (checkpoint_step %d)",
@@ -362,13 +360,13 @@ func TestCaravanNomad_SidecarRescale(t *testing.T) {
 	must.Between(t, k, resumed.Step, k+3)
 
 	for _, id := range []string{"a", "b"} {
-		agent.WaitFor(t, 6*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
+		agent.WaitFor(t, 6*time.Minute, "job "+id+" complete", jobIs(c, id, api.JobStatusComplete))
 	}
 	makespan := time.Since(start)
 	for _, id := range []string{"a", "b"} {
-		must.SliceEmpty(t, events(t, c, id, structs.EventRescaleAborted), must.Sprintf("job %s: every rescale confirmed", id))
+		must.SliceEmpty(t, events(t, c, id, api.EventRescaleAborted), must.Sprintf("job %s: every rescale confirmed", id))
 		// Every rescale of the job resumed from its confirmed checkpoint.
-		for _, ev := range events(t, c, id, structs.EventCheckpointConfirmed) {
+		for _, ev := range events(t, c, id, api.EventCheckpointConfirmed) {
 			k := confirmedStep(t, ev)
 			resumed, _ := resumedSample(t, c, id, k)
 			must.Eq(t, k, resumed.CheckpointStep, must.Sprintf("job %s resumed from its checkpoint at step %d", id, k))
@@ -392,48 +390,48 @@ func TestCaravanNomad_CheckpointFails(t *testing.T) {
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 3, 4)
 
-	_, err := c.Jobs().Register(context.Background(), stubbornJob("a"))
+	_, _, err := c.Jobs().Register(stubbornJob("a"), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	waitWorkers(t, c, "a", 4)
 	ran := history(t, c, "a")
 	old := ran[0].Placement
 	version := nomadJobVersion(t, nc, "a")
 
 	// A job of exactly 2 workers leaves the first 2 GPUs at most.
-	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: shellGPUJob("b", 2, 1), Filename: "b.hcl"})
+	_, _, err = c.Jobs().Register(&api.JobRegisterRequest{JobHCL: shellGPUJob("b", 2, 1), Filename: "b.hcl"}, nil)
 	must.NoError(t, err)
-	requested := waitEvent(t, c, "a", structs.EventCheckpointRequested, 1, time.Minute)
+	requested := waitEvent(t, c, "a", api.EventCheckpointRequested, 1, time.Minute)
 	t.Logf("requested: %s", requested.Message)
-	var change *structs.Change
+	var change *api.Change
 	agent.WaitFor(t, 30*time.Second, "job a rescaling", func() error {
 		sum := summary(t, c, "a")
 		if sum.Observed == nil || sum.Observed.Change == nil {
 			return fmt.Errorf("observed: %+v", sum.Observed)
 		}
 		change = sum.Observed.Change
-		if change.Phase == structs.ChangeCheckpointing && sum.Job.Status != structs.JobStatusRescaling {
+		if change.Phase == api.ChangeCheckpointing && sum.Job.Status != api.JobStatusRescaling {
 			return fmt.Errorf("job is %s while checkpointing", sum.Job.Status)
 		}
-		if change.Phase != structs.ChangeCheckpointing && change.Phase != structs.ChangeAborted {
+		if change.Phase != api.ChangeCheckpointing && change.Phase != api.ChangeAborted {
 			return fmt.Errorf("change is %s: %s", change.Phase, change.Message)
 		}
 		return nil
 	})
 	must.Less(t, 4, change.Target.NumWorkers)
 
-	aborted := waitEvent(t, c, "a", structs.EventRescaleAborted, 1, 30*time.Second)
+	aborted := waitEvent(t, c, "a", api.EventRescaleAborted, 1, 30*time.Second)
 	t.Logf("aborted %.1fs after the request: %s", float64(aborted.Time-requested.Time)/1e9, aborted.Message)
-	var obs *structs.Observed
+	var obs *api.Observed
 	agent.WaitFor(t, 30*time.Second, "job a running as it did", func() error {
 		sum := summary(t, c, "a")
 		obs = sum.Observed
 		switch {
 		case obs == nil || obs.Change == nil:
 			return fmt.Errorf("observed: %+v", obs)
-		case obs.Change.Phase != structs.ChangeAborted:
+		case obs.Change.Phase != api.ChangeAborted:
 			return fmt.Errorf("change is %s", obs.Change.Phase)
-		case sum.Job.Status != structs.JobStatusRunning:
+		case sum.Job.Status != api.JobStatusRunning:
 			return fmt.Errorf("job is %s", sum.Job.Status)
 		}
 		return nil
@@ -444,14 +442,14 @@ func TestCaravanNomad_CheckpointFails(t *testing.T) {
 
 	// The next round: a third job, without GPUs, makes one. It plans
 	// from what runs and leaves the aborted placement for its backoff.
-	_, err = c.Jobs().Register(context.Background(), cpuJob("c"))
+	_, _, err = c.Jobs().Register(cpuJob("c"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, time.Minute, "a plan with job c", func() error {
 		plan, _, err := c.LatestPlan(nil)
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(plan.Placements, func(p *structs.Placement) bool { return p.JobID == "c" && !p.Paused() }) {
+		if !slices.ContainsFunc(plan.Placements, func(p *api.Placement) bool { return p.JobID == "c" && !p.Paused() }) {
 			return fmt.Errorf("plan %d does not place job c", plan.Index)
 		}
 		for _, p := range plan.Placements {
@@ -459,18 +457,18 @@ func TestCaravanNomad_CheckpointFails(t *testing.T) {
 		}
 		return nil
 	})
-	waitEvent(t, c, "c", structs.EventTasksRunning, 1, time.Minute)
+	waitEvent(t, c, "c", api.EventTasksRunning, 1, time.Minute)
 	sum := summary(t, c, "a")
-	must.Eq(t, structs.JobStatusRunning, sum.Job.Status)
+	must.Eq(t, api.JobStatusRunning, sum.Job.Status)
 	must.True(t, sum.Observed.Placement.SameTasks(old))
-	must.Eq(t, structs.ChangeAborted, sum.Observed.Change.Phase, must.Sprint("no second change started within the backoff"))
-	must.SliceLen(t, 1, events(t, c, "a", structs.EventCheckpointRequested))
-	must.SliceLen(t, 1, events(t, c, "a", structs.EventRescaleAborted))
+	must.Eq(t, api.ChangeAborted, sum.Observed.Change.Phase, must.Sprint("no second change started within the backoff"))
+	must.SliceLen(t, 1, events(t, c, "a", api.EventCheckpointRequested))
+	must.SliceLen(t, 1, events(t, c, "a", api.EventRescaleAborted))
 	must.Eq(t, version, nomadJobVersion(t, nc, "a"))
 	hist := history(t, c, "a")
 	must.SliceLen(t, len(ran), hist, must.Sprint("what runs did not change"))
 	must.True(t, hist[0].Placement.SameTasks(old))
-	dry, err := c.Jobs().Plan(context.Background(), stubbornJob("a"))
+	dry, _, err := c.Jobs().Plan(stubbornJob("a"), nil)
 	must.NoError(t, err)
 	must.True(t, dry.Current.SameTasks(old), must.Sprint("the scheduler's view of what runs"))
 	bsum := summary(t, c, "b")
@@ -485,15 +483,15 @@ func TestCaravanNomad_CheckpointFails(t *testing.T) {
 func TestCaravanNomad_UpdateLowersMax(t *testing.T) {
 	nc, trainer, c := trainingOnNomad(t)
 
-	reg, err := c.Jobs().Register(context.Background(), elasticTrainerJob("a", trainer, 4))
+	reg, _, err := c.Jobs().Register(elasticTrainerJob("a", trainer, 4), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	waitWorkers(t, c, "a", 4)
 	waitStep(t, c, "a", 20)
 	nomadVersion := nomadJobVersion(t, nc, "a")
 
 	updated := time.Now()
-	up, err := c.Jobs().Update(context.Background(), "a", elasticTrainerJob("a", trainer, 2))
+	up, _, err := c.Jobs().Update("a", elasticTrainerJob("a", trainer, 2), nil)
 	must.NoError(t, err)
 	must.False(t, up.Unchanged)
 	must.Eq(t, reg.Version+1, up.Version)
@@ -511,7 +509,7 @@ func TestCaravanNomad_UpdateLowersMax(t *testing.T) {
 		switch o := sum.Observed; {
 		case o == nil || o.Placement == nil || o.Change == nil:
 			return fmt.Errorf("observed: %+v", o)
-		case o.Change.Phase != structs.ChangeDone || o.Placement.NumWorkers > 2:
+		case o.Change.Phase != api.ChangeDone || o.Placement.NumWorkers > 2:
 			return fmt.Errorf("%d workers run; change %s: %s", o.Placement.NumWorkers, o.Change.Phase, o.Change.Message)
 		case hist[0].Placement.NumWorkers > 2:
 			return fmt.Errorf("history: %d workers", hist[0].Placement.NumWorkers)
@@ -520,18 +518,18 @@ func TestCaravanNomad_UpdateLowersMax(t *testing.T) {
 	})
 	t.Logf("new version → desired on ≤2 workers: %v; → running there: %v", decided.Round(time.Millisecond), time.Since(updated).Round(time.Millisecond))
 	must.Greater(t, nomadVersion, nomadJobVersion(t, nc, "a"))
-	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Second)
+	confirmed := waitEvent(t, c, "a", api.EventCheckpointConfirmed, 1, time.Second)
 	k := confirmedStep(t, confirmed)
 	resumed, _ := resumedSample(t, c, "a", k)
 	must.Eq(t, k, resumed.CheckpointStep)
 	must.Between(t, 1, resumed.NumWorkers, 2)
-	must.SliceEmpty(t, events(t, c, "a", structs.EventRescaleAborted))
+	must.SliceEmpty(t, events(t, c, "a", api.EventRescaleAborted))
 
 	// The same spec again: Unchanged, no new version, nothing enacted.
 	versions, _, err := c.Jobs().Versions("a", nil)
 	must.NoError(t, err)
 	nomadVersion = nomadJobVersion(t, nc, "a")
-	again, err := c.Jobs().Update(context.Background(), "a", elasticTrainerJob("a", trainer, 2))
+	again, _, err := c.Jobs().Update("a", elasticTrainerJob("a", trainer, 2), nil)
 	must.NoError(t, err)
 	must.True(t, again.Unchanged)
 	must.Eq(t, up.Version, again.Version)
@@ -539,5 +537,5 @@ func TestCaravanNomad_UpdateLowersMax(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, len(versions), after, must.Sprint("an unchanged registration stores no version"))
 	must.Eq(t, nomadVersion, nomadJobVersion(t, nc, "a"))
-	must.SliceLen(t, 1, events(t, c, "a", structs.EventCheckpointRequested))
+	must.SliceLen(t, 1, events(t, c, "a", api.EventCheckpointRequested))
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/caravan-sched/caravan/tlsutil"
 	"github.com/shoenig/test/must"
 )
@@ -63,12 +61,12 @@ acl {
 	tlsCfg := &api.TLSConfig{CACert: certs.CAFile, ClientCert: certs.ClientCert, ClientKey: certs.ClientKey}
 	c, err := api.NewClient(&api.Config{Address: addr, TLSConfig: tlsCfg})
 	must.NoError(t, err)
-	var mgmt *structs.ACLToken
+	var mgmt *api.ACLToken
 	agent.WaitFor(t, time.Minute, "ACLs bootstrapped", func() (err error) {
-		mgmt, err = c.ACL().Bootstrap(context.Background())
+		mgmt, _, err = c.ACL().Bootstrap(nil)
 		return err
 	})
-	_, err = c.ACL().Bootstrap(context.Background())
+	_, _, err = c.ACL().Bootstrap(nil)
 	must.ErrorContains(t, err, "already", must.Sprint("ACLs bootstrap once"))
 
 	_, _, err = c.Jobs().List(nil)
@@ -84,21 +82,21 @@ acl {
 
 	admin, err := api.NewClient(&api.Config{Address: addr, Token: mgmt.SecretID, TLSConfig: tlsCfg})
 	must.NoError(t, err)
-	_, err = admin.ACL().ApplyPolicy(context.Background(), "readonly", &api.ACLPolicyRequest{Rules: `namespace "default" {
+	_, _, err = admin.ACL().ApplyPolicy("readonly", &api.ACLPolicyRequest{Rules: `namespace "default" {
   policy = "read"
-}`})
+}`}, nil)
 	must.NoError(t, err)
-	ro, err := admin.ACL().CreateToken(context.Background(), &api.ACLTokenRequest{Name: "reader", Type: structs.ACLClientToken, Policies: []string{"readonly"}})
+	ro, _, err := admin.ACL().CreateToken(&api.ACLTokenRequest{Name: "reader", Type: api.ACLClientToken, Policies: []string{"readonly"}}, nil)
 	must.NoError(t, err)
 	reader, err := api.NewClient(&api.Config{Address: addr, Token: ro.SecretID, TLSConfig: tlsCfg})
 	must.NoError(t, err)
-	_, err = reader.Jobs().Register(context.Background(), cpuJob("denied"))
+	_, _, err = reader.Jobs().Register(cpuJob("denied"), nil)
 	must.ErrorContains(t, err, "Permission denied")
 
 	waitNodes(t, admin, 1, 0)
-	_, err = admin.Jobs().Register(context.Background(), cpuJob("a"))
+	_, _, err = admin.Jobs().Register(cpuJob("a"), nil)
 	must.NoError(t, err)
-	waitEvent(t, admin, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, admin, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	info, _, err := n.Client.Jobs().Info("caravan-a", nil)
 	must.NoError(t, err)
 	must.Eq(t, "a", info.Meta["caravan_job_id"])
@@ -106,9 +104,9 @@ acl {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, jobs, must.Sprint("the reader lists the job"))
 
-	err = reader.Jobs().Stop(context.Background(), "", "a", false)
+	_, err = reader.Jobs().Stop("a", false, nil)
 	must.ErrorContains(t, err, "Permission denied")
-	err = admin.Jobs().Stop(context.Background(), "", "a", false)
+	_, err = admin.Jobs().Stop("a", false, nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, time.Minute, "Nomad job stopped", func() error {
 		info, _, err := n.Client.Jobs().Info("caravan-a", nil)

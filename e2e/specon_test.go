@@ -13,7 +13,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -33,7 +32,7 @@ func speconTrainerJob(id, trainer string, lr float64, features int) *api.JobRegi
 
 // placedOn returns the node a job's newest placement puts all its tasks
 // on, or an error when it has none or spans nodes.
-func placedOn(c *api.Client, id string) (*structs.JobPlacement, error) {
+func placedOn(c *api.Client, id string) (*api.JobPlacement, error) {
 	hist, _, err := c.Jobs().History(id, nil)
 	switch {
 	case err != nil:
@@ -101,14 +100,14 @@ scheduler {
 	big, small := nc.Nodes[0].ID, nc.Nodes[1].ID
 
 	ctx := context.Background()
-	_, err := c.Jobs().Register(ctx, speconTrainerJob("a", trainer, 0.3, 20))
+	_, _, err := c.Jobs().Register(speconTrainerJob("a", trainer, 0.3, 20), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	waitStep(t, c, "a", 40)
 	for _, id := range []string{"b", "c"} {
-		_, err := c.Jobs().Register(ctx, speconTrainerJob(id, trainer, 0.05, 100))
+		_, _, err := c.Jobs().Register(speconTrainerJob(id, trainer, 0.05, 100), (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
-		waitEvent(t, c, id, structs.EventTasksRunning, 1, 2*time.Minute)
+		waitEvent(t, c, id, api.EventTasksRunning, 1, 2*time.Minute)
 	}
 	// What fifo placed: every job on the 5-GPU node.
 	for _, id := range []string{"a", "b", "c"} {
@@ -118,10 +117,10 @@ scheduler {
 	}
 
 	// SpeCon moves a through a confirmed checkpoint.
-	requested := waitEvent(t, c, "a", structs.EventCheckpointRequested, 1, 3*time.Minute)
-	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
+	requested := waitEvent(t, c, "a", api.EventCheckpointRequested, 1, 3*time.Minute)
+	confirmed := waitEvent(t, c, "a", api.EventCheckpointConfirmed, 1, time.Minute)
 	k := confirmedStep(t, confirmed)
-	moved := waitEvent(t, c, "a", structs.EventTasksRunning, 2, 2*time.Minute)
+	moved := waitEvent(t, c, "a", api.EventTasksRunning, 2, 2*time.Minute)
 	must.Eq(t, "true", moved.Details["Rescale"])
 	t.Logf("job a: checkpoint requested at %s, confirmed at step %d, running on the other node %.1fs after the request",
 		time.Unix(0, requested.Time).Format(time.TimeOnly), k, float64(moved.Time-requested.Time)/1e9)
@@ -132,7 +131,7 @@ scheduler {
 	must.Eq(t, small, p.Placement.Nodes[0].NodeID, must.Sprint("SpeCon moved job a to the least-scored node"))
 	must.StrHasPrefix(t, "specon: converged at ", p.Placement.Reason)
 	must.StrContains(t, p.Placement.Reason, fmt.Sprintf("migrated from %s to %s", big, small))
-	must.Eq(t, structs.Shape{PS: 1, Workers: 1}, structs.Shape{PS: p.Placement.NumPS, Workers: p.Placement.NumWorkers},
+	must.Eq(t, api.Shape{PS: 1, Workers: 1}, api.Shape{PS: p.Placement.NumPS, Workers: p.Placement.NumWorkers},
 		must.Sprint("a move keeps the job's shape"))
 	t.Logf("job a: %s", p.Placement.Reason)
 
@@ -170,9 +169,9 @@ scheduler {
 	}
 
 	// a moved once; b and c never did, and still run where fifo put them.
-	must.SliceLen(t, 1, events(t, c, "a", structs.EventCheckpointRequested))
+	must.SliceLen(t, 1, events(t, c, "a", api.EventCheckpointRequested))
 	for _, id := range []string{"b", "c"} {
-		must.SliceEmpty(t, events(t, c, id, structs.EventCheckpointRequested), must.Sprintf("job %s was not moved", id))
+		must.SliceEmpty(t, events(t, c, id, api.EventCheckpointRequested), must.Sprintf("job %s was not moved", id))
 		p, err := placedOn(c, id)
 		must.NoError(t, err)
 		must.Eq(t, big, p.Placement.Nodes[0].NodeID)

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -63,9 +63,9 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
 		"-slow-nodes", slowNodes, "-node", "$${node.unique.id}", "-slow-factor", "4"}
 	job := trainerJobSpec{ID: "strag", Trainer: trainer, MaxWorkers: 2, WorkerArgs: args, PSArgs: args[:4],
 		Threshold: 0.0001, Patience: 50, MaxEpochs: 200}
-	_, err := c.Jobs().Register(t.Context(), job.request())
+	_, _, err := c.Jobs().Register(job.request(), (&api.WriteOptions{}).WithContext(t.Context()))
 	must.NoError(t, err)
-	waitEvent(t, c, "strag", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "strag", api.EventTasksRunning, 1, 2*time.Minute)
 	var first map[string]string
 	agent.WaitFor(t, time.Minute, "two running workers", func() error {
 		if first = runningWorkers(t, nc, "caravan-strag"); len(first) != 2 {
@@ -94,7 +94,7 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
 		var times []string
 		var onSlow, other float64
 		for _, u := range usageTasks(sum) {
-			if u.Role != structs.RoleWorker {
+			if u.Role != api.RoleWorker {
 				continue
 			}
 			times = append(times, fmt.Sprintf("%d@%s:%.3gs", u.Rank, u.NodeID, u.TaskStepTimeS))
@@ -116,15 +116,15 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
 	t.Logf("caravan job status -verbose:\n%s", out)
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^worker\s+\d\s+`+slow+`\s+.*\s[\d.]+ms\s+0\s+0\s+nomad\s`), string(out))
 
-	ev := waitEvent(t, c, "strag", structs.EventStragglerReplaced, 1, 2*time.Minute)
+	ev := waitEvent(t, c, "strag", api.EventStragglerReplaced, 1, 2*time.Minute)
 	t.Logf("Caravan's event: %s", ev.Message)
 	must.Eq(t, slow, ev.Details["From"])
 	must.NotEq(t, nodes[0], ev.Details["To"])
 	must.NotEq(t, slow, ev.Details["To"])
-	must.Eq(t, structs.RoleWorker, ev.Details["Role"])
+	must.Eq(t, api.RoleWorker, ev.Details["Role"])
 	must.StrContains(t, ev.Message, "Optimus §5.2")
 
-	waitEvent(t, c, "strag", structs.EventTasksRunning, 2, 2*time.Minute)
+	waitEvent(t, c, "strag", api.EventTasksRunning, 2, 2*time.Minute)
 	agent.WaitFor(t, time.Minute, "two workers running off the slow node", func() error {
 		now := runningWorkers(t, nc, "caravan-strag")
 		var on []string
@@ -140,5 +140,5 @@ func TestCaravanNomad_StragglerMoved(t *testing.T) {
 		}
 		return nil
 	})
-	must.SliceLen(t, 1, events(t, c, "strag", structs.EventStragglerReplaced))
+	must.SliceLen(t, 1, events(t, c, "strag", api.EventStragglerReplaced))
 }

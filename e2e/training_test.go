@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -58,9 +56,9 @@ func trainingOnNomadWith(t *testing.T, body func(nc *agent.NomadCluster, checkpo
 }
 
 // waitEvent waits for a job's n-th event of a type and returns it.
-func waitEvent(t *testing.T, c *api.Client, job, typ string, n int, timeout time.Duration) *structs.Event {
+func waitEvent(t *testing.T, c *api.Client, job, typ string, n int, timeout time.Duration) *api.Event {
 	t.Helper()
-	var ev *structs.Event
+	var ev *api.Event
 	agent.WaitFor(t, timeout, fmt.Sprintf("%s event %d of job %s", typ, n, job), func() error {
 		evs := events(t, c, job, typ)
 		if len(evs) < n {
@@ -87,7 +85,7 @@ func waitStep(t *testing.T, c *api.Client, job string, step int64) {
 	})
 }
 
-func seconds(t *testing.T, ev *structs.Event) float64 {
+func seconds(t *testing.T, ev *api.Event) float64 {
 	s, err := strconv.ParseFloat(ev.Details["Seconds"], 64)
 	must.NoError(t, err)
 	return s
@@ -102,9 +100,9 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	_, trainer, c := trainingOnNomad(t)
 
 	start := time.Now()
-	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	_, _, err := c.Jobs().Register(trainerJob("a", trainer), nil)
 	must.NoError(t, err)
-	running := waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	running := waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	a, _, err := c.Jobs().Info("a", nil)
 	must.NoError(t, err)
 	t.Logf("job run → all tasks running on Nomad: %.3fs (driver: %ss from submission)",
@@ -112,17 +110,17 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	waitWorkers(t, c, "a", 4) // alone, the first job gets every GPU
 	waitStep(t, c, "a", 40)
 
-	_, err = c.Jobs().Register(context.Background(), trainerJob("b", trainer))
+	_, _, err = c.Jobs().Register(trainerJob("b", trainer), nil)
 	must.NoError(t, err)
-	confirmed := waitEvent(t, c, "a", structs.EventCheckpointConfirmed, 1, time.Minute)
+	confirmed := waitEvent(t, c, "a", api.EventCheckpointConfirmed, 1, time.Minute)
 	k, err := strconv.ParseInt(confirmed.Details["Step"], 10, 64)
 	must.NoError(t, err)
-	rescaled := waitEvent(t, c, "a", structs.EventTasksRunning, 2, 2*time.Minute)
+	rescaled := waitEvent(t, c, "a", api.EventTasksRunning, 2, 2*time.Minute)
 	must.Eq(t, "true", rescaled.Details["Rescale"])
 	waitWorkers(t, c, "a", 2) // the first job shares the GPUs with the second
 
 	// The first sample on two workers continues from the checkpoint.
-	var resumed *structs.Sample
+	var resumed *api.Sample
 	agent.WaitFor(t, time.Minute, "a sample of job a on 2 workers", func() error {
 		smps, _, err := c.Jobs().Samples("a", nil)
 		if err != nil {
@@ -141,20 +139,20 @@ func TestCaravanNomad_RescaleOnArrival(t *testing.T) {
 	must.Between(t, k, resumed.Step, k+3)
 
 	for _, id := range []string{"a", "b"} {
-		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
+		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, api.JobStatusComplete))
 	}
 	makespan := time.Since(start).Seconds()
 	var inRescales float64
 	rescales := 0
 	for _, id := range []string{"a", "b"} {
-		for _, ev := range events(t, c, id, structs.EventTasksRunning) {
+		for _, ev := range events(t, c, id, api.EventTasksRunning) {
 			if ev.Details["Rescale"] == "true" {
 				t.Logf("rescale of job %s: %ss", id, ev.Details["Seconds"])
 				inRescales += seconds(t, ev)
 				rescales++
 			}
 		}
-		must.SliceEmpty(t, events(t, c, id, structs.EventRescaleAborted))
+		must.SliceEmpty(t, events(t, c, id, api.EventRescaleAborted))
 	}
 	t.Logf("makespan %.1fs, of which %.1fs in %d rescales (%.2f%%)", makespan, inRescales, rescales, 100*inRescales/makespan)
 }
@@ -174,11 +172,11 @@ func TestCaravanNomad_ProfileInPlace(t *testing.T) {
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 3, 4)
 
-	_, err := c.Jobs().Register(context.Background(), trainerJob("p", trainer))
+	_, _, err := c.Jobs().Register(trainerJob("p", trainer), nil)
 	must.NoError(t, err)
 	want := [][2]int{{1, 1}, {1, 2}, {1, 4}} // model.ProfileConfigs for 1 ps, 1..4 workers
-	first := waitEvent(t, c, "p", structs.EventTasksRunning, 1, 2*time.Minute)
-	profiled := waitEvent(t, c, "p", structs.EventTasksRunning, len(want), 2*time.Minute)
+	first := waitEvent(t, c, "p", api.EventTasksRunning, 1, 2*time.Minute)
+	profiled := waitEvent(t, c, "p", api.EventTasksRunning, len(want), 2*time.Minute)
 	agent.WaitFor(t, time.Minute, "job p profiled", func() error {
 		sum, _, err := c.Jobs().Summary("p", nil)
 		switch {
@@ -189,7 +187,7 @@ func TestCaravanNomad_ProfileInPlace(t *testing.T) {
 		}
 		return nil
 	})
-	agent.WaitFor(t, 4*time.Minute, "job p complete", jobIs(c, "p", structs.JobStatusComplete))
+	agent.WaitFor(t, 4*time.Minute, "job p complete", jobIs(c, "p", api.JobStatusComplete))
 
 	// The samples show the configurations in order, each measured enough
 	// before the next.
@@ -211,9 +209,9 @@ func TestCaravanNomad_ProfileInPlace(t *testing.T) {
 	}
 	must.GreaterEq(t, len(want), len(order))
 	must.Eq(t, want, order[:len(want)])
-	must.SliceEmpty(t, events(t, c, "p", structs.EventRescaleAborted))
+	must.SliceEmpty(t, events(t, c, "p", api.EventRescaleAborted))
 	var rescales float64
-	for _, ev := range events(t, c, "p", structs.EventTasksRunning)[1:len(want)] {
+	for _, ev := range events(t, c, "p", api.EventTasksRunning)[1:len(want)] {
 		rescales += seconds(t, ev)
 	}
 	t.Logf("profiling at %v: %.1fs from the first tasks running to the last configuration's, %.1fs of it in %d rescales",
@@ -245,9 +243,9 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 	c := cl.clients[leader]
 	waitNodes(t, c, 3, 4)
 
-	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	_, _, err := c.Jobs().Register(trainerJob("a", trainer), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 	waitStep(t, c, "a", 20)
 	version := nomadJobVersion(t, nc, "a")
 	entries, _, err := consul.Client.Health().Service("caravan-collector", "job=a", true, nil)
@@ -267,7 +265,7 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, jobs, must.Sprint("one Nomad job per Caravan job"))
 
-	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", structs.JobStatusComplete))
+	agent.WaitFor(t, 4*time.Minute, "job a complete", jobIs(c, "a", api.JobStatusComplete))
 	must.Eq(t, version, nomadJobVersion(t, nc, "a"))
 	info, _, err := nc.Client.Jobs().Info("caravan-a", nil)
 	must.NoError(t, err)
@@ -281,24 +279,24 @@ func TestCaravanNomad_LeaderKilled(t *testing.T) {
 func TestCaravanNomad_NomadUnreachable(t *testing.T) {
 	nc, trainer, c := trainingOnNomad(t)
 
-	_, err := c.Jobs().Register(context.Background(), trainerJob("a", trainer))
+	_, _, err := c.Jobs().Register(trainerJob("a", trainer), nil)
 	must.NoError(t, err)
-	waitEvent(t, c, "a", structs.EventTasksRunning, 1, 2*time.Minute)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
 
 	nc.StopServer()
-	outage := waitEvent(t, c, "", structs.EventDriverError, 1, time.Minute)
+	outage := waitEvent(t, c, "", api.EventDriverError, 1, time.Minute)
 	t.Logf("reported: %s", outage.Message)
-	_, err = c.Jobs().Register(context.Background(), trainerJob("b", trainer))
+	_, _, err = c.Jobs().Register(trainerJob("b", trainer), nil)
 	must.NoError(t, err, must.Sprint("Caravan takes jobs while Nomad is away"))
-	must.NoError(t, jobIs(c, "b", structs.JobStatusPending)())
-	must.NoError(t, jobIs(c, "a", structs.JobStatusRunning)())
+	must.NoError(t, jobIs(c, "b", api.JobStatusPending)())
+	must.NoError(t, jobIs(c, "a", api.JobStatusRunning)())
 
 	nc.StartServer()
-	waitEvent(t, c, "", structs.EventDriverRecovered, 1, 2*time.Minute)
+	waitEvent(t, c, "", api.EventDriverRecovered, 1, 2*time.Minute)
 	for _, id := range []string{"a", "b"} {
-		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, structs.JobStatusComplete))
+		agent.WaitFor(t, 4*time.Minute, "job "+id+" complete", jobIs(c, id, api.JobStatusComplete))
 	}
-	must.SliceLen(t, 1, events(t, c, "", structs.EventDriverError), must.Sprint("one event per outage"))
+	must.SliceLen(t, 1, events(t, c, "", api.EventDriverError), must.Sprint("one event per outage"))
 }
 
 // waitWorkers waits until the latest entry of a job's placement history,

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/caravan-sched/caravan/acl"
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
@@ -107,7 +106,7 @@ func (s *Server) aclPolicyApply(w http.ResponseWriter, r *http.Request) (any, er
 	if !policyName.MatchString(name) {
 		return nil, badRequest("policy name %q is not 1 to 128 letters, digits and dashes", name)
 	}
-	var req api.ACLPolicyRequest
+	var req structs.ACLPolicyRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -158,7 +157,7 @@ func (s *Server) aclTokenList(w http.ResponseWriter, r *http.Request) (any, erro
 // client token must name existing policies; a management token names
 // none.
 func (s *Server) aclTokenCreate(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req api.ACLTokenRequest
+	var req structs.ACLTokenRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}

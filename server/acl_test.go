@@ -77,15 +77,15 @@ func TestACL_Server(t *testing.T) {
 	// Before bootstrap nothing but the bootstrap is allowed.
 	_, _, err := anon.Jobs().List(nil)
 	must.True(t, api.IsForbidden(err), must.Sprint(err))
-	root, err := anon.ACL().Bootstrap(ctx)
+	root, _, err := anon.ACL().Bootstrap((&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.Eq(t, structs.ACLManagementToken, root.Type)
 	must.NotEq(t, "", root.SecretID)
-	_, err = anon.ACL().Bootstrap(ctx)
+	_, _, err = anon.ACL().Bootstrap((&api.WriteOptions{}).WithContext(ctx))
 	must.ErrorContains(t, err, "ACL bootstrap already done")
 
 	mgmt := tokenClient(t, s, root.SecretID)
-	_, err = mgmt.Jobs().Register(ctx, demoJob(t, "a"))
+	_, _, err = mgmt.Jobs().Register(demoJob(t, "a"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 
 	// Policies: a reader of default, a writer of ml, a reporter.
@@ -94,20 +94,20 @@ func TestACL_Server(t *testing.T) {
 		"ml":       `namespace "ml" { policy = "write" }` + "\noperator { policy = \"read\" }",
 		"reporter": `namespace "*" { capabilities = ["report"] }`,
 	} {
-		_, err := mgmt.ACL().ApplyPolicy(ctx, name, &api.ACLPolicyRequest{Rules: rules})
+		_, _, err := mgmt.ACL().ApplyPolicy(name, &api.ACLPolicyRequest{Rules: rules}, (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 	}
-	_, err = mgmt.ACL().ApplyPolicy(ctx, "bad", &api.ACLPolicyRequest{Rules: "namespace \"x\" {\n  policy = \"admin\"\n}"})
+	_, _, err = mgmt.ACL().ApplyPolicy("bad", &api.ACLPolicyRequest{Rules: "namespace \"x\" {\n  policy = \"admin\"\n}"}, (&api.WriteOptions{}).WithContext(ctx))
 	must.ErrorContains(t, err, `bad.hcl:1:1: Invalid namespace policy; policy "admin"`)
 
 	mk := func(policies ...string) *api.Client {
-		tok, err := mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Name: strings.Join(policies, "+"), Policies: policies})
+		tok, _, err := mgmt.ACL().CreateToken(&api.ACLTokenRequest{Name: strings.Join(policies, "+"), Policies: policies}, (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 		must.Eq(t, structs.ACLClientToken, tok.Type)
 		return tokenClient(t, s, tok.SecretID)
 	}
 	reader, ml, reporter := mk("reader"), mk("ml"), mk("reporter")
-	_, err = mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Policies: []string{"nope"}})
+	_, _, err = mgmt.ACL().CreateToken(&api.ACLTokenRequest{Policies: []string{"nope"}}, (&api.WriteOptions{}).WithContext(ctx))
 	must.ErrorContains(t, err, "ACL policy not found")
 
 	base := "http://" + s.HTTPAddr()
@@ -148,7 +148,7 @@ func TestACL_Server(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := tokens[tc.client]
 			if tok == "" && tc.client != anon {
-				self, err := tc.client.ACL().Self(ctx)
+				self, _, err := tc.client.ACL().Self((&api.QueryOptions{}).WithContext(ctx))
 				if err == nil {
 					tok = self.SecretID
 				} else {
@@ -168,35 +168,35 @@ func TestACL_Server(t *testing.T) {
 	must.SliceEmpty(t, jobs)
 
 	// The anonymous policy applies to requests without a token.
-	_, err = mgmt.ACL().ApplyPolicy(ctx, structs.AnonymousPolicy, &api.ACLPolicyRequest{Rules: `namespace "default" { capabilities = ["read-job"] }`})
+	_, _, err = mgmt.ACL().ApplyPolicy(structs.AnonymousPolicy, &api.ACLPolicyRequest{Rules: `namespace "default" { capabilities = ["read-job"] }`}, (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	_, _, err = anon.Jobs().Info("a", nil)
 	must.NoError(t, err)
-	must.NoError(t, mgmt.ACL().DeletePolicy(ctx, structs.AnonymousPolicy))
+	must.NoError(t, errOf(mgmt.ACL().DeletePolicy(structs.AnonymousPolicy, (&api.WriteOptions{}).WithContext(ctx))))
 	_, _, err = anon.Jobs().Info("a", nil)
 	must.True(t, api.IsForbidden(err))
 
 	// Token management: stubs without secrets, self, delete.
-	toks, err := mgmt.ACL().Tokens(ctx)
+	toks, _, err := mgmt.ACL().Tokens((&api.QueryOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.SliceLen(t, 4, toks)
 	for _, tok := range toks {
 		must.Eq(t, "", tok.SecretID)
 	}
-	self, err := reader.ACL().Self(ctx)
+	self, _, err := reader.ACL().Self((&api.QueryOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.Eq(t, []string{"reader"}, self.Policies)
-	must.NoError(t, mgmt.ACL().DeleteToken(ctx, self.AccessorID))
+	must.NoError(t, errOf(mgmt.ACL().DeleteToken(self.AccessorID, (&api.WriteOptions{}).WithContext(ctx))))
 	_, _, err = reader.Jobs().Info("a", nil)
 	must.ErrorContains(t, err, "ACL token not found")
 
 	// Snapshots need a management token.
 	var snap bytes.Buffer
-	must.True(t, api.IsForbidden(ml.Operator().SnapshotSave(ctx, &snap)))
-	must.NoError(t, mgmt.Operator().SnapshotSave(ctx, &snap))
-	err = ml.Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes()))
+	must.True(t, api.IsForbidden(errOf(ml.Operator().SnapshotSave(&snap, (&api.QueryOptions{}).WithContext(ctx)))))
+	must.NoError(t, errOf(mgmt.Operator().SnapshotSave(&snap, (&api.QueryOptions{}).WithContext(ctx))))
+	_, err = ml.Operator().SnapshotRestore(bytes.NewReader(snap.Bytes()), (&api.WriteOptions{}).WithContext(ctx))
 	must.True(t, api.IsForbidden(err), must.Sprint(err))
-	must.NoError(t, mgmt.Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes())))
+	must.NoError(t, errOf(mgmt.Operator().SnapshotRestore(bytes.NewReader(snap.Bytes()), (&api.WriteOptions{}).WithContext(ctx))))
 
 	// Secrets are in no answer but the token's own, and in no log line.
 	code, selfBody := status(t, "GET", base+"/v1/agent/self", root.SecretID, "")
@@ -213,7 +213,7 @@ func TestACL_Server(t *testing.T) {
 func TestACL_Disabled(t *testing.T) {
 	s := TestServer(t, TestConfig(t, simDriver(t, 1)))
 	leaderOf(t, s)
-	_, err := client(t, s).ACL().Bootstrap(context.Background())
+	_, _, err := client(t, s).ACL().Bootstrap(nil)
 	must.ErrorContains(t, err, "ACL support disabled")
 }
 
@@ -257,7 +257,7 @@ func TestACL_Cluster(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	root, err := client(t, follower).ACL().Bootstrap(ctx)
+	root, _, err := client(t, follower).ACL().Bootstrap((&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err, must.Sprint("writes are forwarded to the leader"))
 	// A follower checks a jobspec only for a caller who may submit it.
 	for _, token := range []string{"", "not-a-token"} {
@@ -266,10 +266,10 @@ func TestACL_Cluster(t *testing.T) {
 		must.StrNotContains(t, body, "synch")
 	}
 	mgmt := tokenClient(t, leader, root.SecretID)
-	_, err = mgmt.ACL().ApplyPolicy(ctx, "reader", &api.ACLPolicyRequest{Rules: `operator { policy = "read" }`})
+	_, _, err = mgmt.ACL().ApplyPolicy("reader", &api.ACLPolicyRequest{Rules: `operator { policy = "read" }`}, (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	for i := range 20 {
-		tok, err := mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Name: fmt.Sprint(i), Policies: []string{"reader"}})
+		tok, _, err := mgmt.ACL().CreateToken(&api.ACLTokenRequest{Name: fmt.Sprint(i), Policies: []string{"reader"}}, (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 		_, _, err = tokenClient(t, follower, tok.SecretID).Operator().SchedulerConfig(nil)
 		must.NoError(t, err, must.Sprintf("token %d on a follower", i))
@@ -278,8 +278,8 @@ func TestACL_Cluster(t *testing.T) {
 	must.ErrorContains(t, err, "ACL token not found")
 
 	var snap bytes.Buffer
-	must.NoError(t, tokenClient(t, follower, root.SecretID).Operator().SnapshotSave(ctx, &snap))
-	err = client(t, follower).Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes()))
+	must.NoError(t, errOf(tokenClient(t, follower, root.SecretID).Operator().SnapshotSave(&snap, (&api.QueryOptions{}).WithContext(ctx))))
+	_, err = client(t, follower).Operator().SnapshotRestore(bytes.NewReader(snap.Bytes()), (&api.WriteOptions{}).WithContext(ctx))
 	must.True(t, api.IsForbidden(err), must.Sprint(err))
 	must.StrNotContains(t, logs.String(), testServerToken)
 	must.StrNotContains(t, logs.String(), root.SecretID)
@@ -293,11 +293,11 @@ func TestACL_JobReportToken(t *testing.T) {
 	leaderOf(t, s)
 	ctx := context.Background()
 	must.Eq(t, "", s.JobReportToken(structs.NewJobKey("default", "a")), must.Sprint("no token before bootstrap"))
-	root, err := client(t, s).ACL().Bootstrap(ctx)
+	root, _, err := client(t, s).ACL().Bootstrap((&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	admin := tokenClient(t, s, root.SecretID)
 	for _, id := range []string{"a", "b"} {
-		_, err := admin.Jobs().Register(ctx, demoJob(t, id))
+		_, _, err := admin.Jobs().Register(demoJob(t, id), (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 	}
 	tok := s.JobReportToken(structs.NewJobKey("default", "a"))
@@ -313,7 +313,7 @@ func TestACL_JobReportToken(t *testing.T) {
 	must.StrContains(t, body, `report token of job a lacks report for job "b"`)
 	code, _ = status(t, "GET", "http://"+s.HTTPAddr()+"/v1/jobs", tok, "")
 	must.Eq(t, 403, code, must.Sprint("a report token reads nothing"))
-	_, err = tokenClient(t, s, tok).Jobs().Register(ctx, demoJob(t, "c"))
+	_, _, err = tokenClient(t, s, tok).Jobs().Register(demoJob(t, "c"), (&api.WriteOptions{}).WithContext(ctx))
 	must.True(t, api.IsForbidden(err), must.Sprint(err))
 	forged := strings.TrimSuffix(tok, tok[len(tok)-4:]) + "AAAA"
 	code, body = status(t, "POST", url, forged, report("a"))

@@ -77,7 +77,7 @@ func TestLeader_DeclaredJobs(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, uint64(10), job.Nomad.JobModifyIndex)
 
-	_, err = c.Jobs().Register(context.Background(), demoJob(t, "d"))
+	_, _, err = c.Jobs().Register(demoJob(t, "d"), nil)
 	must.ErrorContains(t, err, "declared in Nomad", must.Sprint("a declared job changes only where it was declared"))
 
 	// The same version seen again registers nothing; a new one does.
@@ -94,7 +94,7 @@ func TestLeader_DeclaredJobs(t *testing.T) {
 		return nil
 	})
 
-	_, err = c.Jobs().Register(context.Background(), demoJob(t, "api"))
+	_, _, err = c.Jobs().Register(demoJob(t, "api"), nil)
 	must.NoError(t, err)
 	disc.set("api", declaredDemo(t, "api", 20, 4))
 	disc.set("bad", &structs.Declaration{Kind: structs.DeclaredInvalid, Index: 21, Message: "worker/worker policy: Invalid training.mode"})

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/acl"
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
@@ -106,7 +105,7 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		stubs := make([]*api.JobListStub, 0, len(jobs))
+		stubs := make([]*structs.JobListStub, 0, len(jobs))
 		for _, j := range jobs {
 			if s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil {
 				continue
@@ -122,13 +121,13 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return apply(w, opts, res.([]*api.JobListStub), byNamespacedID(
-		func(j *api.JobListStub) string { return j.Namespace }, func(j *api.JobListStub) string { return j.ID }))
+	return apply(w, opts, res.([]*structs.JobListStub), byNamespacedID(
+		func(j *structs.JobListStub) string { return j.Namespace }, func(j *structs.JobListStub) string { return j.ID }))
 }
 
 // registeredJob turns a register request into a canonical, valid job
 // that the server's JobPolicy allows.
-func (s *Server) registeredJob(req *api.JobRegisterRequest) (*structs.Job, error) {
+func (s *Server) registeredJob(req *structs.JobRegisterRequest) (*structs.Job, error) {
 	job := req.Job
 	switch {
 	case job != nil && req.JobHCL != "":
@@ -154,7 +153,7 @@ func (s *Server) registeredJob(req *api.JobRegisterRequest) (*structs.Job, error
 	return job, nil
 }
 
-func parseHCL(req *api.JobRegisterRequest) (*structs.Job, error) {
+func parseHCL(req *structs.JobRegisterRequest) (*structs.Job, error) {
 	name := req.Filename
 	if name == "" {
 		name = "job.hcl"
@@ -190,7 +189,7 @@ func diagnosticsError(diags hcl.Diagnostics) error {
 
 func (s *Server) jobRegister(mustBeNew bool) endpoint {
 	return func(w http.ResponseWriter, r *http.Request) (any, error) {
-		var req api.JobRegisterRequest
+		var req structs.JobRegisterRequest
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
@@ -213,7 +212,7 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 
 // registerJob commits a registration and says what it did. An active job
 // with the same spec is left as it is: the answer says Unchanged.
-func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bool) (*api.JobRegisterResponse, error) {
+func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bool) (*structs.JobRegisterResponse, error) {
 	out, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
 	if err != nil {
 		return nil, err
@@ -222,7 +221,7 @@ func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bo
 	if !ok {
 		return nil, fmt.Errorf("register job %q: unexpected answer %T from the state machine", job.ID, out)
 	}
-	return &api.JobRegisterResponse{JobID: job.ID, Version: reg.Version, Unchanged: reg.Unchanged, Index: index}, nil
+	return &structs.JobRegisterResponse{JobID: job.ID, Version: reg.Version, Unchanged: reg.Unchanged, Index: index}, nil
 }
 
 // report commits samples trainers report. The whole request is checked
@@ -235,7 +234,7 @@ func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bo
 // counts only the samples kept. The leader feeds them to the models at its
 // next poll.
 func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req api.ReportRequest
+	var req structs.ReportRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -283,7 +282,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()
-	resp := &api.ReportResponse{}
+	resp := &structs.ReportResponse{}
 	for batch := range slices.Chunk(req.Samples, maxSampleBatch) {
 		out, index, err := s.apply(ctx, fsm.SampleBatchType, &fsm.SampleBatchRequest{Samples: batch})
 		if err != nil {
@@ -299,7 +298,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 // version, and the placement the scheduler would give it now. Only the
 // leader has the models to answer it.
 func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req api.JobRegisterRequest
+	var req structs.JobRegisterRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -315,7 +314,7 @@ func (s *Server) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.PlanResponse{Diff: prev.Diff(job)}
+	resp := &structs.PlanResponse{Diff: prev.Diff(job)}
 	if prev != nil {
 		resp.Version, resp.Status = prev.Version, prev.Status
 	}
@@ -372,7 +371,7 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) (any, error
 // as Nomad's job revert: a registration like any other, so reverting to the
 // active job's own spec changes nothing.
 func (s *Server) jobRevert(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req api.JobRevertRequest
+	var req structs.JobRevertRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -420,7 +419,7 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		if err != nil {
 			return nil, err
 		}
-		sum := &api.JobSummary{Job: job, SimSpeed: s.cfg.SimSpeed}
+		sum := &structs.JobSummary{Job: job, SimSpeed: s.cfg.SimSpeed}
 		if sum.Placement, err = state.Desired(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
 		}
@@ -510,7 +509,7 @@ func (s *Server) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 		if i < 0 {
 			return nil, notFound("no node %q", id)
 		}
-		out := &api.NodeDetail{Node: nodes[i], Tasks: []*api.NodeTasks{}}
+		out := &structs.NodeDetail{Node: nodes[i], Tasks: []*structs.NodeJobTasks{}}
 		for _, d := range out.Node.Devices {
 			if d.Type == "gpu" {
 				out.GPUsTotal += len(d.Instances)
@@ -531,7 +530,7 @@ func (s *Server) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 			if job == nil || structs.Terminal(job.Status) || s.allowNamespace(r, job.Namespace, acl.CapReadJob) != nil {
 				continue
 			}
-			t := &api.NodeTasks{Namespace: o.Namespace, JobID: o.JobID}
+			t := &structs.NodeJobTasks{Namespace: o.Namespace, JobID: o.JobID}
 			for _, n := range o.Placement.Nodes {
 				if n.NodeID == id {
 					t.PS += n.PS
@@ -653,7 +652,7 @@ func (s *Server) schedulerConfigGet(w http.ResponseWriter, r *http.Request) (any
 }
 
 func (s *Server) schedulerConfigSet(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req api.SchedulerConfigRequest
+	var req structs.SchedulerConfigRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -693,7 +692,7 @@ func (s *Server) statusPeers(w http.ResponseWriter, r *http.Request) (any, error
 	return peers, nil
 }
 
-func (s *Server) raftConfig() (*api.RaftConfiguration, error) {
+func (s *Server) raftConfig() (*structs.RaftConfiguration, error) {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("read raft configuration: %w", err)
@@ -703,9 +702,9 @@ func (s *Server) raftConfig() (*api.RaftConfiguration, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &api.RaftConfiguration{Index: f.Index(), Servers: []*api.RaftServer{}}
+	out := &structs.RaftConfiguration{Index: f.Index(), Servers: []*structs.RaftServer{}}
 	for _, sv := range f.Configuration().Servers {
-		rs := &api.RaftServer{ID: string(sv.ID), Address: string(sv.Address), Leader: sv.ID == leader, Voter: sv.Suffrage == raft.Voter}
+		rs := &structs.RaftServer{ID: string(sv.ID), Address: string(sv.Address), Leader: sv.ID == leader, Voter: sv.Suffrage == raft.Voter}
 		for _, m := range members {
 			if m.ID == rs.ID {
 				rs.Name, rs.HTTPAddr = m.Name, m.HTTPAddr
@@ -721,7 +720,7 @@ func (s *Server) raftConfiguration(w http.ResponseWriter, r *http.Request) (any,
 }
 
 func (s *Server) raftJoin(w http.ResponseWriter, r *http.Request) (any, error) {
-	var req api.JoinRequest
+	var req structs.JoinRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -743,7 +742,7 @@ func (s *Server) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(conf.Servers, func(sv *api.RaftServer) bool { return sv.ID == id }) {
+	if !slices.ContainsFunc(conf.Servers, func(sv *structs.RaftServer) bool { return sv.ID == id }) {
 		return nil, notFound("no server %q in the raft configuration", id)
 	}
 	ctx, cancel := applyContext(r)
@@ -757,9 +756,9 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) (any, error) 
 
 // agentHealth answers 200 when the server knows a leader, 503 otherwise.
 func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request) {
-	h := api.Health{OK: true, Message: "ok"}
+	h := structs.Health{OK: true, Message: "ok"}
 	if _, id := s.raft.LeaderWithID(); id == "" {
-		h = api.Health{Message: ErrNoLeader.Error()}
+		h = structs.Health{Message: ErrNoLeader.Error()}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // Bounds on how long a client may take to send a request. Headers are
@@ -83,7 +83,7 @@ func checkBody(w http.ResponseWriter, r *http.Request, fn func(r *http.Request) 
 // checkJobRequest parses and validates a job register or plan request as
 // the leader would.
 func (s *Server) checkJobRequest(r *http.Request) error {
-	var req api.JobRegisterRequest
+	var req structs.JobRegisterRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

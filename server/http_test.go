@@ -52,7 +52,7 @@ func TestAPI_BadInputs(t *testing.T) {
 	s := TestServer(t, TestConfig(t, driver))
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "dup"))
+	_, _, err := c.Jobs().Register(demoJob(t, "dup"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "dup", structs.JobStatusRunning))
 	driver.Stop()
@@ -136,7 +136,7 @@ func postReport(t *testing.T, s *Server, body string) (int, string) {
 func TestReport_Commits(t *testing.T) {
 	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
 	c := client(t, leader)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "rep"))
+	_, _, err := c.Jobs().Register(demoJob(t, "rep"), nil)
 	must.NoError(t, err)
 
 	code, out := postReport(t, leader, `{"samples": [
@@ -158,9 +158,9 @@ func TestReport_Commits(t *testing.T) {
 
 	got, _, err := c.Jobs().Samples("rep", nil)
 	must.NoError(t, err)
-	must.Eq(t, smps.Samples, got.Samples, must.Sprint("GET /v1/job/rep/samples"))
+	must.Eq(t, smps.Samples, recode[[]structs.Sample](t, got.Samples), must.Sprint("GET /v1/job/rep/samples"))
 
-	must.NoError(t, c.Jobs().Stop(context.Background(), "", "rep", false))
+	must.NoError(t, errOf(c.Jobs().Stop("rep", false, nil)))
 	code, out = postReport(t, leader, `{"samples": [{"job_id": "rep", "step": 100003, "loss": 0.3}]}`)
 	must.Eq(t, 200, code, must.Sprint(out))
 	must.StrContains(t, out, `"Accepted":0`)
@@ -218,7 +218,7 @@ func TestReport_FutureSampleRefused(t *testing.T) {
 	cfg.Metrics = src
 	s := leaderOf(t, TestServer(t, cfg))
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "skew"))
+	_, _, err := c.Jobs().Register(demoJob(t, "skew"), nil)
 	must.NoError(t, err)
 	// Placed, so the leader's scheduler takes the source's samples of it.
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "skew", structs.JobStatusRunning))
@@ -259,7 +259,7 @@ func TestJobRegister_Idempotent(t *testing.T) {
 	leaderOf(t, s)
 	c := client(t, s)
 	ctx := context.Background()
-	first, err := c.Jobs().Register(ctx, demoJob(t, "same"))
+	first, _, err := c.Jobs().Register(demoJob(t, "same"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.Eq(t, api.JobRegisterResponse{JobID: "same", Version: 0, Index: first.Index}, *first)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "same", structs.JobStatusRunning))
@@ -277,7 +277,7 @@ func TestJobRegister_Idempotent(t *testing.T) {
 		return n
 	}
 
-	again, err := c.Jobs().Register(ctx, demoJob(t, "same"))
+	again, _, err := c.Jobs().Register(demoJob(t, "same"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.True(t, again.Unchanged)
 	must.Eq(t, 0, again.Version)
@@ -285,14 +285,14 @@ func TestJobRegister_Idempotent(t *testing.T) {
 	// The CLI sends the parsed job as JSON rather than HCL.
 	job, _, err := c.Jobs().Info("same", nil)
 	must.NoError(t, err)
-	again, err = c.Jobs().Update(ctx, "same", &api.JobRegisterRequest{Job: job})
+	again, _, err = c.Jobs().Update("same", &api.JobRegisterRequest{Job: job}, (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.True(t, again.Unchanged)
 	must.Eq(t, 0, again.Version)
 	must.Eq(t, before, dump(t, s.State(), stable...), must.Sprint("an unchanged registration stores nothing"))
 	must.Eq(t, 1, events())
 
-	changed, err := c.Jobs().Update(ctx, "same", changedDemoJob(t, "same"))
+	changed, _, err := c.Jobs().Update("same", changedDemoJob(t, "same"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.False(t, changed.Unchanged)
 	must.Eq(t, 1, changed.Version)
@@ -306,16 +306,16 @@ func TestJobRevert(t *testing.T) {
 	leaderOf(t, s)
 	c := client(t, s)
 	ctx := context.Background()
-	_, err := c.Jobs().Register(ctx, demoJob(t, "rev"))
+	_, _, err := c.Jobs().Register(demoJob(t, "rev"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
-	_, err = c.Jobs().Update(ctx, "rev", changedDemoJob(t, "rev"))
+	_, _, err = c.Jobs().Update("rev", changedDemoJob(t, "rev"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	version := func(n uint64) *structs.Job {
 		vs, _, err := c.Jobs().Versions("rev", nil)
 		must.NoError(t, err)
 		for _, v := range vs {
 			if v.Version == n {
-				return v
+				return recode[*structs.Job](t, v)
 			}
 		}
 		t.Fatalf("job rev has no version %d", n)
@@ -323,7 +323,7 @@ func TestJobRevert(t *testing.T) {
 	}
 
 	one := uint64(1)
-	resp, err := c.Jobs().Revert(ctx, "", "rev", &api.JobRevertRequest{Version: 0, EnforcePriorVersion: &one})
+	resp, _, err := c.Jobs().Revert("rev", &api.JobRevertRequest{Version: 0, EnforcePriorVersion: &one}, (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.Eq(t, api.JobRegisterResponse{JobID: "rev", Version: 2, Index: resp.Index}, *resp)
 	must.False(t, version(0).SpecChanged(version(2)))
@@ -331,7 +331,7 @@ func TestJobRevert(t *testing.T) {
 	must.Eq(t, structs.DefaultPriority, version(2).Priority)
 	must.Greater(t, version(1).SubmitTime, version(2).SubmitTime, must.Sprint("a revert is stamped anew"))
 
-	resp, err = c.Jobs().Revert(ctx, "", "rev", &api.JobRevertRequest{Version: 0})
+	resp, _, err = c.Jobs().Revert("rev", &api.JobRevertRequest{Version: 0}, (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 	must.True(t, resp.Unchanged, must.Sprint("version 0's spec is the current one"))
 	must.Eq(t, 2, resp.Version)
@@ -374,13 +374,13 @@ func TestSnapshot_SaveWipeRestore(t *testing.T) {
 	c := client(t, s)
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
-		_, err := c.Jobs().Register(ctx, demoJob(t, id))
+		_, _, err := c.Jobs().Register(demoJob(t, id), (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 	}
 	agent.WaitFor(t, 20*time.Second, "jobs placed", jobStatus(t, c, "b", structs.JobStatusRunning))
 	driver.Stop() // no more samples
 	var snap bytes.Buffer
-	must.NoError(t, c.Operator().SnapshotSave(ctx, &snap))
+	must.NoError(t, errOf(c.Operator().SnapshotSave(&snap, (&api.QueryOptions{}).WithContext(ctx))))
 	want := dumpSnapshot(t, snap.Bytes())
 	must.SliceNotEmpty(t, want)
 	jobs, _, err := c.Jobs().List(nil)
@@ -389,13 +389,13 @@ func TestSnapshot_SaveWipeRestore(t *testing.T) {
 
 	// Wipe: purge both jobs.
 	for _, id := range []string{"a", "b"} {
-		must.NoError(t, c.Jobs().Stop(ctx, "", id, true))
+		must.NoError(t, errOf(c.Jobs().Stop(id, true, (&api.WriteOptions{}).WithContext(ctx))))
 	}
 	jobs, _, err = c.Jobs().List(nil)
 	must.NoError(t, err)
 	must.SliceEmpty(t, jobs)
 
-	must.NoError(t, c.Operator().SnapshotRestore(ctx, bytes.NewReader(snap.Bytes())))
+	must.NoError(t, errOf(c.Operator().SnapshotRestore(bytes.NewReader(snap.Bytes()), (&api.WriteOptions{}).WithContext(ctx))))
 	must.Eq(t, want, dump(t, s.State(), stable...))
 	jobs, _, err = c.Jobs().List(nil)
 	must.NoError(t, err)
@@ -419,7 +419,7 @@ func TestServer_RestartKeepsState(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "a", structs.JobStatusRunning))
 	agent.WaitFor(t, 20*time.Second, "samples committed", func() error {

@@ -134,11 +134,11 @@ func TestAPI_JobPolicy(t *testing.T) {
 
 	const refused = `job "demo": task driver "raw_exec" (worker role) is not allowed on this cluster (jobs.denied_drivers)`
 	var apiErr *api.Error
-	_, err := c.Jobs().Register(ctx, demoJob(t, "demo"))
+	_, _, err := c.Jobs().Register(demoJob(t, "demo"), (&api.WriteOptions{}).WithContext(ctx))
 	must.ErrorContains(t, err, refused)
 	must.True(t, errors.As(err, &apiErr))
 	must.Eq(t, http.StatusBadRequest, apiErr.StatusCode)
-	_, err = c.Jobs().Plan(ctx, demoJob(t, "demo"))
+	_, _, err = c.Jobs().Plan(demoJob(t, "demo"), (&api.WriteOptions{}).WithContext(ctx))
 	must.ErrorContains(t, err, refused)
 	must.True(t, errors.As(err, &apiErr))
 	must.Eq(t, http.StatusBadRequest, apiErr.StatusCode)
@@ -158,7 +158,7 @@ func TestAPI_JobPolicy(t *testing.T) {
 	// The demo in another namespace is refused for that first.
 	inML := demoJob(t, "demo")
 	inML.JobHCL = strings.Replace(inML.JobHCL, `job "demo" {`, "job \"demo\" {\n  namespace = \"ml\"", 1)
-	_, err = c.Jobs().Register(ctx, inML)
+	_, _, err = c.Jobs().Register(inML, (&api.WriteOptions{}).WithContext(ctx))
 	must.ErrorContains(t, err, `job "demo": namespace "ml" is not allowed on this cluster (jobs.namespaces)`)
 
 }
@@ -171,7 +171,7 @@ func TestAPI_JobPolicyAllows(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "demo"))
+	_, _, err := c.Jobs().Register(demoJob(t, "demo"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 10*time.Second, "job demo running", jobStatus(t, c, "demo", structs.JobStatusRunning))
 }
@@ -197,10 +197,10 @@ func TestLeader_DeclaredJobPolicy(t *testing.T) {
 	disc.set("main", main)
 	disc.set("side", side)
 
-	rejections := func(job string) []*structs.Event {
+	rejections := func(job string) []*api.Event {
 		evs, _, err := c.Events(job, nil)
 		must.NoError(t, err)
-		var out []*structs.Event
+		var out []*api.Event
 		for _, e := range evs {
 			if e.Type == structs.EventJobRejected {
 				out = append(out, e)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -10,8 +9,8 @@ import (
 // jobStub reads what GET /v1/jobs shows of job: what runs of it (or what
 // the latest decision gives it, before the driver's first report), its
 // progress and the predicted time left.
-func (s *Server) jobStub(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job) (*api.JobListStub, error) {
-	st := &api.JobListStub{
+func (s *Server) jobStub(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job) (*structs.JobListStub, error) {
+	st := &structs.JobListStub{
 		ID: job.ID, Name: job.Name, Namespace: job.Namespace, Status: job.Status, StatusDescription: job.StatusDescription,
 		Version: job.Version, Priority: job.Priority, SubmitTime: job.SubmitTime, Declared: job.Nomad != nil,
 		SimSpeed: s.cfg.SimSpeed, CreateIndex: job.CreateIndex, ModifyIndex: job.ModifyIndex,

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
@@ -19,13 +18,13 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func (s *Server) self() api.AgentSelf {
+func (s *Server) self() structs.AgentSelf {
 	_, leader := s.raft.LeaderWithID()
 	voters := 0
 	if f := s.raft.GetConfiguration(); f.Error() == nil {
 		voters = len(f.Configuration().Servers)
 	}
-	return api.AgentSelf{
+	return structs.AgentSelf{
 		Version: version.String(), ID: s.cfg.NodeID, Name: s.cfg.NodeName, HTTPAddr: s.httpAddr, RaftAddr: s.RaftAddr(),
 		LeaderID: string(leader), Voters: voters, SimSpeed: s.cfg.SimSpeed, Nomad: s.cfg.Nomad,
 	}
@@ -45,7 +44,7 @@ func (s *Server) join() {
 		return
 	}
 	if s.cfg.BootstrapExpect == 1 && len(s.cfg.RetryJoin) == 0 {
-		s.bootstrap([]api.AgentSelf{s.self()})
+		s.bootstrap([]structs.AgentSelf{s.self()})
 		return
 	}
 	tick := time.NewTimer(0)
@@ -67,9 +66,9 @@ func (s *Server) tryJoin() bool {
 	if _, leader := s.raft.LeaderWithID(); leader != "" {
 		return true
 	}
-	known := []api.AgentSelf{s.self()}
+	known := []structs.AgentSelf{s.self()}
 	for _, addr := range s.joinAddrs() {
-		var peer api.AgentSelf
+		var peer structs.AgentSelf
 		if err := s.call(http.MethodGet, addr, "/v1/agent/self", nil, &peer); err != nil {
 			s.log.Debug("cannot reach server to join", "address", addr, "error", err)
 			continue
@@ -78,7 +77,7 @@ func (s *Server) tryJoin() bool {
 			continue
 		}
 		if peer.LeaderID != "" && peer.Voters > 0 {
-			req := api.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
+			req := structs.JoinRequest{ID: s.cfg.NodeID, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
 			if err := s.call(http.MethodPost, addr, "/v1/operator/raft/join", req, nil); err != nil {
 				s.log.Warn("failed to join cluster", "address", addr, "error", err)
 				continue
@@ -92,7 +91,7 @@ func (s *Server) tryJoin() bool {
 			s.log.Info("waiting for the cluster to elect a leader to join", "peer", addr)
 			return false
 		}
-		if !slices.ContainsFunc(known, func(k api.AgentSelf) bool { return k.ID == peer.ID }) {
+		if !slices.ContainsFunc(known, func(k structs.AgentSelf) bool { return k.ID == peer.ID }) {
 			known = append(known, peer)
 		}
 	}
@@ -124,7 +123,7 @@ func (s *Server) isMember() bool {
 
 // bootstrap forms a cluster of servers. Every server that sees the same set
 // bootstraps with the same configuration, which Raft allows.
-func (s *Server) bootstrap(servers []api.AgentSelf) {
+func (s *Server) bootstrap(servers []structs.AgentSelf) {
 	var conf raft.Configuration
 	for _, sv := range servers {
 		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(sv.ID), Address: raft.ServerAddress(sv.RaftAddr), Suffrage: raft.Voter})
@@ -197,7 +196,7 @@ func (s *Server) forwardLeave() error {
 }
 
 // addPeer adds a server to the Raft configuration; leader only.
-func (s *Server) addPeer(req api.JoinRequest) error {
+func (s *Server) addPeer(req structs.JoinRequest) error {
 	if err := s.await(s.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, 10*time.Second)); err != nil {
 		return fmt.Errorf("add server %s: %w", req.ID, err)
 	}

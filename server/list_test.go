@@ -27,7 +27,7 @@ func TestAPI_Lists(t *testing.T) {
 	ctx := context.Background()
 	var last *api.JobRegisterResponse
 	for _, id := range []string{"a1", "a2", "b"} {
-		resp, err := c.Jobs().Register(ctx, gpuJob(t, id))
+		resp, _, err := c.Jobs().Register(gpuJob(t, id), (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 		last = resp
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -124,7 +123,7 @@ func TestLeader_PlansOffTheLoop(t *testing.T) {
 	c := client(t, s)
 	must.MapEmpty(t, requestJobs(g.next(t)), must.Sprint("the first round has no job"))
 
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "while"))
+	_, _, err := c.Jobs().Register(demoJob(t, "while"), nil)
 	must.NoError(t, err)
 	// The metrics source's samples of a job are committed once the loop
 	// has taken the job: both happen while the first plan is held. (The
@@ -158,10 +157,10 @@ func TestLeader_DropsStalePlan(t *testing.T) {
 		want   map[string]uint64
 	}{
 		{"stopped", func(t *testing.T, c *api.Client) {
-			must.NoError(t, c.Jobs().Stop(context.Background(), "", "a", false))
+			must.NoError(t, errOf(c.Jobs().Stop("a", false, nil)))
 		}, map[string]uint64{"b": 0}},
 		{"updated", func(t *testing.T, c *api.Client) {
-			_, err := c.Jobs().Update(context.Background(), "a", changedDemoJob(t, "a"))
+			_, _, err := c.Jobs().Update("a", changedDemoJob(t, "a"), nil)
 			must.NoError(t, err)
 		}, map[string]uint64{"a": 1, "b": 0}},
 	} {
@@ -169,14 +168,14 @@ func TestLeader_DropsStalePlan(t *testing.T) {
 			s, g, _ := gatedServer(t)
 			c := client(t, s)
 			g.next(t)
-			_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+			_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
 			must.NoError(t, err)
 			g.release <- struct{}{} // the first round's plan, stale
 			must.Eq(t, map[string]uint64{"a": 0}, requestJobs(g.next(t)))
 			g.release <- struct{}{}
 			agent.WaitFor(t, 20*time.Second, "a placed", jobStatus(t, c, "a", structs.JobStatusRunning))
 
-			_, err = c.Jobs().Register(context.Background(), demoJob(t, "b"))
+			_, _, err = c.Jobs().Register(demoJob(t, "b"), nil)
 			must.NoError(t, err)
 			g.until(t, map[string]uint64{"a": 0, "b": 0})
 			before := latestPlan(t, s)
@@ -216,7 +215,7 @@ func TestLeader_FallbackOffTheLoop(t *testing.T) {
 	c := client(t, s)
 	g.fail.Store(true)
 	g.next(t)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "demo"))
+	_, _, err := c.Jobs().Register(demoJob(t, "demo"), nil)
 	must.NoError(t, err)
 	g.release <- struct{}{} // stale: the job came
 	g.until(t, map[string]uint64{"demo": 0})

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -38,7 +37,7 @@ func pluginServer(t *testing.T) *api.Client {
 	leaderOf(t, s)
 	c := client(t, s)
 	for i := range 3 {
-		_, err := c.Jobs().Register(context.Background(), demoJob(t, fmt.Sprintf("demo-%d", i)))
+		_, _, err := c.Jobs().Register(demoJob(t, fmt.Sprintf("demo-%d", i)), nil)
 		must.NoError(t, err)
 	}
 	return c
@@ -47,7 +46,7 @@ func pluginServer(t *testing.T) *api.Client {
 // setAlgorithm commits a scheduler configuration and returns its index.
 func setAlgorithm(t *testing.T, c *api.Client, name string, options map[string]string) uint64 {
 	t.Helper()
-	must.NoError(t, c.Operator().SetSchedulerConfig(context.Background(), &api.SchedulerConfigRequest{Algorithm: name, Options: options}))
+	must.NoError(t, errOf(c.Operator().SetSchedulerConfig(&api.SchedulerConfigRequest{Algorithm: name, Options: options}, nil)))
 	cfg, _, err := c.Operator().SchedulerConfig(nil)
 	must.NoError(t, err)
 	must.Eq(t, name, cfg.Algorithm)
@@ -67,16 +66,16 @@ func waitPlan(t *testing.T, c *api.Client, after uint64, algorithm string) *stru
 		case p.Index <= after || p.Algorithm != algorithm:
 			return fmt.Errorf("latest plan %d by %s", p.Index, p.Algorithm)
 		}
-		plan = p
+		plan = recode[*structs.Plan](t, p)
 		return nil
 	})
 	nodes, _, err := c.Nodes(nil)
 	must.NoError(t, err)
-	req := &planner.Request{Nodes: nodes}
+	req := &planner.Request{Nodes: recode[[]*structs.Node](t, nodes)}
 	for _, p := range plan.Placements {
 		j, _, err := c.Jobs().Info(p.JobID, nil)
 		must.NoError(t, err)
-		req.Jobs = append(req.Jobs, &planner.Job{Job: j})
+		req.Jobs = append(req.Jobs, &planner.Job{Job: recode[*structs.Job](t, j)})
 	}
 	must.NoError(t, planner.CheckDecision(req, &planner.Decision{Placements: plan.Placements}))
 	return plan
@@ -97,7 +96,7 @@ func TestLeader_SwapAlgorithms(t *testing.T) {
 	for _, j := range jobs {
 		must.NotEq(t, structs.JobStatusFailed, j.Status)
 	}
-	plugins, err := c.Plugins(context.Background())
+	plugins, _, err := c.Plugins(nil)
 	must.NoError(t, err)
 	must.SliceLen(t, len(builtin.Algorithms)+2, plugins)
 }
@@ -110,7 +109,7 @@ func TestLeader_PluginFailures(t *testing.T) {
 	c := pluginServer(t)
 	waitPlan(t, c, 0, "optimus")
 
-	err := c.Operator().SetSchedulerConfig(context.Background(), &api.SchedulerConfigRequest{Algorithm: "misbehave", Options: map[string]string{"mode": "sideways"}})
+	_, err := c.Operator().SetSchedulerConfig(&api.SchedulerConfigRequest{Algorithm: "misbehave", Options: map[string]string{"mode": "sideways"}}, nil)
 	must.ErrorContains(t, err, `mode "sideways" is not one of`)
 
 	for _, tc := range []struct{ mode, why string }{
@@ -124,7 +123,7 @@ func TestLeader_PluginFailures(t *testing.T) {
 			must.NoError(t, err)
 			index := setAlgorithm(t, c, "misbehave", map[string]string{"mode": tc.mode})
 			waitPlan(t, c, index, "optimus")
-			var fallback *structs.Event
+			var fallback *api.Event
 			agent.WaitFor(t, 10*time.Second, "a fallback event", func() error {
 				events, _, err := c.Events("", nil)
 				if err != nil {
@@ -170,12 +169,12 @@ func TestLeader_BuiltinPanics(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err = c.Jobs().Register(context.Background(), demoJob(t, "demo"))
+	_, _, err = c.Jobs().Register(demoJob(t, "demo"), nil)
 	must.NoError(t, err)
 	waitPlan(t, c, 0, "optimus")
 
 	waitPlan(t, c, setAlgorithm(t, c, "panicking", nil), "optimus")
-	var fallback *structs.Event
+	var fallback *api.Event
 	agent.WaitFor(t, 10*time.Second, "a fallback event", func() error {
 		events, _, err := c.Events("", nil)
 		if err != nil {

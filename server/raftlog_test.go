@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,9 +68,9 @@ func TestRaftLog_Growth(t *testing.T) {
 	var rows []raftLogRow
 	latencies := make([]time.Duration, 0, n)
 	for i := range n {
-		req := &api.JobRegisterRequest{Job: raftLogJob(i)}
+		req := &api.JobRegisterRequest{Job: recode[*api.Job](t, raftLogJob(i))}
 		start := time.Now()
-		resp, err := c.Jobs().Register(context.Background(), req)
+		resp, _, err := c.Jobs().Register(req, nil)
 		latencies = append(latencies, time.Since(start))
 		must.NoError(t, err, must.Sprintf("register job %d", i))
 		if paced {

@@ -67,7 +67,7 @@ func TestReads_ReadYourWritesThroughFollower(t *testing.T) {
 		// unknown; only an acknowledged write must be readable, so such a
 		// write is sent again.
 		agent.WaitFor(t, 10*time.Second, "the registration of "+id+" is acknowledged", func() error {
-			_, err := fc.Jobs().Register(ctx, demoJob(t, id))
+			_, _, err := fc.Jobs().Register(demoJob(t, id), (&api.WriteOptions{}).WithContext(ctx))
 			return err
 		})
 		job, meta, err := fc.Jobs().Info(id, nil)
@@ -119,7 +119,7 @@ func TestReads_ReadYourWritesThroughFollower(t *testing.T) {
 	// A consistent read waits for a leader, not answered from here.
 	qctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	_, _, err = fc.Jobs().Info("ryw-199", &api.QueryOptions{Context: qctx})
+	_, _, err = fc.Jobs().Info("ryw-199", (&api.QueryOptions{}).WithContext(qctx))
 	must.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -132,7 +132,7 @@ func TestReads_BlockingOnFollower(t *testing.T) {
 	_, meta, err := fc.Jobs().List(nil)
 	must.NoError(t, err)
 	type answer struct {
-		job *structs.Job
+		job *api.Job
 		err error
 	}
 	answers := make(chan answer, 2)
@@ -147,7 +147,7 @@ func TestReads_BlockingOnFollower(t *testing.T) {
 		t.Fatalf("a blocking query answered before the write: %v, %v", a.job, a.err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	_, err = client(t, leader).Jobs().Register(context.Background(), demoJob(t, "next"))
+	_, _, err = client(t, leader).Jobs().Register(demoJob(t, "next"), nil)
 	must.NoError(t, err)
 	for range 2 {
 		select {
@@ -167,12 +167,12 @@ func TestReads_FollowerHoldsAcrossLeaderKill(t *testing.T) {
 	leader, followers := readyCluster(t)
 	fc := client(t, followers[0])
 	ctx := context.Background()
-	_, err := fc.Jobs().Register(ctx, demoJob(t, "before"))
+	_, _, err := fc.Jobs().Register(demoJob(t, "before"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err)
 
 	start := time.Now()
 	must.NoError(t, leader.Shutdown())
-	_, err = fc.Jobs().Register(ctx, demoJob(t, "during"))
+	_, _, err = fc.Jobs().Register(demoJob(t, "during"), (&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err, must.Sprintf("a write through a follower waits for the new leader: %v", err))
 	t.Logf("write answered %v after the leader was killed", time.Since(start))
 	for _, id := range []string{"before", "during"} {
@@ -188,7 +188,7 @@ func TestReads_FollowerHoldsAcrossLeaderKill(t *testing.T) {
 func TestReads_FollowerHoldsReadAcrossLeaderKill(t *testing.T) {
 	leader, followers := readyCluster(t)
 	fc := client(t, followers[0])
-	_, err := fc.Jobs().Register(context.Background(), demoJob(t, "a"))
+	_, _, err := fc.Jobs().Register(demoJob(t, "a"), nil)
 	must.NoError(t, err)
 	must.NoError(t, leader.Shutdown())
 	job, _, err := fc.Jobs().Info("a", nil)
@@ -240,7 +240,7 @@ func TestServerOnly_ForgedJoins(t *testing.T) {
 	}
 	must.Eq(t, before, raftServers(t, leader))
 	must.True(t, leader.IsLeader())
-	_, err := client(t, followers[0]).Jobs().Register(context.Background(), demoJob(t, "after"))
+	_, _, err := client(t, followers[0]).Jobs().Register(demoJob(t, "after"), nil)
 	must.NoError(t, err)
 }
 
@@ -299,7 +299,7 @@ func TestServerOnly_ForgedMemberHealed(t *testing.T) {
 	stored := 0
 	for i := range 10 {
 		id := fmt.Sprintf("after-forge-%d", i)
-		_, err := client(t, followers[i%2]).Jobs().Register(context.Background(), demoJob(t, id))
+		_, _, err := client(t, followers[i%2]).Jobs().Register(demoJob(t, id), nil)
 		must.NoError(t, err)
 		if job, err := state.JobByID(leader.State().Txn(), nil, structs.DefaultNamespace, id); err == nil && job != nil {
 			stored++
@@ -343,7 +343,7 @@ func TestReads_Latency(t *testing.T) {
 		n = v
 	}
 	leader, followers := readyCluster(t)
-	_, err := client(t, leader).Jobs().Register(context.Background(), demoJob(t, "lat"))
+	_, _, err := client(t, leader).Jobs().Register(demoJob(t, "lat"), nil)
 	must.NoError(t, err)
 	fc := client(t, followers[0])
 	agent.WaitFor(t, 5*time.Second, "the follower has the job", func() error {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
@@ -120,7 +119,7 @@ type Config struct {
 	SimSpeed float64
 	// Nomad, when the driver runs jobs in Nomad, says where: GET
 	// /v1/agent/self answers it, for the CLI's allocations and logs.
-	Nomad *api.NomadCluster
+	Nomad *structs.NomadCluster
 	// Manual, when set, runs no leader loop of its own: while the server
 	// leads, its caller advances the loop with Step, as caravan sim does
 	// on a virtual clock. Every step is then the one `caravan agent`

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,6 +37,21 @@ func client(t *testing.T, s *Server) *api.Client {
 	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
 	must.NoError(t, err)
 	return c
+}
+
+// errOf is the error of an answer, without its metadata.
+func errOf[M any](_ M, err error) error { return err }
+
+// recode re-decodes v as a T: an API answer as the server's type, to
+// compare with the state or for structs' methods, or a server value as the
+// API's. The two encode alike (package api's tests check it).
+func recode[T any](t testing.TB, v any) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must.NoError(t, err)
+	var out T
+	must.NoError(t, json.Unmarshal(b, &out))
+	return out
 }
 
 func demoJob(t *testing.T, id string) *api.JobRegisterRequest {
@@ -77,7 +93,7 @@ func TestServer_RunsJobToCompletion(t *testing.T) {
 	s := TestServer(t, TestConfig(t, simDriver(t, 500)))
 	leaderOf(t, s)
 	c := client(t, s)
-	resp, err := c.Jobs().Register(context.Background(), demoJob(t, "demo-1"))
+	resp, _, err := c.Jobs().Register(demoJob(t, "demo-1"), nil)
 	must.NoError(t, err)
 	must.Eq(t, "demo-1", resp.JobID)
 	must.Eq(t, 0, resp.Version)
@@ -137,10 +153,10 @@ func TestCluster_FailoverLosesNothing(t *testing.T) {
 	// Writes to a follower are forwarded to the leader.
 	fc := client(t, follower)
 	agent.WaitFor(t, 10*time.Second, "forwarding to the leader", func() error {
-		_, err := fc.Jobs().Register(context.Background(), demoJob(t, "a"))
+		_, _, err := fc.Jobs().Register(demoJob(t, "a"), nil)
 		return err
 	})
-	_, err := fc.Jobs().Register(context.Background(), demoJob(t, "b"))
+	_, _, err := fc.Jobs().Register(demoJob(t, "b"), nil)
 	must.NoError(t, err)
 	for _, s := range servers {
 		agent.WaitFor(t, 20*time.Second, "plan replicated", func() error {
@@ -194,7 +210,7 @@ func TestCluster_FailoverLosesNothing(t *testing.T) {
 
 	// Planning resumes under the new leader.
 	nc := client(t, next)
-	_, err = nc.Jobs().Register(context.Background(), demoJob(t, "c"))
+	_, _, err = nc.Jobs().Register(demoJob(t, "c"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "new job placed by the new leader", jobStatus(t, nc, "c", structs.JobStatusRunning))
 }
@@ -237,12 +253,12 @@ func TestLeader_DriverOutage(t *testing.T) {
 	s := TestServer(t, TestConfig(t, d))
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "before"))
+	_, _, err := c.Jobs().Register(demoJob(t, "before"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "before", structs.JobStatusRunning))
 
 	d.down.Store(true)
-	_, err = c.Jobs().Register(context.Background(), demoJob(t, "during"))
+	_, _, err = c.Jobs().Register(demoJob(t, "during"), nil)
 	must.NoError(t, err)
 	countEvents := func(typ string) int {
 		evs, _, err := c.Events("", nil)
@@ -304,7 +320,7 @@ func TestLeader_DropsRepeatedSamples(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "dedup"))
+	_, _, err := c.Jobs().Register(demoJob(t, "dedup"), nil)
 	must.NoError(t, err)
 	// Placed, so the leader's scheduler knows the job.
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "dedup", structs.JobStatusRunning))
@@ -416,9 +432,9 @@ func TestLeader_ChangeInFlight(t *testing.T) {
 	s := TestServer(t, TestConfig(t, d))
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
 	must.NoError(t, err)
-	var target *structs.Placement
+	var target *api.Placement
 	agent.WaitFor(t, 20*time.Second, "a change in flight", func() error {
 		sum, _, err := c.Jobs().Summary("a", nil)
 		if err != nil {
@@ -432,7 +448,7 @@ func TestLeader_ChangeInFlight(t *testing.T) {
 	})
 
 	start := time.Now()
-	resp, err := c.Jobs().Plan(context.Background(), demoJob(t, "b"))
+	resp, _, err := c.Jobs().Plan(demoJob(t, "b"), nil)
 	must.NoError(t, err)
 	must.Less(t, 5*time.Second, time.Since(start), must.Sprint("the dry run waited for the change"))
 	must.NotNil(t, resp.Placement)
@@ -442,7 +458,7 @@ func TestLeader_ChangeInFlight(t *testing.T) {
 	must.StrContains(t, body, `"Accepted":1`, must.Sprint("samples are committed while the checkpoint is awaited"))
 
 	// Rounds meanwhile keep the job at its target.
-	_, err = c.Jobs().Register(context.Background(), demoJob(t, "b"))
+	_, _, err = c.Jobs().Register(demoJob(t, "b"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "a round with b", func() error {
 		plan, _, err := c.LatestPlan(nil)
@@ -486,7 +502,7 @@ func TestLeader_UpdateLowersMax(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
 	must.NoError(t, err)
 	workers := func(want int) func() error {
 		return func() error {
@@ -506,14 +522,14 @@ func TestLeader_UpdateLowersMax(t *testing.T) {
 
 	lower := demoJob(t, "a")
 	lower.JobHCL = strings.Replace(lower.JobHCL, "max = 4", "max = 2", 1)
-	resp, err := c.Jobs().Update(context.Background(), "a", lower)
+	resp, _, err := c.Jobs().Update("a", lower, nil)
 	must.NoError(t, err)
 	must.Eq(t, 1, resp.Version)
 	// With hour-long intervals, only the round the new version triggers
 	// can make the change.
 	agent.WaitFor(t, 10*time.Second, "2 workers", workers(2))
 
-	again, err := c.Jobs().Update(context.Background(), "a", lower)
+	again, _, err := c.Jobs().Update("a", lower, nil)
 	must.NoError(t, err)
 	must.True(t, again.Unchanged)
 	must.Eq(t, 1, again.Version)
@@ -564,7 +580,7 @@ func TestLeader_PlanInForceOfAnOlderVersion(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
 	must.NoError(t, err)
 	g.until(t, map[string]uint64{"a": 0})
 	g.release <- struct{}{} // fifo: its maximum, 4 workers
@@ -573,7 +589,7 @@ func TestLeader_PlanInForceOfAnOlderVersion(t *testing.T) {
 
 	lower := demoJob(t, "a")
 	lower.JobHCL = strings.Replace(lower.JobHCL, "max = 4", "max = 2", 1)
-	_, err = c.Jobs().Update(context.Background(), "a", lower)
+	_, _, err = c.Jobs().Update("a", lower, nil)
 	must.NoError(t, err)
 	g.until(t, map[string]uint64{"a": 1}) // held: no plan of version 1
 	must.NoError(t, s.Shutdown())
@@ -614,7 +630,7 @@ func TestLeader_EnactRetried(t *testing.T) {
 	s := TestServer(t, TestConfig(t, d))
 	leaderOf(t, s)
 	c := client(t, s)
-	_, err := c.Jobs().Register(context.Background(), demoJob(t, "a"))
+	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 10*time.Second, "a driver error", func() error {
 		events, _, err := c.Events("", nil)

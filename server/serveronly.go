@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
@@ -103,7 +102,7 @@ func (s *Server) serverOnly(h http.HandlerFunc) http.HandlerFunc {
 // verifyServer asks the server at httpAddr who it is, and returns an error
 // unless it answers as the Caravan server id at raftAddr.
 func (s *Server) verifyServer(httpAddr, id, raftAddr string) error {
-	var self api.AgentSelf
+	var self structs.AgentSelf
 	if err := s.call(http.MethodGet, httpAddr, "/v1/agent/self", nil, &self); err != nil {
 		return badRequest("server %s does not answer as a Caravan server at %s: %v", id, httpAddr, err)
 	}
@@ -116,7 +115,7 @@ func (s *Server) verifyServer(httpAddr, id, raftAddr string) error {
 // validateJoin checks a join request on the leader: the server answers at
 // its HTTP address with its ID and Raft address, and no other server of the
 // configuration has that Raft address.
-func (s *Server) validateJoin(req api.JoinRequest) error {
+func (s *Server) validateJoin(req structs.JoinRequest) error {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("read raft configuration: %w", err)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -61,7 +60,7 @@ func TestCluster_TLS(t *testing.T) {
 	// follower's server certificate.
 	fc := TestTLSClient(t, follower, certs)
 	agent.WaitFor(t, 10*time.Second, "forwarding to the leader", func() error {
-		_, err := fc.Jobs().Register(context.Background(), demoJob(t, "a"))
+		_, _, err := fc.Jobs().Register(demoJob(t, "a"), nil)
 		return err
 	})
 	job, err := state.JobByID(leader.State().Txn(), nil, structs.DefaultNamespace, "a")

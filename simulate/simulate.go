@@ -14,6 +14,7 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/goodputlas"
@@ -321,7 +322,11 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		last = max(t, clk.seconds())
 		clk.set(last)
 		for next < len(jobs) && wl.Arrivals[next].Time <= last {
-			if _, err := client.Jobs().Register(ctx, &api.JobRegisterRequest{Job: jobs[next]}); err != nil {
+			job, err := jobspec.APIJob(jobs[next])
+			if err != nil {
+				return nil, err
+			}
+			if _, _, err := client.Jobs().Register(&api.JobRegisterRequest{Job: job}, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
 				return nil, fmt.Errorf("submit job %q at %.0fs: %w", jobs[next].ID, last, err)
 			}
 			next++

@@ -65,7 +65,7 @@ func register(t *testing.T, c *api.Client, file string) {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "examples", file))
 	must.NoError(t, err)
-	_, err = c.Jobs().Register(context.Background(), &api.JobRegisterRequest{JobHCL: string(src), Filename: file})
+	_, _, err = c.Jobs().Register(&api.JobRegisterRequest{JobHCL: string(src), Filename: file}, nil)
 	must.NoError(t, err)
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/cli"
 )
 
@@ -69,7 +68,7 @@ func aclCommands(m Meta) map[string]cli.CommandFactory {
 	}
 }
 
-func formatToken(t *structs.ACLToken) string {
+func formatToken(t *api.ACLToken) string {
 	secret := t.SecretID
 	if secret == "" {
 		secret = "<hidden>"
@@ -86,7 +85,7 @@ func formatToken(t *structs.ACLToken) string {
 	})
 }
 
-func formatPolicy(p *structs.ACLPolicy) string {
+func formatPolicy(p *api.ACLPolicy) string {
 	return formatKV([][2]string{
 		{"Name", p.Name},
 		{"Description", p.Description},
@@ -143,6 +142,8 @@ Bootstrap Options:
 func (c *ACLBootstrapCommand) Run(args []string) int {
 	return showACL(&c.Meta, args, "acl bootstrap", c.Help(), noArguments,
 		func([]string) string { return "bootstrapping the ACL system" },
-		func(ctx context.Context, a *api.ACL, _ []string) (*structs.ACLToken, error) { return a.Bootstrap(ctx) },
+		func(ctx context.Context, a *api.ACL, _ []string) (*api.ACLToken, error) {
+			return value(a.Bootstrap(writeOpts(ctx)))
+		},
 		formatToken)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 )
 
 // ACLPolicyApplyCommand creates or replaces a policy from a file.
@@ -52,7 +51,7 @@ func (c *ACLPolicyApplyCommand) Run(args []string) int {
 	}
 	ctx, cancel := reqCtx()
 	defer cancel()
-	if _, err := client.ACL().ApplyPolicy(ctx, name, &api.ACLPolicyRequest{Description: desc, Rules: string(rules)}); err != nil {
+	if _, _, err := client.ACL().ApplyPolicy(name, &api.ACLPolicyRequest{Description: desc, Rules: string(rules)}, writeOpts(ctx)); err != nil {
 		c.apiError(fmt.Sprintf("applying policy %q", name), err)
 		return 1
 	}
@@ -80,10 +79,10 @@ List Options:
 func (c *ACLPolicyListCommand) Run(args []string) int {
 	return showACL(&c.Meta, args, "acl policy list", c.Help(), noArguments,
 		func([]string) string { return "listing ACL policies" },
-		func(ctx context.Context, a *api.ACL, _ []string) ([]*structs.ACLPolicy, error) {
-			return a.Policies(ctx)
+		func(ctx context.Context, a *api.ACL, _ []string) ([]*api.ACLPolicy, error) {
+			return value(a.Policies(queryOpts(ctx)))
 		},
-		func(ps []*structs.ACLPolicy) string {
+		func(ps []*api.ACLPolicy) string {
 			if len(ps) == 0 {
 				return "No policies found"
 			}
@@ -115,8 +114,8 @@ Info Options:
 func (c *ACLPolicyInfoCommand) Run(args []string) int {
 	return showACL(&c.Meta, args, "acl policy info", c.Help(), oneArgument("<name>"),
 		func(args []string) string { return fmt.Sprintf("reading policy %q", args[0]) },
-		func(ctx context.Context, a *api.ACL, args []string) (*structs.ACLPolicy, error) {
-			return a.Policy(ctx, args[0])
+		func(ctx context.Context, a *api.ACL, args []string) (*api.ACLPolicy, error) {
+			return value(a.Policy(args[0], queryOpts(ctx)))
 		},
 		formatPolicy)
 }
@@ -142,7 +141,7 @@ func (c *ACLPolicyDeleteCommand) Run(args []string) int {
 	}
 	ctx, cancel := reqCtx()
 	defer cancel()
-	if err := client.ACL().DeletePolicy(ctx, flags.Arg(0)); err != nil {
+	if _, err := client.ACL().DeletePolicy(flags.Arg(0), writeOpts(ctx)); err != nil {
 		c.apiError(fmt.Sprintf("deleting policy %q", flags.Arg(0)), err)
 		return 1
 	}

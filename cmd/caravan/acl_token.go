@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 )
 
 // ACLTokenCreateCommand creates a token.
@@ -41,7 +40,7 @@ func (c *ACLTokenCreateCommand) Run(args []string) int {
 	var asJSON bool
 	flags := c.FlagSet("acl token create")
 	flags.StringVar(&name, "name", "", "")
-	flags.StringVar(&typ, "type", structs.ACLClientToken, "")
+	flags.StringVar(&typ, "type", api.ACLClientToken, "")
 	flags.Var(&policies, "policy", "")
 	flags.BoolVar(&asJSON, "json", false, "")
 	client, ok := c.agentCommand(flags, args, c.Help(), noArguments)
@@ -50,7 +49,7 @@ func (c *ACLTokenCreateCommand) Run(args []string) int {
 	}
 	ctx, cancel := reqCtx()
 	defer cancel()
-	tok, err := client.ACL().CreateToken(ctx, &api.ACLTokenRequest{Name: name, Type: typ, Policies: policies})
+	tok, _, err := client.ACL().CreateToken(&api.ACLTokenRequest{Name: name, Type: typ, Policies: policies}, writeOpts(ctx))
 	if err != nil {
 		c.apiError("creating ACL token", err)
 		return 1
@@ -78,8 +77,10 @@ List Options:
 func (c *ACLTokenListCommand) Run(args []string) int {
 	return showACL(&c.Meta, args, "acl token list", c.Help(), noArguments,
 		func([]string) string { return "listing ACL tokens" },
-		func(ctx context.Context, a *api.ACL, _ []string) ([]*structs.ACLToken, error) { return a.Tokens(ctx) },
-		func(toks []*structs.ACLToken) string {
+		func(ctx context.Context, a *api.ACL, _ []string) ([]*api.ACLToken, error) {
+			return value(a.Tokens(queryOpts(ctx)))
+		},
+		func(toks []*api.ACLToken) string {
 			if len(toks) == 0 {
 				return "No tokens found"
 			}
@@ -111,8 +112,8 @@ Info Options:
 func (c *ACLTokenInfoCommand) Run(args []string) int {
 	return showACL(&c.Meta, args, "acl token info", c.Help(), oneArgument("<accessor_id>"),
 		func(args []string) string { return fmt.Sprintf("reading token %q", args[0]) },
-		func(ctx context.Context, a *api.ACL, args []string) (*structs.ACLToken, error) {
-			return a.Token(ctx, args[0])
+		func(ctx context.Context, a *api.ACL, args []string) (*api.ACLToken, error) {
+			return value(a.Token(args[0], queryOpts(ctx)))
 		},
 		formatToken)
 }
@@ -137,7 +138,9 @@ Self Options:
 func (c *ACLTokenSelfCommand) Run(args []string) int {
 	return showACL(&c.Meta, args, "acl token self", c.Help(), noArguments,
 		func([]string) string { return "reading the token in use" },
-		func(ctx context.Context, a *api.ACL, _ []string) (*structs.ACLToken, error) { return a.Self(ctx) },
+		func(ctx context.Context, a *api.ACL, _ []string) (*api.ACLToken, error) {
+			return value(a.Self(queryOpts(ctx)))
+		},
 		formatToken)
 }
 
@@ -161,7 +164,7 @@ func (c *ACLTokenDeleteCommand) Run(args []string) int {
 	}
 	ctx, cancel := reqCtx()
 	defer cancel()
-	if err := client.ACL().DeleteToken(ctx, flags.Arg(0)); err != nil {
+	if _, err := client.ACL().DeleteToken(flags.Arg(0), writeOpts(ctx)); err != nil {
 		c.apiError(fmt.Sprintf("deleting token %q", flags.Arg(0)), err)
 		return 1
 	}

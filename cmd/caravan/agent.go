@@ -276,7 +276,7 @@ func (c *AgentCommand) reload(files []string, old *config.Config, logger hclog.L
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		err = client.Operator().SetSchedulerConfig(ctx, &api.SchedulerConfigRequest{Algorithm: cfg.Scheduler.Algorithm, Options: cfg.Scheduler.Options})
+		_, err = client.Operator().SetSchedulerConfig(&api.SchedulerConfigRequest{Algorithm: cfg.Scheduler.Algorithm, Options: cfg.Scheduler.Options}, writeOpts(ctx))
 	}
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error reloading the scheduler configuration: %v", err))
@@ -298,7 +298,7 @@ type driverWiring struct {
 	simSpeed float64
 	// nomad is where the nomad driver runs jobs; nil for the simulated
 	// cluster.
-	nomad *api.NomadCluster
+	nomad *structs.NomadCluster
 	stop  func()
 }
 
@@ -339,7 +339,7 @@ func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 		return &driverWiring{driver: d, metrics: d, profiler: d, clock: d.Now, simSpeed: cfg.Sim.Speed, stop: d.Stop}, nil
 	default:
 		nc := nomadConfig(cfg, logger)
-		w := &driverWiring{stop: func() {}, nomad: &api.NomadCluster{Address: nc.Address, Region: nc.Region, Namespace: nc.Namespace}}
+		w := &driverWiring{stop: func() {}, nomad: &structs.NomadCluster{Address: nc.Address, Region: nc.Region, Namespace: nc.Namespace}}
 		w.newDriver = func(host structs.DriverHost) (server.Driver, server.Discoverer, error) {
 			ncfg := nomadConfig(cfg, logger)
 			ncfg.Host = host

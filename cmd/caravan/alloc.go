@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -51,7 +50,7 @@ type nomadJob struct {
 // in, in namespace ns unless the agent names one; it prints what is wrong
 // and returns nil on errors.
 func (m *Meta) nomadClient(client *api.Client, ns string) *nomadapi.Client {
-	self, err := client.Agent().Self(context.Background())
+	self, _, err := client.Agent().Self(nil)
 	if err != nil {
 		m.apiError("reading the agent's configuration", err)
 		return nil

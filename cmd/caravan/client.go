@@ -77,3 +77,28 @@ func jsonOption(what string) string {
   -json
     Prints ` + what + ` as JSON.`
 }
+
+// queryOpts and writeOpts are the options of a read and of a write that
+// ctx bounds, in the default namespace.
+func queryOpts(ctx context.Context) *api.QueryOptions {
+	return (&api.QueryOptions{}).WithContext(ctx)
+}
+
+func writeOpts(ctx context.Context) *api.WriteOptions {
+	return (&api.WriteOptions{}).WithContext(ctx)
+}
+
+// value is an answer without its QueryMeta or WriteMeta.
+func value[T, M any](v T, _ M, err error) (T, error) { return v, err }
+
+// asServer re-decodes v, an answer of the API, as the server's type T, for
+// the methods of package structs (Job.Diff); the two encode alike (package
+// api's tests check it).
+func asServer[T any](v any) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	return out, err
+}

@@ -266,8 +266,8 @@ func TestClientCommands(t *testing.T) {
 		var resp api.PlanResponse
 		must.NoError(t, json.Unmarshal([]byte(out), &resp))
 		must.True(t, resp.Changed)
-		must.Eq(t, &structs.JobDiff{Type: structs.DiffTypeEdited, ID: "fixed", Fields: []*structs.FieldDiff{
-			{Type: structs.DiffTypeEdited, Path: "priority", Old: "50", New: "70"},
+		must.Eq(t, &api.JobDiff{Type: api.DiffTypeEdited, ID: "fixed", Fields: []*api.FieldDiff{
+			{Type: api.DiffTypeEdited, Path: "priority", Old: "50", New: "70"},
 		}}, resp.Diff)
 
 		code, out, errOut = cliArgs(t, []string{"job", "plan"}, changeJobFile(t, path, `meta { team = "vision" }`))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 	"github.com/cenkalti/backoff/v4"
 )
 
@@ -86,7 +85,7 @@ func (c *EventsCommand) Run(args []string) int {
 	header := !asJSON
 	var after uint64
 	for {
-		q := &api.QueryOptions{Context: ctx, Namespace: c.namespace, Filter: filter}
+		q := (&api.QueryOptions{Namespace: c.namespace, Filter: filter}).WithContext(ctx)
 		if after > 0 {
 			q.WaitIndex, q.WaitTime = after, time.Minute
 		}
@@ -116,9 +115,9 @@ func (c *EventsCommand) Run(args []string) int {
 			c.print(e, asJSON)
 			if e.JobID == until && until != "" {
 				switch e.Type {
-				case structs.EventJobCompleted:
+				case api.EventJobCompleted:
 					return 0
-				case structs.EventJobFailed, structs.EventJobStopped:
+				case api.EventJobFailed, api.EventJobStopped:
 					return 1
 				}
 			}
@@ -161,7 +160,7 @@ func retryable(err error) bool {
 // print as they come.
 const eventFormat = "%-8s  %-10s  %-14s  %-17s  %s"
 
-func (c *EventsCommand) print(e *structs.Event, asJSON bool) {
+func (c *EventsCommand) print(e *api.Event, asJSON bool) {
 	if asJSON {
 		buf, _ := json.Marshal(e)
 		c.Ui.Output(string(buf))

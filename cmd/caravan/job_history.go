@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/api"
 )
 
 // JobHistoryCommand lists the placements a job has had.
@@ -52,7 +52,7 @@ func (c *JobHistoryCommand) Run(args []string) int {
 }
 
 // formatHistory tabulates the placements of job id, one row each.
-func formatHistory(id string, hist []*structs.JobPlacement) string {
+func formatHistory(id string, hist []*api.JobPlacement) string {
 	if len(hist) == 0 {
 		return fmt.Sprintf("Job %q has not been placed yet", id)
 	}

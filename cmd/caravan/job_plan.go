@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 )
 
 // Exit codes of job plan, as Nomad's.
@@ -63,7 +62,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	resp, err := client.Jobs().Plan(ctx, &api.JobRegisterRequest{Job: job})
+	resp, _, err := client.Jobs().Plan(&api.JobRegisterRequest{Job: job}, writeOpts(ctx))
 	if err != nil {
 		c.apiError(fmt.Sprintf("planning job %q", job.ID), err)
 		return planError
@@ -83,7 +82,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 func formatPlan(id, path string, resp *api.PlanResponse) string {
 	var b strings.Builder
 	b.WriteString(formatJobDiff(id, resp) + "\n")
-	if resp.Diff != nil && resp.Diff.Type != structs.DiffTypeAdded && resp.Diff.Changed() {
+	if resp.Diff != nil && resp.Diff.Type != api.DiffTypeAdded && resp.Diff.Changed() {
 		b.WriteString("\n")
 	}
 	if p := resp.Placement; p == nil || p.Paused() {
@@ -111,20 +110,20 @@ func formatPlan(id, path string, resp *api.PlanResponse) string {
 func formatJobDiff(id string, resp *api.PlanResponse) string {
 	d := resp.Diff
 	if d == nil {
-		d = &structs.JobDiff{Type: structs.DiffTypeAdded}
+		d = &api.JobDiff{Type: api.DiffTypeAdded}
 	}
 	var b strings.Builder
 	switch {
-	case d.Type == structs.DiffTypeAdded:
+	case d.Type == api.DiffTypeAdded:
 		fmt.Fprintf(&b, "+ Job: %q", id)
-	case structs.Terminal(resp.Status):
+	case api.Terminal(resp.Status):
 		fmt.Fprintf(&b, "+/- Job: %q (version %d is %s; a run starts it anew)", id, resp.Version, resp.Status)
 	case d.Changed():
 		fmt.Fprintf(&b, "~ Job: %q (version %d)", id, resp.Version)
 	default:
 		fmt.Fprintf(&b, "  Job: %q (version %d, unchanged)", id, resp.Version)
 	}
-	if d.Type == structs.DiffTypeAdded {
+	if d.Type == api.DiffTypeAdded {
 		return b.String() // every field is new: the placement says enough
 	}
 	width := 0
@@ -134,9 +133,9 @@ func formatJobDiff(id string, resp *api.PlanResponse) string {
 	for _, f := range d.Fields {
 		pad := strings.Repeat(" ", width-len(f.Path))
 		switch f.Type {
-		case structs.DiffTypeAdded:
+		case api.DiffTypeAdded:
 			fmt.Fprintf(&b, "\n  + %s: %s%s", f.Path, pad, f.New)
-		case structs.DiffTypeDeleted:
+		case api.DiffTypeDeleted:
 			fmt.Fprintf(&b, "\n  - %s: %s%s", f.Path, pad, f.Old)
 		default:
 			fmt.Fprintf(&b, "\n  ~ %s: %s%s => %s", f.Path, pad, f.Old, f.New)
@@ -147,7 +146,7 @@ func formatJobDiff(id string, resp *api.PlanResponse) string {
 
 // placementChange says how the planned placement p compares with the
 // job's placement now, empty for a job that has none.
-func placementChange(p *structs.Placement, resp *api.PlanResponse) string {
+func placementChange(p *api.Placement, resp *api.PlanResponse) string {
 	switch cur := resp.Current; {
 	case cur == nil || cur.Paused():
 		return ""

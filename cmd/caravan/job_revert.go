@@ -66,7 +66,7 @@ func (c *JobRevertCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	resp, err := client.Jobs().Revert(ctx, job.Namespace, id, req)
+	resp, _, err := client.Jobs().Revert(id, req, (&api.WriteOptions{Namespace: job.Namespace}).WithContext(ctx))
 	if err != nil {
 		c.apiError(fmt.Sprintf("reverting job %q to version %d", id, req.Version), err)
 		return 1

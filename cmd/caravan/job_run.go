@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 )
 
 // defaultRunTimeout bounds how long job run follows a job to its placement.
@@ -90,7 +89,7 @@ func (c *JobRunCommand) Run(args []string) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := client.Jobs().Update(ctx, job.ID, &api.JobRegisterRequest{Job: job})
+	resp, _, err := client.Jobs().Update(job.ID, &api.JobRegisterRequest{Job: job}, writeOpts(ctx))
 	if err != nil {
 		c.apiError(fmt.Sprintf("registering job %q", job.ID), err)
 		return 1
@@ -117,7 +116,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	p := decidedSince(sum, since)
 	status := sum.Job.Status
-	failed := p != nil && p.Placement.Paused() && !structs.Terminal(status)
+	failed := p != nil && p.Placement.Paused() && !api.Terminal(status)
 	if asJSON {
 		code := c.outputJSON(struct {
 			Registration *api.JobRegisterResponse
@@ -143,7 +142,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	if sum.Job.StatusDescription != "" {
 		desc = ": " + sum.Job.StatusDescription
 	}
-	if status == structs.JobStatusComplete {
+	if status == api.JobStatusComplete {
 		c.Ui.Output(fmt.Sprintf("==> Job %q is complete%s", resp.JobID, desc))
 		return 0
 	}
@@ -167,7 +166,7 @@ func (c *JobRunCommand) follow(ctx context.Context, client *api.Client, namespac
 			c.Ui.Output(msg)
 		}
 	}
-	cur, _, err := client.Jobs().Summary(resp.JobID, &api.QueryOptions{Namespace: namespace, Context: ctx})
+	cur, _, err := client.Jobs().Summary(resp.JobID, (&api.QueryOptions{Namespace: namespace}).WithContext(ctx))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -175,7 +174,7 @@ func (c *JobRunCommand) follow(ctx context.Context, client *api.Client, namespac
 	// placements are of the run before.
 	updated := cur.Job.CreateIndex < resp.Index && cur.Placement != nil
 	switch {
-	case resp.Unchanged && structs.Terminal(cur.Job.Status):
+	case resp.Unchanged && api.Terminal(cur.Job.Status):
 		return cur, 0, nil
 	case resp.Unchanged && updated:
 		// The placement it has, once the driver took it up.
@@ -198,7 +197,7 @@ func (c *JobRunCommand) follow(ctx context.Context, client *api.Client, namespac
 // decision after the registration resp. It returns ctx's error when ctx
 // ends first.
 func followToNextRound(ctx context.Context, client *api.Client, resp *api.JobRegisterResponse) error {
-	q := &api.QueryOptions{WaitIndex: resp.Index, WaitTime: followWait, Context: ctx}
+	q := (&api.QueryOptions{WaitIndex: resp.Index, WaitTime: followWait}).WithContext(ctx)
 	for {
 		plan, meta, err := client.LatestPlan(q)
 		if err != nil {
@@ -217,7 +216,7 @@ func followToNextRound(ctx context.Context, client *api.Client, resp *api.JobReg
 // decidedSince returns the job's desired placement if a decision
 // committed after index gave it one: a paused one, or one the driver has
 // taken up (it runs, or a change toward it began). Nil otherwise.
-func decidedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
+func decidedSince(sum *api.JobSummary, index uint64) *api.JobPlacement {
 	p := sum.Placement
 	if p == nil || p.Placement == nil || p.PlanIndex <= index {
 		return nil
@@ -236,7 +235,7 @@ func decidedSince(sum *api.JobSummary, index uint64) *structs.JobPlacement {
 // terminal status, and returns its summary then. It returns ctx's error
 // when ctx ends first.
 func followToPlacement(ctx context.Context, client *api.Client, namespace, id string, index uint64) (*api.JobSummary, error) {
-	q := &api.QueryOptions{Namespace: namespace, WaitIndex: index, WaitTime: followWait, Context: ctx}
+	q := (&api.QueryOptions{Namespace: namespace, WaitIndex: index, WaitTime: followWait}).WithContext(ctx)
 	for {
 		sum, meta, err := client.Jobs().Summary(id, q)
 		if err != nil {
@@ -245,7 +244,7 @@ func followToPlacement(ctx context.Context, client *api.Client, namespace, id st
 			}
 			return nil, err
 		}
-		if decidedSince(sum, index) != nil || structs.Terminal(sum.Job.Status) {
+		if decidedSince(sum, index) != nil || api.Terminal(sum.Job.Status) {
 			return sum, nil
 		}
 		if meta.LastIndex > q.WaitIndex {

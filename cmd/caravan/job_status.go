@@ -84,7 +84,7 @@ func (c *JobStatusCommand) show(client *api.Client, job jobRef, asJSON, verbose 
 	}
 	withEvents := struct {
 		*api.JobSummary
-		Events []*structs.Event
+		Events []*api.Event
 	}{sum, events}
 	return c.output(asJSON, withEvents, func() string { return formatJobSummary(sum, events, true) })
 }
@@ -147,7 +147,7 @@ func formatRemaining(seconds, simSpeed float64) string {
 // "worker=\"train\", ps=\"ps\"".
 func formatGroups(groups map[string]string) string {
 	var parts []string
-	for _, role := range []string{structs.RoleWorker, structs.RolePS} {
+	for _, role := range []string{api.RoleWorker, api.RolePS} {
 		if g, ok := groups[role]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%q", role, g))
 		}
@@ -157,7 +157,7 @@ func formatGroups(groups map[string]string) string {
 
 // formatJobSummary describes one job: its fields, placement and model, and
 // with verbose its recent events and the models' coefficients in full.
-func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool) string {
+func formatJobSummary(sum *api.JobSummary, events []*api.Event, verbose bool) string {
 	job := sum.Job
 	kv := [][2]string{
 		{"ID", job.ID},
@@ -192,7 +192,7 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 	if p := sum.Placement; p == nil || p.Placement == nil {
 		b.WriteString("No placement yet")
 	} else {
-		failed := p.Placement.Paused() && !structs.Terminal(job.Status)
+		failed := p.Placement.Paused() && !api.Terminal(job.Status)
 		kv := [][2]string{
 			{"Plan Index", strconv.FormatUint(p.PlanIndex, 10)},
 			{"Algorithm", p.Algorithm},
@@ -218,7 +218,7 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 	if m := sum.Model; m == nil {
 		b.WriteString("No model fitted yet")
 	} else {
-		b.WriteString(formatModel(m, modelClock{finished: structs.Terminal(job.Status), simSpeed: sum.SimSpeed}, verbose))
+		b.WriteString(formatModel(m, modelClock{finished: api.Terminal(job.Status), simSpeed: sum.SimSpeed}, verbose))
 	}
 
 	if verbose {
@@ -234,7 +234,7 @@ func formatJobSummary(sum *api.JobSummary, events []*structs.Event, verbose bool
 // most seen in the task's run against its limit (MB), its own time per
 // step ("-" when not reported), its kills for memory and restarts, who
 // measured it and when it was committed.
-func formatUsage(u *structs.JobUsage) string {
+func formatUsage(u *api.JobUsage) string {
 	if u == nil || len(u.Tasks) == 0 {
 		return "No usage measured yet"
 	}
@@ -305,7 +305,7 @@ func formatSpeed(kind string, theta []float64, num func(float64) string) string 
 
 // formatModel describes a job's fitted models; verbose prints the
 // coefficients in full precision.
-func formatModel(m *structs.JobModel, clock modelClock, verbose bool) string {
+func formatModel(m *api.JobModel, clock modelClock, verbose bool) string {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	if verbose {
 		num = func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -324,7 +324,7 @@ func formatModel(m *structs.JobModel, clock modelClock, verbose bool) string {
 	}
 	rows := [][2]string{{"Loss", loss}, {"Speed", speed}}
 	if p := m.Profiling; len(p) > 0 {
-		rows = append(rows, [2]string{"Profiling", fmt.Sprintf("at %s, %d configurations to go", p[0], len(p))})
+		rows = append(rows, [2]string{"Profiling", fmt.Sprintf("at %s, %d configurations to go", structs.Shape(p[0]), len(p))})
 	}
 	if verbose && len(m.Loss) == 3 {
 		rows = append(rows, [2]string{"Loss Fit RMSE", num(m.LossRMSE) + " (fraction of the largest loss)"})
@@ -355,7 +355,7 @@ func formatModel(m *structs.JobModel, clock modelClock, verbose bool) string {
 }
 
 // formatEvents lists the last n events, oldest first.
-func formatEvents(events []*structs.Event, n int) string {
+func formatEvents(events []*api.Event, n int) string {
 	if len(events) == 0 {
 		return "No events"
 	}
@@ -370,7 +370,7 @@ func formatEvents(events []*structs.Event, n int) string {
 }
 
 // placementCounts is "1 ps, 3 workers on 2 nodes".
-func placementCounts(p *structs.Placement) string {
+func placementCounts(p *api.Placement) string {
 	s := structs.Plural(p.NumWorkers, "worker") + " on " + structs.Plural(len(p.Nodes), "node")
 	if p.NumPS > 0 {
 		s = fmt.Sprintf("%d ps, %s", p.NumPS, s)
@@ -386,15 +386,15 @@ func placementCounts(p *structs.Placement) string {
 // when what runs is what was decided.
 func formatRunning(sum *api.JobSummary) string {
 	o := sum.Observed
-	if o == nil || structs.Terminal(sum.Job.Status) {
+	if o == nil || api.Terminal(sum.Job.Status) {
 		return ""
 	}
-	var desired *structs.Placement
+	var desired *api.Placement
 	if sum.Placement != nil {
 		desired = sum.Placement.Placement
 	}
 	c := o.Change
-	if o.Placement.SameTasks(desired) && (c == nil || c.Phase == structs.ChangeDone) {
+	if o.Placement.SameTasks(desired) && (c == nil || c.Phase == api.ChangeDone) {
 		return ""
 	}
 	running := "no task runs"
@@ -416,7 +416,7 @@ func formatRunning(sum *api.JobSummary) string {
 
 // formatPlacement is a placement's table of tasks per node and role,
 // followed by its reason.
-func formatPlacement(p *structs.Placement) string {
+func formatPlacement(p *api.Placement) string {
 	out := formatPlacementNodes(p)
 	if p.Reason != "" {
 		out += "\nReason: " + p.Reason
@@ -427,11 +427,13 @@ func formatPlacement(p *structs.Placement) string {
 // formatPlacementFailure says why a paused placement runs nothing, as
 // Nomad prints an allocation's metric: the metric's summary, then its
 // details as a list. Without a metric it is the placement's reason.
-func formatPlacementFailure(p *structs.Placement) string {
-	m := p.Metric
-	if m == nil {
+func formatPlacementFailure(p *api.Placement) string {
+	if p.Metric == nil {
 		return orDash(p.Reason)
 	}
+	m := &structs.PlacementMetric{Minimum: structs.Shape(p.Metric.Minimum), Placed: structs.Shape(p.Metric.Placed),
+		Role: p.Metric.Role, NodesEvaluated: p.Metric.NodesEvaluated,
+		ConstraintFiltered: p.Metric.ConstraintFiltered, DimensionExhausted: p.Metric.DimensionExhausted}
 	lines := []string{m.Summary()}
 	for _, d := range m.Details() {
 		lines = append(lines, "* "+d)
@@ -441,14 +443,14 @@ func formatPlacementFailure(p *structs.Placement) string {
 
 // formatPlacementNodes tabulates a placement's tasks: one row per node and
 // role.
-func formatPlacementNodes(p *structs.Placement) string {
+func formatPlacementNodes(p *api.Placement) string {
 	rows := [][]string{{"Node ID", "Role", "Count"}}
 	for _, n := range p.Nodes {
 		if n.PS > 0 {
-			rows = append(rows, []string{n.NodeID, structs.RolePS, strconv.Itoa(n.PS)})
+			rows = append(rows, []string{n.NodeID, api.RolePS, strconv.Itoa(n.PS)})
 		}
 		if n.Workers > 0 {
-			rows = append(rows, []string{n.NodeID, structs.RoleWorker, strconv.Itoa(n.Workers)})
+			rows = append(rows, []string{n.NodeID, api.RoleWorker, strconv.Itoa(n.Workers)})
 		}
 	}
 	return formatList(rows)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
@@ -13,19 +14,19 @@ import (
 // paused gets a Placement Failure section, the metric's lines when the
 // placement carries one and its reason otherwise; a running job does not.
 func TestFormatJobSummary_PlacementFailure(t *testing.T) {
-	metric := &structs.PlacementMetric{
-		Minimum: structs.Shape{PS: 1, Workers: 1}, Role: structs.RolePS, NodesEvaluated: 4,
+	metric := &api.PlacementMetric{
+		Minimum: api.Shape{PS: 1, Workers: 1}, Role: api.RolePS, NodesEvaluated: 4,
 		ConstraintFiltered: map[string]int{"device nvidia/gpu: ${device.attr.memory} >= 32 GiB": 3},
 		DimensionExhausted: map[string]int{"gpu": 1},
 	}
-	summary := func(status string, p *structs.Placement) *api.JobSummary {
-		j := structs.MockJob()
+	summary := func(status string, p *api.Placement) *api.JobSummary {
+		j := mockJob(t)
 		j.Status = status
-		return &api.JobSummary{Job: j, Placement: &structs.JobPlacement{PlanIndex: 7, Algorithm: "optimus", Placement: p}}
+		return &api.JobSummary{Job: j, Placement: &api.JobPlacement{PlanIndex: 7, Algorithm: "optimus", Placement: p}}
 	}
-	paused := &structs.Placement{JobID: "resnet50", Reason: metric.String(), Metric: metric}
+	paused := &api.Placement{JobID: "resnet50", Reason: "the minimum does not fit", Metric: metric}
 
-	out := formatJobSummary(summary(structs.JobStatusPending, paused), nil, false)
+	out := formatJobSummary(summary(api.JobStatusPending, paused), nil, false)
 	must.StrContains(t, out, "\n\nPlacement Failure\n"+
 		"the minimum of 1 ps and 1 worker does not fit: no node has room for a ps\n"+
 		"* 4 nodes evaluated\n"+
@@ -33,12 +34,12 @@ func TestFormatJobSummary_PlacementFailure(t *testing.T) {
 		"* gpu exhausted on 1 node\n\nModel\n")
 	must.StrNotContains(t, out, "Reason", must.Sprint("the section replaces the one-line reason"))
 
-	out = formatJobSummary(summary(structs.JobStatusPending, &structs.Placement{JobID: "resnet50", Reason: "fifo: waiting for room"}), nil, false)
+	out = formatJobSummary(summary(api.JobStatusPending, &api.Placement{JobID: "resnet50", Reason: "fifo: waiting for room"}), nil, false)
 	must.StrContains(t, out, "\n\nPlacement Failure\nfifo: waiting for room\n\nModel\n")
 
-	running := &structs.Placement{JobID: "resnet50", NumPS: 1, NumWorkers: 1, Reason: "grew",
-		Nodes: []*structs.NodeTasks{{NodeID: "n1", PS: 1, Workers: 1}}}
-	out = formatJobSummary(summary(structs.JobStatusRunning, running), nil, false)
+	running := &api.Placement{JobID: "resnet50", NumPS: 1, NumWorkers: 1, Reason: "grew",
+		Nodes: []*api.NodeTasks{{NodeID: "n1", PS: 1, Workers: 1}}}
+	out = formatJobSummary(summary(api.JobStatusRunning, running), nil, false)
 	must.StrNotContains(t, out, "Placement Failure")
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Reason\s+= grew$`), out)
 }
@@ -47,10 +48,10 @@ func TestFormatJobSummary_PlacementFailure(t *testing.T) {
 // against its limits, its OOM kills and restarts, and who measured it;
 // without -verbose there is no Usage section.
 func TestFormatJobSummary_Usage(t *testing.T) {
-	sum := &api.JobSummary{Job: structs.MockJob(), Usage: &structs.JobUsage{Tasks: []*structs.TaskUsage{
-		{Role: structs.RolePS, NodeID: "n1", CPUMHz: 25, MemoryMB: 12.4, MaxMemoryMB: 13, CPULimitMHz: 100, MemoryLimitMB: 64, Source: structs.UsageSourceNomad},
-		{Role: structs.RoleWorker, Rank: 1, NodeID: "n2", CPUMHz: 80, MemoryMB: 121, MaxMemoryMB: 127, CPULimitMHz: 100, MemoryLimitMB: 256,
-			OOMKills: 1, Restarts: 2, TaskStepTimeS: 0.25312, Source: structs.UsageSourceNomad},
+	sum := &api.JobSummary{Job: mockJob(t), Usage: &api.JobUsage{Tasks: []*api.TaskUsage{
+		{Role: api.RolePS, NodeID: "n1", CPUMHz: 25, MemoryMB: 12.4, MaxMemoryMB: 13, CPULimitMHz: 100, MemoryLimitMB: 64, Source: api.UsageSourceNomad},
+		{Role: api.RoleWorker, Rank: 1, NodeID: "n2", CPUMHz: 80, MemoryMB: 121, MaxMemoryMB: 127, CPULimitMHz: 100, MemoryLimitMB: 256,
+			OOMKills: 1, Restarts: 2, TaskStepTimeS: 0.25312, Source: api.UsageSourceNomad},
 	}}}
 	out := formatJobSummary(sum, nil, true)
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Usage\nRole\s+Rank\s+Node\s+CPU MHz\s+Memory MB\s+Max MB\s+Step Time\s+OOM Kills\s+Restarts\s+Source\s+Updated$`), out)
@@ -65,7 +66,7 @@ func TestFormatJobSummary_Usage(t *testing.T) {
 // TestFormatJobSummary_Goodput: the goodput model's parameters, noise
 // scale and batch show in the Model section, its fit error with -verbose.
 func TestFormatJobSummary_Goodput(t *testing.T) {
-	sum := &api.JobSummary{Job: structs.MockJob(), Model: &structs.JobModel{Goodput: &structs.GoodputModel{
+	sum := &api.JobSummary{Job: mockJob(t), Model: &api.JobModel{Goodput: &api.GoodputModel{
 		Perf: []float64{0.0173, 0.0007, 0.121, 0.0024, 0.0325, 1e-8, 2}, FitError: 0.078, MaxFitError: 0.443, Configs: 9,
 		NoiseScale: 512, RefBatch: 128, Batch: 1024, Efficiency: 0.4, Goodput: 1234.5,
 	}}}
@@ -74,4 +75,12 @@ func TestFormatJobSummary_Goodput(t *testing.T) {
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Batch\s+= 1024, efficiency 0.40, goodput 1234.5 samples/s$`), out)
 	must.StrNotContains(t, out, "Goodput Fit Error")
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Goodput Fit Error\s+= 7.8% mean, 44.3% max over 9 configurations$`), formatJobSummary(sum, nil, true))
+}
+
+// mockJob is structs.MockJob as the API client's Job.
+func mockJob(t *testing.T) *api.Job {
+	t.Helper()
+	job, err := jobspec.APIJob(structs.MockJob())
+	must.NoError(t, err)
+	return job
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/caravan-sched/caravan/api"
 )
 
 // JobStopCommand stops a job, and with -purge deletes it.
@@ -43,7 +45,7 @@ func (c *JobStopCommand) Run(args []string) int {
 	id := job.ID
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if err := client.Jobs().Stop(ctx, job.Namespace, id, purge); err != nil {
+	if _, err := client.Jobs().Stop(id, purge, (&api.WriteOptions{Namespace: job.Namespace}).WithContext(ctx)); err != nil {
 		c.apiError(fmt.Sprintf("stopping job %q", id), err)
 		return 1
 	}

@@ -51,7 +51,13 @@ func (c *JobVersionsCommand) Run(args []string) int {
 		c.apiError(fmt.Sprintf("reading the versions of job %q", id), err)
 		return 1
 	}
-	return c.output(asJSON, versions, func() string { return formatVersions(versions) })
+	// The server's Job diffs versions as the server does.
+	jobs, err := asServer[[]*structs.Job](versions)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error reading the versions of job %q: %v", id, err))
+		return 1
+	}
+	return c.output(asJSON, versions, func() string { return formatVersions(jobs) })
 }
 
 // formatVersions tabulates versions, newest first, each with what it

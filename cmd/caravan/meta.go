@@ -192,9 +192,10 @@ Jobspec Options:
     Reads variable values from an HCL file of key = value lines. Repeatable.`
 
 // jobspecCommand parses the arguments of a command that reads one jobspec
-// (its flags, which extra may add to, and one path), then the jobspec. It
-// prints what is wrong and returns nil on any error.
-func (m *Meta) jobspecCommand(name string, args []string, help string, extra func(*flag.FlagSet)) *structs.Job {
+// (its flags, which extra may add to, and one path), then the jobspec, as
+// the API client's Job to send. It prints what is wrong and returns nil on
+// any error.
+func (m *Meta) jobspecCommand(name string, args []string, help string, extra func(*flag.FlagSet)) *api.Job {
 	var jf jobspecFlags
 	flags := m.FlagSet(name)
 	jf.register(flags)
@@ -204,7 +205,16 @@ func (m *Meta) jobspecCommand(name string, args []string, help string, extra fun
 	if !m.parseArgs(flags, args, help, oneArgument("<path>")) {
 		return nil
 	}
-	return m.parseJobspec(flags.Arg(0), &jf)
+	job := m.parseJobspec(flags.Arg(0), &jf)
+	if job == nil {
+		return nil
+	}
+	out, err := jobspec.APIJob(job)
+	if err != nil {
+		m.Ui.Error(err.Error())
+		return nil
+	}
+	return out
 }
 
 // parseJobspec parses the Caravan jobspec at path ("-" reads standard

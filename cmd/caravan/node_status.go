@@ -82,7 +82,7 @@ func (c *NodeStatusCommand) Run(args []string) int {
 }
 
 // formatNodes tabulates the nodes with their resources.
-func formatNodes(nodes []*structs.Node) string {
+func formatNodes(nodes []*api.Node) string {
 	if len(nodes) == 0 {
 		return "No nodes"
 	}
@@ -95,7 +95,7 @@ func formatNodes(nodes []*structs.Node) string {
 }
 
 // gpus is a node's healthy and total GPU instances, "healthy/total".
-func gpus(n *structs.Node) string {
+func gpus(n *api.Node) string {
 	var healthy, total int
 	for _, d := range n.Devices {
 		if d.Type != "gpu" {
@@ -135,9 +135,10 @@ func formatNode(d *api.NodeDetail) string {
 		for _, dev := range n.Devices {
 			var attrs []string
 			for _, k := range slices.Sorted(maps.Keys(dev.Attributes)) {
-				attrs = append(attrs, k+"="+dev.Attributes[k].GoString())
+				attrs = append(attrs, k+"="+(*structs.Attribute)(dev.Attributes[k]).GoString())
 			}
-			rows = append(rows, []string{dev.ID().String(), strconv.Itoa(len(dev.Instances)), strconv.Itoa(dev.HealthyCount()), orDash(strings.Join(attrs, ", "))})
+			id := structs.DeviceID{Vendor: dev.Vendor, Type: dev.Type, Name: dev.Name}
+			rows = append(rows, []string{id.String(), strconv.Itoa(len(dev.Instances)), strconv.Itoa(dev.HealthyCount()), orDash(strings.Join(attrs, ", "))})
 		}
 		b.WriteString(formatList(rows))
 	}

@@ -99,7 +99,7 @@ func (c *OperatorRaftRemovePeerCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if err := client.Operator().RaftRemovePeer(ctx, peerID); err != nil {
+	if _, err := client.Operator().RaftRemovePeer(peerID, writeOpts(ctx)); err != nil {
 		c.apiError(fmt.Sprintf("removing peer %q", peerID), err)
 		return 1
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/structs"
 )
 
 // OperatorSchedulerGetConfigCommand shows the scheduler configuration.
@@ -51,7 +50,7 @@ func (c *OperatorSchedulerGetConfigCommand) Run(args []string) int {
 
 // formatSchedulerConfig describes the scheduler configuration, its options
 // sorted by name.
-func formatSchedulerConfig(cfg *structs.SchedulerConfig) string {
+func formatSchedulerConfig(cfg *api.SchedulerConfig) string {
 	kv := [][2]string{
 		{"Algorithm", cfg.Algorithm},
 		{"Modify Index", strconv.FormatUint(cfg.ModifyIndex, 10)},
@@ -142,7 +141,7 @@ func (c *OperatorSchedulerSetConfigCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	if err := client.Operator().SetSchedulerConfig(ctx, req); err != nil {
+	if _, err := client.Operator().SetSchedulerConfig(req, writeOpts(ctx)); err != nil {
 		c.apiError("updating the scheduler configuration", err)
 		return 1
 	}

@@ -47,7 +47,7 @@ func (c *OperatorSnapshotSaveCommand) Run(args []string) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), snapshotTimeout)
 	defer cancel()
-	if err := client.Operator().SnapshotSave(ctx, tmp); err != nil {
+	if _, err := client.Operator().SnapshotSave(tmp, queryOpts(ctx)); err != nil {
 		tmp.Close()
 		c.apiError("saving snapshot", err)
 		return 1
@@ -101,7 +101,7 @@ func (c *OperatorSnapshotRestoreCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), snapshotTimeout)
 	defer cancel()
-	if err := client.Operator().SnapshotRestore(ctx, f); err != nil {
+	if _, err := client.Operator().SnapshotRestore(f, writeOpts(ctx)); err != nil {
 		c.apiError("restoring snapshot", err)
 		return 1
 	}

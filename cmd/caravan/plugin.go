@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/api"
 )
 
 // pluginCommand is the parent of the plugin subcommands.
@@ -55,7 +55,7 @@ func (c *PluginListCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	plugins, err := client.Plugins(ctx)
+	plugins, _, err := client.Plugins(queryOpts(ctx))
 	if err != nil {
 		c.apiError("listing the plugins", err)
 		return 1
@@ -64,7 +64,7 @@ func (c *PluginListCommand) Run(args []string) int {
 }
 
 // formatPlugins tabulates the algorithms.
-func formatPlugins(plugins []*structs.PluginStatus) string {
+func formatPlugins(plugins []*api.PluginStatus) string {
 	rows := [][]string{{"Name", "Version", "Origin", "API", "Health", "Restarts", "Start", "Error"}}
 	for _, p := range plugins {
 		origin, start := p.Origin, "-"

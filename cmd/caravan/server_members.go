@@ -70,7 +70,7 @@ func formatMembers(servers []*api.RaftServer) string {
 func (m *Meta) raftConfiguration(client *api.Client) (*api.RaftConfiguration, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	conf, err := client.Operator().RaftConfiguration(ctx)
+	conf, _, err := client.Operator().RaftConfiguration(queryOpts(ctx))
 	if err != nil {
 		m.apiError("reading the raft configuration", err)
 		return nil, false
