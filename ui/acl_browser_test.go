@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/caravan-sched/caravan/api"
@@ -44,14 +43,13 @@ func TestBrowser_ACLs(t *testing.T) {
 
 	anon, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
 	must.NoError(t, err)
-	ctx := context.Background()
-	boot, err := anon.ACL().Bootstrap(ctx)
+	boot, _, err := anon.ACL().Bootstrap(nil)
 	must.NoError(t, err)
 	mgmt, err := api.NewClient(&api.Config{Address: s.HTTPAddr(), Token: boot.SecretID})
 	must.NoError(t, err)
-	_, err = mgmt.ACL().ApplyPolicy(ctx, "ui-reader", &api.ACLPolicyRequest{Rules: readerRules})
+	_, _, err = mgmt.ACL().ApplyPolicy("ui-reader", &api.ACLPolicyRequest{Rules: readerRules}, nil)
 	must.NoError(t, err)
-	reader, err := mgmt.ACL().CreateToken(ctx, &api.ACLTokenRequest{Name: "ui", Policies: []string{"ui-reader"}})
+	reader, _, err := mgmt.ACL().CreateToken(&api.ACLTokenRequest{Name: "ui", Policies: []string{"ui-reader"}}, nil)
 	must.NoError(t, err)
 	register(t, mgmt, "demo.hcl")
 
