@@ -412,11 +412,12 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		Namespace:     fromEnv(n.Namespace, "", "NOMAD_NAMESPACE"),
 		CheckpointDir: n.CheckpointDir,
 		CAFile:        n.CAFile, CertFile: n.CertFile, KeyFile: n.KeyFile,
-		ReportAddrs:     reportAddrs,
-		ReportToken:     cfg.ACL.ReportToken,
-		CoordinatorAddr: n.CoordinatorAddr,
-		UsageInterval:   n.UsageIntervalDuration,
-		Logger:          logger,
+		ReportAddrs:       reportAddrs,
+		ReportToken:       cfg.ACL.ReportToken,
+		CoordinatorAddr:   n.CoordinatorAddr,
+		UsageInterval:     n.UsageIntervalDuration,
+		BatchRestartRatio: n.BatchRestartRatio,
+		Logger:            logger,
 	}
 	if n.CollectorCommand != "" {
 		nc.Collector = &nomad.Sidecar{Command: n.CollectorCommand, ConsulAddr: cfg.Consul.Address}

@@ -35,10 +35,13 @@ func TestNomadConfig(t *testing.T) {
 	must.Eq(t, "http://127.0.0.1:5646", nc.Address, must.Sprint("the configuration wins over NOMAD_ADDR"))
 	must.Eq(t, []string{"http://lb:4680"}, nc.ReportAddrs)
 	must.Eq(t, "", nc.CoordinatorAddr, must.Sprint("no coordinator unless configured"))
+	must.Eq(t, 0, nc.BatchRestartRatio, must.Sprint("the driver's default unless configured"))
 
 	cfg.Nomad.CoordinatorAddr = "127.0.0.1:9190"
+	cfg.Nomad.BatchRestartRatio = 2
 	nc = nomadConfig(cfg, hclog.NewNullLogger())
 	must.Eq(t, "127.0.0.1:9190", nc.CoordinatorAddr)
+	must.Eq(t, 2, nc.BatchRestartRatio)
 }
 
 // TestAgent_DormWithoutSolver: an agent configured with dorm where GLPK's

@@ -369,6 +369,10 @@ type Nomad struct {
 	// (10s).
 	UsageInterval         string `hcl:"usage_interval,optional"`
 	UsageIntervalDuration time.Duration
+	// BatchRestartRatio is how far, as a ratio, the global batch decided
+	// for an adaptive job must be from the one its tasks run at for the
+	// driver to restart them at it; 0 means the driver's default (1.25).
+	BatchRestartRatio float64 `hcl:"batch_restart_ratio,optional"`
 	// CAFile verifies Nomad's HTTPS certificate; CertFile and KeyFile are
 	// the client certificate Caravan presents to it. Empty means the
 	// NOMAD_CACERT, NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY of the
@@ -377,6 +381,10 @@ type Nomad struct {
 	CertFile string `hcl:"cert_file,optional"`
 	KeyFile  string `hcl:"key_file,optional"`
 }
+
+// maxBatchRestartRatio bounds nomad.batch_restart_ratio: a batch that
+// grows 1,000-fold is far outside any job's bounds.
+const maxBatchRestartRatio = 1000
 
 // DefaultNomad returns the default nomad block.
 func DefaultNomad() *Nomad { return &Nomad{Address: "http://127.0.0.1:4646"} }
@@ -398,6 +406,9 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 		r.CoordinatorAddr = mergeString(r.CoordinatorAddr, o.CoordinatorAddr)
 		r.UsageInterval, r.UsageIntervalDuration = mergeDuration(
 			r.UsageInterval, r.UsageIntervalDuration, o.UsageInterval, o.UsageIntervalDuration)
+		if o.BatchRestartRatio != 0 {
+			r.BatchRestartRatio = o.BatchRestartRatio
+		}
 		r.CAFile = mergeString(r.CAFile, o.CAFile)
 		r.CertFile = mergeString(r.CertFile, o.CertFile)
 		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
@@ -429,6 +440,9 @@ func (n *Nomad) problems() []problem {
 	}
 	if n.UsageIntervalDuration < 0 || n.UsageInterval != "" && n.UsageIntervalDuration == 0 {
 		ps = append(ps, problemf("usage_interval", "%s is not a positive duration; use one such as \"10s\"", durationString(n.UsageInterval, n.UsageIntervalDuration)))
+	}
+	if r := n.BatchRestartRatio; r != 0 && !(r >= 1 && r <= maxBatchRestartRatio) {
+		ps = append(ps, problemf("batch_restart_ratio", "%g is not a ratio between 1 and %g; use one such as 1.25 (1 restarts a job for any new batch)", r, float64(maxBatchRestartRatio)))
 	}
 	return append(ps, clientCertProblems(n.CertFile, n.KeyFile)...)
 }

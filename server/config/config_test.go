@@ -59,7 +59,8 @@ nomad {
   checkpoint_dir = "/mnt/shared/caravan"
   report_addrs   = ["http://10.0.0.1:4680", "http://10.0.0.2:4680"]
 
-  coordinator_addr = "127.0.0.1:9190"
+  coordinator_addr    = "127.0.0.1:9190"
+  batch_restart_ratio = 1.5
 }
 
 consul {
@@ -122,7 +123,7 @@ func TestLoadFile_Full(t *testing.T) {
 		Nomad: &Nomad{
 			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
 			Namespace: "ml", CheckpointDir: "/mnt/shared/caravan", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"},
-			CoordinatorAddr: "127.0.0.1:9190",
+			CoordinatorAddr: "127.0.0.1:9190", BatchRestartRatio: 1.5,
 		},
 		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token", ServiceName: "caravan-ml", AutoAdvertise: new(true), ServerAutoJoin: new(true)},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
@@ -586,6 +587,11 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "coordinator_addr without a port", src: "nomad {\n  coordinator_addr = \"localhost\"\n}\n",
 			summary: "Invalid nomad.coordinator_addr", line: 2, col: 22, at: `"localhost"`,
 			detail: []string{`"localhost" is not host:port`, `"127.0.0.1:9190"`},
+		},
+		{
+			name: "batch_restart_ratio below 1", src: "nomad {\n  batch_restart_ratio = 0.8\n}\n",
+			summary: "Invalid nomad.batch_restart_ratio", line: 2, col: 25, at: `0.8`,
+			detail: []string{"0.8 is not a ratio between 1 and 1000", "1.25"},
 		},
 		{
 			name: "empty algorithm", src: "scheduler {\n  algorithm = \"\"\n}\n",
