@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -149,6 +150,9 @@ func (s *Server) handle(fn endpoint, kind int) http.HandlerFunc {
 		if out == nil {
 			return
 		}
+		if idx := writeIndex(out); kind == kindWrite && idx > 0 {
+			w.Header().Set("X-Caravan-Index", strconv.FormatUint(idx, 10))
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		if _, ok := r.URL.Query()["pretty"]; ok {
@@ -156,6 +160,25 @@ func (s *Server) handle(fn endpoint, kind int) http.HandlerFunc {
 		}
 		enc.Encode(out)
 	}
+}
+
+// writeIndex is the Raft index a write's answer carries, its Index or
+// the ModifyIndex of what it wrote, as Nomad answers a write's index in
+// X-Nomad-Index; 0 when it carries none.
+func writeIndex(out any) uint64 {
+	if m, ok := out.(map[string]uint64); ok {
+		return m["Index"]
+	}
+	v := reflect.Indirect(reflect.ValueOf(out))
+	if v.Kind() != reflect.Struct {
+		return 0
+	}
+	for _, name := range []string{"Index", "ModifyIndex"} {
+		if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.Uint64 {
+			return f.Uint()
+		}
+	}
+	return 0
 }
 
 func errorCode(err error) int {

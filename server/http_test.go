@@ -3,11 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -455,4 +458,37 @@ func TestServer_RestartKeepsState(t *testing.T) {
 	samples2, err := state.Samples(again.State().Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.Eq(t, samples.Samples, samples2.Samples[:len(samples.Samples)], must.Sprint("no sample lost or read twice"))
+}
+
+// TestWrites_AnswerTheirIndex: a write answers the Raft index it was
+// committed at in X-Caravan-Index, as Nomad's writes answer X-Nomad-Index,
+// the same index as its body's; the client's WriteMeta carries it.
+func TestWrites_AnswerTheirIndex(t *testing.T) {
+	s := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
+	base := "http://" + s.HTTPAddr()
+	src, err := os.ReadFile("../examples/demo.hcl")
+	must.NoError(t, err)
+	body, err := json.Marshal(structs.JobRegisterRequest{JobHCL: string(src), Filename: "demo.hcl"})
+	must.NoError(t, err)
+	for _, w := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/jobs", string(body)},
+		{http.MethodPut, "/v1/operator/scheduler/configuration", `{"Algorithm": "fifo"}`},
+		{http.MethodDelete, "/v1/job/demo", ""},
+	} {
+		req, err := http.NewRequest(w.method, base+w.path, strings.NewReader(w.body))
+		must.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		must.NoError(t, err)
+		var answer struct{ Index uint64 }
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		must.NoError(t, err)
+		must.Eq(t, http.StatusOK, resp.StatusCode)
+		must.Positive(t, answer.Index, must.Sprintf("%s %s answers no index", w.method, w.path))
+		must.Eq(t, strconv.FormatUint(answer.Index, 10), resp.Header.Get("X-Caravan-Index"), must.Sprintf("%s %s", w.method, w.path))
+	}
+
+	resp, meta, err := client(t, s).Jobs().Register(demoJob(t, "again"), nil)
+	must.NoError(t, err)
+	must.Eq(t, resp.Index, meta.LastIndex)
 }
