@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/caravan-sched/caravan/version"
 	"github.com/hashicorp/cli"
@@ -160,6 +161,24 @@ func TestUsageErrors(t *testing.T) {
 			must.Eq(t, "", out)
 			must.NotEq(t, "", errOut)
 		})
+	}
+}
+
+// TestSim_HelpNamesEveryPolicy: caravan sim -help lists every built-in
+// algorithm under -policy.
+func TestSim_HelpNamesEveryPolicy(t *testing.T) {
+	help := (&SimCommand{}).Help()
+	from, to := strings.Index(help, "-policy="), strings.Index(help, "-out=")
+	must.Positive(t, from)
+	must.Greater(t, from, to)
+	// The list names policies between commas and spaces: "optimus" must
+	// not pass for "optimus-relative".
+	listed := map[string]bool{}
+	for _, w := range strings.FieldsFunc(help[from:to], func(r rune) bool { return strings.ContainsRune(" ,\n()", r) }) {
+		listed[w] = true
+	}
+	for _, name := range builtin.Names() {
+		must.True(t, listed[name], must.Sprintf("caravan sim -help does not name policy %s under -policy", name))
 	}
 }
 

@@ -44,8 +44,9 @@ Usage: caravan sim -workload <name> [options]
   gpu_util.png, a panel per policy of the GPUs held, smoothed; and
   gpu_alloc_<policy>.png, each job's GPUs over time with a colour scale).
   The same seed gives the same results. A policy that plans from what the
-  workload lacks (harmony without subtask times, dlrover without resource
-  ranges, pollux without batch bounds) runs with a warning.
+  workload lacks (harmony or cruise without subtask times, dlrover without
+  resource ranges, pollux or goodput-las with neither batch bounds nor a
+  Pollux workload's jobs) runs with a warning.
 
   Workloads: a Pollux workload CSV (e.g. pollux/workloads/workload-6.csv,
   read from disk or from the data compiled into caravan), the Philly trace
@@ -75,9 +76,10 @@ Sim Options:
   -workload=<name>        The workload (required).
   -cluster=16x4           Nodes and GPUs per node.
   -policy=optimus,drf,tetris,fifo
-                          The policies to compare: cruise, dorm, drf, fifo,
-                          harmony, optimus, optimus-relative (Optimus with
-                          the relative gain, see drivers/sim/README.md),
+                          The policies to compare: cruise, dlrover, dorm,
+                          drf, fifo, goodput-las, harmony, optimus,
+                          optimus-relative (Optimus with the relative
+                          gain, see drivers/sim/README.md), pollux,
                           roundrobin, specon, tetris, tiresias, or the
                           baselines isolated (each job on
                           nodes of its own at its balanced DoP) and
