@@ -23,48 +23,50 @@ const MaxSampleSkew = time.Minute
 // names, as everywhere in Caravan's API and files; UnmarshalJSON also
 // takes the snake_case keys of the trainers' schema (DESIGN.md §3:
 // step_time_s for StepTimeS), which trainers and the Python client send.
+// Its msgpack keys (the codec tags) are those snake_case names, as its JSON
+// keys were before: the Raft log and snapshots hold samples under them.
 type Sample struct {
-	Namespace string `json:",omitempty"`
-	JobID     string
+	Namespace string `json:",omitempty" codec:"namespace,omitempty"`
+	JobID     string `codec:"job_id"`
 	// Role is RoleWorker or RolePS; Rank numbers tasks within a role from 0.
-	Role string `json:",omitempty"`
-	Rank int
+	Role string `json:",omitempty" codec:"role,omitempty"`
+	Rank int    `codec:"rank"`
 
-	Step  int64
-	Epoch float64
-	Loss  float64
+	Step  int64   `codec:"step"`
+	Epoch float64 `codec:"epoch"`
+	Loss  float64 `codec:"loss"`
 	// StepTimeS is the wall time of the step in seconds; 0 when not measured.
-	StepTimeS float64
+	StepTimeS float64 `codec:"step_time_s"`
 	// Samples is how many training samples the step processed.
-	Samples int64
+	Samples int64 `codec:"samples"`
 	// CPUS and NetS split the step time into computation and communication
 	// (Harmony's subtask times), in seconds; 0 when not measured.
-	CPUS float64
-	NetS float64
+	CPUS float64 `codec:"cpu_s"`
+	NetS float64 `codec:"net_s"`
 	// CheckpointStep is the step of the latest checkpoint the task has
 	// written; 0 means none.
-	CheckpointStep int64
+	CheckpointStep int64 `codec:"checkpoint_step"`
 
 	// UsageCPUMHz and UsageMemoryMB are what the reporting task itself
 	// uses, when the trainer measures it; TaskStepTimeS is its own time
 	// per local step in seconds (StepTimeS stays the job's). 0 when not
 	// measured.
-	UsageCPUMHz   float64 `json:",omitempty"`
-	UsageMemoryMB float64 `json:",omitempty"`
-	TaskStepTimeS float64 `json:",omitempty"`
+	UsageCPUMHz   float64 `json:",omitempty" codec:"usage_cpu_mhz,omitempty"`
+	UsageMemoryMB float64 `json:",omitempty" codec:"usage_memory_mb,omitempty"`
+	TaskStepTimeS float64 `json:",omitempty" codec:"task_step_time_s,omitempty"`
 
 	// AllocID is the reporting task's Nomad allocation (NOMAD_ALLOC_ID),
 	// when it runs on Nomad: its TaskStepTimeS is matched to the usage the
 	// driver measured of that allocation, and to nothing else.
-	AllocID string `json:",omitempty"`
+	AllocID string `json:",omitempty" codec:"alloc_id,omitempty"`
 
 	// BatchSize is the global batch the step used, LocalBatchSize the
 	// batch one worker computed in one pass and AccumSteps the passes it
 	// accumulated before the last (planner/goodput's throughput model
 	// learns from them); 0 when not reported.
-	BatchSize      int64 `json:",omitempty"`
-	LocalBatchSize int64 `json:",omitempty"`
-	AccumSteps     int64 `json:",omitempty"`
+	BatchSize      int64 `json:",omitempty" codec:"batch_size,omitempty"`
+	LocalBatchSize int64 `json:",omitempty" codec:"local_batch_size,omitempty"`
+	AccumSteps     int64 `json:",omitempty" codec:"accum_steps,omitempty"`
 	// GradSqr and GradVar are the trainer's estimates of the gradient
 	// noise statistics at the step (AdaptDL's): GradSqr the squared norm
 	// of the true gradient, GradVar the variance of the gradient averaged
@@ -72,14 +74,14 @@ type Sample struct {
 	// that GradVar × BatchSize / GradSqr is the gradient noise scale.
 	// Both 0 when not measured; a sample that reports them must report
 	// BatchSize.
-	GradSqr float64 `json:",omitempty"`
-	GradVar float64 `json:",omitempty"`
+	GradSqr float64 `json:",omitempty" codec:"grad_sqr,omitempty"`
+	GradVar float64 `json:",omitempty" codec:"grad_var,omitempty"`
 
-	NumPS      int
-	NumWorkers int
+	NumPS      int `codec:"num_ps"`
+	NumWorkers int `codec:"num_workers"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
-	Time int64
+	Time int64 `codec:"time"`
 }
 
 // MaxAllocIDLen bounds a sample's AllocID (Nomad's are 36-character

@@ -1,9 +1,11 @@
 package structs
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/shoenig/test/must"
 )
 
@@ -30,4 +32,27 @@ func TestSample_JSON(t *testing.T) {
 	must.ErrorContains(t, json.Unmarshal([]byte(`{"job_id":"a","stpe":3}`), &s), `sample: unknown field "stpe"`)
 	must.ErrorContains(t, json.Unmarshal([]byte(`{"job_id":"a","StepTimeS":1,"step_time_s":2}`), &s), `given twice`)
 	must.Error(t, json.Unmarshal([]byte(`{"step":"three"}`), &s))
+}
+
+// TestSample_MsgpackKeys: samples encode to msgpack under the snake_case
+// keys they always had, so that the Raft log and snapshots written before
+// their JSON keys became field names still decode.
+func TestSample_MsgpackKeys(t *testing.T) {
+	var old bytes.Buffer
+	must.NoError(t, codec.NewEncoder(&old, MsgpackHandle).Encode(map[string]any{
+		"namespace": "ml", "job_id": "a", "role": RoleWorker, "rank": 1, "step": 7, "loss": 0.5, "step_time_s": 0.25,
+		"checkpoint_step": 5, "alloc_id": "x", "batch_size": 64, "num_ps": 1, "num_workers": 2, "time": 9,
+	}))
+	var got Sample
+	must.NoError(t, codec.NewDecoderBytes(old.Bytes(), MsgpackHandle).Decode(&got))
+	want := Sample{Namespace: "ml", JobID: "a", Role: RoleWorker, Rank: 1, Step: 7, Loss: 0.5, StepTimeS: 0.25,
+		CheckpointStep: 5, AllocID: "x", BatchSize: 64, NumPS: 1, NumWorkers: 2, Time: 9}
+	must.Eq(t, want, got)
+
+	var now bytes.Buffer
+	must.NoError(t, codec.NewEncoder(&now, MsgpackHandle).Encode(&want))
+	var keys map[string]any
+	must.NoError(t, codec.NewDecoderBytes(now.Bytes(), MsgpackHandle).Decode(&keys))
+	must.MapContainsKeys(t, keys, []string{"job_id", "step_time_s", "checkpoint_step", "num_workers"})
+	must.MapNotContainsKey(t, keys, "JobID")
 }
