@@ -17,6 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/raft"
@@ -541,6 +542,7 @@ func TestLeader_UpdateLowersMax(t *testing.T) {
 // enacted is one job of a plan a driver was handed: its spec's version
 // and the workers placed.
 type enacted struct {
+	job     string
 	version uint64
 	workers int
 }
@@ -555,7 +557,7 @@ type recordingDriver struct {
 func (d *recordingDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
 	d.mu.Lock()
 	for i, p := range plan.Placements {
-		d.jobs = append(d.jobs, enacted{version: jobs[i].Version, workers: p.NumWorkers})
+		d.jobs = append(d.jobs, enacted{job: p.JobID, version: jobs[i].Version, workers: p.NumWorkers})
 	}
 	d.mu.Unlock()
 	return d.Driver.Enact(ctx, plan, jobs)
@@ -585,7 +587,7 @@ func TestLeader_PlanInForceOfAnOlderVersion(t *testing.T) {
 	g.until(t, map[string]uint64{"a": 0})
 	g.release <- struct{}{} // fifo: its maximum, 4 workers
 	agent.WaitFor(t, 20*time.Second, "a placed", jobStatus(t, c, "a", structs.JobStatusRunning))
-	must.Eq(t, []enacted{{version: 0, workers: 4}}, d.recorded()[:1])
+	must.Eq(t, []enacted{{job: "a", version: 0, workers: 4}}, d.recorded()[:1])
 
 	lower := demoJob(t, "a")
 	lower.JobHCL = strings.Replace(lower.JobHCL, "max = 4", "max = 2", 1)
@@ -618,6 +620,44 @@ func TestLeader_PlanInForceOfAnOlderVersion(t *testing.T) {
 		if e.version == 1 {
 			must.Eq(t, 2, e.workers, must.Sprintf("version 1 placed beyond its maximum: %+v", d.recorded()))
 		}
+	}
+}
+
+// TestLeader_RefusedVersion: a version the scheduler refuses (one that
+// reached the state without the API's checks) stalls no plan, and the
+// job's placement is enacted with the spec of the version it was made
+// for, never with the refused one.
+func TestLeader_RefusedVersion(t *testing.T) {
+	d := &recordingDriver{Driver: simDriver(t, 1)}
+	cfg := TestConfig(t, d)
+	cfg.Algorithm = "fifo"
+	s := leaderOf(t, TestServer(t, cfg))
+	c := client(t, s)
+	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
+	must.NoError(t, err)
+	agent.WaitFor(t, 20*time.Second, "a placed", jobStatus(t, c, "a", structs.JobStatusRunning))
+
+	a, err := state.JobByID(s.State().Txn(), nil, structs.DefaultNamespace, "a")
+	must.NoError(t, err)
+	bad := a.Copy()
+	bad.Worker = nil // Validate refuses a job without a worker template
+	must.Error(t, bad.Validate())
+	_, _, err = s.apply(context.Background(), fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: bad, Time: time.Now().UnixNano()})
+	must.NoError(t, err)
+	refused := len(d.recorded())
+
+	_, _, err = c.Jobs().Register(demoJob(t, "b"), nil)
+	must.NoError(t, err)
+	agent.WaitFor(t, 20*time.Second, "b placed", jobStatus(t, c, "b", structs.JobStatusRunning))
+	var after []enacted
+	for _, e := range d.recorded()[refused:] {
+		if e.job == "a" {
+			after = append(after, e)
+		}
+	}
+	must.SliceNotEmpty(t, after, must.Sprint("no plan after the refused version named a"))
+	for _, e := range after {
+		must.Eq(t, 0, e.version, must.Sprintf("a enacted with the refused version: %+v", after))
 	}
 }
 

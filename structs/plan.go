@@ -54,9 +54,11 @@ type Placement struct {
 	// in SameTasks.
 	Actions []*TaskAction `json:",omitempty"`
 	// JobVersion is the version of the job the placement was decided
-	// for, set by the server. The leader enacts a placement only while
-	// that version is the job's current one: a placement made for an
-	// older version may break the newer's bounds.
+	// for, set by the server: the leader enacts a placement with that
+	// version's spec only, since a placement made for an older version
+	// may break a newer's bounds. A placement a round keeps because its
+	// change is in flight carries the round's version; the driver
+	// finishes the change it is making before it takes another.
 	JobVersion uint64 `json:",omitempty"`
 }
 

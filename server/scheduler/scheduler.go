@@ -236,6 +236,10 @@ func (s *Scheduler) Update(j *structs.Job) error {
 		}
 	}
 	e.job = j
+	// The hold after aborted changes kept what ran of the last version;
+	// the new one is planned at once. A change in flight stays held: the
+	// driver finishes it first.
+	e.aborts = 0
 	e.addPriors(added)
 	ps, workers := (&planner.Job{Job: j}).Bounds()
 	e.profile = slices.DeleteFunc(e.profile, func(c structs.Shape) bool {

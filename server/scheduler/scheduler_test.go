@@ -376,6 +376,17 @@ func TestScheduler_AbortHold(t *testing.T) {
 	plan, err = s.Plan(h.Nodes, int64(201*time.Second))
 	must.NoError(t, err)
 	must.False(t, plan.Placements[1].Paused(), must.Sprint("a change that is done ends the hold"))
+
+	// A new version ends the hold: what ran of the last may break its
+	// bounds.
+	abortAt(300 * time.Second)
+	lower := newJob("a")
+	lower.Elastic.Workers.Max, lower.Version = 2, 1
+	must.NoError(t, s.Update(lower))
+	plan, err = s.Plan(h.Nodes, int64(310*time.Second))
+	must.NoError(t, err)
+	must.LessEq(t, 2, plan.Placements[0].NumWorkers, must.Sprint("a new version is planned at once, within its bounds"))
+	must.Eq(t, 1, plan.Placements[0].JobVersion, must.Sprint("the placement names the version it was made for"))
 }
 
 // TestScheduler_DecideOffThread: a round decided on another goroutine
