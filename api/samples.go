@@ -10,9 +10,9 @@ const (
 // Sample is one progress report from a training task. A sample describes
 // the step it names: the loss after it, how long it took, and under which
 // configuration (NumPS, NumWorkers) it ran. Its JSON keys are its field
-// names, as everywhere in Caravan's API and files; UnmarshalJSON also
-// takes the snake_case keys of the trainers' schema (DESIGN.md §3:
-// step_time_s for StepTimeS), which trainers and the Python client send.
+// names, as everywhere in Caravan's API and files; the server also takes
+// the trainers' snake_case keys in a report, but this type decodes only
+// the field names it answers with.
 type Sample struct {
 	Namespace string `json:",omitempty"`
 	JobID     string

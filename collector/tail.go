@@ -184,8 +184,8 @@ func parseLine(line []byte) ([]structs.Sample, error) {
 		}
 		return req.Samples, nil
 	}
-	var s structs.Sample
-	if err := decodeStrict(line, &s); err != nil {
+	s, err := structs.DecodeSample(line)
+	if err != nil {
 		return nil, fmt.Errorf("line is not a sample: %w", err)
 	}
 	return []structs.Sample{s}, nil

@@ -20,9 +20,10 @@ const MaxSampleSkew = time.Minute
 // Sample is one progress report from a training task. A sample describes
 // the step it names: the loss after it, how long it took, and under which
 // configuration (NumPS, NumWorkers) it ran. Its JSON keys are its field
-// names, as everywhere in Caravan's API and files; UnmarshalJSON also
-// takes the snake_case keys of the trainers' schema (DESIGN.md §3:
-// step_time_s for StepTimeS), which trainers and the Python client send.
+// names, as everywhere in Caravan's API and files; it also decodes from
+// the snake_case keys of the trainers' schema (DESIGN.md §3: step_time_s
+// for StepTimeS), which trainers and the Python client send (see
+// UnmarshalJSON and DecodeSample).
 // Its msgpack keys (the codec tags) are those snake_case names, as its JSON
 // keys were before: the Raft log and snapshots hold samples under them.
 type Sample struct {

@@ -10,8 +10,9 @@ import (
 )
 
 // TestSample_JSON: a sample encodes with its field names and decodes from
-// them or from the trainers' snake_case; an unknown or doubled key is an
-// error that names it.
+// them or from the trainers' snake_case; a doubled key is an error that
+// names it. An unknown key is skipped by readers, and refused, by name,
+// where samples enter Caravan (DecodeSample, ReportRequest).
 func TestSample_JSON(t *testing.T) {
 	want := Sample{JobID: "a", Rank: 1, Step: 40, Loss: 0.5, StepTimeS: 0.25, CPUS: 0.1, NumPS: 1, NumWorkers: 2, GradSqr: 2, BatchSize: 64}
 	out, err := json.Marshal(want)
@@ -29,9 +30,23 @@ func TestSample_JSON(t *testing.T) {
 		must.Eq(t, want, got)
 	}
 	var s Sample
-	must.ErrorContains(t, json.Unmarshal([]byte(`{"job_id":"a","stpe":3}`), &s), `sample: unknown field "stpe"`)
 	must.ErrorContains(t, json.Unmarshal([]byte(`{"job_id":"a","StepTimeS":1,"step_time_s":2}`), &s), `given twice`)
 	must.Error(t, json.Unmarshal([]byte(`{"step":"three"}`), &s))
+
+	newer := []byte(`{"JobID":"a","Step":3,"FieldOfANewerVersion":1}`)
+	must.NoError(t, json.Unmarshal(newer, &s))
+	must.Eq(t, Sample{JobID: "a", Step: 3}, s)
+	_, err = DecodeSample(newer)
+	must.ErrorContains(t, err, `sample: unknown field "FieldOfANewerVersion"`)
+	got, err := DecodeSample([]byte(`{"job_id":"a","step":3}`))
+	must.NoError(t, err)
+	must.Eq(t, Sample{JobID: "a", Step: 3}, got)
+
+	var req ReportRequest
+	must.NoError(t, json.Unmarshal([]byte(`{"samples":[{"job_id":"a","step":3},{"JobID":"b"}]}`), &req))
+	must.Eq(t, []Sample{{JobID: "a", Step: 3}, {JobID: "b"}}, req.Samples)
+	must.ErrorContains(t, json.Unmarshal([]byte(`{"Samples":[{"JobID":"a"},{"job_id":"a","stpe":3}]}`), &req), `samples[1]: sample: unknown field "stpe"`)
+	must.ErrorContains(t, json.Unmarshal([]byte(`{"Samples":[],"extra":1}`), &req), `unknown field "extra"`)
 }
 
 // TestSample_MsgpackKeys: samples encode to msgpack under the snake_case
