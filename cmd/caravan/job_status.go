@@ -431,9 +431,10 @@ func formatPlacementFailure(p *api.Placement) string {
 	if p.Metric == nil {
 		return orDash(p.Reason)
 	}
-	m := &structs.PlacementMetric{Minimum: structs.Shape(p.Metric.Minimum), Placed: structs.Shape(p.Metric.Placed),
-		Role: p.Metric.Role, NodesEvaluated: p.Metric.NodesEvaluated,
-		ConstraintFiltered: p.Metric.ConstraintFiltered, DimensionExhausted: p.Metric.DimensionExhausted}
+	m, err := asServer[structs.PlacementMetric](p.Metric)
+	if err != nil {
+		return orDash(p.Reason)
+	}
 	lines := []string{m.Summary()}
 	for _, d := range m.Details() {
 		lines = append(lines, "* "+d)

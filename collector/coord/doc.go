@@ -68,7 +68,7 @@
 //   - Queues are bounded (Config.MaxQueue, 1024 by default): one more
 //     request is ErrQueueFull (429). A wait is bounded (at most 1 min):
 //     a request not granted in time leaves the queue and is answered
-//     "granted": false; the client asks again.
+//     "Granted": false; the client asks again.
 //   - Input is bounded where it enters: resource "cpu" or "net", a holder
 //     name of at most 256 bytes, durations within their limits, a query of
 //     at most 1 KiB, no body, unknown parameters refused (400).
@@ -96,9 +96,9 @@
 // reads (see README.md):
 //
 //	POST /v1/coord/acquire?resource=cpu|net&holder=H&ttl=D&wait=D
-//	     → 200 {"granted": true, "lease": "…", "role": "cpu|primary|secondary", "ttl_s": 30, "waited_s": 0.01}
-//	     → 200 {"granted": false}        (wait passed; ask again)
-//	POST /v1/coord/release?lease=ID      → 200 {"released": true}, 404 when expired or unknown
+//	     → 200 {"Granted": true, "Lease": "…", "Resource": "cpu", "Role": "cpu|primary|secondary", "TTLS": 30, "WaitedS": 0.01}
+//	     → 200 {"Granted": false}        (wait passed; ask again)
+//	POST /v1/coord/release?lease=ID      → 200 {"Released": true}, 404 when expired or unknown
 //	GET  /v1/coord/status                → counters per resource and the leases held
 //
 // All methods of Coordinator are safe for concurrent use.
