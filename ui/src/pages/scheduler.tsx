@@ -1,6 +1,7 @@
 // The scheduler page: the algorithm in force and its options, the
 // plugins that can run and their health, fallbacks, and recent rounds
-// (the placements each decision committed, grouped by its Raft index),
+// (the placements each decision committed, grouped by its Raft index;
+// earlier versions keyed events' details in lower case),
 // with the leader's round and planning times from /v1/metrics.
 import { Event, jobPath, Plan, Plugin, SchedulerConfig, useLive } from "../api";
 import { num, time } from "../format";
@@ -147,7 +148,7 @@ export function SchedulerPage() {
                 <tr key={index}>
                   <td>{index}</td>
                   <td class="nowrap">{time(es[0].Time)}</td>
-                  <td>{es[0].Details?.Algorithm ?? ""}</td>
+                  <td>{es[0].Details?.Algorithm ?? es[0].Details?.algorithm ?? ""}</td>
                   <td>
                     {es.map((e) => (
                       <div key={e.Seq}>
