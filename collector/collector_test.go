@@ -132,6 +132,8 @@ func TestReport_Malformed(t *testing.T) {
 		{"not JSON", `{"samples": [`, []string{"request body is not a JSON report"}},
 		{"unknown field", `{"samples": [{"job_id": "j1", "step": 1, "lost": 2}]}`, []string{`unknown field "lost"`}},
 		{"trailing data", `{"samples": [{"job_id": "j1"}]} {}`, []string{"data after its JSON value"}},
+		{"a stray brace", `{"samples": [{"job_id": "j1"}]}}`, []string{"data after its JSON value"}},
+		{"a stray bracket", `{"samples": [{"job_id": "j1"}]}]`, []string{"data after its JSON value"}},
 		{"no samples", `{"samples": []}`, []string{"invalid report: it has no samples"}},
 		{"a sample, not a report", `{"job_id": "j1", "step": 1}`, []string{`unknown field "job_id"`}},
 		{"one invalid sample spoils the batch",

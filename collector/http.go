@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -110,7 +111,7 @@ func (c *Collector) report(w http.ResponseWriter, r *http.Request) (any, error) 
 		} else {
 			err = badRequest("request body is not a JSON report {\"samples\": [...]}: %v", err)
 		}
-	case dec.More():
+	case !atEOF(dec):
 		err = badRequest("request body has data after its JSON value")
 	default:
 		var last uint64
@@ -120,6 +121,13 @@ func (c *Collector) report(w http.ResponseWriter, r *http.Request) (any, error) 
 	}
 	c.rejected.Add(1)
 	return nil, err
+}
+
+// atEOF reports whether nothing but white space follows dec's last value;
+// dec.More would miss a stray '}' or ']'.
+func atEOF(dec *json.Decoder) bool {
+	_, err := dec.Token()
+	return errors.Is(err, io.EOF)
 }
 
 // samples answers GET /v1/samples?since=N&wait=D&limit=L: the samples

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -247,7 +248,8 @@ func decode(r *http.Request, v any) error {
 		}
 		return badRequest("request body is not valid JSON for this endpoint: %v", err)
 	}
-	if dec.More() {
+	// More would miss a stray '}' or ']': only the end of the body will do.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("request body has data after its JSON value")
 	}
 	return nil

@@ -1161,9 +1161,10 @@ func (l *leader) fallbackAlgorithm() planner.Algorithm {
 // spec of the version its placement was made for, never a newer one at
 // that placement (which might break the newer's bounds). A plan that
 // placed a job at another version than the one the scheduler holds (a
-// new leader's plan in force, made before the job's newest version) is
-// not enacted at all: enact asks for the round that plans the version the
-// scheduler holds, and reports false.
+// new leader's plan in force, made before the job's newest version), or
+// than the state's for a job the scheduler does not hold, is not enacted
+// at all: enact asks for the round that plans the version the scheduler
+// holds, and reports false.
 func (l *leader) enact(ctx context.Context, plan *structs.Plan) (bool, error) {
 	txn := l.s.State().Txn()
 	jobs := make([]*structs.Job, 0, len(plan.Placements))
@@ -1175,9 +1176,10 @@ func (l *leader) enact(ctx context.Context, plan *structs.Plan) (bool, error) {
 		if j == nil {
 			return false, fmt.Errorf("plan names job %q, which the state does not hold", p.JobID)
 		}
-		if v, ok := l.versions[p.Key()]; ok && v.version != p.JobVersion {
+		v, scheduled := l.versions[p.Key()]
+		if scheduled && v.version != p.JobVersion || !scheduled && j.Version != p.JobVersion {
 			l.log.Info("left a plan to the next round: it placed another version of a job", "plan_index", plan.Index,
-				"job_id", j.ID, "namespace", j.Namespace, "placed_version", p.JobVersion, "version", v.version)
+				"job_id", j.ID, "namespace", j.Namespace, "placed_version", p.JobVersion, "version", j.Version)
 			l.unenacted, l.urgent = nil, true
 			return false, nil
 		}

@@ -81,9 +81,11 @@ type entry struct {
 	// of its change in flight, nil when none is.
 	current, held *structs.Placement
 	// aborts counts the job's changes aborted in a row, the last at
-	// abortedAt (Unix nanoseconds).
+	// abortedAt (Unix nanoseconds); abortSeen says abortedAt is set, so
+	// that a report of the same abort again counts once.
 	aborts    int
 	abortedAt int64
+	abortSeen bool
 	step      float64
 	loss      []model.LossPoint
 	// progress is the newest reported losses of the job's first worker,
@@ -241,10 +243,7 @@ func (s *Scheduler) Update(j *structs.Job) error {
 	// driver finishes it first.
 	e.aborts = 0
 	e.addPriors(added)
-	ps, workers := (&planner.Job{Job: j}).Bounds()
-	e.profile = slices.DeleteFunc(e.profile, func(c structs.Shape) bool {
-		return !workers.Contains(c.Workers) || j.Elastic.ParameterServers != nil && !ps.Contains(c.PS)
-	})
+	e.profile = slices.DeleteFunc(e.profile, func(c structs.Shape) bool { return !inBounds(j, c) })
 	e.lossDirty = true
 	s.changed = true
 	s.version++
@@ -992,14 +991,20 @@ func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, chan
 	e.current, e.held = running, held
 	switch {
 	case change == nil:
-	case change.Phase == structs.ChangeAborted && (e.aborts == 0 || change.Since != e.abortedAt):
+	case change.Phase == structs.ChangeAborted && (!e.abortSeen || change.Since != e.abortedAt):
 		e.aborts++
-		e.abortedAt = change.Since
+		e.abortedAt, e.abortSeen = change.Since, true
 		s.changed = true
 		s.version++
 	case change.Phase == structs.ChangeDone:
 		e.aborts = 0
 	}
+}
+
+// inBounds reports whether shape s is within job j's bounds.
+func inBounds(j *structs.Job, s structs.Shape) bool {
+	ps, workers := (&planner.Job{Job: j}).Bounds()
+	return workers.Contains(s.Workers) && (j.Elastic.ParameterServers == nil || ps.Contains(s.PS))
 }
 
 // holds returns the placement a job keeps whatever the algorithm says,
@@ -1009,8 +1014,8 @@ func (s *Scheduler) holds(e *entry, now int64) *structs.Placement {
 	if e.held != nil {
 		return e.held
 	}
-	if e.aborts == 0 || e.current == nil {
-		return nil
+	if e.aborts == 0 || e.current == nil || !inBounds(e.job, e.current.Shape()) {
+		return nil // nothing to keep, or what runs breaks the version's bounds
 	}
 	hold := s.opts.AbortHold << min(e.aborts-1, 4)
 	if now-e.abortedAt < int64(hold) {
@@ -1179,7 +1184,7 @@ func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (
 	e := &entry{job: j, speeds: map[structs.Shape]*mean{}, perf: map[perfKey]*perfMean{}}
 	e.profile = s.inPlace(e)
 	if had {
-		e.current, e.held, e.aborts, e.abortedAt = prev.current, prev.held, prev.aborts, prev.abortedAt
+		e.current, e.held, e.aborts, e.abortedAt, e.abortSeen = prev.current, prev.held, prev.aborts, prev.abortedAt, prev.abortSeen
 		e.usage, e.since = prev.usage, prev.since
 	}
 	s.jobs[key] = e

@@ -377,16 +377,32 @@ func TestScheduler_AbortHold(t *testing.T) {
 	must.NoError(t, err)
 	must.False(t, plan.Placements[1].Paused(), must.Sprint("a change that is done ends the hold"))
 
-	// A new version ends the hold: what ran of the last may break its
-	// bounds.
+	// A new version ends the hold, even when the abort is reported again.
 	abortAt(300 * time.Second)
-	lower := newJob("a")
-	lower.Elastic.Workers.Max, lower.Version = 2, 1
-	must.NoError(t, s.Update(lower))
+	v1 := newJob("a")
+	v1.Priority, v1.Version = 70, 1
+	must.NoError(t, s.Update(v1))
+	abortAt(300 * time.Second) // the same abort, reported again
 	plan, err = s.Plan(h.Nodes, int64(310*time.Second))
 	must.NoError(t, err)
-	must.LessEq(t, 2, plan.Placements[0].NumWorkers, must.Sprint("a new version is planned at once, within its bounds"))
+	must.False(t, plan.Placements[0].SameTasks(running), must.Sprint("a new version is planned at once; an abort counts once"))
 	must.Eq(t, 1, plan.Placements[0].JobVersion, must.Sprint("the placement names the version it was made for"))
+
+	lower := newJob("a")
+	lower.Elastic.Workers.Max, lower.Version = 2, 2
+	must.NoError(t, s.Update(lower))
+	plan, err = s.Plan(h.Nodes, int64(320*time.Second))
+	must.NoError(t, err)
+	must.LessEq(t, 2, plan.Placements[0].NumWorkers, must.Sprint("a new version is planned within its bounds"))
+
+	// A new leader's scheduler learns of the abort after the version: what
+	// runs breaks the version's bounds, so it is not held.
+	fresh := New(drf.New(), Options{ProfileConfigs: -1, AbortHold: time.Minute})
+	must.NoError(t, fresh.Register(lower))
+	fresh.Observe(running.Key(), running, &structs.Change{Target: smaller, Phase: structs.ChangeAborted, Since: int64(300 * time.Second)})
+	plan, err = fresh.Plan(h.Nodes, int64(310*time.Second))
+	must.NoError(t, err)
+	must.LessEq(t, 2, plan.Placements[0].NumWorkers, must.Sprint("held beyond the version's bounds"))
 }
 
 // TestScheduler_DecideOffThread: a round decided on another goroutine
