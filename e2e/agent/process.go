@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,18 +165,34 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// FreePorts returns n distinct free TCP ports on 127.0.0.1. The listeners are
-// held until all n are found, so no port is returned twice.
+// Test ports come from [freePortMin, freePortMax): below the kernel's
+// ephemeral range (32768–60999 by default), where the local end of any
+// connection a process opens could take a port between FreePorts and the
+// test's bind (it did: a server of a test cluster failed with "address
+// already in use" while other packages' tests ran), and below the dynamic
+// ports Nomad clients give tasks (20000–32000).
+const freePortMin, freePortMax = 10000, 20000
+
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free when
+// it looked (see freePortMin). The listeners are held until all n are
+// found, so no port is returned twice.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("find %d free ports in [%d, %d): %d found in %d tries", n, freePortMin, freePortMax, len(ports), tries)
+		}
+		port := freePortMin + rand.IntN(freePortMax-freePortMin)
+		if slices.Contains(ports, port) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			t.Fatalf("find a free port: %v", err)
+			continue // taken
 		}
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports
 }
