@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/api"
-	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/chromedp/chromedp"
 	"github.com/shoenig/test/must"
@@ -31,18 +30,9 @@ agent {
 // into the header's field is kept in the browser, sent with every read,
 // and every page then loads with no error.
 func TestBrowser_ACLs(t *testing.T) {
-	cluster := sim.DefaultConfig()
-	cluster.Nodes, cluster.GPUsPerNode = 2, 4
-	d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: 30})
-	d.Start()
-	t.Cleanup(d.Stop)
-	cfg := server.TestConfig(t, d)
-	cfg.ACL = server.ACLConfig{Enabled: true, ServerToken: "ui-test-server-token"}
-	s := server.TestServer(t, cfg)
-	waitLeader(t, s)
-
-	anon, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
-	must.NoError(t, err)
+	s, anon := startServer(t, 30, func(cfg *server.Config) {
+		cfg.ACL = server.ACLConfig{Enabled: true, ServerToken: "ui-test-server-token"}
+	})
 	boot, _, err := anon.ACL().Bootstrap(nil)
 	must.NoError(t, err)
 	mgmt, err := api.NewClient(&api.Config{Address: s.HTTPAddr(), Token: boot.SecretID})

@@ -34,30 +34,29 @@ func chromiumPath() string {
 }
 
 // startServer starts a server with a 4 × 4-GPU simulated cluster running
-// speed times faster than the wall clock, and waits for it to lead.
-func startServer(t *testing.T, speed float64) (*server.Server, *api.Client) {
+// speed times faster than the wall clock, its config changed by configure,
+// and waits for it to lead. The client it returns sends no token.
+func startServer(t *testing.T, speed float64, configure ...func(*server.Config)) (*server.Server, *api.Client) {
 	t.Helper()
 	cluster := sim.DefaultConfig()
 	cluster.Nodes, cluster.GPUsPerNode = 4, 4
 	d := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: speed})
 	d.Start()
 	t.Cleanup(d.Stop)
-	s := server.TestServer(t, server.TestConfig(t, d))
-	waitLeader(t, s)
-	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
-	must.NoError(t, err)
-	return s, c
-}
-
-// waitLeader waits for s to lead.
-func waitLeader(t *testing.T, s *server.Server) {
-	t.Helper()
+	cfg := server.TestConfig(t, d)
+	for _, f := range configure {
+		f(&cfg)
+	}
+	s := server.TestServer(t, cfg)
 	agent.WaitFor(t, 10*time.Second, "the server to lead", func() error {
 		if !s.IsLeader() {
 			return errors.New("not the leader")
 		}
 		return nil
 	})
+	c, err := api.NewClient(&api.Config{Address: s.HTTPAddr()})
+	must.NoError(t, err)
+	return s, c
 }
 
 // register submits the example jobspec file as a job.
