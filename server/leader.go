@@ -1090,8 +1090,8 @@ func (l *leader) stale(p *planning) string {
 	case p.nodesVersion != l.nodesVersion:
 		return "nodes changed while planning"
 	case state.IndexOf(l.s.State().Txn(), state.TableJobs) != l.jobsIndex:
-		// A version registered since this step synced the jobs: the
-		// plan would run it at a placement made for the last.
+		// A job registered, updated or stopped since this step synced
+		// the jobs, which the plan does not know of.
 		return "jobs changed since the step began"
 	}
 	return ""
