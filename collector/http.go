@@ -109,7 +109,7 @@ func (c *Collector) report(w http.ResponseWriter, r *http.Request) (any, error) 
 		if errors.As(err, &tooBig) {
 			err = fmt.Errorf("request body is larger than %d bytes: %w", tooBig.Limit, err)
 		} else {
-			err = badRequest("request body is not a JSON report {\"samples\": [...]}: %v", err)
+			err = badRequest("request body is not a JSON report {\"Samples\": [...]}: %v", err)
 		}
 	case !atEOF(dec):
 		err = badRequest("request body has data after its JSON value")

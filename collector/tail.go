@@ -179,8 +179,8 @@ func parseLine(line []byte) ([]structs.Sample, error) {
 	}
 	if raw := bytes.TrimSpace(samples); len(raw) > 0 && raw[0] == '[' {
 		var req structs.ReportRequest
-		if err := decodeStrict(line, &req); err != nil {
-			return nil, fmt.Errorf("line is not a report {\"samples\": [...]}: %w", err)
+		if err := json.Unmarshal(line, &req); err != nil { // strict: ReportRequest.UnmarshalJSON
+			return nil, fmt.Errorf("line is not a report {\"Samples\": [...]}: %w", err)
 		}
 		return req.Samples, nil
 	}
@@ -189,13 +189,6 @@ func parseLine(line []byte) ([]structs.Sample, error) {
 		return nil, fmt.Errorf("line is not a sample: %w", err)
 	}
 	return []structs.Sample{s}, nil
-}
-
-// decodeStrict decodes one JSON value, rejecting unknown fields.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // sleep waits for d, and returns false if ctx ended first.
