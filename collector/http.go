@@ -99,9 +99,8 @@ func (c *Collector) report(w http.ResponseWriter, r *http.Request) (any, error) 
 		c.rejected.Add(1)
 		return nil, fmt.Errorf("request body of %d bytes is larger than %d bytes: %w", r.ContentLength, MaxBodyBytes, &http.MaxBytesError{Limit: MaxBodyBytes})
 	}
-	var req structs.ReportRequest
+	var req structs.ReportRequest // strict: ReportRequest.UnmarshalJSON
 	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
 	err := dec.Decode(&req)
 	switch {
 	case err != nil:
