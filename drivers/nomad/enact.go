@@ -135,7 +135,7 @@ func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Plac
 		return c
 	case nj.running() && nj.stub.Meta[metaPlacement] == fp && !d.batchMoved(job, nj, p.Batch):
 		return nil // already runs it, at a batch near enough
-	case nj != nil && !nj.stub.Stop && nj.stub.Meta[metaPlacement] == fp:
+	case nj != nil && !nj.stub.Stop && !nj.running() && nj.stub.Meta[metaPlacement] == fp:
 		return nil // finished; Status reports how
 	}
 	return c

@@ -448,3 +448,27 @@ func TestBatchMoved(t *testing.T) {
 	d.cfg.BatchRestartRatio = 1
 	must.True(t, d.batchMoved(job, running("1024/128/0"), &structs.Batch{Global: 1032, Local: 129}), must.Sprint("ratio 1: any change"))
 }
+
+// TestChangeFor_BatchAlone: a running job whose placement Nomad already
+// runs is changed for a batch alone only when the batch moved by
+// BatchRestartRatio or more; a finished one is left as it ended.
+func TestChangeFor_BatchAlone(t *testing.T) {
+	job := resnet(t)
+	p := placement()
+	d := &Driver{jobs: map[structs.JobKey]*jobState{}}
+	d.cfg.setDefaults()
+	runs := func(status string) *nomadJob {
+		return &nomadJob{stub: &api.JobListStub{Status: status, Meta: map[string]string{
+			metaPlacement: Fingerprint(job, p), metaBatch: "1024/128/0"}}}
+	}
+	at := func(global, local int) *structs.Placement {
+		q := p.Copy()
+		q.Batch = &structs.Batch{Global: global, Local: local}
+		return q
+	}
+	must.Nil(t, d.changeFor(job.Key(), job, at(1152, 144), runs("running")), must.Sprint("a small drift waits"))
+	c := d.changeFor(job.Key(), job, at(2048, 256), runs("running"))
+	must.NotNil(t, c, must.Sprint("a batch doubled restarts the job"))
+	must.True(t, c.checkpoint)
+	must.Nil(t, d.changeFor(job.Key(), job, at(2048, 256), runs("dead")), must.Sprint("a finished job stays finished"))
+}
