@@ -37,13 +37,15 @@ var (
 // New returns goodput-las with its defaults.
 func New() planner.Algorithm {
 	g := &GoodputLAS{scale: DefaultServiceScale.Seconds()}
-	g.inner = pollux.NewWithOptions(g.options())
+	g.inner = pollux.NewWithOptions(g.options(false))
 	return g
 }
 
-func (g *GoodputLAS) options() pollux.Options {
+// options are Pollux's hooks for g, in arrival order or by service. The
+// weight reads g.scale when it runs.
+func (g *GoodputLAS) options(arrival bool) pollux.Options {
 	o := pollux.Options{Weight: g.weight, Order: byService}
-	if g.arrival {
+	if arrival {
 		o.Order = nil
 	}
 	return o
@@ -92,11 +94,9 @@ func (g *GoodputLAS) SetConfig(options map[string]string) error {
 			rest[k] = v
 		}
 	}
-	// The hooks read g.scale when they run, so the new inner policy
-	// takes the new scale once it is set.
-	next := *g
-	next.arrival = arrival
-	inner := pollux.NewWithOptions(next.options())
+	// The hooks are g's, so the new inner policy takes the new scale once
+	// it is set below.
+	inner := pollux.NewWithOptions(g.options(arrival))
 	if err := inner.SetConfig(rest); err != nil {
 		errs = append(errs, err)
 	}

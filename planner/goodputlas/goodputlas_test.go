@@ -72,4 +72,9 @@ func TestGoodputLAS_SetConfig(t *testing.T) {
 	must.ErrorContains(t, g.SetConfig(map[string]string{"bogus": "1"}), "bogus")
 	must.Eq(t, 4*3600.0, g.scale, must.Sprint("a refused configuration changes nothing"))
 	must.Eq(t, 0.5, g.weight(&planner.Job{AttainedService: 4 * 3600}))
+
+	// The policy that plans weighs by the scale set, from the first call.
+	fresh := New().(*GoodputLAS)
+	must.NoError(t, fresh.SetConfig(map[string]string{"service_scale": "1h"}))
+	must.Eq(t, 0.5, fresh.inner.WeightOf(&planner.Job{AttainedService: 3600}))
 }

@@ -89,3 +89,12 @@ func BenchmarkRound(b *testing.B, alg planner.Algorithm, nodes, jobs int) {
 		}
 	}
 }
+
+// WeightOf is the weight p gives job j in its mean (1 without a Weight
+// hook), for the tests of policies built on Pollux's hooks.
+func (p *Pollux) WeightOf(j *planner.Job) float64 {
+	if p.opts.Weight == nil {
+		return 1
+	}
+	return p.opts.Weight(j)
+}
