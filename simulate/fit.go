@@ -25,20 +25,16 @@ var fitChecks = map[string]func(*sim.Workload) string{
 		}
 		return "dlrover sizes only roles whose cpu or memory is a range, and no job of the workload has one: it runs every job at its minimum"
 	},
-	"pollux":      needBatchBounds("pollux"),
-	"goodput-las": needBatchBounds("goodput-las"),
 }
 
-// needBatchBounds is the check of a BatchPolicies policy: some job must
+// batchBounds is the check of every BatchPolicies policy: some job must
 // have batch bounds, its own or the Pollux artifact's (sim.Arrival.Adaptive).
-func needBatchBounds(name string) func(*sim.Workload) string {
-	return func(wl *sim.Workload) string {
-		if slices.ContainsFunc(wl.Arrivals, func(a sim.Arrival) bool { return a.Adaptive != nil }) ||
-			anyJob(wl, func(j *structs.Job) bool { return j.Training != nil && j.Training.BatchSize != nil }) {
-			return ""
-		}
-		return name + " adapts batch sizes only for jobs with training { batch_size { … } } bounds, or a Pollux model's jobs, and the workload has neither"
+func batchBounds(name string, wl *sim.Workload) string {
+	if slices.ContainsFunc(wl.Arrivals, func(a sim.Arrival) bool { return a.Adaptive != nil }) ||
+		anyJob(wl, func(j *structs.Job) bool { return j.Training != nil && j.Training.BatchSize != nil }) {
+		return ""
 	}
+	return name + " adapts batch sizes only for jobs with training { batch_size { … } } bounds, or a Pollux model's jobs, and the workload has neither"
 }
 
 // Fit returns a warning when a policy does not fit a workload: it lacks
@@ -46,6 +42,9 @@ func needBatchBounds(name string) func(*sim.Workload) string {
 // "" when it fits, or the policy has no requirement.
 func Fit(policy string, wl *sim.Workload) string {
 	name, _, _ := strings.Cut(policy, "+")
+	if BatchPolicies[name] {
+		return batchBounds(name, wl)
+	}
 	if check, ok := fitChecks[name]; ok {
 		return check(wl)
 	}

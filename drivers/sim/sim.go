@@ -144,7 +144,8 @@ type JobResult struct {
 	// placement, with the speed its ground truth gives each.
 	Speeds []SpeedPoint
 	// Batches are the batches an adaptive job was given, in time order
-	// (structs.Placement.Batch); nil for a job whose batch never changed.
+	// (structs.Placement.Batch), the first decision's included; nil for a
+	// job never given one.
 	Batches []BatchPoint
 }
 
@@ -404,12 +405,11 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 			// A new batch alone moves no task and restarts nothing.
 			if j.running() {
 				j.placement = p
-				j.rebatch(p, s.now)
 			}
-			continue
+		} else {
+			changed = true
+			s.place(j, p)
 		}
-		changed = true
-		s.place(j, p)
 		if j.running() {
 			j.rebatch(p, s.now)
 		}

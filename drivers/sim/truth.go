@@ -52,7 +52,8 @@ func NewPolluxTruth(p *Profile, batch float64) *PolluxTruth {
 	return t
 }
 
-// StepTime is the step's time by Profile.Iteration. Beyond the most
+// StepTime is the step's time by Iteration, at the batch split last
+// decided (Profile.IterationAt). Beyond the most
 // replicas ever measured a job gets no faster: its step takes what it takes
 // on that many, as many to a node as its fullest node holds
 // (interpolating at the smaller per-GPU batch of more replicas would
