@@ -5,7 +5,7 @@
 // from the sources with the versions package-lock.json pins (`make lint`
 // checks that the committed dist/ is what the sources build).
 //
-// Every agent serves it at /ui/ (server/http.go registers Handler); it
+// Every agent serves it at /ui/ (server/http_endpoints.go registers Handler); it
 // reads only the public HTTP API, with the ACL token the user gives it.
 // See README.md for the pages and the browser tests.
 package ui
