@@ -29,6 +29,20 @@ func (g GradStats) add(o GradStats) GradStats {
 	return GradStats{MicroSqr: g.MicroSqr + o.MicroSqr, MeanSqr: g.MeanSqr + o.MeanSqr, Micro: o.Micro}
 }
 
+// wholeStats adds the stats of every server's slice of one step; zero
+// when a server has none, since the others' do not make the whole
+// gradient's.
+func wholeStats(replies []PullReply) GradStats {
+	var sum GradStats
+	for _, r := range replies {
+		if r.Stats.Micro == 0 {
+			return GradStats{}
+		}
+		sum = sum.add(r.Stats)
+	}
+	return sum
+}
+
 // noise estimates, from one step's stats over the whole gradient, the
 // squared norm of the true gradient (sqr) and the variance of the
 // gradient averaged over the step's batch (variance: the trace of its

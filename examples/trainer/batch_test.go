@@ -194,3 +194,13 @@ func TestTrainerAdaptiveBatch(t *testing.T) {
 	must.NoError(t, later.Validate())
 	t.Logf("at batch %d: grad_sqr %.4g, grad_var %.4g, noise scale %.1f", later.BatchSize, later.GradSqr, later.GradVar, later.GradVar*float64(later.BatchSize)/later.GradSqr)
 }
+
+// TestWholeStats: the servers' slices add up; one server without stats,
+// wherever it is, leaves the step without any.
+func TestWholeStats(t *testing.T) {
+	a := GradStats{MicroSqr: 1, MeanSqr: 2, Micro: 4}
+	b := GradStats{MicroSqr: 3, MeanSqr: 5, Micro: 4}
+	must.Eq(t, GradStats{MicroSqr: 4, MeanSqr: 7, Micro: 4}, wholeStats([]PullReply{{Stats: a}, {Stats: b}}))
+	must.Eq(t, GradStats{}, wholeStats([]PullReply{{}, {Stats: b}}), must.Sprint("the first server has none"))
+	must.Eq(t, GradStats{}, wholeStats([]PullReply{{Stats: a}, {}}))
+}

@@ -367,17 +367,10 @@ func (w *worker) pullAll(ctx context.Context, version int64, params []float64, p
 			version = hi
 			continue
 		}
-		w.pulled = GradStats{}
 		for i, p := range w.ps {
 			copy(params[p.offset:p.offset+p.length], replies[i].Params)
-			w.pulled = w.pulled.add(replies[i].Stats)
-			if replies[i].Stats.Micro == 0 {
-				w.pulled.Micro = 0
-			}
 		}
-		if w.pulled.Micro == 0 {
-			w.pulled = GradStats{}
-		}
+		w.pulled = wholeStats(replies)
 		return lo, nil
 	}
 }
