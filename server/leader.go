@@ -594,7 +594,7 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 // same tasks run, at the same batch, and the change is at the same phase
 // of the same target.
 func sameObserved(a, b *structs.Observed) bool {
-	if !a.Placement.SameTasks(b.Placement) || !runningBatch(a).Equal(runningBatch(b)) || (a.Change == nil) != (b.Change == nil) {
+	if !a.Placement.SameRun(b.Placement) || (a.Change == nil) != (b.Change == nil) {
 		return false
 	}
 	if a.Change == nil {
@@ -602,15 +602,6 @@ func sameObserved(a, b *structs.Observed) bool {
 	}
 	x, y := a.Change, b.Change
 	return x.Phase == y.Phase && x.PlanIndex == y.PlanIndex && x.Message == y.Message && x.Target.SameTasks(y.Target)
-}
-
-// runningBatch is the batch an observed job's tasks run at, nil when the
-// driver does not say.
-func runningBatch(o *structs.Observed) *structs.Batch {
-	if o.Placement == nil {
-		return nil
-	}
-	return o.Placement.Batch
 }
 
 // syncDeclared runs the jobs declared in the cluster (see Discoverer) as
@@ -957,7 +948,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 	}
 	req := &fsm.DecisionApplyRequest{Algorithm: plan.Algorithm, Time: plan.CreateTime}
 	for _, p := range plan.Placements {
-		if prev := l.desired[p.Key()]; prev == nil || !prev.SameTasks(p) || !prev.Batch.Equal(p.Batch) || p.Paused() && prev.Reason != p.Reason ||
+		if prev := l.desired[p.Key()]; prev == nil || !prev.SameRun(p) || p.Paused() && prev.Reason != p.Reason ||
 			prev.JobVersion != p.JobVersion || l.updated[p.Key()] {
 			req.Placements = append(req.Placements, p)
 		}

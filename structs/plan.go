@@ -164,6 +164,18 @@ func (p *Placement) SameTasks(o *Placement) bool {
 		slices.EqualFunc(p.Nodes, o.Nodes, func(a, b *NodeTasks) bool { return *a == *b })
 }
 
+// SameRun reports whether two placements run the same tasks (SameTasks) at
+// the same batch; nil runs no task, at no batch.
+func (p *Placement) SameRun(o *Placement) bool {
+	batch := func(p *Placement) *Batch {
+		if p == nil {
+			return nil
+		}
+		return p.Batch
+	}
+	return p.SameTasks(o) && batch(p).Equal(batch(o))
+}
+
 // Validate checks that the per-node counts add up to the totals, that no
 // count or size is negative, that sizes are set only for a role an entry
 // runs, and that no node appears twice with the same sizes. Whether the placement

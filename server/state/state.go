@@ -340,7 +340,7 @@ func (s *Store) ApplyDecision(index uint64, now int64, algorithm string, placeme
 			if err != nil {
 				return err
 			}
-			if prev != nil && prev.Placement.SameTasks(pl) && prev.Placement.Batch.Equal(pl.Batch) && prev.Placement.Reason == pl.Reason {
+			if prev != nil && prev.Placement.SameRun(pl) && prev.Placement.Reason == pl.Reason {
 				continue
 			}
 			row := &structs.JobPlacement{Namespace: job.Namespace, JobID: job.ID, PlanIndex: index, Time: now, Algorithm: algorithm, Placement: pl.Copy()}
