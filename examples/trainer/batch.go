@@ -1,6 +1,10 @@
 package main
 
-import "math"
+import (
+	"math"
+
+	"github.com/caravan-sched/caravan/planner/goodput"
+)
 
 // Adaptive batches (README, "Batch sizes and the learning rate"). A step
 // of a sync job is computed in microbatches: each worker's passes (its
@@ -90,7 +94,7 @@ func (n *gradNoise) observe(g GradStats, batch, ref int) {
 	}
 	a := noiseSmoothing
 	n.sqr = (1-a)*n.sqr + a*sqr
-	n.varRef = (1-a)*n.varRef + a*variance*float64(batch)/float64(ref)
+	n.varRef = (1-a)*n.varRef + a*goodput.AtReference(sqr, variance, batch, ref).Var
 	n.weight = (1-a)*n.weight + a
 }
 
@@ -115,11 +119,12 @@ func (n *gradNoise) estimates(batch, ref int) (sqr, variance float64, ok bool) {
 //	r = (σ² + μ²) / (σ²/scale + μ²)
 //
 // with σ² the variance at the reference batch and μ² the squared norm of
-// the true gradient (Johnson et al., "AdaScale SGD", ICML 2020; Pollux's
-// statistical efficiency is r/scale). The learning rate is the reference
-// one times r: between 1 (no noise, a larger batch gains nothing) and
-// scale (all noise, the linear scaling rule). Without usable estimates r
-// is 1, as it is at scale 1.
+// the true gradient (Johnson et al., "AdaScale SGD", ICML 2020). Pollux's
+// statistical efficiency is r/scale, so r is computed as the scheduler's
+// efficiency (goodput.GradParams.Efficiency) times scale. The learning
+// rate is the reference one times r: between 1 (no noise, a larger batch
+// gains nothing) and scale (all noise, the linear scaling rule). Without
+// usable estimates r is 1, as it is at scale 1.
 func (n *gradNoise) gain(batch, ref int) float64 {
 	if batch == ref || ref <= 0 {
 		return 1
@@ -129,7 +134,7 @@ func (n *gradNoise) gain(batch, ref int) float64 {
 	if !ok {
 		return 1
 	}
-	r := (variance + sqr) / (variance/scale + sqr)
+	r := goodput.GradParams{Sqr: sqr, Var: variance}.Efficiency(float64(batch), ref) * scale
 	lo, hi := min(1, scale), max(1, scale)
 	return min(max(r, lo), hi)
 }
