@@ -93,6 +93,7 @@ func badInputs(t *testing.T) []badInput {
 		{name: "json stray bracket", path: "/v1/report", body: `{"Samples": [{"job_id": "demo", "step": 1, "loss": 1}]}]`, want: "after its JSON value"},
 		{name: "json deep arrays", path: "/v1/jobs", body: `{"Job": {"Meta": ` + strings.Repeat("[", 200_000) + `}}`, want: "not valid JSON"},
 		{name: "json deep objects", path: "/v1/report", body: strings.Repeat(`{"a":`, 100_000), want: "not valid JSON"},
+		{name: "json deep driver config", path: "/v1/jobs", body: deepConfigJob(1100), want: "maximum decoding depth exceeded"},
 		{name: "json both job and hcl", path: "/v1/jobs", body: `{"Job": {"ID": "x"}, "JobHCL": "job \"x\" {}"}`, want: "either Job or JobHCL"},
 		{name: "json job with Nomad", path: "/v1/jobs", body: `{"Job": {"ID": "x", "Nomad": {"Groups": {"worker": "w"}}}}`, want: "Job.Nomad"},
 		{name: "json job empty", path: "/v1/jobs", body: `{"Job": {}}`, want: "invalid job"},
@@ -155,6 +156,14 @@ func badInputs(t *testing.T) []badInput {
 		}
 	}
 	return cases
+}
+
+// deepConfigJob is a JSON job whose worker's driver config nests depth
+// objects: JSON decodes it, msgpack's decoder (the FSM's) refuses it.
+func deepConfigJob(depth int) string {
+	return `{"Job":{"ID":"deep","Training":{"GlobalBatchSize":8,"StepsPerEpoch":1000},"Elastic":{"Workers":{"Min":1,"Max":1}},` +
+		`"Worker":{"Driver":"docker","Config":{"x":` + strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth) +
+		`},"Resources":{"CPU":20,"MemoryMB":32}}}}`
 }
 
 func manyMeta(n int) string {

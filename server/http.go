@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -190,6 +191,8 @@ func errorCode(err error) int {
 		return coded.Code
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, fsm.ErrTooComplex):
+		return http.StatusBadRequest
 	case errors.Is(err, state.ErrJobNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, state.ErrJobExists), errors.Is(err, state.ErrJobElsewhere):

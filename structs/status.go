@@ -67,6 +67,10 @@ const (
 	EventHotPSReplaced     = "HotPSReplaced"
 	EventStragglerReplaced = "StragglerReplaced"
 	EventTaskOOMKilled     = "TaskOOMKilled"
+	// EventEntrySkipped: a Raft log entry could not be applied (it did
+	// not decode, or applying it failed) and was skipped on every server;
+	// its details name the entry's Index and Type.
+	EventEntrySkipped = "EntrySkipped"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

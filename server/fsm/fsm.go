@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 )
@@ -19,9 +21,8 @@ import (
 // concurrent use: Raft calls Apply, Snapshot and Restore from its own
 // goroutines while readers use State.
 type FSM struct {
-	state   atomic.Pointer[state.Store]
-	log     hclog.Logger
-	handler map[MessageType]func(index uint64, buf []byte) any
+	state atomic.Pointer[state.Store]
+	log   hclog.Logger
 	// applied, when set, is called after each entry is applied with its
 	// type, without blocking; the leader uses it to wake up.
 	applied func(MessageType)
@@ -38,56 +39,67 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 	}
 	f := &FSM{log: logger.Named("fsm"), applied: applied}
 	f.state.Store(s)
-	f.handler = map[MessageType]func(uint64, []byte) any{
-		JobRegisterType: handle(func(i uint64, r *JobRegisterRequest) any { return registerJob(f.State(), i, r) }),
-		JobStopType: handle(func(i uint64, r *JobStopRequest) any {
-			return f.State().StopJob(i, r.Time, r.Namespace, r.JobID, r.Purge)
-		}),
-		JobStatusType: handle(func(i uint64, r *JobStatusRequest) any {
-			return f.State().UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description)
-		}),
-		PlanApplyType: handle(func(i uint64, r *PlanApplyRequest) any { return f.State().ApplyPlan(i, r.Plan, r.Models) }),
-		DecisionApplyType: handle(func(i uint64, r *DecisionApplyRequest) any {
-			return f.State().ApplyDecision(i, r.Time, r.Algorithm, r.Placements, r.Models)
-		}),
-		ObservedUpsertType: handle(func(i uint64, r *ObservedUpsertRequest) any {
-			return f.State().UpsertObserved(i, r.Time, r.Observed)
-		}),
-		UsageUpsertType: handle(func(i uint64, r *UsageUpsertRequest) any {
-			return f.State().UpsertUsage(i, r.Time, r.Usage)
-		}),
-		SampleBatchType:  handle(func(i uint64, r *SampleBatchRequest) any { return appendSamples(f.State(), i, r) }),
-		NodesReplaceType: handle(func(i uint64, r *NodesReplaceRequest) any { return f.State().ReplaceNodes(i, r.Nodes) }),
-		SchedulerConfigType: handle(func(i uint64, r *SchedulerConfigRequest) any {
-			return f.State().SetSchedulerConfig(i, r.Time, r.Config)
-		}),
-		MemberUpsertType: handle(func(i uint64, r *MemberUpsertRequest) any { return f.State().UpsertMember(i, r.Member) }),
-		MemberDeleteType: handle(func(i uint64, r *MemberDeleteRequest) any { return f.State().DeleteMember(i, r.ID) }),
-		EventAppendType:  handle(func(i uint64, r *EventAppendRequest) any { return f.State().AppendEvent(i, r.Event) }),
-		ACLBootstrapType: handle(func(i uint64, r *ACLBootstrapRequest) any {
-			return f.State().BootstrapACL(i, r.Time, r.Token, r.ReportKey)
-		}),
-		ACLPolicyUpsertType: handle(func(i uint64, r *ACLPolicyUpsertRequest) any {
-			return f.State().UpsertACLPolicies(i, r.Policies)
-		}),
-		ACLPolicyDeleteType: handle(func(i uint64, r *ACLPolicyDeleteRequest) any { return f.State().DeleteACLPolicies(i, r.Names) }),
-		ACLTokenUpsertType:  handle(func(i uint64, r *ACLTokenUpsertRequest) any { return f.State().UpsertACLTokens(i, r.Tokens) }),
-		ACLTokenDeleteType:  handle(func(i uint64, r *ACLTokenDeleteRequest) any { return f.State().DeleteACLTokens(i, r.AccessorIDs) }),
-	}
 	return f, nil
 }
 
-// handle adapts a typed handler to the dispatch table: it decodes the
-// request and panics on an entry that does not decode, since a log entry
-// every server has accepted must apply the same way on every server.
-func handle[R any](fn func(index uint64, req *R) any) func(uint64, []byte) any {
-	return func(index uint64, buf []byte) any {
-		req := new(R)
-		if err := decode(buf, req); err != nil {
-			panic(fmt.Errorf("decode %T at index %d: %w", req, index, err))
-		}
-		return fn(index, req)
+// command is a message type's entry in the dispatch table: the request
+// its entries decode into, and how to apply one.
+type command struct {
+	newRequest func() any
+	apply      func(s *state.Store, index uint64, req any) any
+}
+
+// commands is the dispatch table, filled by register. Encode decodes
+// through it too, so that what a server accepts is what Apply can decode.
+var commands = map[MessageType]command{}
+
+// register adds message type t, whose entries decode into an *R, to the
+// dispatch table.
+func register[R any](t MessageType, apply func(s *state.Store, index uint64, req *R) any) {
+	if _, dup := commands[t]; dup {
+		panic(fmt.Sprintf("fsm: message type %s registered twice", t))
 	}
+	commands[t] = command{
+		newRequest: func() any { return new(R) },
+		apply:      func(s *state.Store, index uint64, req any) any { return apply(s, index, req.(*R)) },
+	}
+}
+
+func init() {
+	register(JobRegisterType, registerJob)
+	register(JobStopType, func(s *state.Store, i uint64, r *JobStopRequest) any {
+		return s.StopJob(i, r.Time, r.Namespace, r.JobID, r.Purge)
+	})
+	register(JobStatusType, func(s *state.Store, i uint64, r *JobStatusRequest) any {
+		return s.UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description)
+	})
+	register(PlanApplyType, func(s *state.Store, i uint64, r *PlanApplyRequest) any { return s.ApplyPlan(i, r.Plan, r.Models) })
+	register(DecisionApplyType, func(s *state.Store, i uint64, r *DecisionApplyRequest) any {
+		return s.ApplyDecision(i, r.Time, r.Algorithm, r.Placements, r.Models)
+	})
+	register(ObservedUpsertType, func(s *state.Store, i uint64, r *ObservedUpsertRequest) any {
+		return s.UpsertObserved(i, r.Time, r.Observed)
+	})
+	register(UsageUpsertType, func(s *state.Store, i uint64, r *UsageUpsertRequest) any { return s.UpsertUsage(i, r.Time, r.Usage) })
+	register(SampleBatchType, appendSamples)
+	register(NodesReplaceType, func(s *state.Store, i uint64, r *NodesReplaceRequest) any { return s.ReplaceNodes(i, r.Nodes) })
+	register(SchedulerConfigType, func(s *state.Store, i uint64, r *SchedulerConfigRequest) any {
+		return s.SetSchedulerConfig(i, r.Time, r.Config)
+	})
+	register(MemberUpsertType, func(s *state.Store, i uint64, r *MemberUpsertRequest) any { return s.UpsertMember(i, r.Member) })
+	register(MemberDeleteType, func(s *state.Store, i uint64, r *MemberDeleteRequest) any { return s.DeleteMember(i, r.ID) })
+	register(EventAppendType, func(s *state.Store, i uint64, r *EventAppendRequest) any { return s.AppendEvent(i, r.Event) })
+	register(ACLBootstrapType, func(s *state.Store, i uint64, r *ACLBootstrapRequest) any {
+		return s.BootstrapACL(i, r.Time, r.Token, r.ReportKey)
+	})
+	register(ACLPolicyUpsertType, func(s *state.Store, i uint64, r *ACLPolicyUpsertRequest) any {
+		return s.UpsertACLPolicies(i, r.Policies)
+	})
+	register(ACLPolicyDeleteType, func(s *state.Store, i uint64, r *ACLPolicyDeleteRequest) any { return s.DeleteACLPolicies(i, r.Names) })
+	register(ACLTokenUpsertType, func(s *state.Store, i uint64, r *ACLTokenUpsertRequest) any { return s.UpsertACLTokens(i, r.Tokens) })
+	register(ACLTokenDeleteType, func(s *state.Store, i uint64, r *ACLTokenDeleteRequest) any {
+		return s.DeleteACLTokens(i, r.AccessorIDs)
+	})
 }
 
 // JobRegisterResponse is what applying a job registration returns: the
@@ -124,11 +136,20 @@ func appendSamples(s *state.Store, index uint64, r *SampleBatchRequest) any {
 func (f *FSM) State() *state.Store { return f.state.Load() }
 
 // Apply applies one log entry and returns the handler's result: nil, an
-// error the request's sender sees, or a typed response. An entry of a type
-// this server does not know is skipped, returning nil and changing
-// nothing, when the type carries IgnoreUnknownTypeFlag (a warning is
-// logged once per type); otherwise it panics, since the server cannot
-// follow the log.
+// error the request's sender sees, or a typed response.
+//
+// An entry of a known type that does not decode, or whose handler panics,
+// is skipped on every server alike: nothing of it is applied, an error is
+// logged, the counter fsm.skipped counts it and an EntrySkipped event
+// records it, and Apply returns an error wrapping ErrSkipped. The receiving
+// server checks every request against the same decoder before committing it
+// (Encode), so only entries written by an earlier version can be skipped;
+// a poisoned entry in the log no longer stops the servers that replay it.
+//
+// An entry of a type this server does not know is skipped, returning nil
+// and changing nothing, when the type carries IgnoreUnknownTypeFlag (a
+// warning is logged once per type); otherwise it panics, since the server
+// cannot follow the log and must be upgraded.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand || len(l.Data) == 0 {
 		return nil
@@ -136,7 +157,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	t := MessageType(l.Data[0])
 	ignoreUnknown := t&IgnoreUnknownTypeFlag != 0
 	t &^= IgnoreUnknownTypeFlag
-	h, ok := f.handler[t]
+	cmd, ok := commands[t]
 	if !ok {
 		if !ignoreUnknown {
 			panic(fmt.Errorf("unknown message type %d at index %d", t, l.Index))
@@ -146,7 +167,14 @@ func (f *FSM) Apply(l *raft.Log) any {
 		}
 		return nil
 	}
-	res := h(l.Index, l.Data[1:])
+	req := cmd.newRequest()
+	if err := decode(l.Data[1:], req); err != nil {
+		return f.skip(l, t, fmt.Errorf("decode: %w", err))
+	}
+	res, err := safeApply(cmd, f.State(), l.Index, req)
+	if err != nil {
+		return f.skip(l, t, err)
+	}
 	if err, ok := res.(error); ok {
 		f.log.Debug("entry rejected", "type", t, "index", l.Index, "error", err)
 	}
@@ -154,6 +182,43 @@ func (f *FSM) Apply(l *raft.Log) any {
 		f.applied(t)
 	}
 	return res
+}
+
+// safeApply applies req, turning a panic of its handler into an error. The
+// handler's write transaction is aborted by its deferred Abort, so nothing
+// of a panicking entry is applied.
+func safeApply(cmd command, s *state.Store, index uint64, req any) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("apply panicked: %v", r)
+		}
+	}()
+	return cmd.apply(s, index, req), nil
+}
+
+// skip records entry l of type t, which cannot be applied for cause, as
+// skipped: an error log, a counter and an event, the same on every server
+// (the event's time is the leader's append time, carried in the log).
+func (f *FSM) skip(l *raft.Log, t MessageType, cause error) error {
+	err := fmt.Errorf("%w: %s entry at index %d: %w", ErrSkipped, t, l.Index, cause)
+	f.log.Error("skipped a log entry that cannot be applied", "type", t, "index", l.Index, "error", cause)
+	metrics.IncrCounterWithLabels([]string{"fsm", "skipped"}, 1, []metrics.Label{{Name: "type", Value: t.String()}})
+	var at int64
+	if !l.AppendedAt.IsZero() {
+		at = l.AppendedAt.UnixNano()
+	}
+	ev := &structs.Event{
+		Time: at, Type: structs.EventEntrySkipped,
+		Message: fmt.Sprintf("skipped the %s log entry at index %d: %v", t, l.Index, cause),
+		Details: map[string]string{"Index": strconv.FormatUint(l.Index, 10), "Type": t.String()},
+	}
+	if aerr := f.State().AppendEvent(l.Index, ev); aerr != nil {
+		f.log.Error("cannot record a skipped entry", "index", l.Index, "error", aerr)
+	}
+	if f.applied != nil {
+		f.applied(EventAppendType)
+	}
+	return err
 }
 
 // Snapshot captures the store as it is now. It returns at once; the rows

@@ -8,10 +8,12 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 	"github.com/shoenig/test/must"
 )
@@ -32,6 +34,13 @@ func newTestFSM(t *testing.T) *testFSM {
 func (f *testFSM) apply(typ MessageType, req any) any {
 	f.t.Helper()
 	buf, err := Encode(typ, req)
+	if _, known := commands[typ&^IgnoreUnknownTypeFlag]; !known {
+		// An entry of a newer version's type: Encode knows no such type.
+		var b bytes.Buffer
+		b.WriteByte(byte(typ))
+		buf, err = nil, codec.NewEncoder(&b, structs.MsgpackHandle).Encode(req)
+		buf = b.Bytes()
+	}
 	must.NoError(f.t, err)
 	f.index++
 	return f.Apply(&raft.Log{Index: f.index, Type: raft.LogCommand, Data: buf})
@@ -333,10 +342,80 @@ func TestFSM_RejectsWithoutChange(t *testing.T) {
 	must.Eq(t, structs.JobStatusPending, versions[0].Status)
 }
 
-func TestFSM_UndecodableEntryPanics(t *testing.T) {
-	f := newTestFSM(t)
-	defer func() { must.NotNil(t, recover()) }()
-	f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{byte(JobRegisterType), 0xc1}})
+// deepConfig returns a driver config nesting depth maps.
+func deepConfig(depth int) map[string]any {
+	v := map[string]any{"a": 1}
+	for range depth - 1 {
+		v = map[string]any{"a": v}
+	}
+	return v
+}
+
+// TestEncode_RefusesWhatCannotBeApplied: a request the FSM's decoder would
+// refuse (a driver config nesting beyond msgpack's maximum depth) is
+// refused when encoded, before anything reaches the log; one just within
+// the limit is accepted and applies.
+func TestEncode_RefusesWhatCannotBeApplied(t *testing.T) {
+	for _, tc := range []struct {
+		depth int
+		ok    bool
+	}{{depth: 900, ok: true}, {depth: 1100}} {
+		t.Run(fmt.Sprint(tc.depth), func(t *testing.T) {
+			job := mockJob("deep")
+			job.Worker.Config = deepConfig(tc.depth)
+			buf, err := Encode(JobRegisterType, &JobRegisterRequest{Job: job, Time: 1})
+			if !tc.ok {
+				must.ErrorIs(t, err, ErrTooComplex)
+				must.StrContains(t, err.Error(), "maximum decoding depth")
+				return
+			}
+			must.NoError(t, err)
+			f := newTestFSM(t)
+			_, ok := f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: buf}).(JobRegisterResponse)
+			must.True(t, ok)
+		})
+	}
+	_, err := Encode(JobStopType, &JobRegisterRequest{})
+	must.ErrorContains(t, err, "want *fsm.JobStopRequest")
+}
+
+// TestFSM_UndecodableEntrySkipped: an entry that does not decode (garbage,
+// or nesting beyond the decoder's depth, as an earlier version committed)
+// is skipped, with an EntrySkipped event and nothing else changed, and the
+// entries after it apply.
+func TestFSM_UndecodableEntrySkipped(t *testing.T) {
+	job := mockJob("deep")
+	job.Worker.Config = deepConfig(1100)
+	var deep []byte
+	must.NoError(t, codec.NewEncoderBytes(&deep, structs.MsgpackHandle).Encode(&JobRegisterRequest{Job: job, Time: 1}))
+	for name, payload := range map[string][]byte{"garbage": {0xc1}, "too deep": deep, "empty": {}} {
+		t.Run(name, func(t *testing.T) {
+			f := newTestFSM(t)
+			populate(f)
+			jobs := func() []*structs.Job {
+				js, err := state.Jobs(f.State().Txn(), nil, "")
+				must.NoError(t, err)
+				return js
+			}
+			before := jobs()
+			f.index++
+			at := time.Unix(0, 42)
+			res := f.Apply(&raft.Log{Index: f.index, Type: raft.LogCommand, AppendedAt: at, Data: append([]byte{byte(JobRegisterType)}, payload...)})
+			err, ok := res.(error)
+			must.True(t, ok, must.Sprintf("an error, not %#v", res))
+			must.ErrorIs(t, err, ErrSkipped)
+			must.Eq(t, before, jobs())
+			evs, err := state.Events(f.State().Txn(), nil, 0)
+			must.NoError(t, err)
+			last := evs[len(evs)-1]
+			must.Eq(t, structs.EventEntrySkipped, last.Type)
+			must.Eq(t, at.UnixNano(), last.Time)
+			must.Eq(t, map[string]string{"Index": fmt.Sprint(f.index), "Type": "JobRegister"}, last.Details)
+
+			f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("after"), Time: 2})
+			must.SliceLen(t, len(before)+1, jobs())
+		})
+	}
 }
 
 // TestFSM_UnknownTypes: an entry of a type the FSM does not know is
@@ -400,8 +479,9 @@ func (*memSink) Close() error  { return nil }
 func dump(t *testing.T, s *state.Store) [][]byte {
 	var rows [][]byte
 	must.NoError(t, state.Dump(s.Txn(), func(kind uint8, row any) error {
-		buf, err := Encode(MessageType(kind), row)
-		rows = append(rows, buf)
+		var buf []byte
+		err := codec.NewEncoderBytes(&buf, structs.MsgpackHandle).Encode(row)
+		rows = append(rows, append([]byte{kind}, buf...))
 		return err
 	}))
 	return rows

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -180,12 +181,29 @@ type ACLTokenDeleteRequest struct {
 	AccessorIDs []string
 }
 
-// Encode returns the Raft log entry of a request.
+// Encode returns the Raft log entry of a request of type t. What can be
+// written can be applied: the entry is decoded back with the FSM's own
+// decoder into the type's request (t may carry IgnoreUnknownTypeFlag), and a request that does not survive
+// the round trip (nesting beyond the decoder's maximum depth, say) is
+// refused with ErrTooComplex before anything is committed. Every write
+// goes through here (Server.apply), so no limit can differ between the
+// API and the FSM.
 func Encode(t MessageType, req any) ([]byte, error) {
+	cmd, ok := commands[t&^IgnoreUnknownTypeFlag]
+	if !ok {
+		return nil, fmt.Errorf("encode %s: unknown message type", t)
+	}
+	back := cmd.newRequest()
+	if reflect.TypeOf(back) != reflect.TypeOf(req) {
+		return nil, fmt.Errorf("encode %s: request is a %T, want %T", t, req, back)
+	}
 	var buf bytes.Buffer
 	buf.WriteByte(byte(t))
 	if err := codec.NewEncoder(&buf, structs.MsgpackHandle).Encode(req); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", t, err)
+		return nil, fmt.Errorf("%w: encode %s: %w", ErrTooComplex, t, err)
+	}
+	if err := decode(buf.Bytes()[1:], back); err != nil {
+		return nil, fmt.Errorf("%w: %s does not decode as the state machine reads it: %w", ErrTooComplex, t, err)
 	}
 	return buf.Bytes(), nil
 }
