@@ -197,7 +197,7 @@ func errorCode(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, state.ErrJobExists), errors.Is(err, state.ErrJobElsewhere):
 		return http.StatusConflict
-	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader):
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader), errors.Is(err, ErrUpgradeInProgress):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -231,8 +231,10 @@ func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bo
 // Samples the trainer did not time are stamped now. Samples of a job that
 // has ended are accepted and dropped when applied, so a trainer flushing
 // its last samples after its job stopped is not told it failed; Accepted
-// counts only the samples kept. The leader feeds them to the models at its
-// next poll.
+// counts the samples kept, and those that repeat a stored sample (same job,
+// task, step and time): a report retried after an ambiguous answer is
+// accepted again and stored once. The leader feeds them to the models at
+// its next poll.
 func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req structs.ReportRequest
 	if err := decode(r, &req); err != nil {
@@ -283,12 +285,14 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	ctx, cancel := applyContext(r)
 	defer cancel()
 	resp := &structs.ReportResponse{}
+	typ := s.sampleType()
 	for batch := range slices.Chunk(req.Samples, maxSampleBatch) {
-		out, index, err := s.apply(ctx, fsm.SampleBatchType, &fsm.SampleBatchRequest{Samples: batch})
+		out, index, err := s.apply(ctx, typ, &fsm.SampleBatchRequest{Samples: batch})
 		if err != nil {
 			return nil, err
 		}
-		resp.Accepted += out.(fsm.SampleBatchResponse).Kept
+		appended := out.(fsm.SampleBatchResponse)
+		resp.Accepted += appended.Kept + appended.Repeated
 		resp.Index = index
 	}
 	return resp, nil
@@ -707,7 +711,7 @@ func (s *Server) raftConfig() (*structs.RaftConfiguration, error) {
 		rs := &structs.RaftServer{ID: string(sv.ID), Address: string(sv.Address), Leader: sv.ID == leader, Voter: sv.Suffrage == raft.Voter}
 		for _, m := range members {
 			if m.ID == rs.ID {
-				rs.Name, rs.HTTPAddr = m.Name, m.HTTPAddr
+				rs.Name, rs.HTTPAddr, rs.Version = m.Name, m.HTTPAddr, m.Version
 			}
 		}
 		out.Servers = append(out.Servers, rs)

@@ -172,6 +172,40 @@ func TestReport_Commits(t *testing.T) {
 	must.Eq(t, smps.Samples, after.Samples, must.Sprint("a stopped job's samples are not kept"))
 }
 
+// TestReport_Idempotent: a report sent again (a retry after an ambiguous
+// answer), through another server, is accepted again and stored once on
+// every server; a sample repeated within a report is stored once too.
+func TestReport_Idempotent(t *testing.T) {
+	servers := cluster(t, 3, simDriver(t, 1))
+	leader := leaderOf(t, servers...)
+	_, _, err := client(t, leader).Jobs().Register(demoJob(t, "rep"), nil)
+	must.NoError(t, err)
+	agent.WaitFor(t, 10*time.Second, "every server's version recorded", func() error { return leader.supportsErr(fsm.SampleAppendType) })
+
+	at := time.Now().UnixNano()
+	report := fmt.Sprintf(`{"samples": [{"job_id": "rep", "step": 100001, "loss": 0.5, "time": %d}, {"job_id": "rep", "step": 100001, "loss": 0.5, "time": %d}]}`, at, at)
+	for _, s := range servers {
+		code, out := postReport(t, s, report)
+		must.Eq(t, 200, code, must.Sprint(out))
+		must.StrContains(t, out, `"Accepted":2`)
+	}
+	for _, s := range servers {
+		agent.WaitFor(t, 10*time.Second, "the sample stored once on "+s.cfg.NodeName, func() error {
+			// The simulated job reports steps of its own, far below.
+			var reported []int64
+			for _, step := range committedSteps(t, s, "rep") {
+				if step > 100000 {
+					reported = append(reported, step)
+				}
+			}
+			if !slices.Equal(reported, []int64{100001}) {
+				return fmt.Errorf("reported steps stored: %v", reported)
+			}
+			return nil
+		})
+	}
+}
+
 // committedSteps returns the steps of a job's committed samples, oldest
 // first.
 func committedSteps(t *testing.T, s *Server, id string) []int64 {

@@ -140,7 +140,7 @@ func (s *Server) bootstrap(servers []structs.AgentSelf) {
 // there is a leader, so that followers can forward writes to whichever
 // server leads. The leader registers itself when it takes over.
 func (s *Server) registerSelf() {
-	me := &structs.Member{ID: s.cfg.NodeID, Name: s.cfg.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
+	me := s.selfMember()
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
 	for {
@@ -250,7 +250,14 @@ func (s *Server) call(method, addr, path string, in, out any) error {
 // apply commits a request through Raft on the leader and returns the
 // FSM's response and the entry's index. An error of the FSM (a rejected
 // request) is returned as the error.
+//
+// A message type that a server of the configuration cannot apply yet is
+// refused with ErrUpgradeInProgress (supports), so that no server meets an
+// entry it does not know.
 func (s *Server) apply(ctx context.Context, t fsm.MessageType, req any) (any, uint64, error) {
+	if err := s.supportsErr(t); err != nil {
+		return nil, 0, err
+	}
 	buf, err := fsm.Encode(t, req)
 	if err != nil {
 		return nil, 0, err

@@ -868,7 +868,7 @@ func (l *leader) syncSamples(ctx context.Context) error {
 		if len(keep) == 0 {
 			cursor = next
 		}
-		if _, _, err := l.s.apply(ctx, fsm.SampleBatchType, &fsm.SampleBatchRequest{Samples: batch, Cursor: cursor}); err != nil {
+		if _, _, err := l.s.apply(ctx, l.s.sampleType(), &fsm.SampleBatchRequest{Samples: batch, Cursor: cursor}); err != nil {
 			return err
 		}
 		metrics.IncrCounter([]string{"samples", "committed"}, float32(len(batch)))

@@ -31,6 +31,11 @@ var ErrNotLeader = errors.New("not the cluster leader")
 // ErrNoLeader is returned when the cluster has no leader to forward to.
 var ErrNoLeader = errors.New("no cluster leader")
 
+// ErrUpgradeInProgress is returned for a write of a message type that a
+// server in the Raft configuration is too old to apply: a rolling upgrade
+// has not reached every server yet. The HTTP API answers it with 503.
+var ErrUpgradeInProgress = errors.New("not every server is upgraded")
+
 // Config is what a Server needs, resolved from the agent configuration.
 type Config struct {
 	// NodeName names the server for people; NodeID is its Raft ID. An

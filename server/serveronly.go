@@ -11,6 +11,7 @@ import (
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/caravan-sched/caravan/tlsutil"
+	"github.com/caravan-sched/caravan/version"
 	"github.com/hashicorp/raft"
 )
 
@@ -147,9 +148,9 @@ func (s *Server) validateMember(m *structs.Member) error {
 	return s.verifyServer(m.HTTPAddr, m.ID, m.RaftAddr)
 }
 
-// selfMember is the leader's own member record.
+// selfMember is this server's own member record.
 func (s *Server) selfMember() *structs.Member {
-	return &structs.Member{ID: s.cfg.NodeID, Name: s.cfg.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr}
+	return &structs.Member{ID: s.cfg.NodeID, Name: s.cfg.NodeName, RaftAddr: s.RaftAddr(), HTTPAddr: s.httpAddr, Version: version.Number()}
 }
 
 // assertSelf commits the leader's member record when the state's differs,

@@ -142,8 +142,10 @@ type RaftServer struct {
 	Name     string
 	Address  string
 	HTTPAddr string
-	Leader   bool
-	Voter    bool
+	// Version is the version the server recorded (empty before 0.2.0).
+	Version string
+	Leader  bool
+	Voter   bool
 }
 
 // RaftConfiguration is the cluster's Raft configuration.

@@ -20,6 +20,10 @@ type Member struct {
 	Name     string
 	RaftAddr string
 	HTTPAddr string
+	// Version is the server's version (version.Number); empty in the
+	// records of servers before 0.2.0. Message types a version added are
+	// written only once every server records that version or a later one.
+	Version string `json:",omitempty"`
 }
 
 // JobPlacement is one entry of a job's placement history: the placement a

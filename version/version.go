@@ -4,15 +4,24 @@ import "fmt"
 
 var (
 	// Version is the release version, semver without the leading v.
-	Version = "0.1.0"
+	Version = "0.2.0"
 	// Prerelease marks builds between releases, such as "dev".
 	Prerelease = "dev"
 	// GitCommit is the commit the binary was built from, if known.
 	GitCommit = ""
 )
 
+// Number returns the version as servers record it in their member
+// records: "0.2.0-dev", or "0.2.0" for a release.
+func Number() string {
+	if Prerelease != "" {
+		return Version + "-" + Prerelease
+	}
+	return Version
+}
+
 // String returns the version as `caravan version` prints it:
-// "Caravan v0.1.0-dev (abc1234)".
+// "Caravan v0.2.0-dev (abc1234)".
 func String() string {
 	v := "Caravan v" + Version
 	if Prerelease != "" {

@@ -59,9 +59,9 @@ func (c *ServerMembersCommand) Run(args []string) int {
 
 // formatMembers tabulates the servers of the Raft configuration.
 func formatMembers(servers []*api.RaftServer) string {
-	rows := [][]string{{"Name", "ID", "Raft Address", "HTTP Address", "Leader", "Voter"}}
+	rows := [][]string{{"Name", "ID", "Raft Address", "HTTP Address", "Build", "Leader", "Voter"}}
 	for _, s := range servers {
-		rows = append(rows, []string{orDash(s.Name), s.ID, s.Address, orDash(s.HTTPAddr), strconv.FormatBool(s.Leader), strconv.FormatBool(s.Voter)})
+		rows = append(rows, []string{orDash(s.Name), s.ID, s.Address, orDash(s.HTTPAddr), orDash(s.Version), strconv.FormatBool(s.Leader), strconv.FormatBool(s.Voter)})
 	}
 	return formatList(rows)
 }

@@ -81,7 +81,8 @@ func init() {
 		return s.UpsertObserved(i, r.Time, r.Observed)
 	})
 	register(UsageUpsertType, func(s *state.Store, i uint64, r *UsageUpsertRequest) any { return s.UpsertUsage(i, r.Time, r.Usage) })
-	register(SampleBatchType, appendSamples)
+	register(SampleBatchType, func(s *state.Store, i uint64, r *SampleBatchRequest) any { return appendSamples(s, i, r, false) })
+	register(SampleAppendType, func(s *state.Store, i uint64, r *SampleBatchRequest) any { return appendSamples(s, i, r, true) })
 	register(NodesReplaceType, func(s *state.Store, i uint64, r *NodesReplaceRequest) any { return s.ReplaceNodes(i, r.Nodes) })
 	register(SchedulerConfigType, func(s *state.Store, i uint64, r *SchedulerConfigRequest) any {
 		return s.SetSchedulerConfig(i, r.Time, r.Config)
@@ -118,17 +119,20 @@ func registerJob(s *state.Store, index uint64, r *JobRegisterRequest) any {
 	return JobRegisterResponse{Version: reg.Version, Unchanged: reg.Unchanged}
 }
 
-// SampleBatchResponse is what applying a sample batch returns.
+// SampleBatchResponse is what applying a sample batch returns: how many
+// samples were stored, and how many repeated one stored already (and were
+// not stored again).
 type SampleBatchResponse struct {
-	Kept int
+	Kept     int
+	Repeated int
 }
 
-func appendSamples(s *state.Store, index uint64, r *SampleBatchRequest) any {
-	kept, err := s.AppendSamples(index, r.Samples, r.Cursor)
+func appendSamples(s *state.Store, index uint64, r *SampleBatchRequest, once bool) any {
+	res, err := s.AppendSamples(index, r.Samples, r.Cursor, once)
 	if err != nil {
 		return err
 	}
-	return SampleBatchResponse{Kept: kept}
+	return SampleBatchResponse{Kept: res.Kept, Repeated: res.Repeated}
 }
 
 // State returns the current state store. A snapshot restore replaces it;

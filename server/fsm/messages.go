@@ -33,7 +33,24 @@ const (
 	ACLTokenUpsertType
 	ACLTokenDeleteType
 	UsageUpsertType
+	// SampleAppendType adds samples as SampleBatchType does, but stores a
+	// sample whose identity (job, task, step and time) is stored already
+	// once: a retried report is kept once (0.2.0).
+	SampleAppendType
 )
+
+// since holds the message types added after 0.1.0, with the version that
+// added them. A server of an earlier version cannot apply them (it panics
+// on an unknown type), so a leader writes one only once every server in
+// the Raft configuration has recorded that version or a later one, as
+// Nomad's ServersMeetMinimumVersion gates new features; see Since.
+var since = map[MessageType]string{
+	SampleAppendType: "0.2.0",
+}
+
+// Since returns the version that added message type t, or "" for a type
+// every version applies. t may carry IgnoreUnknownTypeFlag.
+func Since(t MessageType) string { return since[t&^IgnoreUnknownTypeFlag] }
 
 // IgnoreUnknownTypeFlag, set in a message type, lets a server that does not
 // know the type skip the entry with a warning instead of panicking, as
@@ -59,7 +76,7 @@ var messageNames = map[MessageType]string{
 	DecisionApplyType: "DecisionApply", ObservedUpsertType: "ObservedUpsert",
 	ACLBootstrapType: "ACLBootstrap", ACLPolicyUpsertType: "ACLPolicyUpsert", ACLPolicyDeleteType: "ACLPolicyDelete",
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
-	UsageUpsertType: "UsageUpsert",
+	UsageUpsertType: "UsageUpsert", SampleAppendType: "SampleAppend",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -116,9 +133,11 @@ type UsageUpsertRequest struct {
 	Time  int64
 }
 
-// SampleBatchRequest adds trainers' samples; Cursor is the metrics
-// source's cursor after them, 0 to leave it as it is (samples that trainers
-// reported to the API, not read from a source).
+// SampleBatchRequest adds trainers' samples, as a SampleAppendType entry
+// (or a SampleBatchType entry, which may store a repeated sample twice, while
+// servers of 0.1.0 remain); Cursor is the metrics source's cursor after
+// them, 0 to leave it as it is (samples that trainers reported to the API,
+// not read from a source).
 type SampleBatchRequest struct {
 	Samples []structs.Sample
 	Cursor  uint64

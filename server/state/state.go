@@ -538,13 +538,32 @@ func (w *writer) setRunStatus(job *structs.Job, o *structs.Observed) error {
 // stopped instead of reading samples twice.
 const MetricsCursor = "metrics"
 
+// Appended is what AppendSamples did with a batch: how many samples it
+// stored, and how many repeated a stored one and were not stored again.
+// The rest were dropped (samples of jobs not active, a task's sample older
+// than the one held, a rank beyond the job's bounds).
+type Appended struct {
+	Kept, Repeated int
+}
+
+// sampleID is a chief sample's identity within its job: a task reports
+// a step once at a given time.
+type sampleID struct{ Step, Time int64 }
+
 // AppendSamples adds samples to their jobs' bounded histories and records
 // the metrics source's cursor after them (a cursor of 0 is not recorded).
-// Samples of jobs the store does
-// not hold as active are dropped; the return value says how many were
-// kept.
-func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uint64) (int, error) {
-	kept := 0
+// Samples of jobs the store does not hold as active are dropped.
+//
+// With once, a sample whose identity (job, task, step and time) the store
+// holds already, or that an earlier sample of the batch has, counts as
+// Repeated and is not stored again, so that a report retried after an
+// ambiguous answer, or read twice from a collector, is stored once. A
+// history that was thinned no longer holds its older samples: a repeat of
+// one of those is stored again, but retries repeat the latest samples,
+// which thinning keeps. Without once (the SampleBatchType entries of
+// servers before 0.2.0), repeats are stored as other samples are.
+func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uint64, once bool) (Appended, error) {
+	var res Appended
 	err := s.write(index, func(w *writer) error {
 		if cursor != 0 {
 			if err := w.insert(TableCursors, &indexEntry{Key: MetricsCursor, Value: cursor}); err != nil {
@@ -553,6 +572,9 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 		}
 		byJob := map[structs.JobKey]*structs.JobSamples{}
 		jobs := map[structs.JobKey]*structs.Job{}
+		// seen holds the identities of each job's chief samples, built
+		// when the batch first has one of the job's.
+		seen := map[structs.JobKey]map[sampleID]bool{}
 		var order []structs.JobKey
 		for _, smp := range samples {
 			ns := cmp.Or(smp.Namespace, structs.DefaultNamespace)
@@ -587,15 +609,35 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 				continue
 			}
 			if !smp.Chief() {
-				var took bool
-				if js.Tasks, took = latestTask(js.Tasks, smp, jobs[key]); took {
-					kept++
+				var took taskSample
+				js.Tasks, took = latestTask(js.Tasks, smp, jobs[key], once)
+				switch took {
+				case taskKept:
+					res.Kept++
+				case taskRepeated:
+					res.Repeated++
 				}
 				continue
 			}
+			if once {
+				ids := seen[key]
+				if ids == nil {
+					ids = make(map[sampleID]bool, len(js.Samples))
+					for _, old := range js.Samples {
+						ids[sampleID{old.Step, old.Time}] = true
+					}
+					seen[key] = ids
+				}
+				id := sampleID{smp.Step, smp.Time}
+				if ids[id] {
+					res.Repeated++
+					continue
+				}
+				ids[id] = true
+			}
 			js.Samples = append(js.Samples, smp)
 			js.Received++
-			kept++
+			res.Kept++
 			if len(js.Samples) > MaxSamples {
 				js.Samples = thin(js.Samples)
 			}
@@ -607,16 +649,27 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 		}
 		return nil
 	})
-	return kept, err
+	return res, err
 }
 
+// taskSample is what latestTask did with a sample.
+type taskSample int
+
+const (
+	taskDropped taskSample = iota
+	taskKept
+	taskRepeated
+)
+
 // latestTask puts the sample smp of a job's non-chief task in tasks, the
-// latest sample of each, sorted by role and rank, and reports whether it
-// was kept: a sample older than the one held for its task, or of a rank
-// beyond job's bounds for the role (which keeps tasks bounded), is not.
-func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job) ([]structs.Sample, bool) {
+// latest sample of each, sorted by role and rank, and says what it did: a
+// sample older than the one held for its task, or of a rank beyond job's
+// bounds for the role (which keeps tasks bounded), is dropped; with once,
+// one with the held sample's step and time is a repeat, and changes
+// nothing.
+func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job, once bool) ([]structs.Sample, taskSample) {
 	if job.Elastic == nil {
-		return tasks, false
+		return tasks, taskDropped
 	}
 	limit := job.Elastic.Workers.Max
 	if smp.Role == structs.RolePS {
@@ -626,7 +679,7 @@ func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job) ([
 		}
 	}
 	if smp.Rank >= limit {
-		return tasks, false
+		return tasks, taskDropped
 	}
 	role := func(s structs.Sample) string { return cmp.Or(s.Role, structs.RoleWorker) }
 	i, found := slices.BinarySearchFunc(tasks, smp, func(a, b structs.Sample) int {
@@ -634,12 +687,14 @@ func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job) ([
 	})
 	switch {
 	case !found:
-		return slices.Insert(tasks, i, smp), true
+		return slices.Insert(tasks, i, smp), taskKept
+	case once && smp.Step == tasks[i].Step && smp.Time == tasks[i].Time:
+		return tasks, taskRepeated
 	case smp.Time < tasks[i].Time:
-		return tasks, false
+		return tasks, taskDropped
 	}
 	tasks[i] = smp
-	return tasks, true
+	return tasks, taskKept
 }
 
 // thin halves the older half of a full history by keeping every other

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -170,9 +171,9 @@ func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
 		batch = append(batch, structs.Sample{JobID: "a", Step: int64(i)})
 	}
 	batch = append(batch, structs.Sample{JobID: "unknown", Step: 1})
-	kept, err := s.AppendSamples(5, batch, 42)
+	res, err := s.AppendSamples(5, batch, 42, true)
 	must.NoError(t, err)
-	must.Eq(t, 3*MaxSamples, kept)
+	must.Eq(t, Appended{Kept: 3 * MaxSamples}, res)
 	js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.LessEq(t, MaxSamples, len(js.Samples))
@@ -199,13 +200,13 @@ func TestAppendSamples_Tasks(t *testing.T) {
 	smp := func(role string, rank int, at int64) structs.Sample {
 		return structs.Sample{JobID: "a", Role: role, Rank: rank, Time: at, TaskStepTimeS: float64(at)}
 	}
-	kept, err := s.AppendSamples(5, []structs.Sample{
+	res, err := s.AppendSamples(5, []structs.Sample{
 		smp(structs.RoleWorker, 0, 10), smp(structs.RoleWorker, 1, 10), smp(structs.RolePS, 0, 10),
 		smp(structs.RoleWorker, 1, 20), smp(structs.RoleWorker, 1, 15), smp("", 1, 12),
 		smp(structs.RoleWorker, maxW, 30), smp(structs.RolePS, maxPS, 30),
-	}, 0)
+	}, 0, true)
 	must.NoError(t, err)
-	must.Eq(t, 4, kept)
+	must.Eq(t, Appended{Kept: 4}, res)
 	js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.Eq(t, []structs.Sample{smp(structs.RoleWorker, 0, 10)}, js.Samples)
@@ -213,9 +214,44 @@ func TestAppendSamples_Tasks(t *testing.T) {
 	must.Eq(t, []structs.Sample{smp(structs.RolePS, 0, 10), smp(structs.RoleWorker, 1, 20)}, js.Tasks)
 
 	// The stored row is not changed under its readers.
-	_, err = s.AppendSamples(6, []structs.Sample{smp(structs.RolePS, 0, 40)}, 0)
+	_, err = s.AppendSamples(6, []structs.Sample{smp(structs.RolePS, 0, 40)}, 0, true)
 	must.NoError(t, err)
 	must.Eq(t, 10, js.Tasks[0].Time)
+}
+
+// TestAppendSamples_Once: a sample whose job, task, step and time are
+// stored already, or repeated within its batch, counts as repeated and is
+// stored once; the same step at another time (a step trained again after a
+// restart from a checkpoint) is a new sample. Without once, as servers
+// before 0.2.0 apply SampleBatchType, repeats are stored again.
+func TestAppendSamples_Once(t *testing.T) {
+	chief := func(step, at int64) structs.Sample { return structs.Sample{JobID: "a", Step: step, Time: at} }
+	worker := func(step, at int64) structs.Sample { return structs.Sample{JobID: "a", Rank: 1, Step: step, Time: at} }
+	first := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20)}
+	retry := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20), chief(3, 30), chief(3, 30), chief(2, 25)}
+	for _, tc := range []struct {
+		once     bool
+		want     Appended
+		received int64
+	}{
+		{once: true, want: Appended{Kept: 2, Repeated: 4}, received: 4},
+		{once: false, want: Appended{Kept: 6}, received: 7},
+	} {
+		t.Run(fmt.Sprint("once=", tc.once), func(t *testing.T) {
+			s := newStore(t, "a")
+			res, err := s.AppendSamples(5, first, 0, tc.once)
+			must.NoError(t, err)
+			must.Eq(t, Appended{Kept: 3}, res)
+			res, err = s.AppendSamples(6, retry, 0, tc.once)
+			must.NoError(t, err)
+			must.Eq(t, tc.want, res)
+			js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
+			must.NoError(t, err)
+			must.Eq(t, tc.received, js.Received)
+			must.SliceLen(t, int(tc.received), js.Samples)
+			must.Eq(t, []structs.Sample{worker(2, 20)}, js.Tasks)
+		})
+	}
 }
 
 func TestBlockingQuery(t *testing.T) {
