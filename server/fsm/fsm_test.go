@@ -84,6 +84,8 @@ func populate(f *testFSM) {
 	}})
 	f.mustApply(UsageUpsertType|IgnoreUnknownTypeFlag, &UsageUpsertRequest{Time: 23, Usage: []*structs.JobUsage{usage("a", 100, 30)}})
 	f.mustApply(SampleBatchType, &SampleBatchRequest{Samples: []structs.Sample{{JobID: "a", Step: 40, Loss: 1.5, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2}}, Cursor: 7})
+	again := structs.Sample{JobID: "a", Step: 41, Loss: 1.4, StepTimeS: 0.5, NumPS: 1, NumWorkers: 2, Time: 24}
+	f.mustApply(SampleAppendType, &SampleBatchRequest{Samples: []structs.Sample{again, again}, Cursor: 8})
 	f.mustApply(SchedulerConfigType, &SchedulerConfigRequest{Config: &structs.SchedulerConfig{Algorithm: "drf", Options: map[string]string{"k": "v"}}, Time: 30})
 	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s1", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2"}})
 	f.mustApply(MemberUpsertType, &MemberUpsertRequest{Member: &structs.Member{ID: "s2", RaftAddr: "127.0.0.1:3", HTTPAddr: "127.0.0.1:4"}})
@@ -159,7 +161,7 @@ func TestFSM_ACL(t *testing.T) {
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 18, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 19, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -193,7 +195,7 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 
 	smp, err := state.Samples(txn, nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
-	must.SliceLen(t, 1, smp.Samples)
+	must.SliceLen(t, 2, smp.Samples, must.Sprint("SampleAppend stores a repeated sample once"))
 	ua, err := state.UsageOf(txn, nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
 	must.Eq(t, 23, ua.Time)
