@@ -204,11 +204,15 @@ func (s *Server) allowNamespace(r *http.Request, ns, op string) error {
 
 // secretOf returns the request's token: X-Caravan-Token, or an
 // Authorization bearer token (what Prometheus sends), as Nomad reads them.
+// The scheme is case-insensitive (RFC 9110, section 11.1): "Bearer",
+// "bearer" and "BEARER" all name it. A header of another scheme gives no
+// token: the request is anonymous.
 func secretOf(r *http.Request) string {
 	if t := r.Header.Get("X-Caravan-Token"); t != "" {
 		return t
 	}
-	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	scheme, t, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
 		return strings.TrimSpace(t)
 	}
 	return ""

@@ -321,3 +321,36 @@ func TestACL_JobReportToken(t *testing.T) {
 	must.StrContains(t, body, "ACL token not found")
 	must.StrNotContains(t, logs.String(), tok, must.Sprint("the token is never logged"))
 }
+
+// TestACL_BearerScheme: the Authorization scheme is case-insensitive, as
+// RFC 9110 says; other schemes give no token.
+func TestACL_BearerScheme(t *testing.T) {
+	var logs syncBuffer
+	s := TestServer(t, aclConfig(t, &logs))
+	leaderOf(t, s)
+	root, _, err := client(t, s).ACL().Bootstrap((&api.WriteOptions{}).WithContext(context.Background()))
+	must.NoError(t, err)
+	cases := []struct {
+		name, header string
+		code         int
+	}{
+		{"Bearer", "Bearer " + root.SecretID, http.StatusOK},
+		{"lower case", "bearer " + root.SecretID, http.StatusOK},
+		{"upper case", "BEARER " + root.SecretID, http.StatusOK},
+		{"extra spaces", "  Bearer   " + root.SecretID + " ", http.StatusOK},
+		{"another scheme", "Basic " + root.SecretID, http.StatusForbidden},
+		{"no scheme", root.SecretID, http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", "http://"+s.HTTPAddr()+"/v1/acl/tokens", nil)
+			must.NoError(t, err)
+			req.Header.Set("Authorization", tc.header)
+			resp, err := http.DefaultClient.Do(req)
+			must.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			must.Eq(t, tc.code, resp.StatusCode, must.Sprint(string(body)))
+		})
+	}
+}
