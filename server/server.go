@@ -306,9 +306,13 @@ func (s *Server) setupRaft() error {
 		logs, stable, snaps = store, store, raft.NewInmemSnapshotStore()
 		_, s.trans = raft.NewInmemTransport(raft.ServerAddress(s.cfg.NodeID))
 	} else {
+		// raft/ and everything in it is private (datadir.go).
 		dir := filepath.Join(s.cfg.DataDir, "raft")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := os.MkdirAll(dir, privateDirMode); err != nil {
 			return fmt.Errorf("create raft directory: %w", err)
+		}
+		if err := makePrivate(dir); err != nil {
+			return err
 		}
 		bolt, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 		if err != nil {
@@ -316,9 +320,8 @@ func (s *Server) setupRaft() error {
 		}
 		s.closer = append(s.closer, bolt.Close)
 		logs, stable = bolt, bolt
-		snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.log.Named("raft"))
-		if err != nil {
-			return fmt.Errorf("open snapshot store: %w", err)
+		if snaps, err = newPrivateSnapshotStore(dir, 2, s); err != nil {
+			return err
 		}
 		var trans *raft.NetworkTransport
 		if s.cfg.TLS != nil && s.cfg.TLS.RPC {
