@@ -217,25 +217,23 @@ func TestACL_Disabled(t *testing.T) {
 	must.ErrorContains(t, err, "ACL support disabled")
 }
 
-// TestACL_Cluster: servers join each other with the server token; a token
-// created on the leader works on a follower at once (a follower that does
-// not know it yet forwards the request to the leader); a follower refuses
-// a snapshot restore without a management token.
-func TestACL_Cluster(t *testing.T) {
-	var logs syncBuffer
+// aclCluster starts three servers with ACLs on, logging into logs, and
+// returns the leader and a follower once every server has registered its
+// HTTP address, so that followers can forward to the leader.
+func aclCluster(t *testing.T, logs *syncBuffer) (leader, follower *Server) {
+	t.Helper()
 	var servers []*Server
 	var addrs []string
 	for _, port := range agent.FreePorts(t, 3) {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for i := range 3 {
-		cfg := aclConfig(t, &logs)
+		cfg := aclConfig(t, logs)
 		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
 		cfg.HTTPAddr, cfg.BootstrapExpect, cfg.RetryJoin = addrs[i], 3, addrs
 		servers = append(servers, TestServer(t, cfg))
 	}
-	leader := leaderOf(t, servers...)
-	var follower *Server
+	leader = leaderOf(t, servers...)
 	for _, s := range servers {
 		if s != leader {
 			follower = s
@@ -256,6 +254,16 @@ func TestACL_Cluster(t *testing.T) {
 		}
 		return nil
 	})
+	return leader, follower
+}
+
+// TestACL_Cluster: servers join each other with the server token; a token
+// created on the leader works on a follower at once (a follower that does
+// not know it yet forwards the request to the leader); a follower refuses
+// a snapshot restore without a management token.
+func TestACL_Cluster(t *testing.T) {
+	var logs syncBuffer
+	leader, follower := aclCluster(t, &logs)
 	ctx := context.Background()
 	root, _, err := client(t, follower).ACL().Bootstrap((&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err, must.Sprint("writes are forwarded to the leader"))

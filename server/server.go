@@ -215,6 +215,9 @@ type Server struct {
 
 	// aclCache keeps compiled ACLs of token policies.
 	aclCache aclCache
+	// bootstrapLimit holds POST /v1/acl/bootstrap to a rate per client
+	// address.
+	bootstrapLimit *clientLimiter
 }
 
 // New starts a server: its Raft peer, its HTTP API and the goroutines that
@@ -232,7 +235,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Algorithms = l
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel}
+	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel,
+		bootstrapLimit: newClientLimiter(bootstrapEvery, bootstrapBurst, bootstrapMaxClients)}
 	setupMetrics(s.log)
 	var err error
 	s.fsm, err = fsm.New(s.log, func(t fsm.MessageType) {

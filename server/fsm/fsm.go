@@ -73,6 +73,9 @@ func New(logger hclog.Logger, applied func(MessageType)) (*FSM, error) {
 		ACLPolicyDeleteType: handle(func(i uint64, r *ACLPolicyDeleteRequest) any { return f.State().DeleteACLPolicies(i, r.Names) }),
 		ACLTokenUpsertType:  handle(func(i uint64, r *ACLTokenUpsertRequest) any { return f.State().UpsertACLTokens(i, r.Tokens) }),
 		ACLTokenDeleteType:  handle(func(i uint64, r *ACLTokenDeleteRequest) any { return f.State().DeleteACLTokens(i, r.AccessorIDs) }),
+		ACLBootstrapResetType: handle(func(i uint64, r *ACLBootstrapResetRequest) any {
+			return f.State().ResetACLBootstrap(i, r.Time, r.ResetIndex, r.Token, r.ReportKey)
+		}),
 	}
 	return f, nil
 }

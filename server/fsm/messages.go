@@ -32,6 +32,7 @@ const (
 	ACLTokenUpsertType
 	ACLTokenDeleteType
 	UsageUpsertType
+	ACLBootstrapResetType
 )
 
 // IgnoreUnknownTypeFlag, set in a message type, lets a server that does not
@@ -58,7 +59,7 @@ var messageNames = map[MessageType]string{
 	DecisionApplyType: "DecisionApply", ObservedUpsertType: "ObservedUpsert",
 	ACLBootstrapType: "ACLBootstrap", ACLPolicyUpsertType: "ACLPolicyUpsert", ACLPolicyDeleteType: "ACLPolicyDelete",
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
-	UsageUpsertType: "UsageUpsert",
+	UsageUpsertType: "UsageUpsert", ACLBootstrapResetType: "ACLBootstrapReset",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -157,6 +158,22 @@ type ACLBootstrapRequest struct {
 	Time  int64
 	// ReportKey is the key of per-job report tokens, random bytes the
 	// leader drew.
+	ReportKey []byte
+}
+
+// ACLBootstrapResetRequest bootstraps ACLs again (the operator's reset
+// after the last management token is lost): it stores Token as a new
+// management token only if the state's current bootstrap is at
+// ResetIndex, which the leader read from the reset file of its data
+// directory. The index travels in the entry, so that every server decides
+// alike from its own state. It is a type of its own rather than a field of
+// ACLBootstrapRequest: a server that does not know it must not apply it as
+// a refused first bootstrap while newer servers apply it as a reset.
+type ACLBootstrapResetRequest struct {
+	Token      *structs.ACLToken
+	Time       int64
+	ResetIndex uint64
+	// ReportKey is used only if the current bootstrap has no report key.
 	ReportKey []byte
 }
 
