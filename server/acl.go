@@ -84,6 +84,13 @@ var (
 	pluginRead    = coarse("plugin read", (*acl.ACL).AllowPluginRead)
 	agentRead     = coarse("agent read", (*acl.ACL).AllowAgentRead)
 	management    = coarse("management", (*acl.ACL).IsManagement)
+	// aServer needs the server token or a management token.
+	aServer = need{func(id *identity, _ *http.Request) error {
+		if id.server || id.acl.IsManagement() {
+			return nil
+		}
+		return denied(id, "the server token")
+	}}
 )
 
 func coarse(name string, allow func(*acl.ACL) bool) need {
@@ -147,16 +154,26 @@ func (s *Server) guard(n need, h http.HandlerFunc) http.HandlerFunc {
 
 // authorize resolves the request's token and checks n. It returns the
 // request carrying the identity, or forwarded when it sent the request to
-// the leader instead.
+// the leader instead. A server that is not the leader first catches up
+// with the leader's ACL state before it acts on a token it knows, so that
+// a token the leader deleted is refused on every server
+// (acl_follower.go).
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, n need) (*http.Request, bool, error) {
 	if !s.cfg.ACL.Enabled {
 		return r, false, nil
 	}
-	id, err := s.resolveToken(secretOf(r))
+	secret := secretOf(r)
+	id, err := s.resolveToken(secret)
 	local := r.Context().Value(localKey{}) != nil
 	if errors.Is(err, errTokenNotFound) && !local && !s.IsLeader() && r.Header.Get(forwardedHeader) == "" {
 		s.forward(w, r)
 		return r, true, nil
+	}
+	if err == nil && id.token != nil && !s.IsLeader() {
+		if err := s.catchUpACL(r.Context()); err != nil {
+			return r, false, err
+		}
+		id, err = s.resolveToken(secret)
 	}
 	if err != nil {
 		return r, false, err
@@ -204,11 +221,15 @@ func (s *Server) allowNamespace(r *http.Request, ns, op string) error {
 
 // secretOf returns the request's token: X-Caravan-Token, or an
 // Authorization bearer token (what Prometheus sends), as Nomad reads them.
+// The scheme is case-insensitive (RFC 9110, section 11.1): "Bearer",
+// "bearer" and "BEARER" all name it. A header of another scheme gives no
+// token: the request is anonymous.
 func secretOf(r *http.Request) string {
 	if t := r.Header.Get("X-Caravan-Token"); t != "" {
 		return t
 	}
-	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	scheme, t, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
 		return strings.TrimSpace(t)
 	}
 	return ""

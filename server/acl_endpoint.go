@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/caravan-sched/caravan/acl"
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -19,7 +23,7 @@ import (
 // are disabled, as Nomad's do.
 func (s *Server) aclRoutes(mux *http.ServeMux) {
 	on := s.aclEnabled
-	mux.HandleFunc("POST /v1/acl/bootstrap", s.write(on(s.aclBootstrap)))
+	mux.HandleFunc("POST /v1/acl/bootstrap", s.limited(s.bootstrapLimit, s.write(on(s.aclBootstrap))))
 	mux.HandleFunc("GET /v1/acl/policies", s.read(on(s.allow(management, s.aclPolicyList))))
 	mux.HandleFunc("GET /v1/acl/policy/{name}", s.read(on(s.allow(management, s.aclPolicyRead))))
 	mux.HandleFunc("PUT /v1/acl/policy/{name}", s.write(on(s.allow(management, s.aclPolicyApply))))
@@ -40,9 +44,37 @@ func (s *Server) aclEnabled(fn endpoint) endpoint {
 	}
 }
 
-// aclBootstrap creates the first management token and answers it, secret
-// included; it works once per cluster (snapshots keep the record).
+// aclBootstrapResetFile is the file of the data directory in which an
+// operator writes the reset index to bootstrap ACLs again, as Nomad's
+// acl-bootstrap-reset (deploy/README.md).
+const aclBootstrapResetFile = "acl-bootstrap-reset"
+
+// aclBootstrap creates a management token and answers it, secret
+// included: the first one, once per cluster (snapshots keep the record),
+// or a new one when the leader's data directory holds the reset file
+// naming the index of the bootstrap in force (Nomad's bootstrap reset).
+//
+// A refusal is answered from the leader's state and writes nothing to
+// Raft: 400 "ACL bootstrap already done (reset index: N)", N being the
+// index to write in the reset file. The FSM checks again, from the entry
+// alone: a bootstrap is applied only while there is none, a reset only
+// while the bootstrap in force is at the index the entry carries, so that
+// every server decides alike.
 func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) (any, error) {
+	cur, err := state.ACLBootstrapped(s.State().Txn())
+	if err != nil {
+		return nil, fmt.Errorf("read acl bootstrap: %w", err)
+	}
+	var resetIndex uint64
+	if cur != nil {
+		switch specified := s.bootstrapResetIndex(); {
+		case specified == 0:
+			return nil, badRequest("ACL bootstrap already done (reset index: %d)", cur.Index)
+		case specified != cur.Index:
+			return nil, badRequest("Invalid bootstrap reset index (specified %d, reset index: %d)", specified, cur.Index)
+		}
+		resetIndex = cur.Index
+	}
 	tok, err := newToken("Bootstrap Token", structs.ACLManagementToken, nil, s.now().UnixNano())
 	if err != nil {
 		return nil, err
@@ -53,16 +85,55 @@ func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()
-	_, index, err := s.apply(ctx, fsm.ACLBootstrapType|newTypeFlag, &fsm.ACLBootstrapRequest{Token: tok, Time: tok.CreateTime, ReportKey: key})
-	if errors.Is(err, state.ErrACLBootstrapped) {
-		return nil, badRequest("ACL bootstrap already done: %v", err)
+	var index uint64
+	if resetIndex == 0 {
+		_, index, err = s.apply(ctx, fsm.ACLBootstrapType|newTypeFlag, &fsm.ACLBootstrapRequest{Token: tok, Time: tok.CreateTime, ReportKey: key})
+	} else {
+		// No IgnoreUnknownTypeFlag: a server that skipped the reset
+		// would keep the old bootstrap while the others have the new
+		// one, a silent divergence of who may do what.
+		// apply refuses the type (503) until every server runs a
+		// version that knows it (fsm.Since).
+		_, index, err = s.apply(ctx, fsm.ACLBootstrapResetType, &fsm.ACLBootstrapResetRequest{Token: tok, Time: tok.CreateTime, ResetIndex: resetIndex, ReportKey: key})
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, state.ErrACLBootstrapped), errors.Is(err, state.ErrACLResetIndex):
+		// The state changed between the check above and the commit.
+		return nil, badRequest("ACL bootstrap already done: %v", err)
+	case err != nil:
 		return nil, err
 	}
-	s.log.Info("acl system bootstrapped", "accessor_id", tok.AccessorID, "index", index)
+	if resetIndex != 0 {
+		s.log.Warn("acl system bootstrapped again by the reset file", "accessor_id", tok.AccessorID, "index", index, "reset_index", resetIndex)
+	} else {
+		s.log.Info("acl system bootstrapped", "accessor_id", tok.AccessorID, "index", index)
+	}
 	tok.CreateIndex, tok.ModifyIndex = index, index
 	return tok, nil
+}
+
+// bootstrapResetIndex returns the index the reset file of the data
+// directory names, 0 when there is none (or no data directory). A file
+// that cannot be read or holds no index is logged and taken for none, as
+// Nomad does: the caller of the bootstrap learns nothing of it.
+func (s *Server) bootstrapResetIndex() uint64 {
+	if s.cfg.DataDir == "" {
+		return 0
+	}
+	path := filepath.Join(s.cfg.DataDir, aclBootstrapResetFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Error("failed to read the acl bootstrap reset file", "path", path, "error", err)
+		}
+		return 0
+	}
+	idx, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		s.log.Error("acl bootstrap reset file holds no index", "path", path, "error", err)
+		return 0
+	}
+	return idx
 }
 
 func newToken(name, typ string, policies []string, now int64) (*structs.ACLToken, error) {

@@ -217,25 +217,22 @@ func TestACL_Disabled(t *testing.T) {
 	must.ErrorContains(t, err, "ACL support disabled")
 }
 
-// TestACL_Cluster: servers join each other with the server token; a token
-// created on the leader works on a follower at once (a follower that does
-// not know it yet forwards the request to the leader); a follower refuses
-// a snapshot restore without a management token.
-func TestACL_Cluster(t *testing.T) {
-	var logs syncBuffer
-	var servers []*Server
+// aclCluster starts three servers with ACLs on, logging into logs, and
+// returns the leader and a follower once every server has registered its
+// HTTP address, so that followers can forward to the leader.
+func aclCluster(t *testing.T, logs *syncBuffer) (leader, follower *Server, servers []*Server) {
+	t.Helper()
 	var addrs []string
 	for _, port := range agent.FreePorts(t, 3) {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	for i := range 3 {
-		cfg := aclConfig(t, &logs)
+		cfg := aclConfig(t, logs)
 		cfg.NodeName = fmt.Sprintf("server-%d", i+1)
 		cfg.HTTPAddr, cfg.BootstrapExpect, cfg.RetryJoin = addrs[i], 3, addrs
 		servers = append(servers, TestServer(t, cfg))
 	}
-	leader := leaderOf(t, servers...)
-	var follower *Server
+	leader = leaderOf(t, servers...)
 	for _, s := range servers {
 		if s != leader {
 			follower = s
@@ -256,6 +253,16 @@ func TestACL_Cluster(t *testing.T) {
 		}
 		return nil
 	})
+	return leader, follower, servers
+}
+
+// TestACL_Cluster: servers join each other with the server token; a token
+// created on the leader works on a follower at once (a follower that does
+// not know it yet forwards the request to the leader); a follower refuses
+// a snapshot restore without a management token.
+func TestACL_Cluster(t *testing.T) {
+	var logs syncBuffer
+	leader, follower, _ := aclCluster(t, &logs)
 	ctx := context.Background()
 	root, _, err := client(t, follower).ACL().Bootstrap((&api.WriteOptions{}).WithContext(ctx))
 	must.NoError(t, err, must.Sprint("writes are forwarded to the leader"))
@@ -320,4 +327,37 @@ func TestACL_JobReportToken(t *testing.T) {
 	must.Eq(t, 403, code)
 	must.StrContains(t, body, "ACL token not found")
 	must.StrNotContains(t, logs.String(), tok, must.Sprint("the token is never logged"))
+}
+
+// TestACL_BearerScheme: the Authorization scheme is case-insensitive, as
+// RFC 9110 says; other schemes give no token.
+func TestACL_BearerScheme(t *testing.T) {
+	var logs syncBuffer
+	s := TestServer(t, aclConfig(t, &logs))
+	leaderOf(t, s)
+	root, _, err := client(t, s).ACL().Bootstrap((&api.WriteOptions{}).WithContext(context.Background()))
+	must.NoError(t, err)
+	cases := []struct {
+		name, header string
+		code         int
+	}{
+		{"Bearer", "Bearer " + root.SecretID, http.StatusOK},
+		{"lower case", "bearer " + root.SecretID, http.StatusOK},
+		{"upper case", "BEARER " + root.SecretID, http.StatusOK},
+		{"extra spaces", "  Bearer   " + root.SecretID + " ", http.StatusOK},
+		{"another scheme", "Basic " + root.SecretID, http.StatusForbidden},
+		{"no scheme", root.SecretID, http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", "http://"+s.HTTPAddr()+"/v1/acl/tokens", nil)
+			must.NoError(t, err)
+			req.Header.Set("Authorization", tc.header)
+			resp, err := http.DefaultClient.Do(req)
+			must.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			must.Eq(t, tc.code, resp.StatusCode, must.Sprint(string(body)))
+		})
+	}
 }

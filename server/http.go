@@ -30,6 +30,39 @@ const (
 	defaultWait      = 5 * time.Minute
 )
 
+// bodyLimits holds the routes, by pattern, whose bodies may be larger
+// than maxBodyBytes, and their limits. Every other route takes at most
+// maxBodyBytes, as the handlers' MaxBytesReaders enforce.
+var bodyLimits = map[string]int64{
+	"PUT /v1/operator/snapshot": maxSnapshotBytes,
+}
+
+// refuseDeclaredTooLarge answers 413 to a request whose Content-Length
+// declares a body larger than its route takes, before anything reads the
+// body. It is the one place the declared size is checked, for every
+// route: net/http sends "100 Continue" at the body's first read, so a
+// client that sent "Expect: 100-continue" learns at once that its body is
+// refused instead of sending it, or waiting bodyReadTimeout for a 400. A
+// body of unknown length (chunked) is bounded while it is read, by the
+// MaxBytesReaders of the handlers.
+func refuseDeclaredTooLarge(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxBodyBytes {
+			limit := int64(maxBodyBytes)
+			if _, pattern := mux.Handler(r); bodyLimits[pattern] > 0 {
+				limit = bodyLimits[pattern]
+			}
+			if r.ContentLength > limit {
+				// The unread body makes net/http close the connection
+				// after the answer.
+				http.Error(w, fmt.Sprintf("request body of %d bytes is larger than %d bytes", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
 // CodedError is an error with the HTTP status it maps to.
 type CodedError struct {
 	Code int
@@ -74,7 +107,7 @@ func (s *Server) setupHTTP() error {
 	mux := http.NewServeMux()
 	s.routes(mux)
 	s.http = &http.Server{
-		Handler:           instrument(mux),
+		Handler:           instrument(refuseDeclaredTooLarge(mux)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          s.log.Named("http").StandardLogger(nil),

@@ -57,6 +57,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/agent/health", s.agentHealth)
 	mux.HandleFunc("GET /v1/agent/members", s.local(a(agentRead, s.raftConfiguration)))
 	mux.HandleFunc("PUT /v1/internal/member", s.serverOnly(s.write(s.memberUpsert)))
+	mux.HandleFunc("GET /v1/internal/acl/index", s.read(s.allow(aServer, s.aclIndex)))
 	mux.HandleFunc("GET /v1/metrics", s.guard(agentRead, s.metricsHandler))
 	s.aclRoutes(mux)
 	// The web UI (package ui) is public: its pages read the API above with

@@ -220,6 +220,9 @@ type Server struct {
 
 	// aclCache keeps compiled ACLs of token policies.
 	aclCache aclCache
+	// bootstrapLimit holds POST /v1/acl/bootstrap to a rate per client
+	// address.
+	bootstrapLimit *clientLimiter
 }
 
 // New starts a server: its Raft peer, its HTTP API and the goroutines that
@@ -237,7 +240,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Algorithms = l
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel}
+	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel,
+		bootstrapLimit: newClientLimiter(bootstrapEvery, bootstrapBurst, bootstrapMaxClients)}
 	setupMetrics(s.log)
 	var err error
 	s.fsm, err = fsm.New(s.log, func(t fsm.MessageType) {
@@ -311,9 +315,13 @@ func (s *Server) setupRaft() error {
 		logs, stable, snaps = store, store, raft.NewInmemSnapshotStore()
 		_, s.trans = raft.NewInmemTransport(raft.ServerAddress(s.cfg.NodeID))
 	} else {
+		// raft/ and everything in it is private (datadir.go).
 		dir := filepath.Join(s.cfg.DataDir, "raft")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := os.MkdirAll(dir, privateDirMode); err != nil {
 			return fmt.Errorf("create raft directory: %w", err)
+		}
+		if err := makePrivate(dir); err != nil {
+			return err
 		}
 		bolt, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 		if err != nil {
@@ -321,9 +329,8 @@ func (s *Server) setupRaft() error {
 		}
 		s.closer = append(s.closer, bolt.Close)
 		logs, stable = bolt, bolt
-		snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.log.Named("raft"))
-		if err != nil {
-			return fmt.Errorf("open snapshot store: %w", err)
+		if snaps, err = newPrivateSnapshotStore(dir, 2, s); err != nil {
+			return err
 		}
 		var trans *raft.NetworkTransport
 		if s.cfg.TLS != nil && s.cfg.TLS.RPC {

@@ -101,6 +101,9 @@ func init() {
 	register(ACLTokenDeleteType, func(s *state.Store, i uint64, r *ACLTokenDeleteRequest) any {
 		return s.DeleteACLTokens(i, r.AccessorIDs)
 	})
+	register(ACLBootstrapResetType, func(s *state.Store, i uint64, r *ACLBootstrapResetRequest) any {
+		return s.ResetACLBootstrap(i, r.Time, r.ResetIndex, r.Token, r.ReportKey)
+	})
 }
 
 // JobRegisterResponse is what applying a job registration returns: the

@@ -94,6 +94,10 @@ func populate(f *testFSM) {
 	f.mustApply(JobStatusType, &JobStatusRequest{Namespace: structs.DefaultNamespace, JobID: "b", Status: structs.JobStatusComplete, Description: "converged", Time: 50})
 	f.mustApply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "a", Time: 60})
 	populateACL(f)
+	boot, err := state.ACLBootstrapped(f.State().Txn())
+	must.NoError(f.t, err)
+	f.mustApply(ACLBootstrapResetType, &ACLBootstrapResetRequest{Time: 80, ResetIndex: boot.Index,
+		Token: &structs.ACLToken{AccessorID: "acc-reset", SecretID: "sec-reset", Name: "Bootstrap Token", Type: structs.ACLManagementToken, CreateTime: 80}})
 }
 
 // populateACL applies one entry of every ACL message type, flagged as the
@@ -158,10 +162,63 @@ func TestFSM_ACL(t *testing.T) {
 	must.NoError(t, err)
 }
 
+// TestFSM_ACLBootstrapReset: a reset applies only when it names the index
+// of the bootstrap in force; it keeps the other tokens and the report key,
+// and the next reset must name its own index.
+func TestFSM_ACLBootstrapReset(t *testing.T) {
+	f := newTestFSM(t)
+	mgmt := func(id string) *structs.ACLToken {
+		return &structs.ACLToken{AccessorID: "acc-" + id, SecretID: "sec-" + id, Type: structs.ACLManagementToken}
+	}
+	reset := func(index uint64, id string) any {
+		return f.apply(ACLBootstrapResetType, &ACLBootstrapResetRequest{ResetIndex: index, Token: mgmt(id), ReportKey: []byte("other key")})
+	}
+	err, _ := reset(0, "early").(error)
+	must.ErrorIs(t, err, state.ErrACLResetIndex, must.Sprint("no bootstrap to reset"))
+	f.mustApply(ACLBootstrapType, &ACLBootstrapRequest{Token: mgmt("root"), ReportKey: []byte("report key")})
+	first := f.index
+	f.mustApply(ACLTokenDeleteType, &ACLTokenDeleteRequest{AccessorIDs: []string{"acc-root"}})
+	f.mustApply(ACLTokenUpsertType, &ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{mgmt("kept")}})
+
+	cases := []struct {
+		name  string
+		index uint64
+		want  error
+	}{
+		{"no index", 0, state.ErrACLResetIndex},
+		{"another index", first + 1, state.ErrACLResetIndex},
+		{"the bootstrap's index", first, nil},
+		{"the same index again", first, state.ErrACLResetIndex},
+	}
+	var resetAt uint64
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.State().Index()
+			err, _ := reset(tc.index, fmt.Sprint("new-", tc.index)).(error)
+			must.ErrorIs(t, err, tc.want)
+			if tc.want != nil {
+				must.Eq(t, before, f.State().Index(), must.Sprint("a refused reset changes nothing"))
+			} else {
+				resetAt = f.index
+			}
+		})
+	}
+	txn := f.State().Txn()
+	boot, err := state.ACLBootstrapped(txn)
+	must.NoError(t, err)
+	must.Eq(t, resetAt, boot.Index, must.Sprint("the reset is the bootstrap in force"))
+	must.Eq(t, []byte("report key"), boot.ReportKey)
+	for secret, want := range map[string]bool{"sec-root": false, "sec-kept": true, fmt.Sprint("sec-new-", first): true} {
+		tok, err := state.ACLTokenBySecret(txn, secret)
+		must.NoError(t, err)
+		must.Eq(t, want, tok != nil, must.Sprint(secret))
+	}
+}
+
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 19, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 20, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")

@@ -37,6 +37,9 @@ const (
 	// sample whose identity (job, task, step and time) is stored already
 	// once: a retried report is kept once (0.2.0).
 	SampleAppendType
+	// ACLBootstrapResetType bootstraps ACLs again after an operator's
+	// reset (0.2.0).
+	ACLBootstrapResetType
 )
 
 // since holds the message types added after 0.1.0, with the version that
@@ -45,7 +48,8 @@ const (
 // the Raft configuration has recorded that version or a later one, as
 // Nomad's ServersMeetMinimumVersion gates new features; see Since.
 var since = map[MessageType]string{
-	SampleAppendType: "0.2.0",
+	SampleAppendType:      "0.2.0",
+	ACLBootstrapResetType: "0.2.0",
 }
 
 // Since returns the version that added message type t, or "" for a type
@@ -76,7 +80,7 @@ var messageNames = map[MessageType]string{
 	DecisionApplyType: "DecisionApply", ObservedUpsertType: "ObservedUpsert",
 	ACLBootstrapType: "ACLBootstrap", ACLPolicyUpsertType: "ACLPolicyUpsert", ACLPolicyDeleteType: "ACLPolicyDelete",
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
-	UsageUpsertType: "UsageUpsert", SampleAppendType: "SampleAppend",
+	UsageUpsertType: "UsageUpsert", SampleAppendType: "SampleAppend", ACLBootstrapResetType: "ACLBootstrapReset",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -177,6 +181,22 @@ type ACLBootstrapRequest struct {
 	Time  int64
 	// ReportKey is the key of per-job report tokens, random bytes the
 	// leader drew.
+	ReportKey []byte
+}
+
+// ACLBootstrapResetRequest bootstraps ACLs again (the operator's reset
+// after the last management token is lost): it stores Token as a new
+// management token only if the state's current bootstrap is at
+// ResetIndex, which the leader read from the reset file of its data
+// directory. The index travels in the entry, so that every server decides
+// alike from its own state. It is a type of its own rather than a field of
+// ACLBootstrapRequest: a server that does not know it must not apply it as
+// a refused first bootstrap while newer servers apply it as a reset.
+type ACLBootstrapResetRequest struct {
+	Token      *structs.ACLToken
+	Time       int64
+	ResetIndex uint64
+	// ReportKey is used only if the current bootstrap has no report key.
 	ReportKey []byte
 }
 

@@ -13,6 +13,11 @@ import (
 // second time.
 var ErrACLBootstrapped = errors.New("ACL system is already bootstrapped")
 
+// ErrACLResetIndex is returned by a bootstrap reset whose reset index is
+// not the index of the current bootstrap: the bootstrap it was meant to
+// reset is not the one in force (none, or a later one).
+var ErrACLResetIndex = errors.New("ACL bootstrap reset index is not the index of the current bootstrap")
+
 // ErrACLPolicyNotFound is returned when a token names a policy the store
 // does not hold, or a deleted policy does not exist.
 var ErrACLPolicyNotFound = errors.New("ACL policy not found")
@@ -32,6 +37,40 @@ func (s *Store) BootstrapACL(index uint64, now int64, token *structs.ACLToken, r
 			return fmt.Errorf("%w at index %d", ErrACLBootstrapped, raw.(*structs.ACLBootstrap).Index)
 		}
 		if err := w.insert(TableACLBootstrap, &structs.ACLBootstrap{Index: index, Time: now, ReportKey: reportKey}); err != nil {
+			return err
+		}
+		return upsertToken(w, token)
+	})
+}
+
+// ResetACLBootstrap bootstraps the ACL system again, as an operator asks
+// after the last management token is lost (Nomad's bootstrap reset): if
+// the current bootstrap is at resetIndex, it stores token as a new
+// management token and records the bootstrap at index, so that a later
+// reset must name index. Other tokens and policies are kept, and so is
+// the report key, so that running jobs keep reporting; reportKey is used
+// only when the current bootstrap has none. Any other resetIndex, or none
+// bootstrap at all, fails with ErrACLResetIndex and stores nothing. Like
+// every store write it depends on its arguments and the state alone, so
+// that every server applies it alike.
+func (s *Store) ResetACLBootstrap(index uint64, now int64, resetIndex uint64, token *structs.ACLToken, reportKey []byte) error {
+	return s.write(index, func(w *writer) error {
+		raw, err := w.txn.First(TableACLBootstrap, "id")
+		if err != nil {
+			return fmt.Errorf("read acl bootstrap: %w", err)
+		}
+		if raw == nil {
+			return fmt.Errorf("%w: reset index %d, but ACLs are not bootstrapped", ErrACLResetIndex, resetIndex)
+		}
+		cur := raw.(*structs.ACLBootstrap)
+		if cur.Index != resetIndex {
+			return fmt.Errorf("%w: reset index %d, current bootstrap at index %d", ErrACLResetIndex, resetIndex, cur.Index)
+		}
+		key := cur.ReportKey
+		if len(key) == 0 {
+			key = reportKey
+		}
+		if err := w.insert(TableACLBootstrap, &structs.ACLBootstrap{Index: index, Time: now, ReportKey: key}); err != nil {
 			return err
 		}
 		return upsertToken(w, token)
