@@ -4,7 +4,7 @@ import "fmt"
 
 var (
 	// Version is the release version, semver without the leading v.
-	Version = "0.1.0"
+	Version = "0.2.0"
 	// Prerelease marks builds between releases, such as "dev".
 	Prerelease = "dev"
 	// GitCommit is the commit the binary was built from, if known.
@@ -12,7 +12,7 @@ var (
 )
 
 // String returns the version as `caravan version` prints it:
-// "Caravan v0.1.0-dev (abc1234)".
+// "Caravan v0.2.0-dev (abc1234)".
 func String() string {
 	v := "Caravan v" + Version
 	if Prerelease != "" {
