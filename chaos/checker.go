@@ -424,6 +424,7 @@ func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
 		ck.c.Start(i)
 		ck.waitRejoined(t, i, u.Version)
 		r.Rejoins = append(r.Rejoins, time.Since(start))
+		t.Logf("server %d back on %s, with a leader and %d voters, %s after it was stopped", i, u.Version, ck.c.N(), r.Rejoins[step].Round(time.Millisecond))
 		done[i] = true
 		// The mixed cluster (and at the end the new one) takes writes
 		// before the next step.
