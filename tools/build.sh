@@ -71,7 +71,7 @@ previous() {
 			echo "tools: commit $commit ($tag) is not in this clone's history: git fetch --unshallow, or git fetch origin $commit" >&2
 			exit 1
 		fi
-		echo "tools: building caravan $tag ($commit) into $out (takes a minute or two the first time)" >&2
+		echo "tools: building caravan $tag ($commit) into $out (takes minutes the first time)" >&2
 		mkdir -p "$(dirname "$out")"
 		tmp=$(mktemp -d)
 		(

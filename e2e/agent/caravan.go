@@ -62,12 +62,20 @@ func PreviousCaravan(t testing.TB) PreviousRelease {
 	r.Bin = filepath.Join(root, ".tools", "bin", "caravan-previous")
 	out, err := exec.Command(r.Bin, "version").CombinedOutput()
 	if err != nil {
-		t.Fatalf("the previous release's caravan (%s %s) at %s: %v %s: run `make tools` (tools/build.sh previous) to build it", r.Tag, r.Commit, r.Bin, err, out)
+		t.Fatalf("the previous release's caravan (%s %s) at %s: %v: run `make tools` (tools/build.sh previous) to build it%s", r.Tag, r.Commit, r.Bin, err, indent(out))
 	}
 	if want := "(" + r.Commit[:7] + ")"; !strings.Contains(string(out), want) {
 		t.Fatalf("%s says %q, not built from %s (%s): run `make tools` to build the release tools/previous-release names", r.Bin, strings.TrimSpace(string(out)), r.Commit, r.Tag)
 	}
 	return r
+}
+
+// indent returns a command's output on lines of its own, or nothing.
+func indent(out []byte) string {
+	if s := strings.TrimSpace(string(out)); s != "" {
+		return "\n\t" + strings.ReplaceAll(s, "\n", "\n\t")
+	}
+	return ""
 }
 
 // Version returns what `bin version` prints, as the agent's
