@@ -25,7 +25,7 @@ const (
 
 // Cluster is a Caravan cluster of real `caravan agent` processes, one per
 // host of a Network, that join each other through retry_join. Each server
-// runs its own binary, all the same at the start; Swap replaces one.
+// runs its own binary, all the same at the start (SetBinary).
 type Cluster struct {
 	t  testing.TB
 	nw *Network
@@ -119,7 +119,7 @@ func (c *Cluster) Stop(i int) {
 	p.Stop()
 }
 
-// StopMode is how Swap ends a server's agent.
+// StopMode is how Halt ends a server's agent.
 type StopMode int
 
 const (
@@ -147,21 +147,13 @@ func (c *Cluster) Halt(i int, mode StopMode) {
 	}
 }
 
-// SetBinary makes server i run bin from its next Start on.
+// SetBinary makes server i run bin from its next Start on: Halt,
+// SetBinary and Start replace its binary, on the same configuration and
+// data.
 func (c *Cluster) SetBinary(i int, bin string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.bins[i] = bin
-}
-
-// Swap replaces server i's binary with bin: it halts the agent as mode
-// says and starts bin on the same configuration and data. It does not
-// wait for the server to rejoin.
-func (c *Cluster) Swap(i int, bin string, mode StopMode) {
-	c.t.Helper()
-	c.Halt(i, mode)
-	c.SetBinary(i, bin)
-	c.Start(i)
 }
 
 // self is what a server says of itself (GET /v1/agent/self): the

@@ -7,5 +7,5 @@
 // long one, whose numbers are in server/README.md.
 // TestChaos_RollingUpgrade upgrades such a cluster from the previous
 // release (tools/previous-release) to this build, one server at a time
-// (Schedule.Upgrade, Cluster.Swap).
+// (Schedule.Upgrade, Cluster.SetBinary).
 package chaos
