@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -383,6 +384,11 @@ func (ck *checker) disrupt(t testing.TB, r *Report, leader int, do func()) {
 // left on the old binary, the leader last.
 func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
 	t.Helper()
+	// As an operator does: start from a cluster with a leader and all
+	// its voters (a server that just joined and leaves at once may miss
+	// its own removal, and then does not ask to join again).
+	ck.waitWhole(t, -1, "")
+	ck.waitAcks(t, upgradeAcks, 30*time.Second)
 	done := make([]bool, ck.c.N())
 	for step := range ck.c.N() {
 		leader := ck.c.WaitLeader(time.Minute, -1)
@@ -422,7 +428,7 @@ func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
 		}
 		ck.c.SetBinary(i, u.To)
 		ck.c.Start(i)
-		ck.waitRejoined(t, i, u.Version)
+		ck.waitWhole(t, i, u.Version)
 		r.Rejoins = append(r.Rejoins, time.Since(start))
 		t.Logf("server %d back on %s, with a leader and %d voters, %s after it was stopped", i, u.Version, ck.c.N(), r.Rejoins[step].Round(time.Millisecond))
 		done[i] = true
@@ -465,11 +471,16 @@ func (ck *checker) waitLeft(t testing.TB, i int, id string) {
 	})
 }
 
-// waitRejoined waits until server i answers with version and every
-// server names the same leader and counts all the servers as voters.
-func (ck *checker) waitRejoined(t testing.TB, i int, version string) {
+// waitWhole waits until every server names a leader with a majority
+// behind it and counts all the servers as voters, and server i (none
+// when -1) answers with version.
+func (ck *checker) waitWhole(t testing.TB, i int, version string) {
 	t.Helper()
-	agent.WaitFor(t, time.Minute, fmt.Sprintf("server %d back on %s, with a leader and %d voters", i, version, ck.c.N()), func() error {
+	what := fmt.Sprintf("a leader and %d voters", ck.c.N())
+	if i >= 0 {
+		what = fmt.Sprintf("server %d back on %s, with %s", i, version, what)
+	}
+	agent.WaitFor(t, time.Minute, what, func() error {
 		for j := range ck.c.N() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			s, err := ck.c.Self(ctx, j)
@@ -571,6 +582,21 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 				ck.violation("server %d lost job %s", i, id)
 			}
 		}
+		// A sample may be acknowledged after the last job: the server
+		// catches up with it too.
+		pending := slices.Clone(samples)
+		agent.WaitFor(t, time.Minute, fmt.Sprintf("server %d holding every acknowledged sample", i), func() error {
+			var err error
+			pending = slices.DeleteFunc(pending, func(id string) bool {
+				n, e := ck.storedSamples(i, id)
+				err = cmp.Or(err, e)
+				return e == nil && n > 0
+			})
+			if len(pending) > 0 {
+				return fmt.Errorf("%d missing, such as job %s's (%v)", len(pending), pending[0], err)
+			}
+			return nil
+		})
 		for _, id := range reported {
 			n, err := ck.storedSamples(i, id)
 			stored[id] = max(stored[id], n)
