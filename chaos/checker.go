@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,10 +31,29 @@ type Schedule struct {
 	// Writers is how many clients register jobs, read them back and
 	// report samples at once, each against random servers.
 	Writers int
+	// Upgrade, when set, upgrades every server, after the kills and
+	// partitions.
+	Upgrade *Upgrade
+}
+
+// Upgrade is a rolling upgrade: each server's binary is replaced with To,
+// one server at a time, followers first and the leader last (as
+// deploy/README.md and Nomad's upgrade guide say), and each step waits
+// until the server is back (it answers with Version, and the cluster has
+// a leader and all its voters) and the clients' writes are acknowledged
+// again.
+type Upgrade struct {
+	// To is the new binary; Version what its agents answer in
+	// /v1/agent/self (agent.Version).
+	To, Version string
+	// Stops says how each step stops its server, in the order of the
+	// steps; a step past its end stops with Leave.
+	Stops []StopMode
 }
 
 // Report is what a run found. A run is correct when Lost, Duplicated, EmptyAcks,
 // StaleReads, MinorityWrites and MinorityReads are all zero.
+// DuplicateSamples is not part of that yet: see its comment.
 type Report struct {
 	// Acked writes (job registrations and samples) the cluster
 	// acknowledged; Failed those it refused or left unanswered.
@@ -44,6 +64,15 @@ type Report struct {
 	// without the answer naming the job.
 	Lost, Duplicated int
 	EmptyAcks        int64
+	// SampleRetries is how many sample reports were sent again, with the
+	// same body (the same Time), after an answer that did not say whether
+	// they were kept: a 5xx or no answer. DuplicateSamples is how many
+	// jobs some server holds the clients' sample of more than once, which
+	// such a retry makes when the first report was kept. It is reported
+	// and not part of OK: the servers do not de-duplicate reports yet, so
+	// a retried report that was kept the first time is stored twice.
+	SampleRetries    int64
+	DuplicateSamples int
 	// Reads are the consistent reads of a job just acknowledged, from a
 	// random server, that answered; StaleReads those that did not find
 	// it; Unavailable those that failed (no leader, cut off).
@@ -51,10 +80,17 @@ type Report struct {
 	// MinorityWrites and MinorityReads are writes acknowledged and
 	// consistent reads answered by a server cut off from the majority.
 	MinorityWrites, MinorityReads int
-	// Failovers is, per disruption (a kill or the leader's isolation),
-	// the time until a new leader had a majority behind it; WriteGaps
-	// the time until the first write acknowledged after it.
+	// Failovers is, per disruption (a kill, the leader's isolation, the
+	// leader's step of an upgrade), the time until a new leader had a
+	// majority behind it; WriteGaps the time until the first write
+	// acknowledged after it.
 	Failovers, WriteGaps []time.Duration
+	// Rejoins is, per step of an upgrade, the time from stopping the
+	// server until it was back on its new binary with a leader and all
+	// the voters.
+	Rejoins []time.Duration
+	// Versions is what each server's /v1/agent/self said at the end.
+	Versions []string
 	// Details names the violations.
 	Details []string
 }
@@ -69,9 +105,14 @@ func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acknowledged: %d jobs, %d samples; failed or unanswered writes: %d\n", r.AckedJobs, r.AckedSamples, r.FailedWrites)
 	fmt.Fprintf(&b, "lost: %d, duplicated: %d, empty acknowledgements: %d\n", r.Lost, r.Duplicated, r.EmptyAcks)
+	fmt.Fprintf(&b, "sample reports retried: %d; jobs with a sample stored more than once: %d (not de-duplicated yet)\n", r.SampleRetries, r.DuplicateSamples)
 	fmt.Fprintf(&b, "reads of a write just acknowledged: %d answered, %d stale, %d unavailable\n", r.Reads, r.StaleReads, r.Unavailable)
 	fmt.Fprintf(&b, "cut-off servers: %d writes acknowledged, %d consistent reads answered\n", r.MinorityWrites, r.MinorityReads)
 	fmt.Fprintf(&b, "failover: %s; first write after: %s", quantiles(r.Failovers), quantiles(r.WriteGaps))
+	if len(r.Rejoins) > 0 {
+		fmt.Fprintf(&b, "\nupgrade steps, stop to rejoined: %s", quantiles(r.Rejoins))
+	}
+	fmt.Fprintf(&b, "\nversions: %s", strings.Join(r.Versions, "; "))
 	for _, d := range r.Details {
 		fmt.Fprintf(&b, "\n  %s", d)
 	}
@@ -98,13 +139,14 @@ type checker struct {
 	c   *Cluster
 	log func(format string, args ...any)
 
-	mu      sync.Mutex
-	jobs    []string // acknowledged registrations
-	samples []string // acknowledged samples' jobs (one sample a job)
-	acks    []time.Time
-	details []string
+	mu       sync.Mutex
+	jobs     []string // acknowledged registrations
+	samples  []string // acknowledged samples' jobs (one sample a job)
+	reported []string // jobs whose sample was sent, acknowledged or not
+	acks     []time.Time
+	details  []string
 
-	failed, reads, stale, unavailable, emptyAcks atomic.Int64
+	failed, reads, stale, unavailable, emptyAcks, retries atomic.Int64
 }
 
 // checkerStep is the step of the sample a client reports for each job it
@@ -180,11 +222,14 @@ func Run(t testing.TB, c *Cluster, s Schedule) *Report {
 		c.nw.Heal()
 		ck.waitAcks(t, 3, 30*time.Second)
 	}
+	if s.Upgrade != nil {
+		ck.upgrade(t, r, *s.Upgrade)
+	}
 	cancel()
 	wg.Wait()
 
 	ck.verify(t, r)
-	r.FailedWrites, r.EmptyAcks = ck.failed.Load(), ck.emptyAcks.Load()
+	r.FailedWrites, r.EmptyAcks, r.SampleRetries = ck.failed.Load(), ck.emptyAcks.Load(), ck.retries.Load()
 	r.Reads, r.StaleReads, r.Unavailable = ck.reads.Load(), ck.stale.Load(), ck.unavailable.Load()
 	r.Details = append(r.Details, ck.details...)
 	return r
@@ -235,17 +280,46 @@ func (ck *checker) write(ctx context.Context, w int) {
 			ck.unavailable.Add(1)
 		}
 
-		smp := map[string]any{"samples": []map[string]any{{"job_id": id, "step": checkerStep, "loss": 1.0, "step_time_s": 0.1, "num_ps": 1, "num_workers": 1}}}
+		if ck.report(ctx, id) {
+			ck.ack(func() { ck.samples = append(ck.samples, id) })
+		}
+	}
+}
+
+// report reports the clients' sample of job id, stamped with its Time
+// as a trainer stamps it, through random servers, and reports whether a
+// server acknowledged it. An answer that does not say whether the sample
+// was kept (a 5xx, or none) is followed by the same report again, as a
+// trainer retries, until one does or ctx ends: the servers may then hold
+// the sample twice (Report.DuplicateSamples).
+func (ck *checker) report(ctx context.Context, id string) bool {
+	smp := map[string]any{"samples": []map[string]any{{
+		"job_id": id, "step": checkerStep, "loss": 1.0, "step_time_s": 0.1, "num_ps": 1, "num_workers": 1,
+		"time": time.Now().UnixNano(),
+	}}}
+	ck.mu.Lock()
+	ck.reported = append(ck.reported, id)
+	ck.mu.Unlock()
+	for try := 0; ; try++ {
+		if try > 0 {
+			ck.retries.Add(1)
+		}
 		var resp struct{ Accepted int }
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err = ck.c.Do(sctx, rand.IntN(ck.c.N()), http.MethodPost, "/v1/report", smp, &resp)
+		_, err := ck.c.Do(sctx, rand.IntN(ck.c.N()), http.MethodPost, "/v1/report", smp, &resp)
 		cancel()
-		switch {
-		case err == nil && resp.Accepted == 1:
-			ck.ack(func() { ck.samples = append(ck.samples, id) })
-		case err != nil && ctx.Err() == nil:
-			ck.failed.Add(1)
+		if err == nil {
+			return resp.Accepted == 1
 		}
+		if ctx.Err() != nil {
+			return false
+		}
+		ck.failed.Add(1)
+		var se *StatusError
+		if errors.As(err, &se) && se.Code < 500 || errors.As(err, new(*BadAnswer)) {
+			return false // refused, or answered: not ambiguous
+		}
+		time.Sleep(50 * time.Millisecond) // no leader now: do not spin
 	}
 }
 
@@ -306,6 +380,127 @@ func (ck *checker) disrupt(t testing.TB, r *Report, leader int, do func()) {
 	r.WriteGaps = append(r.WriteGaps, first.Sub(start))
 }
 
+// upgrade carries out u: one server at a time, a follower while one is
+// left on the old binary, the leader last.
+func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
+	t.Helper()
+	// As an operator does: start from a cluster with a leader and all
+	// its voters (a server that just joined and leaves at once may miss
+	// its own removal, and then does not ask to join again).
+	ck.waitWhole(t, -1, "")
+	ck.waitAcks(t, upgradeAcks, 30*time.Second)
+	done := make([]bool, ck.c.N())
+	for step := range ck.c.N() {
+		leader := ck.c.WaitLeader(time.Minute, -1)
+		i := leader
+		for j := range ck.c.N() {
+			if !done[j] && j != leader {
+				i = j
+				break
+			}
+		}
+		mode := Leave
+		if step < len(u.Stops) {
+			mode = u.Stops[step]
+		}
+		role := "a follower"
+		if i == leader {
+			role = "the leader"
+		}
+		t.Logf("upgrade %d of %d: server %d, %s, stopped with %s", step+1, ck.c.N(), i, role, mode)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		old, err := ck.c.Self(ctx, i)
+		cancel()
+		if err != nil {
+			t.Fatalf("upgrade: server %d before its step: %v", i, err)
+		}
+		start := time.Now()
+		ck.c.Halt(i, mode)
+		// A leader that leaves serves until it is out: the failover and
+		// the gap in writes count from its exit.
+		exited := time.Now()
+		if i == leader {
+			ck.c.WaitLeader(time.Minute, i)
+			r.Failovers = append(r.Failovers, time.Since(exited))
+		}
+		if mode == Leave {
+			ck.waitLeft(t, i, old.ID)
+		}
+		ck.c.SetBinary(i, u.To)
+		ck.c.Start(i)
+		ck.waitWhole(t, i, u.Version)
+		r.Rejoins = append(r.Rejoins, time.Since(start))
+		t.Logf("server %d back on %s, with a leader and %d voters, %s after it was stopped", i, u.Version, ck.c.N(), r.Rejoins[step].Round(time.Millisecond))
+		done[i] = true
+		// The mixed cluster (and at the end the new one) takes writes
+		// before the next step.
+		ck.waitAcks(t, upgradeAcks, 30*time.Second)
+		if i == leader {
+			_, first := ck.acked(exited)
+			r.WriteGaps = append(r.WriteGaps, first.Sub(exited))
+		}
+	}
+}
+
+// upgradeAcks is how many writes the cluster acknowledges after each
+// step of an upgrade before the next.
+const upgradeAcks = 50
+
+// waitLeft waits until the servers other than i, which left, name a
+// leader and no longer count i (whose ID is id) among the voters.
+func (ck *checker) waitLeft(t testing.TB, i int, id string) {
+	t.Helper()
+	agent.WaitFor(t, 30*time.Second, fmt.Sprintf("server %d (%s) out of the Raft configuration after leaving", i, short(id)), func() error {
+		for j := range ck.c.N() {
+			if j == i {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s, err := ck.c.Self(ctx, j)
+			cancel()
+			switch {
+			case err != nil:
+				return fmt.Errorf("server %d: %w", j, err)
+			case s.LeaderID == "" || s.LeaderID == id:
+				return fmt.Errorf("server %d follows %q", j, short(s.LeaderID))
+			case s.Voters != ck.c.N()-1:
+				return fmt.Errorf("server %d counts %d voters", j, s.Voters)
+			}
+		}
+		return nil
+	})
+}
+
+// waitWhole waits until every server names a leader with a majority
+// behind it and counts all the servers as voters, and server i (none
+// when -1) answers with version.
+func (ck *checker) waitWhole(t testing.TB, i int, version string) {
+	t.Helper()
+	what := fmt.Sprintf("a leader and %d voters", ck.c.N())
+	if i >= 0 {
+		what = fmt.Sprintf("server %d back on %s, with %s", i, version, what)
+	}
+	agent.WaitFor(t, time.Minute, what, func() error {
+		for j := range ck.c.N() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s, err := ck.c.Self(ctx, j)
+			cancel()
+			switch {
+			case err != nil:
+				return fmt.Errorf("server %d: %w", j, err)
+			case j == i && s.Version != version:
+				return fmt.Errorf("server %d runs %q", j, s.Version)
+			case s.LeaderID == "":
+				return fmt.Errorf("server %d knows no leader", j)
+			case s.Voters != ck.c.N():
+				return fmt.Errorf("server %d counts %d voters", j, s.Voters)
+			}
+		}
+		_, err := ck.c.Leader(context.Background())
+		return err
+	})
+}
+
 // probeMinority asks server i, cut off from the majority, to write and to
 // read consistently: it must do neither.
 func (ck *checker) probeMinority(t testing.TB, r *Report, i int) {
@@ -328,12 +523,38 @@ func (ck *checker) probeMinority(t testing.TB, r *Report, i int) {
 	}
 }
 
+// storedSamples returns how many times server i holds the clients'
+// sample of job id (its step is checkerStep; the simulated trainers'
+// samples are not counted).
+func (ck *checker) storedSamples(i int, id string) (int, error) {
+	var js struct {
+		Samples []struct {
+			Step int64 `json:"step"`
+		}
+	}
+	_, err := ck.c.Do(context.Background(), i, http.MethodGet, "/v1/job/"+id+"/samples?stale=true", nil, &js)
+	n := 0
+	for _, smp := range js.Samples {
+		if smp.Step == checkerStep {
+			n++
+		}
+	}
+	return n, err
+}
+
 // verify checks that every server holds every acknowledged write once.
 func (ck *checker) verify(t testing.TB, r *Report) {
 	t.Helper()
 	ck.mu.Lock()
-	jobs, samples := slices.Clone(ck.jobs), slices.Clone(ck.samples)
+	jobs, samples, reported := slices.Clone(ck.jobs), slices.Clone(ck.samples), slices.Clone(ck.reported)
 	ck.mu.Unlock()
+	acked := map[string]bool{}
+	for _, id := range samples {
+		acked[id] = true
+	}
+	// stored is, per job reported, the most times a server holds its
+	// sample.
+	stored := map[string]int{}
 	r.AckedJobs, r.AckedSamples = int64(len(jobs)), int64(len(samples))
 	ck.c.WaitLeader(time.Minute, -1)
 	for i := range ck.c.N() {
@@ -361,23 +582,38 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 				ck.violation("server %d lost job %s", i, id)
 			}
 		}
-		for _, id := range samples {
-			var js struct {
-				Samples []struct {
-					Step int64 `json:"step"`
-				}
+		// A sample may be acknowledged after the last job: the server
+		// catches up with it too.
+		pending := slices.Clone(samples)
+		agent.WaitFor(t, time.Minute, fmt.Sprintf("server %d holding every acknowledged sample", i), func() error {
+			var err error
+			pending = slices.DeleteFunc(pending, func(id string) bool {
+				n, e := ck.storedSamples(i, id)
+				err = cmp.Or(err, e)
+				return e == nil && n > 0
+			})
+			if len(pending) > 0 {
+				return fmt.Errorf("%d missing, such as job %s's (%v)", len(pending), pending[0], err)
 			}
-			_, err := ck.c.Do(context.Background(), i, http.MethodGet, "/v1/job/"+id+"/samples?stale=true", nil, &js)
-			n := 0
-			for _, smp := range js.Samples {
-				if smp.Step == checkerStep {
-					n++
-				}
-			}
-			if err != nil || n != 1 {
+			return nil
+		})
+		for _, id := range reported {
+			n, err := ck.storedSamples(i, id)
+			stored[id] = max(stored[id], n)
+			if acked[id] && (err != nil || n == 0) {
 				r.Lost++
-				ck.violation("server %d holds %d acknowledged samples of job %s, want 1 (%v)", i, n, id, err)
+				ck.violation("server %d does not hold the acknowledged sample of job %s (%v)", i, id, err)
 			}
+		}
+		var s self
+		if _, err := ck.c.Do(context.Background(), i, http.MethodGet, "/v1/agent/self", nil, &s); err != nil {
+			s.Version = err.Error()
+		}
+		r.Versions = append(r.Versions, s.Version)
+	}
+	for _, id := range reported {
+		if stored[id] > 1 {
+			r.DuplicateSamples++
 		}
 	}
 	for _, id := range jobs {

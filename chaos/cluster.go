@@ -24,11 +24,11 @@ const (
 )
 
 // Cluster is a Caravan cluster of real `caravan agent` processes, one per
-// host of a Network, that join each other through retry_join.
+// host of a Network, that join each other through retry_join. Each server
+// runs its own binary, all the same at the start (SetBinary).
 type Cluster struct {
-	t   testing.TB
-	nw  *Network
-	bin string
+	t  testing.TB
+	nw *Network
 	// Scheme is "http" or "https"; HTTP is the client the checker and the
 	// cluster's own probes use (with TLS and tokens as configured).
 	Scheme string
@@ -38,6 +38,7 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	cfgs  []string
+	bins  []string
 	procs []*agent.Caravan
 }
 
@@ -45,7 +46,7 @@ type Cluster struct {
 // each agent's configuration (the driver, acl and tls blocks).
 func StartCluster(t testing.TB, nw *Network, bin, body string) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, nw: nw, bin: bin, Scheme: "http", HTTP: &http.Client{Timeout: 10 * time.Second}}
+	c := &Cluster{t: t, nw: nw, Scheme: "http", HTTP: &http.Client{Timeout: 10 * time.Second}}
 	var join []string
 	for i := range nw.n {
 		join = append(join, fmt.Sprintf("%q", fmt.Sprintf("%s:%d", nw.Addr(i), httpPort)))
@@ -72,6 +73,7 @@ server {
 			t.Fatalf("write agent config: %v", err)
 		}
 		c.cfgs = append(c.cfgs, cfg)
+		c.bins = append(c.bins, bin)
 		c.procs = append(c.procs, nil)
 		c.Start(i)
 	}
@@ -86,10 +88,14 @@ func (c *Cluster) URL(i int) string {
 	return fmt.Sprintf("%s://%s:%d", c.Scheme, c.nw.Addr(i), httpPort)
 }
 
-// Start starts server i's agent, again after Kill, on the same data.
+// Start starts server i's agent, again after Kill or Stop, on the same
+// data, with its binary.
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
-	argv := c.nw.Exec(i, c.bin, "agent", "-config", c.cfgs[i])
+	c.mu.Lock()
+	bin := c.bins[i]
+	c.mu.Unlock()
+	argv := c.nw.Exec(i, bin, "agent", "-config", c.cfgs[i])
 	p := agent.StartCaravanCommand(c.t, argv[0], fmt.Sprintf("caravan-%d-%d", i, time.Now().UnixNano()), argv[1:]...)
 	c.mu.Lock()
 	c.procs[i] = p
@@ -104,13 +110,66 @@ func (c *Cluster) Kill(i int) {
 	p.Kill()
 }
 
-// self is what a server says of itself (GET /v1/agent/self).
+// Stop interrupts server i's agent, which leaves the cluster's Raft
+// configuration, as `systemctl stop` does, and waits for it to exit.
+func (c *Cluster) Stop(i int) {
+	c.mu.Lock()
+	p := c.procs[i]
+	c.mu.Unlock()
+	p.Stop()
+}
+
+// StopMode is how Halt ends a server's agent.
+type StopMode int
+
+const (
+	// Leave interrupts the agent (Stop): it leaves the Raft configuration
+	// and joins again when it starts.
+	Leave StopMode = iota
+	// Crash SIGKILLs it (Kill): it stays in the configuration and comes
+	// back with its Raft state as it was.
+	Crash
+)
+
+func (m StopMode) String() string {
+	if m == Crash {
+		return "SIGKILL"
+	}
+	return "SIGINT (leave)"
+}
+
+// Halt ends server i's agent as mode says.
+func (c *Cluster) Halt(i int, mode StopMode) {
+	if mode == Crash {
+		c.Kill(i)
+	} else {
+		c.Stop(i)
+	}
+}
+
+// SetBinary makes server i run bin from its next Start on: Halt,
+// SetBinary and Start replace its binary, on the same configuration and
+// data.
+func (c *Cluster) SetBinary(i int, bin string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bins[i] = bin
+}
+
+// self is what a server says of itself (GET /v1/agent/self): the
+// fields of structs.AgentSelf the checks read, which every release since
+// v0.1.0 answers.
 type self struct {
 	ID       string
 	LeaderID string
+	// Version is the binary's version.String(); Voters the size of the
+	// server's Raft configuration.
+	Version string
+	Voters  int
 }
 
-// Self asks server i who it is and whom it knows as leader, locally.
+// Self asks server i who it is, whom it knows as leader, which version it
+// runs and how many voters it counts, locally.
 func (c *Cluster) Self(ctx context.Context, i int) (self, error) {
 	var s self
 	_, err := c.Do(ctx, i, http.MethodGet, "/v1/agent/self?stale=true", nil, &s)

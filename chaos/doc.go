@@ -5,4 +5,7 @@
 // with leaders SIGKILLed and restarted and partitions made and healed.
 // TestChaos runs a short schedule in `make test`; `make chaos` runs the
 // long one, whose numbers are in server/README.md.
+// TestChaos_RollingUpgrade upgrades such a cluster from the previous
+// release (tools/previous-release) to this build, one server at a time
+// (Schedule.Upgrade, Cluster.SetBinary).
 package chaos

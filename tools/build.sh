@@ -11,11 +11,19 @@
 # algorithm, from the system's packages (Debian/Ubuntu: glpk-utils) when it
 # is not on the PATH already.
 #
+# The previous target builds `caravan` itself as it was at the previous
+# release, the commit pinned in tools/previous-release, into
+# .tools/bin/caravan-previous, for the rolling-upgrade test
+# (chaos.TestChaos_RollingUpgrade). It exports that commit's tree from this
+# clone's Git history (a shallow clone lacks it: fetch it first) and builds
+# it with the GNUmakefile's ldflags, so that the binary says which commit
+# it is, and -trimpath, so that the same commit gives the same binary.
+#
 # The chromium target installs Debian's Chromium, the headless browser the
 # UI's tests (ui/browser_test.go) and `make screenshots` drive, when
 # /usr/bin/chromium (or $CARAVAN_CHROMIUM) is missing.
 #
-# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [glpk] [chromium]   (all when none given)
+# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [previous] [glpk] [chromium]   (all when none given)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,6 +54,42 @@ build() {
 	mkdir -p "$bin"
 	ln -sfn "$out" "$bin/$name"
 	echo "tools: $bin/$name -> $name $version" >&2
+}
+
+# previous builds the release pinned in tools/previous-release, cached by
+# its tag and commit.
+previous() {
+	local tag commit out tmp
+	read -r tag commit < <(grep -v '^#' "$root/tools/previous-release")
+	if [ -z "$commit" ]; then
+		echo "tools: tools/previous-release names no commit" >&2
+		exit 1
+	fi
+	out="$cache/caravan-$tag-$commit/caravan"
+	if [ ! -x "$out" ]; then
+		if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
+			echo "tools: commit $commit ($tag) is not in this clone's history: git fetch --unshallow, or git fetch origin $commit" >&2
+			exit 1
+		fi
+		echo "tools: building caravan $tag ($commit) into $out (takes minutes the first time)" >&2
+		mkdir -p "$(dirname "$out")"
+		tmp=$(mktemp -d)
+		(
+			trap 'rm -rf "$tmp"' EXIT
+			git -C "$root" archive "$commit" | tar -x -C "$tmp"
+			# The GNUmakefile's build: version.GitCommit is the short commit
+			# (seven digits here, however many `git rev-parse --short` would
+			# print in this clone, so that every clone builds the same binary).
+			cd "$tmp"
+			GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath \
+				-ldflags "-X github.com/caravan-sched/caravan/version.GitCommit=${commit:0:7}" \
+				-o "$out.tmp" ./cmd/caravan
+		)
+		mv "$out.tmp" "$out"
+	fi
+	mkdir -p "$bin"
+	ln -sfn "$out" "$bin/caravan-previous"
+	echo "tools: $bin/caravan-previous -> caravan $tag ($commit)" >&2
 }
 
 # apt_install PACKAGE WHAT installs a Debian package with apt-get (as
@@ -84,7 +128,7 @@ chromium() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck glpk chromium)
+[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck previous glpk chromium)
 for t in "${targets[@]}"; do
 	case "$t" in
 	nomad) build tools/nomad nomad github.com/hashicorp/nomad ;;
@@ -95,6 +139,7 @@ for t in "${targets[@]}"; do
 			"$root/e2e/fakegpu/go.mod" "${srcs[@]}"
 		;;
 	staticcheck) build tools/lint staticcheck honnef.co/go/tools/cmd/staticcheck ;;
+	previous) previous ;;
 	glpk) glpk ;;
 	chromium) chromium ;;
 	*) echo "tools: unknown tool $t" >&2; exit 2 ;;
