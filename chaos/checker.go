@@ -51,9 +51,9 @@ type Upgrade struct {
 	Stops []StopMode
 }
 
-// Report is what a run found. A run is correct when Lost, Duplicated, EmptyAcks,
-// StaleReads, MinorityWrites and MinorityReads are all zero.
-// DuplicateSamples is not part of that yet: see its comment.
+// Report is what a run found. A run is correct when Lost, Duplicated,
+// DuplicateSamples, EmptyAcks, StaleReads, MinorityWrites and MinorityReads
+// are all zero.
 type Report struct {
 	// Acked writes (job registrations and samples) the cluster
 	// acknowledged; Failed those it refused or left unanswered.
@@ -68,11 +68,14 @@ type Report struct {
 	// same body (the same Time), after an answer that did not say whether
 	// they were kept: a 5xx or no answer. DuplicateSamples is how many
 	// jobs some server holds the clients' sample of more than once, which
-	// such a retry makes when the first report was kept. It is reported
-	// and not part of OK: the servers do not de-duplicate reports yet, so
-	// a retried report that was kept the first time is stored twice.
-	SampleRetries    int64
-	DuplicateSamples int
+	// such a retry makes when the first report was kept and the servers
+	// store a repeated sample again. Servers from 0.2.0 on store it once,
+	// once every server runs 0.2.0: during an upgrade from an earlier
+	// release only the samples reported after every server recorded its
+	// new version count here, and those reported before it in
+	// DuplicateSamplesBefore (not a violation: the old servers' semantics).
+	SampleRetries                            int64
+	DuplicateSamples, DuplicateSamplesBefore int
 	// Reads are the consistent reads of a job just acknowledged, from a
 	// random server, that answered; StaleReads those that did not find
 	// it; Unavailable those that failed (no leader, cut off).
@@ -97,7 +100,7 @@ type Report struct {
 
 // OK reports whether the run found no violation.
 func (r *Report) OK() bool {
-	return r.Lost == 0 && r.Duplicated == 0 && r.EmptyAcks == 0 && r.StaleReads == 0 && r.MinorityWrites == 0 && r.MinorityReads == 0
+	return r.Lost == 0 && r.Duplicated == 0 && r.DuplicateSamples == 0 && r.EmptyAcks == 0 && r.StaleReads == 0 && r.MinorityWrites == 0 && r.MinorityReads == 0
 }
 
 // String summarises the report on a few lines.
@@ -105,7 +108,7 @@ func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acknowledged: %d jobs, %d samples; failed or unanswered writes: %d\n", r.AckedJobs, r.AckedSamples, r.FailedWrites)
 	fmt.Fprintf(&b, "lost: %d, duplicated: %d, empty acknowledgements: %d\n", r.Lost, r.Duplicated, r.EmptyAcks)
-	fmt.Fprintf(&b, "sample reports retried: %d; jobs with a sample stored more than once: %d (not de-duplicated yet)\n", r.SampleRetries, r.DuplicateSamples)
+	fmt.Fprintf(&b, "sample reports retried: %d; jobs with a sample stored more than once: %d (%d before every server de-duplicated)\n", r.SampleRetries, r.DuplicateSamples, r.DuplicateSamplesBefore)
 	fmt.Fprintf(&b, "reads of a write just acknowledged: %d answered, %d stale, %d unavailable\n", r.Reads, r.StaleReads, r.Unavailable)
 	fmt.Fprintf(&b, "cut-off servers: %d writes acknowledged, %d consistent reads answered\n", r.MinorityWrites, r.MinorityReads)
 	fmt.Fprintf(&b, "failover: %s; first write after: %s", quantiles(r.Failovers), quantiles(r.WriteGaps))
@@ -143,6 +146,10 @@ type checker struct {
 	jobs     []string // acknowledged registrations
 	samples  []string // acknowledged samples' jobs (one sample a job)
 	reported []string // jobs whose sample was sent, acknowledged or not
+	// dedupFrom is how many of reported were sent before every server
+	// recorded a version that stores a repeated sample once (an upgrade
+	// from an earlier release); 0 when they all did from the start.
+	dedupFrom int
 	acks     []time.Time
 	details  []string
 
@@ -440,6 +447,42 @@ func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
 			r.WriteGaps = append(r.WriteGaps, first.Sub(exited))
 		}
 	}
+	from := ck.waitVersionsRecorded(t)
+	ck.mu.Lock()
+	ck.dedupFrom = from
+	ck.mu.Unlock()
+	// Samples reported from now on are stored once: have the clients
+	// report some before the run ends.
+	ck.waitAcks(t, upgradeAcks, 30*time.Second)
+}
+
+// waitVersionsRecorded waits until every server of the Raft
+// configuration has recorded a version in its member record, as servers
+// from 0.2.0 on do: from then on the leader writes the message types
+// 0.2.0 added (de-duplicated samples). It returns how many samples were
+// reported by then.
+func (ck *checker) waitVersionsRecorded(t testing.TB) int {
+	t.Helper()
+	agent.WaitFor(t, 30*time.Second, "every server's version recorded", func() error {
+		var conf struct{ Servers []struct{ ID, Version string } }
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := ck.c.Do(ctx, ck.c.WaitLeader(time.Minute, -1), http.MethodGet, "/v1/operator/raft/configuration", nil, &conf); err != nil {
+			return err
+		}
+		for _, sv := range conf.Servers {
+			if sv.Version == "" {
+				return fmt.Errorf("server %s has not recorded its version", short(sv.ID))
+			}
+		}
+		if len(conf.Servers) != ck.c.N() {
+			return fmt.Errorf("%d servers in the configuration", len(conf.Servers))
+		}
+		return nil
+	})
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	return len(ck.reported)
 }
 
 // upgradeAcks is how many writes the cluster acknowledges after each
@@ -546,7 +589,7 @@ func (ck *checker) storedSamples(i int, id string) (int, error) {
 func (ck *checker) verify(t testing.TB, r *Report) {
 	t.Helper()
 	ck.mu.Lock()
-	jobs, samples, reported := slices.Clone(ck.jobs), slices.Clone(ck.samples), slices.Clone(ck.reported)
+	jobs, samples, reported, dedupFrom := slices.Clone(ck.jobs), slices.Clone(ck.samples), slices.Clone(ck.reported), ck.dedupFrom
 	ck.mu.Unlock()
 	acked := map[string]bool{}
 	for _, id := range samples {
@@ -611,9 +654,14 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 		}
 		r.Versions = append(r.Versions, s.Version)
 	}
-	for _, id := range reported {
-		if stored[id] > 1 {
+	for k, id := range reported {
+		switch {
+		case stored[id] <= 1:
+		case k < dedupFrom:
+			r.DuplicateSamplesBefore++
+		default:
 			r.DuplicateSamples++
+			ck.violation("job %s: its sample is stored %d times", id, stored[id])
 		}
 	}
 	for _, id := range jobs {

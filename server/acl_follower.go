@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,10 @@ import (
 // resolves the token again. A token deleted, or a policy narrowed, before
 // the request reached the follower is then refused or narrowed as on the
 // leader. Nothing is cached between requests: each one asks again.
+//
+// During a rolling upgrade, a leader before 0.2.0 has no index to give
+// (its endpoint answers 404): its followers resolve tokens from their own
+// state, as that version's do, until a new leader takes over.
 //
 // The price: a follower answers a request with a token only while it can
 // reach a leader and keep up with it. Without one it answers 503, and the
@@ -67,6 +72,12 @@ func (s *Server) catchUpACL(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, aclCatchUpHold)
 	defer cancel()
 	want, err := s.leaderACLIndex(ctx)
+	if errors.Is(err, errLeaderTooOld) {
+		// A leader before 0.2.0, during a rolling upgrade: the token is
+		// resolved from this server's state, as that leader's followers
+		// resolve it.
+		return nil
+	}
 	if err != nil {
 		return errBehindLeader(err)
 	}
@@ -91,6 +102,10 @@ func (s *Server) catchUpACL(ctx context.Context) error {
 	return nil
 }
 
+// errLeaderTooOld is leaderACLIndex's error for a leader of a version
+// before 0.2.0, which has no ACL index endpoint (404).
+var errLeaderTooOld = errors.New("the leader predates the ACL index")
+
 // leaderACLIndex asks the leader for the index of its ACL state, with
 // the server token.
 func (s *Server) leaderACLIndex(ctx context.Context) (uint64, error) {
@@ -110,6 +125,9 @@ func (s *Server) leaderACLIndex(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("ask the leader at %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return 0, fmt.Errorf("%w: the leader at %s has no ACL index endpoint", errLeaderTooOld, addr)
+	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return 0, fmt.Errorf("the leader at %s answered %s: %s", addr, resp.Status, msg)
