@@ -94,6 +94,11 @@ func badInputs(t *testing.T) []badInput {
 		{name: "json deep arrays", path: "/v1/jobs", body: `{"Job": {"Meta": ` + strings.Repeat("[", 200_000) + `}}`, want: "not valid JSON"},
 		{name: "json deep objects", path: "/v1/report", body: strings.Repeat(`{"a":`, 100_000), want: "not valid JSON"},
 		{name: "json deep driver config", path: "/v1/jobs", body: deepConfigJob(1100), want: "maximum decoding depth exceeded"},
+		{name: "json huge batch split", path: "/v1/jobs", body: `{"Job":{"ID":"split","Training":{"Mode":"sync","GlobalBatchSize":9223372036854775783,"StepsPerEpoch":1000},` +
+			`"Elastic":{"Workers":{"Min":1,"Max":9223372036854775782}},"Worker":{"Driver":"docker","Resources":{"CPU":20,"MemoryMB":32}}}}`, want: "is more than the maximum of 16384"},
+		{name: "hcl huge batch split", path: "/v1/jobs", body: hclJob(t, func(src string) string {
+			return withLine("global_batch_size = 64", "global_batch_size = 9223372036854775783")(withLine("max = 4", "max = 9223372036854775782")(src))
+		}), want: "is more than the maximum of 16384"},
 		{name: "json both job and hcl", path: "/v1/jobs", body: `{"Job": {"ID": "x"}, "JobHCL": "job \"x\" {}"}`, want: "either Job or JobHCL"},
 		{name: "json job with Nomad", path: "/v1/jobs", body: `{"Job": {"ID": "x", "Nomad": {"Groups": {"worker": "w"}}}}`, want: "Job.Nomad"},
 		{name: "json job empty", path: "/v1/jobs", body: `{"Job": {}}`, want: "invalid job"},

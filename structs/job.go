@@ -64,6 +64,53 @@ var validID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 // into one.
 var validNamespace = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
 
+// Maxima of a job's numbers. No job on any cluster needs more, and under
+// them every validation and planning step over a job's numbers is bounded
+// by construction, not by a timer: no loop runs more than MaxTasks (or
+// MaxSpeeds) times per job, and no product of two of them overflows an int.
+// Job.Validate refuses a number beyond them, naming the field (the jobspec
+// reports it at its file:line:col).
+const (
+	// MaxTasks bounds a role's task count (elastic.workers.max,
+	// elastic.parameter_servers.max and the speed priors' counts): the
+	// largest data-parallel runs published used 16,384 accelerators
+	// (Llama 3 405B), one worker each.
+	MaxTasks = 16_384
+	// MaxBatchSize bounds global and local batch sizes, in samples: 2^24,
+	// above the largest published (16M tokens a step for Llama 3; 64K to
+	// 82K samples for LAMB on BERT and ImageNet).
+	MaxBatchSize = 1 << 24
+	// MaxStepsPerEpoch bounds training.steps_per_epoch: 2^30 (LAION-2B at
+	// a batch of 2), far below 2^53, where steps stop being exact floats.
+	MaxStepsPerEpoch = 1 << 30
+	// MaxEpochs bounds convergence.max_epochs; MaxPatience
+	// convergence.patience.
+	MaxEpochs   = 100_000
+	MaxPatience = 10_000
+	// MaxSpeeds bounds how many speed priors a job declares.
+	MaxSpeeds = 256
+	// MaxTaskCPU (MHz) and MaxTaskMemoryMB bound a task's resources and
+	// their ranges, as MaxUsageCPUMHz and MaxUsageMemoryMB bound what a
+	// task is measured to use.
+	MaxTaskCPU      = MaxUsageCPUMHz
+	MaxTaskMemoryMB = MaxUsageMemoryMB
+	// MaxDeviceCount bounds one device request's count (the largest nodes
+	// have 8 to 16 GPUs; an NVL72 domain 72), MaxDeviceRequests a role's
+	// device requests.
+	MaxDeviceCount    = 1024
+	MaxDeviceRequests = 16
+	// MaxCheckpointTimeout bounds elastic.checkpoint.timeout: a rescale
+	// waits at most this long for a checkpoint.
+	MaxCheckpointTimeout = 24 * time.Hour
+)
+
+// atMost fails field when n is above limit, naming the limit.
+func atMost(v validator, field string, n, limit int) {
+	if n > limit {
+		v.fail(field, "%d is more than the maximum of %d", n, limit)
+	}
+}
+
 // Bounds of a job's and a role's meta and env maps.
 const (
 	MaxMapKeys        = 256
@@ -218,7 +265,9 @@ func (b *BatchSize) LocalBounds() (lo, hi int) {
 }
 
 func (b *BatchSize) validate(v validator, global int) {
-	Bounds{Min: b.Min, Max: b.Max}.validate(v)
+	Bounds{Min: b.Min, Max: b.Max}.validate(v, MaxBatchSize)
+	atMost(v, "min_local", b.MinLocal, MaxBatchSize)
+	atMost(v, "max_local", b.MaxLocal, MaxBatchSize)
 	if b.MinLocal < 0 {
 		v.fail("min_local", "%d must not be negative (0 means 1)", b.MinLocal)
 	}
@@ -486,6 +535,7 @@ func (t *Training) validate(v validator) {
 	case t.GlobalBatchSize < 0:
 		v.fail("global_batch_size", "%d must be positive", t.GlobalBatchSize)
 	}
+	atMost(v, "global_batch_size", t.GlobalBatchSize, MaxBatchSize)
 	if t.BatchSize != nil {
 		t.BatchSize.validate(v.at("batch_size"), t.GlobalBatchSize)
 		if t.Mode == ModeAsync {
@@ -498,11 +548,17 @@ func (t *Training) validate(v validator) {
 	case t.StepsPerEpoch < 0:
 		v.fail("steps_per_epoch", "%d must be positive", t.StepsPerEpoch)
 	}
+	atMost(v, "steps_per_epoch", t.StepsPerEpoch, MaxStepsPerEpoch)
+	if len(t.Speeds) > MaxSpeeds {
+		v.fail("speed", "%d speed priors are more than the maximum of %d", len(t.Speeds), MaxSpeeds)
+	}
 	for i, sp := range t.Speeds {
 		sv := v.at(fmt.Sprintf("speed[%d]", i))
 		if sp.Workers < 1 {
 			sv.fail("workers", "%d must be at least 1", sp.Workers)
 		}
+		atMost(sv, "workers", sp.Workers, MaxTasks)
+		atMost(sv, "ps", sp.PS, MaxTasks)
 		if t.Architecture == ArchitectureAllReduce && sp.PS != 0 {
 			sv.fail("ps", "an allreduce job has no parameter servers; leave ps out")
 		} else if t.Architecture != ArchitectureAllReduce && sp.PS < 1 {
@@ -520,19 +576,21 @@ func (t *Training) validate(v validator) {
 		if c.Patience < 1 {
 			cv.fail("patience", "%d must be at least 1", c.Patience)
 		}
+		atMost(cv, "patience", c.Patience, MaxPatience)
 		if c.MaxEpochs < 0 {
 			cv.fail("max_epochs", "%d must not be negative (0 means no cap)", c.MaxEpochs)
 		}
+		atMost(cv, "max_epochs", c.MaxEpochs, MaxEpochs)
 	}
 }
 
 func (e *Elastic) validate(v validator, arch string) {
-	e.Workers.validate(v.at("workers"))
+	e.Workers.validate(v.at("workers"), MaxTasks)
 	if e.ParameterServers != nil {
 		if arch == ArchitectureAllReduce {
 			v.fail("parameter_servers", "an allreduce job has no parameter servers; remove this block or set training.architecture = %q", ArchitecturePS)
 		} else {
-			e.ParameterServers.validate(v.at("parameter_servers"))
+			e.ParameterServers.validate(v.at("parameter_servers"), MaxTasks)
 		}
 	}
 	if c := e.Checkpoint; c != nil {
@@ -543,16 +601,21 @@ func (e *Elastic) validate(v validator, arch string) {
 		if c.Timeout <= 0 {
 			cv.fail("timeout", "%v must be positive", c.Timeout)
 		}
+		if c.Timeout > MaxCheckpointTimeout {
+			cv.fail("timeout", "%v is more than the maximum of %v", c.Timeout, MaxCheckpointTimeout)
+		}
 	}
 }
 
-func (b Bounds) validate(v validator) {
+// validate checks that 1 <= Min <= Max <= limit.
+func (b Bounds) validate(v validator, limit int) {
 	if b.Min < 1 {
 		v.fail("min", "%d must be at least 1", b.Min)
 	}
 	if b.Max < 1 {
 		v.fail("max", "%d must be at least 1", b.Max)
 	}
+	atMost(v, "max", b.Max, limit)
 	if b.Min > b.Max {
 		v.fail("min", "min (%d) is greater than max (%d)", b.Min, b.Max)
 	}
@@ -560,12 +623,15 @@ func (b Bounds) validate(v validator) {
 
 // validateBatchSplit checks that in sync mode the global batch splits evenly
 // over the largest number of workers, and says what to change if it does not.
+// It looks for the largest divisor of the batch at most the workers' maximum
+// only when both are within their maxima, so that it counts down MaxTasks
+// times at most.
 func validateBatchSplit(v validator, t *Training, e *Elastic) {
 	g, m := t.GlobalBatchSize, e.Workers.Max
 	if t.BatchSize != nil {
 		return // the planner chooses local batches (Placement.Batch)
 	}
-	if t.Mode != ModeSync || g <= 0 || m <= 0 || g%m == 0 {
+	if t.Mode != ModeSync || g <= 0 || m <= 0 || g > MaxBatchSize || m > MaxTasks || g%m == 0 {
 		return
 	}
 	fix := fmt.Sprintf("set global_batch_size to a multiple of %d such as %d", m, (g/m+1)*m)

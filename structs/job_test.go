@@ -127,6 +127,29 @@ func TestJob_Validate(t *testing.T) {
 			j.Constraints = []*Constraint{{LTarget: "${node.class}", Operand: OpRegexp, RTarget: "("}}
 		},
 			"constraint[0].value", "invalid regular expression"},
+		{"workers beyond the maximum", func(j *Job) {
+			j.Elastic.Workers.Max, j.Elastic.ParameterServers.Max = 9223372036854775782, 4
+		}, "elastic.workers.max", "9223372036854775782 is more than the maximum of 16384"},
+		// The issue-26 request counted down from 2^63 in validateBatchSplit;
+		// at the maxima it counts down 16,384 times at most.
+		{"indivisible batch at the maxima", func(j *Job) {
+			j.Training.GlobalBatchSize, j.Elastic.Workers.Max, j.Elastic.ParameterServers.Max = 16777213, 16384, 4
+		}, "training.global_batch_size", "16777213 is not divisible by elastic.workers.max (16384)"},
+		{"batch beyond the maximum", func(j *Job) { j.Training.GlobalBatchSize = 9223372036854775783 },
+			"training.global_batch_size", "more than the maximum of 16777216"},
+		{"steps per epoch", func(j *Job) { j.Training.StepsPerEpoch = 1 << 40 }, "training.steps_per_epoch", "more than the maximum of 1073741824"},
+		{"max epochs", func(j *Job) { j.Training.Convergence.MaxEpochs = 1 << 40 }, "training.convergence.max_epochs", "more than the maximum of 100000"},
+		{"local batch", func(j *Job) { j.Training.BatchSize = &BatchSize{Min: 64, Max: 4096, MaxLocal: 1 << 40} },
+			"training.batch_size.max_local", "more than the maximum of 16777216"},
+		{"speed priors", func(j *Job) {
+			for range MaxSpeeds + 1 {
+				j.Training.Speeds = append(j.Training.Speeds, &SpeedPrior{PS: 1, Workers: 1, StepsPerSecond: 1})
+			}
+		}, "training.speed", "257 speed priors are more than the maximum of 256"},
+		{"cpu", func(j *Job) { j.Worker.Resources.CPU = 1 << 40 }, "worker.resources.cpu", "more than the maximum of 10000000"},
+		{"device count beyond the maximum", func(j *Job) { j.Worker.Resources.Devices[0].Count = 1 << 40 },
+			"worker.resources.device[0].count", "more than the maximum of 1024"},
+		{"checkpoint timeout", func(j *Job) { j.Elastic.Checkpoint.Timeout = 1000 * time.Hour }, "elastic.checkpoint.timeout", "more than the maximum of 24h0m0s"},
 		{"affinity weight", func(j *Job) {
 			j.Worker.Affinities = []*Affinity{{LTarget: "${node.class}", Operand: OpEqual, RTarget: "a", Weight: 200}}
 		}, "worker.affinity[0].weight", "between -100 and 100"},

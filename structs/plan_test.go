@@ -73,6 +73,12 @@ func TestSample_Validate(t *testing.T) {
 		{"negative batch", func(s *Sample) { s.BatchSize = -1 }, "BatchSize"},
 		{"negative local batch", func(s *Sample) { s.LocalBatchSize = -1 }, "LocalBatchSize"},
 		{"negative accum", func(s *Sample) { s.AccumSteps = -2 }, "AccumSteps"},
+		// AccumSteps = MaxInt64 wrapped to a division by zero in the
+		// leader's goodput observation.
+		{"accum beyond the maximum", func(s *Sample) { s.AccumSteps = math.MaxInt64 }, "AccumSteps"},
+		{"workers beyond the maximum", func(s *Sample) { s.NumWorkers = MaxTasks + 1 }, "NumWorkers"},
+		{"step beyond the maximum", func(s *Sample) { s.Step, s.CheckpointStep = 1<<62, 0 }, "Step"},
+		{"rank beyond the maximum", func(s *Sample) { s.Rank = 1 << 40 }, "Rank"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,8 +68,11 @@ func (r *ResourceRange) canonicalize(fixed, min, def int, initialMax bool) int {
 	return r.Initial
 }
 
-func (r *ResourceRange) validate(v validator, name, unit string, min, size int) {
+func (r *ResourceRange) validate(v validator, name, unit string, min, limit, size int) {
 	rv := v.at(name)
+	atMost(rv, "min", r.Min, limit)
+	atMost(rv, "max", r.Max, limit)
+	atMost(rv, "initial", r.Initial, limit)
 	if r.Auto && r.Max != 0 {
 		rv.fail("max", "%d %s: \"auto\" has no maximum but the node's capacity", r.Max, unit)
 	}
@@ -151,11 +154,16 @@ func (r *Resources) validate(v validator) {
 	if r.MemoryMB < MinMemoryMB {
 		v.fail("memory", "%d MB is below Nomad's minimum of 10 MB", r.MemoryMB)
 	}
+	atMost(v, "cpu", r.CPU, MaxTaskCPU)
+	atMost(v, "memory", r.MemoryMB, MaxTaskMemoryMB)
 	if r.CPURange != nil {
-		r.CPURange.validate(v, "cpu", "MHz", MinCPU, r.CPU)
+		r.CPURange.validate(v, "cpu", "MHz", MinCPU, MaxTaskCPU, r.CPU)
 	}
 	if r.MemoryRange != nil {
-		r.MemoryRange.validate(v, "memory", "MB", MinMemoryMB, r.MemoryMB)
+		r.MemoryRange.validate(v, "memory", "MB", MinMemoryMB, MaxTaskMemoryMB, r.MemoryMB)
+	}
+	if len(r.Devices) > MaxDeviceRequests {
+		v.fail("device", "%d device requests are more than the maximum of %d", len(r.Devices), MaxDeviceRequests)
 	}
 	for i, d := range r.Devices {
 		dv := v.at(fmt.Sprintf("device[%d]", i))
@@ -165,6 +173,7 @@ func (r *Resources) validate(v validator) {
 		if d.Count < 1 {
 			dv.fail("count", "%d must be at least 1", d.Count)
 		}
+		atMost(dv, "count", d.Count, MaxDeviceCount)
 		validateConstraints(dv, d.Constraints, true)
 		validateAffinities(dv, d.Affinities)
 	}

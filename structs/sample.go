@@ -95,8 +95,13 @@ const MaxAllocIDLen = 64
 // reports that task's own time per step (TaskStepTimeS) and usage.
 func (s *Sample) Chief() bool { return s.Role != RolePS && s.Rank == 0 }
 
+// MaxSampleStep bounds a sample's Step and CheckpointStep: 2^53, beyond
+// which steps are no longer exact as the models' floats.
+const MaxSampleStep = 1 << 53
+
 // Validate rejects samples no model should learn from: negative steps or
-// counts, NaN or infinite numbers, a negative loss or gradient statistic,
+// counts, counts beyond the maxima of a job's (MaxTasks, MaxBatchSize,
+// MaxSampleStep), NaN or infinite numbers, a negative loss or gradient statistic,
 // gradient statistics without the batch they were measured at, a
 // checkpoint ahead of the step. Each problem is a *FieldError named by the JSON key.
 func (s *Sample) Validate() error {
@@ -125,14 +130,18 @@ func (s *Sample) Validate() error {
 	for _, f := range []struct {
 		name string
 		val  int64
+		max  int64
 	}{
-		{"Rank", int64(s.Rank)}, {"Step", s.Step}, {"Samples", s.Samples},
-		{"CheckpointStep", s.CheckpointStep}, {"NumPS", int64(s.NumPS)},
-		{"NumWorkers", int64(s.NumWorkers)}, {"Time", s.Time},
-		{"BatchSize", s.BatchSize}, {"LocalBatchSize", s.LocalBatchSize}, {"AccumSteps", s.AccumSteps},
+		{"Rank", int64(s.Rank), MaxTasks}, {"Step", s.Step, MaxSampleStep}, {"Samples", s.Samples, math.MaxInt64},
+		{"CheckpointStep", s.CheckpointStep, MaxSampleStep}, {"NumPS", int64(s.NumPS), MaxTasks},
+		{"NumWorkers", int64(s.NumWorkers), MaxTasks}, {"Time", s.Time, math.MaxInt64},
+		{"BatchSize", s.BatchSize, MaxBatchSize}, {"LocalBatchSize", s.LocalBatchSize, MaxBatchSize}, {"AccumSteps", s.AccumSteps, MaxBatchSize},
 	} {
-		if f.val < 0 {
+		switch {
+		case f.val < 0:
 			v.fail(f.name, "%d must not be negative", f.val)
+		case f.val > f.max:
+			v.fail(f.name, "%d is more than the maximum of %d", f.val, f.max)
 		}
 	}
 	if len(s.AllocID) > MaxAllocIDLen || strings.ContainsFunc(s.AllocID, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {

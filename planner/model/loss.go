@@ -299,7 +299,13 @@ func (l *Loss) StepsToConverge(threshold float64, patience int, stepsPerEpoch, m
 	if slow(lo) {
 		hi = 0
 	}
-	for hi-lo > 1 {
+	// Bounded by construction: 64 halvings narrow any float range to
+	// nothing, and past 2^53 a range of two adjacent floats would never
+	// narrow below 1.
+	for range 64 {
+		if hi-lo <= 1 {
+			break
+		}
 		mid := (lo + hi) / 2
 		if slow(mid) {
 			hi = mid

@@ -108,6 +108,10 @@ func TestStepsToConverge(t *testing.T) {
 	must.Eq(t, k+3, l.StepsToConverge(0.01, 3, 1, 0))
 	must.Eq(t, 10, l.StepsToConverge(0.01, 3, 1, 10), must.Sprint("max_epochs caps it"))
 	must.Eq(t, 0+2*5, (&Loss{B1: 1, Scale: 1}).StepsToConverge(0.01, 2, 5, 0), must.Sprint("a flat curve has converged"))
+	// Steps beyond 2^53, where adjacent floats are 2 or more apart: the
+	// bisection looped for ever (issue 26).
+	huge := (&Loss{B0: 1e-16, B1: 0.01, B2: 0, Scale: 1}).StepsToConverge(0.9, 1, 1e17, 0)
+	must.Greater(t, 1e17, huge)
 }
 
 // TestLossFitter_MatchesNNLS checks the closed-form two-variable solve

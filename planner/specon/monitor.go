@@ -48,6 +48,10 @@ type Monitor struct {
 	Rounds int
 }
 
+// maxGridRounds bounds the rounds Categorize replays: 2^16, 22 days of
+// 30-second intervals.
+const maxGridRounds = 1 << 16
+
 // Categorize replays Algorithm 1 over a job's progress history, which is
 // how a stateless planner recovers the container monitor's state. The
 // evaluation function E(t) is the loss of the newest point at or before t
@@ -58,7 +62,8 @@ type Monitor struct {
 // when E(t_{m−1}) is 0) and applies lines 6–22. The first gain has no
 // previous gain to compare with and only seeds G(t_{m−1}). A job with fewer
 // than three points on the grid stays in PC (line 2). Points need not be
-// sorted; progress is not modified.
+// sorted; progress is not modified. The grid starts maxGridRounds
+// intervals before the newest point at the earliest.
 func Categorize(progress []planner.ProgressPoint, interval time.Duration, alpha float64) Monitor {
 	var m Monitor
 	if len(progress) == 0 || interval <= 0 {
@@ -68,6 +73,13 @@ func Categorize(progress []planner.ProgressPoint, interval time.Duration, alpha 
 	slices.SortStableFunc(pts, func(a, b planner.ProgressPoint) int { return cmp.Compare(a.Time, b.Time) })
 	step := int64(interval)
 	t0, last := pts[0].Time, pts[len(pts)-1].Time
+	// Bounded by construction: the grid covers the last maxGridRounds
+	// intervals at most (a point stamped in 1970 would otherwise make
+	// tens of millions of rounds). A job monitored that long has settled
+	// in its category many times over.
+	if (last-t0)/step > maxGridRounds {
+		t0 = last - maxGridRounds*step
+	}
 	k := 0 // pts[:k+1] are at or before the current t_m
 	value := func(t int64) float64 {
 		for k+1 < len(pts) && pts[k+1].Time <= t {

@@ -78,3 +78,13 @@ func TestCategorize_Grid(t *testing.T) {
 	must.Eq(t, want, Categorize(rev, DefaultInterval, DefaultAlpha))
 	must.Eq(t, fine[0], rev[len(rev)-1], must.Sprint("Categorize must not modify its input"))
 }
+
+// TestCategorize_Bounded: a point stamped decades before the others (a
+// sample with Time 1) makes Categorize replay maxGridRounds rounds at most,
+// not one per interval since 1970 (issue 26).
+func TestCategorize_Bounded(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC).UnixNano()
+	pts := []planner.ProgressPoint{{Time: 1, Loss: 2}, {Time: now - int64(time.Minute), Loss: 1}, {Time: now, Loss: 0.9}}
+	m := Categorize(pts, DefaultInterval, DefaultAlpha)
+	must.Eq(t, maxGridRounds-1, m.Rounds)
+}
