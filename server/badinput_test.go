@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/internal/testutil"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/shoenig/test/must"
 )
@@ -91,8 +92,11 @@ func badInputs(t *testing.T) []badInput {
 		{name: "json trailing data", path: "/v1/jobs", body: `{"JobHCL": "x"} {}`, want: "after its JSON value"},
 		{name: "json stray brace", path: "/v1/jobs", body: `{"JobHCL": "x"}}`, want: "after its JSON value"},
 		{name: "json stray bracket", path: "/v1/report", body: `{"Samples": [{"job_id": "demo", "step": 1, "loss": 1}]}]`, want: "after its JSON value"},
-		{name: "json deep arrays", path: "/v1/jobs", body: `{"Job": {"Meta": ` + strings.Repeat("[", 200_000) + `}}`, want: "not valid JSON"},
-		{name: "json deep objects", path: "/v1/report", body: strings.Repeat(`{"a":`, 100_000), want: "not valid JSON"},
+		{name: "json deep arrays", path: "/v1/jobs", body: `{"Job": {"Meta": ` + strings.Repeat("[", 200_000) + `}}`, want: "levels deep"},
+		{name: "json deep objects", path: "/v1/report", body: strings.Repeat(`{"a":`, 100_000), want: "levels deep"},
+		// Valid JSON, but deeper than the FSM's msgpack decoder goes: a
+		// job the Raft log could not apply.
+		{name: "json deep config", path: "/v1/jobs", body: string(testutil.DeepConfigJobJSON(1_100)), want: "levels deep"},
 		{name: "json both job and hcl", path: "/v1/jobs", body: `{"Job": {"ID": "x"}, "JobHCL": "job \"x\" {}"}`, want: "either Job or JobHCL"},
 		{name: "json job with Nomad", path: "/v1/jobs", body: `{"Job": {"ID": "x", "Nomad": {"Groups": {"worker": "w"}}}}`, want: "Job.Nomad"},
 		{name: "json job empty", path: "/v1/jobs", body: `{"Job": {}}`, want: "invalid job"},
