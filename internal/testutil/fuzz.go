@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -68,4 +69,10 @@ func HugeBatchJobHCL() []byte {
   }
 }
 `)
+}
+
+// DeepMsgpack returns a msgpack value that nests depth maps {"a": {"a":
+// ... 1}}: deeper than the decoder's limit (1024) at depth 1,100.
+func DeepMsgpack(depth int) []byte {
+	return append(bytes.Repeat([]byte{0x81, 0xa1, 'a'}, depth), 0x01)
 }
