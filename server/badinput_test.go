@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/internal/testutil"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/shoenig/test/must"
 )
@@ -91,9 +92,11 @@ func badInputs(t *testing.T) []badInput {
 		{name: "json trailing data", path: "/v1/jobs", body: `{"JobHCL": "x"} {}`, want: "after its JSON value"},
 		{name: "json stray brace", path: "/v1/jobs", body: `{"JobHCL": "x"}}`, want: "after its JSON value"},
 		{name: "json stray bracket", path: "/v1/report", body: `{"Samples": [{"job_id": "demo", "step": 1, "loss": 1}]}]`, want: "after its JSON value"},
-		{name: "json deep arrays", path: "/v1/jobs", body: `{"Job": {"Meta": ` + strings.Repeat("[", 200_000) + `}}`, want: "not valid JSON"},
-		{name: "json deep objects", path: "/v1/report", body: strings.Repeat(`{"a":`, 100_000), want: "not valid JSON"},
-		{name: "json deep driver config", path: "/v1/jobs", body: deepConfigJob(1100), want: "maximum decoding depth exceeded"},
+		{name: "json deep arrays", path: "/v1/jobs", body: `{"Job": {"Meta": ` + strings.Repeat("[", 200_000) + `}}`, want: "levels deep"},
+		{name: "json deep objects", path: "/v1/report", body: strings.Repeat(`{"a":`, 100_000), want: "levels deep"},
+		// Valid JSON, but deeper than the FSM's msgpack decoder goes: a
+		// job the Raft log could not apply.
+		{name: "json deep config", path: "/v1/jobs", body: string(testutil.DeepConfigJobJSON(1_100)), want: "levels deep"},
 		{name: "json huge batch split", path: "/v1/jobs", body: `{"Job":{"ID":"split","Training":{"Mode":"sync","GlobalBatchSize":9223372036854775783,"StepsPerEpoch":1000},` +
 			`"Elastic":{"Workers":{"Min":1,"Max":9223372036854775782}},"Worker":{"Driver":"docker","Resources":{"CPU":20,"MemoryMB":32}}}}`, want: "is more than the maximum of 16384"},
 		{name: "hcl huge batch split", path: "/v1/jobs", body: hclJob(t, func(src string) string {
@@ -161,14 +164,6 @@ func badInputs(t *testing.T) []badInput {
 		}
 	}
 	return cases
-}
-
-// deepConfigJob is a JSON job whose worker's driver config nests depth
-// objects: JSON decodes it, msgpack's decoder (the FSM's) refuses it.
-func deepConfigJob(depth int) string {
-	return `{"Job":{"ID":"deep","Training":{"GlobalBatchSize":8,"StepsPerEpoch":1000},"Elastic":{"Workers":{"Min":1,"Max":1}},` +
-		`"Worker":{"Driver":"docker","Config":{"x":` + strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth) +
-		`},"Resources":{"CPU":20,"MemoryMB":32}}}}`
 }
 
 func manyMeta(n int) string {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
@@ -272,16 +274,30 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 // it can forward to.
 const leaderHold = 5 * time.Second
 
-// decode reads a JSON body into v, rejecting unknown fields and trailing
-// data.
+// maxBodyDepth bounds how deeply a JSON body's objects and arrays nest. No
+// request needs more (a jobspec nests at most jobspec.MaxNestingDepth
+// levels), and it is far below the msgpack decoder's limit (1024): a job
+// the API accepts must decode from the Raft log, or every server would
+// refuse the entry the leader committed.
+const maxBodyDepth = 2 * jobspec.MaxNestingDepth
+
+// decode reads a JSON body into v, rejecting bodies that nest over
+// maxBodyDepth levels, unknown fields and trailing data.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return fmt.Errorf("request body is larger than %d bytes: %w", tooBig.Limit, err)
 		}
+		return badRequest("read request body: %v", err)
+	}
+	if jsonDepthOver(body, maxBodyDepth) {
+		return badRequest("request body nests objects and arrays more than %d levels deep", maxBodyDepth)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return badRequest("request body is not valid JSON for this endpoint: %v", err)
 	}
 	// More would miss a stray '}' or ']': only the end of the body will do.
@@ -289,6 +305,32 @@ func decode(r *http.Request, v any) error {
 		return badRequest("request body has data after its JSON value")
 	}
 	return nil
+}
+
+// jsonDepthOver reports whether b's objects and arrays nest more than max
+// levels deep, counting brackets outside strings. It does not check that b
+// is JSON: a decoder does that after it.
+func jsonDepthOver(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // namespace returns the ?namespace= parameter, default "default".

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caravan-sched/caravan/acl"
 	"github.com/caravan-sched/caravan/jobspec"
@@ -241,25 +242,8 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if len(req.Samples) == 0 {
-		return nil, badRequest("request has no samples")
-	}
-	var errs []error
-	now := s.now()
-	for i := range req.Samples {
-		smp := &req.Samples[i]
-		if err := errors.Join(smp.Validate(), smp.ValidateTime(now)); err != nil {
-			errs = append(errs, fmt.Errorf("samples[%d]: %w", i, err))
-		}
-		if smp.Namespace == "" {
-			smp.Namespace = structs.DefaultNamespace
-		}
-		if smp.Time == 0 {
-			smp.Time = now.UnixNano()
-		}
-	}
-	if len(errs) > 0 {
-		return nil, badRequest("invalid report: %v", errors.Join(errs...))
+	if err := checkReport(&req, s.now()); err != nil {
+		return nil, err
 	}
 	txn := s.State().Txn()
 	known := map[structs.JobKey]bool{}
@@ -297,6 +281,33 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 		resp.Index = index
 	}
 	return resp, nil
+}
+
+// checkReport checks a report's samples at now, the receiving server's
+// time, and fills in what a trainer may leave out: a sample without a
+// Namespace is the default namespace's, one without a Time is stamped now.
+// Its error, a 400, names every invalid sample.
+func checkReport(req *structs.ReportRequest, now time.Time) error {
+	if len(req.Samples) == 0 {
+		return badRequest("request has no samples")
+	}
+	var errs []error
+	for i := range req.Samples {
+		smp := &req.Samples[i]
+		if err := errors.Join(smp.Validate(), smp.ValidateTime(now)); err != nil {
+			errs = append(errs, fmt.Errorf("samples[%d]: %w", i, err))
+		}
+		if smp.Namespace == "" {
+			smp.Namespace = structs.DefaultNamespace
+		}
+		if smp.Time == 0 {
+			smp.Time = now.UnixNano()
+		}
+	}
+	if len(errs) > 0 {
+		return badRequest("invalid report: %v", errors.Join(errs...))
+	}
+	return nil
 }
 
 // jobPlan answers a dry run: how the job differs from its registered
@@ -661,9 +672,9 @@ func (s *Server) schedulerConfigSet(w http.ResponseWriter, r *http.Request) (any
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	cfg := &structs.SchedulerConfig{Algorithm: req.Algorithm, Options: req.Options}
-	if _, err := s.newAlgorithm(cfg); err != nil {
-		return nil, badRequest("%v", err)
+	cfg, err := s.schedulerConfig(&req)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := applyContext(r)
 	defer cancel()
@@ -672,6 +683,17 @@ func (s *Server) schedulerConfigSet(w http.ResponseWriter, r *http.Request) (any
 		return nil, err
 	}
 	return map[string]uint64{"Index": index}, nil
+}
+
+// schedulerConfig returns the configuration a request sets, once this
+// server has built its algorithm with its options: a configuration no
+// algorithm accepts is a 400, never committed.
+func (s *Server) schedulerConfig(req *structs.SchedulerConfigRequest) (*structs.SchedulerConfig, error) {
+	cfg := &structs.SchedulerConfig{Algorithm: req.Algorithm, Options: req.Options}
+	if _, err := s.newAlgorithm(cfg); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return cfg, nil
 }
 
 // pluginList describes the algorithms this server can run; each server

@@ -21,11 +21,13 @@ import (
 // testFSM applies entries at increasing indexes.
 type testFSM struct {
 	*FSM
-	t     *testing.T
+	t     testing.TB
 	index uint64
+	// entries are the log entries applied, in order.
+	entries [][]byte
 }
 
-func newTestFSM(t *testing.T) *testFSM {
+func newTestFSM(t testing.TB) *testFSM {
 	f, err := New(hclog.NewNullLogger(), nil)
 	must.NoError(t, err)
 	return &testFSM{FSM: f, t: t}
@@ -43,6 +45,7 @@ func (f *testFSM) apply(typ MessageType, req any) any {
 	}
 	must.NoError(f.t, err)
 	f.index++
+	f.entries = append(f.entries, buf)
 	return f.Apply(&raft.Log{Index: f.index, Type: raft.LogCommand, Data: buf})
 }
 
@@ -535,7 +538,7 @@ func (*memSink) Cancel() error { return nil }
 func (*memSink) Close() error  { return nil }
 
 // dump returns every row of the store, encoded, in order.
-func dump(t *testing.T, s *state.Store) [][]byte {
+func dump(t testing.TB, s *state.Store) [][]byte {
 	var rows [][]byte
 	must.NoError(t, state.Dump(s.Txn(), func(kind uint8, row any) error {
 		var buf []byte

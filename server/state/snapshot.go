@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -92,12 +93,15 @@ func NewRestore() (*Restore, error) {
 
 // Load decodes one row of kind with decode and inserts it. Whole-cluster
 // plans, which snapshots of earlier versions hold, become the desired
-// placements of their jobs.
+// placements of their jobs; a plan with an empty placement is an error.
 func (r *Restore) Load(kind uint8, decode func(v any) error) error {
 	if kind == recordPlan {
 		var p structs.Plan
 		if err := decode(&p); err != nil {
 			return fmt.Errorf("decode plan row: %w", err)
+		}
+		if i := slices.Index(p.Placements, nil); i >= 0 {
+			return fmt.Errorf("restore plan row %d: placement %d is empty", p.Index, i)
 		}
 		if err := r.txn.Insert(TableDecision, &structs.Plan{Index: p.Index, Algorithm: p.Algorithm, CreateTime: p.CreateTime}); err != nil {
 			return fmt.Errorf("restore plan row: %w", err)
