@@ -17,6 +17,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/caravan-sched/caravan/version"
 	"github.com/shoenig/test/must"
 )
 
@@ -440,8 +441,8 @@ func TestClientCommands(t *testing.T) {
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		must.SliceLen(t, 2, lines)
-		must.RegexMatch(t, regexp.MustCompile(`^Name\s+ID\s+Raft Address\s+HTTP Address\s+Leader\s+Voter$`), lines[0])
-		must.RegexMatch(t, regexp.MustCompile(`127\.0\.0\.1:\d+\s+\S+\s+true\s+true$`), lines[1])
+		must.RegexMatch(t, regexp.MustCompile(`^Name\s+ID\s+Raft Address\s+HTTP Address\s+Build\s+Leader\s+Voter$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`127\.0\.0\.1:\d+\s+`+regexp.QuoteMeta(version.Number())+`\s+true\s+true$`), lines[1])
 
 		code, out, errOut = cli(t, "operator", "raft", "list-peers")
 		must.Eq(t, 0, code, must.Sprint(errOut))
