@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -234,9 +235,13 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &snapshot{txn: f.State().Txn()}, nil
 }
 
-// Restore replaces the store with the snapshot's rows.
+// Restore replaces the store with the snapshot's rows. Rows of a record
+// kind this version does not know (a newer version's) are skipped with a
+// warning, once per kind, as entries of unknown types flagged
+// IgnoreUnknownTypeFlag are.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	skipped := map[uint8]int{}
 	r, err := state.NewRestore()
 	if err != nil {
 		return err
@@ -250,7 +255,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			r.Abort()
 			return fmt.Errorf("restore snapshot: read record kind: %w", err)
 		}
-		if err := r.Load(kind, dec.Decode); err != nil {
+		err := r.Load(kind, dec.Decode)
+		if errors.Is(err, state.ErrUnknownRecord) {
+			if _, warned := skipped[kind]; !warned {
+				f.log.Warn("skipping snapshot records of a kind this version does not know; upgrade this server", "kind", kind)
+			}
+			skipped[kind]++
+			continue
+		}
+		if err != nil {
 			r.Abort()
 			return fmt.Errorf("restore snapshot: %w", err)
 		}

@@ -582,6 +582,30 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 	must.NotNil(t, boot, must.Sprint("a restored cluster stays bootstrapped"))
 }
 
+// TestFSM_RestoreSkipsUnknownRecords: a snapshot holding records of a
+// kind this version does not know (written by a newer version) restores
+// everything else, with one warning per kind.
+func TestFSM_RestoreSkipsUnknownRecords(t *testing.T) {
+	f := newTestFSM(t)
+	populate(f)
+	snap, err := f.Snapshot()
+	must.NoError(t, err)
+	var sink memSink
+	enc := codec.NewEncoder(&sink, structs.MsgpackHandle)
+	for _, row := range []any{map[string]any{"Future": []int{1, 2}}, "another"} {
+		must.NoError(t, enc.Encode(uint8(200)))
+		must.NoError(t, enc.Encode(row))
+	}
+	must.NoError(t, snap.Persist(&sink))
+
+	var logs bytes.Buffer
+	g := newTestFSM(t)
+	g.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
+	must.NoError(t, g.Restore(io.NopCloser(&sink)))
+	must.Eq(t, dump(t, f.State()), dump(t, g.State()))
+	must.Eq(t, 1, strings.Count(logs.String(), "skipping snapshot records of a kind this version does not know; upgrade this server: kind=200"), must.Sprint(logs.String()))
+}
+
 func TestFSM_RestoreRejectsGarbage(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)

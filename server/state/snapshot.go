@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -91,7 +92,9 @@ func NewRestore() (*Restore, error) {
 	return &Restore{store: s, txn: s.db.Txn(true)}, nil
 }
 
-// Load decodes one row of kind with decode and inserts it. Whole-cluster
+// Load decodes one row of kind with decode and inserts it; a row of a
+// kind this version does not know is read, discarded and answered with
+// ErrUnknownRecord. Whole-cluster
 // plans, which snapshots of earlier versions hold, become the desired
 // placements of their jobs; a plan with an empty placement is an error.
 func (r *Restore) Load(kind uint8, decode func(v any) error) error {
@@ -127,8 +130,19 @@ func (r *Restore) Load(kind uint8, decode func(v any) error) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown snapshot record kind %d", kind)
+	// A newer version's record: read past it, so that the rows after it
+	// restore.
+	var skip any
+	if err := decode(&skip); err != nil {
+		return fmt.Errorf("skip row of unknown kind %d: %w", kind, err)
+	}
+	return fmt.Errorf("%w %d", ErrUnknownRecord, kind)
 }
+
+// ErrUnknownRecord is returned by Restore.Load for a record of a kind this
+// version does not know (one a newer version wrote); the row was read and
+// discarded, and the restore may go on.
+var ErrUnknownRecord = errors.New("unknown snapshot record kind")
 
 // Commit returns the filled store.
 func (r *Restore) Commit() *Store {
