@@ -4,33 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/caravan-sched/caravan/internal/testutil"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/nomad/api"
 )
-
-// addFiles adds every file patterns match to f's corpus, through add.
-func addFiles(f *testing.F, add func(name string, src []byte), patterns ...string) {
-	f.Helper()
-	for _, pattern := range patterns {
-		files, err := filepath.Glob(pattern)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			src, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			add(file, src)
-		}
-	}
-}
 
 // checkResult checks a parse's answer: a valid job and no errors, or no
 // job and errors, each of which says something.
@@ -74,7 +56,7 @@ func checkMsgpack(t *testing.T, job *structs.Job) {
 //
 //	go test ./jobspec -run '^$' -fuzz '^FuzzParseAny$' -fuzztime 1m
 func FuzzParseAny(f *testing.F) {
-	addFiles(f, func(name string, src []byte) { f.Add(src, strings.HasSuffix(name, ".json")) },
+	testutil.AddFiles(f, func(name string, src []byte) { f.Add(src, strings.HasSuffix(name, ".json")) },
 		"testdata/*/*.hcl", "testdata/valid/*.json", "testdata/nomad/*/*.hcl", "testdata/nomad/valid/*.json", "../examples/*.hcl")
 	f.Add([]byte(`{"job":{"x":{"training":{"global_batch_size":8}}}}`), true)
 	f.Add([]byte(`{"job":`+strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}`), true)
@@ -150,7 +132,7 @@ job "vars" {
 	} {
 		f.Add(typed, v[0], v[1])
 	}
-	addFiles(f, func(_ string, src []byte) { f.Add(src, "trainer=/bin/true", "trainer=x") }, "../examples/*.hcl", "testdata/valid/*.hcl")
+	testutil.AddFiles(f, func(_ string, src []byte) { f.Add(src, "trainer=/bin/true", "trainer=x") }, "../examples/*.hcl", "testdata/valid/*.hcl")
 	f.Fuzz(func(t *testing.T, src []byte, argVar, envVar string) {
 		job, _, diags := NewParser().ParseAny(&Config{
 			Filename: "fuzz.hcl", Src: src,
@@ -168,7 +150,7 @@ job "vars" {
 //
 //	go test ./jobspec -run '^$' -fuzz '^FuzzFromNomad$' -fuzztime 1m
 func FuzzFromNomad(f *testing.F) {
-	addFiles(f, func(_ string, src []byte) { f.Add(src) }, "testdata/nomad/api/*.json")
+	testutil.AddFiles(f, func(_ string, src []byte) { f.Add(src) }, "testdata/nomad/api/*.json")
 	fixture, err := os.ReadFile("testdata/nomad/api/resnet50.json")
 	if err != nil {
 		f.Fatal(err)

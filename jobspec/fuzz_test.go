@@ -1,9 +1,9 @@
 package jobspec
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/caravan-sched/caravan/internal/testutil"
 )
 
 // FuzzParse feeds arbitrary bytes to the parser. It must never panic, and it
@@ -11,19 +11,7 @@ import (
 //
 //	go test ./jobspec -run '^$' -fuzz FuzzParse -fuzztime 5m
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"testdata/*/*.hcl", "../examples/*.hcl"} {
-		files, err := filepath.Glob(pattern)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			src, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(src)
-		}
-	}
+	testutil.AddFiles(f, func(_ string, src []byte) { f.Add(src) }, "testdata/*/*.hcl", "../examples/*.hcl")
 	f.Fuzz(func(t *testing.T, src []byte) {
 		job, diags := Parse(&Config{Filename: "fuzz.hcl", Src: src})
 		switch {

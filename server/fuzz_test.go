@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,23 +65,13 @@ func refused(t *testing.T, what string, err error) bool {
 // tests, as the JSON that clients send.
 func addJobSeeds(f *testing.F) {
 	f.Helper()
-	for _, pattern := range []string{"../examples/*.hcl", "../jobspec/testdata/valid/*.hcl", "../jobspec/testdata/invalid/*.hcl"} {
-		files, err := filepath.Glob(pattern)
+	testutil.AddFiles(f, func(file string, src []byte) {
+		b, err := json.Marshal(structs.JobRegisterRequest{JobHCL: string(src), Filename: filepath.Base(file)})
 		if err != nil {
 			f.Fatal(err)
 		}
-		for _, file := range files {
-			src, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			b, err := json.Marshal(structs.JobRegisterRequest{JobHCL: string(src), Filename: filepath.Base(file)})
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
-		}
-	}
+		f.Add(b)
+	}, "../examples/*.hcl", "../jobspec/testdata/valid/*.hcl", "../jobspec/testdata/invalid/*.hcl")
 	job, err := json.Marshal(structs.JobRegisterRequest{Job: structs.MockJob()})
 	if err != nil {
 		f.Fatal(err)

@@ -2,9 +2,31 @@ package testutil
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// AddFiles hands every file the glob patterns match to add, with its
+// name and contents: a fuzz target's seeds from the repository's examples
+// and test data.
+func AddFiles(f *testing.F, add func(name string, src []byte), patterns ...string) {
+	f.Helper()
+	for _, pattern := range patterns {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			add(file, src)
+		}
+	}
+}
 
 // ClearError fails t when err is an error whose message is empty or only
 // white space: a fuzz target's input may be refused, but the caller must be
