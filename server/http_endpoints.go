@@ -233,10 +233,10 @@ func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bo
 // Samples the trainer did not time are stamped now. Samples of a job that
 // has ended are accepted and dropped when applied, so a trainer flushing
 // its last samples after its job stopped is not told it failed; Accepted
-// counts the samples kept, and those that repeat a stored sample (same job,
-// task, step and time): a report retried after an ambiguous answer is
-// accepted again and stored once. The leader feeds them to the models at
-// its next poll.
+// counts the samples kept, and those that repeat a stored sample (same
+// job, task, step, time and configuration): a report retried after an
+// ambiguous answer is accepted again and stored once. The leader feeds
+// them to the models at its next poll.
 func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req structs.ReportRequest
 	if err := decode(r, &req); err != nil {

@@ -33,9 +33,9 @@ const (
 	ACLTokenUpsertType
 	ACLTokenDeleteType
 	UsageUpsertType
-	// SampleAppendType adds samples as SampleBatchType does, but stores a
-	// sample whose identity (job, task, step and time) is stored already
-	// once: a retried report is kept once (0.2.0).
+	// SampleAppendType adds samples as SampleBatchType does, but stores
+	// a sample whose identity (job, task, step, time and configuration)
+	// is stored already once: a retried report is kept once (0.2.0).
 	SampleAppendType
 	// ACLBootstrapResetType bootstraps ACLs again after an operator's
 	// reset (0.2.0).

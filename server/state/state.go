@@ -546,16 +546,26 @@ type Appended struct {
 	Kept, Repeated int
 }
 
-// sampleID is a chief sample's identity within its job: a task reports
-// a step once at a given time.
-type sampleID struct{ Step, Time int64 }
+// sampleID is a chief sample's identity within its job: a task reports a
+// step once at a given time, at one configuration. The configuration keeps
+// apart the measurements a profiler reports for several configurations of
+// one step at one instant (the sim driver's out-of-band profiling); a
+// retried report repeats it too.
+type sampleID struct {
+	Step, Time        int64
+	NumPS, NumWorkers int
+}
+
+func idOf(smp *structs.Sample) sampleID {
+	return sampleID{Step: smp.Step, Time: smp.Time, NumPS: smp.NumPS, NumWorkers: smp.NumWorkers}
+}
 
 // AppendSamples adds samples to their jobs' bounded histories and records
 // the metrics source's cursor after them (a cursor of 0 is not recorded).
 // Samples of jobs the store does not hold as active are dropped.
 //
-// With once, a sample whose identity (job, task, step and time) the store
-// holds already, or that an earlier sample of the batch has, counts as
+// With once, a sample whose identity (job, task, step, time and the
+// configuration it ran at: sampleID) the store holds already, or that an earlier sample of the batch has, counts as
 // Repeated and is not stored again, so that a report retried after an
 // ambiguous answer, or read twice from a collector, is stored once. A
 // history that was thinned no longer holds its older samples: a repeat of
@@ -623,12 +633,12 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 				ids := seen[key]
 				if ids == nil {
 					ids = make(map[sampleID]bool, len(js.Samples))
-					for _, old := range js.Samples {
-						ids[sampleID{old.Step, old.Time}] = true
+					for i := range js.Samples {
+						ids[idOf(&js.Samples[i])] = true
 					}
 					seen[key] = ids
 				}
-				id := sampleID{smp.Step, smp.Time}
+				id := idOf(&smp)
 				if ids[id] {
 					res.Repeated++
 					continue
@@ -665,7 +675,7 @@ const (
 // latest sample of each, sorted by role and rank, and says what it did: a
 // sample older than the one held for its task, or of a rank beyond job's
 // bounds for the role (which keeps tasks bounded), is dropped; with once,
-// one with the held sample's step and time is a repeat, and changes
+// one with the held sample's identity (sampleID) is a repeat, and changes
 // nothing.
 func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job, once bool) ([]structs.Sample, taskSample) {
 	if job.Elastic == nil {
@@ -688,7 +698,7 @@ func latestTask(tasks []structs.Sample, smp structs.Sample, job *structs.Job, on
 	switch {
 	case !found:
 		return slices.Insert(tasks, i, smp), taskKept
-	case once && smp.Step == tasks[i].Step && smp.Time == tasks[i].Time:
+	case once && idOf(&smp) == idOf(&tasks[i]):
 		return tasks, taskRepeated
 	case smp.Time < tasks[i].Time:
 		return tasks, taskDropped

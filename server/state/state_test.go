@@ -219,23 +219,26 @@ func TestAppendSamples_Tasks(t *testing.T) {
 	must.Eq(t, 10, js.Tasks[0].Time)
 }
 
-// TestAppendSamples_Once: a sample whose job, task, step and time are
-// stored already, or repeated within its batch, counts as repeated and is
-// stored once; the same step at another time (a step trained again after a
-// restart from a checkpoint) is a new sample. Without once, as servers
+// TestAppendSamples_Once: a sample whose job, task, step, time and
+// configuration are stored already, or repeated within its batch, counts as
+// repeated and is stored once; the same step at another time (a step
+// trained again after a restart from a checkpoint), or at the same time in
+// another configuration (a profiler's measurements), is a new sample. Without once, as servers
 // before 0.2.0 apply SampleBatchType, repeats are stored again.
 func TestAppendSamples_Once(t *testing.T) {
 	chief := func(step, at int64) structs.Sample { return structs.Sample{JobID: "a", Step: step, Time: at} }
 	worker := func(step, at int64) structs.Sample { return structs.Sample{JobID: "a", Rank: 1, Step: step, Time: at} }
 	first := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20)}
-	retry := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20), chief(3, 30), chief(3, 30), chief(2, 25)}
+	profiled := chief(3, 30)
+	profiled.NumWorkers = 4
+	retry := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20), chief(3, 30), chief(3, 30), chief(2, 25), profiled}
 	for _, tc := range []struct {
 		once     bool
 		want     Appended
 		received int64
 	}{
-		{once: true, want: Appended{Kept: 2, Repeated: 4}, received: 4},
-		{once: false, want: Appended{Kept: 6}, received: 7},
+		{once: true, want: Appended{Kept: 3, Repeated: 4}, received: 5},
+		{once: false, want: Appended{Kept: 7}, received: 8},
 	} {
 		t.Run(fmt.Sprint("once=", tc.once), func(t *testing.T) {
 			s := newStore(t, "a")
