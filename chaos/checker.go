@@ -150,8 +150,8 @@ type checker struct {
 	// recorded a version that stores a repeated sample once (an upgrade
 	// from an earlier release); 0 when they all did from the start.
 	dedupFrom int
-	acks     []time.Time
-	details  []string
+	acks      []time.Time
+	details   []string
 
 	failed, reads, stale, unavailable, emptyAcks, retries atomic.Int64
 }
@@ -464,7 +464,9 @@ func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
 func (ck *checker) waitVersionsRecorded(t testing.TB) int {
 	t.Helper()
 	agent.WaitFor(t, 30*time.Second, "every server's version recorded", func() error {
-		var conf struct{ Servers []struct{ ID, Version string } }
+		var conf struct {
+			Servers []struct{ ID, Version string }
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if _, err := ck.c.Do(ctx, ck.c.WaitLeader(time.Minute, -1), http.MethodGet, "/v1/operator/raft/configuration", nil, &conf); err != nil {
