@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -104,18 +105,21 @@ func TestACL_BootstrapReset(t *testing.T) {
 	resetFile := filepath.Join(leader.cfg.DataDir, aclBootstrapResetFile)
 	steps := []struct {
 		name string
-		file string // the reset file's content; "" for no file
-		want string // the refusal; "" for a bootstrap
+		file string      // the reset file's content; "" for no file
+		mode os.FileMode // the file's mode; 0 for 0600
+		want string      // the refusal; "" for a bootstrap
 	}{
-		{"no reset file", "", fmt.Sprintf("ACL bootstrap already done (reset index: %d)", root.CreateIndex)},
-		{"not an index", "yesterday", fmt.Sprintf("ACL bootstrap already done (reset index: %d)", root.CreateIndex)},
-		{"another index", "999999", fmt.Sprintf("Invalid bootstrap reset index (specified 999999, reset index: %d)", root.CreateIndex)},
-		{"the bootstrap's index", fmt.Sprintf("%d\n", root.CreateIndex), ""},
+		{"no reset file", "", 0, fmt.Sprintf("ACL bootstrap already done (reset index: %d)", root.CreateIndex)},
+		{"not an index", "yesterday", 0, fmt.Sprintf("ACL bootstrap already done (reset index: %d)", root.CreateIndex)},
+		{"another index", "999999", 0, fmt.Sprintf("Invalid bootstrap reset index (specified 999999, reset index: %d)", root.CreateIndex)},
+		{"writable by others", fmt.Sprint(root.CreateIndex), 0o666, fmt.Sprintf("ACL bootstrap already done (reset index: %d)", root.CreateIndex)},
+		{"the bootstrap's index", fmt.Sprintf("%d\n", root.CreateIndex), 0, ""},
 	}
 	var again *api.ACLToken
 	for _, st := range steps {
 		if st.file != "" {
 			must.NoError(t, os.WriteFile(resetFile, []byte(st.file), 0o600))
+			must.NoError(t, os.Chmod(resetFile, cmp.Or(st.mode, 0o600)))
 		}
 		tok, _, err := anon.ACL().Bootstrap(wo)
 		if st.want != "" {

@@ -115,17 +115,29 @@ func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) (any, erro
 // bootstrapResetIndex returns the index the reset file of the data
 // directory names, 0 when there is none (or no data directory). A file
 // that cannot be read or holds no index is logged and taken for none, as
-// Nomad does: the caller of the bootstrap learns nothing of it.
+// Nomad does: the caller of the bootstrap learns nothing of it. So is a
+// link, or a file that group or others may write.
 func (s *Server) bootstrapResetIndex() uint64 {
 	if s.cfg.DataDir == "" {
 		return 0
 	}
 	path := filepath.Join(s.cfg.DataDir, aclBootstrapResetFile)
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0
+	case err != nil:
+		s.log.Error("failed to read the acl bootstrap reset file", "path", path, "error", err)
+		return 0
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0:
+		// Whoever can write it can mint a management token: only a
+		// regular file that only its owner may write counts.
+		s.log.Error("ignoring the acl bootstrap reset file: it must be a regular file that group and others cannot write", "path", path, "mode", fi.Mode().String())
+		return 0
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			s.log.Error("failed to read the acl bootstrap reset file", "path", path, "error", err)
-		}
+		s.log.Error("failed to read the acl bootstrap reset file", "path", path, "error", err)
 		return 0
 	}
 	idx, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)

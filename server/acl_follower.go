@@ -103,16 +103,18 @@ func (s *Server) catchUpACL(ctx context.Context) error {
 }
 
 // errLeaderTooOld is leaderACLIndex's error for a leader of a version
-// before 0.2.0, which has no ACL index endpoint (404).
+// before 0.2.0 (its member record has no Version), which has no ACL index
+// endpoint (404).
 var errLeaderTooOld = errors.New("the leader predates the ACL index")
 
 // leaderACLIndex asks the leader for the index of its ACL state, with
 // the server token.
 func (s *Server) leaderACLIndex(ctx context.Context) (uint64, error) {
-	addr, err := s.leaderHTTP()
+	leader, err := s.leaderMember()
 	if err != nil {
 		return 0, err
 	}
+	addr := leader.HTTPAddr
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.peerScheme()+"://"+addr+"/v1/internal/acl/index", nil)
 	if err != nil {
 		return 0, err
@@ -125,7 +127,9 @@ func (s *Server) leaderACLIndex(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("ask the leader at %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
+	if resp.StatusCode == http.StatusNotFound && leader.Version == "" {
+		// Only a leader whose record says it predates 0.2.0 is believed:
+		// from any other, a 404 fails closed with the other errors.
 		return 0, fmt.Errorf("%w: the leader at %s has no ACL index endpoint", errLeaderTooOld, addr)
 	}
 	if resp.StatusCode != http.StatusOK {

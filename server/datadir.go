@@ -89,8 +89,10 @@ type privateSink struct {
 	dir string
 }
 
-// Close completes the snapshot, then restricts its permissions. A failure
-// to restrict them fails the snapshot: raft keeps the previous one.
+// Close completes the snapshot, then restricts its permissions. The
+// snapshot is in place by then, so a failure to restrict them is returned
+// (raft logs it and skips compacting its log) but does not undo it; the
+// snapshots/ directory is 0700 already, so no other user can reach it.
 func (p *privateSink) Close() error {
 	if err := p.SnapshotSink.Close(); err != nil {
 		return err

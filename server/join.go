@@ -138,9 +138,10 @@ func (s *Server) bootstrap(servers []structs.AgentSelf) {
 
 // registerSelf records the server's addresses in the replicated state once
 // there is a leader, so that followers can forward writes to whichever
-// server leads. The leader registers itself when it takes over.
+// server leads. The leader registers itself when it takes over. A leader
+// before 0.2.0 refuses a record with a Version (its decoder knows no such
+// field): until a new leader takes over, the record goes without one.
 func (s *Server) registerSelf() {
-	me := s.selfMember()
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
 	for {
@@ -149,41 +150,55 @@ func (s *Server) registerSelf() {
 			return
 		case <-tick.C:
 		}
+		if s.IsLeader() {
+			continue // the leader loop registers the leader
+		}
+		leader, err := s.leaderMember()
+		if err != nil {
+			continue
+		}
+		me := s.selfMember()
+		if leader.Version == "" {
+			me.Version = ""
+		}
 		members, err := state.Members(s.State().Txn(), nil)
 		if err == nil && slices.ContainsFunc(members, func(m *structs.Member) bool { return *m == *me }) {
 			continue
 		}
-		if s.IsLeader() {
-			continue // the leader loop registers the leader
-		}
-		addr, err := s.leaderHTTP()
-		if err != nil {
-			continue
-		}
-		if err := s.call(http.MethodPut, addr, "/v1/internal/member", me, nil); err != nil {
+		if err := s.call(http.MethodPut, leader.HTTPAddr, "/v1/internal/member", me, nil); err != nil {
 			s.log.Debug("failed to register with the leader", "error", err)
 		}
 	}
 }
 
 // leaderHTTP returns the HTTP address of the leader, as the leader
-// recorded it: the member record of the leader's ID at the leader's Raft
-// address (only the leader records itself, see serveronly.go).
+// recorded it (leaderMember).
 func (s *Server) leaderHTTP() (string, error) {
-	addr, id := s.raft.LeaderWithID()
-	if id == "" {
-		return "", ErrNoLeader
-	}
-	members, err := state.Members(s.State().Txn(), nil)
+	m, err := s.leaderMember()
 	if err != nil {
 		return "", err
 	}
+	return m.HTTPAddr, nil
+}
+
+// leaderMember returns the leader's member record: the record of the
+// leader's ID at the leader's Raft address (only the leader records
+// itself, see serveronly.go).
+func (s *Server) leaderMember() (*structs.Member, error) {
+	addr, id := s.raft.LeaderWithID()
+	if id == "" {
+		return nil, ErrNoLeader
+	}
+	members, err := state.Members(s.State().Txn(), nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range members {
 		if m.ID == string(id) && m.RaftAddr == string(addr) {
-			return m.HTTPAddr, nil
+			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%w: the address of leader %s is not known yet", ErrNoLeader, id)
+	return nil, fmt.Errorf("%w: the address of leader %s is not known yet", ErrNoLeader, id)
 }
 
 // forwardLeave asks the leader to remove this server.

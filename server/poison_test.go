@@ -105,7 +105,7 @@ func TestCluster_PoisonedEntry(t *testing.T) {
 			}
 			for _, e := range evs {
 				if e.Type == structs.EventEntrySkipped {
-					if e.Details["Type"] != "JobRegister" || !strings.Contains(e.Message, "maximum decoding depth exceeded") {
+					if e.Details["Type"] != "JobRegister" || !strings.HasSuffix(e.Message, "it does not decode") {
 						return fmt.Errorf("skipped %+v, want the poisoned JobRegister entry", e)
 					}
 					skipped = append(skipped, e.Index)

@@ -10,13 +10,16 @@ import (
 
 // AddFiles hands every file the glob patterns match to add, with its
 // name and contents: a fuzz target's seeds from the repository's examples
-// and test data.
+// and test data. A pattern that matches nothing fails f: the seeds moved.
 func AddFiles(f *testing.F, add func(name string, src []byte), patterns ...string) {
 	f.Helper()
 	for _, pattern := range patterns {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
 			f.Fatal(err)
+		}
+		if len(files) == 0 {
+			f.Fatalf("no seed file matches %s", pattern)
 		}
 		for _, file := range files {
 			src, err := os.ReadFile(file)

@@ -177,11 +177,11 @@ func (f *FSM) Apply(l *raft.Log) any {
 	}
 	req := cmd.newRequest()
 	if err := decode(l.Data[1:], req); err != nil {
-		return f.skip(l, t, fmt.Errorf("decode: %w", err))
+		return f.skip(l, t, "it does not decode", err)
 	}
 	res, err := safeApply(cmd, f.State(), l.Index, req)
 	if err != nil {
-		return f.skip(l, t, err)
+		return f.skip(l, t, "applying it failed", err)
 	}
 	if err, ok := res.(error); ok {
 		f.log.Debug("entry rejected", "type", t, "index", l.Index, "error", err)
@@ -204,12 +204,14 @@ func safeApply(cmd command, s *state.Store, index uint64, req any) (res any, err
 	return cmd.apply(s, index, req), nil
 }
 
-// skip records entry l of type t, which cannot be applied for cause, as
-// skipped: an error log, a counter and an event, the same on every server
-// (the event's time is the leader's append time, carried in the log).
-func (f *FSM) skip(l *raft.Log, t MessageType, cause error) error {
-	err := fmt.Errorf("%w: %s entry at index %d: %w", ErrSkipped, t, l.Index, cause)
-	f.log.Error("skipped a log entry that cannot be applied", "type", t, "index", l.Index, "error", cause)
+// skip records entry l of type t, which cannot be applied (why, and the
+// error that said so), as skipped: an error log with the error, a counter,
+// and an event the same on every server: its text is why alone, since the
+// error's text may differ between the builds of a rolling upgrade, and its
+// time is the leader's append time, carried in the log.
+func (f *FSM) skip(l *raft.Log, t MessageType, why string, cause error) error {
+	err := fmt.Errorf("%w: %s entry at index %d: %s: %w", ErrSkipped, t, l.Index, why, cause)
+	f.log.Error("skipped a log entry that cannot be applied", "type", t, "index", l.Index, "reason", why, "error", cause)
 	metrics.IncrCounterWithLabels([]string{"fsm", "skipped"}, 1, []metrics.Label{{Name: "type", Value: t.String()}})
 	var at int64
 	if !l.AppendedAt.IsZero() {
@@ -217,7 +219,7 @@ func (f *FSM) skip(l *raft.Log, t MessageType, cause error) error {
 	}
 	ev := &structs.Event{
 		Time: at, Type: structs.EventEntrySkipped,
-		Message: fmt.Sprintf("skipped the %s log entry at index %d: %v", t, l.Index, cause),
+		Message: fmt.Sprintf("skipped the %s log entry at index %d: %s", t, l.Index, why),
 		Details: map[string]string{"Index": strconv.FormatUint(l.Index, 10), "Type": t.String()},
 	}
 	if aerr := f.State().AppendEvent(l.Index, ev); aerr != nil {

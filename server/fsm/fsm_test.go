@@ -473,6 +473,8 @@ func TestFSM_UndecodableEntrySkipped(t *testing.T) {
 			must.Eq(t, structs.EventEntrySkipped, last.Type)
 			must.Eq(t, at.UnixNano(), last.Time)
 			must.Eq(t, map[string]string{"Index": fmt.Sprint(f.index), "Type": "JobRegister"}, last.Details)
+			must.Eq(t, fmt.Sprintf("skipped the JobRegister log entry at index %d: it does not decode", f.index), last.Message,
+				must.Sprint("the same text on every build: no decoder message"))
 
 			f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("after"), Time: 2})
 			must.SliceLen(t, len(before)+1, jobs())

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"github.com/caravan-sched/caravan/server/fsm"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/raft"
+	"github.com/shoenig/test/must"
+)
+
+// TestSupports_GateOnEveryServer: a message type 0.2.0 added is written
+// only once every server of the Raft configuration records 0.2.0 or later.
+// A second server in the configuration (a non-voter at an address nobody
+// answers, standing for a server of 0.1.0) closes the gate until its
+// member record says a version that applies the type.
+func TestSupports_GateOnEveryServer(t *testing.T) {
+	s := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
+	ctx := context.Background()
+	must.Eq(t, fsm.SampleAppendType, s.sampleType(), must.Sprint("one server of this version"))
+
+	must.NoError(t, s.raft.AddNonvoter("old", "127.0.0.1:1", 0, 0).Error())
+	record := func(version string) {
+		t.Helper()
+		_, _, err := s.apply(ctx, fsm.MemberUpsertType, &fsm.MemberUpsertRequest{Member: &structs.Member{ID: "old", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2", Version: version}})
+		must.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		name, version string // "-" for no member record
+		open          bool
+	}{
+		{name: "no record", version: "-"},
+		{name: "a record of 0.1.0 (no version)", version: ""},
+		{name: "an earlier version", version: "0.1.9"},
+		{name: "garbage", version: "new"},
+		{name: "a prerelease of 0.2.0", version: "0.2.0-dev", open: true},
+		{name: "a later version", version: "0.3.1", open: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.version != "-" {
+				record(tc.version)
+			}
+			_, _, err := s.apply(ctx, fsm.SampleAppendType, &fsm.SampleBatchRequest{Samples: []structs.Sample{{JobID: "none", Time: 1}}})
+			if !tc.open {
+				must.ErrorIs(t, err, ErrUpgradeInProgress)
+				must.ErrorContains(t, err, `SampleAppend entries need every server at 0.2.0 or later, and server old records`)
+				must.Eq(t, fsm.SampleBatchType, s.sampleType())
+				_, _, err = s.apply(ctx, fsm.ACLBootstrapResetType, &fsm.ACLBootstrapResetRequest{Token: &structs.ACLToken{}})
+				must.ErrorIs(t, err, ErrUpgradeInProgress)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, fsm.SampleAppendType, s.sampleType())
+		})
+	}
+	must.NoError(t, s.raft.RemoveServer(raft.ServerID("old"), 0, 0).Error())
+}
