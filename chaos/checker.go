@@ -452,8 +452,42 @@ func (ck *checker) upgrade(t testing.TB, r *Report, u Upgrade) {
 	ck.dedupFrom = from
 	ck.mu.Unlock()
 	// Samples reported from now on are stored once: have the clients
-	// report some before the run ends.
+	// report some before the run ends, and repeat one report for sure.
+	ck.repeatReport(t)
 	ck.waitAcks(t, upgradeAcks, 30*time.Second)
+}
+
+// repeatReport registers a job and sends its sample's report twice, the
+// same body through two servers, as a trainer does after an answer it
+// could not read: verify then finds the sample stored once on every
+// server, or counts a duplicate.
+func (ck *checker) repeatReport(t testing.TB) {
+	t.Helper()
+	const id = "repeated-report"
+	agent.WaitFor(t, 30*time.Second, "job "+id+" registered", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := ck.c.Do(ctx, 0, http.MethodPost, "/v1/jobs", map[string]string{"JobHCL": fmt.Sprintf(jobHCL, id), "Filename": id + ".hcl"}, nil)
+		return err
+	})
+	body := map[string]any{"samples": []map[string]any{{
+		"job_id": id, "step": checkerStep, "loss": 1.0, "step_time_s": 0.1, "num_ps": 1, "num_workers": 1,
+		"time": time.Now().UnixNano(),
+	}}}
+	for i := range 2 {
+		var resp struct{ Accepted int }
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := ck.c.Do(ctx, i%ck.c.N(), http.MethodPost, "/v1/report", body, &resp)
+		cancel()
+		if err != nil || resp.Accepted != 1 {
+			t.Fatalf("report %d of job %s: accepted %d (%v), want 1", i+1, id, resp.Accepted, err)
+		}
+	}
+	ck.ack(func() {
+		ck.jobs = append(ck.jobs, id)
+		ck.samples = append(ck.samples, id)
+		ck.reported = append(ck.reported, id)
+	})
 }
 
 // waitVersionsRecorded waits until every server of the Raft
