@@ -207,6 +207,64 @@ func TestCollectors_FeedRefits(t *testing.T) {
 	})
 }
 
+// TestCollectors_RetriedReportStoredOnce follows one sample a trainer
+// reports again after answers it could not read (issue 26): twice to its
+// collector, once to a second collector it failed over to, and once to the
+// server's API. The leader scrapes both collectors from a real Consul
+// agent, and the server stores the sample once.
+func TestCollectors_RetriedReportStoredOnce(t *testing.T) {
+	consul := agent.StartConsul(t)
+	a := startCollector(t, consul, "retry")
+	b := startCollector(t, consul, "retry")
+	c := scrapingServer(t, consul, "retry")
+	agent.WaitFor(t, 20*time.Second, "job placed", jobIs(c, "retry", structs.JobStatusRunning))
+
+	at := time.Now().UnixNano()
+	sample := func(step int64) string {
+		return fmt.Sprintf(`{"Samples": [{"job_id": "retry", "step": %d, "loss": 0.5, "step_time_s": 0.2, "num_ps": 1, "num_workers": 1, "time": %d}]}`, step, at+step)
+	}
+	post := func(addr, body string) {
+		t.Helper()
+		resp, err := http.Post("http://"+addr+"/v1/report", "application/json", strings.NewReader(body))
+		must.NoError(t, err)
+		resp.Body.Close()
+		must.Eq(t, http.StatusOK, resp.StatusCode, must.Sprintf("report to %s", addr))
+	}
+	stored := func(step int64) int {
+		smps, _, err := c.Jobs().Samples("retry", nil)
+		must.NoError(t, err)
+		n := 0
+		for _, s := range smps.Samples {
+			if s.Step == step {
+				n++
+			}
+		}
+		return n
+	}
+	waitStored := func(step int64) {
+		t.Helper()
+		agent.WaitFor(t, 30*time.Second, fmt.Sprintf("step %d stored", step), func() error {
+			if stored(step) == 0 {
+				return fmt.Errorf("step %d not stored yet", step)
+			}
+			return nil
+		})
+	}
+
+	post(a.Addr(), sample(1000))
+	post(a.Addr(), sample(1000))
+	post(b.Addr(), sample(1000))
+	waitStored(1000)
+	post(strings.TrimPrefix(c.Address(), "http://"), sample(1000))
+	// Later samples through each collector: once they are stored, the
+	// repeats before them were read too.
+	post(a.Addr(), sample(1001))
+	post(b.Addr(), sample(1002))
+	waitStored(1001)
+	waitStored(1002)
+	must.Eq(t, 1, stored(1000), must.Sprint("the sample reported four times is stored once"))
+}
+
 // TestCollectors_KilledCollectorExpires SIGKILLs a real `caravan
 // collector` process whose samples the leader committed: Consul's check
 // expires it (Consul reaps a service critical for its minimum of one

@@ -7,22 +7,14 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes to the parser. It must never panic, and it
-// must return either a valid job and no error, or no job and an error.
+// must return either a valid job and no error, or no job and errors that
+// each say something (checkResult).
 //
 //	go test ./jobspec -run '^$' -fuzz FuzzParse -fuzztime 5m
 func FuzzParse(f *testing.F) {
 	testutil.AddFiles(f, func(_ string, src []byte) { f.Add(src) }, "testdata/*/*.hcl", "../examples/*.hcl")
 	f.Fuzz(func(t *testing.T, src []byte) {
 		job, diags := Parse(&Config{Filename: "fuzz.hcl", Src: src})
-		switch {
-		case diags.HasErrors() && job != nil:
-			t.Fatalf("got a job and errors: %s", diags.Error())
-		case !diags.HasErrors() && job == nil:
-			t.Fatal("got neither a job nor an error")
-		case job != nil:
-			if err := job.Validate(); err != nil {
-				t.Fatalf("parsed job is invalid: %v", err)
-			}
-		}
+		checkResult(t, job, diags)
 	})
 }
