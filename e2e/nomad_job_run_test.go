@@ -202,7 +202,8 @@ func caravanGroups(job *nomadapi.Job) []string {
 }
 
 // TestNomadJobRun_TrainAndRescale runs two trainer jobs with `nomad job
-// run` on a Nomad cluster with 4 fake GPUs. Caravan finds the first,
+// run` on a Nomad cluster with 4 fake GPUs, after one Caravan refuses for
+// asking more workers than its maximum. Caravan finds the first,
 // places it on the GPU clients as per-node groups of the same Nomad job,
 // and rescales it through a confirmed checkpoint when the second arrives;
 // both complete. `nomad job status` and `nomad alloc logs` work on them
@@ -210,6 +211,14 @@ func caravanGroups(job *nomadapi.Job) []string {
 func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 	nc, trainer, c := trainingOnNomad(t)
 	cli := nomadCLI{addr: nc.Address}
+
+	// A job beyond Caravan's maxima (issue 26) is refused at once, naming
+	// the field and the maximum, and Nomad runs it as written.
+	cli.jobRun(t, "huge", trainerFile{id: "huge", trainer: trainer, maxWorkers: 100_000, noGPU: true}.String())
+	rejected := waitEvent(t, c, "huge", api.EventJobRejected, 1, time.Minute)
+	must.StrContains(t, rejected.Message, "100000 is more than the maximum of 16384")
+	must.SliceEmpty(t, caravanGroups(nomadJob(t, nc, "huge")), must.Sprint("the refused job runs as its user wrote it"))
+	cli.run(t, "job", "stop", "-purge", "huge")
 
 	ran := time.Now()
 	cli.jobRun(t, "a", trainerFile{id: "a", trainer: trainer, maxWorkers: 4}.String())
