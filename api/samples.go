@@ -78,6 +78,9 @@ type Sample struct {
 type JobSamples struct {
 	Namespace string
 	JobID     string
+	// Run is the index that started the run of the job the samples are
+	// of (Job.CreateIndex); 0 in entries of servers before 0.2.0.
+	Run uint64 `json:",omitempty"`
 	// Samples is the chief's history (Sample.Chief), thinned when full.
 	Samples []Sample
 	// Received counts every chief sample ever accepted for the job.

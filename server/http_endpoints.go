@@ -215,7 +215,8 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 // registerJob commits a registration and says what it did. An active job
 // with the same spec is left as it is: the answer says Unchanged.
 func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bool) (*structs.JobRegisterResponse, error) {
-	out, index, err := s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime})
+	req := &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime, FreshRun: s.supports(fsm.SampleAppendType)}
+	out, index, err := s.apply(ctx, fsm.JobRegisterType, req)
 	if err != nil {
 		return nil, err
 	}

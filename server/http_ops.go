@@ -154,12 +154,15 @@ func validateSnapshot(body []byte) error {
 	return nil
 }
 
-// restartLeader makes the leader loop establish itself again, after the
-// state was replaced under it.
+// restartLeader makes the leader loop, if the server runs one, establish
+// itself again, after the state was replaced under it; it returns once
+// the loop was restarted.
 func (s *Server) restartLeader() {
+	done := make(chan struct{})
 	select {
-	case s.notify <- true:
-	case <-time.After(time.Second):
+	case s.restart <- done:
+		<-done
+	case <-s.shutdownCtx.Done():
 	}
 }
 

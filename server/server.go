@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caravan-sched/caravan/planner/builtin"
@@ -189,6 +190,11 @@ type Server struct {
 	// Raft had state on disk at start.
 	notify       chan bool
 	bootstrapped bool
+	// restart asks monitorLeadership to start the leader loop again,
+	// which closes the channel sent once it did (or found no loop to
+	// restart); loopRunning is set while a leader loop runs.
+	restart     chan chan struct{}
+	loopRunning atomic.Bool
 
 	http     *http.Server
 	httpAddr string
@@ -240,7 +246,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Algorithms = l
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel,
+	s := &Server{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), restart: make(chan chan struct{}), dryRuns: make(chan dryRunRequest), shutdownCtx: ctx, shutdown: cancel,
 		bootstrapLimit: newClientLimiter(bootstrapEvery, bootstrapBurst, bootstrapMaxClients)}
 	setupMetrics(s.log)
 	var err error

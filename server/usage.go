@@ -91,7 +91,8 @@ func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) 
 	urgent := false
 	for _, r := range reports {
 		key := structs.NewJobKey(r.Namespace, r.JobID)
-		if r.Usage == nil || !l.sched.Has(key) || structs.Terminal(r.Status) {
+		run := l.runOf(key)
+		if r.Usage == nil || run == nil || structs.Terminal(r.Status) {
 			continue
 		}
 		u := r.Usage.Copy()
@@ -103,7 +104,7 @@ func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) 
 			l.log.Warn("dropped invalid usage from the driver", "job_id", key.ID, "error", err)
 			continue
 		}
-		ok, at := usageDue(l.usage[key], l.usageAt[key], now, l.s.cfg.UsageInterval, u)
+		ok, at := usageDue(run.usage, run.usageAt, now, l.s.cfg.UsageInterval, u)
 		if ok {
 			due = append(due, u)
 			urgent = urgent || at
@@ -123,10 +124,11 @@ func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) 
 		if err != nil {
 			return err
 		}
-		if committed == nil {
+		run := l.runOf(key)
+		if committed == nil || run == nil {
 			continue // the job ended meanwhile
 		}
-		l.usage[key], l.usageAt[key] = committed, now
+		run.usage, run.usageAt = committed, now
 		l.sched.ObserveUsage(key, committed)
 	}
 	if urgent {

@@ -116,7 +116,7 @@ type JobRegisterResponse struct {
 }
 
 func registerJob(s *state.Store, index uint64, r *JobRegisterRequest) any {
-	reg, err := s.RegisterJob(index, r.Time, r.Job, r.MustBeNew)
+	reg, err := s.RegisterJob(index, r.Time, r.Job, r.MustBeNew, r.FreshRun)
 	if err != nil {
 		return err
 	}

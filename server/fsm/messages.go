@@ -90,6 +90,10 @@ type JobRegisterRequest struct {
 	Job       *structs.Job
 	MustBeNew bool
 	Time      int64
+	// FreshRun deletes an earlier run's samples and models when the
+	// registration starts a new run (state.RegisterJob); set once every
+	// server is at 0.2.0, so that all apply the entry alike.
+	FreshRun bool
 }
 
 // JobStopRequest stops a job, and with Purge deletes it.

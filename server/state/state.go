@@ -192,7 +192,12 @@ type Registration struct {
 // not retained: the store keeps a copy. An active job is never changed
 // through the other way in (ErrJobElsewhere): a job declared in Nomad
 // (Job.Nomad set) only by a Nomad registration and the other way round.
-func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew bool) (Registration, error) {
+//
+// A registration that starts a new run (the job is new or had ended)
+// deletes what was decided for and ran of the earlier run, and, with
+// fresh, its samples and models too: a run's models are fitted from its
+// own samples alone. Entries of servers before 0.2.0 leave them.
+func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew, fresh bool) (Registration, error) {
 	var reg Registration
 	err := s.write(index, func(w *writer) error {
 		j := job.Copy()
@@ -229,7 +234,11 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		if j.CreateIndex == index {
 			// A new run: what was decided for and ran of an earlier run
 			// is no longer so.
-			for _, t := range []string{TableDesired, TableObserved, TableUsage} {
+			tables := []string{TableDesired, TableObserved, TableUsage}
+			if fresh {
+				tables = append(tables, TableSamples, TableModels)
+			}
+			for _, t := range tables {
 				w.touched[t] = true
 				if _, err := w.txn.DeleteAll(t, "id", j.Namespace, j.ID); err != nil {
 					return fmt.Errorf("start job %q anew: %w", j.ID, err)
@@ -600,8 +609,13 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 					if err != nil {
 						return err
 					}
-					js = &structs.JobSamples{Namespace: ns, JobID: smp.JobID}
-					if prev != nil {
+					js = &structs.JobSamples{Namespace: ns, JobID: smp.JobID, Run: job.CreateIndex}
+					// With once (0.2.0 on), a row of an earlier run is
+					// not appended to: RegisterJob deleted it when the
+					// run started, unless an earlier version wrote it
+					// (Run 0), or the run started before every server
+					// was at 0.2.0.
+					if prev != nil && (!once || prev.Run == 0 || prev.Run == job.CreateIndex) {
 						// The new row appends to the stored row's backing
 						// array: readers of the stored row never look past
 						// its length, and writes are serialised, so they

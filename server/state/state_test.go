@@ -30,7 +30,7 @@ func newStore(t *testing.T, ids ...string) *Store {
 // register registers job at index and returns what the store did.
 func register(t *testing.T, s *Store, index uint64, job *structs.Job, mustBeNew bool) Registration {
 	t.Helper()
-	reg, err := s.RegisterJob(index, int64(index), job, mustBeNew)
+	reg, err := s.RegisterJob(index, int64(index), job, mustBeNew, true)
 	must.NoError(t, err)
 	return reg
 }
@@ -369,7 +369,7 @@ func TestRegisterJob_Idempotent(t *testing.T) {
 	changed := mockJob("a")
 	changed.Elastic.Workers.Max = 16
 	changed.Training.GlobalBatchSize = 512
-	_, err := s.RegisterJob(6, 6, changed, true)
+	_, err := s.RegisterJob(6, 6, changed, true, true)
 	must.ErrorIs(t, err, ErrJobExists)
 	must.Eq(t, Registration{Version: 1}, register(t, s, 7, changed, false))
 	must.Eq(t, 7, s.Index(tables...))
@@ -405,7 +405,7 @@ func TestRegisterJob_NewRunForgets(t *testing.T) {
 	must.NoError(t, s.ApplyDecision(2, 0, "drf", []*structs.Placement{two}, nil))
 	must.NoError(t, s.UpsertObserved(3, 0, []*structs.Observed{observed(two, &structs.Change{Target: two, Phase: structs.ChangeStarting})}))
 	must.NoError(t, s.StopJob(4, 0, structs.DefaultNamespace, "a", false))
-	_, err := s.RegisterJob(5, 0, mockJob("a"), true)
+	_, err := s.RegisterJob(5, 0, mockJob("a"), true, true)
 	must.NoError(t, err)
 	d, err := Desired(s.Txn(), nil, structs.DefaultNamespace, "a")
 	must.NoError(t, err)
