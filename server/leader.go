@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/server/scheduler"
+	"github.com/caravan-sched/caravan/server/models"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
@@ -113,9 +113,9 @@ func (s *Server) NextRound() time.Time {
 
 // leader is the state of one term of leadership.
 type leader struct {
-	s     *Server
-	log   hclog.Logger
-	sched *scheduler.Scheduler
+	s      *Server
+	log    hclog.Logger
+	models *models.Set
 	// configIndex is the ModifyIndex of the scheduler config in force.
 	configIndex uint64
 	// nodes are the driver's nodes as last committed.
@@ -239,7 +239,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		case <-s.wake:
 		case <-landed:
 		case req := <-dryRuns:
-			plan, err := l.sched.DryRun(req.job, l.nodes, s.now().UnixNano())
+			plan, err := l.models.DryRun(req.job, l.nodes, s.now().UnixNano())
 			req.reply <- dryRunReply{plan: plan, err: err}
 		}
 	}
@@ -283,7 +283,7 @@ func (l *leader) switchAlgorithm() error {
 	if err != nil || !changed {
 		return err
 	}
-	l.sched.SetAlgorithm(alg)
+	l.models.SetAlgorithm(alg)
 	l.urgent = true
 	l.algErr = nil // a new algorithm's failures are its own
 	l.log.Info("switched algorithm", "algorithm", alg.Name())

@@ -8,7 +8,7 @@ import (
 
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server/fsm"
-	"github.com/caravan-sched/caravan/server/scheduler"
+	"github.com/caravan-sched/caravan/server/models"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -44,7 +44,7 @@ func (l *leader) establish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.sched = scheduler.New(alg, scheduler.Options{
+	l.models = models.New(alg, models.Options{
 		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: s.cfg.Profiler == nil,
 		Stragglers: s.cfg.Stragglers, Logger: l.log,
 	})
@@ -117,7 +117,7 @@ func (l *leader) load(txn *memdb.Txn, r *run) error {
 	}
 	if o != nil {
 		r.observed = o
-		l.sched.Observe(r.key, o.Placement, o.Change)
+		l.models.Observe(r.key, o.Placement, o.Change)
 	}
 	d, err := state.Desired(txn, nil, ns, id)
 	if err != nil {
@@ -135,7 +135,7 @@ func (l *leader) load(txn *memdb.Txn, r *run) error {
 	}
 	if u != nil {
 		r.usage, r.usageAt = u, time.Unix(0, u.Time)
-		l.sched.ObserveUsage(r.key, u)
+		l.models.ObserveUsage(r.key, u)
 	}
 	return nil
 }

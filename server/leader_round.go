@@ -9,7 +9,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/server/fsm"
-	"github.com/caravan-sched/caravan/server/scheduler"
+	"github.com/caravan-sched/caravan/server/models"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	metrics "github.com/hashicorp/go-metrics/compat"
@@ -58,7 +58,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 			req.Placements = append(req.Placements, p)
 		}
 	}
-	for _, m := range l.sched.Summaries() {
+	for _, m := range l.models.Summaries() {
 		r := l.runOf(structs.JobKey{Namespace: m.Namespace, ID: m.JobID})
 		if r == nil || r.model == nil || modelChanged(r.model, m) {
 			req.Models = append(req.Models, m)
@@ -96,7 +96,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 // sets outcome and then closes finished; the loop reads outcome only
 // after that.
 type planning struct {
-	round *scheduler.Round
+	round *models.Round
 	// nodesVersion is the leader's when the round was taken.
 	nodesVersion uint64
 	// alg is the algorithm in force; fallbacks plan when it fails.
@@ -109,7 +109,7 @@ type planning struct {
 // planOutcome is what planning a round came to.
 type planOutcome struct {
 	// decision is nil when every algorithm failed.
-	decision *scheduler.Decision
+	decision *models.Decision
 	// err is the failure of the algorithm in force, nil when it planned;
 	// fallback is the algorithm that planned instead, and errs all the
 	// failures when none did.
@@ -144,9 +144,9 @@ func (p *planning) done() bool {
 // when the algorithm answers, and its plan is dropped.
 func (l *leader) startPlanning() *planning {
 	p := &planning{
-		round:        l.sched.Snapshot(l.nodes, l.s.now().UnixNano()),
+		round:        l.models.Snapshot(l.nodes, l.s.now().UnixNano()),
 		nodesVersion: l.nodesVersion,
-		alg:          l.sched.Algorithm(),
+		alg:          l.models.Algorithm(),
 		fallbacks:    []planner.Algorithm{l.lastGood, l.fallbackAlgorithm()},
 		finished:     make(chan struct{}),
 	}
@@ -187,7 +187,7 @@ func (p *planning) decide() planOutcome {
 // did.
 func (l *leader) stale(p *planning) string {
 	switch {
-	case p.round.Version != l.sched.Version():
+	case p.round.Version != l.models.Version():
 		return "jobs, what runs of them or the algorithm changed while planning"
 	case p.nodesVersion != l.nodesVersion:
 		return "nodes changed while planning"
@@ -241,7 +241,7 @@ func (l *leader) plan(ctx context.Context, p *planning) (*structs.Plan, error) {
 		l.algErr = o.err
 		return nil, o.errs
 	}
-	return l.sched.Finish(o.decision), nil
+	return l.models.Finish(o.decision), nil
 }
 
 // fallbackAlgorithm returns the configured fallback algorithm, or nil

@@ -49,7 +49,7 @@ func (l *leader) startRun(j *structs.Job) (*run, error) {
 	if l.runs[key] != nil {
 		l.endRun(key)
 	}
-	if err := l.sched.Register(j); err != nil {
+	if err := l.models.Register(j); err != nil {
 		return nil, err
 	}
 	r := &run{key: key, create: j.CreateIndex, version: j.Version}
@@ -62,7 +62,7 @@ func (l *leader) startRun(j *structs.Job) (*run, error) {
 // endRun forgets a run that ended: the scheduler's entry and the
 // leader's state of it.
 func (l *leader) endRun(key structs.JobKey) {
-	l.sched.Complete(key)
+	l.models.Complete(key)
 	delete(l.runs, key)
 	l.urgent = true
 }

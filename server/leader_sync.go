@@ -33,7 +33,7 @@ func (l *leader) step(ctx context.Context) error {
 	if err := l.ingest(l.s.State().Txn()); err != nil {
 		errs = append(errs, err)
 	}
-	if l.sched.Profiled() {
+	if l.models.Profiled() {
 		l.urgent = true
 	}
 	if p := l.planning; p != nil && p.done() {
@@ -57,7 +57,7 @@ func (l *leader) step(ctx context.Context) error {
 		return nil // a round due now follows the plan in flight
 	}
 	now := l.s.now()
-	if l.sched.TickStragglers(now.UnixNano()) {
+	if l.models.TickStragglers(now.UnixNano()) {
 		l.urgent = true // a straggler's window ended: move it now
 	}
 	if !l.urgent && now.Before(l.nextRound) {
@@ -65,7 +65,7 @@ func (l *leader) step(ctx context.Context) error {
 	}
 	l.nextRound = now.Add(l.s.cfg.Interval)
 	// A failing algorithm is tried again at every round, changes or not.
-	if !l.urgent && !l.sched.Changed() && l.algErr == nil {
+	if !l.urgent && !l.models.Changed() && l.algErr == nil {
 		l.log.Debug("skipped round", "reason", "no job, node or model changed")
 		return nil
 	}
@@ -124,7 +124,7 @@ func (l *leader) syncStatus(ctx context.Context) error {
 		}
 		if r.Replan {
 			if !run.replan {
-				l.sched.Invalidate() // a plan in flight did not know
+				l.models.Invalidate() // a plan in flight did not know
 			}
 			l.log.Info("driver lost tasks of a job", "job_id", r.JobID, "message", r.Message)
 			l.urgent = true
@@ -176,7 +176,7 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 			l.urgent = true // the change ended: plan from where it arrived
 		}
 		run.observed = o
-		l.sched.Observe(key, o.Placement, o.Change)
+		l.models.Observe(key, o.Placement, o.Change)
 		if c := o.Change; c != nil {
 			l.log.Debug("observed job", "job_id", o.JobID, "phase", c.Phase, "message", c.Message)
 		}
@@ -348,7 +348,7 @@ func (l *leader) syncJobs(ctx context.Context) error {
 		switch r := l.runOf(key); {
 		case r != nil && r.create == j.CreateIndex && r.version == j.Version:
 		case r != nil && r.create == j.CreateIndex:
-			if err := l.sched.Update(j); err != nil {
+			if err := l.models.Update(j); err != nil {
 				l.log.Error("cannot schedule the new version of a job", "job_id", j.ID, "version", j.Version, "error", err)
 				continue
 			}
@@ -377,7 +377,7 @@ func (l *leader) syncJobs(ctx context.Context) error {
 // profile asks a profiling driver to measure new jobs; jobs marked true
 // in skip already have samples and are not profiled again.
 func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
-	reqs := l.sched.ProfileRequests()
+	reqs := l.models.ProfileRequests()
 	p := l.s.cfg.Profiler
 	if p == nil {
 		return
@@ -418,7 +418,7 @@ func (l *leader) syncSamples(ctx context.Context) error {
 	for _, smp := range smps {
 		key := structs.NewJobKey(smp.Namespace, smp.JobID)
 		smp.Namespace = key.Namespace
-		if !l.sched.Has(key) || smp.Validate() != nil {
+		if !l.models.Has(key) || smp.Validate() != nil {
 			continue
 		}
 		// A sample stamped in the future would hide every later one.
@@ -483,7 +483,7 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 		if fresh <= 0 {
 			continue
 		}
-		l.sched.Ingest(js.Samples[len(js.Samples)-int(min(fresh, int64(len(js.Samples)))):])
+		l.models.Ingest(js.Samples[len(js.Samples)-int(min(fresh, int64(len(js.Samples)))):])
 		r.ingested = js.Received
 	}
 	return nil

@@ -129,7 +129,7 @@ func placed(s *Server, id string) func() error {
 // modelOf returns the running leader's model of a job, nil when it has
 // none.
 func modelOf(l *leader, id string) *structs.JobModel {
-	for _, m := range l.sched.Summaries() {
+	for _, m := range l.models.Summaries() {
 		if m.JobID == id {
 			return m
 		}

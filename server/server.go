@@ -81,11 +81,11 @@ type Config struct {
 	// without speed priors is profiled at before the algorithm sizes it
 	// (0: 6; negative: none); ProfileSteps is how many samples a
 	// configuration needs when the driver profiles by running the job
-	// there (0: 5). See scheduler.Options.
+	// there (0: 5). See models.Options.
 	ProfileConfigs int
 	ProfileSteps   int
 	// Stragglers, when set, turns on straggler handling after every
-	// algorithm's decision (planner/straggler, scheduler.Options).
+	// algorithm's decision (planner/straggler, models.Options).
 	Stragglers *straggler.Config
 
 	// Consul, when set, advertises the server in Consul and resolves

@@ -129,7 +129,7 @@ func (l *leader) commitUsage(ctx context.Context, reports []*structs.JobReport) 
 			continue // the job ended meanwhile
 		}
 		run.usage, run.usageAt = committed, now
-		l.sched.ObserveUsage(key, committed)
+		l.models.ObserveUsage(key, committed)
 	}
 	if urgent {
 		l.urgent = true // a task was killed or restarted: plan now

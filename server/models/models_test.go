@@ -1,4 +1,4 @@
-package scheduler
+package models
 
 import (
 	"math"
@@ -20,7 +20,7 @@ func newJob(id string) *structs.Job {
 	return planner.MockJob(id, structs.Bounds{Min: 1, Max: 4}, structs.Bounds{Min: 1, Max: 8})
 }
 
-func TestScheduler_Register(t *testing.T) {
+func TestSet_Register(t *testing.T) {
 	s := New(optimus.New(), Options{})
 	must.NoError(t, s.Register(newJob("a")))
 	must.ErrorIs(t, s.Register(newJob("a")), ErrDuplicateJob)
@@ -40,10 +40,10 @@ func TestScheduler_Register(t *testing.T) {
 	must.SliceEmpty(t, s.ProfileRequests(), must.Sprint("profiling is requested once"))
 }
 
-// TestScheduler_SamplesToPlan checks the pipeline: bad samples are dropped,
+// TestSet_SamplesToPlan checks the pipeline: bad samples are dropped,
 // good ones become fitted models, and the plan is a checked decision that
 // grows the job beyond its minimum once its speed is known.
-func TestScheduler_SamplesToPlan(t *testing.T) {
+func TestSet_SamplesToPlan(t *testing.T) {
 	s := New(optimus.New(), Options{})
 	must.NoError(t, s.Register(newJob("a")))
 	var samples []structs.Sample
@@ -132,11 +132,11 @@ func TestRegister_SpeedPriors(t *testing.T) {
 	must.Eq(t, 3, got.SpeedConfigs)
 }
 
-// TestScheduler_ProfileInPlace: under a model-driven algorithm, a new job
+// TestSet_ProfileInPlace: under a model-driven algorithm, a new job
 // runs at each profiling configuration in turn, smallest first, until
 // ProfileSteps samples were measured there; then the algorithm sizes it.
 // Its models are refitted as the samples arrive, before any round.
-func TestScheduler_ProfileInPlace(t *testing.T) {
+func TestSet_ProfileInPlace(t *testing.T) {
 	s := New(optimus.New(), Options{ProfileInPlace: true, ProfileConfigs: 3, ProfileSteps: 2})
 	must.NoError(t, s.Register(newJob("a")))
 	must.SliceEmpty(t, s.ProfileRequests(), must.Sprint("the driver is not asked to profile"))
@@ -194,11 +194,11 @@ func (r *recorder) Plan(req *planner.Request) (*planner.Decision, error) {
 
 func (r *recorder) SpeedModels() bool { return true }
 
-// TestScheduler_ProfileInPlaceUnfit: a profiling configuration that does
+// TestSet_ProfileInPlaceUnfit: a profiling configuration that does
 // not fit is skipped when the job can run otherwise, kept while the job
 // cannot run at all, and jobs are not pinned under algorithms that do not
 // use speed models.
-func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
+func TestSet_ProfileInPlaceUnfit(t *testing.T) {
 	s := New(optimus.New(), Options{ProfileInPlace: true, ProfileConfigs: 3, ProfileSteps: 1})
 	must.NoError(t, s.Register(newJob("a")))
 	configs := s.Profiling(structs.NewJobKey("", "a"))
@@ -234,10 +234,10 @@ func TestScheduler_ProfileInPlaceUnfit(t *testing.T) {
 	}
 }
 
-// TestScheduler_Subtasks: samples' cpu_s and net_s become moving averages
+// TestSet_Subtasks: samples' cpu_s and net_s become moving averages
 // at the job's configuration, which start again when it changes, and reach
 // the algorithm.
-func TestScheduler_Subtasks(t *testing.T) {
+func TestSet_Subtasks(t *testing.T) {
 	rec := &recorder{Algorithm: optimus.New()}
 	s := New(rec, Options{ProfileConfigs: -1})
 	must.NoError(t, s.Register(newJob("a")))
@@ -257,11 +257,11 @@ func TestScheduler_Subtasks(t *testing.T) {
 	must.Eq(t, planner.Subtasks{CPU: 0.5, Net: 3, PS: 1, Workers: 4}, *rec.last.Jobs[0].Subtasks, must.Sprint("a new configuration starts again"))
 }
 
-// TestScheduler_Progress: the first worker's losses, with their times,
+// TestSet_Progress: the first worker's losses, with their times,
 // reach the algorithm as the job's progress, a bounded window of the
 // newest; other ranks, parameter servers and samples without a time or a
 // loss do not.
-func TestScheduler_Progress(t *testing.T) {
+func TestSet_Progress(t *testing.T) {
 	rec := &recorder{Algorithm: drf.New()}
 	s := New(rec, Options{ProfileConfigs: -1, MaxLossPoints: 4})
 	must.NoError(t, s.Register(newJob("a")))
@@ -284,9 +284,9 @@ func TestScheduler_Progress(t *testing.T) {
 		must.Sprint("past the bound, the oldest half is dropped"))
 }
 
-// TestScheduler_Update: a new version of a job reaches the next plan (a
+// TestSet_Update: a new version of a job reaches the next plan (a
 // lowered maximum caps it at once) and keeps what was measured of it.
-func TestScheduler_Update(t *testing.T) {
+func TestSet_Update(t *testing.T) {
 	s := New(drf.New(), Options{ProfileConfigs: -1})
 	must.NoError(t, s.Register(newJob("a")))
 	h := planner.NewHarness(t)
@@ -313,10 +313,10 @@ func TestScheduler_Update(t *testing.T) {
 	must.Eq(t, 3, s.Job(structs.NewJobKey("", "a")).Elastic.Workers.Max, must.Sprint("an invalid version changes nothing"))
 }
 
-// TestScheduler_InFlight: a job whose change is in flight keeps its
+// TestSet_InFlight: a job whose change is in flight keeps its
 // target in every plan, and the other jobs are planned around the
 // capacity it holds.
-func TestScheduler_InFlight(t *testing.T) {
+func TestSet_InFlight(t *testing.T) {
 	s := New(drf.New(), Options{ProfileConfigs: -1})
 	must.NoError(t, s.Register(newJob("a")))
 	h := planner.NewHarness(t)
@@ -340,10 +340,10 @@ func TestScheduler_InFlight(t *testing.T) {
 	must.Eq(t, 8, plan.Placements[0].NumPS+plan.Placements[0].NumWorkers+plan.Placements[1].NumPS+plan.Placements[1].NumWorkers)
 }
 
-// TestScheduler_AbortHold: a job whose change was aborted keeps what it
+// TestSet_AbortHold: a job whose change was aborted keeps what it
 // runs for AbortHold, doubled with each abort in a row, and the other jobs
 // are planned around it; then it is planned freely again.
-func TestScheduler_AbortHold(t *testing.T) {
+func TestSet_AbortHold(t *testing.T) {
 	s := New(drf.New(), Options{ProfileConfigs: -1, AbortHold: time.Minute})
 	must.NoError(t, s.Register(newJob("a")))
 	must.NoError(t, s.Register(newJob("b")))
@@ -405,12 +405,12 @@ func TestScheduler_AbortHold(t *testing.T) {
 	must.LessEq(t, 2, plan.Placements[0].NumWorkers, must.Sprint("held beyond the version's bounds"))
 }
 
-// TestScheduler_DecideOffThread: a round decided on another goroutine
+// TestSet_DecideOffThread: a round decided on another goroutine
 // plans what the scheduler held at Snapshot, while the scheduler takes
 // samples, new versions and observations (go test -race checks that
 // they share nothing); Version moves for the changes that make the
 // plan stale, and not for samples.
-func TestScheduler_DecideOffThread(t *testing.T) {
+func TestSet_DecideOffThread(t *testing.T) {
 	s := New(drf.New(), Options{ProfileConfigs: -1})
 	must.NoError(t, s.Register(newJob("a")))
 	h := planner.NewHarness(t)
@@ -477,12 +477,12 @@ func TestSnapshot_AttainedService(t *testing.T) {
 	must.Eq(t, 0.0, serviceRate(gpu, nil))
 }
 
-// TestScheduler_Goodput checks the goodput pipeline: workers' step times
+// TestSet_Goodput checks the goodput pipeline: workers' step times
 // at their configurations become a fitted throughput model, their
 // gradient statistics are converted to the job's reference batch, both
 // reach the request, restarts are counted, the summary shows the model,
 // and pollux plans the job with a batch within its bounds.
-func TestScheduler_Goodput(t *testing.T) {
+func TestSet_Goodput(t *testing.T) {
 	h := planner.NewHarness(t)
 	nodes := h.AddNodes("gpu", 2, 32000, 65536, 4)
 	s := New(pollux.New(), Options{ProfileConfigs: -1})

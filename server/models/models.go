@@ -1,4 +1,4 @@
-package scheduler
+package models
 
 import (
 	"cmp"
@@ -54,8 +54,8 @@ type Options struct {
 	Logger     hclog.Logger
 }
 
-// Scheduler holds the active jobs and their models.
-type Scheduler struct {
+// Set holds the active jobs and their models.
+type Set struct {
 	alg     planner.Algorithm
 	opts    Options
 	log     hclog.Logger
@@ -147,7 +147,7 @@ type perfMean struct {
 type mean struct{ sum, n, fitted float64 }
 
 // New returns a scheduler running alg.
-func New(alg planner.Algorithm, opts Options) *Scheduler {
+func New(alg planner.Algorithm, opts Options) *Set {
 	if opts.MaxLossPoints == 0 {
 		opts.MaxLossPoints = 512
 	}
@@ -166,7 +166,7 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	s := &Scheduler{alg: alg, opts: opts, log: opts.Logger.Named("scheduler"), jobs: map[structs.JobKey]*entry{}}
+	s := &Set{alg: alg, opts: opts, log: opts.Logger.Named("models"), jobs: map[structs.JobKey]*entry{}}
 	if opts.Stragglers != nil {
 		s.stragglers = straggler.NewTracker(*opts.Stragglers)
 	}
@@ -177,7 +177,7 @@ func New(alg planner.Algorithm, opts Options) *Scheduler {
 var ErrDuplicateJob = errors.New("job is already registered")
 
 // Register adds a copy of a job, canonicalized. It must be valid.
-func (s *Scheduler) Register(j *structs.Job) error {
+func (s *Set) Register(j *structs.Job) error {
 	j = j.Copy()
 	j.Canonicalize()
 	if err := j.Validate(); err != nil {
@@ -221,7 +221,7 @@ func (e *entry) addPriors(speeds []*structs.SpeedPrior) {
 // Speeds the new version gives that the old one did not count as
 // measurements; profiling configurations outside the new bounds are
 // dropped. The job must be valid.
-func (s *Scheduler) Update(j *structs.Job) error {
+func (s *Set) Update(j *structs.Job) error {
 	j = j.Copy()
 	j.Canonicalize()
 	if err := j.Validate(); err != nil {
@@ -252,7 +252,7 @@ func (s *Scheduler) Update(j *structs.Job) error {
 
 // Job returns the spec of an active job as the scheduler plans it, nil
 // for a job it does not hold.
-func (s *Scheduler) Job(key structs.JobKey) *structs.Job {
+func (s *Set) Job(key structs.JobKey) *structs.Job {
 	if e, ok := s.jobs[key]; ok {
 		return e.job
 	}
@@ -261,13 +261,13 @@ func (s *Scheduler) Job(key structs.JobKey) *structs.Job {
 
 // profiles reports whether a new job is to be profiled: it has no speed
 // priors and profiling is on.
-func (s *Scheduler) profiles(e *entry) bool {
+func (s *Set) profiles(e *entry) bool {
 	return len(e.job.Training.Speeds) == 0 && s.opts.ProfileConfigs >= 0
 }
 
 // inPlace returns the configurations a new job is to be profiled at in
 // place, smallest first; none unless ProfileInPlace.
-func (s *Scheduler) inPlace(e *entry) []structs.Shape {
+func (s *Set) inPlace(e *entry) []structs.Shape {
 	if !s.opts.ProfileInPlace || !s.profiles(e) {
 		return nil
 	}
@@ -278,7 +278,7 @@ func (s *Scheduler) inPlace(e *entry) []structs.Shape {
 
 // profileConfigs returns the configurations to profile a job at:
 // model.ProfileConfigs within its bounds.
-func (s *Scheduler) profileConfigs(e *entry) []structs.Shape {
+func (s *Set) profileConfigs(e *entry) []structs.Shape {
 	ps, workers := (&planner.Job{Job: e.job}).Bounds()
 	var out []structs.Shape
 	for _, c := range model.ProfileConfigs(speedKind(e.job), ps.Min, ps.Max, workers.Min, workers.Max, s.opts.ProfileConfigs) {
@@ -298,7 +298,7 @@ type ProfileRequest struct {
 // registered job should be profiled at: model.ProfileConfigs within its
 // bounds, as Optimus profiles a job before fitting its speed function. A
 // job whose jobspec gives speeds is not profiled.
-func (s *Scheduler) ProfileRequests() []ProfileRequest {
+func (s *Set) ProfileRequests() []ProfileRequest {
 	var out []ProfileRequest
 	for _, key := range s.unprofiled {
 		e, ok := s.jobs[key]
@@ -322,7 +322,7 @@ func speedKind(j *structs.Job) string {
 }
 
 // Complete removes a finished job.
-func (s *Scheduler) Complete(key structs.JobKey) {
+func (s *Set) Complete(key structs.JobKey) {
 	if _, ok := s.jobs[key]; ok {
 		delete(s.jobs, key)
 		s.changed = true
@@ -338,7 +338,7 @@ func (s *Scheduler) Complete(key structs.JobKey) {
 // its per-rank step times. A new OOM kill, or a worker that became a
 // straggler, asks for a round (Changed); other usage does not, or every
 // commit would cause one. A job the scheduler does not hold is ignored.
-func (s *Scheduler) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
+func (s *Set) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
 	e, ok := s.jobs[key]
 	if !ok || u == nil {
 		return
@@ -355,7 +355,7 @@ func (s *Scheduler) ObserveUsage(key structs.JobKey, u *structs.JobUsage) {
 // TickStragglers reports whether a straggler became due by now (Unix
 // nanoseconds) since the last call (straggler.Tracker.Tick), and then
 // asks for a round; the caller plans at once.
-func (s *Scheduler) TickStragglers(now int64) bool {
+func (s *Set) TickStragglers(now int64) bool {
 	if s.stragglers == nil || !s.stragglers.Tick(now) {
 		return false
 	}
@@ -366,7 +366,7 @@ func (s *Scheduler) TickStragglers(now int64) bool {
 // Invalidate asks for a round and makes a plan being made from an earlier
 // Snapshot stale (Version), for what a plan must not miss: a task killed
 // for memory, tasks the driver lost.
-func (s *Scheduler) Invalidate() {
+func (s *Set) Invalidate() {
 	s.changed = true
 	s.version++
 }
@@ -394,12 +394,12 @@ func newOOM(prev, u *structs.JobUsage) bool {
 }
 
 // Active returns how many jobs are active.
-func (s *Scheduler) Active() int { return len(s.jobs) }
+func (s *Set) Active() int { return len(s.jobs) }
 
 // Ingest takes trainers' samples and refits the models that have enough
 // new data (see refit). Invalid samples, and samples of unknown jobs, are
 // dropped and counted in Rejected; they never reach a fit.
-func (s *Scheduler) Ingest(samples []structs.Sample) {
+func (s *Set) Ingest(samples []structs.Sample) {
 	touched := map[*entry]bool{}
 	defer func() {
 		for e := range touched {
@@ -561,7 +561,7 @@ func averageSubtasks(s *planner.Subtasks, smp *structs.Sample) *planner.Subtasks
 
 // advanceProfile drops the configurations at the front of a job's
 // in-place profile that have been measured enough.
-func (s *Scheduler) advanceProfile(e *entry) {
+func (s *Set) advanceProfile(e *entry) {
 	for len(e.profile) > 0 {
 		m := e.speeds[e.profile[0]]
 		if m == nil || m.n < float64(s.opts.ProfileSteps) {
@@ -578,7 +578,7 @@ func (s *Scheduler) advanceProfile(e *entry) {
 // configuration in place since the last call: the next round should run
 // soon, to move it to its next configuration or let the algorithm size
 // it.
-func (s *Scheduler) Profiled() bool {
+func (s *Set) Profiled() bool {
 	p := s.profiled
 	s.profiled = false
 	return p
@@ -586,7 +586,7 @@ func (s *Scheduler) Profiled() bool {
 
 // Profiling returns the configurations a job is still to be profiled at
 // in place, the first being the one it is pinned to.
-func (s *Scheduler) Profiling(key structs.JobKey) []structs.Shape {
+func (s *Set) Profiling(key structs.JobKey) []structs.Shape {
 	if e, ok := s.jobs[key]; ok {
 		return slices.Clone(e.profile)
 	}
@@ -617,7 +617,7 @@ func (e *entry) lossDue() bool {
 
 // refit updates the models of a job with new data: speed whenever new
 // samples came, the loss curve when lossDue says so.
-func (s *Scheduler) refit(e *entry) {
+func (s *Set) refit(e *entry) {
 	t := e.job.Training
 	if e.speedDirty {
 		kind := speedKind(e.job)
@@ -661,7 +661,7 @@ func (s *Scheduler) refit(e *entry) {
 
 // Changed reports whether anything that could change a plan happened since
 // the last Plan: a job came or went, or a model was refitted.
-func (s *Scheduler) Changed() bool {
+func (s *Set) Changed() bool {
 	if s.changed {
 		return true
 	}
@@ -685,14 +685,14 @@ func (s *Scheduler) Changed() bool {
 //
 // Plan is Snapshot, Round.Decide and Finish in one call; a caller that
 // must not wait for the algorithm runs Decide on a goroutine of its own.
-func (s *Scheduler) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
+func (s *Set) Plan(nodes []*structs.Node, now int64) (*structs.Plan, error) {
 	return s.PlanWith(s.alg, nodes, now)
 }
 
 // PlanWith is Plan with alg in place of the scheduler's algorithm, for
 // one round: the leader plans with a fallback when the algorithm in force
 // fails.
-func (s *Scheduler) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now int64) (*structs.Plan, error) {
+func (s *Set) PlanWith(alg planner.Algorithm, nodes []*structs.Node, now int64) (*structs.Plan, error) {
 	res, err := s.Snapshot(nodes, now).Decide(alg)
 	if err != nil {
 		return nil, err
@@ -735,7 +735,7 @@ type roundJob struct {
 
 // Snapshot refits what has new data and takes the round a plan is made
 // from. Changed reports false until something changes again.
-func (s *Scheduler) Snapshot(nodes []*structs.Node, now int64) *Round {
+func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 	r := &Round{Version: s.version, now: now, log: s.log, versions: make(map[structs.JobKey]uint64, len(s.jobs))}
 	if s.stragglers != nil {
 		cfg := s.stragglers.Config()
@@ -883,7 +883,7 @@ func (d *Decision) Algorithm() string { return d.algorithm }
 // Finish makes a decision on a round a plan: the held jobs keep their
 // placements, and a job that ran unpinned moves on to its next profiling
 // configuration.
-func (s *Scheduler) Finish(d *Decision) *structs.Plan {
+func (s *Set) Finish(d *Decision) *structs.Plan {
 	for _, rj := range d.unpinned {
 		e := s.jobs[rj.job.Job.Key()]
 		if e == nil || len(e.profile) == 0 || e.profile[0] != rj.profile {
@@ -958,7 +958,7 @@ func pin(j *structs.Job, c structs.Shape) *structs.Job {
 // shows as the job's current placement, and its change, whose target the
 // job keeps while the change is in flight. A job the scheduler does not
 // hold is ignored.
-func (s *Scheduler) Observe(key structs.JobKey, running *structs.Placement, change *structs.Change) {
+func (s *Set) Observe(key structs.JobKey, running *structs.Placement, change *structs.Change) {
 	e, ok := s.jobs[key]
 	if !ok {
 		return
@@ -1010,7 +1010,7 @@ func inBounds(j *structs.Job, s structs.Shape) bool {
 // holds returns the placement a job keeps whatever the algorithm says,
 // nil when it is free to plan: the target of its change in flight, or
 // what runs of it while it is held after aborted changes (AbortHold).
-func (s *Scheduler) holds(e *entry, now int64) *structs.Placement {
+func (s *Set) holds(e *entry, now int64) *structs.Placement {
 	if e.held != nil {
 		return e.held
 	}
@@ -1025,7 +1025,7 @@ func (s *Scheduler) holds(e *entry, now int64) *structs.Placement {
 }
 
 // Models returns a job's fitted models, nil until fitted.
-func (s *Scheduler) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
+func (s *Set) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
 	e, ok := s.jobs[key]
 	if !ok {
 		return nil, nil
@@ -1034,7 +1034,7 @@ func (s *Scheduler) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
 }
 
 // SetAlgorithm makes alg plan the next rounds. Every job is re-planned.
-func (s *Scheduler) SetAlgorithm(alg planner.Algorithm) {
+func (s *Set) SetAlgorithm(alg planner.Algorithm) {
 	s.alg = alg
 	s.changed = true
 	s.version++
@@ -1045,19 +1045,19 @@ func (s *Scheduler) SetAlgorithm(alg planner.Algorithm) {
 // target it is held at changed, a change aborted, or the algorithm
 // changed. New samples and refitted models do not count: they make a
 // plan older, not wrong, and Changed asks for the next round.
-func (s *Scheduler) Version() uint64 { return s.version }
+func (s *Set) Version() uint64 { return s.version }
 
 // Algorithm returns the algorithm that plans the rounds.
-func (s *Scheduler) Algorithm() planner.Algorithm { return s.alg }
+func (s *Set) Algorithm() planner.Algorithm { return s.alg }
 
 // Has reports whether a job is active.
-func (s *Scheduler) Has(key structs.JobKey) bool {
+func (s *Set) Has(key structs.JobKey) bool {
 	_, ok := s.jobs[key]
 	return ok
 }
 
 // Keys returns the key of every active job, sorted.
-func (s *Scheduler) Keys() []structs.JobKey {
+func (s *Set) Keys() []structs.JobKey {
 	keys := slices.Collect(maps.Keys(s.jobs))
 	slices.SortFunc(keys, structs.JobKey.Compare)
 	return keys
@@ -1066,7 +1066,7 @@ func (s *Scheduler) Keys() []structs.JobKey {
 // Summaries returns what the models of every active job say, sorted by
 // job: coefficients, predicted total steps, speed at the job's placement
 // and time left.
-func (s *Scheduler) Summaries() []*structs.JobModel {
+func (s *Set) Summaries() []*structs.JobModel {
 	out := make([]*structs.JobModel, 0, len(s.jobs))
 	pinned := modelDriven(s.alg)
 	for _, k := range s.Keys() {
@@ -1166,7 +1166,7 @@ func speedError(e *entry) (float64, int) {
 // DryRun returns the plan Plan would make if job were registered too (or
 // replaced the active job of the same ID), without registering it: what
 // `caravan job plan` shows. job must be valid.
-func (s *Scheduler) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (*structs.Plan, error) {
+func (s *Set) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (*structs.Plan, error) {
 	j := job.Copy()
 	j.Canonicalize()
 	if err := j.Validate(); err != nil {
