@@ -68,7 +68,9 @@ func (h *Harness) AddJob(j *structs.Job, speed *model.Speed) *Job {
 func (h *Harness) Request() *Request { return &Request{Nodes: h.Nodes, Jobs: h.Jobs} }
 
 // Plan runs alg, fails the test if it errs or breaks CheckDecision, and
-// returns the placements by job ID.
+// returns the placements by job ID. It fails the test when two placed jobs
+// share an ID in two namespaces, which the map cannot tell apart: such a
+// test reads alg.Plan(h.Request()) itself.
 func (h *Harness) Plan(alg Algorithm) map[string]*structs.Placement {
 	h.t.Helper()
 	req := h.Request()
@@ -81,6 +83,10 @@ func (h *Harness) Plan(alg Algorithm) map[string]*structs.Placement {
 	}
 	out := make(map[string]*structs.Placement, len(dec.Placements))
 	for _, p := range dec.Placements {
+		if o, ok := out[p.JobID]; ok {
+			h.t.Fatalf("harness: jobs %s and %s share an ID: Plan returns placements by ID", o.Key(), p.Key())
+			return nil
+		}
 		out[p.JobID] = p
 	}
 	return out

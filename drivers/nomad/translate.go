@@ -42,12 +42,43 @@ const (
 // submitted to Caravan; a job declared in Nomad keeps its own ID.
 const JobPrefix = "caravan-"
 
-// NomadJobID returns the ID of the Nomad job that runs a Caravan job.
-func NomadJobID(job *structs.Job) string {
+// namespaceSeparator ends the Caravan namespace in the ID of a Nomad job
+// that shares its Nomad namespace with the jobs of other Caravan
+// namespaces: `caravan-<namespace>~<id>`. It is '~' because it can occur
+// in neither half: a namespace is letters, digits and dashes, an ID
+// letters, digits, '_', '.' and '-' (structs.Job.Validate). So such an ID
+// has exactly one '~', which splits it back into its namespace and ID,
+// and no `caravan-<id>` has one. It is also the one character outside
+// those that URLs leave unescaped, and Nomad allows it in job IDs (it
+// refuses only spaces and NULs); '/' would split API paths, and ':'
+// separates the fields of Nomad's workload identities.
+const namespaceSeparator = "~"
+
+// NomadJobID returns the ID of the Nomad job that runs a Caravan job in
+// the Nomad namespace nomadNamespace (Submission.Namespace: empty means
+// the job's own). A Caravan job's ID is unique within its namespace only,
+// so the Nomad job's ID must be unique within the Nomad namespace:
+//
+//   - In its own Nomad namespace, which holds the jobs of its Caravan
+//     namespace alone, it is `caravan-<id>`.
+//   - In a Nomad namespace shared by every Caravan namespace (the nomad
+//     driver's `nomad.namespace`), a job of the default namespace is
+//     `caravan-<id>` and any other `caravan-<namespace>~<id>`
+//     (namespaceSeparator).
+//
+// The Nomad jobs that Caravan jobs of the default namespace, and every
+// Caravan job without `nomad.namespace`, ran under before namespaces were
+// part of the name thus keep their IDs, and are adopted after an upgrade.
+// A job declared in Nomad keeps its own ID.
+func NomadJobID(job *structs.Job, nomadNamespace string) string {
 	if job.Nomad != nil {
 		return job.ID
 	}
-	return JobPrefix + job.ID
+	ns := cmp.Or(job.Namespace, structs.DefaultNamespace)
+	if nomadNamespace == "" || ns == structs.DefaultNamespace {
+		return JobPrefix + job.ID
+	}
+	return JobPrefix + ns + namespaceSeparator + job.ID
 }
 
 // Submission is what Translate needs besides the job and its placement.
@@ -160,7 +191,8 @@ func Fingerprint(job *structs.Job, p *structs.Placement) string {
 }
 
 // Translate returns the Nomad job that runs job as placed: a batch job
-// `caravan-<id>` with one task group per role and placement entry,
+// NomadJobID names (`caravan-<id>`, or `caravan-<namespace>~<id>` in a
+// shared Nomad namespace) with one task group per role and placement entry,
 // `ps-<node ID>` and `worker-<node ID>` (`…-<k>` for the k-th sized entry
 // of a node, from 1), whose count is the role's task count there and
 // which a ${node.unique.id} constraint pins to that node. Each task is the
@@ -179,7 +211,7 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 	if ns == "" {
 		ns = job.Namespace
 	}
-	id := NomadJobID(job)
+	id := NomadJobID(job, sub.Namespace)
 	nj := &api.Job{
 		ID:          &id,
 		Name:        &id,

@@ -109,6 +109,50 @@ func TestTranslate_NamespaceFromConfig(t *testing.T) {
 	must.Eq(t, "default", nj.Meta[metaNamespace], must.Sprint("the Caravan namespace is kept in meta"))
 }
 
+// TestTranslate_SharedNamespaceIDs: in a Nomad namespace shared by every
+// Caravan namespace (nomad.namespace), Caravan jobs of the same ID in
+// several namespaces, and jobs whose namespace and ID would run together,
+// get Nomad jobs of their own; the default namespace's keep the IDs they
+// had, and so does every job in its own Nomad namespace. Before, "a" in
+// "x" and "a" in "y" were both caravan-a and overwrote each other.
+func TestTranslate_SharedNamespaceIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name, nomadNamespace string
+		// jobs are namespace and ID pairs; want their Nomad job IDs.
+		jobs [][2]string
+		want []string
+	}{
+		{"same ID in two namespaces", "ml",
+			[][2]string{{"default", "a"}, {"x", "a"}, {"y", "a"}},
+			[]string{"caravan-a", "caravan-x~a", "caravan-y~a"}},
+		{"namespace run into the ID", "ml",
+			[][2]string{{"default", "x.a"}, {"default", "x-a"}, {"default", "x_a"}, {"x", "a"}, {"x-y", "a"}, {"x", "y-a"}},
+			[]string{"caravan-x.a", "caravan-x-a", "caravan-x_a", "caravan-x~a", "caravan-x-y~a", "caravan-x~y-a"}},
+		{"namespace the same as Nomad's", "x",
+			[][2]string{{"default", "a"}, {"x", "a"}},
+			[]string{"caravan-a", "caravan-x~a"}},
+		{"each in its own Nomad namespace", "",
+			[][2]string{{"default", "a"}, {"x", "a"}},
+			[]string{"caravan-a", "caravan-a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, nsID := range tc.jobs {
+				job := resnet(t)
+				job.Namespace, job.ID = nsID[0], nsID[1]
+				must.NoError(t, job.Validate())
+				nj, err := Translate(job, placement(), Submission{Namespace: tc.nomadNamespace, Generation: 1})
+				must.NoError(t, err)
+				must.Eq(t, *nj.ID, *nj.Name)
+				must.Eq(t, nsID[0], nj.Meta[metaNamespace])
+				must.Eq(t, nsID[1], nj.Meta[metaJobID])
+				got = append(got, *nj.ID)
+			}
+			must.Eq(t, tc.want, got)
+		})
+	}
+}
+
 func TestTranslate_PSFromWorkerTemplate(t *testing.T) {
 	job := resnet(t)
 	job.ParameterServer = nil

@@ -167,6 +167,55 @@ func TestPlan_ExhaustiveOptimum(t *testing.T) {
 	}
 }
 
+// TestPlan_SameIDInTwoNamespaces: jobs of one ID in two namespaces get
+// fair shares of their own, so that their decision and its measures are
+// those of the same jobs under two IDs. A job capped at one worker has a
+// DRF share of 0.25 of the node, the other 0.75: giving each its share
+// loses no fairness. Before, shares were keyed by ID alone and both jobs
+// took the share of the one sorted last (and Measure its tasks), a loss of
+// 0.5 that the budget of 0 refused.
+func TestPlan_SameIDInTwoNamespaces(t *testing.T) {
+	request := func(secondID string) *planner.Request {
+		h := planner.NewHarness(t)
+		h.AddNodes("n", 1, 4000, 8192, 0)
+		capped := allReduce("a", 1, 1, 1000, 1024)
+		capped.Namespace = "x"
+		h.AddJob(capped, nil)
+		wide := allReduce(secondID, 1, 4, 1000, 1024)
+		wide.Namespace = "y"
+		h.AddJob(wide, nil)
+		return h.Request()
+	}
+	workers := func(dec *planner.Decision) map[string]int {
+		out := map[string]int{}
+		for _, p := range dec.Placements {
+			out[p.Namespace] = p.NumWorkers
+		}
+		return out
+	}
+
+	same, apart := request("a"), request("b")
+	at := func(req *planner.Request, x, y int) *planner.Decision {
+		place := func(j *planner.Job, n int) *structs.Placement {
+			return &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, NumWorkers: n,
+				Nodes: []*structs.NodeTasks{{NodeID: req.Nodes[0].ID, Workers: n}}}
+		}
+		return &planner.Decision{Placements: []*structs.Placement{place(req.Jobs[0], x), place(req.Jobs[1], y)}}
+	}
+	must.Eq(t, Measures{Utilisation: 1 + 0.5, FairnessLoss: 0}, Measure(same, at(same, 1, 3))) // all the CPU, half the memory
+	must.Eq(t, Measure(apart, at(apart, 1, 2)), Measure(same, at(same, 1, 2)))
+
+	for _, req := range []*planner.Request{same, apart} {
+		d := configured(t, map[string]string{"theta1": "0", "theta2": "1"})
+		dec, err := d.Plan(req)
+		must.NoError(t, err)
+		must.NoError(t, planner.CheckDecision(req, dec))
+		must.Eq(t, "", d.LastSolve().Fallback)
+		must.Eq(t, map[string]int{"x": 1, "y": 3}, workers(dec))
+		must.Eq(t, 0, d.LastSolve().FairnessLoss)
+	}
+}
+
 // smallRequest returns a random request small enough for glpsol to solve
 // in well under a second.
 func smallRequest(rng *rand.Rand) *planner.Request {

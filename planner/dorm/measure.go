@@ -96,10 +96,10 @@ func (r resources) dominant(t planner.JobTasks, ps, w int) float64 {
 	return s
 }
 
-// fairShares returns ŝ_i by job ID: drf.Shares of the jobs' elastic
+// fairShares returns ŝ_i by job (namespace and ID): drf.Shares of the jobs' elastic
 // demands over the cluster's aggregate, minimums served in planner/drf's
 // order (priority, then namespace and ID), as `caravan sim` measures them.
-func (r resources) fairShares(c *planner.Cluster, views []*planner.Job) map[string]float64 {
+func (r resources) fairShares(c *planner.Cluster, views []*planner.Job) map[structs.JobKey]float64 {
 	order := slices.Clone(views)
 	planner.SortJobs(order)
 	slices.SortStableFunc(order, func(a, b *planner.Job) int { return cmp.Compare(b.Job.Priority, a.Job.Priority) })
@@ -112,9 +112,9 @@ func (r resources) fairShares(c *planner.Cluster, views []*planner.Job) map[stri
 			demands[i].Server, demands[i].Servers = r.demand(t.PS), ps
 		}
 	}
-	out := make(map[string]float64, len(order))
+	out := make(map[structs.JobKey]float64, len(order))
 	for i, a := range drf.Shares(r.total, demands) {
-		out[order[i].Job.ID] = a.Share
+		out[order[i].Job.Key()] = a.Share
 	}
 	return out
 }
@@ -132,14 +132,14 @@ func Measure(req *planner.Request, dec *planner.Decision) Measures {
 	c := planner.NewCluster(req.Nodes)
 	r := newResources(c)
 	fair := r.fairShares(c, req.Jobs)
-	views := map[string]*planner.Job{}
+	views := make(map[structs.JobKey]*planner.Job, len(req.Jobs))
 	for _, v := range req.Jobs {
-		views[v.Job.ID] = v
+		views[v.Job.Key()] = v
 	}
 	used := make([]float64, len(r.types))
 	var out Measures
 	for _, p := range dec.Placements {
-		v := views[p.JobID]
+		v := views[p.Key()]
 		if v == nil {
 			continue
 		}
@@ -148,7 +148,7 @@ func Measure(req *planner.Request, dec *planner.Decision) Measures {
 		for k := range r.types {
 			used[k] += float64(p.NumPS)*at(dp, k) + float64(p.NumWorkers)*at(dw, k)
 		}
-		out.FairnessLoss += math.Abs(r.dominant(t, p.NumPS, p.NumWorkers) - fair[p.JobID])
+		out.FairnessLoss += math.Abs(r.dominant(t, p.NumPS, p.NumWorkers) - fair[p.Key()])
 		if cur := v.Current; cur != nil && !cur.Paused() && !sameNodes(cur.Nodes, p.Nodes) {
 			out.Adjusted++
 		}

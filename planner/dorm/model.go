@@ -104,8 +104,8 @@ func nodeCapacity(c *planner.Cluster, i int, k string) float64 {
 }
 
 // newModel builds P2 for the request's jobs (sorted) over the cluster's
-// resources, with their DRF shares fair (ŝ by job ID) and the thresholds.
-func newModel(req *planner.Request, views []*planner.Job, res resources, fair map[string]float64, theta1, theta2 float64) *model {
+// resources, with their DRF shares fair (ŝ by job) and the thresholds.
+func newModel(req *planner.Request, views []*planner.Job, res resources, fair map[structs.JobKey]float64, theta1, theta2 float64) *model {
 	c := planner.NewCluster(req.Nodes)
 	m := &model{nodes: req.Nodes, types: res.types}
 	util := func(t *planner.Task) float64 {
@@ -122,7 +122,7 @@ func newModel(req *planner.Request, views []*planner.Job, res resources, fair ma
 	m.excess = m.col("excess")
 	for ji, v := range views {
 		ps, workers := v.Bounds()
-		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, fair: fair[v.Job.ID], r: -1, s: -1}
+		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, fair: fair[v.Job.Key()], r: -1, s: -1}
 		j.shareW = res.shareOf(j.tasks.Worker)
 		if v.HasPS() {
 			j.minP, j.maxP = max(ps.Min, 1), ps.Max

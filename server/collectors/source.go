@@ -65,31 +65,70 @@ func (c *Config) setDefaults() {
 
 // Source gathers samples from every healthy collector while Run runs. It
 // satisfies the server's MetricsSource: Samples returns what was gathered
-// after a cursor. Cursors are wall-clock nanoseconds of arrival, strictly
-// increasing, so that a new leader's Source, asked with the cursor its
-// predecessor committed, returns what arrived since rather than nothing.
+// after a cursor.
+//
+// A cursor is a sequence number this Source gave a sample when it gathered
+// it; the leader commits the cursor it was last handed, and a new leader's
+// Source is asked with its predecessor's. A cursor this Source did not hand
+// out says nothing about what it holds, so it drops nothing for it: it
+// numbers everything it holds afresh above that cursor and above any
+// number it gave before, and hands all of it out (the store de-duplicates
+// samples delivered twice). Cursors therefore increase strictly across
+// leaders whatever their clocks say. Sequence numbers start from the wall
+// clock only so that two Sources' cursors are unlikely to coincide: a
+// foreign cursor equal to one this Source handed out would drop samples.
 type Source struct {
 	cfg Config
 	log hclog.Logger
+	// now is the clock; tests set it.
+	now func() time.Time
 
 	mu      sync.Mutex
 	pending []entry
-	seq     uint64
+	// seq is the greatest sequence number given out; it never decreases.
+	seq uint64
+	// handed holds, in increasing order, the cursors Samples returned that
+	// the leader may still pass back: the one it passed last and those
+	// handed out since (at most maxHanded). A cursor not in it is foreign.
+	handed []uint64
 	// seen de-duplicates samples by (namespace, job, step, time): a
 	// collector read again from the start, after it flapped in Consul,
-	// gives the same samples with the same stamps. Keys older than
-	// dedupWindow are forgotten.
-	seen map[key]uint64
-	// flagged counts, per collector, the samples dropped as implausible.
+	// gives the same samples with the same stamps. It holds when each key
+	// was seen (Unix nanoseconds); keys older than dedupWindow are
+	// forgotten.
+	seen map[key]int64
+	// flagged counts, per collector, the samples dropped as implausible;
+	// a collector's count is forgotten when it leaves Consul.
 	flagged map[string]int
-	// checkpoints is, per collector and job, the newest checkpoint step it
-	// reported: no later sample of it can be at an earlier step.
-	checkpoints map[[3]string]int64
+	// checkpoints holds, per collector and job, the newest checkpoint step
+	// it reported: no later sample of it can be at an earlier step. An
+	// entry is forgotten when its collector leaves Consul, or when the
+	// collector sent no sample of the job for dedupWindow.
+	checkpoints map[checkpointKey]checkpoint
 }
+
+// maxHanded bounds the cursors a Source remembers handing out beyond the
+// last one passed back: one accrues per Samples call whose cursor the
+// leader did not commit. A forgotten cursor, passed back, counts as
+// foreign: the samples after it are handed out again, which is harmless.
+const maxHanded = 64
 
 type entry struct {
 	seq uint64
 	smp structs.Sample
+}
+
+// checkpointKey names the checkpoints one collector reported for one job.
+type checkpointKey struct {
+	collector string
+	job       structs.JobKey
+}
+
+// checkpoint is the newest checkpoint step a collector reported for a job,
+// and when it last sent a sample of the job (Unix nanoseconds).
+type checkpoint struct {
+	step    int64
+	updated int64
 }
 
 type key struct {
@@ -101,19 +140,34 @@ type key struct {
 // New returns a Source; call Run to start gathering.
 func New(cfg Config) *Source {
 	cfg.setDefaults()
-	return &Source{cfg: cfg, log: cfg.Logger.Named("collectors"), seen: map[key]uint64{}, flagged: map[string]int{}, checkpoints: map[[3]string]int64{}}
+	return &Source{
+		cfg:         cfg,
+		log:         cfg.Logger.Named("collectors"),
+		now:         time.Now,
+		seen:        map[key]int64{},
+		flagged:     map[string]int{},
+		checkpoints: map[checkpointKey]checkpoint{},
+	}
 }
 
 // Samples returns the samples gathered after cursor, and the cursor to pass
-// next; it drops those at or before cursor.
+// next. For a cursor it handed out, it drops the samples at or before it,
+// which the leader has committed. For any other cursor (0, a predecessor's,
+// or one it forgot) it drops nothing: it numbers what it holds above both
+// that cursor and every number it gave before, and returns all of it.
 func (s *Source) Samples(_ context.Context, cursor uint64) ([]structs.Sample, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := 0
-	for i < len(s.pending) && s.pending[i].seq <= cursor {
-		i++
+	if i, ours := slices.BinarySearch(s.handed, cursor); ours {
+		s.handed = s.handed[i:]
+		i = 0
+		for i < len(s.pending) && s.pending[i].seq <= cursor {
+			i++
+		}
+		s.pending = s.pending[i:]
+	} else {
+		s.rebase(cursor)
 	}
-	s.pending = s.pending[i:]
 	out := make([]structs.Sample, len(s.pending))
 	for j, e := range s.pending {
 		out[j] = e.smp
@@ -122,7 +176,29 @@ func (s *Source) Samples(_ context.Context, cursor uint64) ([]structs.Sample, ui
 	if len(s.pending) > 0 {
 		next = s.pending[len(s.pending)-1].seq
 	}
+	if len(s.handed) == 0 || s.handed[len(s.handed)-1] != next {
+		s.handed = append(s.handed, next)
+	}
+	if len(s.handed) > maxHanded {
+		// Keep the cursor passed last: the leader passes it again
+		// until it commits a later one.
+		s.handed = slices.Delete(s.handed, 1, len(s.handed)-maxHanded+1)
+	}
 	return out, next, nil
+}
+
+// rebase adopts a cursor this Source did not hand out: the samples it
+// holds are numbered afresh above the cursor and above every number given
+// before, so that none is dropped for it and no number is given twice.
+// The cursors handed out before no longer describe what it holds and are
+// forgotten. s.mu is held.
+func (s *Source) rebase(cursor uint64) {
+	base := max(s.seq, cursor)
+	for i := range s.pending {
+		s.pending[i].seq = base + uint64(i) + 1
+	}
+	s.seq = base + uint64(len(s.pending))
+	s.handed = []uint64{cursor}
 }
 
 // Flagged returns how many samples each collector sent that were dropped
@@ -137,13 +213,15 @@ func (s *Source) Flagged() map[string]int {
 	return out
 }
 
-// Run watches Consul for collectors and scrapes each until ctx ends.
+// Run watches Consul for collectors and scrapes each until ctx ends. A
+// collector not among the healthy instances is not scraped, and its
+// flagged count and checkpoints are forgotten.
 func (s *Source) Run(ctx context.Context) {
-	scrapers := map[string]context.CancelFunc{}
+	scrapers := map[string]*scraper{}
 	var wg sync.WaitGroup
 	defer func() {
-		for _, cancel := range scrapers {
-			cancel()
+		for _, sc := range scrapers {
+			sc.cancel()
 		}
 		wg.Wait()
 	}()
@@ -173,23 +251,50 @@ func (s *Source) Run(ctx context.Context) {
 			}
 			live[e.Service.ID] = net.JoinHostPort(host, strconv.Itoa(e.Service.Port))
 		}
-		for id, cancel := range scrapers {
+		for id, sc := range scrapers {
 			if _, ok := live[id]; !ok {
 				s.log.Info("collector gone", "collector", id)
-				cancel()
+				sc.cancel()
+				<-sc.done
 				delete(scrapers, id)
 			}
 		}
+		// No scraper of a collector gone adds anything now, so what is
+		// forgotten stays forgotten.
+		s.forgetAllBut(live)
 		for id, addr := range live {
 			if _, ok := scrapers[id]; ok {
 				continue
 			}
 			s.log.Info("collector found", "collector", id, "address", addr)
 			sctx, cancel := context.WithCancel(ctx)
-			scrapers[id] = cancel
-			wg.Go(func() { s.scrape(sctx, id, addr) })
+			sc := &scraper{cancel: cancel, done: make(chan struct{})}
+			scrapers[id] = sc
+			wg.Go(func() {
+				defer close(sc.done)
+				s.scrape(sctx, id, addr)
+			})
 		}
 	}
+}
+
+// scraper is a running scrape of one collector: cancel stops it, and done
+// is closed when it stopped.
+type scraper struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// forgetAllBut drops what the source holds about the collectors not in
+// live (the healthy instances, by service ID): their flagged counts and
+// their checkpoints, including those of collectors that left while
+// another server led.
+func (s *Source) forgetAllBut(live map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := func(collector string) bool { _, ok := live[collector]; return !ok }
+	maps.DeleteFunc(s.flagged, func(collector string, _ int) bool { return gone(collector) })
+	maps.DeleteFunc(s.checkpoints, func(k checkpointKey, _ checkpoint) bool { return gone(k.collector) })
 }
 
 // page is the part of a collector's GET /v1/samples answer the source
@@ -246,30 +351,32 @@ func (s *Source) poll(ctx context.Context, addr string, since uint64) (*page, er
 func (s *Source) add(collector string, smps []structs.Sample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now().UnixNano()
 	for _, smp := range smps {
 		if smp.Namespace == "" {
 			smp.Namespace = structs.DefaultNamespace
 		}
-		ck := [3]string{collector, smp.Namespace, smp.JobID}
+		ck := checkpointKey{collector: collector, job: structs.NewJobKey(smp.Namespace, smp.JobID)}
+		cp := s.checkpoints[ck]
 		why := implausible(&smp)
-		if why == "" && smp.Step < s.checkpoints[ck] {
-			why = fmt.Sprintf("step %d is before checkpoint %d the same collector reported", smp.Step, s.checkpoints[ck])
+		if why == "" && smp.Step < cp.step {
+			why = fmt.Sprintf("step %d is before checkpoint %d the same collector reported", smp.Step, cp.step)
 		}
 		if why != "" {
 			s.flagged[collector]++
 			s.log.Warn("dropped an implausible sample", "collector", collector, "job_id", smp.JobID, "step", smp.Step, "reason", why)
 			continue
 		}
-		s.checkpoints[ck] = max(s.checkpoints[ck], smp.CheckpointStep)
+		s.checkpoints[ck] = checkpoint{step: max(cp.step, smp.CheckpointStep), updated: now}
 		k := key{smp.Namespace, smp.JobID, smp.Step, smp.Time}
 		if _, dup := s.seen[k]; dup {
 			continue
 		}
-		s.seq = max(s.seq+1, uint64(time.Now().UnixNano()))
-		s.seen[k] = s.seq
+		s.seen[k] = now
+		s.seq = max(s.seq+1, uint64(now))
 		s.pending = append(s.pending, entry{seq: s.seq, smp: smp})
 	}
-	s.bound()
+	s.bound(now)
 }
 
 // maxSamplesPerSecond is beyond any real trainer: a collector that
@@ -288,9 +395,10 @@ func implausible(smp *structs.Sample) string {
 }
 
 // bound keeps at most MaxPending samples per job by thinning each over-full
-// job's older half, and forgets de-duplication keys older than
-// dedupWindow. s.mu is held.
-func (s *Source) bound() {
+// job's older half, forgets de-duplication keys older than dedupWindow,
+// and forgets the checkpoints of a job its collector sent no sample of for
+// dedupWindow. now is in Unix nanoseconds; s.mu is held.
+func (s *Source) bound(now int64) {
 	count := map[structs.JobKey]int{}
 	for _, e := range s.pending {
 		count[structs.NewJobKey(e.smp.Namespace, e.smp.JobID)]++
@@ -308,10 +416,11 @@ func (s *Source) bound() {
 		}
 		s.pending = kept
 	}
+	horizon := now - int64(dedupWindow)
 	if len(s.seen) > 4*s.cfg.MaxPending {
-		horizon := uint64(time.Now().Add(-dedupWindow).UnixNano())
-		maps.DeleteFunc(s.seen, func(_ key, seq uint64) bool { return seq < horizon })
+		maps.DeleteFunc(s.seen, func(_ key, at int64) bool { return at < horizon })
 	}
+	maps.DeleteFunc(s.checkpoints, func(_ checkpointKey, cp checkpoint) bool { return cp.updated < horizon })
 }
 
 // dedupWindow is how long a sample is remembered for de-duplication: longer
