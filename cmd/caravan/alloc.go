@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/nomad"
+	"github.com/caravan-sched/caravan/structs"
 	nomadapi "github.com/hashicorp/nomad/api"
 )
 
@@ -41,23 +43,22 @@ const nomadHelp = `
 // nomadJob is a Caravan job's Nomad job, and a client of its cluster.
 type nomadJob struct {
 	client *nomadapi.Client
-	// ID is the Nomad job's ID: the job's own for a job declared in
-	// Nomad, caravan-<id> for the others.
+	// ID is the Nomad job's ID (nomad.NomadJobID).
 	ID string
 }
 
 // nomadClient returns a client of the Nomad cluster the agent runs jobs
-// in, in namespace ns unless the agent names one; it prints what is wrong
-// and returns nil on errors.
-func (m *Meta) nomadClient(client *api.Client, ns string) *nomadapi.Client {
+// in, in namespace ns unless the agent names one (its nomad.namespace,
+// also returned); it prints what is wrong and returns nil on errors.
+func (m *Meta) nomadClient(client *api.Client, ns string) (*nomadapi.Client, string) {
 	self, _, err := client.Agent().Self(nil)
 	if err != nil {
 		m.apiError("reading the agent's configuration", err)
-		return nil
+		return nil, ""
 	}
 	if self.Nomad == nil {
 		m.Ui.Error("The agent runs the simulated cluster: its jobs have no Nomad allocations")
-		return nil
+		return nil, ""
 	}
 	cfg := nomadapi.DefaultConfig()
 	if os.Getenv("NOMAD_ADDR") == "" {
@@ -68,9 +69,9 @@ func (m *Meta) nomadClient(client *api.Client, ns string) *nomadapi.Client {
 	nc, err := nomadapi.NewClient(cfg)
 	if err != nil {
 		m.Ui.Error("Error creating the Nomad client: " + err.Error())
-		return nil
+		return nil, ""
 	}
-	return nc
+	return nc, self.Nomad.Namespace
 }
 
 // nomadJobOf finds the Nomad job of the Caravan job ref names.
@@ -80,15 +81,15 @@ func (m *Meta) nomadJobOf(client *api.Client, ref jobRef) (*nomadJob, bool) {
 		m.apiError(fmt.Sprintf("reading job %q", ref.ID), err)
 		return nil, false
 	}
-	nc := m.nomadClient(client, sum.Job.Namespace)
+	nc, nomadNamespace := m.nomadClient(client, sum.Job.Namespace)
 	if nc == nil {
 		return nil, false
 	}
-	id := "caravan-" + sum.Job.ID
+	job := &structs.Job{Namespace: sum.Job.Namespace, ID: sum.Job.ID}
 	if sum.Job.Nomad != nil {
-		id = sum.Job.ID
+		job.Nomad = &structs.NomadSource{}
 	}
-	return &nomadJob{client: nc, ID: id}, true
+	return &nomadJob{client: nc, ID: nomad.NomadJobID(job, nomadNamespace)}, true
 }
 
 // jobAllocations resolves the job id names and reads the allocations of
@@ -149,7 +150,7 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	}
 	if len(jobs) == 0 {
 		// Not a job: an allocation.
-		nc := c.nomadClient(client, c.namespace)
+		nc, _ := c.nomadClient(client, c.namespace)
 		if nc == nil {
 			return 1
 		}
