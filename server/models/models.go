@@ -86,65 +86,33 @@ type entry struct {
 	aborts    int
 	abortedAt int64
 	abortSeen bool
-	step      float64
-	loss      []model.LossPoint
-	// progress is the newest reported losses of the job's first worker,
-	// with their times (planner.Job.Progress).
-	progress []planner.ProgressPoint
-	speeds   map[structs.Shape]*mean
-	lossFit  *model.Loss
-	speedFit *model.Speed
 	// profile lists the configurations the job is still to be profiled
 	// at in place; Plan pins the job to the first.
 	profile []structs.Shape
-	// subtasks are the moving averages of the job's samples' cpu_s and
-	// net_s at its latest configuration; nil until measured.
-	subtasks *planner.Subtasks
-	// lossDirty and speedDirty mark new data since the last fit;
-	// fittedAt is the step of the last loss fit.
-	lossDirty, speedDirty bool
-	fittedAt              float64
 	// usage is what the job's tasks use, as last committed (ObserveUsage);
 	// nil until measured. since is when what runs of the job began to
 	// run (planner.Job.Since), 0 when unknown.
 	usage *structs.JobUsage
 	since int64
-	// attained is the job's attained service in GPU-seconds up to
-	// attainedAt (Unix nanoseconds, 0 before the first round), and
-	// attainedRate the GPUs (or tasks) of what ran at attainedAt, which
-	// accrue until the next round (planner.Job.AttainedService).
-	attained     float64
-	attainedAt   int64
-	attainedRate float64
-	// perf holds the step times measured at each configuration, for the
-	// job's throughput model (perfFit); grad is its latest gradient
-	// statistics at its reference batch; restarts counts its starts on a
-	// new placement after the first (ran: it has run).
-	perf      map[perfKey]*perfMean
-	perfFit   *goodput.Fit
-	perfDirty bool
-	grad      *goodput.GradParams
-	restarts  int
-	ran       bool
+	// restarts counts its starts on a new placement after the first
+	// (ran: it has run).
+	restarts int
+	ran      bool
+	// The estimators (estimators.go): the loss curve and progress, the
+	// speed function, Pollux's goodput model, the attained service, and
+	// the moving averages of the samples' cpu_s and net_s at the job's
+	// latest configuration (nil until measured).
+	loss     lossEstimator
+	speed    speedEstimator
+	goodput  goodputEstimator
+	service  serviceEstimator
+	subtasks *planner.Subtasks
 }
 
-// perfKey is a configuration of Pollux's throughput model: replicas over
-// nodes, each computing local samples a pass.
-type perfKey struct {
-	nodes, replicas, local int
+// newEntry returns a job's entry with no measurement yet.
+func newEntry(j *structs.Job) *entry {
+	return &entry{job: j, speed: speedEstimator{means: map[structs.Shape]*mean{}}, goodput: goodputEstimator{perf: map[perfKey]*perfMean{}}}
 }
-
-// perfMean accumulates the compute and step times (seconds) measured at
-// one configuration; computeN counts the samples that split the compute
-// time out; fitted is n at the last fit.
-type perfMean struct {
-	compute, step       float64
-	computeN, n, fitted float64
-}
-
-// mean accumulates speeds at one configuration; fitted is the sample count
-// at the last fit.
-type mean struct{ sum, n, fitted float64 }
 
 // New returns a scheduler running alg.
 func New(alg planner.Algorithm, opts Options) *Set {
@@ -187,8 +155,8 @@ func (s *Set) Register(j *structs.Job) error {
 	if _, ok := s.jobs[key]; ok {
 		return fmt.Errorf("register job %q: %w", j.ID, ErrDuplicateJob)
 	}
-	e := &entry{job: j, speeds: map[structs.Shape]*mean{}, perf: map[perfKey]*perfMean{}}
-	e.addPriors(j.Training.Speeds)
+	e := newEntry(j)
+	e.speed.addPriors(j.Training.Speeds)
 	s.jobs[key] = e
 	if s.profiles(e) && !s.opts.ProfileInPlace {
 		s.unprofiled = append(s.unprofiled, key)
@@ -197,22 +165,6 @@ func (s *Set) Register(j *structs.Job) error {
 	s.changed = true
 	s.version++
 	return nil
-}
-
-// addPriors counts speeds the jobspec gives as one measurement each: they
-// take the place of profiling.
-func (e *entry) addPriors(speeds []*structs.SpeedPrior) {
-	for _, sp := range speeds {
-		c := structs.Shape{PS: sp.PS, Workers: sp.Workers}
-		m := e.speeds[c]
-		if m == nil {
-			m = &mean{}
-			e.speeds[c] = m
-		}
-		m.sum += sp.StepsPerSecond
-		m.n++
-		e.speedDirty = true
-	}
 }
 
 // Update replaces the spec of an active job by a new version of it: its
@@ -242,9 +194,9 @@ func (s *Set) Update(j *structs.Job) error {
 	// the new one is planned at once. A change in flight stays held: the
 	// driver finishes it first.
 	e.aborts = 0
-	e.addPriors(added)
+	e.speed.addPriors(added)
 	e.profile = slices.DeleteFunc(e.profile, func(c structs.Shape) bool { return !inBounds(j, c) })
-	e.lossDirty = true
+	e.loss.dirty = true
 	s.changed = true
 	s.version++
 	return nil
@@ -414,102 +366,14 @@ func (s *Set) Ingest(samples []structs.Sample) {
 			continue
 		}
 		touched[e] = true
-		e.step = max(e.step, float64(smp.Step))
-		if smp.Loss > 0 {
-			e.loss = append(e.loss, model.LossPoint{Step: float64(smp.Step), Loss: smp.Loss})
-			if len(e.loss) > s.opts.MaxLossPoints {
-				e.loss = downsample(e.loss)
-			}
-			e.lossDirty = true
-		}
-		if smp.Loss > 0 && smp.Time > 0 && smp.Rank == 0 && smp.Role != structs.RolePS {
-			e.progress = append(e.progress, planner.ProgressPoint{Time: smp.Time, Loss: smp.Loss})
-			if len(e.progress) > s.opts.MaxLossPoints {
-				e.progress = slices.Clone(e.progress[len(e.progress)/2:])
-			}
-		}
+		e.loss.observe(smp, s.opts.MaxLossPoints)
 		if smp.CPUS > 0 || smp.NetS > 0 {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
-		e.observeGoodput(smp)
-		if smp.StepTimeS > 0 && smp.NumWorkers > 0 {
-			key := structs.Shape{PS: smp.NumPS, Workers: smp.NumWorkers}
-			m := e.speeds[key]
-			if m == nil {
-				m = &mean{}
-				e.speeds[key] = m
-			}
-			m.sum += 1 / smp.StepTimeS
-			m.n++
-			// Refit on a new configuration, or when a configuration's
-			// samples double: refitting on every noisy sample only jitters
-			// the model, and every jitter can reorder marginal gains and
-			// rescale jobs for nothing.
-			if m.n >= 2*m.fitted {
-				e.speedDirty = true
-			}
+		e.goodput.observe(smp, e.job, e.current)
+		if e.speed.observe(smp) {
 			s.advanceProfile(e)
 		}
-	}
-}
-
-// observeGoodput takes from a worker's sample what the job's goodput
-// model learns from (planner/goodput): its gradient statistics, converted
-// to the job's reference batch (Training.GlobalBatchSize), and its step
-// time at its configuration. The configuration's nodes are those of the
-// job's current placement when the sample ran at its worker count (a
-// single worker needs none); the local batch is the sample's, else the
-// batch (or the job's fixed one) over the workers. The compute time of a
-// pass is cpu_s over the passes; the synchronising pass is the step
-// time less the accumulation passes (with no cpu_s, the step time over
-// the passes).
-func (e *entry) observeGoodput(smp *structs.Sample) {
-	ref := e.job.Training.GlobalBatchSize
-	if (smp.GradSqr > 0 || smp.GradVar > 0) && smp.BatchSize > 0 && ref > 0 {
-		g := goodput.AtReference(smp.GradSqr, smp.GradVar, int(smp.BatchSize), ref)
-		e.grad = &g
-	}
-	if smp.StepTimeS <= 0 || smp.NumWorkers <= 0 || smp.Role == structs.RolePS {
-		return
-	}
-	replicas, nodes := smp.NumWorkers, 1
-	if replicas > 1 {
-		if e.current == nil || e.current.NumWorkers != replicas {
-			return
-		}
-		nodes = workerNodes(e.current)
-	}
-	local := int(smp.LocalBatchSize)
-	if local <= 0 {
-		batch := int(smp.BatchSize)
-		if batch <= 0 {
-			batch = ref
-		}
-		local = (batch + replicas*int(smp.AccumSteps+1) - 1) / (replicas * int(smp.AccumSteps+1))
-	}
-	if local <= 0 || nodes <= 0 {
-		return
-	}
-	passes := float64(smp.AccumSteps + 1)
-	key := perfKey{nodes: nodes, replicas: replicas, local: local}
-	m := e.perf[key]
-	if m == nil {
-		m = &perfMean{}
-		e.perf[key] = m
-	}
-	if smp.CPUS > 0 {
-		compute := smp.CPUS / passes
-		m.compute += compute
-		m.computeN++
-		m.step += max(smp.StepTimeS-float64(smp.AccumSteps)*compute, compute)
-	} else {
-		m.step += smp.StepTimeS / passes
-	}
-	m.n++
-	// As for speeds: refit on a new configuration or when its samples
-	// double.
-	if m.n >= 2*m.fitted {
-		e.perfDirty = true
 	}
 }
 
@@ -522,24 +386,6 @@ func workerNodes(p *structs.Placement) int {
 		}
 	}
 	return len(seen)
-}
-
-// perfPoints returns the job's measured configurations, sorted, as points
-// of the throughput model.
-func (e *entry) perfPoints() []goodput.Point {
-	keys := slices.SortedFunc(maps.Keys(e.perf), func(a, b perfKey) int {
-		return cmp.Or(cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.replicas, b.replicas), cmp.Compare(a.local, b.local))
-	})
-	pts := make([]goodput.Point, 0, len(keys))
-	for _, k := range keys {
-		m := e.perf[k]
-		pt := goodput.Point{Nodes: k.nodes, Replicas: k.replicas, Local: float64(k.local), StepTime: m.step / m.n}
-		if m.computeN > 0 {
-			pt.ComputeTime = m.compute / m.computeN
-		}
-		pts = append(pts, pt)
-	}
-	return pts
 }
 
 // subtaskWeight is the weight of a new sample in the moving averages of
@@ -563,7 +409,7 @@ func averageSubtasks(s *planner.Subtasks, smp *structs.Sample) *planner.Subtasks
 // in-place profile that have been measured enough.
 func (s *Set) advanceProfile(e *entry) {
 	for len(e.profile) > 0 {
-		m := e.speeds[e.profile[0]]
+		m := e.speed.means[e.profile[0]]
 		if m == nil || m.n < float64(s.opts.ProfileSteps) {
 			return
 		}
@@ -606,56 +452,22 @@ func downsample(pts []model.LossPoint) []model.LossPoint {
 	return out
 }
 
-// lossDue reports whether the loss curve should be refitted: when there is
-// none yet, or when the job has progressed by an epoch and by a quarter of
-// its steps since the last fit. Fits get rarer as a job ages (O(log steps)
-// of them), while a young job's curve, which moves most, is refitted often.
-func (e *entry) lossDue() bool {
-	grown := e.step - e.fittedAt
-	return e.lossFit == nil || grown >= float64(e.job.Training.StepsPerEpoch) && grown >= 0.25*e.fittedAt
-}
-
-// refit updates the models of a job with new data: speed whenever new
-// samples came, the loss curve when lossDue says so.
+// refit updates the models of a job with new data: speed and goodput
+// whenever new samples came, the loss curve when it is due.
 func (s *Set) refit(e *entry) {
 	t := e.job.Training
-	if e.speedDirty {
-		kind := speedKind(e.job)
-		pts := make([]model.SpeedPoint, 0, len(e.speeds))
-		for k, m := range e.speeds {
-			pts = append(pts, model.SpeedPoint{PS: k.PS, Workers: k.Workers, Speed: m.sum / m.n})
-			m.fitted = m.n
-		}
-		slices.SortFunc(pts, func(a, b model.SpeedPoint) int {
-			return cmp.Or(cmp.Compare(a.PS, b.PS), cmp.Compare(a.Workers, b.Workers))
-		})
-		if fit, err := model.FitSpeed(kind, float64(t.GlobalBatchSize), pts); err == nil {
-			e.speedFit = fit
-			s.changed = true
-		} else {
-			s.log.Debug("speed fit failed", "job_id", e.job.ID, "error", err)
-		}
-		e.speedDirty = false
+	if changed, err := e.speed.refit(speedKind(e.job), t.GlobalBatchSize); err != nil {
+		s.log.Debug("speed fit failed", "job_id", e.job.ID, "error", err)
+	} else if changed {
+		s.changed = true
 	}
-	if e.perfDirty {
-		if fit, err := goodput.FitPerf(e.perfPoints()); err == nil {
-			e.perfFit = fit
-			s.changed = true
-		} else {
-			s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
-		}
-		for _, m := range e.perf {
-			m.fitted = m.n
-		}
-		e.perfDirty = false
+	if changed, err := e.goodput.refit(); err != nil {
+		s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
+	} else if changed {
+		s.changed = true
 	}
-	if e.lossDirty && e.lossDue() {
-		if fit, err := model.FitLoss(e.loss, model.LossOptions{StepsPerEpoch: float64(t.StepsPerEpoch)}); err == nil {
-			e.lossFit = fit
-			e.fittedAt = e.step
-			s.changed = true
-		}
-		e.lossDirty = false
+	if e.loss.refit(t.StepsPerEpoch) {
+		s.changed = true
 	}
 }
 
@@ -666,7 +478,7 @@ func (s *Set) Changed() bool {
 		return true
 	}
 	for _, e := range s.jobs {
-		if e.speedDirty || e.perfDirty || e.lossDirty && e.lossDue() {
+		if e.speed.dirty || e.goodput.dirty || e.loss.dirty && e.loss.due(e.job.Training.StepsPerEpoch) {
 			return true
 		}
 	}
@@ -745,12 +557,12 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 		e := s.jobs[k]
 		r.versions[k] = e.job.Version
 		s.refit(e)
-		e.accrue(now)
+		e.service.accrue(now, serviceRate(e.job, e.current))
 		pj := planner.Job{
-			Job: e.job, Current: e.current, Loss: e.lossFit, Speed: e.speedFit, Step: e.step,
-			Young: len(e.speeds) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.progress),
-			Usage: e.usage, Since: e.since, AttainedService: e.attained,
-			Perf: e.perfFit, Grad: e.grad, Restarts: e.restarts,
+			Job: e.job, Current: e.current, Loss: e.loss.fit, Speed: e.speed.fit, Step: e.loss.step,
+			Young: len(e.speed.means) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.loss.progress),
+			Usage: e.usage, Since: e.since, AttainedService: e.service.attained,
+			Perf: e.goodput.fit, Grad: e.goodput.grad, Restarts: e.restarts,
 		}
 		if h := s.holds(e, now); h != nil {
 			r.held = append(r.held, planner.Held{Job: &pj, Placement: h})
@@ -776,19 +588,6 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 	s.changed = false
 	r.nodes = planner.Reserve(nodes, r.held)
 	return r
-}
-
-// accrue adds to the job's attained service the GPUs of what ran at the
-// previous round over the time since, and takes what runs now as the rate
-// until the next round: as Tiresias's implementation in the Pollux
-// artifact counts a job's service from its status at each round. A time
-// before the last accrual adds nothing.
-func (e *entry) accrue(now int64) {
-	if e.attainedAt > 0 && now > e.attainedAt {
-		e.attained += e.attainedRate * float64(now-e.attainedAt) / 1e9
-	}
-	e.attainedAt = max(e.attainedAt, now)
-	e.attainedRate = serviceRate(e.job, e.current)
 }
 
 // serviceRate is the GPUs placement p holds of job j; for a job whose
@@ -1030,7 +829,7 @@ func (s *Set) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
 	if !ok {
 		return nil, nil
 	}
-	return e.lossFit, e.speedFit
+	return e.loss.fit, e.speed.fit
 }
 
 // SetAlgorithm makes alg plan the next rounds. Every job is re-planned.
@@ -1071,24 +870,24 @@ func (s *Set) Summaries() []*structs.JobModel {
 	pinned := modelDriven(s.alg)
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
-		m := &structs.JobModel{Namespace: k.Namespace, JobID: k.ID, Step: int64(e.step)}
+		m := &structs.JobModel{Namespace: k.Namespace, JobID: k.ID, Step: int64(e.loss.step)}
 		if pinned {
 			m.Profiling = slices.Clone(e.profile)
 		}
-		pj := &planner.Job{Job: e.job, Loss: e.lossFit, Speed: e.speedFit, Step: e.step}
-		if e.lossFit != nil {
-			b0, b1, b2 := e.lossFit.Coefficients()
+		pj := &planner.Job{Job: e.job, Loss: e.loss.fit, Speed: e.speed.fit, Step: e.loss.step}
+		if e.loss.fit != nil {
+			b0, b1, b2 := e.loss.fit.Coefficients()
 			m.Loss = []float64{b0, b1, b2}
-			m.TotalSteps = e.step + pj.RemainingSteps()
-			m.LossRMSE = e.lossFit.RMSE
+			m.TotalSteps = e.loss.step + pj.RemainingSteps()
+			m.LossRMSE = e.loss.fit.RMSE
 		}
-		if e.speedFit != nil {
-			m.SpeedKind = e.speedFit.Kind
-			m.Speed = slices.Clone(e.speedFit.Theta[:])
-			m.SpeedError, m.SpeedConfigs = speedError(e)
+		if e.speed.fit != nil {
+			m.SpeedKind = e.speed.fit.Kind
+			m.Speed = slices.Clone(e.speed.fit.Theta[:])
+			m.SpeedError, m.SpeedConfigs = e.speed.error()
 			if c := e.current; c != nil && c.NumWorkers > 0 {
-				m.StepsPerSecond = e.speedFit.At(c.NumPS, c.NumWorkers)
-				if e.lossFit != nil && m.StepsPerSecond > 0 {
+				m.StepsPerSecond = e.speed.fit.At(c.NumPS, c.NumWorkers)
+				if e.loss.fit != nil && m.StepsPerSecond > 0 {
 					m.RemainingSeconds = pj.RemainingSteps() / m.StepsPerSecond
 				}
 			}
@@ -1104,7 +903,7 @@ func (s *Set) Summaries() []*structs.JobModel {
 // errors, the noise scale, and at its current placement its batch, the
 // batch's efficiency and the predicted goodput.
 func (e *entry) goodputSummary() *structs.GoodputModel {
-	f := e.perfFit
+	f := e.goodput.fit
 	if f == nil {
 		return nil
 	}
@@ -1113,8 +912,8 @@ func (e *entry) goodputSummary() *structs.GoodputModel {
 		Perf: f.Params.Slice(), FitError: f.Error, MaxFitError: f.MaxError, Configs: f.Points, RefBatch: ref,
 	}
 	m := goodput.Model{Perf: f.Params, RefBatch: max(ref, 1)}
-	if e.grad != nil {
-		m.Grad = *e.grad
+	if e.goodput.grad != nil {
+		m.Grad = *e.goodput.grad
 		if ns := m.Grad.NoiseScale(ref); !math.IsInf(ns, 0) {
 			g.NoiseScale = roundSignificant(ns, 3)
 		}
@@ -1143,26 +942,6 @@ func roundSignificant(x float64, n int) float64 {
 	return math.Round(x*p) / p
 }
 
-// speedError is the mean relative error of a job's speed fit over the
-// configurations it was measured at, and how many there are. It sums in
-// a fixed order, so that it is the same for the same measurements.
-func speedError(e *entry) (float64, int) {
-	sum, n := 0.0, 0
-	for _, k := range slices.SortedFunc(maps.Keys(e.speeds), structs.Shape.Compare) {
-		m := e.speeds[k]
-		measured := m.sum / m.n
-		if measured <= 0 {
-			continue
-		}
-		sum += math.Abs(e.speedFit.At(k.PS, k.Workers)-measured) / measured
-		n++
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	return sum / float64(n), n
-}
-
 // DryRun returns the plan Plan would make if job were registered too (or
 // replaced the active job of the same ID), without registering it: what
 // `caravan job plan` shows. job must be valid.
@@ -1181,7 +960,7 @@ func (s *Set) DryRun(job *structs.Job, nodes []*structs.Node, now int64) (*struc
 	for _, e := range s.jobs {
 		profiles[e] = e.profile
 	}
-	e := &entry{job: j, speeds: map[structs.Shape]*mean{}, perf: map[perfKey]*perfMean{}}
+	e := newEntry(j)
 	e.profile = s.inPlace(e)
 	if had {
 		e.current, e.held, e.aborts, e.abortedAt, e.abortSeen = prev.current, prev.held, prev.aborts, prev.abortedAt, prev.abortSeen

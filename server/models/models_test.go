@@ -85,24 +85,24 @@ func TestSet_SamplesToPlan(t *testing.T) {
 
 func TestSpeedError(t *testing.T) {
 	truth := func(ps, w int) float64 { return float64(w) / (1 + 0.1*float64(w)/float64(ps)) }
-	e := &entry{speeds: map[structs.Shape]*mean{}}
+	e := newEntry(nil)
 	var pts []model.SpeedPoint
 	for _, c := range []structs.Shape{{PS: 1, Workers: 1}, {PS: 1, Workers: 2}, {PS: 2, Workers: 4}, {PS: 2, Workers: 8}} {
 		v := truth(c.PS, c.Workers)
-		e.speeds[c] = &mean{sum: 2 * v, n: 2}
+		e.speed.means[c] = &mean{sum: 2 * v, n: 2}
 		pts = append(pts, model.SpeedPoint{PS: c.PS, Workers: c.Workers, Speed: v})
 	}
 	fit, err := model.FitSpeed(model.SpeedAsync, 0, pts)
 	must.NoError(t, err)
-	e.speedFit = fit
-	exact, n := speedError(e)
+	e.speed.fit = fit
+	exact, n := e.speed.error()
 	must.Eq(t, 4, n)
 	must.Less(t, 1e-9, exact, must.Sprint("a fit through every point has no error"))
 
 	// One configuration measured twice as fast as the fit says: it is off
 	// by 1/2 of what was measured, the mean over 4 by 1/8.
-	e.speeds[structs.Shape{PS: 1, Workers: 1}] = &mean{sum: 2 * 2 * truth(1, 1), n: 2}
-	off, _ := speedError(e)
+	e.speed.means[structs.Shape{PS: 1, Workers: 1}] = &mean{sum: 2 * 2 * truth(1, 1), n: 2}
+	off, _ := e.speed.error()
 	must.Less(t, 1e-9, math.Abs(off-0.125))
 }
 
