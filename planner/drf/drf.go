@@ -25,6 +25,7 @@ type DRF struct {
 
 var (
 	_ planner.Algorithm    = (*DRF)(nil)
+	_ planner.Describer    = (*DRF)(nil)
 	_ planner.Configurable = (*DRF)(nil)
 )
 
@@ -52,6 +53,15 @@ func New() planner.Algorithm { return &DRF{} }
 
 // Name returns "drf".
 func (*DRF) Name() string { return Name }
+
+// Capabilities: DRF reads the jobs' subtasks under split = "cruise",
+// and nothing else (planner.Describer).
+func (d *DRF) Capabilities() planner.Capabilities {
+	if d.cruise {
+		return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorSubtasks}}
+	}
+	return planner.Capabilities{}
+}
 
 type job struct {
 	view       *planner.Job

@@ -79,7 +79,10 @@ type Optimus struct {
 	opts Options
 }
 
-var _ planner.Algorithm = (*Optimus)(nil)
+var (
+	_ planner.Algorithm = (*Optimus)(nil)
+	_ planner.Describer = (*Optimus)(nil)
+)
 
 // New returns Optimus with the default options.
 func New() planner.Algorithm { return NewWithOptions(Options{}) }
@@ -101,6 +104,12 @@ func (o *Optimus) Name() string {
 		return NameRelative
 	}
 	return Name
+}
+
+// Capabilities: Optimus reads the loss curves and speed models and sizes
+// jobs from the speed models (planner.Describer).
+func (*Optimus) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorLoss, planner.EstimatorSpeed}, SpeedModels: true}
 }
 
 // SetConfig sets young_factor, a number in (0, 1], and rescale_cost, a
