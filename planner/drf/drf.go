@@ -155,26 +155,26 @@ func (d *DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 		h.Push(i)
 	}
 
-	return &planner.Decision{Placements: place(c, jobs)}, nil
+	return place(c, jobs), nil
 }
 
-func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
+// place places the jobs with placement.Decision, smallest weighted share
+// first.
+func place(c *planner.Cluster, jobs []*job) *planner.Decision {
 	in := make([]placement.Job, len(jobs))
 	for i, j := range jobs {
 		in[i] = placement.Job{
-			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
-			Current: j.view.Current, Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
+			View: j.view, Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
+			Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
 		}
 	}
-	out := make([]*structs.Placement, len(jobs))
-	for i, r := range placement.PlaceAll(c, in) {
+	return placement.Decision(c, in, func(i int, r placement.Result) string {
 		j := jobs[i]
 		if !r.Placed() {
 			if j.paused == "" {
-				j.paused = fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
+				return fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
 			}
-			out[i] = planner.Paused(j.view, j.paused)
-			continue
+			return j.paused
 		}
 		reason := "the cluster has no room for more"
 		switch {
@@ -186,13 +186,8 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 			reason = "at its maximum"
 		}
 		j.p, j.w = r.PS, r.Workers
-		out[i] = &structs.Placement{
-			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes,
-			Reason: fmt.Sprintf("drf: %s at dominant share %.3f; %s", structs.Shape{PS: r.PS, Workers: r.Workers}, j.share()*j.weight, reason),
-		}
-	}
-	planner.SortPlacements(out)
-	return out
+		return fmt.Sprintf("drf: %s at dominant share %.3f; %s", structs.Shape{PS: r.PS, Workers: r.Workers}, j.share()*j.weight, reason)
+	})
 }
 
 // shrink drops a worker, and a parameter server when that leaves more of
