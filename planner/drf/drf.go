@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/planner/cruise"
 	"github.com/caravan-sched/caravan/planner/internal/pq"
 	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/planner/subtask"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -104,7 +104,7 @@ func (d *DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 	for i, v := range views {
 		ps, workers := v.Bounds()
 		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, weight: v.Job.Weight, psPerWorker: 1}
-		if cost, ok := cruise.Estimate(v.Subtasks); ok && d.cruise {
+		if cost, ok := subtask.Estimate(v.Subtasks); ok && d.cruise {
 			j.psPerWorker = min(1, math.Sqrt(cost.K/cost.A))
 		}
 		if v.HasPS() {
