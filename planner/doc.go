@@ -7,7 +7,8 @@
 // device semantics), CheckDecision (the rules every decision must keep),
 // ExplainPaused (why a paused job's minimum does not fit) and a test
 // Harness. Subpackages hold the models (planner/model), feasibility
-// (planner/feasible), placement (planner/placement), one algorithm each
+// (planner/feasible), placement (planner/placement), the share each job
+// is owed (planner/fairshare), one algorithm each
 // (planner/optimus, planner/drf, planner/tetris, planner/fifo,
 // planner/roundrobin, planner/harmony, planner/cruise, planner/dlrover,
 // planner/straggler (a pass over any algorithm), planner/pollux, with

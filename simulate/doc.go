@@ -23,7 +23,7 @@
 //   - Its share s_i^t is its dominant share (eq. 2): the largest share of
 //     one resource that all its tasks hold together, restarts and
 //     profiling included.
-//   - Its DRF share ŝ_i^t is the dominant share drf.Shares gives it among
+//   - Its DRF share ŝ_i^t is the dominant share fairshare.DRF gives it among
 //     the jobs active at t: progressive filling one task at a time, from
 //     their elastic bounds and weights, minimums first by priority then
 //     namespace and ID, as planner/drf allocates (planner/drf's own

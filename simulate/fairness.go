@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
-	"github.com/caravan-sched/caravan/planner/drf"
+	"github.com/caravan-sched/caravan/planner/fairshare"
 	"github.com/caravan-sched/caravan/structs"
 	"gonum.org/v1/gonum/stat"
 )
@@ -24,7 +24,7 @@ type JobFairness struct {
 	// waits: ∫ s_i^t dt / Life.
 	Share float64
 	// DRFShare is the dominant share DRF would give the job among the jobs
-	// active at each moment (drf.Shares of their elastic demands), averaged
+	// active at each moment (fairshare.DRF of their elastic demands), averaged
 	// the same way: ∫ ŝ_i^t dt / Life.
 	DRFShare float64
 	// Loss is the job's fairness loss, Dorm's eq. 2 l_i^t = |s_i^t − ŝ_i^t|,
@@ -71,7 +71,7 @@ type Fairness struct {
 type fairJob struct {
 	namespace, id string
 	priority      int
-	demand        drf.Demand
+	demand        fairshare.Demand
 }
 
 // newFairJob reads job j's elastic demand for DRF, in the resources of
@@ -81,7 +81,7 @@ func newFairJob(j *structs.Job) fairJob {
 	vec := func(r sim.Resources) []float64 {
 		return []float64{float64(r.CPU), float64(r.MemoryMB), float64(r.GPUs)}
 	}
-	d := drf.Demand{Worker: vec(w), Workers: j.Elastic.Workers, Weight: j.Weight}
+	d := fairshare.Demand{Worker: vec(w), Workers: j.Elastic.Workers, Weight: j.Weight}
 	if j.Training.Architecture == structs.ArchitecturePS && j.Elastic.ParameterServers != nil {
 		d.Server, d.Servers = vec(ps), *j.Elastic.ParameterServers
 	}
@@ -97,7 +97,7 @@ func capacityOf(c sim.Config) []float64 {
 
 // fairness sweeps a run's history in time order. Between two changes a
 // job's share s is what its last allocation change holds and its DRF
-// share ŝ is drf.Shares among the jobs active then (arrived and not
+// share ŝ is fairshare.DRF among the jobs active then (arrived and not
 // finished, waiting jobs included), recomputed whenever a job arrives or
 // finishes, in the order planner/drf serves minimums (priority, then
 // namespace and ID). It takes O(changes × active jobs × log active jobs)
@@ -167,7 +167,7 @@ func fairness(jobs []sim.JobResult, specs []fairJob, allocs []sim.AllocChange, c
 		s.last = t
 	}
 	var active []int
-	demands := make([]drf.Demand, 0, len(jobs))
+	demands := make([]fairshare.Demand, 0, len(jobs))
 	var f Fairness
 	loss, lossInt, prev := 0.0, 0.0, start
 	for k := 0; k < len(events); {
@@ -199,7 +199,7 @@ func fairness(jobs []sim.JobResult, specs []fairJob, allocs []sim.AllocChange, c
 			for _, i := range active {
 				demands = append(demands, specs[i].demand)
 			}
-			for n, a := range drf.Shares(capacity, demands) {
+			for n, a := range fairshare.DRF(capacity, demands) {
 				accumulate(active[n], t)
 				st[active[n]].drf = a.Share
 			}

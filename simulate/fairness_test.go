@@ -89,7 +89,7 @@ func TestJain(t *testing.T) {
 }
 
 // TestFairness_DRFItself: DRF's own runs hold, at every moment, what
-// drf.Shares gives the active jobs, so its Jain's index is 1 and its
+// fairshare.DRF gives the active jobs, so its Jain's index is 1 and its
 // fairness loss 0, on all-reduce (Pollux) and on PS (parametric) jobs
 // that the cluster holds without shrinking any to fit a node; FIFO's
 // are not.

@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// fitChecks say, per policy, what a workload must have for the policy to
-// do what it is named for; each returns "" when the workload has it.
+// fitChecks say, per policy, what more a workload must have for the
+// policy to do what it is named for than Fit reads from its declaration;
+// each returns "" when the workload has it.
 var fitChecks = map[string]func(*sim.Workload) string{
-	"harmony": needSubtasks("harmony groups jobs by their computation and communication subtask times"),
-	"cruise":  needSubtasks("cruise splits workers and servers by their computation and communication times"),
 	"dlrover": func(wl *sim.Workload) string {
 		if anyJob(wl, func(j *structs.Job) bool {
 			return ranged(j.Worker) || ranged(j.ParameterServer)
@@ -27,8 +27,16 @@ var fitChecks = map[string]func(*sim.Workload) string{
 	},
 }
 
-// batchBounds is the check of every BatchPolicies policy: some job must
-// have batch bounds, its own or the Pollux artifact's (sim.Arrival.Adaptive).
+// subtasksUse says what a built-in that reads subtasks does with them, for
+// Fit's warning; another policy gets a sentence naming it.
+var subtasksUse = map[string]string{
+	"harmony": "harmony groups jobs by their computation and communication subtask times",
+	"cruise":  "cruise splits workers and servers by their computation and communication times",
+}
+
+// batchBounds is the check of every policy that chooses batch sizes: some
+// job must have batch bounds, its own or the Pollux artifact's
+// (sim.Arrival.Adaptive).
 func batchBounds(name string, wl *sim.Workload) string {
 	if slices.ContainsFunc(wl.Arrivals, func(a sim.Arrival) bool { return a.Adaptive != nil }) ||
 		anyJob(wl, func(j *structs.Job) bool { return j.Training != nil && j.Training.BatchSize != nil }) {
@@ -37,13 +45,24 @@ func batchBounds(name string, wl *sim.Workload) string {
 	return name + " adapts batch sizes only for jobs with training { batch_size { … } } bounds, or a Pollux model's jobs, and the workload has neither"
 }
 
-// Fit returns a warning when a policy does not fit a workload: it lacks
-// what the policy plans from, so the run says little about the policy.
-// "" when it fits, or the policy has no requirement.
-func Fit(policy string, wl *sim.Workload) string {
-	name, _, _ := strings.Cut(policy, "+")
-	if BatchPolicies[name] {
+// Fit returns a warning when a policy, alg under its options, does not fit
+// a workload: it lacks what the policy plans from, so the run says little
+// about the policy. "" when it fits, or the policy has no requirement.
+// What alg declares (planner.CapabilitiesOf) says what it plans from: a
+// policy that chooses batch sizes needs jobs whose batch may vary, and one
+// that reads subtasks needs jobs that report them.
+func Fit(alg planner.Algorithm, wl *sim.Workload) string {
+	name := alg.Name()
+	caps := planner.CapabilitiesOf(alg)
+	switch {
+	case caps.ChoosesBatch:
 		return batchBounds(name, wl)
+	case caps.ReadsEstimator(planner.EstimatorSubtasks):
+		use, ok := subtasksUse[name]
+		if !ok {
+			use = name + " plans from the jobs' computation and communication subtask times"
+		}
+		return needSubtasks(use)(wl)
 	}
 	if check, ok := fitChecks[name]; ok {
 		return check(wl)

@@ -22,6 +22,13 @@ const OracleSuffix = "+oracle"
 // the truth's; and its models are not young. The all-reduce form is an
 // approximation of the truth's step times, which jump where a job spans
 // one more node or accumulates one more micro-batch.
+var (
+	_ planner.Algorithm    = (*oracle)(nil)
+	_ planner.Configurable = (*oracle)(nil)
+	_ planner.ModelDriven  = (*oracle)(nil)
+	_ planner.Describer    = (*oracle)(nil)
+)
+
 type oracle struct {
 	inner       planner.Algorithm
 	truth       map[string]sim.Truth
@@ -42,10 +49,11 @@ func NewOracle(alg planner.Algorithm, truths map[string]sim.Truth, cluster sim.C
 func (o *oracle) Name() string { return o.inner.Name() }
 
 // SpeedModels is the wrapped algorithm's (planner.ModelDriven).
-func (o *oracle) SpeedModels() bool {
-	md, ok := o.inner.(planner.ModelDriven)
-	return ok && md.SpeedModels()
-}
+func (o *oracle) SpeedModels() bool { return planner.CapabilitiesOf(o.inner).SpeedModels }
+
+// Capabilities are the wrapped algorithm's (planner.Describer): the
+// oracle changes what it reads, not what it reads it for.
+func (o *oracle) Capabilities() planner.Capabilities { return planner.CapabilitiesOf(o.inner) }
 
 // SetConfig passes options to the wrapped algorithm
 // (planner.Configurable); one that takes none refuses them.

@@ -3,6 +3,7 @@ package simulate
 import (
 	"testing"
 
+	"github.com/caravan-sched/caravan/planner"
 	"github.com/shoenig/test/must"
 )
 
@@ -47,8 +48,9 @@ func TestPolicySpec_String(t *testing.T) {
 	must.Eq(t, "drf", PolicySpec{Name: "drf"}.String())
 }
 
-// TestFixedSize: SpeCon runs the jobs at the size its base does, so that
-// specon and fifo run the same jobs.
+// TestFixedSize: SpeCon declares that it runs the jobs at their fixed
+// request when its base does, so that the simulator runs the same jobs
+// under specon and fifo.
 func TestFixedSize(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -68,7 +70,10 @@ func TestFixedSize(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(PolicySpec{Name: tc.name, Options: tc.options}.String(), func(t *testing.T) {
-			must.Eq(t, tc.want, fixedSize(tc.name, tc.options))
+			alg, ok := Policy(tc.name)
+			must.True(t, ok)
+			must.NoError(t, passConfig(alg, tc.options))
+			must.Eq(t, tc.want, planner.CapabilitiesOf(alg).FixedSize)
 		})
 	}
 }

@@ -77,6 +77,7 @@ var (
 	_ planner.Algorithm    = (*planTimes)(nil)
 	_ planner.Configurable = (*planTimes)(nil)
 	_ planner.ModelDriven  = (*planTimes)(nil)
+	_ planner.Describer    = (*planTimes)(nil)
 )
 
 func (p *planTimes) Name() string { return p.alg.Name() }
@@ -106,10 +107,10 @@ func passConfig(alg planner.Algorithm, options map[string]string) error {
 }
 
 // SpeedModels is the algorithm's, false when it does not say.
-func (p *planTimes) SpeedModels() bool {
-	md, ok := p.alg.(planner.ModelDriven)
-	return ok && md.SpeedModels()
-}
+func (p *planTimes) SpeedModels() bool { return planner.CapabilitiesOf(p.alg).SpeedModels }
+
+// Capabilities are the algorithm's (planner.CapabilitiesOf).
+func (p *planTimes) Capabilities() planner.Capabilities { return planner.CapabilitiesOf(p.alg) }
 
 // stats returns how many plans ran, their median and their longest
 // time, in seconds.

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,10 +16,7 @@ import (
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
-	"github.com/caravan-sched/caravan/planner/goodputlas"
 	"github.com/caravan-sched/caravan/planner/harmony"
-	"github.com/caravan-sched/caravan/planner/pollux"
-	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
 	"github.com/caravan-sched/caravan/server"
@@ -30,37 +26,6 @@ import (
 	"github.com/hashicorp/raft"
 	"gonum.org/v1/gonum/stat"
 )
-
-// FixedPolicies run every job at its fixed request instead of within its
-// elastic bounds: they do not rescale. SpeCon over one of them does the
-// same (see fixedSize).
-var FixedPolicies = map[string]bool{"fifo": true, "tetris": true, "roundrobin": true, "tiresias": true}
-
-// fixedSize reports whether a policy with its options runs every job at
-// its fixed request: one of FixedPolicies, or SpeCon, which only moves
-// jobs, over one of them (its base, fifo by default), so that `specon`
-// and `fifo` run the same jobs.
-func fixedSize(name string, options map[string]string) bool {
-	if name == specon.Name {
-		return FixedPolicies[cmp.Or(options["base"], specon.DefaultBase)]
-	}
-	return FixedPolicies[name]
-}
-
-// BatchPolicies choose each job's batch size (structs.Placement.Batch):
-// they run a workload's jobs as adaptive jobs where it has them
-// (sim.Arrival.Adaptive: a Pollux model's job within the batch bounds
-// the Pollux artifact gives it), and the others as they are.
-var BatchPolicies = map[string]bool{pollux.Name: true, goodputlas.Name: true}
-
-// UncoordinatedPolicies run subtask jobs (Harmony's workload) that share a
-// node without a subtask coordinator (sim.Config.Uncoordinated): the
-// naively co-located baseline, whose point is that nothing coordinates the
-// jobs it puts together. Every other policy's co-located subtask jobs are
-// coordinated, as Caravan's node-local subtask coordinator
-// (collector/coord) does on a real cluster; `isolated` shares no node, so
-// it is the same either way.
-var UncoordinatedPolicies = map[string]bool{harmony.ColocatedName: true}
 
 // Baselines are policies only `caravan sim` runs, beside the built-in
 // algorithms: comparison baselines that leave jobs waiting while there is
@@ -197,9 +162,20 @@ func at(t time.Time) float64      { return t.Sub(epoch).Seconds() }
 // simulator and runs one step of the loop there, so what it measures is
 // what the agent does. The run is deterministic for the cluster's seed.
 // The workload's node shape (sim.Workload.NodeCPU, NodeMemoryMB, NodeGPUs)
-// and sample noise (Noise) replace the cluster's, and UncoordinatedPolicies
-// run without a subtask
-// coordinator.
+// and sample noise (Noise) replace the cluster's.
+//
+// What the algorithm declares under its options (planner.CapabilitiesOf),
+// not its name, decides how its jobs run, so that a plugin runs as the
+// built-in with the same declaration does: a FixedSize algorithm's jobs
+// are submitted at their fixed request (sim.Arrival.FixedJob), so that
+// `specon` and `fifo` run the same jobs; a ChoosesBatch algorithm's as
+// adaptive jobs where the workload has them (sim.Arrival.Adaptive: a
+// Pollux model's job within the batch bounds the Pollux artifact gives
+// it); and an Uncoordinated algorithm's co-located subtask jobs run
+// without a subtask coordinator (sim.Config.Uncoordinated). Every other
+// algorithm's co-located subtask jobs are coordinated, as Caravan's
+// node-local subtask coordinator (collector/coord) does on a real
+// cluster.
 func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error) {
 	start := time.Now()
 	if opts.Interval == 0 {
@@ -208,9 +184,13 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	fixed := fixedSize(alg.Name(), opts.AlgorithmOptions)
-	adaptive := BatchPolicies[alg.Name()]
-	if UncoordinatedPolicies[alg.Name()] {
+	// The server sets the same options again on the same instance.
+	if err := passConfig(alg, opts.AlgorithmOptions); err != nil {
+		return nil, fmt.Errorf("options of %s: %w", alg.Name(), err)
+	}
+	caps := planner.CapabilitiesOf(alg)
+	fixed, adaptive := caps.FixedSize, caps.ChoosesBatch
+	if caps.Uncoordinated {
 		opts.Cluster.Uncoordinated = true
 	}
 	if wl.NodeCPU > 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/shoenig/test/must"
 )
@@ -54,7 +55,8 @@ func TestRun_AllPolicies(t *testing.T) {
 	wl := workload6(t, 30)
 	for _, name := range builtin.Names() {
 		t.Run(name, func(t *testing.T) {
-			r, err := Run(wl, builtin.Algorithms[name](), Options{Cluster: sim.DefaultConfig()})
+			alg := builtin.Algorithms[name]()
+			r, err := Run(wl, alg, Options{Cluster: sim.DefaultConfig()})
 			must.NoError(t, err)
 			must.Eq(t, 30, r.Summary.Jobs, must.Sprint("every job finishes"))
 			for _, j := range r.Jobs {
@@ -66,7 +68,7 @@ func TestRun_AllPolicies(t *testing.T) {
 			for _, u := range r.Usage {
 				must.LessEq(t, r.TotalGPUs, u.GPUs, must.Sprint("never more GPUs held than the cluster has"))
 			}
-			if FixedPolicies[name] {
+			if planner.CapabilitiesOf(alg).FixedSize {
 				must.Eq(t, 0, r.Summary.Rescales)
 			}
 		})
@@ -187,14 +189,24 @@ func TestFit(t *testing.T) {
 	must.NoError(t, err)
 	dlrover, err := LoadWorkload("dlrover:2", 1, 0)
 	must.NoError(t, err)
-	must.StrContains(t, Fit("harmony", pollux), "no job of the workload reports them")
-	must.StrContains(t, Fit("cruise+oracle", pollux), "no job of the workload reports them")
-	must.Eq(t, "", Fit("harmony", harmony))
-	must.StrContains(t, Fit("dlrover", pollux), "no job of the workload has one")
-	must.Eq(t, "", Fit("dlrover", dlrover))
-	must.Eq(t, "", Fit("fifo", pollux))
-	must.Eq(t, "", Fit("pollux", pollux), must.Sprint("a Pollux model's jobs adapt"))
-	must.StrContains(t, Fit("goodput-las", dlrover), "the workload has neither")
+	policy := func(name string, options map[string]string) planner.Algorithm {
+		alg, ok := Policy(name)
+		must.True(t, ok)
+		must.NoError(t, passConfig(alg, options))
+		return alg
+	}
+	must.StrContains(t, Fit(policy("harmony", nil), pollux), "harmony groups jobs by their computation and communication subtask times, and no job of the workload reports them")
+	must.StrContains(t, Fit(policy("cruise", nil), pollux), "no job of the workload reports them")
+	must.StrContains(t, Fit(policy("colocated", nil), pollux), "colocated plans from the jobs' computation and communication subtask times")
+	must.StrContains(t, Fit(policy("drf", map[string]string{"split": "cruise"}), pollux), "no job of the workload reports them")
+	must.Eq(t, "", Fit(policy("drf", nil), pollux), must.Sprint("drf reads subtasks only to split by them"))
+	must.Eq(t, "", Fit(policy("harmony", nil), harmony))
+	must.StrContains(t, Fit(policy("dlrover", nil), pollux), "no job of the workload has one")
+	must.Eq(t, "", Fit(policy("dlrover", nil), dlrover))
+	must.Eq(t, "", Fit(policy("fifo", nil), pollux))
+	must.Eq(t, "", Fit(policy("pollux", nil), pollux), must.Sprint("a Pollux model's jobs adapt"))
+	must.StrContains(t, Fit(policy("goodput-las", nil), dlrover), "the workload has neither")
+	must.StrContains(t, Fit(policy("specon", map[string]string{"base": "pollux"}), dlrover), "specon adapts batch sizes")
 }
 
 // TestLoadWorkload_Unknown: a name that is neither a file nor built in

@@ -146,6 +146,7 @@ func (c *SimCommand) Run(args []string) int {
 		return 1
 	}
 	var specs []simulate.PolicySpec
+	var algs []planner.Algorithm // each spec's, under its options
 	for _, p := range strings.Split(policies, ",") {
 		spec, err := simulate.ParsePolicy(p)
 		if err != nil {
@@ -169,6 +170,7 @@ func (c *SimCommand) Run(args []string) int {
 			}
 		}
 		specs = append(specs, spec)
+		algs = append(algs, alg)
 	}
 	wl, err := simulate.LoadWorkload(workload, seed, limit)
 	if err != nil {
@@ -192,8 +194,8 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	for _, spec := range specs {
-		if w := simulate.Fit(spec.Name, wl); w != "" {
+	for i, spec := range specs {
+		if w := simulate.Fit(algs[i], wl); w != "" {
 			c.Ui.Warn(fmt.Sprintf("Warning: policy %s does not fit workload %s: %s", spec.Name, workload, w))
 		}
 	}

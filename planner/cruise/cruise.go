@@ -52,6 +52,7 @@ type Cruise struct {
 
 var (
 	_ planner.Algorithm    = (*Cruise)(nil)
+	_ planner.Describer    = (*Cruise)(nil)
 	_ planner.Configurable = (*Cruise)(nil)
 )
 
@@ -60,6 +61,12 @@ func New() planner.Algorithm { return &Cruise{cfg: DefaultConfig()} }
 
 // Name returns "cruise".
 func (*Cruise) Name() string { return Name }
+
+// Capabilities: Cruise splits jobs from their measured subtasks
+// (planner.Describer).
+func (*Cruise) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorSubtasks}}
+}
 
 // SetConfig takes min_gain (a fraction in [0, 1), default 0.05) and
 // opportunistic (true or false, default true). Unknown keys and bad values

@@ -1,6 +1,8 @@
 // Package cruise is Cruise's Optimizer (Lee's dissertation, ch. 3): of
 // the machines a parameter-server job is given, how many run workers and
-// how many servers, and when to reconfigure a running job.
+// how many servers, and when to reconfigure a running job. The cost model
+// and its estimator below (Cost, Estimate, Machine) live in
+// planner/subtask, which drf reads too; this package names them.
 //
 // # Cost model (§3.2)
 //

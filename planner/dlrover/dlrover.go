@@ -69,6 +69,7 @@ type DLRover struct {
 
 var (
 	_ planner.Algorithm    = (*DLRover)(nil)
+	_ planner.Describer    = (*DLRover)(nil)
 	_ planner.Configurable = (*DLRover)(nil)
 )
 
@@ -92,6 +93,12 @@ func NewWithOptions(opts Options) *DLRover {
 
 // Name returns "dlrover".
 func (*DLRover) Name() string { return Name }
+
+// Capabilities: DLRover sizes jobs from their measured usage
+// (planner.Describer).
+func (*DLRover) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorUsage}}
+}
 
 // optionNames lists the options SetConfig takes, for its error.
 const optionNames = "c_total, c_max, ps_cpu, ps_util, hot_ratio, k, min_interval, mem_margin, ps_oom_threshold and core_mhz"

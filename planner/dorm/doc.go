@@ -23,7 +23,7 @@
 //     tasks take together; it is linear for a job whose roles have the
 //     same dominant type (every all-reduce job), and otherwise linearised
 //     exactly with one binary per candidate type (s ≥ a_k, s ≤ a_k +
-//     1 − y_k, Σ y_k = 1). ŝ_i is drf.Shares' theoretical DRF share of the
+//     1 − y_k, Σ y_k = 1). ŝ_i is fairshare.DRF's theoretical DRF share of the
 //     cluster's aggregate ("derived from DRF based on the algorithms
 //     proposed in [18]"), the same measure `caravan sim` reports
 //     (simulate.JobFairness).

@@ -75,6 +75,7 @@ type Dorm struct {
 
 var (
 	_ planner.Algorithm    = (*Dorm)(nil)
+	_ planner.Describer    = (*Dorm)(nil)
 	_ planner.Configurable = (*Dorm)(nil)
 )
 
@@ -94,6 +95,10 @@ func NewWithLogger(logger hclog.Logger) *Dorm {
 
 // Name returns "dorm".
 func (*Dorm) Name() string { return Name }
+
+// Capabilities: Dorm plans from the jobs' specs and placements alone
+// (planner.Describer).
+func (*Dorm) Capabilities() planner.Capabilities { return planner.Capabilities{} }
 
 // LastSolve describes the last Plan's solve.
 func (d *Dorm) LastSolve() Solve { return d.last }

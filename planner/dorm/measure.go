@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/planner/drf"
+	"github.com/caravan-sched/caravan/planner/fairshare"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -18,7 +18,7 @@ type Measures struct {
 	Utilisation float64
 	// FairnessLoss is eq. 2: Σ_i |s_i − ŝ_i|, s_i the largest share of one
 	// resource type that job i's tasks take together and ŝ_i its share
-	// under drf.Shares (the theoretical DRF allocation of the cluster's
+	// under fairshare.DRF (the theoretical DRF allocation of the cluster's
 	// aggregate) on the same request.
 	FairnessLoss float64
 	// Adjusted is eq. 4: the jobs running before and after whose per-node
@@ -96,24 +96,24 @@ func (r resources) dominant(t planner.JobTasks, ps, w int) float64 {
 	return s
 }
 
-// fairShares returns ŝ_i by job (namespace and ID): drf.Shares of the jobs' elastic
+// fairShares returns ŝ_i by job (namespace and ID): fairshare.DRF of the jobs' elastic
 // demands over the cluster's aggregate, minimums served in planner/drf's
 // order (priority, then namespace and ID), as `caravan sim` measures them.
 func (r resources) fairShares(c *planner.Cluster, views []*planner.Job) map[structs.JobKey]float64 {
 	order := slices.Clone(views)
 	planner.SortJobs(order)
 	slices.SortStableFunc(order, func(a, b *planner.Job) int { return cmp.Compare(b.Job.Priority, a.Job.Priority) })
-	demands := make([]drf.Demand, len(order))
+	demands := make([]fairshare.Demand, len(order))
 	for i, v := range order {
 		t := c.JobTasks(v)
 		ps, workers := v.Bounds()
-		demands[i] = drf.Demand{Worker: r.demand(t.Worker), Workers: workers, Weight: v.Job.Weight}
+		demands[i] = fairshare.Demand{Worker: r.demand(t.Worker), Workers: workers, Weight: v.Job.Weight}
 		if v.HasPS() {
 			demands[i].Server, demands[i].Servers = r.demand(t.PS), ps
 		}
 	}
 	out := make(map[structs.JobKey]float64, len(order))
-	for i, a := range drf.Shares(r.total, demands) {
+	for i, a := range fairshare.DRF(r.total, demands) {
 		out[order[i].Job.Key()] = a.Share
 	}
 	return out
@@ -127,7 +127,7 @@ func at(v []float64, k int) float64 {
 	return 0
 }
 
-// Measure computes eqs. 1, 2 and 4 of dec for req, ŝ from drf.Shares.
+// Measure computes eqs. 1, 2 and 4 of dec for req, ŝ from fairshare.DRF.
 func Measure(req *planner.Request, dec *planner.Decision) Measures {
 	c := planner.NewCluster(req.Nodes)
 	r := newResources(c)

@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/planner/cruise"
 	"github.com/caravan-sched/caravan/planner/internal/pq"
 	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/planner/subtask"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -25,6 +25,7 @@ type DRF struct {
 
 var (
 	_ planner.Algorithm    = (*DRF)(nil)
+	_ planner.Describer    = (*DRF)(nil)
 	_ planner.Configurable = (*DRF)(nil)
 )
 
@@ -52,6 +53,15 @@ func New() planner.Algorithm { return &DRF{} }
 
 // Name returns "drf".
 func (*DRF) Name() string { return Name }
+
+// Capabilities: DRF reads the jobs' subtasks under split = "cruise",
+// and nothing else (planner.Describer).
+func (d *DRF) Capabilities() planner.Capabilities {
+	if d.cruise {
+		return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorSubtasks}}
+	}
+	return planner.Capabilities{}
+}
 
 type job struct {
 	view       *planner.Job
@@ -94,7 +104,7 @@ func (d *DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 	for i, v := range views {
 		ps, workers := v.Bounds()
 		j := &job{view: v, tasks: c.JobTasks(v), minW: max(workers.Min, 1), maxW: workers.Max, weight: v.Job.Weight, psPerWorker: 1}
-		if cost, ok := cruise.Estimate(v.Subtasks); ok && d.cruise {
+		if cost, ok := subtask.Estimate(v.Subtasks); ok && d.cruise {
 			j.psPerWorker = min(1, math.Sqrt(cost.K/cost.A))
 		}
 		if v.HasPS() {
@@ -145,26 +155,26 @@ func (d *DRF) Plan(req *planner.Request) (*planner.Decision, error) {
 		h.Push(i)
 	}
 
-	return &planner.Decision{Placements: place(c, jobs)}, nil
+	return place(c, jobs), nil
 }
 
-func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
+// place places the jobs with placement.Decision, smallest weighted share
+// first.
+func place(c *planner.Cluster, jobs []*job) *planner.Decision {
 	in := make([]placement.Job, len(jobs))
 	for i, j := range jobs {
 		in[i] = placement.Job{
-			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
-			Current: j.view.Current, Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
+			View: j.view, Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
+			Allocated: j.active, Size: j.share() * j.weight, Shrink: j.shrink,
 		}
 	}
-	out := make([]*structs.Placement, len(jobs))
-	for i, r := range placement.PlaceAll(c, in) {
+	return placement.Decision(c, in, func(i int, r placement.Result) string {
 		j := jobs[i]
 		if !r.Placed() {
 			if j.paused == "" {
-				j.paused = fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
+				return fmt.Sprintf("drf: waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
 			}
-			out[i] = planner.Paused(j.view, j.paused)
-			continue
+			return j.paused
 		}
 		reason := "the cluster has no room for more"
 		switch {
@@ -176,13 +186,8 @@ func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
 			reason = "at its maximum"
 		}
 		j.p, j.w = r.PS, r.Workers
-		out[i] = &structs.Placement{
-			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes,
-			Reason: fmt.Sprintf("drf: %s at dominant share %.3f; %s", structs.Shape{PS: r.PS, Workers: r.Workers}, j.share()*j.weight, reason),
-		}
-	}
-	planner.SortPlacements(out)
-	return out
+		return fmt.Sprintf("drf: %s at dominant share %.3f; %s", structs.Shape{PS: r.PS, Workers: r.Workers}, j.share()*j.weight, reason)
+	})
 }
 
 // shrink drops a worker, and a parameter server when that leaves more of

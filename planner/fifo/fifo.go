@@ -15,13 +15,20 @@ const Name = "fifo"
 // FIFO implements planner.Algorithm.
 type FIFO struct{}
 
-var _ planner.Algorithm = (*FIFO)(nil)
+var (
+	_ planner.Algorithm = (*FIFO)(nil)
+	_ planner.Describer = (*FIFO)(nil)
+)
 
 // New returns FIFO.
 func New() planner.Algorithm { return &FIFO{} }
 
 // Name returns "fifo".
 func (*FIFO) Name() string { return Name }
+
+// Capabilities: FIFO runs jobs at their fixed request and reads no
+// estimator (planner.Describer).
+func (*FIFO) Capabilities() planner.Capabilities { return planner.Capabilities{FixedSize: true} }
 
 // Plan keeps running jobs where they are, then places waiting jobs in
 // arrival order (submit time, then namespace and ID).

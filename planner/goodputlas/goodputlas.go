@@ -31,6 +31,7 @@ type GoodputLAS struct {
 
 var (
 	_ planner.Algorithm    = (*GoodputLAS)(nil)
+	_ planner.Describer    = (*GoodputLAS)(nil)
 	_ planner.Configurable = (*GoodputLAS)(nil)
 )
 
@@ -53,6 +54,12 @@ func (g *GoodputLAS) options(arrival bool) pollux.Options {
 
 // Name returns "goodput-las".
 func (*GoodputLAS) Name() string { return Name }
+
+// Capabilities: goodput-las reads the goodput models and the attained
+// service, and chooses each job's batch size (planner.Describer).
+func (*GoodputLAS) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorAttainedService, planner.EstimatorGoodput}, ChoosesBatch: true}
+}
 
 // weight is s₀/(s₀ + a) for a job that has held a GPU-seconds.
 func (g *GoodputLAS) weight(j *planner.Job) float64 {

@@ -46,6 +46,7 @@ type Harmony struct {
 
 var (
 	_ planner.Algorithm    = (*Harmony)(nil)
+	_ planner.Describer    = (*Harmony)(nil)
 	_ planner.Configurable = (*Harmony)(nil)
 )
 
@@ -54,6 +55,12 @@ func New() planner.Algorithm { return &Harmony{opts: DefaultOptions()} }
 
 // Name returns "harmony".
 func (*Harmony) Name() string { return Name }
+
+// Capabilities: Harmony groups jobs by their measured subtasks
+// (planner.Describer).
+func (*Harmony) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorSubtasks}}
+}
 
 // SetConfig sets similarity and min_gain, each a number in [0, 1); keys
 // left out take their defaults, unknown keys are errors. It checks every

@@ -41,7 +41,9 @@ type Colocated struct{}
 
 var (
 	_ planner.Algorithm = (*Isolated)(nil)
+	_ planner.Describer = (*Isolated)(nil)
 	_ planner.Algorithm = (*Colocated)(nil)
+	_ planner.Describer = (*Colocated)(nil)
 )
 
 // NewIsolated returns the isolated baseline.
@@ -55,6 +57,19 @@ func (*Isolated) Name() string { return IsolatedName }
 
 // Name returns "colocated".
 func (*Colocated) Name() string { return ColocatedName }
+
+// Capabilities: the isolated baseline runs jobs at the DoP of their
+// measured subtasks (planner.Describer).
+func (*Isolated) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorSubtasks}}
+}
+
+// Capabilities: the co-located baseline runs jobs at the DoP of their
+// measured subtasks, and the jobs it puts together are not coordinated:
+// that is its point (planner.Describer).
+func (*Colocated) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorSubtasks}, Uncoordinated: true}
+}
 
 // IsolatedDoP is the DoP (machines, one worker and one server on each) the
 // isolated baseline gives a job of profile p on at most limit machines.

@@ -79,7 +79,10 @@ type Optimus struct {
 	opts Options
 }
 
-var _ planner.Algorithm = (*Optimus)(nil)
+var (
+	_ planner.Algorithm = (*Optimus)(nil)
+	_ planner.Describer = (*Optimus)(nil)
+)
 
 // New returns Optimus with the default options.
 func New() planner.Algorithm { return NewWithOptions(Options{}) }
@@ -101,6 +104,12 @@ func (o *Optimus) Name() string {
 		return NameRelative
 	}
 	return Name
+}
+
+// Capabilities: Optimus reads the loss curves and speed models and sizes
+// jobs from the speed models (planner.Describer).
+func (*Optimus) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorLoss, planner.EstimatorSpeed}, SpeedModels: true}
 }
 
 // SetConfig sets young_factor, a number in (0, 1], and rescale_cost, a
@@ -231,7 +240,7 @@ func (o *Optimus) Plan(req *planner.Request) (*planner.Decision, error) {
 		}
 	}
 
-	return &planner.Decision{Placements: place(c, jobs)}, nil
+	return place(c, jobs), nil
 }
 
 func (o *Optimus) newJob(c *planner.Cluster, agg *planner.Aggregate, v *planner.Job) *job {
@@ -406,37 +415,27 @@ func (o *Optimus) allocateScan(jobs []*job, agg *planner.Aggregate) {
 	}
 }
 
-// place places the jobs with placement.PlaceAll and returns the placements
-// in (namespace, job) order.
-func place(c *planner.Cluster, jobs []*job) []*structs.Placement {
+// place places the jobs with placement.Decision, smallest first.
+func place(c *planner.Cluster, jobs []*job) *planner.Decision {
 	in := make([]placement.Job, len(jobs))
 	for i, j := range jobs {
 		in[i] = placement.Job{
-			Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
-			Current: j.view.Current, Allocated: j.active, Size: float64(j.p)*j.domP + float64(j.w)*j.domW, Shrink: j.shrink,
+			View: j.view, Tasks: j.tasks, PS: j.p, Workers: j.w, MinPS: j.minP, MinWorkers: j.minW,
+			Allocated: j.active, Size: float64(j.p)*j.domP + float64(j.w)*j.domW, Shrink: j.shrink,
 		}
 	}
-	out := make([]*structs.Placement, len(jobs))
-	for i, r := range placement.PlaceAll(c, in) {
+	return placement.Decision(c, in, func(i int, r placement.Result) string {
 		j := jobs[i]
-		if !r.Placed() {
-			if j.paused == "" {
-				j.paused = fmt.Sprintf("waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
-			}
-			out[i] = planner.Paused(j.view, j.paused)
-			continue
+		switch {
+		case !r.Placed() && j.paused != "":
+			return j.paused
+		case !r.Placed():
+			return fmt.Sprintf("waiting: no set of nodes has room for the minimum of %s", structs.Shape{PS: j.minP, Workers: j.minW})
+		case r.Backfilled:
+			return fmt.Sprintf("optimus: %s, its minimum, in room the others left", structs.Shape{PS: r.PS, Workers: r.Workers})
 		}
-		reason := fmt.Sprintf("optimus: %s, its minimum, in room the others left", structs.Shape{PS: r.PS, Workers: r.Workers})
-		if !r.Backfilled {
-			reason = j.explain(r.PS, r.Workers)
-		}
-		out[i] = &structs.Placement{
-			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID,
-			NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes, Reason: reason,
-		}
-	}
-	planner.SortPlacements(out)
-	return out
+		return j.explain(r.PS, r.Workers)
+	})
 }
 
 // shrink returns (p, w) less the task whose loss lengthens the job least,

@@ -11,6 +11,10 @@ import (
 // Job is one job for PlaceAll: the counts its allocation gave it, the least
 // it runs with, and how it shrinks.
 type Job struct {
+	// View is the job; where it runs now is View.Current, nil if
+	// nowhere. A job allocated the same counts stays there when it still
+	// fits: moving it would restart it for nothing.
+	View              *planner.Job
 	Tasks             planner.JobTasks
 	PS, Workers       int
 	MinPS, MinWorkers int
@@ -22,10 +26,6 @@ type Job struct {
 	// Shrink returns the counts with one task fewer, or false when ps and
 	// workers are the job's minimum.
 	Shrink func(ps, workers int) (int, int, bool)
-	// Current is where the job runs now, nil if nowhere. A job allocated
-	// the same counts stays there when it still fits: moving it would
-	// restart it for nothing.
-	Current *structs.Placement
 }
 
 // Result is where PlaceAll put a job. Nodes is nil when the job got
@@ -97,5 +97,28 @@ func PlaceAll(c *planner.Cluster, jobs []Job) []Result {
 // keep takes the capacity of j's current placement when j was allocated the
 // same counts and still fits there.
 func keep(c *planner.Cluster, j Job) *structs.Placement {
-	return c.KeepCurrent(j.Current, j.Tasks, j.PS, j.Workers)
+	return c.KeepCurrent(j.View.Current, j.Tasks, j.PS, j.Workers)
+}
+
+// Decision is PlaceAll's results as an algorithm's decision, for the
+// algorithms that allocate counts first and place them with PlaceAll
+// (drf, optimus): one placement per job, sorted by job
+// (planner.SortPlacements). reason(i, r) says why jobs[i] got r; for a job
+// PlaceAll gave nothing (!r.Placed()), it is the reason the job is paused
+// with.
+func Decision(c *planner.Cluster, jobs []Job, reason func(i int, r Result) string) *planner.Decision {
+	out := make([]*structs.Placement, len(jobs))
+	for i, r := range PlaceAll(c, jobs) {
+		v := jobs[i].View
+		if !r.Placed() {
+			out[i] = planner.Paused(v, reason(i, r))
+			continue
+		}
+		out[i] = &structs.Placement{
+			Namespace: v.Job.Namespace, JobID: v.Job.ID, NumPS: r.PS, NumWorkers: r.Workers, Nodes: r.Nodes,
+			Reason: reason(i, r),
+		}
+	}
+	planner.SortPlacements(out)
+	return &planner.Decision{Placements: out}
 }

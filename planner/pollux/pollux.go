@@ -67,6 +67,7 @@ type Pollux struct {
 
 var (
 	_ planner.Algorithm    = (*Pollux)(nil)
+	_ planner.Describer    = (*Pollux)(nil)
 	_ planner.Configurable = (*Pollux)(nil)
 )
 
@@ -78,6 +79,12 @@ func NewWithOptions(opts Options) *Pollux { return &Pollux{opts: opts.withDefaul
 
 // Name returns "pollux".
 func (*Pollux) Name() string { return Name }
+
+// Capabilities: Pollux reads the goodput models and chooses each job's
+// batch size (planner.Describer).
+func (*Pollux) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorGoodput}, ChoosesBatch: true}
+}
 
 // SetConfig takes population and generations (positive integers),
 // fairness (a number at most 1), restart_delay (a positive duration) and

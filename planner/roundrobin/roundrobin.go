@@ -16,13 +16,20 @@ const Name = "roundrobin"
 // RoundRobin implements planner.Algorithm.
 type RoundRobin struct{}
 
-var _ planner.Algorithm = (*RoundRobin)(nil)
+var (
+	_ planner.Algorithm = (*RoundRobin)(nil)
+	_ planner.Describer = (*RoundRobin)(nil)
+)
 
 // New returns RoundRobin.
 func New() planner.Algorithm { return &RoundRobin{} }
 
 // Name returns "roundrobin".
 func (*RoundRobin) Name() string { return Name }
+
+// Capabilities: round robin runs jobs at their fixed request and reads
+// no estimator (planner.Describer).
+func (*RoundRobin) Capabilities() planner.Capabilities { return planner.Capabilities{FixedSize: true} }
 
 // byArrival orders jobs by submit time, then creation index, then
 // namespace and ID.

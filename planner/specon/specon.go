@@ -60,6 +60,7 @@ var (
 	_ planner.Algorithm    = (*SpeCon)(nil)
 	_ planner.Configurable = (*SpeCon)(nil)
 	_ planner.ModelDriven  = (*SpeCon)(nil)
+	_ planner.Describer    = (*SpeCon)(nil)
 )
 
 // New returns SpeCon over the default base (fifo), looked up in bases.
@@ -119,6 +120,18 @@ func (s *SpeCon) Options() Options { return s.opts }
 func (s *SpeCon) SpeedModels() bool {
 	m, ok := s.base.(planner.ModelDriven)
 	return ok && m.SpeedModels()
+}
+
+// Capabilities are the base's, as it runs now under SpeCon's options,
+// with the jobs' progress, which SpeCon categorizes them by: SpeCon only
+// moves what the base decided, so it runs jobs at the sizes and batches
+// the base chose (planner.Describer).
+func (s *SpeCon) Capabilities() planner.Capabilities {
+	c := planner.CapabilitiesOf(s.base)
+	if !c.ReadsEstimator(planner.EstimatorProgress) {
+		c.Reads = append(slices.Clone(c.Reads), planner.EstimatorProgress)
+	}
+	return c
 }
 
 // SetConfig sets base (a built-in algorithm's name other than specon),

@@ -104,7 +104,7 @@ func (st *state) move(i, n int, reason string) {
 	nt.NodeID = st.c.Nodes[n].ID
 	st.out[i] = &structs.Placement{
 		Namespace: p.Namespace, JobID: p.JobID, NumPS: p.NumPS, NumWorkers: p.NumWorkers,
-		Nodes: []*structs.NodeTasks{&nt}, Reason: reason,
+		Nodes: []*structs.NodeTasks{&nt}, Batch: p.Batch, Reason: reason,
 	}
 	st.recount()
 }

@@ -16,13 +16,22 @@ const Name = "tetris"
 // Tetris implements planner.Algorithm.
 type Tetris struct{}
 
-var _ planner.Algorithm = (*Tetris)(nil)
+var (
+	_ planner.Algorithm = (*Tetris)(nil)
+	_ planner.Describer = (*Tetris)(nil)
+)
 
 // New returns Tetris.
 func New() planner.Algorithm { return &Tetris{} }
 
 // Name returns "tetris".
 func (*Tetris) Name() string { return Name }
+
+// Capabilities: Tetris runs jobs at their fixed request and reads the
+// loss curves and speed models for its duration term (planner.Describer).
+func (*Tetris) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorLoss, planner.EstimatorSpeed}, FixedSize: true}
+}
 
 // remainingTime predicts a job's remaining seconds at its fixed request;
 // without a speed model it assumes one step per second.

@@ -29,6 +29,7 @@ type Tiresias struct {
 
 var (
 	_ planner.Algorithm    = (*Tiresias)(nil)
+	_ planner.Describer    = (*Tiresias)(nil)
 	_ planner.Configurable = (*Tiresias)(nil)
 )
 
@@ -37,6 +38,12 @@ func New() planner.Algorithm { return &Tiresias{threshold: DefaultQueueThreshold
 
 // Name returns "tiresias".
 func (*Tiresias) Name() string { return Name }
+
+// Capabilities: Tiresias runs jobs at their fixed request, queued by
+// their attained service (planner.Describer).
+func (*Tiresias) Capabilities() planner.Capabilities {
+	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorAttainedService}, FixedSize: true}
+}
 
 // SetConfig sets queue_threshold, the GPU time after which a job moves to
 // the second queue, as a positive duration of GPU time ("16h": 16

@@ -34,16 +34,16 @@ type PluginInfo struct {
 	Name    string
 	Version string
 	// APIVersions lists the contract versions the algorithm speaks.
-	APIVersions  []string
+	APIVersions []string
+	// Capabilities are what the algorithm declares under the options
+	// last set; the host asks again after every SetConfig.
 	Capabilities Capabilities
 }
 
-// Capabilities are what the host should know of how an algorithm decides.
-type Capabilities struct {
-	// SpeedModels: the algorithm sizes jobs from their fitted speed models
-	// (planner.ModelDriven), so the host profiles new jobs for it.
-	SpeedModels bool
-}
+// Capabilities are what the host should know of how an algorithm decides:
+// the declaration a built-in makes as a planner.Describer, which a plugin
+// makes in its PluginInfo.
+type Capabilities = planner.Capabilities
 
 // Algorithm is the contract every algorithm meets, built-in or plugin.
 // Implementations are called by one goroutine at a time.
@@ -78,7 +78,9 @@ func Negotiate(info *PluginInfo, host []string) (string, error) {
 
 // FromPlanner returns a planner.Algorithm under the contract, as the
 // built-ins run in-process and in their plugin binaries. SetConfig passes
-// options to a planner.Configurable and refuses them otherwise.
+// options to a planner.Configurable and refuses them otherwise;
+// PluginInfo's capabilities are planner.CapabilitiesOf the algorithm as it
+// is configured then.
 func FromPlanner(alg planner.Algorithm, version string) Algorithm {
 	return &inProcess{alg: alg, version: version}
 }
@@ -89,10 +91,9 @@ type inProcess struct {
 }
 
 func (a *inProcess) PluginInfo(context.Context) (*PluginInfo, error) {
-	md, ok := a.alg.(planner.ModelDriven)
 	return &PluginInfo{
 		Name: a.alg.Name(), Version: a.version, APIVersions: APIVersions,
-		Capabilities: Capabilities{SpeedModels: ok && md.SpeedModels()},
+		Capabilities: planner.CapabilitiesOf(a.alg),
 	}, nil
 }
 

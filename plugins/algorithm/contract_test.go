@@ -9,6 +9,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/plugins/algorithm"
+	pb "github.com/caravan-sched/caravan/plugins/algorithm/proto/v1"
 	"github.com/caravan-sched/caravan/version"
 	"github.com/shoenig/test/must"
 )
@@ -59,6 +60,38 @@ func TestContract_Config(t *testing.T) {
 
 	fifo := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["fifo"](), version.Version))
 	must.ErrorContains(t, fifo.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"x": "1"}), `algorithm "fifo" takes no options`)
+}
+
+// TestContract_Capabilities: a plugin's declaration crosses the wire
+// whole and follows its options, as a built-in's does in-process.
+func TestContract_Capabilities(t *testing.T) {
+	ctx := context.Background()
+	remote := algorithm.TestClient(t, algorithm.FromPlanner(builtin.Algorithms["specon"](), version.Version))
+	info, err := remote.PluginInfo(ctx)
+	must.NoError(t, err)
+	must.Eq(t, planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorProgress}, FixedSize: true}, info.Capabilities)
+
+	must.NoError(t, remote.SetConfig(ctx, algorithm.APIVersion1, map[string]string{"base": "goodput-las"}))
+	info, err = remote.PluginInfo(ctx)
+	must.NoError(t, err)
+	must.Eq(t, planner.Capabilities{
+		Reads:        []planner.Estimator{planner.EstimatorAttainedService, planner.EstimatorGoodput, planner.EstimatorProgress},
+		ChoosesBatch: true,
+	}, info.Capabilities)
+}
+
+// TestCapabilitiesFromProto: the host keeps the estimators it knows, once
+// each, and drops the others.
+func TestCapabilitiesFromProto(t *testing.T) {
+	got := algorithm.CapabilitiesFromProto(&pb.Capabilities{
+		Reads:         []string{"usage", "gpu_temperature", "usage", "loss", ""},
+		FixedSize:     true,
+		Uncoordinated: true,
+	})
+	must.Eq(t, planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorUsage, planner.EstimatorLoss}, FixedSize: true, Uncoordinated: true}, got)
+	must.Eq(t, planner.Capabilities{}, algorithm.CapabilitiesFromProto(nil))
+	all := planner.Capabilities{Reads: planner.Estimators, SpeedModels: true, FixedSize: true, ChoosesBatch: true, Uncoordinated: true}
+	must.Eq(t, all, algorithm.CapabilitiesFromProto(algorithm.CapabilitiesToProto(all)))
 }
 
 func TestNegotiate(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -120,6 +121,37 @@ func DecisionFromProto(p *pb.PlanResponse) (*planner.Decision, error) {
 		return nil, fmt.Errorf("malformed plan response: %w", errors.Join(errs...))
 	}
 	return dec, nil
+}
+
+// CapabilitiesToProto returns the wire form of c.
+func CapabilitiesToProto(c Capabilities) *pb.Capabilities {
+	p := &pb.Capabilities{
+		SpeedModels: c.SpeedModels, FixedSize: c.FixedSize,
+		ChoosesBatch: c.ChoosesBatch, Uncoordinated: c.Uncoordinated,
+	}
+	for _, e := range c.Reads {
+		p.Reads = append(p.Reads, string(e))
+	}
+	return p
+}
+
+// CapabilitiesFromProto returns the capabilities p declares; the zero
+// declaration for a nil p. Of the estimators p reads, it keeps those the
+// host knows (planner.Estimators), once each, in p's order: a name from a
+// newer plugin means nothing here, and the list stays bounded whatever the
+// plugin sends.
+func CapabilitiesFromProto(p *pb.Capabilities) Capabilities {
+	c := Capabilities{
+		SpeedModels: p.GetSpeedModels(), FixedSize: p.GetFixedSize(),
+		ChoosesBatch: p.GetChoosesBatch(), Uncoordinated: p.GetUncoordinated(),
+	}
+	for _, name := range p.GetReads() {
+		e := planner.Estimator(name)
+		if slices.Contains(planner.Estimators, e) && !c.ReadsEstimator(e) {
+			c.Reads = append(c.Reads, e)
+		}
+	}
+	return c
 }
 
 // Errors.

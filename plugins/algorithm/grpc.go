@@ -68,7 +68,7 @@ func (s *server) PluginInfo(ctx context.Context, _ *pb.PluginInfoRequest) (*pb.P
 	}
 	return &pb.PluginInfoResponse{
 		Name: info.Name, Version: info.Version, ApiVersions: info.APIVersions,
-		Capabilities: &pb.Capabilities{SpeedModels: info.Capabilities.SpeedModels},
+		Capabilities: CapabilitiesToProto(info.Capabilities),
 	}, nil
 }
 
@@ -106,7 +106,7 @@ func (c *client) PluginInfo(ctx context.Context) (*PluginInfo, error) {
 	}
 	return &PluginInfo{
 		Name: resp.GetName(), Version: resp.GetVersion(), APIVersions: resp.GetApiVersions(),
-		Capabilities: Capabilities{SpeedModels: resp.GetCapabilities().GetSpeedModels()},
+		Capabilities: CapabilitiesFromProto(resp.GetCapabilities()),
 	}, nil
 }
 

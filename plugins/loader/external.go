@@ -192,6 +192,23 @@ func (e *external) configureLocked(alg algorithm.Algorithm, options map[string]s
 		}
 		return fmt.Errorf("options of plugin %q: %w", e.cfg.Name, err)
 	}
+	// A declaration may depend on the options: ask again under these.
+	info, err := alg.PluginInfo(ctx)
+	if err != nil {
+		e.applied = nil
+		if ctx.Err() != nil {
+			e.failLocked(fmt.Errorf("no answer to its plugin info within %s: %w", e.opts.PlanTimeout, err))
+			return fmt.Errorf("%w: plugin %q: %w", ErrUnavailable, e.cfg.Name, err)
+		}
+		if e.lostLocked(err) {
+			return fmt.Errorf("%w: plugin %q: %w", ErrUnavailable, e.cfg.Name, err)
+		}
+		return fmt.Errorf("plugin %q: capabilities under its options: %w", e.cfg.Name, err)
+	}
+	updated := *e.info
+	updated.Capabilities = info.Capabilities
+	e.info = &updated
+	e.publishLocked()
 	e.applied = maps.Clone(options)
 	if e.applied == nil {
 		e.applied = map[string]string{}
@@ -219,17 +236,42 @@ const validateWait = 5 * time.Second
 type proxy struct {
 	e       *external
 	options map[string]string
+	// caps is what the plugin declared under these options when they were
+	// last set; nil until they were.
+	caps atomic.Pointer[planner.Capabilities]
 }
 
 var (
 	_ planner.Algorithm   = (*proxy)(nil)
 	_ planner.ModelDriven = (*proxy)(nil)
+	_ planner.Describer   = (*proxy)(nil)
 )
 
 func (p *proxy) Name() string { return p.e.cfg.Name }
 
 // SpeedModels reports the plugin's capability as it last said.
-func (p *proxy) SpeedModels() bool { return p.e.published.Load().SpeedModels }
+func (p *proxy) SpeedModels() bool { return p.Capabilities().SpeedModels }
+
+// Capabilities are what the plugin declared under the proxy's options
+// when they were last set on it; before that, only SpeedModels as the
+// plugin last said it. They do not wait for a plan in flight.
+func (p *proxy) Capabilities() planner.Capabilities {
+	if c := p.caps.Load(); c != nil {
+		return *c
+	}
+	return planner.Capabilities{SpeedModels: p.e.published.Load().SpeedModels}
+}
+
+// configuredLocked sets the proxy's options on the running plugin and
+// records what the plugin declares under them.
+func (p *proxy) configuredLocked(alg algorithm.Algorithm) error {
+	if err := p.e.configureLocked(alg, p.options); err != nil {
+		return err
+	}
+	c := p.e.info.Capabilities
+	p.caps.Store(&c)
+	return nil
+}
 
 // validate starts the plugin if needed and sets the options, which
 // checks them. A plugin due to start again within validateWait is
@@ -244,7 +286,7 @@ func (p *proxy) validate() error {
 	if err != nil {
 		return err
 	}
-	return p.e.configureLocked(alg, p.options)
+	return p.configuredLocked(alg)
 }
 
 // Plan asks the plugin, within the plan timeout. A plugin that crashed,
@@ -258,7 +300,7 @@ func (p *proxy) Plan(req *planner.Request) (*planner.Decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.configureLocked(alg, p.options); err != nil {
+	if err := p.configuredLocked(alg); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.opts.PlanTimeout)

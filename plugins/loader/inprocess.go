@@ -37,6 +37,7 @@ type inProcess struct {
 var (
 	_ planner.Algorithm   = (*inProcess)(nil)
 	_ planner.ModelDriven = (*inProcess)(nil)
+	_ planner.Describer   = (*inProcess)(nil)
 )
 
 // newBuiltin builds the algorithm, sets its options and reads its
@@ -80,6 +81,10 @@ func (b *inProcess) Name() string { return b.name }
 
 // SpeedModels reports the algorithm's capability as it said when built.
 func (b *inProcess) SpeedModels() bool { return b.info.Capabilities.SpeedModels }
+
+// Capabilities are what the algorithm declared when built, under the
+// handle's options.
+func (b *inProcess) Capabilities() planner.Capabilities { return b.info.Capabilities }
 
 // Plan runs the algorithm. A panic is returned as an error, and the
 // instance that panicked is never used again.

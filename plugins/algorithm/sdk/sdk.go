@@ -44,6 +44,11 @@ type Plugin struct {
 	// SpeedModels: Plan sizes jobs from their fitted speed models, so
 	// Caravan should profile new jobs first.
 	SpeedModels bool
+	// Capabilities, when not nil, declares what Plan reads and does under
+	// options (planner.Capabilities; its SpeedModels is ORed with the
+	// field above). Nil declares that Plan reads only the jobs' specs and
+	// placements and sizes jobs within their elastic bounds.
+	Capabilities func(options map[string]string) algorithm.Capabilities
 
 	options map[string]string
 }
@@ -56,9 +61,14 @@ var Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stderr, 
 
 // PluginInfo implements algorithm.Algorithm.
 func (p *Plugin) PluginInfo(context.Context) (*algorithm.PluginInfo, error) {
+	var c algorithm.Capabilities
+	if p.Capabilities != nil {
+		c = p.Capabilities(p.options)
+	}
+	c.SpeedModels = c.SpeedModels || p.SpeedModels
 	return &algorithm.PluginInfo{
 		Name: p.Name, Version: p.Version, APIVersions: algorithm.APIVersions,
-		Capabilities: algorithm.Capabilities{SpeedModels: p.SpeedModels},
+		Capabilities: c,
 	}, nil
 }
 

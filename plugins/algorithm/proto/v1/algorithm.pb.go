@@ -134,11 +134,27 @@ func (x *PluginInfoResponse) GetCapabilities() *Capabilities {
 	return nil
 }
 
+// Capabilities are what the algorithm declares of how it decides, under
+// the options last set: the host reads them after every SetConfig, and
+// treats the plugin as it treats a built-in that declares the same.
 type Capabilities struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// speed_models: the algorithm sizes jobs from their fitted speed
 	// models, so the host profiles new jobs for it.
-	SpeedModels   bool `protobuf:"varint,1,opt,name=speed_models,json=speedModels,proto3" json:"speed_models,omitempty"`
+	SpeedModels bool `protobuf:"varint,1,opt,name=speed_models,json=speedModels,proto3" json:"speed_models,omitempty"`
+	// reads names the estimators Plan reads: "loss", "speed", "subtasks",
+	// "progress", "usage", "attained_service", "goodput"
+	// (planner.Estimator). The host ignores names it does not know.
+	Reads []string `protobuf:"bytes,2,rep,name=reads,proto3" json:"reads,omitempty"`
+	// fixed_size: Plan runs every job at its fixed request (its elastic
+	// maxima) or not at all.
+	FixedSize bool `protobuf:"varint,3,opt,name=fixed_size,json=fixedSize,proto3" json:"fixed_size,omitempty"`
+	// chooses_batch: Plan chooses each job's batch size within its
+	// batch_size bounds (Placement.batch).
+	ChoosesBatch bool `protobuf:"varint,4,opt,name=chooses_batch,json=choosesBatch,proto3" json:"chooses_batch,omitempty"`
+	// uncoordinated: jobs Plan puts together on a node run without the
+	// node-local subtask coordinator (a naive co-location baseline).
+	Uncoordinated bool `protobuf:"varint,5,opt,name=uncoordinated,proto3" json:"uncoordinated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +192,34 @@ func (*Capabilities) Descriptor() ([]byte, []int) {
 func (x *Capabilities) GetSpeedModels() bool {
 	if x != nil {
 		return x.SpeedModels
+	}
+	return false
+}
+
+func (x *Capabilities) GetReads() []string {
+	if x != nil {
+		return x.Reads
+	}
+	return nil
+}
+
+func (x *Capabilities) GetFixedSize() bool {
+	if x != nil {
+		return x.FixedSize
+	}
+	return false
+}
+
+func (x *Capabilities) GetChoosesBatch() bool {
+	if x != nil {
+		return x.ChoosesBatch
+	}
+	return false
+}
+
+func (x *Capabilities) GetUncoordinated() bool {
+	if x != nil {
+		return x.Uncoordinated
 	}
 	return false
 }
@@ -3148,9 +3192,14 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12!\n" +
 	"\fapi_versions\x18\x03 \x03(\tR\vapiVersions\x12N\n" +
-	"\fcapabilities\x18\x04 \x01(\v2*.caravan.plugins.algorithm.v1.CapabilitiesR\fcapabilities\"1\n" +
+	"\fcapabilities\x18\x04 \x01(\v2*.caravan.plugins.algorithm.v1.CapabilitiesR\fcapabilities\"\xb1\x01\n" +
 	"\fCapabilities\x12!\n" +
-	"\fspeed_models\x18\x01 \x01(\bR\vspeedModels\"\xc6\x01\n" +
+	"\fspeed_models\x18\x01 \x01(\bR\vspeedModels\x12\x14\n" +
+	"\x05reads\x18\x02 \x03(\tR\x05reads\x12\x1d\n" +
+	"\n" +
+	"fixed_size\x18\x03 \x01(\bR\tfixedSize\x12#\n" +
+	"\rchooses_batch\x18\x04 \x01(\bR\fchoosesBatch\x12$\n" +
+	"\runcoordinated\x18\x05 \x01(\bR\runcoordinated\"\xc6\x01\n" +
 	"\x10SetConfigRequest\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12U\n" +

@@ -35,7 +35,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type AlgorithmClient interface {
-	// PluginInfo names the plugin and the API versions it speaks.
+	// PluginInfo names the plugin and the API versions it speaks, and
+	// declares its capabilities under the options last set.
 	PluginInfo(ctx context.Context, in *PluginInfoRequest, opts ...grpc.CallOption) (*PluginInfoResponse, error)
 	// SetConfig validates and applies the plugin's options; an invalid
 	// option leaves the configuration unchanged and returns
@@ -87,7 +88,8 @@ func (c *algorithmClient) Plan(ctx context.Context, in *PlanRequest, opts ...grp
 // All implementations must embed UnimplementedAlgorithmServer
 // for forward compatibility.
 type AlgorithmServer interface {
-	// PluginInfo names the plugin and the API versions it speaks.
+	// PluginInfo names the plugin and the API versions it speaks, and
+	// declares its capabilities under the options last set.
 	PluginInfo(context.Context, *PluginInfoRequest) (*PluginInfoResponse, error)
 	// SetConfig validates and applies the plugin's options; an invalid
 	// option leaves the configuration unchanged and returns

@@ -1,12 +1,12 @@
-package drf
+package fairshare
 
 import (
 	"github.com/caravan-sched/caravan/planner/internal/pq"
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// Demand is one job's ask for Shares: what one worker and one parameter
-// server take of each resource, in the units and order of Shares'
+// Demand is one job's ask for DRF: what one worker and one parameter
+// server take of each resource, in the units and order of DRF's
 // capacity, the job's bounds and its weight.
 type Demand struct {
 	Worker, Server []float64
@@ -18,33 +18,34 @@ type Demand struct {
 	Weight float64
 }
 
-// Allocation is what Shares gives one job: its tasks and its dominant
+// Allocation is what DRF gives one job: its tasks and its dominant
 // share, the largest share of any one resource they take together.
 type Allocation struct {
 	Workers, Servers int
 	Share            float64
 }
 
-// Shares is the theoretical DRF allocation of a cluster's aggregate
+// DRF is the theoretical DRF allocation of a cluster's aggregate
 // capacity among demands: Ghodsi et al.'s progressive filling (NSDI'11,
-// Algorithm 1), one task at a time, as Plan grows jobs. Every job first
-// gets its minimum (at least one worker, and one server for a PS job), in
-// the order given, when the capacity left holds it; a job whose minimum
-// does not fit gets nothing. Then the job of smallest weighted dominant
-// share (the earlier one on ties) gets one more worker, and a server with
-// it while it has fewer servers than workers (Plan's 1:1 ratio), until
-// its maximum or until that does not fit, after which it gets no more.
+// Algorithm 1), one task at a time, as planner/drf's Plan grows jobs.
+// Every job first gets its minimum (at least one worker, and one server
+// for a PS job), in the order given, when the capacity left holds it; a
+// job whose minimum does not fit gets nothing. Then the job of smallest
+// weighted dominant share (the earlier one on ties) gets one more worker,
+// and a server with it while it has fewer servers than workers (Plan's
+// 1:1 ratio), until its maximum or until that does not fit, after which
+// it gets no more.
 //
-// Unlike Plan, Shares ranks jobs by their dominant share as the DRF paper
-// and Dorm's eq. 2 define it, the largest share of one resource that all
-// the job's tasks take; Plan sums its tasks' dominant shares, which is the
-// same for a job whose tasks all have the same dominant resource (an
-// all-reduce job) and more for a PS job whose workers are GPU-bound and
-// servers CPU-bound. Shares does not place: it allocates the aggregate,
-// as if nodes were one. Resources of capacity 0 are ignored in shares; a
-// job that needs one gets nothing. It takes O((jobs + tasks) log jobs)
-// for the tasks it allocates, and does not modify its arguments.
-func Shares(capacity []float64, demands []Demand) []Allocation {
+// Unlike planner/drf's Plan, DRF ranks jobs by their dominant share as the
+// DRF paper and Dorm's eq. 2 define it, the largest share of one resource
+// that all the job's tasks take; Plan sums its tasks' dominant shares,
+// which is the same for a job whose tasks all have the same dominant
+// resource (an all-reduce job) and more for a PS job whose workers are
+// GPU-bound and servers CPU-bound. DRF does not place: it allocates the
+// aggregate, as if nodes were one. Resources of capacity 0 are ignored in
+// shares; a job that needs one gets nothing. It takes O((jobs + tasks) log
+// jobs) for the tasks it allocates, and does not modify its arguments.
+func DRF(capacity []float64, demands []Demand) []Allocation {
 	free := append([]float64(nil), capacity...)
 	out := make([]Allocation, len(demands))
 	fits := func(d *Demand, workers, servers int) bool {

@@ -1,4 +1,4 @@
-package drf
+package fairshare
 
 import (
 	"testing"
@@ -7,11 +7,11 @@ import (
 	"github.com/shoenig/test/must"
 )
 
-// TestShares checks the theoretical DRF allocation on cases computed by
+// TestDRF checks the theoretical DRF allocation on cases computed by
 // hand; the first is the DRF paper's example (§4.1: 9 CPUs and 18 GB,
 // tasks of <1 CPU, 4 GB> and <3 CPUs, 1 GB>: three tasks and two, each
 // at a dominant share of 2/3).
-func TestShares(t *testing.T) {
+func TestDRF(t *testing.T) {
 	upTo := func(n int) structs.Bounds { return structs.Bounds{Min: 1, Max: n} }
 	cases := []struct {
 		name     string
@@ -51,7 +51,7 @@ func TestShares(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Shares(tc.capacity, tc.demands)
+			got := DRF(tc.capacity, tc.demands)
 			must.SliceLen(t, len(tc.want), got)
 			for i := range got {
 				must.Eq(t, tc.want[i].Workers, got[i].Workers, must.Sprintf("job %d workers", i))

@@ -1,0 +1,10 @@
+// Command tiresias serves the built-in tiresias algorithm as an external
+// algorithm plugin, built from the same code the server runs in-process.
+package main
+
+import (
+	"github.com/caravan-sched/caravan/plugins/algorithm/sdk"
+	"github.com/caravan-sched/caravan/plugins/builtin/algorithm/tiresias/plugin"
+)
+
+func main() { sdk.Serve(plugin.New()) }
