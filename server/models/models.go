@@ -633,10 +633,11 @@ type Decision struct {
 func (r *Round) Decide(alg planner.Algorithm) (*Decision, error) {
 	req := &planner.Request{Now: r.now, Nodes: r.nodes}
 	pinned := map[structs.JobKey]*planner.Job{}
-	pinning := modelDriven(alg)
+	caps := planner.CapabilitiesOf(alg)
+	pinning := caps.SpeedModels
 	for i := range r.jobs {
 		rj := &r.jobs[i]
-		pj := rj.job // a copy: an algorithm's changes stay in its request
+		pj := readable(rj.job, caps) // a copy: an algorithm's changes stay in its request
 		if pinning && rj.profiling {
 			pj.Job = pin(rj.job.Job, rj.profile)
 			pinned[pj.Job.Key()] = &pj
@@ -722,11 +723,35 @@ func (r *Round) replaceStragglers(alg planner.Algorithm, req *planner.Request, d
 	return nil
 }
 
-// modelDriven reports whether alg sizes jobs from their speed models, so
-// that jobs profiling in place are pinned.
-func modelDriven(alg planner.Algorithm) bool {
-	md, ok := alg.(planner.ModelDriven)
-	return ok && md.SpeedModels()
+// readable returns j with only the estimates an algorithm declares it
+// reads (planner.Capabilities.Reads); one that declares none, such as a
+// plugin built before declarations, is handed them all.
+func readable(j planner.Job, caps planner.Capabilities) planner.Job {
+	if len(caps.Reads) == 0 {
+		return j
+	}
+	if !caps.ReadsEstimator(planner.EstimatorLoss) {
+		j.Loss = nil
+	}
+	if !caps.ReadsEstimator(planner.EstimatorSpeed) {
+		j.Speed, j.Young = nil, false
+	}
+	if !caps.ReadsEstimator(planner.EstimatorSubtasks) {
+		j.Subtasks = nil
+	}
+	if !caps.ReadsEstimator(planner.EstimatorProgress) {
+		j.Progress = nil
+	}
+	if !caps.ReadsEstimator(planner.EstimatorUsage) {
+		j.Usage = nil
+	}
+	if !caps.ReadsEstimator(planner.EstimatorAttainedService) {
+		j.AttainedService = 0
+	}
+	if !caps.ReadsEstimator(planner.EstimatorGoodput) {
+		j.Perf, j.Grad = nil, nil
+	}
+	return j
 }
 
 // decide runs alg and checks its decision.
@@ -867,7 +892,7 @@ func (s *Set) Keys() []structs.JobKey {
 // and time left.
 func (s *Set) Summaries() []*structs.JobModel {
 	out := make([]*structs.JobModel, 0, len(s.jobs))
-	pinned := modelDriven(s.alg)
+	pinned := planner.CapabilitiesOf(s.alg).SpeedModels
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		m := &structs.JobModel{Namespace: k.Namespace, JobID: k.ID, Step: int64(e.loss.step)}
