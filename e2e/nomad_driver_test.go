@@ -294,12 +294,19 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	must.Eq(t, version, *info.Version, must.Sprint("a rescale without a confirmed checkpoint was applied"))
 	must.SliceContains(t, host.eventTypes(), structs.EventRescaleAborted)
 
-	// A plan without the job stops it.
+	// A plan without the job stops it, through the job's worker.
 	_, err = d.Enact(ctx, &structs.Plan{Index: 14}, nil)
 	must.NoError(t, err)
-	info, _, err = n.Client.Jobs().Info("caravan-sh", nil)
-	must.NoError(t, err)
-	must.True(t, *info.Stop)
+	agent.WaitFor(t, 30*time.Second, "the Nomad job stopped", func() error {
+		info, _, err := n.Client.Jobs().Info("caravan-sh", nil)
+		if err != nil {
+			return err
+		}
+		if !*info.Stop {
+			return fmt.Errorf("the Nomad job runs")
+		}
+		return nil
+	})
 }
 
 // TestNomadDriver_FailedTasks runs tasks that fail: the driver reports the

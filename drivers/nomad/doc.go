@@ -23,7 +23,9 @@
 //
 // Rescaling: Enact checkpoints running jobs before it changes them and
 // never applies a rescale whose checkpoint was not confirmed by a sample
-// the trainers reported (DESIGN.md §3). Status reads the allocations back.
+// the trainers reported (DESIGN.md §3). Status reads the allocations back
+// from views kept in the background; Nomad writes run on per-job workers,
+// so that no call of the leader's waits on Nomad.
 // The driver keeps what it submitted in the Nomad jobs' metadata, so a new
 // leader adopts the Nomad jobs of the last instead of submitting them
 // again.

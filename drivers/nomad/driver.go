@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -61,8 +60,17 @@ type Config struct {
 	// UsageInterval is how often the CPU and memory of the running tasks
 	// are read from Nomad's allocation stats API; default 10s.
 	UsageInterval time.Duration
+	// UsageRate bounds the allocation stats calls, in calls a second
+	// spread evenly, whatever the number of allocations (see
+	// watchUsage); default 4.
+	UsageRate float64
 	// WaitTime bounds Nomad's blocking queries; default 1m.
 	WaitTime time.Duration
+	// CallTimeout bounds every Nomad call that is not a blocking query
+	// (reads, writes, signals, stats); a blocking query is given its
+	// WaitTime, Nomad's jitter (a sixteenth of it) and CallTimeout;
+	// default 10s.
+	CallTimeout time.Duration
 	// AbortBackoff is how long a rescale whose checkpoint was not
 	// confirmed is not tried again with the same placement; default 1m.
 	AbortBackoff time.Duration
@@ -96,8 +104,14 @@ func (c *Config) setDefaults() {
 	if c.UsageInterval == 0 {
 		c.UsageInterval = 10 * time.Second
 	}
+	if c.UsageRate <= 0 {
+		c.UsageRate = 4
+	}
 	if c.WaitTime == 0 {
 		c.WaitTime = time.Minute
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = defaultCallTimeout
 	}
 	if c.AbortBackoff == 0 {
 		c.AbortBackoff = time.Minute
@@ -113,17 +127,34 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// defaultCallTimeout is Config.CallTimeout's default.
+const defaultCallTimeout = 10 * time.Second
+
 // Driver runs Caravan's plans as Nomad jobs: one batch job `caravan-<id>`
 // per Caravan job (see Translate), rescaled through checkpoints (see
 // Enact). What a Nomad job runs is in its metadata, so a new leader's
 // driver adopts the jobs its predecessor submitted; the driver's own
 // memory (restarts counted, rescales aborted, starts awaited) only refines
-// that, and a new leader starts without it. Only the leader calls Enact
-// and Status, from one goroutine; Nodes is safe for concurrent use.
+// that, and a new leader starts without it.
+//
+// The driver follows Nomad in the background: watchNodes, watchJobs and
+// watchAllocs keep views of the nodes, the jobs (and their specs) and the
+// allocations with blocking queries, and watchUsage reads the running
+// tasks' stats. Nomad writes (signals, registrations, deregistrations)
+// run on per-job workers (see enqueue). Only the leader calls Enact and
+// Status, from one goroutine; they read the views, record what the
+// workers are to do and return, so that no Nomad call holds the leader's
+// loop. Nodes and Declared are safe for concurrent use.
 type Driver struct {
 	cfg    Config
 	log    hclog.Logger
 	client *api.Client
+
+	// shutdownCtx ends when the driver stops; the watchers and workers
+	// run under it.
+	shutdownCtx context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
 
 	mu       sync.Mutex
 	nodes    []*structs.Node
@@ -134,19 +165,38 @@ type Driver struct {
 	// jobs is what the driver remembers of the jobs it runs; a new
 	// leader starts without it.
 	jobs map[structs.JobKey]*jobState
-	// decl is what the Nomad jobs declare (see Declared).
-	decl     declared
-	declOnce sync.Once
+	// view is what watchJobs last read of Nomad's jobs; viewed is closed
+	// once the first list (or error) is in.
+	view     jobsView
+	viewed   chan struct{}
+	viewOnce sync.Once
+	// allocs is what watchAllocs last read of Nomad's allocations;
+	// allocsRead is closed once the first list (or error) is in.
+	allocs     allocsView
+	allocsRead chan struct{}
+	allocsOnce sync.Once
+	// queues holds each job's Nomad writes not done yet, run in order by
+	// the job's worker (see enqueue); outcomes holds what the workers did,
+	// for the loop to apply (see collect). stopping holds, by job, the
+	// modify index of the Nomad job version a worker is stopping because
+	// the plan no longer names the job. closed is set by Stop.
+	queues   map[structs.JobKey][]func(context.Context)
+	outcomes []*outcome
+	stopping map[structs.JobKey]uint64
+	closed   bool
+	// calls bounds how many workers call Nomad at once.
+	calls chan struct{}
 	// watched holds the allocations whose stats are read, ID → namespace,
 	// and watchedBy their jobs; stats holds what was read, by allocation
 	// and task (see watchUsage).
 	watched   map[string]string
 	watchedBy map[string]structs.JobKey
 	stats     map[string]map[string]*taskStats
-
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 }
+
+// maxConcurrentWrites bounds how many of the workers' Nomad calls run at
+// once, whatever the number of jobs changing.
+const maxConcurrentWrites = 8
 
 // jobState is the driver's memory of one job.
 type jobState struct {
@@ -171,8 +221,8 @@ type jobState struct {
 	oomSeen map[oomKey]bool
 }
 
-// New returns a driver and starts following Nomad's nodes and jobs. Stop
-// it with Stop.
+// New returns a driver and starts following Nomad's nodes, jobs and
+// allocations. Stop it with Stop.
 func New(cfg Config) (*Driver, error) {
 	cfg.setDefaults()
 	acfg := api.DefaultConfig()
@@ -198,32 +248,96 @@ func New(cfg Config) (*Driver, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Driver{
 		cfg: cfg, log: cfg.Logger.Named("nomad"), client: client,
+		shutdownCtx: ctx, cancel: cancel,
 		listed: make(chan struct{}), jobs: map[structs.JobKey]*jobState{},
-		decl:    declared{listed: make(chan struct{})},
+		viewed: make(chan struct{}), allocsRead: make(chan struct{}),
+		queues: map[structs.JobKey][]func(context.Context){}, stopping: map[structs.JobKey]uint64{},
+		calls:   make(chan struct{}, maxConcurrentWrites),
 		watched: map[string]string{}, watchedBy: map[string]structs.JobKey{},
-		stats:  map[string]map[string]*taskStats{},
-		cancel: cancel,
+		stats: map[string]map[string]*taskStats{},
 	}
-	d.wg.Add(3)
-	go func() {
-		defer d.wg.Done()
-		d.watchNodes(ctx)
-	}()
-	go func() {
-		defer d.wg.Done()
-		d.watchJobs(ctx)
-	}()
-	go func() {
-		defer d.wg.Done()
-		d.watchUsage(ctx)
-	}()
+	for _, watch := range []func(context.Context){d.watchNodes, d.watchJobs, d.watchAllocs, d.watchUsage} {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			watch(ctx)
+		}()
+	}
 	return d, nil
 }
 
-// Stop stops following Nomad. Jobs keep running on Nomad.
+// Stop stops following Nomad and waits for the watchers and for the
+// workers, whose calls end with it. Jobs keep running on Nomad.
 func (d *Driver) Stop() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
+}
+
+// callTimeout is how long a Nomad call that is not a blocking query may
+// take.
+func (d *Driver) callTimeout() time.Duration {
+	return cmp.Or(d.cfg.CallTimeout, defaultCallTimeout)
+}
+
+// callContext bounds one Nomad call that is not a blocking query.
+func (d *Driver) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d.callTimeout())
+}
+
+// blockingContext bounds one blocking query of Nomad's that waits up to
+// wait: Nomad adds up to a sixteenth of it as jitter, and the answer
+// takes a call's time.
+func (d *Driver) blockingContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, wait+wait/16+d.callTimeout())
+}
+
+// errNotRead means a view of Nomad's was not read yet: the driver just
+// started and Nomad did not answer within CallTimeout.
+var errNotRead = errors.New("not read from Nomad yet")
+
+// awaitFirst waits for the first answer of a watcher, closed in ready:
+// the views are read once when the driver starts, and are never waited
+// for after that. It waits at most CallTimeout.
+func (d *Driver) awaitFirst(ctx context.Context, ready <-chan struct{}, what string) error {
+	select {
+	case <-ready:
+		return nil
+	default:
+	}
+	t := time.NewTimer(d.callTimeout())
+	defer t.Stop()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("%s: %w", what, errNotRead)
+	}
+}
+
+// sleep waits for dur, or less when ctx ends first; it reports whether
+// ctx is still alive.
+func sleep(ctx context.Context, dur time.Duration) bool {
+	if dur <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// nextBackoff is the wait before the next try after a failed one.
+func nextBackoff(last time.Duration) time.Duration {
+	return min(max(2*last, 250*time.Millisecond), 10*time.Second)
 }
 
 // hostOf returns the driver's host, nil when it has none.
@@ -239,13 +353,13 @@ func (d *Driver) setNodes(nodes []*structs.Node, err error) {
 	d.listedOnce.Do(func() { close(d.listed) })
 }
 
-// Nodes returns Nomad's nodes as last read. While Nomad cannot be reached
-// it fails rather than answer from a stale list.
+// Nodes returns Nomad's nodes as watchNodes last read them, without
+// calling Nomad; it waits for the first list at most CallTimeout (the
+// driver just started). While Nomad cannot be reached it fails rather
+// than answer from a stale list.
 func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
-	select {
-	case <-d.listed:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := d.awaitFirst(ctx, d.listed, "Nomad's nodes"); err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -283,13 +397,22 @@ func (d *Driver) event(ctx context.Context, job *structs.Job, typ, msg string, d
 	}
 }
 
-// nomadJob is a Caravan job's Nomad job as listed.
+// namespacedID names a Nomad job, as Nomad's structs.NamespacedID does.
+type namespacedID struct{ Namespace, ID string }
+
+// nomadJob is a Caravan job's Nomad job as listed, with its spec at that
+// version when it was read.
 type nomadJob struct {
 	stub       *api.JobListStub
 	generation int
+	// info is the Nomad job at the stub's modify index; nil when it could
+	// not be read yet (watchJobs reads it again).
+	info *api.Job
 }
 
 func (n *nomadJob) namespace() string { return n.stub.Namespace }
+
+func (n *nomadJob) id() namespacedID { return namespacedID{Namespace: n.stub.Namespace, ID: n.stub.ID} }
 
 // jobStatusDead is Nomad's status of a job none of whose allocations
 // runs or will run; the api package has no constant for it.
@@ -300,54 +423,12 @@ func (n *nomadJob) running() bool {
 	return n != nil && !n.stub.Stop && n.stub.Status != jobStatusDead
 }
 
-// list returns the Nomad jobs whose current version Caravan submitted,
-// by Caravan job: a job declared in Nomad whose user's version is
-// current is not Caravan's (yet, or any more).
-func (d *Driver) list(ctx context.Context) (map[structs.JobKey]*nomadJob, error) {
-	q := (&api.QueryOptions{Namespace: d.queryNamespace()}).WithContext(ctx)
-	stubs, _, err := d.client.Jobs().ListOptions(&api.JobListOptions{Fields: &api.JobListFields{Meta: true}}, q)
-	if err != nil {
-		return nil, fmt.Errorf("list Nomad jobs: %w", err)
-	}
-	out := make(map[structs.JobKey]*nomadJob, len(stubs))
-	for _, s := range stubs {
-		id, ok := s.Meta[metaJobID]
-		if !ok {
-			continue // not Caravan's, whatever its name
-		}
-		gen, _ := strconv.Atoi(s.Meta[metaGeneration])
-		out[structs.JobKey{Namespace: s.Meta[metaNamespace], ID: id}] = &nomadJob{stub: s, generation: gen}
-	}
-	return out, nil
-}
-
 // queryNamespace is the namespace Caravan's jobs are listed in.
 func (d *Driver) queryNamespace() string {
 	if d.cfg.Namespace != "" {
 		return d.cfg.Namespace
 	}
 	return "*"
-}
-
-// current returns the Nomad job as it is now and the allocations of its
-// current version.
-func (d *Driver) current(ctx context.Context, nj *nomadJob) (*api.Job, []*api.AllocationListStub, error) {
-	q := (&api.QueryOptions{Namespace: nj.namespace()}).WithContext(ctx)
-	info, _, err := d.client.Jobs().Info(nj.stub.ID, q)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read Nomad job %s: %w", nj.stub.ID, err)
-	}
-	allocs, _, err := d.client.Jobs().Allocations(nj.stub.ID, false, q)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read allocations of Nomad job %s: %w", nj.stub.ID, err)
-	}
-	var cur []*api.AllocationListStub
-	for _, a := range allocs {
-		if a.JobVersion == *info.Version {
-			cur = append(cur, a)
-		}
-	}
-	return info, cur, nil
 }
 
 // expected is how many allocations a Nomad job's groups ask for.

@@ -18,16 +18,11 @@ func (d *Driver) watchNodes(ctx context.Context) {
 	var index uint64
 	details := map[string]*api.Node{} // full nodes by ID, for attributes and meta
 	backoff := time.Duration(0)
-	for ctx.Err() == nil {
-		if backoff > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
+	for {
+		if !sleep(ctx, backoff) {
+			return
 		}
-		q := (&api.QueryOptions{WaitIndex: index, WaitTime: d.cfg.WaitTime, Params: map[string]string{"resources": "true"}}).WithContext(ctx)
-		stubs, meta, err := d.client.Nodes().List(q)
+		stubs, meta, err := d.listNodes(ctx, index)
 		if err == nil {
 			err = d.refreshDetails(ctx, stubs, details)
 		}
@@ -36,8 +31,7 @@ func (d *Driver) watchNodes(ctx context.Context) {
 				return
 			}
 			d.setNodes(nil, fmt.Errorf("list Nomad nodes: %w", err))
-			backoff = min(max(2*backoff, 250*time.Millisecond), 10*time.Second)
-			index = 0
+			backoff, index = nextBackoff(backoff), 0
 			continue
 		}
 		backoff = 0
@@ -56,6 +50,15 @@ func (d *Driver) watchNodes(ctx context.Context) {
 	}
 }
 
+// listNodes lists Nomad's nodes with their resources, blocking until
+// Nomad's index passes index or WaitTime passes.
+func (d *Driver) listNodes(ctx context.Context, index uint64) ([]*api.NodeListStub, *api.QueryMeta, error) {
+	ctx, cancel := d.blockingContext(ctx, d.cfg.WaitTime)
+	defer cancel()
+	q := (&api.QueryOptions{WaitIndex: index, WaitTime: d.cfg.WaitTime, Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+	return d.client.Nodes().List(q)
+}
+
 // refreshDetails reads the full node of every stub that changed since it
 // was last read; the list does not carry attributes and meta.
 func (d *Driver) refreshDetails(ctx context.Context, stubs []*api.NodeListStub, details map[string]*api.Node) error {
@@ -65,7 +68,7 @@ func (d *Driver) refreshDetails(ctx context.Context, stubs []*api.NodeListStub, 
 		if n := details[s.ID]; n != nil && n.ModifyIndex == s.ModifyIndex {
 			continue
 		}
-		n, _, err := d.client.Nodes().Info(s.ID, (&api.QueryOptions{}).WithContext(ctx))
+		n, err := d.readNode(ctx, s.ID)
 		if err != nil {
 			return fmt.Errorf("read Nomad node %s: %w", s.ID, err)
 		}
@@ -77,6 +80,13 @@ func (d *Driver) refreshDetails(ctx context.Context, stubs []*api.NodeListStub, 
 		}
 	}
 	return nil
+}
+
+func (d *Driver) readNode(ctx context.Context, id string) (*api.Node, error) {
+	ctx, cancel := d.callContext(ctx)
+	defer cancel()
+	n, _, err := d.client.Nodes().Info(id, (&api.QueryOptions{}).WithContext(ctx))
+	return n, err
 }
 
 // convertNode turns Nomad's view of a node into Caravan's: capacity less

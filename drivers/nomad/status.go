@@ -20,15 +20,27 @@ import (
 // the job with the task's last error. A change is done, and a
 // TasksRunning event says how long it took, when all tasks of the
 // generation it submitted run.
+//
+// Status calls Nomad for nothing: it reads the views the watchers keep
+// (the job list and specs, the allocations, the stats), applies what the
+// workers did since the last call (a checkpoint signal sent, a generation
+// submitted, either failing) and hands the workers what comes next (the
+// next generation once a checkpoint is confirmed). It waits for the first
+// views at most CallTimeout (the driver just started) and fails only
+// while it never had them; after that it answers from the last views,
+// however old, since the leader keeps what runs meanwhile (Nodes and
+// Declared fail while Nomad cannot be reached). A view older than what
+// this driver submitted, or a spec not read yet, never makes a job look
+// failed or complete: such a job is reported as the last Status saw it.
 func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
-	jobs, err := d.list(ctx)
+	jobs, allocs, err := d.views(ctx)
 	if err != nil {
 		return nil, err
 	}
+	d.collect(ctx)
 	var reports []*structs.JobReport
 	for key, f := range d.flights() {
-		nj := jobs[key]
-		if stale(f, nj) {
+		if !f.pending && jobs.listIndex >= f.index && stale(f, jobs.caravan[key]) {
 			// The Nomad job is gone or another leader changed it since
 			// this driver started the change (it led before): the change
 			// is not this driver's to finish.
@@ -43,7 +55,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 	d.mu.Lock()
 	var gone []structs.JobKey
 	for key := range d.jobs {
-		if jobs[key] == nil {
+		if jobs.caravan[key] == nil {
 			gone = append(gone, key)
 		}
 	}
@@ -55,7 +67,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		d.unwatch(key)
 		reports = append(reports, d.report(key))
 	}
-	for key, nj := range jobs {
+	for key, nj := range jobs.caravan {
 		js := d.state(key)
 		if nj.stub.Stop {
 			js.running = nil // paused, or stopped by Caravan
@@ -63,12 +75,14 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			reports = append(reports, d.report(key))
 			continue
 		}
-		info, allocs, err := d.current(ctx, nj)
-		if isNotFound(err) {
-			continue // purged since the list
-		} else if err != nil {
-			return nil, err
+		info := nj.info
+		if info == nil || behind(js.flight, jobs) {
+			// Its spec is not read yet, or the view predates what this
+			// driver submitted: what ran at the last Status stands.
+			reports = append(reports, d.report(key))
+			continue
 		}
+		allocs := allocs.current(nj)
 		r := d.report(key)
 		var running, complete, failed int
 		for _, a := range allocs {
@@ -76,7 +90,11 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			case api.AllocClientStatusRunning:
 				running++
 			case api.AllocClientStatusComplete:
-				complete++
+				// One Nomad stopped (a newer version replaces it) did not
+				// finish its work.
+				if a.DesiredStatus == api.AllocDesiredStatusRun {
+					complete++
+				}
 			case api.AllocClientStatusFailed, api.AllocClientStatusLost:
 				failed++
 				r.Message = failure(a)
@@ -105,20 +123,132 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			}
 			r.Replan = true
 			js.lost, js.lostMsg, js.lostGeneration = true, r.Message, nj.generation
-			if f != nil && f.state.InFlight() {
+			if f != nil && f.state.InFlight() && !f.pending {
 				f.state.Phase, f.state.Message, f.state.Since = structs.ChangeFailed, "tasks failed: "+r.Message, time.Now().UnixNano()
 				r.Change = f.state.Copy()
 			}
 		case want > 0 && complete == want:
 			r.Status = structs.JobStatusComplete
 			r.Message = fmt.Sprintf("all %d tasks finished at step %d", want, r.Step)
-		case want > 0 && running == want && f != nil && f.state.Phase == structs.ChangeStarting && f.generation == nj.generation:
+		case want > 0 && running == want && f != nil && f.state.Phase == structs.ChangeStarting && !f.pending && f.generation == nj.generation:
 			d.tasksRunning(ctx, f, want)
 			r.Change = f.state.Copy()
 		}
 		reports = append(reports, r)
 	}
 	return reports, nil
+}
+
+// behind reports whether the job view predates a change of this
+// driver's: its write is not done, or not listed yet.
+func behind(f *flight, jobs jobsView) bool {
+	return f != nil && f.state.InFlight() && (f.pending || jobs.listIndex < f.index)
+}
+
+// views returns the views of Nomad's jobs and allocations, waiting for
+// the first ones at most CallTimeout; it fails only while one was never
+// read.
+func (d *Driver) views(ctx context.Context) (jobsView, allocsView, error) {
+	if err := d.awaitFirst(ctx, d.viewed, "Nomad's jobs"); err != nil {
+		return jobsView{}, allocsView{}, err
+	}
+	if err := d.awaitFirst(ctx, d.allocsRead, "Nomad's allocations"); err != nil {
+		return jobsView{}, allocsView{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case !d.view.ok:
+		return jobsView{}, allocsView{}, d.view.err
+	case !d.allocs.ok:
+		return jobsView{}, allocsView{}, d.allocs.err
+	}
+	return d.view, d.allocs, nil
+}
+
+// allocsView is the driver's view of Nomad's allocations, kept by
+// watchAllocs from one list it follows with blocking queries.
+type allocsView struct {
+	// index is Nomad's index of the last list; err is its error, the
+	// view then holding what the last good list said; ok says a list was
+	// read once.
+	index uint64
+	err   error
+	ok    bool
+	// byJob holds the allocations of every Nomad job; never changed once
+	// published.
+	byJob map[namespacedID][]*api.AllocationListStub
+}
+
+// current returns the allocations of a Nomad job's version as listed;
+// its spec must have been read.
+func (v allocsView) current(nj *nomadJob) []*api.AllocationListStub {
+	var out []*api.AllocationListStub
+	for _, a := range v.byJob[nj.id()] {
+		if a.JobVersion == *nj.info.Version {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// watchAllocs follows the allocations of every job in the namespace
+// Caravan's jobs are listed in, with one blocking query, so that Status
+// reads them without a call per job.
+func (d *Driver) watchAllocs(ctx context.Context) {
+	var index uint64
+	var backoff time.Duration
+	for {
+		if !sleep(ctx, backoff) {
+			return
+		}
+		allocs, meta, err := d.listAllocs(ctx, index)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.setAllocs(allocsView{err: fmt.Errorf("list Nomad allocations: %w", err)})
+			backoff, index = nextBackoff(backoff), 0
+			continue
+		}
+		backoff = 0
+		if meta.LastIndex < index { // Nomad's index went back: start over
+			index = 0
+			continue
+		}
+		index = meta.LastIndex
+		byJob := map[namespacedID][]*api.AllocationListStub{}
+		for _, a := range allocs {
+			id := namespacedID{Namespace: a.Namespace, ID: a.JobID}
+			byJob[id] = append(byJob[id], a)
+		}
+		d.setAllocs(allocsView{index: index, ok: true, byJob: byJob})
+	}
+}
+
+// listAllocs lists the allocations, blocking until Nomad's index passes
+// index or WaitTime passes.
+func (d *Driver) listAllocs(ctx context.Context, index uint64) ([]*api.AllocationListStub, *api.QueryMeta, error) {
+	ctx, cancel := d.blockingContext(ctx, d.cfg.WaitTime)
+	defer cancel()
+	q := (&api.QueryOptions{Namespace: d.queryNamespace(), WaitIndex: index, WaitTime: d.cfg.WaitTime}).WithContext(ctx)
+	return d.client.Allocations().List(q)
+}
+
+// setAllocs publishes a view of the allocations, or a failed list's
+// error over the last view.
+func (d *Driver) setAllocs(v allocsView) {
+	d.mu.Lock()
+	if v.err != nil {
+		if d.allocs.err == nil {
+			d.log.Warn("cannot read Nomad's allocations", "error", v.err)
+		}
+		d.allocs.err = v.err
+	} else {
+		d.allocs = v
+	}
+	d.mu.Unlock()
+	d.allocsOnce.Do(func() { close(d.allocsRead) })
 }
 
 // oomMessage describes the first task of usage killed for memory in its

@@ -64,34 +64,48 @@ func (t *taskStats) peak(from, to int64) (mb float64, ok bool) {
 	return mb, ok
 }
 
-// statsTimeout bounds one allocation stats call, whatever UsageInterval:
-// the server forwards it to the allocation's client, which may take more
-// than a short interval on a busy machine.
-const statsTimeout = 10 * time.Second
-
 // statsWarnEvery is how often a failing stats call is logged at warn
 // level; the failures in between are counted and logged at debug.
 const statsWarnEvery = time.Minute
 
 // watchUsage reads the stats of the allocations Status last saw running,
-// every UsageInterval, until ctx ends. Status only reads what it cached:
-// no Nomad call of it holds the leader's loop.
+// one at a time, until ctx ends. Status only reads what it cached: no
+// Nomad call of it holds the leader's loop.
+//
+// Each round reads every allocation once, its calls spread evenly over
+// the round: a round lasts UsageInterval, or n/UsageRate seconds for n
+// allocations when that is longer, so that the stats calls never exceed
+// UsageRate a second, whatever the number of jobs. With the defaults (10s,
+// 4 a second) 40 allocations are read every 10 s; 200 jobs of 2 tasks
+// each make 4 calls a second and each allocation is read every 100 s
+// (where one burst of 400 calls every 10 s, 40 a second, read them
+// before). Memory peaks, and the OOM kills inferred from them, are then
+// measured less often.
 func (d *Driver) watchUsage(ctx context.Context) {
-	t := time.NewTicker(d.cfg.UsageInterval)
-	defer t.Stop()
 	var warn statsWarner
 	// empty holds since when each allocation's stats had no task.
 	empty := map[string]time.Time{}
+	round := time.Now().Add(d.cfg.UsageInterval)
 	for {
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, time.Until(round)) {
 			return
-		case <-t.C:
 		}
 		d.mu.Lock()
 		watched := maps.Clone(d.watched)
 		d.mu.Unlock()
+		spacing := d.usageSpacing(len(watched))
+		next := round
 		for id, ns := range watched {
+			if !sleep(ctx, time.Until(next)) {
+				return
+			}
+			next = next.Add(spacing)
+			d.mu.Lock()
+			_, still := d.watched[id]
+			d.mu.Unlock()
+			if !still {
+				continue // its job moved on since the round began
+			}
 			tasks, err := d.readStats(ctx, id, ns)
 			now := time.Now()
 			switch {
@@ -110,6 +124,9 @@ func (d *Driver) watchUsage(ctx context.Context) {
 				}
 			}
 		}
+		if round = round.Add(d.cfg.UsageInterval); next.After(round) {
+			round = next
+		}
 		d.mu.Lock()
 		for id := range d.stats {
 			if _, ok := d.watched[id]; !ok {
@@ -123,6 +140,17 @@ func (d *Driver) watchUsage(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// usageSpacing is the time between two stats calls of a round over n
+// allocations: the round's UsageInterval shared among them, and never
+// less than one UsageRate allows.
+func (d *Driver) usageSpacing(n int) time.Duration {
+	least := time.Duration(float64(time.Second) / d.cfg.UsageRate)
+	if n == 0 {
+		return least
+	}
+	return max(d.cfg.UsageInterval/time.Duration(n), least)
 }
 
 // errNoTaskStats is why an allocation's stats stay without any task: a
@@ -163,7 +191,7 @@ func (w *statsWarner) log(log hclog.Logger, now time.Time, allocID string, err e
 // many tasks they held. On an error (the allocation may have just
 // stopped) the cache is kept.
 func (d *Driver) readStats(ctx context.Context, allocID, namespace string) (tasks int, err error) {
-	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	ctx, cancel := d.callContext(ctx)
 	defer cancel()
 	q := (&api.QueryOptions{Namespace: namespace}).WithContext(ctx)
 	u, err := d.client.Allocations().Stats(&api.Allocation{ID: allocID, Namespace: namespace}, q)

@@ -1,0 +1,554 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+)
+
+// The tests of this file run the driver against a fake Nomad (fakeNomad)
+// that fails, stalls, and races the driver's reads, as a Nomad cluster
+// under load or in an election does.
+
+// testHost is the driver's host: the test plays the trainers' part by
+// setting the last sample, and reads the events.
+type testHost struct {
+	mu     sync.Mutex
+	sample structs.Sample
+	events []*structs.Event
+}
+
+func (h *testHost) LastSample(structs.JobKey) (structs.Sample, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sample, h.sample.Step > 0
+}
+
+func (h *testHost) Event(_ context.Context, ev *structs.Event) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+	return nil
+}
+
+func (h *testHost) JobReportToken(structs.JobKey) string { return "" }
+
+func (h *testHost) report(s structs.Sample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sample = s
+}
+
+// eventsOf returns the messages of the events of a type.
+func (h *testHost) eventsOf(typ string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, ev := range h.events {
+		if ev.Type == typ {
+			out = append(out, ev.Message)
+		}
+	}
+	return out
+}
+
+// startDriver starts a driver of cfg on the fake Nomad; it stops when the
+// test ends, before the fake.
+func startDriver(t *testing.T, f *fakeNomad, cfg Config) *Driver {
+	t.Helper()
+	cfg.Address = f.srv.URL
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Info})
+	}
+	d, err := New(cfg)
+	must.NoError(t, err)
+	t.Cleanup(d.Stop)
+	return d
+}
+
+// testWriter sends the driver's log to the test's.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// declaredAt waits until the driver's declarations were read from Nomad's
+// index at least, and returns them.
+func declaredAt(t *testing.T, d *Driver, index uint64) map[structs.JobKey]*structs.Declaration {
+	t.Helper()
+	var decls map[structs.JobKey]*structs.Declaration
+	waitFor(t, 10*time.Second, fmt.Sprintf("declarations at index %d", index), func() error {
+		var at uint64
+		var err error
+		decls, at, err = d.Declared(context.Background())
+		if err != nil {
+			return err
+		}
+		if at < index {
+			return fmt.Errorf("declarations at index %d", at)
+		}
+		return nil
+	})
+	return decls
+}
+
+var resnetKey = structs.JobKey{Namespace: "default", ID: "resnet50"}
+
+// isJobRead matches the reads of the resnet50 Nomad job.
+func isJobRead(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/v1/job/resnet50"
+}
+
+// TestDeclared_ReadFailureKeepsDeclaration reads a declared job whose
+// user runs a new version while Nomad answers its reads with 500: the
+// job keeps its declaration (the leader would stop it otherwise, as
+// purged from the cluster), and the new version is declared once Nomad
+// answers again.
+func TestDeclared_ReadFailureKeepsDeclaration(t *testing.T) {
+	f := newFakeNomad(t)
+	first := f.putJob(declaredFixture(t))
+	d := startDriver(t, f, Config{})
+	decls := declaredAt(t, d, first)
+	must.NotNil(t, decls[resnetKey])
+	must.Eq(t, structs.DeclaredJob, decls[resnetKey].Kind)
+	must.Eq(t, first, decls[resnetKey].Index)
+
+	f.setFault(func(r *http.Request) (int, bool) {
+		if isJobRead(r) {
+			return http.StatusInternalServerError, false
+		}
+		return 0, false
+	})
+	rerun := declaredFixture(t)
+	rerun.Meta["team"] = "speech"
+	second := f.putJob(rerun)
+	decls = declaredAt(t, d, second)
+	must.NotNil(t, decls[resnetKey], must.Sprint("a job whose read failed was dropped from the declarations"))
+	must.Eq(t, structs.DeclaredJob, decls[resnetKey].Kind)
+	must.Eq(t, first, decls[resnetKey].Index, must.Sprint("the previous declaration stands"))
+	failed := f.count("GET /v1/job/<id>")
+
+	f.setFault(nil)
+	waitFor(t, 10*time.Second, "the new version declared", func() error {
+		decls, _, err := d.Declared(context.Background())
+		if err != nil {
+			return err
+		}
+		if decl := decls[resnetKey]; decl == nil || decl.Index != second {
+			return fmt.Errorf("declaration: %+v", decl)
+		}
+		return nil
+	})
+	decls, _, err := d.Declared(context.Background())
+	must.NoError(t, err)
+	must.Eq(t, "speech", decls[resnetKey].Job.Meta["team"])
+	must.Greater(t, failed, f.count("GET /v1/job/<id>"), must.Sprint("read again without a new list"))
+}
+
+// TestDeclared_ChangedBetweenListAndRead runs a second version of a
+// declared job between the driver's list and its read: the job keeps
+// its previous declaration, and is read again at the next list.
+func TestDeclared_ChangedBetweenListAndRead(t *testing.T) {
+	f := newFakeNomad(t)
+	first := f.putJob(declaredFixture(t))
+	d := startDriver(t, f, Config{})
+	must.Eq(t, first, declaredAt(t, d, first)[resnetKey].Index)
+
+	var raced uint64
+	f.mu.Lock()
+	f.onInfo = func(id string) {
+		if id != "resnet50" || raced != 0 {
+			return
+		}
+		again := declaredFixture(t)
+		again.Meta["team"] = "raced"
+		raced = f.putJobLocked(again)
+		// The lists after the race wait until the test looked.
+		f.fault = func(r *http.Request) (int, bool) {
+			return 0, r.Method == http.MethodGet && r.URL.Path == "/v1/jobs"
+		}
+	}
+	f.mu.Unlock()
+	rerun := declaredFixture(t)
+	rerun.Meta["team"] = "speech"
+	second := f.putJob(rerun)
+	decls := declaredAt(t, d, second)
+	must.NotNil(t, decls[resnetKey], must.Sprint("a job changed between the list and the read was dropped from the declarations"))
+	must.Eq(t, first, decls[resnetKey].Index, must.Sprint("the previous declaration stands"))
+
+	f.setFault(nil)
+	waitFor(t, 10*time.Second, "the raced version declared", func() error {
+		decls, _, err := d.Declared(context.Background())
+		if err != nil {
+			return err
+		}
+		if decl := decls[resnetKey]; decl == nil || decl.Index != raced {
+			return fmt.Errorf("declaration: %+v (raced at %d)", decl, raced)
+		}
+		return nil
+	})
+	decls, _, err := d.Declared(context.Background())
+	must.NoError(t, err)
+	must.Eq(t, "raced", decls[resnetKey].Job.Meta["team"])
+}
+
+// TestDeclared_AbsentUntilNotFound leaves a declared job out of Nomad's
+// list while Nomad still has it: the job keeps its declaration, on every
+// list, until Nomad answers 404 for its ID.
+func TestDeclared_AbsentUntilNotFound(t *testing.T) {
+	f := newFakeNomad(t)
+	first := f.putJob(declaredFixture(t))
+	d := startDriver(t, f, Config{})
+	must.NotNil(t, declaredAt(t, d, first)[resnetKey])
+
+	hidden := f.hide("resnet50", true)
+	decls := declaredAt(t, d, hidden)
+	must.NotNil(t, decls[resnetKey], must.Sprint("a job absent from one list was dropped while Nomad has it"))
+	must.Eq(t, first, decls[resnetKey].Index)
+	decls = declaredAt(t, d, f.touch())
+	must.NotNil(t, decls[resnetKey], must.Sprint("a job absent from two lists was dropped while Nomad has it"))
+
+	f.purge("resnet50")
+	waitFor(t, 10*time.Second, "the purged job gone", func() error {
+		decls, _, err := d.Declared(context.Background())
+		if err != nil {
+			return err
+		}
+		if decls[resnetKey] != nil {
+			return fmt.Errorf("still declared: %+v", decls[resnetKey])
+		}
+		return nil
+	})
+}
+
+// shJob is a Caravan job of shell tasks that checkpoint within 5s.
+func shJob(t *testing.T, id string) *structs.Job {
+	src := fmt.Sprintf(`
+job %q {
+  training {
+    global_batch_size = 64
+    steps_per_epoch   = 10
+  }
+  elastic {
+    workers {
+      min = 1
+      max = 4
+    }
+    parameter_servers {
+      min = 1
+      max = 1
+    }
+    checkpoint {
+      timeout = "5s"
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = "/bin/sh"
+    }
+    resources {
+      cpu    = 50
+      memory = 32
+    }
+  }
+}
+`, id)
+	job, diags := jobspec.Parse(&jobspec.Config{Filename: id + ".hcl", Src: []byte(src)})
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	job.Canonicalize()
+	must.NoError(t, job.Validate())
+	return job
+}
+
+// placementOn places a job's ps and workers on node n1.
+func placementOn(job *structs.Job, ps, workers int) *structs.Placement {
+	return &structs.Placement{Namespace: job.Namespace, JobID: job.ID, NumPS: ps, NumWorkers: workers,
+		Nodes: []*structs.NodeTasks{{NodeID: "n1", PS: ps, Workers: workers}}}
+}
+
+// reportOf returns a job's report among reports, nil when there is none.
+func reportOf(reports []*structs.JobReport, id string) *structs.JobReport {
+	for _, r := range reports {
+		if r.JobID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// runJobs enacts a plan of n jobs of one ps and one worker each, makes
+// the fake run their allocations, and waits until Status reports them
+// all running.
+func runJobs(t *testing.T, f *fakeNomad, d *Driver, n int) (*structs.Plan, []*structs.Job) {
+	t.Helper()
+	plan := &structs.Plan{Index: 1}
+	var jobs []*structs.Job
+	for i := range n {
+		job := shJob(t, fmt.Sprintf("sh-%d", i))
+		jobs = append(jobs, job)
+		plan.Placements = append(plan.Placements, placementOn(job, 1, 1))
+	}
+	reports, err := d.Enact(context.Background(), plan, jobs)
+	must.NoError(t, err)
+	must.SliceLen(t, n, reports)
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d jobs submitted", n), func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.jobs) != n {
+			return fmt.Errorf("%d jobs submitted", len(f.jobs))
+		}
+		return nil
+	})
+	for _, job := range jobs {
+		f.runAll(JobPrefix + job.ID)
+	}
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d jobs running", n), func() error {
+		reports, err := d.Status(context.Background())
+		if err != nil {
+			return err
+		}
+		running := 0
+		for _, r := range reports {
+			if r.Placement != nil && r.Placement.NumWorkers == 1 && r.Change != nil && r.Change.Phase == structs.ChangeDone {
+				running++
+			}
+		}
+		if running != n {
+			return fmt.Errorf("%d of %d jobs running", running, n)
+		}
+		return nil
+	})
+	return plan, jobs
+}
+
+// returnsWithin runs call and fails the test when it does not return
+// within bound: a call that waits on a stalled Nomad never does. A call
+// still running when the test fails ends when the fake releases it.
+func returnsWithin(t *testing.T, bound time.Duration, name string, call func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		must.NoError(t, err, must.Sprint(name))
+	case <-timer.C:
+		t.Fatalf("%s waited on a stalled Nomad for more than %s", name, bound)
+	}
+}
+
+// TestDriver_StalledNomad stalls every request to Nomad once the driver
+// has read its views: Status, Enact (a rescale), Nodes and Declared
+// answer from what was read, at once, and the rescale waits for its
+// worker.
+func TestDriver_StalledNomad(t *testing.T) {
+	f := newFakeNomad(t)
+	host := &testHost{}
+	d := startDriver(t, f, Config{Host: host})
+	plan, jobs := runJobs(t, f, d, 1)
+	_, err := d.Nodes(context.Background())
+	must.NoError(t, err)
+	declaredAt(t, d, 1)
+
+	f.setFault(func(*http.Request) (int, bool) { return 0, true })
+	const bound = 250 * time.Millisecond
+	ctx := context.Background()
+	returnsWithin(t, bound, "Status", func() error {
+		_, err := d.Status(ctx)
+		return err
+	})
+	rescale := &structs.Plan{Index: 2, Placements: []*structs.Placement{placementOn(jobs[0], 1, 3)}}
+	returnsWithin(t, bound, "Enact", func() error {
+		reports, err := d.Enact(ctx, rescale, jobs)
+		if err == nil && (len(reports) != 1 || reports[0].Change == nil || reports[0].Change.Phase != structs.ChangeCheckpointing) {
+			err = fmt.Errorf("reports: %+v", reports)
+		}
+		return err
+	})
+	returnsWithin(t, bound, "Status with a rescale in flight", func() error {
+		reports, err := d.Status(ctx)
+		if r := reportOf(reports, "sh-0"); err == nil && (r == nil || r.Placement.NumWorkers != 1) {
+			err = fmt.Errorf("report: %+v", r)
+		}
+		return err
+	})
+	returnsWithin(t, bound, "Nodes", func() error {
+		nodes, err := d.Nodes(ctx)
+		if err == nil && len(nodes) != 1 {
+			err = fmt.Errorf("nodes: %+v", nodes)
+		}
+		return err
+	})
+	returnsWithin(t, bound, "Declared", func() error {
+		_, _, err := d.Declared(ctx)
+		return err
+	})
+	returnsWithin(t, bound, "Enact of the plan in force", func() error {
+		_, err := d.Enact(ctx, plan, jobs)
+		return err
+	})
+}
+
+// TestStatus_CallsNomadForNothing runs 200 jobs and polls Status as the
+// leader does while a change is in flight: no poll reads a job or its
+// allocations from Nomad.
+func TestStatus_CallsNomadForNothing(t *testing.T) {
+	f := newFakeNomad(t)
+	d := startDriver(t, f, Config{Host: &testHost{}, UsageInterval: time.Hour})
+	runJobs(t, f, d, 200)
+
+	reads, perJob, total := f.count("GET /v1/job/<id>"), f.count("GET /v1/job/<id>/allocations"), f.count("")
+	for range 100 {
+		reports, err := d.Status(context.Background())
+		must.NoError(t, err)
+		must.SliceLen(t, 200, reports)
+	}
+	must.Eq(t, reads, f.count("GET /v1/job/<id>"), must.Sprint("Status read jobs from Nomad"))
+	must.Eq(t, perJob, f.count("GET /v1/job/<id>/allocations"), must.Sprint("Status read allocations from Nomad"))
+	// Only a watcher's blocking query may have come back meanwhile.
+	must.LessEq(t, total+3, f.count(""), must.Sprint("requests during 100 polls of Status"))
+}
+
+// TestEnact_RegisterFails answers the submission of a new job with 500:
+// Enact returns at once with the change starting, and the change is
+// aborted, with Nomad's answer, once the worker's call failed.
+func TestEnact_RegisterFails(t *testing.T) {
+	f := newFakeNomad(t)
+	host := &testHost{}
+	d := startDriver(t, f, Config{Host: host})
+	f.setFault(func(r *http.Request) (int, bool) {
+		if r.URL.Path == "/v1/jobs" && r.Method != http.MethodGet {
+			return http.StatusInternalServerError, false
+		}
+		return 0, false
+	})
+	job := shJob(t, "sh")
+	reports, err := d.Enact(context.Background(), &structs.Plan{Index: 1, Placements: []*structs.Placement{placementOn(job, 1, 2)}}, []*structs.Job{job})
+	must.NoError(t, err, must.Sprint("Enact waits for no submission"))
+	must.SliceLen(t, 1, reports)
+	must.True(t, reports[0].Change.InFlight())
+
+	var aborted *structs.JobReport
+	waitFor(t, 10*time.Second, "the change aborted", func() error {
+		reports, err := d.Status(context.Background())
+		if err != nil {
+			return err
+		}
+		if r := reportOf(reports, "sh"); r != nil && r.Change != nil && r.Change.Phase == structs.ChangeAborted {
+			aborted = r
+			return nil
+		}
+		return fmt.Errorf("reports: %+v", reports)
+	})
+	must.StrContains(t, aborted.Change.Message, "submit Nomad job caravan-sh")
+	must.StrContains(t, aborted.Change.Message, "500")
+	must.SliceLen(t, 1, host.eventsOf(structs.EventRescaleAborted))
+	must.Eq(t, 1, f.count("PUT /v1/jobs"), must.Sprint("one submission, not retried within the abort backoff"))
+}
+
+// TestEnact_RescaleThroughWorkers rescales a running job: Enact returns
+// with the change checkpointing, the worker signals the tasks, and the
+// next generation is submitted only once a sample confirms a newer
+// checkpoint; the change is done when its tasks run.
+func TestEnact_RescaleThroughWorkers(t *testing.T) {
+	f := newFakeNomad(t)
+	host := &testHost{}
+	d := startDriver(t, f, Config{Host: host})
+	_, jobs := runJobs(t, f, d, 1)
+	ctx := context.Background()
+	host.report(structs.Sample{JobID: "sh-0", Step: 10, CheckpointStep: 5})
+
+	rescale := &structs.Plan{Index: 2, Placements: []*structs.Placement{placementOn(jobs[0], 1, 3)}}
+	reports, err := d.Enact(ctx, rescale, jobs)
+	must.NoError(t, err)
+	must.Eq(t, structs.ChangeCheckpointing, reports[0].Change.Phase)
+	status := func(what string, ok func(r *structs.JobReport) bool) *structs.JobReport {
+		var got *structs.JobReport
+		waitFor(t, 10*time.Second, what, func() error {
+			reports, err := d.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if got = reportOf(reports, "sh-0"); got == nil || !ok(got) {
+				return fmt.Errorf("report: %+v", got)
+			}
+			return nil
+		})
+		return got
+	}
+	r := status("the checkpoint signal sent", func(r *structs.JobReport) bool {
+		return len(host.eventsOf(structs.EventCheckpointRequested)) == 1
+	})
+	must.Eq(t, structs.ChangeCheckpointing, r.Change.Phase)
+	must.Eq(t, "waiting for a checkpoint newer than step 5", r.Change.Message)
+	f.mu.Lock()
+	must.SliceLen(t, 2, f.signals, must.Sprint("the ps and the worker signalled"))
+	must.SliceLen(t, 1, f.versions["caravan-sh-0"], must.Sprint("nothing submitted before the checkpoint"))
+	f.mu.Unlock()
+
+	host.report(structs.Sample{JobID: "sh-0", Step: 12, CheckpointStep: 12})
+	status("the next generation submitted", func(r *structs.JobReport) bool {
+		return r.Change.Phase == structs.ChangeStarting
+	})
+	f.mu.Lock()
+	must.Eq(t, "2", f.jobs["caravan-sh-0"].Meta[metaGeneration])
+	f.mu.Unlock()
+	f.runAll("caravan-sh-0")
+	r = status("the change done", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeDone })
+	must.Eq(t, 3, r.Placement.NumWorkers)
+	must.SliceLen(t, 1, host.eventsOf(structs.EventCheckpointConfirmed))
+	must.SliceLen(t, 2, host.eventsOf(structs.EventTasksRunning), must.Sprint("the start, then the rescale"))
+}
+
+// TestDriver_IdleRequests counts the requests to Nomad of a driver that
+// runs 200 idle jobs, polled by a leader four times a second: the three
+// blocking queries coming back every WaitTime, and the stats calls at
+// UsageRate, whatever the number of jobs.
+func TestDriver_IdleRequests(t *testing.T) {
+	f := newFakeNomad(t)
+	const wait = time.Second
+	d := startDriver(t, f, Config{Host: &testHost{}, WaitTime: wait, UsageInterval: time.Second})
+	runJobs(t, f, d, 200)
+
+	f.mu.Lock()
+	before := maps.Clone(f.requests)
+	f.mu.Unlock()
+	start := time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for range 16 {
+		<-tick.C
+		_, err := d.Status(context.Background())
+		must.NoError(t, err)
+	}
+	elapsed := time.Since(start).Seconds()
+	f.mu.Lock()
+	total := 0
+	for ep, n := range f.requests {
+		if n -= before[ep]; n > 0 {
+			t.Logf("%s: %d requests, %.1f a second", ep, n, float64(n)/elapsed)
+			total += n
+		}
+	}
+	f.mu.Unlock()
+	rate := float64(total) / elapsed
+	t.Logf("200 idle jobs: %d requests in %.1fs, %.1f a second", total, elapsed, rate)
+	bound := 3/wait.Seconds() + d.cfg.UsageRate
+	must.LessEq(t, (bound+1)*elapsed+3, float64(total), must.Sprintf("%.1f requests a second", rate))
+	must.Positive(t, f.count("GET /v1/client/allocation/<id>/stats")-before["GET /v1/client/allocation/<id>/stats"],
+		must.Sprint("the stats are read"))
+}
