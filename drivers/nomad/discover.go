@@ -158,7 +158,13 @@ func (d *Driver) readJobs(ctx context.Context, stubs []*api.JobListStub, prev ma
 					again[id] = true
 				}
 			}
-			caravan[structs.JobKey{Namespace: s.Meta[metaNamespace], ID: jobID}] = nj
+			// A job renamed by an upgrade (NomadJobID) has two Nomad jobs
+			// until its old one is stopped: the one that runs, else the
+			// newer generation, is the job's.
+			ck := structs.JobKey{Namespace: s.Meta[metaNamespace], ID: jobID}
+			if had := caravan[ck]; had == nil || had.stub.Stop && !s.Stop || had.stub.Stop == s.Stop && gen > had.generation {
+				caravan[ck] = nj
+			}
 		}
 		key := structs.JobKey{Namespace: s.Namespace, ID: s.ID}
 		p := prev[key]

@@ -34,7 +34,9 @@ type Config struct {
 	// defaults (NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY).
 	CAFile, CertFile, KeyFile string
 	// Namespace is the Nomad namespace of every job; empty means each
-	// Caravan job's own namespace.
+	// Caravan job's own namespace. In a shared one, jobs of namespaces
+	// other than the default are named caravan-<namespace>~<id>
+	// (NomadJobID).
 	Namespace string
 	// CheckpointDir is the root of the jobs' checkpoint directories, a path
 	// every Nomad client sees (a shared file system); default

@@ -414,6 +414,13 @@ func (d *Driver) submit(ctx context.Context, f *flight, sub Submission) *outcome
 		o.err = err
 		return o
 	}
+	if old := c.existing; old != nil && old.stub.ID != *nj.ID && old.running() {
+		// Submitted under the name an earlier version gave it (NomadJobID):
+		// the generation just submitted, under its new name, takes over.
+		if err := d.deregister(ctx, old); err != nil {
+			d.log.Warn("failed to stop a job's Nomad job of its earlier name", "job_id", c.key.ID, "nomad_job", old.stub.ID, "error", err)
+		}
+	}
 	o.nomadJob = nj
 	return o
 }

@@ -552,3 +552,64 @@ func TestDriver_IdleRequests(t *testing.T) {
 	must.Positive(t, f.count("GET /v1/client/allocation/<id>/stats")-before["GET /v1/client/allocation/<id>/stats"],
 		must.Sprint("the stats are read"))
 }
+
+// TestEnact_RenamedJobTakesOver rescales a job of namespace team whose
+// Nomad job, in the Nomad namespace all of Caravan's share, runs under
+// the name an earlier version gave it, caravan-sh: the next generation
+// is submitted as caravan-team~sh (NomadJobID), the old one is stopped,
+// and the driver follows the new one.
+func TestEnact_RenamedJobTakesOver(t *testing.T) {
+	f := newFakeNomad(t)
+	host := &testHost{}
+	d := startDriver(t, f, Config{Host: host, Namespace: "shared"})
+	ctx := context.Background()
+	job := shJob(t, "sh")
+	job.Namespace = "team"
+	old, err := Translate(job, placementOn(job, 1, 1), Submission{Namespace: "shared", Generation: 1})
+	must.NoError(t, err)
+	must.Eq(t, "caravan-team~sh", *old.ID)
+	old.ID, old.Name = new("caravan-sh"), new("caravan-sh")
+	f.putJob(old)
+	f.runAll("caravan-sh")
+
+	status := func(what string, ok func(r *structs.JobReport) bool) *structs.JobReport {
+		var got *structs.JobReport
+		waitFor(t, 10*time.Second, what, func() error {
+			reports, err := d.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if got = reportOf(reports, "sh"); got == nil || !ok(got) {
+				return fmt.Errorf("report: %+v", got)
+			}
+			return nil
+		})
+		return got
+	}
+	status("the job seen running under its old name", func(r *structs.JobReport) bool {
+		return r.Placement != nil && r.Placement.NumWorkers == 1
+	})
+	host.report(structs.Sample{Namespace: "team", JobID: "sh", Step: 10, CheckpointStep: 5})
+	plan := &structs.Plan{Index: 2, Placements: []*structs.Placement{placementOn(job, 1, 2)}}
+	_, err = d.Enact(ctx, plan, []*structs.Job{job})
+	must.NoError(t, err)
+	status("the checkpoint signal sent", func(*structs.JobReport) bool {
+		return len(host.eventsOf(structs.EventCheckpointRequested)) == 1
+	})
+	host.report(structs.Sample{Namespace: "team", JobID: "sh", Step: 12, CheckpointStep: 12})
+	status("the next generation submitted", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeStarting })
+	waitFor(t, 10*time.Second, "the old name stopped", func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !*f.jobs["caravan-sh"].Stop {
+			return fmt.Errorf("caravan-sh still runs")
+		}
+		return nil
+	})
+	f.mu.Lock()
+	must.Eq(t, "2", f.jobs["caravan-team~sh"].Meta[metaGeneration])
+	f.mu.Unlock()
+	f.runAll("caravan-team~sh")
+	r := status("the change done", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeDone })
+	must.Eq(t, 2, r.Placement.NumWorkers)
+}
