@@ -416,6 +416,8 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		ReportToken:       cfg.ACL.ReportToken,
 		CoordinatorAddr:   n.CoordinatorAddr,
 		UsageInterval:     n.UsageIntervalDuration,
+		UsageRate:         n.UsageRate,
+		CallTimeout:       n.CallTimeoutDuration,
 		BatchRestartRatio: n.BatchRestartRatio,
 		Logger:            logger,
 	}

@@ -369,6 +369,14 @@ type Nomad struct {
 	// (10s).
 	UsageInterval         string `hcl:"usage_interval,optional"`
 	UsageIntervalDuration time.Duration
+	// UsageRate bounds the allocation stats calls, per second, whatever
+	// the number of allocations; 0 means the driver's default (4).
+	UsageRate float64 `hcl:"usage_rate,optional"`
+	// CallTimeout bounds every Nomad call that is not a blocking query,
+	// as written, such as "10s"; CallTimeoutDuration is its value, 0 for
+	// the driver's default (10s).
+	CallTimeout         string `hcl:"call_timeout,optional"`
+	CallTimeoutDuration time.Duration
 	// BatchRestartRatio is how far, as a ratio, the global batch decided
 	// for an adaptive job must be from the one its tasks run at for the
 	// driver to restart them at it; 0 means the driver's default (1.25).
@@ -385,6 +393,10 @@ type Nomad struct {
 // maxBatchRestartRatio bounds nomad.batch_restart_ratio: a batch that
 // grows 1,000-fold is far outside any job's bounds.
 const maxBatchRestartRatio = 1000
+
+// maxUsageRate bounds nomad.usage_rate: more stats calls a second than
+// a Nomad server should be asked for by one client.
+const maxUsageRate = 1000
 
 // DefaultNomad returns the default nomad block.
 func DefaultNomad() *Nomad { return &Nomad{Address: "http://127.0.0.1:4646"} }
@@ -409,6 +421,11 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 		if o.BatchRestartRatio != 0 {
 			r.BatchRestartRatio = o.BatchRestartRatio
 		}
+		if o.UsageRate != 0 {
+			r.UsageRate = o.UsageRate
+		}
+		r.CallTimeout, r.CallTimeoutDuration = mergeDuration(
+			r.CallTimeout, r.CallTimeoutDuration, o.CallTimeout, o.CallTimeoutDuration)
 		r.CAFile = mergeString(r.CAFile, o.CAFile)
 		r.CertFile = mergeString(r.CertFile, o.CertFile)
 		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
@@ -440,6 +457,12 @@ func (n *Nomad) problems() []problem {
 	}
 	if n.UsageIntervalDuration < 0 || n.UsageInterval != "" && n.UsageIntervalDuration == 0 {
 		ps = append(ps, problemf("usage_interval", "%s is not a positive duration; use one such as \"10s\"", durationString(n.UsageInterval, n.UsageIntervalDuration)))
+	}
+	if r := n.UsageRate; r != 0 && !(r > 0 && r <= maxUsageRate) {
+		ps = append(ps, problemf("usage_rate", "%g is not a rate between 0 and %g calls a second; use one such as 4", r, float64(maxUsageRate)))
+	}
+	if n.CallTimeoutDuration < 0 || n.CallTimeout != "" && n.CallTimeoutDuration == 0 {
+		ps = append(ps, problemf("call_timeout", "%s is not a positive duration; use one such as \"10s\"", durationString(n.CallTimeout, n.CallTimeoutDuration)))
 	}
 	if r := n.BatchRestartRatio; r != 0 && !(r >= 1 && r <= maxBatchRestartRatio) {
 		ps = append(ps, problemf("batch_restart_ratio", "%g is not a ratio between 1 and %g; use one such as 1.25 (1 restarts a job for any new batch)", r, float64(maxBatchRestartRatio)))

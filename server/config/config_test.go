@@ -61,6 +61,8 @@ nomad {
 
   coordinator_addr    = "127.0.0.1:9190"
   batch_restart_ratio = 1.5
+  usage_rate          = 8
+  call_timeout        = "5s"
 }
 
 consul {
@@ -124,6 +126,7 @@ func TestLoadFile_Full(t *testing.T) {
 			Address: "https://nomad.service:4646", Token: "nomad-token", Region: "eu",
 			Namespace: "ml", CheckpointDir: "/mnt/shared/caravan", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"},
 			CoordinatorAddr: "127.0.0.1:9190", BatchRestartRatio: 1.5,
+			UsageRate: 8, CallTimeout: "5s", CallTimeoutDuration: 5 * time.Second,
 		},
 		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token", ServiceName: "caravan-ml", AutoAdvertise: new(true), ServerAutoJoin: new(true)},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},
@@ -592,6 +595,15 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "batch_restart_ratio below 1", src: "nomad {\n  batch_restart_ratio = 0.8\n}\n",
 			summary: "Invalid nomad.batch_restart_ratio", line: 2, col: 25, at: `0.8`,
 			detail: []string{"0.8 is not a ratio between 1 and 1000", "1.25"},
+		},
+		{
+			name: "usage_rate not positive", src: "nomad {\n  usage_rate = -1\n}\n",
+			summary: "Invalid nomad.usage_rate", line: 2, col: 16, at: `-1`,
+			detail: []string{"-1 is not a rate between 0 and 1000", "4"},
+		},
+		{
+			name: "call_timeout not a duration", src: "nomad {\n  call_timeout = \"soon\"\n}\n",
+			summary: "Invalid nomad.call_timeout", line: 2, col: 18, at: `"soon"`,
 		},
 		{
 			name: "empty algorithm", src: "scheduler {\n  algorithm = \"\"\n}\n",

@@ -261,6 +261,7 @@ func (s *sites) parseDurations(c *Config) hcl.Diagnostics {
 	}
 	if c.Nomad != nil {
 		ds = append(ds, duration{"nomad.usage_interval", &c.Nomad.UsageInterval, &c.Nomad.UsageIntervalDuration})
+		ds = append(ds, duration{"nomad.call_timeout", &c.Nomad.CallTimeout, &c.Nomad.CallTimeoutDuration})
 	}
 	var diags hcl.Diagnostics
 	for _, d := range ds {
