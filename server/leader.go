@@ -113,8 +113,10 @@ func (s *Server) NextRound() time.Time {
 
 // leader is the state of one term of leadership.
 type leader struct {
-	s      *Server
-	log    hclog.Logger
+	s   *Server
+	log hclog.Logger
+	// models holds the active runs' models and builds each round's
+	// snapshot.
 	models *models.Set
 	// configIndex is the ModifyIndex of the scheduler config in force.
 	configIndex uint64

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 )
 
+// establish makes a new leader's view whole (see newLeader).
 func (l *leader) establish(ctx context.Context) error {
 	s := l.s
 	if err := s.await(s.raft.Barrier(30 * time.Second)); err != nil {
@@ -51,8 +52,8 @@ func (l *leader) establish(ctx context.Context) error {
 	l.runs = map[structs.JobKey]*run{}
 	l.rejected = map[structs.JobKey]uint64{}
 
-	// Rebuild the scheduler from the replicated state: the active jobs'
-	// runs, what runs of them, and the models from their samples.
+	// Rebuild the runs from the replicated state: the active jobs, what
+	// runs of them, and the models from their samples.
 	jobs, err := state.Jobs(txn, nil, "")
 	if err != nil {
 		return err
