@@ -83,14 +83,10 @@ func (d *Driver) jobsView() jobsView {
 // whose read failed or raced are read again after a backoff, through a
 // list that then waits no longer than that.
 func (d *Driver) watchJobs(ctx context.Context) {
-	var index uint64
-	var backoff, retry time.Duration
+	var retry time.Duration
 	specs := map[namespacedID]*api.Job{}
 	var reread map[namespacedID]bool
-	for {
-		if !sleep(ctx, backoff) {
-			return
-		}
+	follow(ctx, func(index uint64) ([]*api.JobListStub, *api.QueryMeta, error) {
 		wait := d.cfg.WaitTime
 		if len(reread) > 0 {
 			retry = nextBackoff(retry)
@@ -98,30 +94,17 @@ func (d *Driver) watchJobs(ctx context.Context) {
 		} else {
 			retry = 0
 		}
-		stubs, meta, err := d.listJobs(ctx, index, wait)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			d.setJobsErr(fmt.Errorf("list Nomad jobs: %w", err))
-			backoff, index = nextBackoff(backoff), 0
-			continue
-		}
-		backoff = 0
-		if meta.LastIndex < index { // Nomad's index went back: start over
-			index = 0
-			continue
-		}
-		index = meta.LastIndex
-		prev := d.jobsView().decl
+		return d.listJobs(ctx, index, wait)
+	}, func(err error) {
+		d.setJobsErr(fmt.Errorf("list Nomad jobs: %w", err))
+	}, func(stubs []*api.JobListStub, index uint64) {
 		var caravan map[structs.JobKey]*nomadJob
 		var decl map[structs.JobKey]*structs.Declaration
-		caravan, decl, reread = d.readJobs(ctx, stubs, prev, specs, reread)
-		if ctx.Err() != nil {
-			return
+		caravan, decl, reread = d.readJobs(ctx, stubs, d.jobsView().decl, specs, reread)
+		if ctx.Err() == nil {
+			d.setJobs(index, caravan, decl)
 		}
-		d.setJobs(index, caravan, decl)
-	}
+	})
 }
 
 // listJobs lists Nomad's jobs with their metadata, blocking until Nomad's

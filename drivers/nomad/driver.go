@@ -337,6 +337,34 @@ func sleep(ctx context.Context, dur time.Duration) bool {
 	}
 }
 
+// follow runs a blocking query until ctx ends: query is asked with the
+// index of Nomad's last answer (0 at first, after a failure, and after
+// Nomad's index went back, as when a server restarts on an older
+// snapshot), and got is given each answer with its index; a failure goes
+// to failed, and the query is tried again after a backoff.
+func follow[T any](ctx context.Context, query func(index uint64) (T, *api.QueryMeta, error), failed func(error), got func(v T, index uint64)) {
+	var index uint64
+	var backoff time.Duration
+	for sleep(ctx, backoff) {
+		v, meta, err := query(index)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failed(err)
+			backoff, index = nextBackoff(backoff), 0
+			continue
+		}
+		backoff = 0
+		if meta.LastIndex < index {
+			index = 0
+			continue
+		}
+		index = meta.LastIndex
+		got(v, index)
+	}
+}
+
 // nextBackoff is the wait before the next try after a failed one.
 func nextBackoff(last time.Duration) time.Duration {
 	return min(max(2*last, 250*time.Millisecond), 10*time.Second)

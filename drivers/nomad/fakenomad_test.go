@@ -388,19 +388,3 @@ func declaredFixture(t *testing.T) *api.Job {
 	must.NoError(t, json.Unmarshal(src, &req))
 	return req.Job
 }
-
-// waitFor polls check until it passes, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

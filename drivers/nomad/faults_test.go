@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
@@ -89,7 +90,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 func declaredAt(t *testing.T, d *Driver, index uint64) map[structs.JobKey]*structs.Declaration {
 	t.Helper()
 	var decls map[structs.JobKey]*structs.Declaration
-	waitFor(t, 10*time.Second, fmt.Sprintf("declarations at index %d", index), func() error {
+	agent.WaitFor(t, 10*time.Second, fmt.Sprintf("declarations at index %d", index), func() error {
 		var at uint64
 		var err error
 		decls, at, err = d.Declared(context.Background())
@@ -141,7 +142,7 @@ func TestDeclared_ReadFailureKeepsDeclaration(t *testing.T) {
 	failed := f.count("GET /v1/job/<id>")
 
 	f.setFault(nil)
-	waitFor(t, 10*time.Second, "the new version declared", func() error {
+	agent.WaitFor(t, 10*time.Second, "the new version declared", func() error {
 		decls, _, err := d.Declared(context.Background())
 		if err != nil {
 			return err
@@ -189,7 +190,7 @@ func TestDeclared_ChangedBetweenListAndRead(t *testing.T) {
 	must.Eq(t, first, decls[resnetKey].Index, must.Sprint("the previous declaration stands"))
 
 	f.setFault(nil)
-	waitFor(t, 10*time.Second, "the raced version declared", func() error {
+	agent.WaitFor(t, 10*time.Second, "the raced version declared", func() error {
 		decls, _, err := d.Declared(context.Background())
 		if err != nil {
 			return err
@@ -221,7 +222,7 @@ func TestDeclared_AbsentUntilNotFound(t *testing.T) {
 	must.NotNil(t, decls[resnetKey], must.Sprint("a job absent from two lists was dropped while Nomad has it"))
 
 	f.purge("resnet50")
-	waitFor(t, 10*time.Second, "the purged job gone", func() error {
+	agent.WaitFor(t, 10*time.Second, "the purged job gone", func() error {
 		decls, _, err := d.Declared(context.Background())
 		if err != nil {
 			return err
@@ -279,6 +280,24 @@ func placementOn(job *structs.Job, ps, workers int) *structs.Placement {
 		Nodes: []*structs.NodeTasks{{NodeID: "n1", PS: ps, Workers: workers}}}
 }
 
+// waitReport polls Status until the report of job id satisfies ok, and
+// returns it.
+func waitReport(t *testing.T, d *Driver, id, what string, ok func(r *structs.JobReport) bool) *structs.JobReport {
+	t.Helper()
+	var got *structs.JobReport
+	agent.WaitFor(t, 10*time.Second, what, func() error {
+		reports, err := d.Status(context.Background())
+		if err != nil {
+			return err
+		}
+		if got = reportOf(reports, id); got == nil || !ok(got) {
+			return fmt.Errorf("report: %+v", got)
+		}
+		return nil
+	})
+	return got
+}
+
 // reportOf returns a job's report among reports, nil when there is none.
 func reportOf(reports []*structs.JobReport, id string) *structs.JobReport {
 	for _, r := range reports {
@@ -304,7 +323,7 @@ func runJobs(t *testing.T, f *fakeNomad, d *Driver, n int) (*structs.Plan, []*st
 	reports, err := d.Enact(context.Background(), plan, jobs)
 	must.NoError(t, err)
 	must.SliceLen(t, n, reports)
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d jobs submitted", n), func() error {
+	agent.WaitFor(t, 30*time.Second, fmt.Sprintf("%d jobs submitted", n), func() error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if len(f.jobs) != n {
@@ -315,7 +334,7 @@ func runJobs(t *testing.T, f *fakeNomad, d *Driver, n int) (*structs.Plan, []*st
 	for _, job := range jobs {
 		f.runAll(JobPrefix + job.ID)
 	}
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d jobs running", n), func() error {
+	agent.WaitFor(t, 30*time.Second, fmt.Sprintf("%d jobs running", n), func() error {
 		reports, err := d.Status(context.Background())
 		if err != nil {
 			return err
@@ -443,7 +462,7 @@ func TestEnact_RegisterFails(t *testing.T) {
 	must.True(t, reports[0].Change.InFlight())
 
 	var aborted *structs.JobReport
-	waitFor(t, 10*time.Second, "the change aborted", func() error {
+	agent.WaitFor(t, 10*time.Second, "the change aborted", func() error {
 		reports, err := d.Status(context.Background())
 		if err != nil {
 			return err
@@ -477,18 +496,7 @@ func TestEnact_RescaleThroughWorkers(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, structs.ChangeCheckpointing, reports[0].Change.Phase)
 	status := func(what string, ok func(r *structs.JobReport) bool) *structs.JobReport {
-		var got *structs.JobReport
-		waitFor(t, 10*time.Second, what, func() error {
-			reports, err := d.Status(ctx)
-			if err != nil {
-				return err
-			}
-			if got = reportOf(reports, "sh-0"); got == nil || !ok(got) {
-				return fmt.Errorf("report: %+v", got)
-			}
-			return nil
-		})
-		return got
+		return waitReport(t, d, "sh-0", what, ok)
 	}
 	r := status("the checkpoint signal sent", func(r *structs.JobReport) bool {
 		return len(host.eventsOf(structs.EventCheckpointRequested)) == 1
@@ -573,18 +581,7 @@ func TestEnact_RenamedJobTakesOver(t *testing.T) {
 	f.runAll("caravan-sh")
 
 	status := func(what string, ok func(r *structs.JobReport) bool) *structs.JobReport {
-		var got *structs.JobReport
-		waitFor(t, 10*time.Second, what, func() error {
-			reports, err := d.Status(ctx)
-			if err != nil {
-				return err
-			}
-			if got = reportOf(reports, "sh"); got == nil || !ok(got) {
-				return fmt.Errorf("report: %+v", got)
-			}
-			return nil
-		})
-		return got
+		return waitReport(t, d, "sh", what, ok)
 	}
 	status("the job seen running under its old name", func(r *structs.JobReport) bool {
 		return r.Placement != nil && r.Placement.NumWorkers == 1
@@ -598,7 +595,7 @@ func TestEnact_RenamedJobTakesOver(t *testing.T) {
 	})
 	host.report(structs.Sample{Namespace: "team", JobID: "sh", Step: 12, CheckpointStep: 12})
 	status("the next generation submitted", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeStarting })
-	waitFor(t, 10*time.Second, "the old name stopped", func() error {
+	agent.WaitFor(t, 10*time.Second, "the old name stopped", func() error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if !*f.jobs["caravan-sh"].Stop {

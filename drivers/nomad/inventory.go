@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/nomad/api"
@@ -15,39 +14,23 @@ import (
 // d.nodes current. A failed query is kept as d.nodesErr, so that Nodes
 // fails rather than answer from a stale list, and retried with backoff.
 func (d *Driver) watchNodes(ctx context.Context) {
-	var index uint64
 	details := map[string]*api.Node{} // full nodes by ID, for attributes and meta
-	backoff := time.Duration(0)
-	for {
-		if !sleep(ctx, backoff) {
-			return
-		}
+	follow(ctx, func(index uint64) ([]*api.NodeListStub, *api.QueryMeta, error) {
 		stubs, meta, err := d.listNodes(ctx, index)
 		if err == nil {
 			err = d.refreshDetails(ctx, stubs, details)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			d.setNodes(nil, fmt.Errorf("list Nomad nodes: %w", err))
-			backoff, index = nextBackoff(backoff), 0
-			continue
-		}
-		backoff = 0
-		// Nomad's index may go backwards after a server restart; start over.
-		if meta.LastIndex < index {
-			index = 0
-			continue
-		}
-		index = meta.LastIndex
+		return stubs, meta, err
+	}, func(err error) {
+		d.setNodes(nil, fmt.Errorf("list Nomad nodes: %w", err))
+	}, func(stubs []*api.NodeListStub, _ uint64) {
 		nodes := make([]*structs.Node, 0, len(stubs))
 		for _, s := range stubs {
 			nodes = append(nodes, convertNode(s, details[s.ID]))
 		}
 		slices.SortFunc(nodes, func(a, b *structs.Node) int { return strings.Compare(a.ID, b.ID) })
 		d.setNodes(nodes, nil)
-	}
+	})
 }
 
 // listNodes lists Nomad's nodes with their resources, blocking until

@@ -196,34 +196,18 @@ func (v allocsView) current(nj *nomadJob) []*api.AllocationListStub {
 // Caravan's jobs are listed in, with one blocking query, so that Status
 // reads them without a call per job.
 func (d *Driver) watchAllocs(ctx context.Context) {
-	var index uint64
-	var backoff time.Duration
-	for {
-		if !sleep(ctx, backoff) {
-			return
-		}
-		allocs, meta, err := d.listAllocs(ctx, index)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			d.setAllocs(allocsView{err: fmt.Errorf("list Nomad allocations: %w", err)})
-			backoff, index = nextBackoff(backoff), 0
-			continue
-		}
-		backoff = 0
-		if meta.LastIndex < index { // Nomad's index went back: start over
-			index = 0
-			continue
-		}
-		index = meta.LastIndex
+	follow(ctx, func(index uint64) ([]*api.AllocationListStub, *api.QueryMeta, error) {
+		return d.listAllocs(ctx, index)
+	}, func(err error) {
+		d.setAllocs(allocsView{err: fmt.Errorf("list Nomad allocations: %w", err)})
+	}, func(allocs []*api.AllocationListStub, index uint64) {
 		byJob := map[namespacedID][]*api.AllocationListStub{}
 		for _, a := range allocs {
 			id := namespacedID{Namespace: a.Namespace, ID: a.JobID}
 			byJob[id] = append(byJob[id], a)
 		}
 		d.setAllocs(allocsView{index: index, ok: true, byJob: byJob})
-	}
+	})
 }
 
 // listAllocs lists the allocations, blocking until Nomad's index passes
