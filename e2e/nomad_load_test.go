@@ -44,8 +44,10 @@ type loadConfig struct {
 	// (CARAVAN_LOAD_WINDOW, default 20s).
 	Settle, Window time.Duration
 	// MaxIdleRPS and MaxRescalingRPS bound the requests per second to
-	// Nomad in each window (CARAVAN_LOAD_MAX_IDLE_RPS,
-	// CARAVAN_LOAD_MAX_RESCALING_RPS); 0, when unset, asserts nothing.
+	// Nomad in each window (CARAVAN_LOAD_MAX_IDLE_RPS, default 8: the
+	// driver's cap on stats calls, nomad.usage_rate's 4 a second, and its
+	// three blocking queries, whatever the number of jobs;
+	// CARAVAN_LOAD_MAX_RESCALING_RPS, default none); 0 asserts nothing.
 	MaxIdleRPS, MaxRescalingRPS float64
 }
 
@@ -53,7 +55,7 @@ type loadConfig struct {
 // fails the test.
 func loadConfigFromEnv(t *testing.T) loadConfig {
 	t.Helper()
-	cfg := loadConfig{Jobs: 20, RescaleWorkers: 2, Settle: 10 * time.Second, Window: 20 * time.Second}
+	cfg := loadConfig{Jobs: 20, RescaleWorkers: 2, Settle: 10 * time.Second, Window: 20 * time.Second, MaxIdleRPS: 8}
 	for env, n := range map[string]*int{"CARAVAN_LOAD_JOBS": &cfg.Jobs, "CARAVAN_LOAD_RESCALE_WORKERS": &cfg.RescaleWorkers} {
 		if v := os.Getenv(env); v != "" {
 			parsed, err := strconv.Atoi(v)
