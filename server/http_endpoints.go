@@ -230,7 +230,11 @@ func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bo
 // report commits samples trainers report. The whole request is checked
 // before anything is committed: an invalid sample, or one stamped more than
 // structs.MaxSampleSkew ahead of this server's clock, answers 400, and a
-// sample of a job the server does not hold 404 (the first such job).
+// sample of a job the server does not hold 404 (the first such job). A
+// leader that has not yet established its state (applied the log of the
+// terms before its own, see reads.go) cannot tell an unknown job from one
+// it has not replayed yet: it answers 503 with Retry-After instead, which
+// reporters retry, so that no sample is dropped across a restart.
 // Samples the trainer did not time are stamped now. Samples of a job that
 // has ended are accepted and dropped when applied, so a trainer flushing
 // its last samples after its job stopped is not told it failed; Accepted
@@ -262,6 +266,10 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) (any, error) {
 		job, err := state.JobByID(txn, nil, smp.Namespace, smp.JobID)
 		if err != nil {
 			return nil, err
+		}
+		if job == nil && !s.establishedState() {
+			w.Header().Set("Retry-After", "1")
+			return nil, &CodedError{Code: http.StatusServiceUnavailable, Err: fmt.Errorf("samples[%d]: job %q in namespace %q is not known yet: this server has not established its state since it became leader; retry (nothing of the report was kept)", i, smp.JobID, smp.Namespace)}
 		}
 		if job == nil {
 			return nil, notFound("samples[%d]: job %q in namespace %q is not registered; nothing of the report was kept", i, smp.JobID, smp.Namespace)

@@ -176,6 +176,31 @@ func TestReport_Commits(t *testing.T) {
 	must.Eq(t, smps.Samples, after.Samples, must.Sprint("a stopped job's samples are not kept"))
 }
 
+// TestReport_UnknownJobBeforeEstablished: a leader that has not yet
+// applied the log of earlier terms (as just after a restart) cannot tell
+// an unknown job from one it has not replayed: it answers 503 with
+// Retry-After, and nothing is kept; once established, the same report is
+// a 404.
+func TestReport_UnknownJobBeforeEstablished(t *testing.T) {
+	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
+	report := `{"samples": [{"job_id": "later", "step": 3, "loss": 0.5}]}`
+
+	leader.setReadyForReads(false)
+	resp, err := http.Post("http://"+leader.HTTPAddr()+"/v1/report", "application/json", strings.NewReader(report))
+	must.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.Eq(t, http.StatusServiceUnavailable, resp.StatusCode, must.Sprint(string(body)))
+	must.Eq(t, "1", resp.Header.Get("Retry-After"))
+	must.StrContains(t, string(body), `job "later" in namespace "default" is not known yet`)
+	must.Eq(t, 0, len(committedSteps(t, leader, "later")))
+
+	leader.setReadyForReads(true)
+	code, out := postReport(t, leader, report)
+	must.Eq(t, http.StatusNotFound, code, must.Sprint(out))
+	must.StrContains(t, out, `job "later" in namespace "default" is not registered`)
+}
+
 // TestReport_Idempotent: a report sent again (a retry after an ambiguous
 // answer), through another server, is accepted again and stored once on
 // every server; a sample repeated within a report is stored once too.

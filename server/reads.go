@@ -46,6 +46,13 @@ type readState struct {
 // setReadyForReads marks whether the leader may serve consistent reads.
 func (s *Server) setReadyForReads(ready bool) { s.reads.ready.Store(ready) }
 
+// establishedState reports whether the server's state is whole enough to
+// say that something is absent: it leads and has applied every entry
+// committed before its term. A follower's is never, since it cannot tell
+// how far behind the leader it is; the writes that need this are
+// forwarded to the leader.
+func (s *Server) establishedState() bool { return s.reads.ready.Load() && s.IsLeader() }
+
 // staleParam reports whether a request asks for a stale read: ?stale, or
 // ?stale=<true>. ?consistent, the default, is accepted and ignored.
 func staleParam(r *http.Request) bool {
