@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
+	reporter "github.com/caravan-sched/caravan/collector/client"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
@@ -199,6 +200,36 @@ func TestReport_UnknownJobBeforeEstablished(t *testing.T) {
 	code, out := postReport(t, leader, report)
 	must.Eq(t, http.StatusNotFound, code, must.Sprint(out))
 	must.StrContains(t, out, `job "later" in namespace "default" is not registered`)
+}
+
+// TestReport_ReporterRetriesUntilEstablished: a trainer's reporter
+// (collector/client) keeps the samples a not yet established leader
+// answered 503, and delivers them once the leader knows the job, as after
+// a restart the leader replays the job's registration.
+func TestReport_ReporterRetriesUntilEstablished(t *testing.T) {
+	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
+	rep, err := reporter.New(reporter.Config{Addrs: []string{leader.HTTPAddr()}, FlushInterval: time.Hour, RetryBackoff: time.Millisecond, Logger: testLogger(t)})
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = rep.Close(context.Background()) })
+
+	leader.setReadyForReads(false)
+	rep.Report(structs.Sample{JobID: "later", Role: structs.RoleWorker, Step: 100001, Loss: 0.5, NumPS: 1, NumWorkers: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = rep.Flush(ctx)
+	must.ErrorIs(t, err, context.DeadlineExceeded)
+	must.ErrorContains(t, err, "503")
+	must.Eq(t, 1, rep.Pending(), must.Sprint("the sample stays buffered"))
+	must.Eq(t, 0, rep.Dropped())
+
+	_, _, err = client(t, leader).Jobs().Register(demoJob(t, "later"), nil)
+	must.NoError(t, err)
+	leader.setReadyForReads(true)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	must.NoError(t, rep.Flush(ctx))
+	must.Eq(t, 0, rep.Dropped())
+	must.SliceContains(t, committedSteps(t, leader, "later"), int64(100001))
 }
 
 // TestReport_Idempotent: a report sent again (a retry after an ambiguous

@@ -346,19 +346,28 @@ func TestDropDuringSend(t *testing.T) {
 	must.Eq(t, 0, c.Pending())
 }
 
+// TestFlushRetriesUntilDelivered: an answer that retrying can fix keeps
+// the batch buffered and sends it again. 503 is what a Caravan server
+// answers while it cannot yet tell an unknown job from one it has not
+// replayed (after a restart): those samples must arrive, not be dropped.
 func TestFlushRetriesUntilDelivered(t *testing.T) {
-	r := newReceiver(t, func(n int) int {
-		if n <= 3 {
-			return http.StatusInternalServerError
-		}
-		return http.StatusOK
-	})
-	c := testClient(t, Config{Addrs: []string{r.srv.URL}})
-	c.Report(sample(7))
-	must.NoError(t, c.Flush(flushCtx(t)))
-	got, _ := r.steps()
-	must.Eq(t, []int64{7}, got)
-	must.Eq(t, 4, r.requestCount())
+	for _, code := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusRequestTimeout} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			r := newReceiver(t, func(n int) int {
+				if n <= 3 {
+					return code
+				}
+				return http.StatusOK
+			})
+			c := testClient(t, Config{Addrs: []string{r.srv.URL}})
+			c.Report(sample(7))
+			must.NoError(t, c.Flush(flushCtx(t)))
+			got, _ := r.steps()
+			must.Eq(t, []int64{7}, got)
+			must.Eq(t, 4, r.requestCount())
+			must.Eq(t, 0, c.Dropped())
+		})
+	}
 }
 
 func TestFlushStopsWithContext(t *testing.T) {
