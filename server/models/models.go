@@ -543,6 +543,8 @@ type roundJob struct {
 	job       planner.Job
 	profiling bool
 	profile   structs.Shape
+	// toGo counts the profiling configurations after profile.
+	toGo int
 }
 
 // Snapshot refits what has new data and takes the round a plan is made
@@ -581,7 +583,7 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 		}
 		rj := roundJob{job: pj}
 		if len(e.profile) > 0 {
-			rj.profile, rj.profiling = e.profile[0], true
+			rj.profile, rj.profiling, rj.toGo = e.profile[0], true, len(e.profile)-1
 		}
 		r.jobs = append(r.jobs, rj)
 	}
@@ -659,6 +661,7 @@ func (r *Round) Decide(alg planner.Algorithm) (*Decision, error) {
 		for i := range r.jobs {
 			if pj := pinned[r.jobs[i].job.Job.Key()]; pj != nil && slices.Contains(unfit, pj.Job.Key()) {
 				pj.Job = r.jobs[i].job.Job
+				delete(pinned, pj.Job.Key())
 			}
 		}
 		if dec, err = decide(alg, req); err != nil {
@@ -673,8 +676,30 @@ func (r *Round) Decide(alg planner.Algorithm) (*Decision, error) {
 	if err := r.replaceStragglers(alg, req, dec); err != nil {
 		return nil, err
 	}
+	r.explainProfiling(alg.Name(), dec, pinned)
 	out.placements = dec.Placements
 	return out, nil
+}
+
+// explainProfiling replaces the reason of each placement that runs a job
+// at the configuration it is pinned to for profiling: the algorithm saw
+// bounds of that one configuration and would call it the job's minimum or
+// maximum, which is not why the job runs so.
+func (r *Round) explainProfiling(alg string, dec *planner.Decision, pinned map[structs.JobKey]*planner.Job) {
+	for _, p := range dec.Placements {
+		if pinned[p.Key()] == nil || p.Paused() {
+			continue
+		}
+		i := slices.IndexFunc(r.jobs, func(rj roundJob) bool { return rj.job.Job.Key() == p.Key() })
+		if i < 0 || !r.jobs[i].profiling || p.Shape() != r.jobs[i].profile {
+			continue
+		}
+		then := "then sized by " + alg
+		if n := r.jobs[i].toGo; n > 0 {
+			then = fmt.Sprintf("%s to go, %s", structs.Plural(n, "more configuration"), then)
+		}
+		p.Reason = fmt.Sprintf("%s: %s; profiling its speed at this configuration (%s)", alg, p.Shape(), then)
+	}
 }
 
 // Algorithm is the name of the algorithm that decided.

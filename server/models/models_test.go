@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -159,6 +160,12 @@ func TestSet_ProfileInPlace(t *testing.T) {
 		must.NoError(t, err)
 		p := plan.Placements[0]
 		must.Eq(t, c, p.Shape(), must.Sprintf("round %d runs profiling configuration %d", i, i))
+		then := "then sized by optimus"
+		if left := len(configs) - i - 1; left > 0 {
+			then = fmt.Sprintf("%s to go, %s", structs.Plural(left, "more configuration"), then)
+		}
+		must.Eq(t, fmt.Sprintf("optimus: %s; profiling its speed at this configuration (%s)", c, then), p.Reason,
+			must.Sprint("the reason says the job is profiled, not that it is at its minimum or maximum"))
 		s.Observe(p.Key(), p, nil)
 
 		step++
