@@ -8,7 +8,11 @@ const (
 	EventJobRescaled   = "JobRescaled"
 	// EventTasksLost: fewer tasks of a job run than decided, with no
 	// change on its way there: tasks ended or their nodes went away.
-	EventTasksLost         = "TasksLost"
+	EventTasksLost = "TasksLost"
+	// EventTasksFinished: fewer tasks of a job run than decided because
+	// the others finished their work (exited successfully): the job is
+	// ending, nothing was lost.
+	EventTasksFinished     = "TasksFinished"
 	EventRescaleAborted    = "RescaleAborted"
 	EventJobCompleted      = "JobCompleted"
 	EventJobFailed         = "JobFailed"

@@ -77,6 +77,10 @@ type Placement struct {
 	// that version is the job's current one: a placement made for an
 	// older version may break the newer's bounds.
 	JobVersion uint64 `json:",omitempty"`
+	// Finished, in an observed placement, counts the tasks that finished
+	// their work (exited successfully) and so no longer run; nil when
+	// none did, and in a decision.
+	Finished *Shape `json:",omitempty"`
 }
 
 // Batch is how a job's global batch is split: each of its workers

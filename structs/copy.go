@@ -204,6 +204,7 @@ func (p *Placement) Copy() *Placement {
 	c.Nodes = copyAll(p.Nodes)
 	c.Metric = p.Metric.Copy()
 	c.Batch = copyPtr(p.Batch)
+	c.Finished = copyPtr(p.Finished)
 	if p.Actions != nil {
 		c.Actions = make([]*TaskAction, len(p.Actions))
 		for i, a := range p.Actions {

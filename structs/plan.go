@@ -60,6 +60,11 @@ type Placement struct {
 	// change is in flight carries the round's version; the driver
 	// finishes the change it is making before it takes another.
 	JobVersion uint64 `json:",omitempty"`
+	// Finished, in an observed placement (JobReport), counts the tasks of
+	// the job's placement that finished their work (exited successfully)
+	// and so no longer run: the job is ending, and they are not lost. Nil
+	// when none did, and in a decision. It does not count in SameTasks.
+	Finished *Shape `json:",omitempty"`
 }
 
 // Batch is how a job's global batch is split: each of its workers

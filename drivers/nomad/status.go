@@ -101,6 +101,9 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			}
 		}
 		js.running = observed(key, info, allocs)
+		if js.running != nil {
+			js.running.Finished = finished(info, allocs)
+		}
 		r.Placement = js.running.Copy()
 		d.watch(key, allocs)
 		usage, _ := d.usage(ctx, &structs.Job{Namespace: key.Namespace, ID: key.ID}, key, info, allocs)
@@ -288,6 +291,29 @@ func (d *Driver) report(key structs.JobKey) *structs.JobReport {
 		r.Change = js.flight.state.Copy()
 	}
 	return r
+}
+
+// finished counts, by role, the allocations of a job's version that
+// finished their work: complete while Nomad still wanted them to run (one
+// Nomad stopped did not finish). Nil when none did.
+func finished(info *api.Job, allocs []*api.AllocationListStub) *structs.Shape {
+	groups := groupEntries(info)
+	var n structs.Shape
+	for _, a := range allocs {
+		g, ok := groups[a.TaskGroup]
+		if !ok || a.ClientStatus != api.AllocClientStatusComplete || a.DesiredStatus != api.AllocDesiredStatusRun {
+			continue
+		}
+		if g.role == structs.RolePS {
+			n.PS++
+		} else {
+			n.Workers++
+		}
+	}
+	if n == (structs.Shape{}) {
+		return nil
+	}
+	return &n
 }
 
 // observed is the placement the running allocations make up: per node,

@@ -506,12 +506,23 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 	}
 	typ := structs.EventJobRescaled
 	// Fewer tasks than decided, with no change arriving there: tasks
-	// ended or their nodes went away, and the driver restarts the job.
-	lost := d != nil && (o.Change == nil || !o.Change.Target.SameTasks(pl)) &&
+	// ended or their nodes went away, and the driver restarts the job;
+	// unless the tasks missing finished their work, and the job is
+	// ending.
+	var done structs.Shape
+	if pl.Finished != nil {
+		done = *pl.Finished
+	}
+	short := d != nil && (o.Change == nil || !o.Change.Target.SameTasks(pl)) &&
 		(pl.NumPS < d.Placement.NumPS || pl.NumWorkers < d.Placement.NumWorkers)
+	lost := short && (pl.NumPS+done.PS < d.Placement.NumPS || pl.NumWorkers+done.Workers < d.Placement.NumWorkers)
 	switch {
 	case pl.Paused():
 		typ, msg = structs.EventJobWaiting, "no task runs"
+	case short && !lost:
+		typ = structs.EventTasksFinished
+		msg = fmt.Sprintf("%s run on %s; the others of the decision's %s finished their work (%s): the job is ending",
+			structs.Shape{PS: pl.NumPS, Workers: pl.NumWorkers}, structs.Plural(len(pl.Nodes), "node"), structs.Shape{PS: d.Placement.NumPS, Workers: d.Placement.NumWorkers}, done)
 	case lost:
 		typ = structs.EventTasksLost
 		msg = fmt.Sprintf("%s run on %s, short of the decision's %s: tasks ended or their nodes went away",

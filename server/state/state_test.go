@@ -164,6 +164,34 @@ func TestObserved_Lifecycle(t *testing.T) {
 	must.Eq(t, "0 ps and 1 worker run on 1 node, short of the decision's 0 ps and 2 workers: tasks ended or their nodes went away", lost.Message)
 }
 
+// TestObserved_FinishedTasksAreNotLost: tasks that finished their work
+// (the job is ending) leave fewer tasks running than decided, and that is
+// no TasksLost; tasks missing beyond those that finished are.
+func TestObserved_FinishedTasksAreNotLost(t *testing.T) {
+	s := newStore(t, "a")
+	two := placement("a", 2)
+	must.NoError(t, s.ApplyDecision(5, 0, "drf", []*structs.Placement{two}, nil))
+	must.NoError(t, s.UpsertObserved(6, 0, []*structs.Observed{observed(two, &structs.Change{Target: two, PlanIndex: 5, Phase: structs.ChangeDone})}))
+
+	one := placement("a", 1)
+	one.Finished = &structs.Shape{Workers: 1}
+	must.NoError(t, s.UpsertObserved(7, 0, []*structs.Observed{observed(one, &structs.Change{Target: two, PlanIndex: 5, Phase: structs.ChangeDone})}))
+	evs, err := Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	last := evs[len(evs)-1]
+	must.Eq(t, structs.EventTasksFinished, last.Type)
+	must.Eq(t, "0 ps and 1 worker run on 1 node; the others of the decision's 0 ps and 2 workers finished their work (0 ps and 1 worker): the job is ending", last.Message)
+
+	// Of three decided, one finished and one is missing: that one is lost.
+	three := placement("a", 3)
+	must.NoError(t, s.ApplyDecision(8, 0, "drf", []*structs.Placement{three}, nil))
+	must.NoError(t, s.UpsertObserved(9, 0, []*structs.Observed{observed(three, &structs.Change{Target: three, PlanIndex: 8, Phase: structs.ChangeDone})}))
+	must.NoError(t, s.UpsertObserved(10, 0, []*structs.Observed{observed(one, &structs.Change{Target: three, PlanIndex: 8, Phase: structs.ChangeDone})}))
+	evs, err = Events(s.Txn(), nil, 1)
+	must.NoError(t, err)
+	must.Eq(t, structs.EventTasksLost, evs[len(evs)-1].Type)
+}
+
 func TestAppendSamples_BoundedAndActiveOnly(t *testing.T) {
 	s := newStore(t, "a")
 	var batch []structs.Sample
