@@ -58,8 +58,9 @@ Agent Options:
   -config=<path>        A configuration file or directory. Repeatable.
   -dev                  Development mode: one server with in-memory state, on
                         127.0.0.1, with the embedded simulated cluster
-                        (4 nodes x 4 GPUs) as its driver. Combines with
-                        -config files for overrides.
+                        (4 nodes x 4 GPUs) as its driver unless a -config
+                        file sets another. Combines with -config files for
+                        overrides; the banner says which driver runs.
   -dev-speed=<n>        Runs the simulated cluster n times faster than the
                         wall clock (sim.speed).
   -data-dir=<path>      Where Raft keeps its state (data_dir).
@@ -144,12 +145,7 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))
 		return 1
 	}
-	mode := "server"
-	if cfg.DevMode {
-		mode = "dev server (in-memory state, simulated cluster " + cfg.Sim.Cluster + ")"
-	}
-	c.Ui.Output(fmt.Sprintf("==> Caravan agent started: %s\n    HTTP: %s://%s\n    Raft: %s\n    Node: %s (%s)",
-		mode, httpScheme(cfg), srv.HTTPAddr(), srv.RaftAddr(), cfg.Name, srv.ID()))
+	c.Ui.Output(banner(cfg, wiring.nomad, srv.HTTPAddr(), srv.RaftAddr(), srv.ID()))
 	if c.started != nil {
 		c.started <- srv
 	}
@@ -173,6 +169,42 @@ func (c *AgentCommand) Run(args []string) int {
 		c.reload(files, cfg, logger, srv)
 	}
 	return 0
+}
+
+// banner says what the agent runs, as Nomad's agent does: the
+// configuration files it loaded, whether it is a dev server, its driver
+// (for nomad, the Nomad address it talks to, nc, which NOMAD_ADDR may
+// have set; for sim, the simulated cluster), its data directory, and its
+// addresses.
+func banner(cfg *config.Config, nc *structs.NomadCluster, httpAddr, raftAddr, id string) string {
+	var b strings.Builder
+	if len(cfg.Files) > 0 {
+		fmt.Fprintf(&b, "==> Loaded configuration from %s\n", strings.Join(cfg.Files, ", "))
+	}
+	mode := "server"
+	if cfg.DevMode {
+		mode = "dev server"
+	}
+	driver := cfg.Driver
+	switch cfg.Driver {
+	case config.DriverSim:
+		driver += " (simulated cluster " + cfg.Sim.Cluster + ")"
+	case config.DriverNomad:
+		if nc != nil {
+			driver += " (Nomad at " + nc.Address + ")"
+		}
+	}
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		dataDir = "none (state in memory, lost when the agent stops)"
+	}
+	fmt.Fprintf(&b, "==> Caravan agent started: %s\n", mode)
+	fmt.Fprintf(&b, "      Driver: %s\n", driver)
+	fmt.Fprintf(&b, "    Data dir: %s\n", dataDir)
+	fmt.Fprintf(&b, "        HTTP: %s://%s\n", httpScheme(cfg), httpAddr)
+	fmt.Fprintf(&b, "        Raft: %s\n", raftAddr)
+	fmt.Fprintf(&b, "        Node: %s (%s)", cfg.Name, id)
+	return b.String()
 }
 
 // readConfig parses the flags and the configuration files, and returns the

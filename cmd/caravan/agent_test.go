@@ -9,6 +9,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/config"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
@@ -71,4 +72,41 @@ func TestStragglers(t *testing.T) {
 	must.Nil(t, stragglers(cfg.Scheduler.Straggler))
 	on := cfg.Merge(&config.Config{Scheduler: &config.Scheduler{Straggler: &config.Straggler{Enabled: new(true), Ratio: 0.4}}})
 	must.Eq(t, &straggler.Config{Ratio: 0.4, Window: time.Minute, Reports: 1}, stragglers(on.Scheduler.Straggler))
+}
+
+// TestAgent_Banner: the banner says what the agent runs. -dev with the
+// nomad driver from a file is a dev server on Nomad, not on the simulated
+// cluster; the files loaded, the driver, the Nomad address and the data
+// directory are shown.
+func TestAgent_Banner(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "x.hcl")
+	must.NoError(t, os.WriteFile(conf, []byte(`
+driver = "nomad"
+nomad {
+  address = "http://127.0.0.1:1"
+}
+`), 0o644))
+	ui := cli.NewMockUi()
+	cmd := &AgentCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *server.Server, 1)}
+	cfg, files := cmd.readConfig([]string{"-dev", "-config", conf})
+	must.NotNil(t, cfg, must.Sprint(ui.ErrorWriter.String()))
+	must.Eq(t, []string{conf}, files)
+
+	got := banner(cfg, &structs.NomadCluster{Address: "http://127.0.0.1:1"}, "127.0.0.1:4680", "127.0.0.1:4681", "id1")
+	must.Eq(t, "==> Loaded configuration from "+conf+"\n"+
+		"==> Caravan agent started: dev server\n"+
+		"      Driver: nomad (Nomad at http://127.0.0.1:1)\n"+
+		"    Data dir: none (state in memory, lost when the agent stops)\n"+
+		"        HTTP: http://127.0.0.1:4680\n"+
+		"        Raft: 127.0.0.1:4681\n"+
+		"        Node: "+cfg.Name+" (id1)", got)
+	must.StrNotContains(t, got, "simulated")
+
+	dev, _ := cmd.readConfig([]string{"-dev", "-data-dir", dir})
+	must.NotNil(t, dev)
+	got = banner(dev, nil, "127.0.0.1:4680", "127.0.0.1:4681", "id2")
+	must.StrContains(t, got, "      Driver: sim (simulated cluster "+dev.Sim.Cluster+")\n")
+	must.StrContains(t, got, "    Data dir: "+dir+"\n")
+	must.StrNotContains(t, got, "Loaded configuration")
 }
