@@ -148,6 +148,9 @@ func (l *leader) syncStatus(ctx context.Context) error {
 func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) error {
 	var changed []*structs.Observed
 	inFlight := false
+	// Servers before 0.2.0 would record the tasks that finished as lost:
+	// all record the same events once every server counts them.
+	finished := l.s.supports(fsm.SampleAppendType)
 	for _, r := range reports {
 		key := structs.NewJobKey(r.Namespace, r.JobID)
 		run := l.runOf(key)
@@ -155,6 +158,10 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 			continue // an ended job keeps what it ran last
 		}
 		o := &structs.Observed{Namespace: key.Namespace, JobID: key.ID, Placement: r.Placement, Change: r.Change}
+		if !finished && o.Placement != nil && o.Placement.Finished != nil {
+			o.Placement = o.Placement.Copy()
+			o.Placement.Finished = nil
+		}
 		inFlight = inFlight || o.Change.InFlight()
 		if prev := run.observed; prev != nil && sameObserved(prev, o) {
 			continue
