@@ -124,7 +124,7 @@ func formatPlan(id, submit string, resp *api.PlanResponse) string {
 		}
 	} else {
 		b.WriteString("  Placement: " + placementCounts(p) + placementChange(p, resp) + "\n\n")
-		b.WriteString(indent(formatPlacement(p)))
+		b.WriteString(indent(formatPlacement(p, false)))
 	}
 	if resp.Plan != nil {
 		fmt.Fprintf(&b, "\n\nScheduler dry run by %s: %d jobs in the plan.", resp.Plan.Algorithm, len(resp.Plan.Placements))

@@ -139,7 +139,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	if p != nil && !p.Placement.Paused() {
 		c.Ui.Output(fmt.Sprintf("==> Job %q placed at plan index %d by %s: %s", resp.JobID, p.PlanIndex, p.Algorithm, placementCounts(p.Placement)))
-		c.Ui.Output(indent(formatPlacement(p.Placement)))
+		c.Ui.Output(indent(formatPlacement(p.Placement, false)))
 		return 0
 	}
 	if failed {
