@@ -574,6 +574,13 @@ func TestClientCommands_Unreachable(t *testing.T) {
 		{"operator", "scheduler", "get-config", "-address", addr},
 		{"operator", "snapshot", "save", "-address", addr, filepath.Join(t.TempDir(), "s.snap")},
 		{"node", "status", "-address", addr},
+		{"node", "status", "-address", addr, "node-01"},
+		{"alloc", "status", "-address", addr, "demo"},
+		{"job", "logs", "-address", addr, "demo"},
+		{"events", "-address", addr},
+		{"plugin", "list", "-address", addr},
+		{"acl", "policy", "list", "-address", addr},
+		{"acl", "token", "list", "-address", addr},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
