@@ -119,7 +119,7 @@ func formatNodes(nodes []*api.Node, verbose bool) string {
 	rows := [][]string{{"ID", "Name", "Datacenter", "Class", "Status", "Eligible", "CPU", "Memory", "GPUs"}}
 	for _, n := range nodes {
 		rows = append(rows, []string{nodeID(n.ID, verbose), n.Name,
- orDash(n.Datacenter), orDash(n.NodeClass), n.Status,
+			orDash(n.Datacenter), orDash(n.NodeClass), n.Status,
 			strconv.FormatBool(n.Eligible), strconv.Itoa(n.CPU), strconv.Itoa(n.MemoryMB), gpus(n)})
 	}
 	return formatList(rows)
