@@ -159,6 +159,12 @@ type QueryMeta struct {
 	// NextToken, on a page of a list, is the QueryOptions.NextToken of the
 	// next page; empty on the last.
 	NextToken string
+	// DriverError, on an answer about nodes, is set while the agent's
+	// driver cannot read the cluster (Nomad): the nodes are the ones it
+	// last read. It is the message of the DriverError event that began
+	// the outage, at DriverErrorSince.
+	DriverError      string
+	DriverErrorSince time.Time
 }
 
 // WriteOptions are the options of writes, as Nomad's api.WriteOptions; nil
@@ -254,6 +260,12 @@ func (c *Client) query(path string, params url.Values, out any, q *QueryOptions)
 	meta.KnownLeader = resp.Header.Get("X-Caravan-KnownLeader") == "true"
 	if ms, err := strconv.ParseUint(resp.Header.Get("X-Caravan-LastContact"), 10, 64); err == nil {
 		meta.LastContact = time.Duration(ms) * time.Millisecond
+	}
+	if msg := resp.Header.Get("X-Caravan-Driver-Error"); msg != "" {
+		meta.DriverError = msg
+		if ns, err := strconv.ParseInt(resp.Header.Get("X-Caravan-Driver-Error-Since"), 10, 64); err == nil {
+			meta.DriverErrorSince = time.Unix(0, ns)
+		}
 	}
 	if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

@@ -505,7 +505,8 @@ func (s *Server) jobStop(w http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 // nodeList answers GET /v1/nodes, with the list options (list.go); nodes
-// are ordered by ID.
+// are ordered by ID. While the driver cannot read the cluster, the nodes
+// are the ones it last read, and setDriverHealth's headers say so.
 func (s *Server) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 	opts, err := parseListOptions(r)
 	if err != nil {
@@ -513,7 +514,10 @@ func (s *Server) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	res, err := s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		nodes, err := state.Nodes(txn, ws)
-		return orEmpty(nodes), err
+		if err != nil {
+			return nil, err
+		}
+		return orEmpty(nodes), setDriverHealth(w, txn)
 	}, state.TableNodes))
 	if err != nil {
 		return nil, err
@@ -522,12 +526,15 @@ func (s *Server) nodeList(w http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 // nodeRead answers GET /v1/node/<id>: the node, and what runs there as
-// the driver last reported it.
+// the driver last reported it, with setDriverHealth's headers.
 func (s *Server) nodeRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	id := r.PathValue("id")
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		nodes, err := state.Nodes(txn, ws)
 		if err != nil {
+			return nil, err
+		}
+		if err := setDriverHealth(w, txn); err != nil {
 			return nil, err
 		}
 		i := slices.IndexFunc(nodes, func(n *structs.Node) bool { return n.ID == id })

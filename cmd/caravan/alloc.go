@@ -285,6 +285,11 @@ func (c *JobLogsCommand) Run(args []string) int {
 			}
 			out.Write(f.Data)
 		case err := <-errs:
+			// What was read before the stream broke is printed, as Nomad's
+			// alloc logs prints each frame as it comes.
+			if out.Len() > 0 {
+				c.Ui.Output(strings.TrimRight(out.String(), "\n"))
+			}
 			c.Ui.Error(fmt.Sprintf("Error reading the %s of task %q in allocation %s: %v", logType, task, shortID(alloc.ID), err))
 			return 1
 		}

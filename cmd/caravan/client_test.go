@@ -63,6 +63,18 @@ func jobFile(t *testing.T, id string) string {
 	return path
 }
 
+// nomadJobFile writes examples/demo.nomad.hcl, the Nomad job file of
+// demo.hcl, renamed to job id, to a temporary file.
+func nomadJobFile(t *testing.T, id string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/demo.nomad.hcl")
+	must.NoError(t, err)
+	must.StrContains(t, string(src), `job "demo"`)
+	path := filepath.Join(t.TempDir(), id+".nomad.hcl")
+	must.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), `job "demo"`, `job "`+id+`"`, 1)), 0o644))
+	return path
+}
+
 // unplaceableJobFile writes examples/demo.hcl, renamed to job id, with
 // tasks that each ask for a GPU of 32 GiB, which the simulated cluster's
 // 16 GiB GPUs never are, to a temporary file.
@@ -285,6 +297,30 @@ func TestClientCommands(t *testing.T) {
 		must.Eq(t, 0, code, must.Sprint(errOut))
 	})
 
+	t.Run("job plan and run of a Nomad job file", func(t *testing.T) {
+		path := nomadJobFile(t, "from-nomad")
+		code, out, errOut := cliArgs(t, []string{"job", "plan"}, path)
+		must.Eq(t, 1, code, must.Sprint("a new job is a change: ", errOut))
+		must.StrContains(t, out, `+ Job: "from-nomad"`)
+		must.RegexMatch(t, regexp.MustCompile(`Placement: [12] ps, [1-4] workers? on \d+ nodes?`), out)
+		must.StrContains(t, out, "To submit the job, run:\n  nomad job run "+path)
+
+		// job run refuses it, saying what submits it; nothing is registered.
+		code, out, errOut = cliArgs(t, []string{"job", "run"}, "-detach", path)
+		must.Eq(t, 1, code)
+		must.Eq(t, "", out)
+		must.StrContains(t, errOut, "is a Nomad job file: submit it to Nomad with \"nomad job run "+path+"\"")
+		code, _, errOut = cliArgs(t, []string{"job", "status"}, "from-nomad")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "404")
+
+		// A mistake is reported as by job validate, with plan's exit code.
+		code, out, errOut = cliArgs(t, []string{"job", "plan"}, "-no-color", "../../jobspec/testdata/nomad/invalid/caravan_block.nomad.hcl")
+		must.Eq(t, 255, code)
+		must.Eq(t, "", out)
+		must.StrContains(t, errOut, "caravan_block.nomad.hcl:14:33: Invalid training.mode")
+	})
+
 	t.Run("job run is declarative; versions, inspect, revert; stop", func(t *testing.T) {
 		path := longJobFile(t, "stoppable")
 		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-detach", path)
@@ -326,16 +362,16 @@ func TestClientCommands(t *testing.T) {
 		must.NoError(t, json.Unmarshal([]byte(out), &versions))
 		must.SliceLen(t, 3, versions)
 
-		var job structs.Job
 		code, out, errOut = cliArgs(t, []string{"job", "inspect"}, "stoppable")
 		must.Eq(t, 0, code, must.Sprint(errOut))
-		must.NoError(t, json.Unmarshal([]byte(out), &job))
+		must.StrHasPrefix(t, "{\n  \"Job\": {\n", out, must.Sprint("wrapped as Nomad's job inspect"))
+		job := inspectedJob(t, out)
 		must.Eq(t, 2, job.Version)
 		must.Eq(t, 80, job.Priority)
 		must.Positive(t, job.CreateIndex, must.Sprint("the registered job, not a jobspec"))
 		code, out, errOut = cliArgs(t, []string{"job", "inspect"}, "-version", "1", "stoppable")
 		must.Eq(t, 0, code, must.Sprint(errOut))
-		must.NoError(t, json.Unmarshal([]byte(out), &job))
+		job = inspectedJob(t, out)
 		must.Eq(t, 1, job.Version)
 		must.Eq(t, 70, job.Priority)
 		code, _, errOut = cliArgs(t, []string{"job", "inspect"}, "-version", "9", "stoppable")
@@ -538,6 +574,13 @@ func TestClientCommands_Unreachable(t *testing.T) {
 		{"operator", "scheduler", "get-config", "-address", addr},
 		{"operator", "snapshot", "save", "-address", addr, filepath.Join(t.TempDir(), "s.snap")},
 		{"node", "status", "-address", addr},
+		{"node", "status", "-address", addr, "node-01"},
+		{"alloc", "status", "-address", addr, "demo"},
+		{"job", "logs", "-address", addr, "demo"},
+		{"events", "-address", addr},
+		{"plugin", "list", "-address", addr},
+		{"acl", "policy", "list", "-address", addr},
+		{"acl", "token", "list", "-address", addr},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {

@@ -44,6 +44,15 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
 
+// nodeID is how lists print a node's ID: its first 8 characters, as
+// Nomad's CLI prints IDs, or the whole ID when verbose (-verbose).
+func nodeID(id string, verbose bool) string {
+	if verbose {
+		return id
+	}
+	return shortID(id)
+}
+
 // orDash returns s, or "-" when it is empty.
 func orDash(s string) string {
 	if s == "" {

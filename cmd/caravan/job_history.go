@@ -26,14 +26,18 @@ Usage: caravan job history [options] <job>
   status" shows a change under way.
 
 History Options:
+
+  -verbose
+    Prints full node IDs.
 ` + jsonOption("the history") + `
 ` + generalOptions)
 }
 
 func (c *JobHistoryCommand) Run(args []string) int {
-	var asJSON bool
+	var asJSON, verbose bool
 	flags := c.FlagSet("job history")
 	flags.BoolVar(&asJSON, "json", false, "")
+	flags.BoolVar(&verbose, "verbose", false, "")
 	client, ok := c.agentCommand(flags, args, c.Help(), oneArgument("<job>"))
 	if !ok {
 		return 1
@@ -48,11 +52,12 @@ func (c *JobHistoryCommand) Run(args []string) int {
 		c.apiError(fmt.Sprintf("reading the history of job %q", id), err)
 		return 1
 	}
-	return c.output(asJSON, hist, func() string { return formatHistory(id, hist) })
+	return c.output(asJSON, hist, func() string { return formatHistory(id, hist, verbose) })
 }
 
-// formatHistory tabulates the placements of job id, one row each.
-func formatHistory(id string, hist []*api.JobPlacement) string {
+// formatHistory tabulates the placements of job id, one row each, with
+// short node IDs unless verbose.
+func formatHistory(id string, hist []*api.JobPlacement, verbose bool) string {
 	if len(hist) == 0 {
 		return fmt.Sprintf("Job %q has not been placed yet", id)
 	}
@@ -64,7 +69,7 @@ func formatHistory(id string, hist []*api.JobPlacement) string {
 		}
 		var nodes []string
 		for _, n := range p.Nodes {
-			nodes = append(nodes, n.NodeID)
+			nodes = append(nodes, nodeID(n.NodeID, verbose))
 		}
 		rows = append(rows, []string{formatTime(h.Time), strconv.FormatUint(h.PlanIndex, 10), h.Algorithm,
 			strconv.Itoa(p.NumPS), strconv.Itoa(p.NumWorkers), orDash(strings.Join(nodes, ",")), p.Reason})

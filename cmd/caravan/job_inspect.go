@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/jobspec"
 )
 
 // JobInspectCommand prints a job as Caravan stores it: a registered job, or
@@ -24,12 +25,16 @@ func (c *JobInspectCommand) Help() string {
 Usage: caravan job inspect [options] <job>
        caravan job inspect [options] <path>
 
-  With a job ID, prints the registered job as JSON, as Nomad's job inspect
-  does: its spec with the status, version and indexes the server stamped.
-  -version prints an earlier version ("caravan job versions" lists them).
+  With a job ID, prints the registered job as JSON under "Job", as Nomad's
+  job inspect does ({"Job": {...}}): its spec with the status, version and
+  indexes the server stamped. -version prints an earlier version ("caravan
+  job versions" lists them).
 
   When the argument is an existing file, or "-" for standard input, parses
-  that ML jobspec and prints the job Caravan would store instead:
+  that jobspec, of either format "caravan job validate" takes (an ML
+  jobspec, or a Nomad job file whose groups carry a caravan scaling
+  policy), and prints the job Caravan would store instead, in the same
+  {"Job": {...}} shape, which is the body POST /v1/jobs takes:
   canonicalized, with every default filled in. Mistakes are reported as by
   "caravan job validate"; nothing is sent to an agent.
 
@@ -61,11 +66,14 @@ func (c *JobInspectCommand) Run(args []string) int {
 			c.usageError("-version applies to a registered job, not to a jobspec file", c.Help())
 			return 1
 		}
-		job := c.parseJobspec(arg, &jf)
+		job, format, _ := c.parseAnyJobspec(arg, &jf)
 		if job == nil {
+			if format == jobspec.FormatNomad {
+				c.Ui.Error(nomadChecked)
+			}
 			return 1
 		}
-		return c.outputJSON(job)
+		return c.outputJSON(inspected{job})
 	}
 	if strings.ContainsRune(arg, '/') {
 		c.Ui.Error(fmt.Sprintf("Error: no file %s (a job ID has no \"/\")", arg))
@@ -86,7 +94,7 @@ func (c *JobInspectCommand) Run(args []string) int {
 			c.inspectError(arg, err)
 			return 1
 		}
-		return c.outputJSON(job)
+		return c.outputJSON(inspected{job})
 	}
 	n, err := strconv.ParseUint(version, 10, 64)
 	if err != nil {
@@ -100,11 +108,17 @@ func (c *JobInspectCommand) Run(args []string) int {
 	}
 	for _, v := range versions {
 		if v.Version == n {
-			return c.outputJSON(v)
+			return c.outputJSON(inspected{v})
 		}
 	}
 	c.Ui.Error(fmt.Sprintf("Error: job %q has no version %d; \"caravan job versions %s\" lists them", arg, n, arg))
 	return 1
+}
+
+// inspected is what job inspect prints: the job under "Job", as Nomad's
+// job inspect prints it, which is also the body POST /v1/jobs takes.
+type inspected struct {
+	Job any
 }
 
 // isJobspecPath reports whether the argument of job inspect names a jobspec

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/jobspec"
 )
 
 // Exit codes of job plan, as Nomad's.
@@ -30,7 +32,10 @@ func (c *JobPlanCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan job plan [options] <path>
 
-  Parses the ML jobspec at <path> ("-" reads standard input), shows how it
+  Parses the jobspec at <path> ("-" reads standard input), of either format
+  "caravan job validate" takes (an ML jobspec, or a Nomad job file whose
+  groups carry a caravan scaling policy, planned as the job Caravan takes
+  over from Nomad; "nomad job plan" plans the rest of it), shows how it
   differs from the registered version of the job, field by field (+ added,
   - removed, ~ changed; +/- when the registered job has ended and a run
   starts it anew), and asks the leader's scheduler which placement the job
@@ -50,11 +55,17 @@ Plan Options:
 
 func (c *JobPlanCommand) Run(args []string) int {
 	var asJSON bool
-	job := c.jobspecCommand("job plan", args, c.Help(), func(f *flag.FlagSet) {
+	job, format := c.jobspecCommand("job plan", args, c.Help(), func(f *flag.FlagSet) {
 		f.BoolVar(&asJSON, "json", false, "")
 	})
 	if job == nil {
 		return planError
+	}
+	if format == jobspec.FormatNomad {
+		// The agent plans the job Caravan would take over from Nomad;
+		// Nomad is what Caravan records of the Nomad job version then,
+		// which a file does not have and the agent does not take.
+		job.Nomad = nil
 	}
 	client, ok := c.client()
 	if !ok {
@@ -67,8 +78,12 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.apiError(fmt.Sprintf("planning job %q", job.ID), err)
 		return planError
 	}
-	path := args[len(args)-1]
-	if c.output(asJSON, resp, func() string { return formatPlan(job.ID, path, resp) }) != 0 {
+	submit := "caravan job run " + args[len(args)-1]
+	if format == jobspec.FormatNomad {
+		submit = "nomad job run " + args[len(args)-1]
+		nomadPlan(resp)
+	}
+	if c.output(asJSON, resp, func() string { return formatPlan(job.ID, submit, resp) }) != 0 {
 		return planError
 	}
 	if resp.Changed {
@@ -77,9 +92,26 @@ func (c *JobPlanCommand) Run(args []string) int {
 	return planUnchanged
 }
 
+// nomadPlan leaves out of resp, the plan of a Nomad job file, the
+// differences in the nomad fields of a job registered from Nomad: Caravan
+// sets them from the Nomad job version when it takes the job over, and a
+// file never has them. What is left says whether running the file would
+// change anything.
+func nomadPlan(resp *api.PlanResponse) {
+	d := resp.Diff
+	if d == nil || d.Type != api.DiffTypeEdited {
+		return
+	}
+	d.Fields = slices.DeleteFunc(d.Fields, func(f *api.FieldDiff) bool { return strings.HasPrefix(f.Path, "nomad.") })
+	if !d.Changed() {
+		d.Type = api.DiffTypeNone
+	}
+	resp.Changed = api.Terminal(resp.Status) || d.Changed() || !resp.Placement.SameTasks(resp.Current)
+}
+
 // formatPlan describes how job id differs from its registered version and
-// the placement it would get, and how to submit the jobspec at path.
-func formatPlan(id, path string, resp *api.PlanResponse) string {
+// the placement it would get, and the command line submit that submits it.
+func formatPlan(id, submit string, resp *api.PlanResponse) string {
 	var b strings.Builder
 	b.WriteString(formatJobDiff(id, resp) + "\n")
 	if resp.Diff != nil && resp.Diff.Type != api.DiffTypeAdded && resp.Diff.Changed() {
@@ -92,7 +124,7 @@ func formatPlan(id, path string, resp *api.PlanResponse) string {
 		}
 	} else {
 		b.WriteString("  Placement: " + placementCounts(p) + placementChange(p, resp) + "\n\n")
-		b.WriteString(indent(formatPlacement(p)))
+		b.WriteString(indent(formatPlacement(p, false)))
 	}
 	if resp.Plan != nil {
 		fmt.Fprintf(&b, "\n\nScheduler dry run by %s: %d jobs in the plan.", resp.Plan.Algorithm, len(resp.Plan.Placements))
@@ -101,7 +133,7 @@ func formatPlan(id, path string, resp *api.PlanResponse) string {
 		fmt.Fprintf(&b, "\n\nJob %q is registered as version %d with this spec and placement: running it changes nothing.", id, resp.Version)
 		return b.String()
 	}
-	b.WriteString("\n\nTo submit the job, run:\n  caravan job run " + path)
+	b.WriteString("\n\nTo submit the job, run:\n  " + submit)
 	return b.String()
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/jobspec"
 )
 
 // defaultRunTimeout bounds how long job run follows a job to its placement.
@@ -47,6 +48,11 @@ Usage: caravan job run [options] <path>
   why it waits). It exits 1 if the job cannot be registered, fails, or is
   not placed within -timeout.
 
+  A Nomad job file whose groups carry a caravan scaling policy (which
+  "caravan job validate" and "caravan job plan" take) is refused: such a
+  job is submitted to Nomad with "nomad job run", and Caravan takes it
+  over from Nomad; "caravan job convert" turns it into an ML jobspec.
+
   As Nomad's job run, it is declarative: the jobspec of a job that is already
   registered and active is its new version ("caravan job plan" shows the
   difference first), and an unchanged jobspec changes nothing; the job's
@@ -73,13 +79,17 @@ Run Options:
 func (c *JobRunCommand) Run(args []string) int {
 	var detach, asJSON bool
 	var timeout time.Duration
-	job := c.jobspecCommand("job run", args, c.Help(), func(f *flag.FlagSet) {
+	job, format := c.jobspecCommand("job run", args, c.Help(), func(f *flag.FlagSet) {
 		f.BoolVar(&detach, "detach", false, "")
 		f.Bool("update", false, "")
 		f.BoolVar(&asJSON, "json", false, "")
 		f.DurationVar(&timeout, "timeout", defaultRunTimeout, "")
 	})
 	if job == nil {
+		return 1
+	}
+	if format == jobspec.FormatNomad {
+		c.Ui.Error(nomadRunRefused(args[len(args)-1]))
 		return 1
 	}
 	client, ok := c.client()
@@ -129,7 +139,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	if p != nil && !p.Placement.Paused() {
 		c.Ui.Output(fmt.Sprintf("==> Job %q placed at plan index %d by %s: %s", resp.JobID, p.PlanIndex, p.Algorithm, placementCounts(p.Placement)))
-		c.Ui.Output(indent(formatPlacement(p.Placement)))
+		c.Ui.Output(indent(formatPlacement(p.Placement, false)))
 		return 0
 	}
 	if failed {
@@ -148,6 +158,15 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	c.Ui.Error(fmt.Sprintf("==> Job %q is %s%s", resp.JobID, status, desc))
 	return 1
+}
+
+// nomadRunRefused says why job run does not register the Nomad job file
+// at path, and what does: a job declared in Nomad is Nomad's, and Caravan
+// takes it over from Nomad's job list (the agent refuses a job that says
+// it comes from Nomad).
+func nomadRunRefused(path string) string {
+	return fmt.Sprintf(`Error: %s is a Nomad job file: submit it to Nomad with "nomad job run %s", and Caravan's leader takes the job over from Nomad (on the nomad driver). "caravan job plan %s" shows what Caravan would place; "caravan job convert %s" turns it into a jobspec that "caravan job run" registers.`,
+		path, path, path, path)
 }
 
 // follow waits for what the registration resp leads to, and returns the

@@ -35,7 +35,8 @@ Usage: caravan job status [options] [<job>]
 Status Options:
 
   -verbose
-    Also shows the job's recent events and the models' coefficients in full.
+    Also shows the job's recent events, the models' coefficients in full,
+    and full node IDs (8 characters otherwise, as Nomad prints IDs).
 ` + jsonOption("the job list, or the job's summary,") + `
 ` + generalOptions)
 }
@@ -204,13 +205,13 @@ func formatJobSummary(sum *api.JobSummary, events []*api.Event, verbose bool) st
 		}
 		b.WriteString(formatKV(kv))
 		if len(p.Placement.Nodes) > 0 {
-			b.WriteString("\n\n" + formatPlacementNodes(p.Placement))
+			b.WriteString("\n\n" + formatPlacementNodes(p.Placement, verbose))
 		}
 		if failed {
 			b.WriteString("\n\nPlacement Failure\n" + formatPlacementFailure(p.Placement))
 		}
 	}
-	if r := formatRunning(sum); r != "" {
+	if r := formatRunning(sum, verbose); r != "" {
 		b.WriteString("\n\nRunning\n" + r)
 	}
 
@@ -384,7 +385,7 @@ func placementCounts(p *api.Placement) string {
 // formatRunning describes what runs of a job while it differs from its
 // desired placement, or while a change is in flight or was aborted; ""
 // when what runs is what was decided.
-func formatRunning(sum *api.JobSummary) string {
+func formatRunning(sum *api.JobSummary, verbose bool) string {
 	o := sum.Observed
 	if o == nil || api.Terminal(sum.Job.Status) {
 		return ""
@@ -409,15 +410,15 @@ func formatRunning(sum *api.JobSummary) string {
 	}
 	out := formatKV(kv)
 	if o.Placement != nil && len(o.Placement.Nodes) > 0 {
-		out += "\n\n" + formatPlacementNodes(o.Placement)
+		out += "\n\n" + formatPlacementNodes(o.Placement, verbose)
 	}
 	return out
 }
 
 // formatPlacement is a placement's table of tasks per node and role,
-// followed by its reason.
-func formatPlacement(p *api.Placement) string {
-	out := formatPlacementNodes(p)
+// followed by its reason; verbose prints full node IDs.
+func formatPlacement(p *api.Placement, verbose bool) string {
+	out := formatPlacementNodes(p, verbose)
 	if p.Reason != "" {
 		out += "\nReason: " + p.Reason
 	}
@@ -443,15 +444,15 @@ func formatPlacementFailure(p *api.Placement) string {
 }
 
 // formatPlacementNodes tabulates a placement's tasks: one row per node and
-// role.
-func formatPlacementNodes(p *api.Placement) string {
+// role, with short node IDs unless verbose.
+func formatPlacementNodes(p *api.Placement, verbose bool) string {
 	rows := [][]string{{"Node ID", "Role", "Count"}}
 	for _, n := range p.Nodes {
 		if n.PS > 0 {
-			rows = append(rows, []string{n.NodeID, api.RolePS, strconv.Itoa(n.PS)})
+			rows = append(rows, []string{nodeID(n.NodeID, verbose), api.RolePS, strconv.Itoa(n.PS)})
 		}
 		if n.Workers > 0 {
-			rows = append(rows, []string{n.NodeID, api.RoleWorker, strconv.Itoa(n.Workers)})
+			rows = append(rows, []string{nodeID(n.NodeID, verbose), api.RoleWorker, strconv.Itoa(n.Workers)})
 		}
 	}
 	return formatList(rows)

@@ -126,8 +126,7 @@ func TestJobValidate_Vars(t *testing.T) {
 
 	code, out, _ := runCLI(t, "job", "inspect", "-json", "-var-file", varFile, "../../examples/demo.hcl")
 	must.Eq(t, 0, code)
-	var job structs.Job
-	must.NoError(t, json.Unmarshal([]byte(out), &job))
+	job := inspectedJob(t, out)
 	must.Eq[any](t, "/opt/bin/trainer", job.Worker.Config["command"])
 
 	code, _, errOut := runCLI(t, "job", "validate", "-var", "nope=1", "../../examples/demo.hcl")
@@ -135,15 +134,37 @@ func TestJobValidate_Vars(t *testing.T) {
 	must.StrContains(t, errOut, `Undefined -var variable`)
 }
 
+// TestJobInspect: job inspect FILE prints the job under "Job", as Nomad's
+// job inspect does, for a jobspec and for a Nomad job file alike.
 func TestJobInspect(t *testing.T) {
-	code, out, _ := runCLI(t, "job", "inspect", "-json", "../../examples/bert-allreduce.hcl")
-	must.Eq(t, 0, code)
-	var job structs.Job
-	must.NoError(t, json.Unmarshal([]byte(out), &job))
-	must.Eq(t, "bert-squad", job.ID)
-	must.Eq(t, structs.ArchitectureAllReduce, job.Training.Architecture)
-	must.Nil(t, job.Elastic.ParameterServers)
-	must.Eq(t, 8, job.Elastic.Workers.Max)
+	for _, file := range []string{"../../examples/bert-allreduce.hcl", "../../examples/bert-allreduce.nomad.hcl"} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "job", "inspect", "-json", file)
+			must.Eq(t, 0, code, must.Sprint(errOut))
+			must.StrHasPrefix(t, "{\n  \"Job\": {\n", out)
+			job := inspectedJob(t, out)
+			must.Eq(t, "bert-squad", job.ID)
+			must.Eq(t, structs.ArchitectureAllReduce, job.Training.Architecture)
+			must.Nil(t, job.Elastic.ParameterServers)
+			must.Eq(t, 8, job.Elastic.Workers.Max)
+		})
+	}
+
+	// A mistake in a Nomad job file is reported as job validate reports it.
+	code, out, errOut := runCLI(t, "job", "inspect", "-no-color", "../../jobspec/testdata/nomad/invalid/caravan_block.nomad.hcl")
+	must.Eq(t, 1, code)
+	must.Eq(t, "", out)
+	must.StrContains(t, errOut, "caravan_block.nomad.hcl:14:33: Invalid training.mode")
+	must.StrHasSuffix(t, nomadChecked+"\n", errOut)
+}
+
+// inspectedJob decodes what job inspect prints: {"Job": {...}}.
+func inspectedJob(t *testing.T, out string) *structs.Job {
+	t.Helper()
+	var v struct{ Job *structs.Job }
+	must.NoError(t, json.Unmarshal([]byte(out), &v))
+	must.NotNil(t, v.Job, must.Sprint(out))
+	return v.Job
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -192,10 +192,12 @@ Jobspec Options:
     Reads variable values from an HCL file of key = value lines. Repeatable.`
 
 // jobspecCommand parses the arguments of a command that reads one jobspec
-// (its flags, which extra may add to, and one path), then the jobspec, as
-// the API client's Job to send. It prints what is wrong and returns nil on
-// any error.
-func (m *Meta) jobspecCommand(name string, args []string, help string, extra func(*flag.FlagSet)) *api.Job {
+// (its flags, which extra may add to, and one path), then the jobspec, of
+// either format as "caravan job validate" reads it (parseAnyJobspec), as
+// the API client's Job to send, and its format (jobspec.FormatCaravan or
+// jobspec.FormatNomad). It prints what is wrong and returns nil on any
+// error.
+func (m *Meta) jobspecCommand(name string, args []string, help string, extra func(*flag.FlagSet)) (*api.Job, string) {
 	var jf jobspecFlags
 	flags := m.FlagSet(name)
 	jf.register(flags)
@@ -203,28 +205,21 @@ func (m *Meta) jobspecCommand(name string, args []string, help string, extra fun
 		extra(flags)
 	}
 	if !m.parseArgs(flags, args, help, oneArgument("<path>")) {
-		return nil
+		return nil, ""
 	}
-	job := m.parseJobspec(flags.Arg(0), &jf)
+	job, format, _ := m.parseAnyJobspec(flags.Arg(0), &jf)
 	if job == nil {
-		return nil
+		if format == jobspec.FormatNomad {
+			m.Ui.Error(nomadChecked)
+		}
+		return nil, format
 	}
 	out, err := jobspec.APIJob(job)
 	if err != nil {
 		m.Ui.Error(err.Error())
-		return nil
+		return nil, format
 	}
-	return out
-}
-
-// parseJobspec parses the Caravan jobspec at path ("-" reads standard
-// input). On errors it prints them with source snippets and returns nil.
-func (m *Meta) parseJobspec(path string, jf *jobspecFlags) *structs.Job {
-	job, _, _ := m.readJobspec(path, jf, func(p *jobspec.Parser, cfg *jobspec.Config) (*structs.Job, string, hcl.Diagnostics) {
-		job, diags := p.Parse(cfg)
-		return job, jobspec.FormatCaravan, diags
-	})
-	return job
+	return out, format
 }
 
 // parseAnyJobspec parses the jobspec at path in either format (see

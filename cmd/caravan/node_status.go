@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/structs"
@@ -41,22 +42,31 @@ func (c *NodeStatusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan node status [options] [<node>]
 
-  Without an argument, lists the nodes the driver reports: ID, name,
-  datacenter, class, status, whether the scheduler may place tasks there,
-  CPU (MHz), memory (MB) and GPUs (healthy/total). With a node's ID, the
-  start of one, or its name, shows the node: its resources, its devices
-  (vendor, type and model, instances and their health, attributes such as
-  memory), the GPUs in use, and the tasks of each job that run there.
+  Without an argument, lists the nodes the driver reports: ID (its first 8
+  characters, as Nomad's; -verbose prints it whole), name, datacenter,
+  class, status, whether the scheduler may place tasks there, CPU (MHz),
+  memory (MB) and GPUs (healthy/total). With a node's ID, the start of one,
+  or its name, shows the node: its resources, its devices (vendor, type and
+  model, instances and their health, attributes such as memory), the GPUs
+  in use, and the tasks of each job that run there.
+
+  Exits 1 on errors, among them the agent's driver failing to read the
+  cluster (Nomad unreachable): the nodes the agent kept would be stale, and
+  the error says since when and why.
 
 Node Status Options:
+
+  -verbose
+    Prints full node IDs.
 ` + jsonOption("the nodes") + `
 ` + generalOptions)
 }
 
 func (c *NodeStatusCommand) Run(args []string) int {
-	var asJSON bool
+	var asJSON, verbose bool
 	flags := c.FlagSet("node status")
 	flags.BoolVar(&asJSON, "json", false, "")
+	flags.BoolVar(&verbose, "verbose", false, "")
 	client, ok := c.agentCommand(flags, args, c.Help(), optionalArgument("<node>"))
 	if !ok {
 		return 1
@@ -66,29 +76,50 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		if !ok {
 			return 1
 		}
-		node, _, err := client.Node(id, nil)
+		node, meta, err := client.Node(id, nil)
 		if err != nil {
 			c.apiError(fmt.Sprintf("reading node %q", id), err)
 			return 1
 		}
+		if !c.driverHealthy(fmt.Sprintf("reading node %q", id), meta) {
+			return 1
+		}
 		return c.output(asJSON, node, func() string { return formatNode(node) })
 	}
-	nodes, _, err := client.Nodes(nil)
+	nodes, meta, err := client.Nodes(nil)
 	if err != nil {
 		c.apiError("listing nodes", err)
 		return 1
 	}
-	return c.output(asJSON, nodes, func() string { return formatNodes(nodes) })
+	if !c.driverHealthy("listing nodes", meta) {
+		return 1
+	}
+	return c.output(asJSON, nodes, func() string { return formatNodes(nodes, verbose) })
 }
 
-// formatNodes tabulates the nodes with their resources.
-func formatNodes(nodes []*api.Node) string {
+// driverHealthy reports whether the agent's driver could read the
+// cluster, by meta of an answer about nodes; when it could not, the nodes
+// the agent kept are stale: it prints why and returns false.
+func (m *Meta) driverHealthy(what string, meta *api.QueryMeta) bool {
+	if meta == nil || meta.DriverError == "" {
+		return true
+	}
+	m.Ui.Error(fmt.Sprintf("Error %s: the agent's driver cannot read the cluster since %s: %s\n\nThe agent keeps the nodes it last read; \"caravan events\" shows the outage.",
+		what, meta.DriverErrorSince.Local().Format(time.RFC3339), meta.DriverError))
+	return false
+}
+
+// formatNodes tabulates the nodes with their resources, with their full
+// IDs when verbose and their first 8 characters otherwise, as Nomad's
+// node status.
+func formatNodes(nodes []*api.Node, verbose bool) string {
 	if len(nodes) == 0 {
 		return "No nodes"
 	}
 	rows := [][]string{{"ID", "Name", "Datacenter", "Class", "Status", "Eligible", "CPU", "Memory", "GPUs"}}
 	for _, n := range nodes {
-		rows = append(rows, []string{n.ID, n.Name, orDash(n.Datacenter), orDash(n.NodeClass), n.Status,
+		rows = append(rows, []string{nodeID(n.ID, verbose), n.Name,
+			orDash(n.Datacenter), orDash(n.NodeClass), n.Status,
 			strconv.FormatBool(n.Eligible), strconv.Itoa(n.CPU), strconv.Itoa(n.MemoryMB), gpus(n)})
 	}
 	return formatList(rows)

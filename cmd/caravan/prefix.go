@@ -56,10 +56,15 @@ func (m *Meta) resolveJob(client *api.Client, id string) (jobRef, bool) {
 // resolveNode finds the node that id names: the node with that ID or name,
 // else the one node whose ID starts with it. When several match it lists
 // them and returns false; when none does, it says so and returns false.
+// While the agent's driver cannot read the cluster it says so
+// (driverHealthy) and returns false: the nodes it kept are stale.
 func (m *Meta) resolveNode(client *api.Client, id string) (string, bool) {
-	nodes, _, err := client.Nodes(nil)
+	nodes, meta, err := client.Nodes(nil)
 	if err != nil {
 		m.apiError("listing nodes", err)
+		return "", false
+	}
+	if !m.driverHealthy("listing nodes", meta) {
 		return "", false
 	}
 	var matches [][]string

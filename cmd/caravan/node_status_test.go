@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// TestNodeIDs: lists print a node's ID as its first 8 characters, as
+// Nomad's CLI does, and whole with -verbose.
+func TestNodeIDs(t *testing.T) {
+	const id = "9d3c4a1e-5b2f-4c8e-a0f1-2b3c4d5e6f70"
+	nodes := []*api.Node{{ID: id, Name: "gpu-1", Status: "ready", Eligible: true}}
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^9d3c4a1e\s+gpu-1\s`), formatNodes(nodes, false))
+	must.StrNotContains(t, formatNodes(nodes, false), id)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^`+id+`\s+gpu-1\s`), formatNodes(nodes, true))
+
+	p := &api.Placement{JobID: "j", NumPS: 1, NumWorkers: 2, Nodes: []*api.NodeTasks{{NodeID: id, PS: 1, Workers: 2}}}
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^9d3c4a1e\s+worker\s+2$`), formatPlacement(p, false))
+	must.StrNotContains(t, formatPlacement(p, false), id)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^`+id+`\s+worker\s+2$`), formatPlacement(p, true))
+
+	hist := []*api.JobPlacement{{PlanIndex: 3, Algorithm: "optimus", Placement: p}}
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\S+\s+3\s+optimus\s+1\s+2\s+9d3c4a1e\s`), formatHistory("j", hist, false))
+	must.StrContains(t, formatHistory("j", hist, true), id)
+}
+
+// downDriver is a driver whose cluster can be made unreachable, as
+// Nomad's is when its servers are down.
+type downDriver struct {
+	server.Driver
+	down atomic.Bool
+}
+
+var errNomadDown = errors.New("dial tcp 127.0.0.1:4646: connection refused")
+
+func (d *downDriver) Nodes(ctx context.Context) ([]*structs.Node, error) {
+	if d.down.Load() {
+		return nil, errNomadDown
+	}
+	return d.Driver.Nodes(ctx)
+}
+
+func (d *downDriver) Status(ctx context.Context) ([]*structs.JobReport, error) {
+	if d.down.Load() {
+		return nil, errNomadDown
+	}
+	return d.Driver.Status(ctx)
+}
+
+// TestNodeStatus_DriverDown: while the agent's driver cannot read the
+// cluster, node status fails with the reason and since when, rather than
+// listing the nodes the agent kept (or "No nodes"); once the driver reads
+// the cluster again, it lists them.
+func TestNodeStatus_DriverDown(t *testing.T) {
+	cluster := sim.DefaultConfig()
+	cluster.Nodes, cluster.GPUsPerNode = 2, 1
+	sd := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: 200})
+	sd.Start()
+	t.Cleanup(sd.Stop)
+	d := &downDriver{Driver: sd}
+	d.down.Store(true)
+	srv := server.TestServer(t, server.TestConfig(t, d))
+	addr := "http://" + srv.HTTPAddr()
+
+	driverEvents := func() string {
+		code, out, errOut := runCLI(t, "events", "-address", addr)
+		if code != 0 {
+			return errOut
+		}
+		return out
+	}
+	agent.WaitFor(t, 10*time.Second, "a DriverError event", func() error {
+		if !strings.Contains(driverEvents(), structs.EventDriverError) {
+			return errors.New("no DriverError event yet")
+		}
+		return nil
+	})
+	for _, args := range [][]string{{}, {"-json"}, {"node-01"}} {
+		code, out, errOut := runCLI(t, append([]string{"node", "status", "-address", addr}, args...)...)
+		must.Eq(t, 1, code, must.Sprint(out))
+		must.Eq(t, "", out)
+		must.RegexMatch(t, regexp.MustCompile(`^Error listing nodes: the agent's driver cannot read the cluster since \d{4}-\S+: cluster unavailable, state kept, retrying: read nodes: dial tcp 127.0.0.1:4646: connection refused\n`), errOut)
+	}
+
+	d.down.Store(false)
+	agent.WaitFor(t, 10*time.Second, "a DriverRecovered event", func() error {
+		if !strings.Contains(driverEvents(), structs.EventDriverRecovered) {
+			return errors.New("no DriverRecovered event yet")
+		}
+		return nil
+	})
+	code, out, errOut := runCLI(t, "node", "status", "-address", addr)
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.SliceLen(t, 3, strings.Split(strings.TrimSpace(out), "\n"), must.Sprint("a header and 2 nodes"))
+	code, out, errOut = runCLI(t, "node", "status", "-address", addr, "node-01")
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+= node-01$`), out)
+}
