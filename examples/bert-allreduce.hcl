@@ -1,5 +1,13 @@
 # BERT fine-tuning with ring all-reduce (Horovod): 1 to 8 workers with one GPU
 # each, only on cards with at least 32 GiB of memory, preferring A100s.
+#
+# Needs: on `make demo`'s simulated cluster, nothing (no task runs; it
+# lands on the A100s). On Nomad it cannot run on a laptop or a bare Nomad
+# dev agent: it needs the docker driver (a running Docker daemon the Nomad
+# client can use), an image of your own (ghcr.io/acme/bert is a
+# placeholder), 8000 MHz and 32 GiB of memory per worker, and GPUs of at
+# least 32 GiB (NVIDIA's device plugin; e2e/fakegpu's default 16 GiB
+# cards do not qualify, its memory_mib can be raised).
 
 job "bert-squad" {
   datacenters = ["dc1"]

@@ -3,6 +3,13 @@
 # GPU each, only on cards with at least 32 GiB of memory, preferring A100s.
 # Run it with `nomad job run`, and Caravan takes it over from Nomad. An
 # all-reduce job has no parameter servers, so no ps group.
+#
+# Needs: it cannot run on a laptop or a bare Nomad dev agent: the docker
+# driver (a running Docker daemon the Nomad client can use), an image of
+# your own (ghcr.io/acme/bert is a placeholder), 8000 MHz and 32 GiB of
+# memory per worker, and GPUs of at least 32 GiB (NVIDIA's device plugin;
+# e2e/fakegpu's default 16 GiB cards do not qualify, its memory_mib can be
+# raised).
 
 job "bert-squad" {
   type        = "batch"

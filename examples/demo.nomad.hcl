@@ -6,6 +6,12 @@
 # Its tasks use raw_exec, which Caravan agents deny by default: the agent
 # needs `jobs { denied_drivers = [] }`, or the job gets a JobRejected
 # event and Nomad runs it as written.
+#
+# Needs: the raw_exec driver enabled on the Nomad clients, caravan-trainer
+# on them (`make trainer` builds bin/caravan-trainer; pass its path with
+# -var trainer=...), and a Caravan agent with driver = "nomad" that allows
+# raw_exec. No GPUs, no root, no Docker: it runs on a laptop's bare Nomad
+# dev agent, and `make try-nomad` runs it so, end to end.
 
 variable "trainer" {
   type        = string

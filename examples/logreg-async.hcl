@@ -2,6 +2,13 @@
 # each worker steps on its own batch of 256 and pushes gradients to the
 # parameter servers. Parameter servers run the worker template (no
 # parameter_server block) with CARAVAN_ROLE=ps.
+#
+# Needs: on `make demo`'s simulated cluster, nothing (no task runs). On
+# Nomad it cannot run on a laptop or a bare Nomad dev agent: it needs the
+# exec driver, which works only on Linux clients run as root (with
+# cgroups), a training program of your own at /opt/ctr/bin/train on every
+# client (a placeholder, as is the dataset), Linux clients in dc1 or dc2,
+# and 2000 MHz and 4 GiB per task, at least 3 tasks (2 workers, 1 ps).
 
 variable "dataset" {
   type    = string

@@ -4,6 +4,12 @@
 # it with `nomad job run`, and Caravan takes it over from Nomad. The ps
 # group runs the worker's task, which learns its role from CARAVAN_ROLE, as
 # a Caravan jobspec without a parameter_server block does.
+#
+# Needs: it cannot run on a laptop or a bare Nomad dev agent: the exec
+# driver, which works only on Linux clients run as root (with cgroups), a
+# training program of your own at /opt/ctr/bin/train on every client (a
+# placeholder, as is the dataset), Linux clients in dc1 or dc2, and
+# 2000 MHz and 4 GiB per task, at least 3 tasks (2 workers, 1 ps).
 
 variable "dataset" {
   type    = string

@@ -5,6 +5,14 @@
 # parameter servers (the ps group's), and keeps the global batch at 512
 # samples per step across rescales. The worker group's caravan block holds
 # what a Caravan jobspec says in its training and elastic blocks.
+#
+# Needs: it cannot run on a laptop or a bare Nomad dev agent: the docker
+# driver (a running Docker daemon the Nomad client can use), an image of
+# your own in var.image (ghcr.io/acme/resnet is a placeholder), the host
+# directory /mnt/datasets bind-mounted (the client's docker plugin must
+# allow host paths: `volumes { enabled = true }`), 4000 MHz and 16 GiB per
+# worker, and a GPU of at least 16 GiB per worker (NVIDIA's device plugin,
+# or e2e/fakegpu's fake V100s to schedule without running a real trainer).
 
 variable "image" {
   type    = string

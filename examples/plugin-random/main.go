@@ -7,6 +7,9 @@
 //	go build -o /opt/caravan/plugins/random ./examples/plugin-random
 //	plugin "random" { path = "/opt/caravan/plugins/random" }
 //	caravan operator scheduler set-config -algorithm random -option seed=7
+//
+// It needs no Nomad client, driver or device: it runs beside the Caravan
+// servers, on any driver, the simulated one of `make demo` included.
 package main
 
 import (
