@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -182,11 +183,25 @@ func TestReport_Commits(t *testing.T) {
 // an unknown job from one it has not replayed: it answers 503 with
 // Retry-After, and nothing is kept; once established, the same report is
 // a 404.
+// notEstablished waits for the leader to establish its state, which marks
+// it ready, and then takes readiness back, as if it had not yet: before,
+// the leader loop could mark it ready again behind the test's back.
+func notEstablished(t *testing.T, leader *Server) {
+	t.Helper()
+	agent.WaitFor(t, 10*time.Second, "the leader established", func() error {
+		if !leader.establishedState() {
+			return errors.New("not established yet")
+		}
+		return nil
+	})
+	leader.setReadyForReads(false)
+}
+
 func TestReport_UnknownJobBeforeEstablished(t *testing.T) {
 	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
 	report := `{"samples": [{"job_id": "later", "step": 3, "loss": 0.5}]}`
 
-	leader.setReadyForReads(false)
+	notEstablished(t, leader)
 	resp, err := http.Post("http://"+leader.HTTPAddr()+"/v1/report", "application/json", strings.NewReader(report))
 	must.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
@@ -212,7 +227,7 @@ func TestReport_ReporterRetriesUntilEstablished(t *testing.T) {
 	must.NoError(t, err)
 	t.Cleanup(func() { _ = rep.Close(context.Background()) })
 
-	leader.setReadyForReads(false)
+	notEstablished(t, leader)
 	rep.Report(structs.Sample{JobID: "later", Role: structs.RoleWorker, Step: 100001, Loss: 0.5, NumPS: 1, NumWorkers: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -70,8 +70,20 @@ func TestReads_ReadYourWritesThroughFollower(t *testing.T) {
 			_, _, err := fc.Jobs().Register(demoJob(t, id), (&api.WriteOptions{}).WithContext(ctx))
 			return err
 		})
-		job, meta, err := fc.Jobs().Info(id, nil)
-		if err == nil && job.ID == id {
+		// A read answered with an error (leadership moving again) says
+		// nothing and is asked again; one answered "not found" is a
+		// stale read.
+		var job *api.Job
+		var meta *api.QueryMeta
+		agent.WaitFor(t, 10*time.Second, "a consistent read of "+id, func() error {
+			var err error
+			job, meta, err = fc.Jobs().Info(id, nil)
+			if api.IsNotFound(err) {
+				t.Fatalf("a read through a follower does not see %s, whose registration was acknowledged", id)
+			}
+			return err
+		})
+		if job.ID == id {
 			found++
 			must.True(t, meta.KnownLeader, must.Sprint("a consistent read is the leader's"))
 			must.Eq(t, 0, meta.LastContact)
