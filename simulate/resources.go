@@ -68,7 +68,9 @@ func resourceUtil(allocs []sim.AllocChange, capacity []float64, from, to float64
 // planTimes records the wall time of every Plan of the algorithm it
 // wraps, which it otherwise passes through: name, options and capability.
 type planTimes struct {
-	alg   planner.Algorithm
+	alg planner.Algorithm
+	// now is the clock the times are read on; nil is time.Now.
+	now   func() time.Time
 	mu    sync.Mutex
 	times []time.Duration
 }
@@ -83,10 +85,15 @@ var (
 func (p *planTimes) Name() string { return p.alg.Name() }
 
 func (p *planTimes) Plan(req *planner.Request) (*planner.Decision, error) {
-	start := time.Now()
+	now := p.now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	dec, err := p.alg.Plan(req)
+	took := now().Sub(start)
 	p.mu.Lock()
-	p.times = append(p.times, time.Since(start))
+	p.times = append(p.times, took)
 	p.mu.Unlock()
 	return dec, err
 }

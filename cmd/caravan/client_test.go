@@ -407,10 +407,11 @@ func TestClientCommands(t *testing.T) {
 	})
 
 	t.Run("job run of a job that cannot be placed", func(t *testing.T) {
-		start := time.Now()
+		// Exit status 2 and the Placement Failure show that job run
+		// returned on the plan that paused the job, not on its timeout
+		// (status 1, "timed out after").
 		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-no-color", unplaceableJobFile(t, "unplaceable"))
 		must.Eq(t, 2, code, must.Sprint(errOut))
-		must.Less(t, 20*time.Second, time.Since(start), must.Sprint("job run returns once the first plan pauses the job"))
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^==> Job "unplaceable": Placement Failure at plan index \d+ by optimus$`), out)
 		must.StrContains(t, out, `==> Job "unplaceable" stays registered and pending until there is room; "caravan job status unplaceable" shows why it waits`)
 

@@ -45,12 +45,14 @@ func TestHTTP_AcquireRelease(t *testing.T) {
 	must.Eq(t, RoleCPU, g.Role)
 	must.Eq(t, 5.0, g.TTLS)
 
-	// Held: a second request's wait passes, it leaves the queue.
+	// Held: a second request's wait passes, it leaves the queue. Not
+	// granted means it answered before the holder's 5 s TTL freed the
+	// resource, whatever the machine's load.
 	start := time.Now()
 	code, body = call(t, "POST", base+AcquirePath+"?resource=cpu&wait=50ms", nil)
 	must.Eq(t, http.StatusOK, code)
 	must.Eq(t, `{"Granted":false}`, strings.TrimSpace(body))
-	must.Less(t, 5*time.Second, time.Since(start))
+	must.GreaterEq(t, 50*time.Millisecond, time.Since(start), must.Sprint("the request waited its wait"))
 
 	code, body = call(t, "GET", base+StatusPath, nil)
 	must.Eq(t, http.StatusOK, code)

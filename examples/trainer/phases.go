@@ -59,13 +59,17 @@ type pacedConn struct {
 	rate            float64
 	readAt, writeAt time.Time // when the link is free again
 	readMu, writeMu sync.Mutex
+	// now and sleep are the link's clock: time.Now and time.Sleep but
+	// in tests.
+	now   func() time.Time
+	sleep func(time.Duration)
 }
 
 func newPacedConn(c net.Conn, rate int64) net.Conn {
 	if rate <= 0 {
 		return c
 	}
-	return &pacedConn{Conn: c, rate: float64(rate)}
+	return &pacedConn{Conn: c, rate: float64(rate), now: time.Now, sleep: time.Sleep}
 }
 
 // pace books n more bytes on the link whose next free time is at, and
@@ -73,13 +77,13 @@ func newPacedConn(c net.Conn, rate int64) net.Conn {
 // (net/rpc reads 4 KiB at a time) add up instead of each paying a
 // timer's overshoot.
 func (p *pacedConn) pace(at *time.Time, n int) {
-	now := time.Now()
+	now := p.now()
 	if at.Before(now) {
 		*at = now
 	}
 	*at = at.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
 	if d := at.Sub(now); d > paceSlack {
-		time.Sleep(d)
+		p.sleep(d)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,29 +18,78 @@ import (
 	"github.com/shoenig/test/must"
 )
 
-// TestPacedConn: 1 MB through a link paced at 20 MB/s takes about 50 ms
-// each way, not the microseconds of loopback.
+// TestPacedConn: 1 MB through a link paced at 20 MB/s takes 50 ms each
+// way, not the microseconds of loopback. The link runs on a clock that only
+// its sleeps advance, so the time it takes is the time it asked for,
+// whatever the machine's load; on the wall clock it takes at least that.
 func TestPacedConn(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
 	const n, rate = 1 << 20, 20 << 20
-	paced := newPacedConn(a, rate)
-	start := time.Now()
-	go func() { _, _ = paced.Write(make([]byte, n)) }()
-	_, err := io.ReadFull(b, make([]byte, n))
-	must.NoError(t, err)
-	write := time.Since(start)
-
-	start = time.Now()
-	go func() { _, _ = b.Write(make([]byte, n)) }()
-	_, err = io.ReadFull(paced, make([]byte, n))
-	must.NoError(t, err)
-	read := time.Since(start)
-	for _, d := range []time.Duration{write, read} {
-		must.Between(t, 45*time.Millisecond, d, 2*time.Second)
+	want := time.Duration(n) * time.Second / rate
+	for _, dir := range []string{"write", "read"} {
+		t.Run(dir, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer a.Close()
+			defer b.Close()
+			paced := newPacedConn(a, rate).(*pacedConn)
+			var clock fakeClock
+			paced.now, paced.sleep = clock.now, clock.sleep
+			from, to := io.Writer(paced), io.Reader(b)
+			if dir == "read" {
+				from, to = b, paced
+			}
+			go func() { _, _ = from.Write(make([]byte, n)) }()
+			_, err := io.ReadFull(to, make([]byte, n))
+			must.NoError(t, err)
+			// The last bytes may stay booked up to paceSlack ahead.
+			must.Between(t, want-paceSlack, clock.elapsed(), want, must.Sprint("the time the link slept"))
+			must.LessEq(t, int64(n/pacedChunk/2), clock.sleeps(), must.Sprint("chunks under paceSlack share a sleep"))
+		})
 	}
+	t.Run("on the wall clock", func(t *testing.T) {
+		a, b := net.Pipe()
+		defer a.Close()
+		defer b.Close()
+		start := time.Now()
+		go func() { _, _ = newPacedConn(a, rate).Write(make([]byte, n)) }()
+		_, err := io.ReadFull(b, make([]byte, n))
+		must.NoError(t, err)
+		must.GreaterEq(t, want-paceSlack, time.Since(start), must.Sprint("a sleep never ends early"))
+	})
+	a, _ := net.Pipe()
+	defer a.Close()
 	must.Eq(t, a, newPacedConn(a, 0), must.Sprint("rate 0 is no pacing"))
+}
+
+// fakeClock is a clock that only its sleeps advance.
+type fakeClock struct {
+	mu    sync.Mutex
+	slept time.Duration
+	n     int64
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Unix(0, 0).Add(c.slept)
+}
+
+func (c *fakeClock) sleep(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slept += d
+	c.n++
+}
+
+func (c *fakeClock) elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slept
+}
+
+func (c *fakeClock) sleeps() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 // TestTrainerCoordinated trains with a subtask coordinator: every pull,
