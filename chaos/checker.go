@@ -3,6 +3,7 @@ package chaos
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -604,21 +605,24 @@ func (ck *checker) probeMinority(t testing.TB, r *Report, i int) {
 
 // storedSamples returns how many times server i holds the clients'
 // sample of job id (its step is checkerStep; the simulated trainers'
-// samples are not counted).
-func (ck *checker) storedSamples(i int, id string) (int, error) {
+// samples are not counted), and those copies as the server answers them,
+// with their positions in the history, to say how a repeat got in.
+func (ck *checker) storedSamples(i int, id string) (int, string, error) {
 	var js struct {
-		Samples []struct {
-			Step int64 `json:"step"`
-		}
+		Received int64
+		Samples  []json.RawMessage
 	}
 	_, err := ck.c.Do(context.Background(), i, http.MethodGet, "/v1/job/"+id+"/samples?stale=true", nil, &js)
-	n := 0
-	for _, smp := range js.Samples {
-		if smp.Step == checkerStep {
-			n++
+	var copies []string
+	for k, raw := range js.Samples {
+		var smp struct {
+			Step int64 `json:"step"`
+		}
+		if json.Unmarshal(raw, &smp) == nil && smp.Step == checkerStep {
+			copies = append(copies, fmt.Sprintf("#%d of %d: %s", k, len(js.Samples), raw))
 		}
 	}
-	return n, err
+	return len(copies), fmt.Sprintf("received %d; %s", js.Received, strings.Join(copies, "; ")), err
 }
 
 // verify checks that every server holds every acknowledged write once.
@@ -634,6 +638,7 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 	// stored is, per job reported, the most times a server holds its
 	// sample.
 	stored := map[string]int{}
+	copies := map[string]string{} // of the server that holds the most
 	r.AckedJobs, r.AckedSamples = int64(len(jobs)), int64(len(samples))
 	ck.c.WaitLeader(time.Minute, -1)
 	for i := range ck.c.N() {
@@ -667,7 +672,7 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 		agent.WaitFor(t, time.Minute, fmt.Sprintf("server %d holding every acknowledged sample", i), func() error {
 			var err error
 			pending = slices.DeleteFunc(pending, func(id string) bool {
-				n, e := ck.storedSamples(i, id)
+				n, _, e := ck.storedSamples(i, id)
 				err = cmp.Or(err, e)
 				return e == nil && n > 0
 			})
@@ -677,8 +682,10 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 			return nil
 		})
 		for _, id := range reported {
-			n, err := ck.storedSamples(i, id)
-			stored[id] = max(stored[id], n)
+			n, held, err := ck.storedSamples(i, id)
+			if n > stored[id] {
+				stored[id], copies[id] = n, fmt.Sprintf("server %d: %s", i, held)
+			}
 			if acked[id] && (err != nil || n == 0) {
 				r.Lost++
 				ck.violation("server %d does not hold the acknowledged sample of job %s (%v)", i, id, err)
@@ -697,7 +704,7 @@ func (ck *checker) verify(t testing.TB, r *Report) {
 			r.DuplicateSamplesBefore++
 		default:
 			r.DuplicateSamples++
-			ck.violation("job %s: its sample is stored %d times", id, stored[id])
+			ck.violation("job %s: its sample is stored %d times (%s)", id, stored[id], copies[id])
 		}
 	}
 	for _, id := range jobs {
