@@ -214,41 +214,11 @@ func TestCluster_FailoverLosesNothing(t *testing.T) {
 	agent.WaitFor(t, 20*time.Second, "new job placed by the new leader", jobStatus(t, nc, "c", structs.JobStatusRunning))
 }
 
-// flakyDriver is a driver whose cluster can be made unreachable, or
-// refuse only plans (enactDown).
-type flakyDriver struct {
-	Driver
-	down, enactDown atomic.Bool
-}
-
-var errUnreachable = errors.New("dial tcp 127.0.0.1:4646: connection refused")
-
-func (d *flakyDriver) Nodes(ctx context.Context) ([]*structs.Node, error) {
-	if d.down.Load() {
-		return nil, errUnreachable
-	}
-	return d.Driver.Nodes(ctx)
-}
-
-func (d *flakyDriver) Status(ctx context.Context) ([]*structs.JobReport, error) {
-	if d.down.Load() {
-		return nil, errUnreachable
-	}
-	return d.Driver.Status(ctx)
-}
-
-func (d *flakyDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
-	if d.down.Load() || d.enactDown.Load() {
-		return nil, errUnreachable
-	}
-	return d.Driver.Enact(ctx, plan, jobs)
-}
-
 // TestLeader_DriverOutage makes the cluster unreachable: the outage and
 // the recovery are each one event, jobs registered meanwhile are kept, and
 // the leader catches up when the cluster returns.
 func TestLeader_DriverOutage(t *testing.T) {
-	d := &flakyDriver{Driver: simDriver(t, 50)}
+	d := &TestOutageDriver{Driver: simDriver(t, 50)}
 	s := TestServer(t, TestConfig(t, d))
 	leaderOf(t, s)
 	c := client(t, s)
@@ -256,7 +226,7 @@ func TestLeader_DriverOutage(t *testing.T) {
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "before", structs.JobStatusRunning))
 
-	d.down.Store(true)
+	d.Down.Store(true)
 	_, _, err = c.Jobs().Register(demoJob(t, "during"), nil)
 	must.NoError(t, err)
 	countEvents := func(typ string) int {
@@ -280,7 +250,7 @@ func TestLeader_DriverOutage(t *testing.T) {
 	must.NoError(t, jobStatus(t, c, "during", structs.JobStatusPending)())
 	must.NoError(t, jobStatus(t, c, "before", structs.JobStatusRunning)())
 
-	d.down.Store(false)
+	d.Down.Store(false)
 	agent.WaitFor(t, 20*time.Second, "second job placed", jobStatus(t, c, "during", structs.JobStatusRunning))
 	must.Eq(t, 1, countEvents(structs.EventDriverError))
 	must.Eq(t, 1, countEvents(structs.EventDriverRecovered))
@@ -678,8 +648,8 @@ func TestLeader_RefusedVersion(t *testing.T) {
 // every step, and once the driver takes it the job runs (the leader used
 // to crash there).
 func TestLeader_EnactRetried(t *testing.T) {
-	d := &flakyDriver{Driver: simDriver(t, 50)}
-	d.enactDown.Store(true)
+	d := &TestOutageDriver{Driver: simDriver(t, 50)}
+	d.EnactDown.Store(true)
 	s := TestServer(t, TestConfig(t, d))
 	leaderOf(t, s)
 	c := client(t, s)
@@ -697,7 +667,7 @@ func TestLeader_EnactRetried(t *testing.T) {
 		}
 		return errors.New("no driver error yet")
 	})
-	d.enactDown.Store(false)
+	d.EnactDown.Store(false)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "a", structs.JobStatusRunning))
 	must.True(t, s.IsLeader())
 }

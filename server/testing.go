@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
@@ -63,4 +67,37 @@ func TestServer(t testing.TB, cfg Config) *Server {
 	}
 	t.Cleanup(func() { s.Shutdown() })
 	return s
+}
+
+// ErrTestDriverDown is what a TestOutageDriver answers while it is down:
+// what Nomad's API client answers when Nomad's servers are down.
+var ErrTestDriverDown = errors.New("dial tcp 127.0.0.1:4646: connection refused")
+
+// TestOutageDriver is a driver whose cluster tests can make unreachable:
+// while Down is set, Nodes and Status fail, and so does Enact, unless
+// only EnactDown is set, which fails plans alone.
+type TestOutageDriver struct {
+	Driver
+	Down, EnactDown atomic.Bool
+}
+
+func (d *TestOutageDriver) Nodes(ctx context.Context) ([]*structs.Node, error) {
+	if d.Down.Load() {
+		return nil, ErrTestDriverDown
+	}
+	return d.Driver.Nodes(ctx)
+}
+
+func (d *TestOutageDriver) Status(ctx context.Context) ([]*structs.JobReport, error) {
+	if d.Down.Load() {
+		return nil, ErrTestDriverDown
+	}
+	return d.Driver.Status(ctx)
+}
+
+func (d *TestOutageDriver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.Job) ([]*structs.JobReport, error) {
+	if d.Down.Load() || d.EnactDown.Load() {
+		return nil, ErrTestDriverDown
+	}
+	return d.Driver.Enact(ctx, plan, jobs)
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,29 +34,6 @@ func TestNodeIDs(t *testing.T) {
 	must.StrContains(t, formatHistory("j", hist, true), id)
 }
 
-// downDriver is a driver whose cluster can be made unreachable, as
-// Nomad's is when its servers are down.
-type downDriver struct {
-	server.Driver
-	down atomic.Bool
-}
-
-var errNomadDown = errors.New("dial tcp 127.0.0.1:4646: connection refused")
-
-func (d *downDriver) Nodes(ctx context.Context) ([]*structs.Node, error) {
-	if d.down.Load() {
-		return nil, errNomadDown
-	}
-	return d.Driver.Nodes(ctx)
-}
-
-func (d *downDriver) Status(ctx context.Context) ([]*structs.JobReport, error) {
-	if d.down.Load() {
-		return nil, errNomadDown
-	}
-	return d.Driver.Status(ctx)
-}
-
 // TestNodeStatus_DriverDown: while the agent's driver cannot read the
 // cluster, node status fails with the reason and since when, rather than
 // listing the nodes the agent kept (or "No nodes"); once the driver reads
@@ -69,8 +44,8 @@ func TestNodeStatus_DriverDown(t *testing.T) {
 	sd := sim.NewDriver(sim.DriverConfig{Cluster: cluster, Speed: 200})
 	sd.Start()
 	t.Cleanup(sd.Stop)
-	d := &downDriver{Driver: sd}
-	d.down.Store(true)
+	d := &server.TestOutageDriver{Driver: sd}
+	d.Down.Store(true)
 	srv := server.TestServer(t, server.TestConfig(t, d))
 	addr := "http://" + srv.HTTPAddr()
 
@@ -94,7 +69,7 @@ func TestNodeStatus_DriverDown(t *testing.T) {
 		must.RegexMatch(t, regexp.MustCompile(`^Error listing nodes: the agent's driver cannot read the cluster since \d{4}-\S+: cluster unavailable, state kept, retrying: read nodes: dial tcp 127.0.0.1:4646: connection refused\n`), errOut)
 	}
 
-	d.down.Store(false)
+	d.Down.Store(false)
 	agent.WaitFor(t, 10*time.Second, "a DriverRecovered event", func() error {
 		if !strings.Contains(driverEvents(), structs.EventDriverRecovered) {
 			return errors.New("no DriverRecovered event yet")
