@@ -263,3 +263,34 @@ func TestBrowser(t *testing.T) {
 
 	b.checkClean(t)
 }
+
+// TestBrowser_States: an empty job list says so (and never stays blank),
+// and the job page's sentences read right for small values: a 0.1%
+// convergence threshold is not "0%", one epoch is not "1 epochs".
+func TestBrowser_States(t *testing.T) {
+	s, c := startServer(t, 30)
+	base := "http://" + s.HTTPAddr()
+	b := newBrowser(t)
+
+	must.NoError(t, b.do(chromedp.Navigate(base+"/ui/")))
+	b.waitNumber(t, "the empty list's sentence", `document.body.innerText.includes("No jobs yet") ? 1 : 0`, 1)
+	loading, err := eval[int](b, `document.querySelectorAll('[data-loading]').length`)
+	must.NoError(t, err)
+	must.EqOp(t, 0, loading)
+
+	src, err := os.ReadFile(filepath.Join("..", "examples", "demo.hcl"))
+	must.NoError(t, err)
+	hcl := strings.Replace(string(src), "threshold  = 0.01", "threshold  = 0.001", 1)
+	hcl = strings.Replace(hcl, "patience   = 2", "patience   = 1", 1)
+	must.StrContains(t, hcl, "0.001")
+	_, _, err = c.Jobs().Register(&api.JobRegisterRequest{JobHCL: hcl, Filename: "demo.hcl"}, nil)
+	must.NoError(t, err)
+	b.waitNumber(t, "the job in the list", `document.querySelectorAll('tr[data-job="demo"]').length`, 1)
+
+	must.NoError(t, b.do(chromedp.Navigate(base+"/ui/jobs/demo")))
+	b.waitNumber(t, "the fitted loss model", `document.body.innerText.includes("Optimus' model l(k)") ? 1 : 0`, 1)
+	text, err := eval[string](b, `document.querySelector('#loss').innerText`)
+	must.NoError(t, err)
+	must.StrContains(t, text, "falls by less than 0.1% an epoch for 1 epoch in a row")
+	b.checkClean(t)
+}

@@ -5,6 +5,7 @@
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { clock } from "./format";
 
 export interface ChartProps {
   name: string;
@@ -71,4 +72,16 @@ export function markX(marks: { x: number; label: string; color?: string }[]): uP
       },
     },
   };
+}
+
+// timeAxis is an x axis of Unix seconds labelled with the time of day,
+// its ticks spaced so that the labels never overlap (uPlot's default
+// puts the date under the first one, which runs into the next).
+export function timeAxis(simulated: boolean): uPlot.Axis {
+  return { label: simulated ? "time (simulated)" : "time", space: 90, values: (_u, splits) => splits.map(clock) };
+}
+
+// countAxis is a y axis of whole counts.
+export function countAxis(label: string, more: uPlot.Axis = {}): uPlot.Axis {
+  return { label, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], ...more };
 }

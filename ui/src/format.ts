@@ -26,8 +26,19 @@ export function num(x: number, digits = 3): string {
   return Number(x.toPrecision(digits)).toString();
 }
 
+// percent formats a fraction as a percentage: whole percents from 10%
+// on, two significant digits below ("0.1%", "2.5%"), so that a small
+// threshold never reads "0%".
 export function percent(x: number): string {
-  return `${Math.round(x * 100)}%`;
+  if (!isFinite(x)) return "–";
+  const p = x * 100;
+  if (p === 0 || Math.abs(p) >= 10) return `${Math.round(p)}%`;
+  return `${Number(p.toPrecision(2))}%`;
+}
+
+// clock formats Unix seconds as the local time of day, "16:04:05".
+export function clock(s: number): string {
+  return new Date(s * 1000).toLocaleTimeString(undefined, { hour12: false });
 }
 
 // plural is "1 worker", "2 workers".

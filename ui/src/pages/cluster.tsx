@@ -3,9 +3,9 @@
 import { useMemo } from "preact/hooks";
 import uPlot from "uplot";
 import { apiJob, Event, get, JobPlacement, JobStub, JobSummary, jobPath, Node, NodeDetail, useFetched, useLive } from "../api";
-import { Chart, palette } from "../chart";
+import { Chart, countAxis, palette, timeAxis } from "../chart";
 import { percent } from "../format";
-import { Card, Problem } from "./common";
+import { answered, Card, Loading, Problem } from "./common";
 
 const endTypes = ["JobCompleted", "JobFailed", "JobStopped"];
 const endFilter = encodeURIComponent(endTypes.map((t) => `Type == "${t}"`).join(" or "));
@@ -77,7 +77,7 @@ export function ClusterPage() {
       </Card>
       <Card title="Nodes" id="nodes">
         <Problem error={details.error} />
-        <NodeTable nodes={nodes.data ?? []} details={details.data ?? []} />
+        {answered(nodes) ? <NodeTable nodes={nodes.data ?? []} details={details.data ?? []} /> : nodes.error ? null : <Loading what="the nodes" />}
       </Card>
     </section>
   );
@@ -218,7 +218,7 @@ function Utilisation({ histories, ends, total, sim }: { histories: JobHistory[];
         data={data}
         height={220}
         options={{
-          axes: [{}, { label: "GPUs" }, { side: 1, scale: "tasks", label: "tasks", grid: { show: false } }],
+          axes: [timeAxis(sim), countAxis("GPUs"), countAxis("tasks", { side: 1, scale: "tasks", grid: { show: false } })],
           scales: { tasks: { auto: true } },
           series: [
             { label: sim ? "time (simulated)" : "time" },

@@ -29,6 +29,22 @@ export function Problem({ error }: { error?: string }) {
   );
 }
 
+// Loading stands for what a live read has not answered yet, so that a
+// page never shows "no jobs" or an empty table before it knows.
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted loading" role="status" data-loading={what}>
+      Loading {what}…
+    </p>
+  );
+}
+
+// answered is whether a live read has had an answer, empty or not (an
+// empty list may come as null).
+export function answered(live: { data?: unknown; index: number }): boolean {
+  return live.data !== undefined || live.index > 0;
+}
+
 export function Card({ title, children, id }: { title: string; children: ComponentChildren; id?: string }) {
   return (
     <section class="card" id={id}>

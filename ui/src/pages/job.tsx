@@ -4,10 +4,10 @@
 import { useMemo } from "preact/hooks";
 import uPlot from "uplot";
 import { apiJob, Event, JobPlacement, JobSamples, JobSummary, Sample, useLive } from "../api";
-import { Chart, markX, palette } from "../chart";
-import { duration, num, percent, shape, time } from "../format";
+import { Chart, countAxis, markX, palette, timeAxis } from "../chart";
+import { duration, num, percent, plural, shape, time } from "../format";
 import { lossAt, speedAt } from "../models";
-import { Card, EventTable, Problem, Progress, simNote, Status } from "./common";
+import { answered, Card, EventTable, Loading, Problem, Progress, simNote, Status } from "./common";
 
 export function JobPage({ id, ns }: { id: string; ns: string }) {
   const summary = useLive<JobSummary>(apiJob(ns, id, "summary"));
@@ -24,7 +24,7 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
         {ns !== "default" ? <span class="muted"> @{ns}</span> : null}
       </h1>
       <Problem error={summary.error} />
-      {s ? <Overview s={s} /> : null}
+      {s ? <Overview s={s} /> : summary.error ? null : <Loading what="the job" />}
       <Card title="Loss and predicted convergence" id="loss">
         {s ? <LossChart s={s} samples={chief} /> : null}
       </Card>
@@ -33,11 +33,11 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
       </Card>
       <Card title="Placement timeline" id="timeline">
         <Problem error={history.error} />
-        {s && history.data ? <Timeline s={s} history={history.data} events={evs} /> : null}
+        {s && answered(history) ? <Timeline s={s} history={history.data ?? []} events={evs} /> : history.error ? null : <Loading what="the placements" />}
       </Card>
       <Card title="Events" id="events">
         <Problem error={events.error} />
-        <EventTable events={[...evs].reverse()} />
+        {answered(events) ? <EventTable events={[...evs].reverse()} /> : events.error ? null : <Loading what="the events" />}
       </Card>
     </section>
   );
@@ -88,7 +88,7 @@ function Overview({ s }: { s: JobSummary }) {
       <dt>Fits</dt>
       <dd>
         loss RMSE {m?.Loss ? percent(m.LossRMSE) : "–"} of the largest loss; speed error{" "}
-        {m?.Speed ? `${percent(m.SpeedError)} over ${m.SpeedConfigs} configurations` : "–"}; {s.Samples} samples
+        {m?.Speed ? `${percent(m.SpeedError)} over ${plural(m.SpeedConfigs, "configuration")}` : "–"}; {plural(s.Samples, "sample")}
       </dd>
     </dl>
   );
@@ -134,7 +134,7 @@ function LossChart({ s, samples }: { s: JobSummary; samples: Sample[] }) {
       />
       <p class="muted small">
         {coef
-          ? `Optimus' model l(k) = 1/(b0·k + b1) + b2 with b0 = ${num(coef[0])}, b1 = ${num(coef[1])}, b2 = ${num(coef[2])}; the job converges when the loss falls by less than ${percent(s.Job.Training.Convergence.Threshold)} an epoch for ${s.Job.Training.Convergence.Patience} epochs.`
+          ? `Optimus' model l(k) = 1/(b0·k + b1) + b2 with b0 = ${num(coef[0])}, b1 = ${num(coef[1])}, b2 = ${num(coef[2])}; the job converges when the loss falls by less than ${percent(s.Job.Training.Convergence.Threshold)} an epoch for ${plural(s.Job.Training.Convergence.Patience, "epoch")} in a row.`
           : "No loss model yet: it is fitted once the job reported losses at enough distinct steps."}
       </p>
     </>
@@ -262,6 +262,7 @@ const timelineEvents = new Set([
   "CheckpointConfirmed",
   "JobRestarted",
   "TasksLost",
+  "TasksFinished",
   "TaskResized",
   "HotPSReplaced",
   "StragglerReplaced",
@@ -275,6 +276,9 @@ const timelineEvents = new Set([
 function Timeline({ s, history, events }: { s: JobSummary; history: JobPlacement[]; events: Event[] }) {
   const placements = [...history].sort((a, b) => a.Time - b.Time);
   const others = events.filter((e) => timelineEvents.has(e.Type));
+  if (placements.length === 0 && others.length === 0) {
+    return <p class="muted">No placements yet: the job waits for the scheduler's next round.</p>;
+  }
   const end = Math.max(
     s.LastSample?.Time ?? 0,
     ...events.map((e) => e.Time),
@@ -313,7 +317,7 @@ function Timeline({ s, history, events }: { s: JobSummary; history: JobPlacement
         rebuild={marks.map((m) => m.x).join(",")}
         height={200}
         options={{
-          axes: [{}, { label: "tasks" }],
+          axes: [timeAxis(!!s.SimSpeed), countAxis("tasks")],
           series: [
             { label: s.SimSpeed ? "time (simulated)" : "time" },
             { label: "workers", stroke: palette[0], width: 2, paths: stepped, points: { show: true } },

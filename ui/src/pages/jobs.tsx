@@ -2,7 +2,7 @@
 // completion and the reason the algorithm gave.
 import { JobStub, jobPath, useLive } from "../api";
 import { duration, shape } from "../format";
-import { Problem, Progress, Status } from "./common";
+import { Loading, Problem, Progress, Status, answered } from "./common";
 
 function completion(j: JobStub): string {
   if (j.Status !== "running" && j.Status !== "pending") return "–";
@@ -18,7 +18,8 @@ export function JobsPage() {
     <section>
       <h1>Jobs</h1>
       <Problem error={jobs.error} />
-      {jobs.data && list.length === 0 ? (
+      {!answered(jobs) && !jobs.error ? <Loading what="jobs" /> : null}
+      {answered(jobs) && list.length === 0 ? (
         <p class="muted">
           No jobs yet. Submit one with <code>caravan job run examples/demo.hcl</code>.
         </p>

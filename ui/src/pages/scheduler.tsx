@@ -5,7 +5,7 @@
 // with the leader's round and planning times from /v1/metrics.
 import { Event, jobPath, Plan, Plugin, SchedulerConfig, useLive } from "../api";
 import { num, time } from "../format";
-import { Card, EventTable, Problem } from "./common";
+import { answered, Card, EventTable, Loading, Problem } from "./common";
 
 const roundTypes = ["JobPlaced", "JobRescaled", "JobWaiting"];
 const schedTypes = ["AlgorithmChanged", "AlgorithmFallback"];
@@ -129,10 +129,11 @@ export function SchedulerPage() {
       </Card>
       <Card title="Algorithm changes and fallbacks" id="fallbacks">
         <Problem error={events.error} />
-        <EventTable events={fallbacks} />
+        {answered(events) ? <EventTable events={fallbacks} /> : events.error ? null : <Loading what="the events" />}
       </Card>
       <Card title="Recent rounds" id="rounds">
-        {recent.length === 0 ? <p class="muted">No placements yet.</p> : null}
+        {!answered(events) && !events.error ? <Loading what="the rounds" /> : null}
+        {answered(events) && recent.length === 0 ? <p class="muted">No placements yet.</p> : null}
         {recent.length > 0 ? (
           <table class="rounds" data-rows={recent.length}>
             <thead>
