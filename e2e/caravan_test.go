@@ -23,6 +23,9 @@ type caravans struct {
 	addrs   []string
 	procs   map[string]*agent.Caravan
 	clients map[string]*api.Client
+	// bin and configs start an agent again (restart).
+	bin     string
+	configs map[string]string
 }
 
 // startCaravans starts n agents of the binary bin that join each other
@@ -39,7 +42,7 @@ func startCaravans(t *testing.T, bin string, n int, body string) *caravans {
 func startCaravansJoining(t *testing.T, bin string, n int, body string, staticJoin bool) *caravans {
 	t.Helper()
 	ports := agent.FreePorts(t, 2*n)
-	c := &caravans{procs: map[string]*agent.Caravan{}, clients: map[string]*api.Client{}}
+	c := &caravans{procs: map[string]*agent.Caravan{}, clients: map[string]*api.Client{}, bin: bin, configs: map[string]string{}}
 	for i := range n {
 		c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
 	}
@@ -70,12 +73,21 @@ jobs {
 %s
 `, i+1, filepath.Join(dir, "data"), ports[2*i], ports[2*i+1], n, join, body)
 		must.NoError(t, os.WriteFile(cfg, []byte(hcl), 0o600))
+		c.configs[addr] = cfg
 		c.procs[addr] = agent.StartCaravan(t, bin, fmt.Sprintf("caravan-%d", i+1), "-config", cfg)
 		client, err := api.NewClient(&api.Config{Address: addr})
 		must.NoError(t, err)
 		c.clients[addr] = client
 	}
 	return c
+}
+
+// restart kills the agent at addr, as a crash would, and starts it again
+// with its configuration and data directory.
+func (c *caravans) restart(t *testing.T, addr string) {
+	t.Helper()
+	c.procs[addr].Kill()
+	c.procs[addr] = agent.StartCaravan(t, c.bin, "caravan-restarted", "-config", c.configs[addr])
 }
 
 // leader returns the address of the leader that a cluster of all the
