@@ -243,5 +243,6 @@ func (o *Observed) Copy() *Observed {
 	c := *o
 	c.Placement = o.Placement.Copy()
 	c.Change = o.Change.Copy()
+	c.Failures = CopyFailures(o.Failures)
 	return &c
 }
