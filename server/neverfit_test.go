@@ -10,6 +10,7 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -32,38 +33,80 @@ func TestServer_RefusesJobThatNeverFits(t *testing.T) {
 		}
 		return nil
 	})
-	withWorker := func(id, extra string) *api.JobRegisterRequest {
+	withWorker := func(id, old, new string) *api.JobRegisterRequest {
 		req := demoJob(t, id)
-		req.JobHCL = strings.Replace(req.JobHCL, "      memory = 64\n", "      memory = 64\n"+extra, 1)
+		must.StrContains(t, req.JobHCL, old)
+		req.JobHCL = strings.Replace(req.JobHCL, old, new, 1)
 		return req
 	}
+	gpus := func(n int) string { return fmt.Sprintf("memory = 64\n      device \"gpu\" {\n        count = %d\n      }", n) }
 	cases := []struct {
-		id, resources string
-		want          string
+		id, old, new string
+		want         string
 	}{
-		{"gpus", "      device \"gpu\" {\n        count = 8\n      }\n",
-			`constraint "missing devices" filtered 4 nodes: a task asks for 8 gpu`},
-		{"memory", "      memory = 10000000\n", ""},
+		{"gpus", "memory = 64", gpus(8), `constraint "missing devices" filtered 4 nodes: a task asks for 8 gpu`},
+		{"memory", "memory = 64", "memory = 10000000", `dimension "memory" exhausted on 4 nodes`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.id, func(t *testing.T) {
-			req := withWorker(tc.id, tc.resources)
-			if tc.id == "memory" {
-				req = demoJob(t, tc.id)
-				req.JobHCL = strings.Replace(req.JobHCL, "memory = 64", "memory = 10000000", 1)
-				tc.want = `dimension "memory" exhausted on 4 nodes`
-			}
-			_, _, err := c.Jobs().Register(req, nil)
+			_, _, err := c.Jobs().Register(withWorker(tc.id, tc.old, tc.new), nil)
 			var apiErr *api.Error
 			must.True(t, errors.As(err, &apiErr), must.Sprintf("error %v", err))
 			must.Eq(t, http.StatusUnprocessableEntity, apiErr.StatusCode)
-			must.StrContains(t, apiErr.Message, "can never be placed: no node can run a worker even with nothing else on it (4 nodes evaluated; ")
-			must.StrContains(t, apiErr.Message, tc.want)
+			must.StrContains(t, apiErr.Message, "can never be placed: no node can run a worker even with nothing else on it (4 nodes evaluated; "+tc.want+")")
 			_, _, err = c.Jobs().Info(tc.id, nil)
 			must.True(t, api.IsNotFound(err), must.Sprintf("the refused job is not committed: %v", err))
 		})
 	}
-	resp, _, err := c.Jobs().Register(withWorker("fits", "      device \"gpu\" {\n        count = 4\n      }\n"), nil)
+	resp, _, err := c.Jobs().Register(withWorker("fits", "memory = 64", gpus(4)), nil)
 	must.NoError(t, err)
 	must.Eq(t, "fits", resp.JobID)
+}
+
+// TestLeader_DeclaredJobNeverFits: a job declared in the cluster that no
+// node could ever run is rejected through the leader's reject path, once,
+// with why, and not registered.
+func TestLeader_DeclaredJobNeverFits(t *testing.T) {
+	disc := &declarations{decls: map[structs.JobKey]*structs.Declaration{}}
+	cfg := TestConfig(t, simDriver(t, 1))
+	cfg.Discoverer = disc
+	cfg.Interval = time.Hour
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	agent.WaitFor(t, 20*time.Second, "the nodes committed", func() error {
+		nodes, _, err := c.Nodes(nil)
+		if err != nil {
+			return err
+		}
+		if len(nodes) != 4 {
+			return fmt.Errorf("%d nodes of 4", len(nodes))
+		}
+		return nil
+	})
+
+	decl := declaredDemo(t, "huge", 10, 4)
+	decl.Job.Worker.Resources.MemoryMB = 10000000
+	disc.set("huge", decl)
+	var evs []*api.Event
+	agent.WaitFor(t, 10*time.Second, "a JobRejected event", func() error {
+		all, _, err := c.Events("huge", nil)
+		if err != nil {
+			return err
+		}
+		evs = evs[:0]
+		for _, e := range all {
+			if e.Type == structs.EventJobRejected {
+				evs = append(evs, e)
+			}
+		}
+		if len(evs) == 0 {
+			return fmt.Errorf("no JobRejected event among %d", len(all))
+		}
+		return nil
+	})
+	must.SliceLen(t, 1, evs)
+	must.StrContains(t, evs[0].Message, `job can never be placed: no node can run a worker even with nothing else on it (4 nodes evaluated; dimension "memory" exhausted on 4 nodes)`)
+	_, _, err := c.Jobs().Info("huge", nil)
+	must.True(t, api.IsNotFound(err), must.Sprintf("the rejected job is not registered: %v", err))
 }
