@@ -23,16 +23,7 @@ func TestServer_RefusesJobThatNeverFits(t *testing.T) {
 	s := TestServer(t, TestConfig(t, simDriver(t, 500)))
 	leaderOf(t, s)
 	c := client(t, s)
-	agent.WaitFor(t, 20*time.Second, "the nodes committed", func() error {
-		nodes, _, err := c.Nodes(nil)
-		if err != nil {
-			return err
-		}
-		if len(nodes) != 4 {
-			return fmt.Errorf("%d nodes of 4", len(nodes))
-		}
-		return nil
-	})
+	waitCommittedNodes(t, c, 4)
 	withWorker := func(id, old, new string) *api.JobRegisterRequest {
 		req := demoJob(t, id)
 		must.StrContains(t, req.JobHCL, old)
@@ -74,16 +65,7 @@ func TestLeader_DeclaredJobNeverFits(t *testing.T) {
 	s := TestServer(t, cfg)
 	leaderOf(t, s)
 	c := client(t, s)
-	agent.WaitFor(t, 20*time.Second, "the nodes committed", func() error {
-		nodes, _, err := c.Nodes(nil)
-		if err != nil {
-			return err
-		}
-		if len(nodes) != 4 {
-			return fmt.Errorf("%d nodes of 4", len(nodes))
-		}
-		return nil
-	})
+	waitCommittedNodes(t, c, 4)
 
 	decl := declaredDemo(t, "huge", 10, 4)
 	decl.Job.Worker.Resources.MemoryMB = 10000000
@@ -109,4 +91,20 @@ func TestLeader_DeclaredJobNeverFits(t *testing.T) {
 	must.StrContains(t, evs[0].Message, `job can never be placed: no node can run a worker even with nothing else on it (4 nodes evaluated; dimension "memory" exhausted on 4 nodes)`)
 	_, _, err := c.Jobs().Info("huge", nil)
 	must.True(t, api.IsNotFound(err), must.Sprintf("the rejected job is not registered: %v", err))
+}
+
+// waitCommittedNodes waits until the server answers with n nodes: the
+// leader committed the driver's inventory.
+func waitCommittedNodes(t *testing.T, c *api.Client, n int) {
+	t.Helper()
+	agent.WaitFor(t, 20*time.Second, "the nodes committed", func() error {
+		nodes, _, err := c.Nodes(nil)
+		if err != nil {
+			return err
+		}
+		if len(nodes) != n {
+			return fmt.Errorf("%d nodes of %d", len(nodes), n)
+		}
+		return nil
+	})
 }
