@@ -178,7 +178,18 @@ func TestCaravanNomad_PlacementFailureKept(t *testing.T) {
 	leader = cl.waitLeader(t, leader)
 	c = cl.clients[leader]
 	// The new leader's driver reads the evaluations again after
-	// FailureDelay; meanwhile, and after, the committed failure stays.
+	// FailureDelay (and logs what it found); meanwhile, and after, the
+	// committed failure stays, and it is no new event.
+	agent.WaitFor(t, time.Minute, "the new leader's driver reads Nomad's placement failures", func() error {
+		log, err := cl.procs[leader].Log()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(log, "read Nomad's placement failures of a job: job_id=vol failures=1") {
+			return fmt.Errorf("not in the new leader's log yet")
+		}
+		return nil
+	})
 	agent.WaitFor(t, time.Minute, "the new leader's observed state", func() error {
 		sum, _, err := c.Jobs().Summary("vol", nil)
 		if err != nil {

@@ -30,7 +30,9 @@ func TestServer_RefusesJobThatNeverFits(t *testing.T) {
 		req.JobHCL = strings.Replace(req.JobHCL, old, new, 1)
 		return req
 	}
-	gpus := func(n int) string { return fmt.Sprintf("memory = 64\n      device \"gpu\" {\n        count = %d\n      }", n) }
+	gpus := func(n int) string {
+		return fmt.Sprintf("memory = 64\n      device \"gpu\" {\n        count = %d\n      }", n)
+	}
 	cases := []struct {
 		id, old, new string
 		want         string

@@ -95,7 +95,8 @@ func (d *Driver) failures(key structs.JobKey, nj *nomadJob, allocs []*api.Alloca
 }
 
 // readFailures reads a Nomad job's evaluations, on the job's worker, and
-// keeps the placement failures of the latest one for its version.
+// keeps the placement failures of the latest one for its version, logging
+// them at the first read and whenever they change.
 func (d *Driver) readFailures(ctx context.Context, key structs.JobKey, id namespacedID, version uint64) {
 	ctx, cancel := d.callContext(ctx)
 	defer cancel()
@@ -111,7 +112,11 @@ func (d *Driver) readFailures(ctx context.Context, key structs.JobKey, id namesp
 		d.log.Warn("cannot read a job's evaluations", "job_id", key.ID, "error", err)
 		return
 	}
-	js.failures.read, js.failures.evals = true, evalFailures(evals, version)
+	fs := evalFailures(evals, version)
+	if !js.failures.read || !structs.SameFailures(fs, js.failures.evals) {
+		d.log.Info("read Nomad's placement failures of a job", "job_id", key.ID, "failures", len(fs))
+	}
+	js.failures.read, js.failures.evals = true, fs
 }
 
 // evalFailures returns the placement failures of a Nomad job's version:
