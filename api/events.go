@@ -43,6 +43,9 @@ const (
 	EventHotPSReplaced     = "HotPSReplaced"
 	EventStragglerReplaced = "StragglerReplaced"
 	EventTaskOOMKilled     = "TaskOOMKilled"
+	// EventPlacementFailed: the cluster reported a new failure to place
+	// or run a job's tasks (Observed.Failures); once per distinct failure.
+	EventPlacementFailed = "PlacementFailed"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

@@ -191,10 +191,32 @@ type Observed struct {
 	Placement *Placement
 	// Change is the latest change; nil when there was none.
 	Change *Change
+	// Failures are the cluster's latest failures to place or run the
+	// job's tasks; nil when there are none.
+	Failures []*Failure `json:",omitempty"`
 	// ModifyIndex is the Raft index of the last change of this record;
 	// UpdateTime, stamped by the leader, is when it was committed.
 	ModifyIndex uint64
 	UpdateTime  int64
+}
+
+// Failure kinds.
+const (
+	FailurePlacement = "placement"
+	FailureTask      = "task"
+)
+
+// Failure is a failure the cluster reported for a job's tasks, in the
+// cluster's words: Nomad could not place a group (its evaluation's
+// metrics), or a task failed where it was placed (its events).
+type Failure struct {
+	// Kind is FailurePlacement or FailureTask.
+	Kind  string
+	Group string
+	// Summary is one line for people; Details are the cluster's lines
+	// about it, as Nomad's command line renders an allocation metric.
+	Summary string
+	Details []string `json:",omitempty"`
 }
 
 // Change is a driver's change of one job toward a new placement: a state

@@ -46,6 +46,7 @@ var mirrors = []struct{ server, client any }{
 	{structs.Shape{}, Shape{}},
 	{structs.JobPlacement{}, JobPlacement{}},
 	{structs.Observed{}, Observed{}},
+	{structs.Failure{}, Failure{}},
 	{structs.Change{}, Change{}},
 	{structs.JobDiff{}, JobDiff{}},
 	{structs.FieldDiff{}, FieldDiff{}},

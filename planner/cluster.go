@@ -15,7 +15,8 @@ import (
 // Cluster is the free capacity of a request's nodes, updated as tasks are
 // placed, with Nomad's device semantics: each task takes its device count
 // from one device group that matches its request. Feasibility (constraints,
-// datacenters, node pool, device matching) is computed once per job role and
+// datacenters, node pool, the role's task driver, device matching) is
+// computed once per job role and
 // node class: nodes whose attributes, metadata and devices are alike share
 // the answer, as Nomad caches feasibility per computed node class.
 //
@@ -110,6 +111,13 @@ func classHash(n *structs.Node) uint64 {
 		}
 		sum = sum*31 + part
 	}
+	h.Reset()
+	h.WriteByte(2)
+	for _, d := range n.Drivers {
+		h.WriteString(d)
+		h.WriteByte(0)
+	}
+	sum = sum*31 + h.Sum64()
 	for _, d := range n.Devices {
 		h.Reset()
 		h.WriteString(d.Vendor)
@@ -130,7 +138,8 @@ func classHash(n *structs.Node) uint64 {
 // decides feasibility except their identity.
 func sameClass(a, b *structs.Node) bool {
 	if a.Datacenter != b.Datacenter || a.NodeClass != b.NodeClass || a.NodePool != b.NodePool ||
-		!maps.Equal(a.Attributes, b.Attributes) || !maps.Equal(a.Meta, b.Meta) || len(a.Devices) != len(b.Devices) {
+		!maps.Equal(a.Attributes, b.Attributes) || !maps.Equal(a.Meta, b.Meta) || len(a.Devices) != len(b.Devices) ||
+		!slices.Equal(a.Drivers, b.Drivers) || (a.Drivers == nil) != (b.Drivers == nil) {
 		return false
 	}
 	for i, da := range a.Devices {
@@ -192,6 +201,8 @@ type Task struct {
 	DistinctHosts bool
 
 	constraints []*structs.Constraint
+	// driver is the role's task driver: a node must have it (Node.HasDriver).
+	driver      string
 	datacenters []string
 	nodePool    string
 	perNode     bool // constraints name node identities: no class caching
@@ -208,6 +219,7 @@ func (c *Cluster) NewTask(j *structs.Job, r *structs.Role) *Task {
 		CPU:         r.Resources.CPU,
 		MemoryMB:    r.Resources.MemoryMB,
 		Devices:     r.Resources.Devices,
+		driver:      r.Driver,
 		datacenters: j.Datacenters,
 		nodePool:    j.NodePool,
 		classOK:     make([]int8, len(c.classes)),
@@ -255,7 +267,7 @@ func (c *Cluster) feasibleNode(i int, t *Task, cl int) bool {
 	if !matchDatacenter(t.datacenters, n.Datacenter) || !matchPool(t.nodePool, n.NodePool) {
 		return false
 	}
-	if !c.checker.Node(n, t.constraints) {
+	if t.driver != "" && !n.HasDriver(t.driver) || !c.checker.Node(n, t.constraints) {
 		return false
 	}
 	if t.groups[cl] == nil && len(t.Devices) > 0 {

@@ -166,8 +166,9 @@ func increment(m *map[string]int, key string) {
 }
 
 // filteredBy names what keeps a task of role spec of job off node i, in
-// the order Feasible checks: datacenters, node pool, the job's
-// constraints, the role's, then its device requests.
+// the order Nomad's feasibility checks run: datacenters, node pool, the
+// job's constraints, the role's task driver (FilterMissingDrivers), the
+// role's constraints, then its device requests.
 func (c *Cluster) filteredBy(i int, job *structs.Job, spec *structs.Role) string {
 	n := c.Nodes[i]
 	switch {
@@ -178,6 +179,9 @@ func (c *Cluster) filteredBy(i int, job *structs.Job, spec *structs.Role) string
 	}
 	if con := c.checker.FailedConstraint(n, job.Constraints); con != nil {
 		return con.String()
+	}
+	if spec.Driver != "" && !n.HasDriver(spec.Driver) {
+		return FilterMissingDrivers
 	}
 	if con := c.checker.FailedConstraint(n, spec.Constraints); con != nil {
 		return con.String()

@@ -45,7 +45,7 @@ func TestExplainPaused(t *testing.T) {
 				h.AddJob(j, nil)
 				return nil
 			},
-			want: "the minimum of 0 ps and 1 worker does not fit: no node has room for a worker; 4 nodes evaluated; " +
+			want: "waiting for capacity: the minimum of 0 ps and 1 worker does not fit: no node has room for a worker; 4 nodes evaluated; " +
 				"device nvidia/gpu: ${device.attr.memory} >= 32 GiB filtered 4 of 4 nodes",
 		},
 		{
@@ -56,7 +56,7 @@ func TestExplainPaused(t *testing.T) {
 				h.AddJob(gpuJob("x", 1), nil)
 				return []*structs.Placement{running("big", map[string]int{"a-0": 2, "a-1": 2, "a-2": 2, "a-3": 2})}
 			},
-			want: "the minimum of 0 ps and 1 worker does not fit: no node has room for a worker; 4 nodes evaluated; " +
+			want: "waiting for capacity: the minimum of 0 ps and 1 worker does not fit: no node has room for a worker; 4 nodes evaluated; " +
 				"gpu exhausted on 4 nodes",
 		},
 		{
@@ -68,7 +68,7 @@ func TestExplainPaused(t *testing.T) {
 				h.AddJob(j, nil)
 				return nil
 			},
-			want: "the minimum of 1 ps and 1 worker does not fit: no node has room for a ps; 4 nodes evaluated; " +
+			want: "waiting for capacity: the minimum of 1 ps and 1 worker does not fit: no node has room for a ps; 4 nodes evaluated; " +
 				"${attr.kernel.name} = windows filtered 4 of 4 nodes",
 		},
 		{
@@ -81,7 +81,7 @@ func TestExplainPaused(t *testing.T) {
 				h.AddJob(j, nil)
 				return nil
 			},
-			want: "the minimum of 1 ps and 1 worker does not fit: no node has room for a ps; 4 nodes evaluated; " +
+			want: "waiting for capacity: the minimum of 1 ps and 1 worker does not fit: no node has room for a ps; 4 nodes evaluated; " +
 				"cpu exhausted on 2 nodes; memory exhausted on 2 nodes",
 		},
 		{
@@ -102,7 +102,7 @@ func TestExplainPaused(t *testing.T) {
 				h.AddJob(j, nil)
 				return []*structs.Placement{running("big", map[string]int{"gpu-2": 2})}
 			},
-			want: "the minimum of 1 ps and 3 workers does not fit: room for 1 ps and 2 workers, no node has room for another worker; " +
+			want: "waiting for capacity: the minimum of 1 ps and 3 workers does not fit: room for 1 ps and 2 workers, no node has room for another worker; " +
 				"5 nodes evaluated; distinct_hosts filtered 2 of 5 nodes; ${attr.kernel.name} = linux filtered 1 of 5 nodes; " +
 				"device nvidia/gpu: missing filtered 1 of 5 nodes; gpu exhausted on 1 node",
 		},
@@ -116,7 +116,7 @@ func TestExplainPaused(t *testing.T) {
 				h.Nodes[2].CPU = 500
 				return nil
 			},
-			want: "the minimum of 1 ps and 1 worker does not fit: no node has room for a ps; 3 nodes evaluated; " +
+			want: "waiting for capacity: the minimum of 1 ps and 1 worker does not fit: no node has room for a ps; 3 nodes evaluated; " +
 				"datacenter not in [dc2] filtered 2 of 3 nodes; cpu exhausted on 1 node",
 		},
 		{
@@ -174,7 +174,7 @@ func TestExplainPaused_NodeIdentity(t *testing.T) {
 	x := Paused(h.AddJob(j, nil), "waiting")
 	dec := &Decision{Placements: []*structs.Placement{x}}
 	ExplainPaused(h.Request(), dec)
-	must.Eq(t, "the minimum of 1 ps and 2 workers does not fit: room for 1 ps and 1 worker, no node has room for another worker; "+
+	must.Eq(t, "waiting for capacity: the minimum of 1 ps and 2 workers does not fit: room for 1 ps and 1 worker, no node has room for another worker; "+
 		"3 nodes evaluated; ${node.unique.id} = a-1 filtered 2 of 3 nodes; distinct_hosts filtered 1 of 3 nodes", x.Reason)
 }
 

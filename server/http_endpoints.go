@@ -213,8 +213,12 @@ func (s *Server) jobRegister(mustBeNew bool) endpoint {
 }
 
 // registerJob commits a registration and says what it did. An active job
-// with the same spec is left as it is: the answer says Unchanged.
+// with the same spec is left as it is: the answer says Unchanged. A job
+// that could never be placed is refused first (checkFits).
 func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bool) (*structs.JobRegisterResponse, error) {
+	if err := s.checkFits(job); err != nil {
+		return nil, err
+	}
 	req := &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime, FreshRun: s.supports(fsm.SampleAppendType)}
 	out, index, err := s.apply(ctx, fsm.JobRegisterType, req)
 	if err != nil {

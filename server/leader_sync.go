@@ -81,6 +81,7 @@ func (l *leader) syncNodes(ctx context.Context) error {
 		return &driverError{fmt.Errorf("read nodes: %w", err)}
 	}
 	slices.SortFunc(nodes, func(a, b *structs.Node) int { return strings.Compare(a.ID, b.ID) })
+	nodes = gateNodeDrivers(nodes, l.s.supports(fsm.SampleAppendType))
 	committed, err := state.Nodes(l.s.State().Txn(), nil)
 	if err != nil {
 		return err
@@ -157,7 +158,8 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 		if run == nil || structs.Terminal(r.Status) {
 			continue // an ended job keeps what it ran last
 		}
-		o := &structs.Observed{Namespace: key.Namespace, JobID: key.ID, Placement: r.Placement, Change: r.Change}
+		o := &structs.Observed{Namespace: key.Namespace, JobID: key.ID, Placement: r.Placement, Change: r.Change,
+			Failures: observedFailures(run.observed, r, finished)}
 		if !finished && o.Placement != nil && o.Placement.Finished != nil {
 			o.Placement = o.Placement.Copy()
 			o.Placement.Finished = nil
@@ -182,6 +184,9 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 		if prev := run.observed; prev != nil && prev.Change.InFlight() && !o.Change.InFlight() {
 			l.urgent = true // the change ended: plan from where it arrived
 		}
+		if err := l.failureEvents(ctx, run.observed, o); err != nil {
+			return err
+		}
 		run.observed = o
 		l.models.Observe(key, o.Placement, o.Change)
 		if c := o.Change; c != nil {
@@ -192,10 +197,10 @@ func (l *leader) observe(ctx context.Context, reports []*structs.JobReport) erro
 }
 
 // sameObserved reports whether two observed states say the same: the
-// same tasks run, at the same batch, and the change is at the same phase
-// of the same target.
+// same tasks run, at the same batch, the change is at the same phase
+// of the same target, and the cluster reports the same failures.
 func sameObserved(a, b *structs.Observed) bool {
-	if !a.Placement.SameRun(b.Placement) || (a.Change == nil) != (b.Change == nil) {
+	if !a.Placement.SameRun(b.Placement) || (a.Change == nil) != (b.Change == nil) || !structs.SameFailures(a.Failures, b.Failures) {
 		return false
 	}
 	if a.Change == nil {

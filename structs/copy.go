@@ -160,6 +160,7 @@ func (n *Node) Copy() *Node {
 	c := *n
 	c.Attributes = maps.Clone(n.Attributes)
 	c.Meta = maps.Clone(n.Meta)
+	c.Drivers = slices.Clone(n.Drivers)
 	if n.Devices != nil {
 		c.Devices = make([]*NodeDeviceResource, len(n.Devices))
 		for i, d := range n.Devices {
@@ -242,5 +243,6 @@ func (o *Observed) Copy() *Observed {
 	c := *o
 	c.Placement = o.Placement.Copy()
 	c.Change = o.Change.Copy()
+	c.Failures = CopyFailures(o.Failures)
 	return &c
 }

@@ -48,11 +48,14 @@ func (m *PlacementMetric) Copy() *PlacementMetric {
 	return &c
 }
 
-// Summary is the first line of the explanation: "the minimum of 0 ps × 1
-// workers does not fit: no node has room for a worker".
+// Summary is the first line of the explanation: "waiting for capacity:
+// the minimum of 0 ps and 1 worker does not fit: no node has room for a
+// worker". A job that no node could run even empty is refused when it is
+// registered (planner.NeverFits), so a paused job's metric only ever
+// means that it waits for capacity others use, and says so first.
 func (m *PlacementMetric) Summary() string {
 	var b strings.Builder
-	b.WriteString("the minimum of ")
+	b.WriteString("waiting for capacity: the minimum of ")
 	b.WriteString(m.Minimum.String())
 	b.WriteString(" does not fit: ")
 	if m.Placed.Tasks() > 0 {

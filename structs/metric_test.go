@@ -21,7 +21,7 @@ func TestPlacementMetric_String(t *testing.T) {
 				Minimum: Shape{Workers: 1}, Role: RoleWorker, NodesEvaluated: 4,
 				ConstraintFiltered: map[string]int{"device nvidia/gpu: ${device.attr.memory} >= 32 GiB": 4},
 			},
-			want: "the minimum of 0 ps and 1 worker does not fit: no node has room for a worker; 4 nodes evaluated; " +
+			want: "waiting for capacity: the minimum of 0 ps and 1 worker does not fit: no node has room for a worker; 4 nodes evaluated; " +
 				"device nvidia/gpu: ${device.attr.memory} >= 32 GiB filtered 4 of 4 nodes",
 		},
 		{
@@ -31,7 +31,7 @@ func TestPlacementMetric_String(t *testing.T) {
 				ConstraintFiltered: map[string]int{"distinct_hosts": 2, "${attr.kernel.name} = linux": 1},
 				DimensionExhausted: map[string]int{"memory": 1, "cpu": 1, "gpu": 1},
 			},
-			want: "the minimum of 1 ps and 4 workers does not fit: room for 1 ps and 2 workers, no node has room for another worker; " +
+			want: "waiting for capacity: the minimum of 1 ps and 4 workers does not fit: room for 1 ps and 2 workers, no node has room for another worker; " +
 				"6 nodes evaluated; distinct_hosts filtered 2 of 6 nodes; ${attr.kernel.name} = linux filtered 1 of 6 nodes; " +
 				"cpu exhausted on 1 node; gpu exhausted on 1 node; memory exhausted on 1 node",
 		},

@@ -1,5 +1,10 @@
 package structs
 
+import (
+	"slices"
+	"strconv"
+)
+
 // Node statuses, as Nomad reports them.
 const (
 	NodeStatusInit  = "initializing"
@@ -28,6 +33,28 @@ type Node struct {
 	// targets of ${attr.*} and ${meta.*} constraints.
 	Attributes map[string]string
 	Meta       map[string]string
+
+	// Drivers are the task drivers Nomad fingerprinted on the node as
+	// detected and healthy, sorted. Nil means the node's driver does not
+	// report drivers (the simulated cluster): see HasDriver.
+	Drivers []string `json:",omitempty"`
+}
+
+// HasDriver reports whether the node can run tasks of the named task
+// driver. A node that reports its drivers (Drivers is not nil, as every
+// Nomad node since 0.8 does) runs those listed, as Nomad's DriverChecker
+// decides. A node that does not (the simulated cluster) runs any driver
+// unless its "driver.<name>" attribute parses as false: clusters that do
+// not model drivers keep working.
+func (n *Node) HasDriver(name string) bool {
+	if n.Drivers != nil {
+		return slices.Contains(n.Drivers, name)
+	}
+	if v, ok := n.Attributes["driver."+name]; ok {
+		b, err := strconv.ParseBool(v)
+		return err == nil && b
+	}
+	return true
 }
 
 // Schedulable reports whether new tasks may be placed on the node.

@@ -71,6 +71,10 @@ const (
 	EventHotPSReplaced     = "HotPSReplaced"
 	EventStragglerReplaced = "StragglerReplaced"
 	EventTaskOOMKilled     = "TaskOOMKilled"
+	// EventPlacementFailed: the cluster reported a new failure to place or
+	// run a job's tasks (a Failure, which the message renders); recorded
+	// once per distinct failure.
+	EventPlacementFailed = "PlacementFailed"
 	// EventEntrySkipped: a Raft log entry could not be applied (it did
 	// not decode, or applying it failed) and was skipped on every server;
 	// its details name the entry's Index and Type.
@@ -124,6 +128,10 @@ type JobReport struct {
 	// Usage is what the job's tasks use, as the driver measured it; nil
 	// when it measured nothing (yet).
 	Usage *JobUsage `json:",omitempty"`
+	// Failures are the cluster's latest failures to place or run the
+	// job's tasks while not all of them run (Failure); nil when there are
+	// none, or once all run.
+	Failures []*Failure `json:",omitempty"`
 }
 
 // Phases of a Change. A change moves checkpointing → starting → done, or
@@ -179,6 +187,11 @@ type Observed struct {
 	Placement *Placement
 	// Change is the latest change; nil when there was none.
 	Change *Change
+	// Failures are the cluster's latest failures to place or run the
+	// job's tasks, from the driver's report; nil when there are none.
+	// Committed only once every server applies them (0.2.0), as
+	// Placement.Finished.
+	Failures []*Failure `json:",omitempty"`
 	// ModifyIndex is the Raft index of the last change of this record;
 	// UpdateTime, stamped by the leader, is when it was committed.
 	ModifyIndex uint64

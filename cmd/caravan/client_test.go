@@ -76,14 +76,24 @@ func nomadJobFile(t *testing.T, id string) string {
 }
 
 // unplaceableJobFile writes examples/demo.hcl, renamed to job id, with
-// tasks that each ask for a GPU of 32 GiB, which the simulated cluster's
-// 16 GiB GPUs never are, to a temporary file.
+// at least 8 workers of 4 GPUs each, more than the simulated cluster's 4
+// nodes of 4 GPUs hold together (though one worker fits a node), to a
+// temporary file: the job is accepted and waits for capacity.
 func unplaceableJobFile(t *testing.T, id string) string {
 	t.Helper()
-	path := jobFile(t, id)
-	src, err := os.ReadFile(path)
-	must.NoError(t, err)
-	gpu := `memory = 64
+	return replaceInJobFile(t, id, "memory = 64", `memory = 64
+
+      device "nvidia/gpu" {
+        count = 4
+      }`, "min = 1\n      max = 4", "min = 8\n      max = 8")
+}
+
+// neverFitJobFile writes examples/demo.hcl, renamed to job id, with
+// tasks that each ask for a GPU of 32 GiB, which the simulated cluster's
+// 16 GiB GPUs never are, to a temporary file: the server refuses it.
+func neverFitJobFile(t *testing.T, id string) string {
+	t.Helper()
+	return replaceInJobFile(t, id, "memory = 64", `memory = 64
 
       device "nvidia/gpu" {
         count = 1
@@ -93,9 +103,22 @@ func unplaceableJobFile(t *testing.T, id string) string {
           operator  = ">="
           value     = "32 GiB"
         }
-      }`
-	must.StrContains(t, string(src), "memory = 64")
-	must.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(src), "memory = 64", gpu, 1)), 0o644))
+      }`)
+}
+
+// replaceInJobFile writes jobFile(id) with each old, new pair of
+// replacements made once, and returns its path.
+func replaceInJobFile(t *testing.T, id string, oldNew ...string) string {
+	t.Helper()
+	path := jobFile(t, id)
+	b, err := os.ReadFile(path)
+	must.NoError(t, err)
+	src := string(b)
+	for i := 0; i < len(oldNew); i += 2 {
+		must.StrContains(t, src, oldNew[i])
+		src = strings.Replace(src, oldNew[i], oldNew[i+1], 1)
+	}
+	must.NoError(t, os.WriteFile(path, []byte(src), 0o644))
 	return path
 }
 
@@ -441,6 +464,17 @@ func TestClientCommands(t *testing.T) {
 		must.NoError(t, json.Unmarshal([]byte(js), &run))
 		must.Eq(t, structs.JobStatusPending, run.Summary.Job.Status)
 		must.True(t, run.Summary.Placement.Placement.Paused())
+	})
+
+	t.Run("job run of a job that can never be placed", func(t *testing.T) {
+		// Refused at registration, with exit status 2 and why, in
+		// Nomad's words; nothing is registered.
+		code, out, errOut := cliArgs(t, []string{"job", "run"}, "-no-color", neverFitJobFile(t, "neverfit"))
+		must.Eq(t, 2, code, must.Sprint(out))
+		must.StrContains(t, errOut, `422 Unprocessable Entity: job "neverfit": job can never be placed: no node can run a worker even with nothing else on it (4 nodes evaluated; constraint "missing devices" filtered 4 nodes: a task asks for 1 nvidia/gpu)`)
+		code, _, errOut = cliArgs(t, []string{"job", "status"}, "neverfit")
+		must.Eq(t, 1, code)
+		must.StrContains(t, errOut, "404")
 	})
 
 	t.Run("job run of an invalid jobspec", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -19,13 +20,21 @@ const defaultRunTimeout = 5 * time.Minute
 const followWait = 30 * time.Second
 
 // exitPlacementFailure is job run's exit code when the job's first
-// placement is paused: registered, but nothing runs.
+// placement is paused (registered, but nothing runs), or when the server
+// refuses the job because no node could ever run it.
 const exitPlacementFailure = 2
+
+// neverFits reports whether err is the server's refusal of a job that no
+// node could run even empty: a 422 (server.checkFits).
+func neverFits(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusUnprocessableEntity
+}
 
 // JobRunCommand registers a job and follows it to its first placement.
 // It exits 0 when the job is placed (or complete), 2 when its first
-// placement is paused, as Nomad's job run exits 2 on placement failures,
-// and 1 on errors.
+// placement is paused or the server refused it as one no node could ever
+// run, as Nomad's job run exits 2 on placement failures, and 1 on errors.
 type JobRunCommand struct {
 	Meta
 }
@@ -40,6 +49,11 @@ Usage: caravan job run [options] <path>
   validate" does, and registers the job with the Caravan agent. Unless
   -detach is given, it then follows the job until the scheduler places it
   (or it ends), prints its placement per node, and exits 0.
+
+  It exits 2 without registering the job when no node could ever run one
+  of its tasks, even with nothing else on it: the error says why in
+  Nomad's words ("missing devices", "missing drivers", a constraint that
+  filtered every node, a dimension exhausted on every node).
 
   It exits 2 if the scheduler's first placement of the job runs nothing:
   it prints the Placement Failure (nodes evaluated, how many each constraint
@@ -102,6 +116,9 @@ func (c *JobRunCommand) Run(args []string) int {
 	resp, _, err := client.Jobs().Update(job.ID, &api.JobRegisterRequest{Job: job}, writeOpts(ctx))
 	if err != nil {
 		c.apiError(fmt.Sprintf("registering job %q", job.ID), err)
+		if neverFits(err) {
+			return exitPlacementFailure
+		}
 		return 1
 	}
 	registered := fmt.Sprintf("Job registered: %s (version %d, index %d)", resp.JobID, resp.Version, resp.Index)

@@ -395,7 +395,7 @@ func formatRunning(sum *api.JobSummary, verbose bool) string {
 		desired = sum.Placement.Placement
 	}
 	c := o.Change
-	if o.Placement.SameTasks(desired) && (c == nil || c.Phase == api.ChangeDone) {
+	if o.Placement.SameTasks(desired) && (c == nil || c.Phase == api.ChangeDone) && len(o.Failures) == 0 {
 		return ""
 	}
 	running := "no task runs"
@@ -412,7 +412,7 @@ func formatRunning(sum *api.JobSummary, verbose bool) string {
 	if o.Placement != nil && len(o.Placement.Nodes) > 0 {
 		out += "\n\n" + formatPlacementNodes(o.Placement, verbose)
 	}
-	return out
+	return out + formatFailures(o.Failures)
 }
 
 // formatPlacement is a placement's table of tasks per node and role,

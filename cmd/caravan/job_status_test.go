@@ -28,7 +28,7 @@ func TestFormatJobSummary_PlacementFailure(t *testing.T) {
 
 	out := formatJobSummary(summary(api.JobStatusPending, paused), nil, false)
 	must.StrContains(t, out, "\n\nPlacement Failure\n"+
-		"the minimum of 1 ps and 1 worker does not fit: no node has room for a ps\n"+
+		"waiting for capacity: the minimum of 1 ps and 1 worker does not fit: no node has room for a ps\n"+
 		"* 4 nodes evaluated\n"+
 		"* device nvidia/gpu: ${device.attr.memory} >= 32 GiB filtered 3 of 4 nodes\n"+
 		"* gpu exhausted on 1 node\n\nModel\n")

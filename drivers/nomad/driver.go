@@ -221,6 +221,9 @@ type jobState struct {
 	running *structs.Placement
 	// oomSeen holds the OOM kills already recorded as events.
 	oomSeen map[oomKey]bool
+	// failures is what the driver knows of Nomad's failures for the job
+	// (failures.go).
+	failures failureState
 }
 
 // New returns a driver and starts following Nomad's nodes, jobs and

@@ -36,6 +36,8 @@ type fakeNomad struct {
 	versions map[string][]*api.Job
 	allocs   map[string]*api.AllocationListStub
 	nodes    map[string]*api.Node
+	// evals are the evaluations of each job, as the test sets them.
+	evals map[string][]*api.Evaluation
 	// hidden jobs are left out of the job list, as a stale list would.
 	hidden map[string]bool
 	// fault, when set, answers a request instead of the handler: a status
@@ -258,6 +260,8 @@ func (f *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			return out, true
 		})
+	case len(parts) == 3 && parts[0] == "job" && parts[2] == "evaluations":
+		f.reply(w, r, func() (any, bool) { return append([]*api.Evaluation{}, f.evals[parts[1]]...), true })
 	case len(parts) == 3 && parts[0] == "job" && parts[2] == "versions":
 		f.reply(w, r, func() (any, bool) {
 			v, ok := f.versions[parts[1]]

@@ -73,7 +73,8 @@ func (d *Driver) readNode(ctx context.Context, id string) (*api.Node, error) {
 }
 
 // convertNode turns Nomad's view of a node into Caravan's: capacity less
-// what the node reserves, and its devices with their healthy instances.
+// what the node reserves, its devices with their healthy instances, and
+// its healthy task drivers.
 func convertNode(s *api.NodeListStub, full *api.Node) *structs.Node {
 	n := &structs.Node{
 		ID:         s.ID,
@@ -84,9 +85,14 @@ func convertNode(s *api.NodeListStub, full *api.Node) *structs.Node {
 		Status:     s.Status,
 		Eligible:   s.SchedulingEligibility == api.NodeSchedulingEligible && !s.Drain,
 	}
+	drivers := s.Drivers
 	if full != nil {
 		n.Attributes, n.Meta = full.Attributes, full.Meta
+		if drivers == nil {
+			drivers = full.Drivers
+		}
 	}
+	n.Drivers = convertDrivers(drivers)
 	if r := s.NodeResources; r != nil {
 		n.CPU, n.MemoryMB = int(r.Cpu.CpuShares), int(r.Memory.MemoryMB)
 		for _, dev := range r.Devices {
@@ -98,6 +104,23 @@ func convertNode(s *api.NodeListStub, full *api.Node) *structs.Node {
 		n.MemoryMB -= int(r.Memory.MemoryMB)
 	}
 	return n
+}
+
+// convertDrivers lists the drivers Nomad detected as healthy, sorted, as
+// Nomad's DriverChecker accepts them; nil when Nomad reported no driver
+// info (structs.Node.HasDriver).
+func convertDrivers(drivers map[string]*api.DriverInfo) []string {
+	if drivers == nil {
+		return nil
+	}
+	out := []string{}
+	for name, info := range drivers {
+		if info != nil && info.Detected && info.Healthy {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func convertDevice(dev *api.NodeDeviceResource) *structs.NodeDeviceResource {

@@ -72,7 +72,9 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		if nj.stub.Stop {
 			js.running = nil // paused, or stopped by Caravan
 			d.unwatch(key)
-			reports = append(reports, d.report(key))
+			r := d.report(key)
+			r.Failures = d.failures(key, nj, nil, 0, 0) // none: nothing is to run
+			reports = append(reports, r)
 			continue
 		}
 		info := nj.info
@@ -113,6 +115,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			r.Step = last.Step
 		}
 		want := expected(info)
+		r.Failures = d.failures(key, nj, allocs, running, want)
 		switch f := js.flight; {
 		case failed > 0 && js.restarts >= d.cfg.MaxRestarts:
 			r.Status = structs.JobStatusFailed

@@ -119,3 +119,9 @@ func (c *Caravan) Stop() { c.proc.stop() }
 
 // Running returns an error once the agent has exited.
 func (c *Caravan) Running() error { return c.proc.running() }
+
+// Log returns what the agent has logged so far.
+func (c *Caravan) Log() (string, error) {
+	b, err := os.ReadFile(c.proc.logPath)
+	return string(b), err
+}

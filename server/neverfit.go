@@ -1,0 +1,57 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// checkFits refuses a job that no node of the committed inventory could
+// run even empty (planner.NeverFits): a role's single task needs more
+// devices of a kind, CPU or memory than any schedulable node has in total,
+// no node has its task driver, or every node fails its constraints. The
+// refusal is a 422 whose message says why in Nomad's words ("missing
+// devices", "missing drivers", `constraint "..." filtered 2 nodes`);
+// `caravan job run` exits 2 on it, and a job declared in the cluster is
+// rejected with a JobRejected event (leader.syncDeclared). Nothing is
+// committed.
+//
+// With no schedulable node committed (the driver has not listed nodes
+// yet, cannot reach the cluster, or every node is down or drained) a job
+// is accepted and waits: an inventory that is empty for now says nothing
+// about what the cluster can run. A failed read of the state accepts the
+// job too, with a warning: the check only spares a job a wait for ever.
+func (s *Server) checkFits(job *structs.Job) error {
+	nodes, err := state.Nodes(s.State().Txn(), nil)
+	if err != nil {
+		s.log.Warn("cannot read the nodes to check that a job can be placed", "job_id", job.ID, "error", err)
+		return nil
+	}
+	if err := planner.NeverFits(nodes, job); err != nil {
+		return &CodedError{Code: http.StatusUnprocessableEntity, Err: fmt.Errorf("job %q: %w", job.ID, err)}
+	}
+	return nil
+}
+
+// gateNodeDrivers returns nodes without their Drivers unless supported:
+// servers before 0.2.0 would drop them, and plan and check registrations
+// against other nodes than the rest, so drivers are committed, as
+// Placement.Finished is, only once every server records 0.2.0 or later.
+// Without them a node runs any driver (structs.Node.HasDriver).
+func gateNodeDrivers(nodes []*structs.Node, supported bool) []*structs.Node {
+	if supported {
+		return nodes
+	}
+	out := make([]*structs.Node, len(nodes))
+	for i, n := range nodes {
+		if n.Drivers != nil {
+			n = n.Copy()
+			n.Drivers = nil
+		}
+		out[i] = n
+	}
+	return out
+}
