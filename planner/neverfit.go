@@ -26,29 +26,24 @@ var ErrNeverFits = errors.New("job can never be placed")
 
 // NeverFits reports, as an error wrapping ErrNeverFits, a job one of whose
 // roles could not run a single task on any of nodes even if the node ran
-// nothing else: every schedulable node is filtered (datacenter, node pool,
+// nothing else: every node is filtered (datacenter, node pool,
 // a constraint, FilterMissingDrivers, or FilterMissingDevices when its
 // healthy devices matching a request are fewer than the request's count)
 // or has less CPU or memory in total than one task needs. Such a job would
 // wait for ever; capacity that others use is not its problem, so it is
 // judged on empty nodes, one task at a time.
 //
-// It returns nil when the job fits somewhere, and when no node is
-// schedulable (none known yet, or all down or drained): a job is not
-// refused on an inventory that is empty or unreadable for now. The message
+// Every node the cluster knows counts, ready or not: a node down or
+// drained now may come back, and a job it could run is not refused. It
+// returns nil when the job fits somewhere, and when no node is known yet:
+// a job is not refused on an inventory that is empty for now. The message
 // lists the nodes evaluated and why each was left out, in the words Nomad's
 // placement metrics use: `constraint "missing devices" filtered 2 nodes`.
 func NeverFits(nodes []*structs.Node, job *structs.Job) error {
-	var ready []*structs.Node
-	for _, n := range nodes {
-		if n.Schedulable() {
-			ready = append(ready, n)
-		}
-	}
-	if len(ready) == 0 || job == nil || job.Worker == nil {
+	if len(nodes) == 0 || job == nil || job.Worker == nil {
 		return nil
 	}
-	c := NewCluster(ready)
+	c := NewCluster(nodes)
 	j := &Job{Job: job}
 	tasks := c.JobTasks(j)
 	roles := []struct {
@@ -64,9 +59,9 @@ func NeverFits(nodes []*structs.Node, job *structs.Job) error {
 		}{structs.RolePS, j.PSRole(), tasks.PS})
 	}
 	for _, r := range roles {
-		m := &structs.PlacementMetric{Role: r.name, NodesEvaluated: len(ready)}
+		m := &structs.PlacementMetric{Role: r.name, NodesEvaluated: len(nodes)}
 		fits := false
-		for i := range ready {
+		for i := range nodes {
 			if why := c.emptyNodeShort(i, j.Job, r.spec, r.t); why != "" {
 				if why == "cpu" || why == "memory" {
 					increment(&m.DimensionExhausted, why)

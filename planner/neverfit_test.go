@@ -106,12 +106,21 @@ func TestNeverFits(t *testing.T) {
 			},
 		},
 		{
-			name: "no node schedulable: not refused",
+			name: "nodes drained now count: not refused",
 			nodes: func(h *Harness) {
 				for _, n := range h.AddNodes("g", 2, 8000, 16384, 4) {
 					n.Eligible = false
 				}
 			},
+			job: func() *structs.Job {
+				j := gpuJob("big", 1)
+				j.Worker.Resources.Devices[0].Count = 4
+				return j
+			},
+		},
+		{
+			name:  "no node known yet: not refused",
+			nodes: func(*Harness) {},
 			job: func() *structs.Job {
 				j := gpuJob("big", 1)
 				j.Worker.Resources.Devices[0].Count = 8

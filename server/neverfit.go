@@ -11,7 +11,7 @@ import (
 
 // checkFits refuses a job that no node of the committed inventory could
 // run even empty (planner.NeverFits): a role's single task needs more
-// devices of a kind, CPU or memory than any schedulable node has in total,
+// devices of a kind, CPU or memory than any known node, ready or not, has in total,
 // no node has its task driver, or every node fails its constraints. The
 // refusal is a 422 whose message says why in Nomad's words ("missing
 // devices", "missing drivers", `constraint "..." filtered 2 nodes`);
@@ -19,10 +19,9 @@ import (
 // rejected with a JobRejected event (leader.syncDeclared). Nothing is
 // committed.
 //
-// With no schedulable node committed (the driver has not listed nodes
-// yet, cannot reach the cluster, or every node is down or drained) a job
-// is accepted and waits: an inventory that is empty for now says nothing
-// about what the cluster can run. A failed read of the state accepts the
+// With no node committed (the driver has not listed nodes yet, or cannot
+// reach the cluster) a job is accepted and waits: an inventory that is
+// empty for now says nothing about what the cluster can run. A failed read of the state accepts the
 // job too, with a warning: the check only spares a job a wait for ever.
 func (s *Server) checkFits(job *structs.Job) error {
 	nodes, err := state.Nodes(s.State().Txn(), nil)
