@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -212,4 +213,194 @@ func TestNomadHistory_Rescales(t *testing.T) {
 		total.inPlace += got.inPlace
 	}
 	t.Logf("%-28s %s", "all:", total)
+}
+
+// declaredShellFile is a Nomad job file of an all-reduce job of 1 to 4
+// workers that sleep, with a caravan scaling policy, as a user writes it.
+const declaredShellFile = `
+job "hist" {
+  type = "batch"
+
+  meta {
+    owner = "user"
+  }
+
+  group "worker" {
+    scaling {
+      min = 1
+      max = 4
+
+      policy {
+        caravan {
+          role = "worker"
+
+          training {
+            architecture      = "allreduce"
+            global_batch_size = 64
+            steps_per_epoch   = 10
+          }
+
+          checkpoint {
+            timeout = "30s"
+          }
+        }
+      }
+    }
+
+    task "train" {
+      driver = "raw_exec"
+
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "trap 'true' USR1; while true; do sleep 0.1; done"]
+      }
+
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`
+
+// declaredJob waits until d reads a user's version of Nomad job id newer
+// than index that declares a job, and returns the job as the leader
+// registers it, at Caravan version version.
+func declaredJob(t *testing.T, d *nomad.Driver, id string, index uint64, version uint64) *structs.Job {
+	t.Helper()
+	var job *structs.Job
+	agent.WaitFor(t, time.Minute, "the user's version of "+id+" declared", func() error {
+		decls, _, err := d.Declared(context.Background())
+		if err != nil {
+			return err
+		}
+		decl := decls[structs.JobKey{Namespace: "default", ID: id}]
+		if decl == nil || decl.Kind != structs.DeclaredJob || decl.Index <= index {
+			return fmt.Errorf("declaration: %+v", decl)
+		}
+		job = decl.Job.Copy()
+		return nil
+	})
+	job.Version = version
+	return job
+}
+
+// TestNomadHistory_RevertUserVersion runs a job declared with `nomad job
+// run`, rescales it more times than Nomad keeps versions of, and checks
+// that the user's version 0, which Caravan tagged when it took it over,
+// is still there: `nomad job revert hist 0` runs it again, and Caravan
+// takes the reverted version over, tagging it in turn, at the next
+// generation. Caravan keeps at most nomad.KeepUserVersionTags tags.
+func TestNomadHistory_RevertUserVersion(t *testing.T) {
+	n := agent.StartNomad(t, agent.NomadOptions{})
+	host := &recordingHost{}
+	d := newDriver(t, n, host)
+	cli := nomadCLI{addr: n.Address}
+	cli.jobRun(t, "hist", declaredShellFile)
+	job := declaredJob(t, d, "hist", 0, 1)
+
+	plan := func(index uint64, workers int) *structs.Plan {
+		return &structs.Plan{Index: index, Placements: []*structs.Placement{{
+			Namespace: "default", JobID: "hist", NumWorkers: workers,
+			Nodes: []*structs.NodeTasks{{NodeID: n.NodeID, Workers: workers}},
+		}}}
+	}
+	var step int64
+	rescale := func(index uint64, workers int) historyDelta {
+		t.Helper()
+		before := readHistory(t, n.Client, "default", "hist")
+		reports, err := d.Enact(context.Background(), plan(index, workers), []*structs.Job{job})
+		must.NoError(t, err)
+		must.SliceLen(t, 1, reports)
+		step++
+		host.report(structs.Sample{JobID: "hist", Step: step, CheckpointStep: step})
+		var got *structs.JobReport
+		agent.WaitFor(t, time.Minute, "the change to end", func() error {
+			reports, err := d.Status(context.Background())
+			if err != nil {
+				return err
+			}
+			for _, r := range reports {
+				if r.JobID == "hist" && r.Change != nil && !r.Change.InFlight() {
+					got = r
+					return nil
+				}
+			}
+			return fmt.Errorf("reports: %v", reports)
+		})
+		must.Eq(t, structs.ChangeDone, got.Change.Phase, must.Sprint(got.Change.Message))
+		var after nomadHistory
+		agent.WaitFor(t, time.Minute, fmt.Sprintf("%d workers running", workers), func() error {
+			after = readHistory(t, n.Client, "default", "hist")
+			if running, stopping, _ := after.live(); running != workers || stopping != 0 {
+				return fmt.Errorf("%d running, %d stopping", running, stopping)
+			}
+			return nil
+		})
+		return after.since(before)
+	}
+	tags := func() map[string]uint64 {
+		t.Helper()
+		versions, _, _, err := n.Client.Jobs().Versions("hist", false, nil)
+		must.NoError(t, err)
+		out := map[string]uint64{}
+		for _, v := range versions {
+			if v.VersionTag != nil {
+				out[v.VersionTag.Name] = *v.Version
+			}
+		}
+		return out
+	}
+
+	// Caravan takes version 0 over, and tags it; then 7 rescales, more
+	// than the 6 versions Nomad keeps untagged.
+	first := rescale(1, 1)
+	t.Logf("take-over: %s", first)
+	must.Eq(t, map[string]uint64{"v0-by-user": 0}, tags())
+	for i := range 7 {
+		got := rescale(uint64(i+2), 2-i%2)
+		t.Logf("rescale %d: %s", i+1, got)
+		must.Eq(t, 1, got.versions)
+	}
+	info, _, err := n.Client.Jobs().Info("hist", nil)
+	must.NoError(t, err)
+	must.Eq(t, 8, *info.Version)
+	must.Eq(t, "8", info.Meta["caravan_generation"])
+	v0, _, err := n.Client.Jobs().VersionByTag("hist", "v0-by-user", nil)
+	must.NoError(t, err, must.Sprint("the user's version 0 is kept"))
+	must.Eq(t, "", v0.Meta["caravan_job_id"])
+	must.Eq(t, "user", v0.Meta["owner"])
+
+	// The user goes back to their version 0: Nomad runs it as written
+	// (version 9), and Caravan takes it over at the next generation.
+	out := cli.run(t, "job", "revert", "-detach", "hist", "0")
+	t.Logf("nomad job revert hist 0: %s", strings.TrimSpace(out))
+	info, _, err = n.Client.Jobs().Info("hist", nil)
+	must.NoError(t, err)
+	must.Eq(t, 9, *info.Version)
+	must.Eq(t, "", info.Meta["caravan_job_id"], must.Sprint("the reverted version is the user's"))
+	job = declaredJob(t, d, "hist", job.Nomad.JobModifyIndex, 2)
+	rescale(20, 1)
+	info, _, err = n.Client.Jobs().Info("hist", nil)
+	must.NoError(t, err)
+	must.Eq(t, 10, *info.Version)
+	must.Eq(t, "hist", info.Meta["caravan_job_id"], must.Sprint("Caravan took the reverted version over"))
+	must.Eq(t, "9", info.Meta["caravan_generation"], must.Sprint("generations go on across the user's versions"))
+	must.Eq(t, map[string]uint64{"v0-by-user": 0, "v9-by-user": 9}, tags())
+
+	// Two more returns to the user's version (run 11 and 13, taken over
+	// as 12 and 14): Caravan keeps the last 3 user versions tagged and
+	// untags version 0, which Nomad may then collect.
+	for i, want := range []uint64{11, 13} {
+		cli.run(t, "job", "revert", "-detach", "hist", "9")
+		job = declaredJob(t, d, "hist", job.Nomad.JobModifyIndex, uint64(3+i))
+		rescale(uint64(21+i), 1)
+		info, _, err = n.Client.Jobs().Info("hist", nil)
+		must.NoError(t, err)
+		must.Eq(t, want+1, *info.Version)
+		must.Eq(t, "hist", info.Meta["caravan_job_id"])
+	}
+	must.Eq(t, nomad.KeepUserVersionTags, 3)
+	must.Eq(t, map[string]uint64{"v9-by-user": 9, "v11-by-user": 11, "v13-by-user": 13}, tags())
 }
