@@ -404,3 +404,133 @@ func TestNomadHistory_RevertUserVersion(t *testing.T) {
 	must.Eq(t, nomad.KeepUserVersionTags, 3)
 	must.Eq(t, map[string]uint64{"v9-by-user": 9, "v11-by-user": 11, "v13-by-user": 13}, tags())
 }
+
+// TestNomadHistory_NomadUpdates measures, on a Nomad dev agent and with
+// no Caravan, the Nomad operations a quieter rescale would be built from
+// (issue 28): a batch job whose task renders per-generation values from
+// a Nomad Variable at the job's path (which its workload identity reads
+// by default) into its environment, with change_mode restart.
+//
+//   - a new count and nothing else changed (Register, or Scale) is an
+//     in-place update: one version, an allocation per added task, none
+//     stopped;
+//   - a new count with changed job metadata (what the driver writes at
+//     every generation: caravan_generation, caravan_placement, …) is a
+//     destructive update, since Nomad compares a task's metadata merged
+//     with its group's and its job's: every allocation is replaced;
+//   - a new value of the variable makes no version and no allocation:
+//     every task restarts in place with the new environment.
+func TestNomadHistory_NomadUpdates(t *testing.T) {
+	n := agent.StartNomad(t, agent.NomadOptions{})
+	c := n.Client
+	const id = "probe"
+	setVars := func(gen, workers int) {
+		t.Helper()
+		_, _, err := c.Variables().Update(&nomadapi.Variable{Path: "nomad/jobs/" + id, Items: nomadapi.VariableItems{
+			"generation": fmt.Sprint(gen), "workers": fmt.Sprint(workers),
+		}}, nil)
+		must.NoError(t, err)
+	}
+	tmpl := `{{ with nomadVar "nomad/jobs/probe" }}CARAVAN_GENERATION={{ .generation }}
+CARAVAN_NUM_WORKERS={{ .workers }}
+{{ end }}`
+	job := func(count int, meta map[string]string) *nomadapi.Job {
+		return &nomadapi.Job{
+			ID: new(id), Name: new(id), Type: new(nomadapi.JobTypeBatch), Datacenters: []string{"dc1"}, Meta: meta,
+			TaskGroups: []*nomadapi.TaskGroup{{
+				Name: new("worker"), Count: new(count),
+				RestartPolicy:    &nomadapi.RestartPolicy{Attempts: new(2), Mode: new("fail")},
+				ReschedulePolicy: &nomadapi.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)},
+				Tasks: []*nomadapi.Task{{
+					Name: "t", Driver: "raw_exec",
+					Config:    map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo gen=$CARAVAN_GENERATION workers=$CARAVAN_NUM_WORKERS; while true; do sleep 0.1; done"}},
+					Resources: &nomadapi.Resources{CPU: new(20), MemoryMB: new(16)},
+					Templates: []*nomadapi.Template{{
+						EmbeddedTmpl: new(tmpl), DestPath: new("local/caravan.env"), Envvars: new(true),
+						ChangeMode: new("restart"), Splay: new(time.Duration(0)),
+					}},
+				}},
+			}},
+		}
+	}
+	// step applies a change and returns what it left in Nomad's history
+	// once want allocations of the job's version run.
+	step := func(what string, want int, change func()) historyDelta {
+		t.Helper()
+		before := readHistory(t, c, "default", id)
+		change()
+		var after nomadHistory
+		agent.WaitFor(t, time.Minute, fmt.Sprintf("%d allocations running", want), func() error {
+			after = readHistory(t, c, "default", id)
+			if running, stopping, _ := after.live(); running != want || stopping != 0 {
+				return fmt.Errorf("%d running, %d stopping", running, stopping)
+			}
+			return nil
+		})
+		got := after.since(before)
+		t.Logf("%-44s %s", what+":", got)
+		return got
+	}
+	register := func(j *nomadapi.Job) func() {
+		return func() {
+			_, _, err := c.Jobs().Register(j, nil)
+			must.NoError(t, err)
+		}
+	}
+
+	setVars(1, 1)
+	step("start 1", 1, register(job(1, map[string]string{"caravan_generation": "1"})))
+	got := step("register count 1 → 2, same spec", 2, register(job(2, map[string]string{"caravan_generation": "1"})))
+	must.Eq(t, historyDelta{versions: 1, created: 1, inPlace: 1}, got)
+	got = step("register count 2 → 3, new job meta", 3, register(job(3, map[string]string{"caravan_generation": "2"})))
+	must.Eq(t, historyDelta{versions: 1, created: 3, stopped: 2}, got)
+	got = step("scale count 3 → 4", 4, func() {
+		_, _, err := c.Jobs().Scale(id, "worker", new(4), "probe", false, nil, nil)
+		must.NoError(t, err)
+	})
+	must.Eq(t, historyDelta{versions: 1, created: 1, inPlace: 3}, got)
+
+	// A new generation's values through the variable: every task
+	// restarts in place and starts with them.
+	before := readHistory(t, c, "default", id)
+	setVars(2, 4)
+	var running []*nomadapi.Allocation
+	agent.WaitFor(t, time.Minute, "every task restarted", func() error {
+		allocs, _, err := c.Jobs().Allocations(id, false, nil)
+		if err != nil {
+			return err
+		}
+		running = nil
+		for _, a := range allocs {
+			if a.DesiredStatus != nomadapi.AllocDesiredStatusRun {
+				continue
+			}
+			if ts := a.TaskStates["t"]; ts == nil || ts.Restarts == 0 || ts.State != "running" {
+				return fmt.Errorf("allocation %s not restarted yet", a.Name)
+			}
+			alloc, _, err := c.Allocations().Info(a.ID, nil)
+			if err != nil {
+				return err
+			}
+			running = append(running, alloc)
+		}
+		return nil
+	})
+	must.SliceLen(t, 4, running)
+	for _, alloc := range running {
+		agent.WaitFor(t, 30*time.Second, "the restarted task's output", func() error {
+			out, err := catFile(c, alloc, "alloc/logs/t.stdout.0")
+			if err != nil {
+				return err
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if last := lines[len(lines)-1]; last != "gen=2 workers=4" {
+				return fmt.Errorf("%s printed %q", alloc.Name, last)
+			}
+			return nil
+		})
+	}
+	got = readHistory(t, c, "default", id).since(before)
+	t.Logf("%-44s %s", "variable: generation 2, 4 workers:", got)
+	must.Eq(t, historyDelta{}, got)
+}
