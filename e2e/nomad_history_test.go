@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -358,6 +361,10 @@ func TestNomadHistory_RevertUserVersion(t *testing.T) {
 	first := rescale(1, 1)
 	t.Logf("take-over: %s", first)
 	must.Eq(t, map[string]uint64{"v0-by-user": 0}, tags())
+	planOut := jobPlan(t, n.Address, declaredShellFile)
+	t.Logf("nomad job plan of the user's file after the take-over:\n%s", planOut)
+	must.StrContains(t, planOut, `- Task Group: "worker-`+n.NodeID+`"`, must.Sprint("Caravan's group, which the file does not have"))
+	must.StrContains(t, planOut, `+ Task Group: "worker"`, must.Sprint("the file's group, which Caravan replaced"))
 	for i := range 7 {
 		got := rescale(uint64(i+2), 2-i%2)
 		t.Logf("rescale %d: %s", i+1, got)
@@ -533,4 +540,22 @@ CARAVAN_NUM_WORKERS={{ .workers }}
 	got = readHistory(t, c, "default", id).since(before)
 	t.Logf("%-44s %s", "variable: generation 2, 4 workers:", got)
 	must.Eq(t, historyDelta{}, got)
+}
+
+// jobPlan runs `nomad job plan` of a job file against the agent at addr
+// and returns its output; it exits 1 when the plan changes allocations.
+func jobPlan(t *testing.T, addr, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.nomad.hcl")
+	must.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, agent.NomadBinary(t), "job", "plan", "-no-color", path)
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+addr)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		t.Fatalf("nomad job plan: %v\n%s", err, out)
+	}
+	return string(out)
 }
