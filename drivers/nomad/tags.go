@@ -43,18 +43,48 @@ func UserVersionTag(version uint64) string {
 }
 
 // tagUserVersion tags the user's version of job that Caravan is about
-// to take over, found among versions (the versions Nomad keeps, as
-// Jobs().Versions lists them) by the job modify index it was declared
-// at, and untags Caravan's tags of older user versions beyond
-// KeepUserVersionTags. It runs on the job's worker. A tag Nomad refuses
-// is logged, not returned: tags let the user go back, and are no reason
-// not to run the job.
+// to take over and untags Caravan's tags of older user versions beyond
+// KeepUserVersionTags (see planTags). It runs on the job's worker. A tag
+// Nomad refuses is logged, not returned: tags let the user go back, and
+// are no reason not to run the job.
 func (d *Driver) tagUserVersion(ctx context.Context, job *structs.Job, versions []*api.Job) {
+	plan := planTags(job, versions)
+	log := d.log.With("job_id", job.ID, "namespace", job.Namespace)
+	if plan.tag != nil {
+		if err := d.tagVersion(ctx, job, *plan.tag, UserVersionTag(*plan.tag)); err != nil {
+			log.Warn("cannot tag the user's version of a Nomad job", "version", *plan.tag, "error", err)
+			return
+		}
+	}
+	for _, name := range plan.untag {
+		if err := d.untagVersion(ctx, job, name); err != nil {
+			log.Warn("cannot untag an old user's version of a Nomad job", "tag", name, "error", err)
+		}
+	}
+}
+
+// tagPlan is what tagUserVersion does: tag a version (nil: none), and
+// remove tags by name.
+type tagPlan struct {
+	tag   *uint64
+	untag []string
+}
+
+// planTags decides the tags of a job declared in Nomad when Caravan takes
+// its user's version over: that version, found among versions (those
+// Nomad keeps, as Jobs().Versions lists them) by the job modify index it
+// was declared at, is tagged UserVersionTag unless it has a tag (its
+// user's, or Caravan's already), and of the user versions Caravan
+// tagged, the newest KeepUserVersionTags keep their tags. A version not listed (Nomad has a newer one, which the
+// driver reads next) is not tagged, and nothing is untagged for it.
+func planTags(job *structs.Job, versions []*api.Job) tagPlan {
+	var plan tagPlan
 	if job.Nomad == nil {
-		return
+		return plan
 	}
 	var adopted *api.Job
-	var tagged []*api.Job // Caravan's tags on user versions
+	var tagged []uint64 // versions carrying one of Caravan's tags
+	names := map[uint64]string{}
 	for _, v := range versions {
 		if v.Version == nil || v.JobModifyIndex == nil {
 			continue
@@ -63,28 +93,24 @@ func (d *Driver) tagUserVersion(ctx context.Context, job *structs.Job, versions 
 			adopted = v
 		}
 		if v.VersionTag != nil && userTagName.MatchString(v.VersionTag.Name) {
-			tagged = append(tagged, v)
+			tagged = append(tagged, *v.Version)
+			names[*v.Version] = v.VersionTag.Name
 		}
 	}
 	if adopted == nil {
-		return // not among the versions listed: Nomad has a newer one, read next
+		return plan
 	}
-	log := d.log.With("job_id", job.ID, "namespace", job.Namespace)
-	name := UserVersionTag(*adopted.Version)
-	if adopted.VersionTag == nil || adopted.VersionTag.Name != name {
-		if err := d.tagVersion(ctx, job, *adopted.Version, name); err != nil {
-			log.Warn("cannot tag the user's version of a Nomad job", "version", *adopted.Version, "error", err)
-			return
-		}
-		tagged = append(tagged, adopted)
+	if adopted.VersionTag == nil {
+		// A version its user tagged keeps that tag (a version has one).
+		plan.tag = adopted.Version
+		tagged = append(tagged, *adopted.Version)
+		names[*adopted.Version] = UserVersionTag(*adopted.Version)
 	}
-	slices.SortFunc(tagged, func(a, b *api.Job) int { return cmp.Compare(*b.Version, *a.Version) })
-	tagged = slices.CompactFunc(tagged, func(a, b *api.Job) bool { return *a.Version == *b.Version })
+	slices.SortFunc(tagged, func(a, b uint64) int { return cmp.Compare(b, a) })
 	for _, v := range tagged[min(len(tagged), KeepUserVersionTags):] {
-		if err := d.untagVersion(ctx, job, v.VersionTag.Name); err != nil {
-			log.Warn("cannot untag an old user's version of a Nomad job", "version", *v.Version, "error", err)
-		}
+		plan.untag = append(plan.untag, names[v])
 	}
+	return plan
 }
 
 func (d *Driver) tagVersion(ctx context.Context, job *structs.Job, version uint64, name string) error {
