@@ -318,20 +318,7 @@ func TestNomadHistory_RevertUserVersion(t *testing.T) {
 		must.SliceLen(t, 1, reports)
 		step++
 		host.report(structs.Sample{JobID: "hist", Step: step, CheckpointStep: step})
-		var got *structs.JobReport
-		agent.WaitFor(t, time.Minute, "the change to end", func() error {
-			reports, err := d.Status(context.Background())
-			if err != nil {
-				return err
-			}
-			for _, r := range reports {
-				if r.JobID == "hist" && r.Change != nil && !r.Change.InFlight() {
-					got = r
-					return nil
-				}
-			}
-			return fmt.Errorf("reports: %v", reports)
-		})
+		got := settleJob(t, d, "hist")
 		must.Eq(t, structs.ChangeDone, got.Change.Phase, must.Sprint(got.Change.Message))
 		var after nomadHistory
 		agent.WaitFor(t, time.Minute, fmt.Sprintf("%d workers running", workers), func() error {
