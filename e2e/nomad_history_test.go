@@ -195,11 +195,13 @@ func TestNomadHistory_Rescales(t *testing.T) {
 		{"start 1 ps + 1 worker", placementOn(1, 1, 1, a), historyDelta{versions: 1, created: 2}},
 		{"1 → 2 workers on one node", placementOn(2, 1, 2, a), historyDelta{versions: 1, created: 3, stopped: 2}},
 		{"2 → 1 workers on one node", placementOn(3, 1, 1, a), historyDelta{versions: 1, created: 2, stopped: 3}},
-		{"pause", placementOn(4, 0, 0), historyDelta{versions: 1, stopped: 2, leftOver: 1}},
-		// The pause's stop of the Nomad job leaves one allocation running
-		// (Nomad v1.11, every run here), which the resume stops.
-		{"resume 1 ps + 1 worker", placementOn(5, 1, 1, a), historyDelta{versions: 1, created: 2, stopped: 1}},
+		// A stop scales the job to 0 first: stopped right after a
+		// scale-down, Nomad v1.11 leaves one allocation running.
+		{"pause", placementOn(4, 0, 0), historyDelta{versions: 2, stopped: 2}},
+		{"resume 1 ps + 1 worker", placementOn(5, 1, 1, a), historyDelta{versions: 1, created: 2}},
 		{"move to the other node", placementOn(6, 1, 1, b), historyDelta{versions: 1, created: 2, stopped: 2}},
+		{"1 → 2 workers on the other node", placementOn(7, 1, 2, b), historyDelta{versions: 1, created: 3, stopped: 2}},
+		{"2 → 1 workers on the other node", placementOn(8, 1, 1, b), historyDelta{versions: 1, created: 2, stopped: 3}},
 	}
 	var step int64
 	var total historyDelta
@@ -216,6 +218,28 @@ func TestNomadHistory_Rescales(t *testing.T) {
 		total.inPlace += got.inPlace
 	}
 	t.Logf("%-28s %s", "all:", total)
+
+	// The job leaves the plan (stopped, or complete): its Nomad job is
+	// stopped, and what runs of it is left to Nomad.
+	before := readHistory(t, cluster.Client, "default", "caravan-sh")
+	_, err = d.Enact(context.Background(), &structs.Plan{Index: 9}, nil)
+	must.NoError(t, err)
+	var after nomadHistory
+	agent.WaitFor(t, time.Minute, "the Nomad job stopped and its allocations settled", func() error {
+		info, _, err := cluster.Client.Jobs().Info("caravan-sh", nil)
+		if err != nil {
+			return err
+		}
+		after = readHistory(t, cluster.Client, "default", "caravan-sh")
+		if running, stopping, _ := after.live(); !*info.Stop || running != 0 || stopping != 0 {
+			return fmt.Errorf("stopped %v, %d running, %d stopping", *info.Stop, running, stopping)
+		}
+		return nil
+	})
+	stopped := after.since(before)
+	_, _, stopped.leftOver = after.live()
+	t.Logf("%-28s %s", "stop (leaves the plan):", stopped)
+	must.Eq(t, historyDelta{versions: 2, stopped: 2}, stopped, must.Sprint("the stop of a job that left the plan"))
 }
 
 // declaredShellFile is a Nomad job file of an all-reduce job of 1 to 4
