@@ -143,6 +143,12 @@ func enact(t *testing.T, d *nomad.Driver, p *structs.Plan, job *structs.Job) *st
 // of job "sh" is no longer in flight, and returns the last report.
 func settle(t *testing.T, d *nomad.Driver) *structs.JobReport {
 	t.Helper()
+	return settleJob(t, d, "sh")
+}
+
+// settleJob is settle for the job of ID id.
+func settleJob(t *testing.T, d *nomad.Driver, id string) *structs.JobReport {
+	t.Helper()
 	var got *structs.JobReport
 	agent.WaitFor(t, time.Minute, "the change to end", func() error {
 		reports, err := d.Status(context.Background())
@@ -150,7 +156,7 @@ func settle(t *testing.T, d *nomad.Driver) *structs.JobReport {
 			return err
 		}
 		for _, r := range reports {
-			if r.JobID == "sh" && r.Change != nil && !r.Change.InFlight() {
+			if r.JobID == id && r.Change != nil && !r.Change.InFlight() {
 				got = r
 				return nil
 			}

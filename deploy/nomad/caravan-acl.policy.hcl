@@ -10,7 +10,7 @@ namespace "*" {
   capabilities = [
     "list-jobs",       # watch the job lists (blocking queries, namespace=*)
     "read-job",        # read a job, its versions and its allocations
-    "submit-job",      # register jobs (with check-index) and stop them
+    "submit-job",      # register jobs (with check-index), stop them, tag users' versions
     "alloc-lifecycle", # signal allocations to checkpoint before a rescale
   ]
 }

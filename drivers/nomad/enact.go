@@ -429,7 +429,8 @@ func (d *Driver) submit(ctx context.Context, f *flight, sub Submission) *outcome
 // the Nomad job's. A job declared in Nomad whose user's version is
 // current (Caravan takes it over, first or again) follows the newest
 // generation among the versions Nomad keeps, so that its tasks resume
-// from the checkpoint of the last.
+// from the checkpoint of the last; the user's version it takes over is
+// tagged then (tagUserVersion), so that Nomad keeps it.
 func (d *Driver) nextGeneration(ctx context.Context, c *change) (int, error) {
 	if c.existing != nil {
 		return c.existing.generation + 1, nil
@@ -437,13 +438,14 @@ func (d *Driver) nextGeneration(ctx context.Context, c *change) (int, error) {
 	if c.job.Nomad == nil {
 		return 1, nil
 	}
-	ctx, cancel := d.callContext(ctx)
+	callCtx, cancel := d.callContext(ctx)
 	defer cancel()
-	q := (&api.QueryOptions{Namespace: c.job.Namespace}).WithContext(ctx)
+	q := (&api.QueryOptions{Namespace: c.job.Namespace}).WithContext(callCtx)
 	versions, _, _, err := d.client.Jobs().Versions(c.job.ID, false, q)
 	if err != nil && !isNotFound(err) {
 		return 0, fmt.Errorf("read the versions of Nomad job %s: %w", c.job.ID, err)
 	}
+	d.tagUserVersion(ctx, c.job, versions)
 	gen := 0
 	for _, v := range versions {
 		if g, err := strconv.Atoi(v.Meta[metaGeneration]); err == nil {
@@ -546,12 +548,16 @@ func (d *Driver) signalAlloc(ctx context.Context, a *api.AllocationListStub, sig
 	return d.client.Allocations().Signal(&api.Allocation{ID: a.ID, Namespace: a.Namespace}, q, "", sig)
 }
 
-// deregister stops a Nomad job, keeping it (and its metadata) in Nomad.
+// deregister stops a Nomad job, keeping it (and its metadata) in Nomad;
+// it scales the job to 0 first (drain).
 func (d *Driver) deregister(ctx context.Context, nj *nomadJob) error {
 	return d.deregisterID(ctx, nj.id())
 }
 
 func (d *Driver) deregisterID(ctx context.Context, id namespacedID) error {
+	if err := d.drain(ctx, id); err != nil {
+		d.log.Warn("stopping a Nomad job without scaling it to 0 first", "nomad_job", id.ID, "error", err)
+	}
 	ctx, cancel := d.callContext(ctx)
 	defer cancel()
 	if _, _, err := d.client.Jobs().Deregister(id.ID, false, (&api.WriteOptions{Namespace: id.Namespace}).WithContext(ctx)); err != nil && !isNotFound(err) {
