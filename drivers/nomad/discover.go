@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -313,9 +314,12 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 		decl.Kind = structs.DeclaredPlain
 		return decl
 	}
+	decl.Name = deref(info.Name)
 	job, diags := jobspec.FromNomad(info)
 	if diags.HasErrors() {
-		decl.Kind, decl.Message = structs.DeclaredInvalid, describe(diags)
+		// The source the user submitted, when Nomad kept it, says where
+		// each error is; the API's job only which group and field.
+		decl.Kind, decl.Message = structs.DeclaredInvalid, cmp.Or(d.submittedDiagnostics(ctx, info), describe(diags))
 		return decl
 	}
 	decl.Kind, decl.Job = structs.DeclaredJob, job

@@ -1,0 +1,224 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/nomad/api"
+)
+
+// A job declared in Nomad that Caravan rejects (its caravan block is
+// invalid, the job policy refuses it, or a job of its ID was submitted to
+// Caravan's API) would run in Nomad as written, without Caravan's
+// environment, its tasks failing at once. Reject stops it instead, and
+// writes why where Nomad users look: the job's name, which plain
+// `nomad job status` prints, its meta and its UI description.
+
+// metaError is the meta key of a rejected Nomad job that holds the whole
+// diagnostic.
+const metaError = "caravan_error"
+
+// rejectedMark starts what Reject appends to a rejected job's name.
+const rejectedMark = " (rejected by Caravan: "
+
+// maxRejectedName bounds the name Reject writes, in characters: the
+// diagnostic is cut to fit, and is whole in the meta.
+const maxRejectedName = 200
+
+// rejectAttempts bounds how many times Reject tries to write a
+// rejection Nomad failed to take.
+const rejectAttempts = 5
+
+// Reject stops the Nomad job of a declaration the leader rejected, at
+// the version declared (decl.Index, with Nomad's check-index: a newer
+// version of the user's is the leader's to judge), with why written on
+// it: the name becomes "<name> (rejected by Caravan: <first error>)",
+// meta caravan_error holds why, and the UI description says it. The
+// written version is stopped, which the driver reads as
+// DeclaredStopped, never as a user's declaration; a later `nomad job
+// run` is a user's version again, declared as any other. It returns at
+// once: the write runs on the job's worker, is retried a few times when
+// Nomad fails, and is logged.
+func (d *Driver) Reject(_ context.Context, decl *structs.Declaration, why string) error {
+	if decl == nil || decl.Index == 0 {
+		return errors.New("reject a Nomad job: no declared version")
+	}
+	key := decl.Key()
+	d.enqueue(key, func(ctx context.Context) { d.retryReject(ctx, key, decl, why) })
+	return nil
+}
+
+// retryReject writes a rejection, trying again with backoff while Nomad
+// fails, at most rejectAttempts times, and not once the job has other
+// work queued.
+func (d *Driver) retryReject(ctx context.Context, key structs.JobKey, decl *structs.Declaration, why string) {
+	var backoff time.Duration
+	for attempt := 1; ; attempt++ {
+		err := d.writeRejection(ctx, decl, why)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if attempt == rejectAttempts {
+			d.log.Error("cannot stop a Nomad job Caravan rejected", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", err)
+			return
+		}
+		d.log.Warn("cannot stop a Nomad job Caravan rejected, trying again", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", err)
+		backoff = nextBackoff(backoff)
+		if !sleep(ctx, backoff) || d.queued(key) {
+			return
+		}
+	}
+}
+
+// writeRejection reads the declared version and writes its rejected
+// copy over it. A job gone, stopped, or at another version since is left
+// alone.
+func (d *Driver) writeRejection(ctx context.Context, decl *structs.Declaration, why string) error {
+	id := namespacedID{Namespace: decl.Namespace, ID: decl.JobID}
+	info, err := d.readJob(ctx, id)
+	switch {
+	case isNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case info.JobModifyIndex == nil || *info.JobModifyIndex != decl.Index || info.Stop != nil && *info.Stop:
+		d.log.Debug("not stopping a rejected Nomad job: it changed since", "nomad_job", decl.JobID, "namespace", decl.Namespace)
+		return nil
+	}
+	nj := rejectedJob(info, why)
+	cctx, cancel := d.callContext(ctx)
+	defer cancel()
+	q := (&api.WriteOptions{Namespace: decl.Namespace}).WithContext(cctx)
+	if _, _, err := d.client.Jobs().EnforceRegister(nj, decl.Index, q); err != nil {
+		if strings.Contains(err.Error(), "conflicting job modify index") {
+			d.log.Debug("not stopping a rejected Nomad job: a newer version came first", "nomad_job", decl.JobID, "namespace", decl.Namespace)
+			return nil
+		}
+		return fmt.Errorf("stop rejected Nomad job %s: %w", decl.JobID, err)
+	}
+	d.log.Info("stopped a Nomad job Caravan rejected", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", why)
+	return nil
+}
+
+// rejectedJob returns a copy of a user's version of a Nomad job,
+// stopped, with why written on it.
+func rejectedJob(info *api.Job, why string) *api.Job {
+	nj := *info
+	nj.Stop = new(true)
+	nj.Meta = maps.Clone(info.Meta)
+	if nj.Meta == nil {
+		nj.Meta = map[string]string{}
+	}
+	nj.Meta[metaError] = why
+	name := deref(info.Name)
+	if i := strings.Index(name, rejectedMark); i >= 0 {
+		name = name[:i] // rejected before, and run again as it was
+	}
+	if name == "" {
+		name = deref(info.ID)
+	}
+	nj.Name = new(rejectedName(name, firstError(why)))
+	ui := &api.JobUIConfig{}
+	if info.UI != nil {
+		ui.Links = info.UI.Links
+	}
+	ui.Description = "**Rejected by Caravan**, which stopped this version instead of running it: " + why +
+		"\n\nFix the job file (`caravan job validate <file>` checks it) and run it again with `nomad job run`."
+	nj.UI = ui
+	return &nj
+}
+
+// firstError is the first of the errors a rejection lists.
+func firstError(why string) string {
+	first, _, _ := strings.Cut(why, "; ")
+	return first
+}
+
+// rejectedName is name with the error appended, cut to maxRejectedName
+// characters.
+func rejectedName(name, msg string) string {
+	s := name + rejectedMark + msg + ")"
+	if utf8.RuneCountInString(s) <= maxRejectedName {
+		return s
+	}
+	keep := maxRejectedName - utf8.RuneCountInString(name+rejectedMark) - len("…)")
+	r := []rune(msg)
+	if keep < 0 {
+		keep = 0
+	}
+	return name + rejectedMark + string(r[:min(keep, len(r))]) + "…)"
+}
+
+// submittedDiagnostics parses the source the user submitted for a
+// version of a Nomad job (Nomad ≥ 1.6 keeps it for `nomad job run` of
+// an HCL2 file) as `caravan job validate` does, so that the errors say
+// where they are in it. It returns "" when Nomad kept no source, the
+// source is not HCL2, or its parse finds no error (the caller keeps what
+// the API's job says).
+func (d *Driver) submittedDiagnostics(ctx context.Context, info *api.Job) string {
+	if info.Version == nil {
+		return ""
+	}
+	ctx, cancel := d.callContext(ctx)
+	defer cancel()
+	id, version := deref(info.ID), int(*info.Version)
+	sub, _, err := d.client.Jobs().Submission(id, version, (&api.QueryOptions{Namespace: deref(info.Namespace)}).WithContext(ctx))
+	if err != nil {
+		if !isNotFound(err) {
+			d.log.Debug("cannot read the source submitted for a Nomad job", "nomad_job", id, "error", err)
+		}
+		return ""
+	}
+	return sourceDiagnostics(id, version, sub)
+}
+
+// sourceDiagnostics parses a submitted source; see submittedDiagnostics.
+func sourceDiagnostics(id string, version int, sub *api.JobSubmission) string {
+	if sub == nil || sub.Format != "hcl2" || sub.Source == "" || sub.Variables != "" {
+		return "" // a var file's values are not kept in a form the parser reads
+	}
+	cfg := &jobspec.Config{
+		Filename: fmt.Sprintf("%s (submitted to Nomad, version %d)", id, version),
+		Src:      []byte(sub.Source),
+	}
+	for k, v := range sub.VariableFlags {
+		cfg.ArgVars = append(cfg.ArgVars, k+"="+v)
+	}
+	_, format, diags := jobspec.NewParser().ParseAny(cfg)
+	if format != jobspec.FormatNomad || !diags.HasErrors() {
+		return ""
+	}
+	return describeAt(diags)
+}
+
+// describeAt renders diagnostics on one line as describe does, each
+// after its file:line:col.
+func describeAt(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, diag := range diags {
+		if diag.Severity != hcl.DiagError {
+			continue
+		}
+		msg := diag.Summary
+		if diag.Detail != "" {
+			msg += ": " + strings.TrimSuffix(diag.Detail, ".")
+		}
+		if s := diag.Subject; s != nil && s.Filename != "" {
+			where := s.Filename
+			if s.Start.Line > 0 {
+				where = fmt.Sprintf("%s:%d:%d", s.Filename, s.Start.Line, s.Start.Column)
+			}
+			msg = where + ": " + msg
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
+}
