@@ -295,8 +295,8 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 	case s.Stop:
 		decl.Kind = structs.DeclaredStopped
 		return decl
-	case s.Meta[metaJobID] != "":
-		decl.Kind = structs.DeclaredManaged
+	case s.Meta[metaJobID] != "", s.Meta[metaRejected] != "":
+		decl.Kind = structs.DeclaredManaged // run, or rejected, by Caravan
 		return decl
 	case s.ParentID != "" || s.Type == api.JobTypeSystem || s.Type == api.JobTypeSysbatch:
 		decl.Kind = structs.DeclaredPlain // launched by another job, or on every node

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,8 +24,12 @@ import (
 // `nomad job status` prints, its meta and its UI description.
 
 // metaError is the meta key of a rejected Nomad job that holds the whole
-// diagnostic.
-const metaError = "caravan_error"
+// diagnostic; metaRejected, of a version Caravan wrote to stop it, the
+// cluster index of the user's version it rejected.
+const (
+	metaError    = "caravan_error"
+	metaRejected = "caravan_rejected"
+)
 
 // rejectedMark starts what Reject appends to a rejected job's name.
 const rejectedMark = " (rejected by Caravan: "
@@ -41,10 +46,11 @@ const rejectAttempts = 5
 // the version declared (decl.Index, with Nomad's check-index: a newer
 // version of the user's is the leader's to judge), with why written on
 // it: the name becomes "<name> (rejected by Caravan: <first error>)",
-// meta caravan_error holds why, and the UI description says it. The
-// written version is stopped, which the driver reads as
-// DeclaredStopped, never as a user's declaration; a later `nomad job
-// run` is a user's version again, declared as any other. It returns at
+// meta caravan_error holds why, and the UI description says it (see
+// writeRejection). The versions it writes read as Caravan's
+// (DeclaredManaged, then DeclaredStopped), never as a user's
+// declaration; a later `nomad job run` is a user's version again,
+// declared as any other. It returns at
 // once: the write runs on the job's worker, is retried a few times when
 // Nomad fails, and is logged.
 func (d *Driver) Reject(_ context.Context, decl *structs.Declaration, why string) error {
@@ -79,8 +85,14 @@ func (d *Driver) retryReject(ctx context.Context, key structs.JobKey, decl *stru
 }
 
 // writeRejection reads the declared version and writes its rejected
-// copy over it. A job gone, stopped, or at another version since is left
-// alone.
+// copy over it, in two versions: the first has every group at count 0,
+// which stops the allocations Nomad placed of the user's version, and
+// the second, once they are stopped, is the same job stopped (Stop), so
+// that `nomad job status` says "dead (stopped)". Stop alone is not
+// enough: Nomad 1.11.0's reconciler stops, for a stopped job, the
+// allocations of one of its groups only (handleStop keeps the last
+// group's), and the others run until their restarts run out. A job gone,
+// stopped, or at another version since is left alone.
 func (d *Driver) writeRejection(ctx context.Context, decl *structs.Declaration, why string) error {
 	id := namespacedID{Namespace: decl.Namespace, ID: decl.JobID}
 	info, err := d.readJob(ctx, id)
@@ -93,31 +105,102 @@ func (d *Driver) writeRejection(ctx context.Context, decl *structs.Declaration, 
 		d.log.Debug("not stopping a rejected Nomad job: it changed since", "nomad_job", decl.JobID, "namespace", decl.Namespace)
 		return nil
 	}
-	nj := rejectedJob(info, why)
-	cctx, cancel := d.callContext(ctx)
-	defer cancel()
-	q := (&api.WriteOptions{Namespace: decl.Namespace}).WithContext(cctx)
-	if _, _, err := d.client.Jobs().EnforceRegister(nj, decl.Index, q); err != nil {
-		if strings.Contains(err.Error(), "conflicting job modify index") {
-			d.log.Debug("not stopping a rejected Nomad job: a newer version came first", "nomad_job", decl.JobID, "namespace", decl.Namespace)
-			return nil
-		}
-		return fmt.Errorf("stop rejected Nomad job %s: %w", decl.JobID, err)
+	nj := rejectedJob(info, decl.Index, why)
+	index, err := d.registerAt(ctx, nj, decl.Index)
+	if err != nil || index == 0 {
+		return err
+	}
+	if !d.awaitStopped(ctx, id) {
+		d.log.Warn("allocations of a rejected Nomad job still run after its groups went to count 0; stopping it anyway", "nomad_job", decl.JobID, "namespace", decl.Namespace)
+	}
+	nj.Stop = new(true)
+	if _, err := d.registerAt(ctx, nj, index); err != nil {
+		return err
 	}
 	d.log.Info("stopped a Nomad job Caravan rejected", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", why)
 	return nil
 }
 
-// rejectedJob returns a copy of a user's version of a Nomad job,
-// stopped, with why written on it.
-func rejectedJob(info *api.Job, why string) *api.Job {
+// registerAt writes nj over the version at index (Nomad's check-index)
+// and returns the index of the version written, or 0 when another
+// version came first.
+func (d *Driver) registerAt(ctx context.Context, nj *api.Job, index uint64) (uint64, error) {
+	ctx, cancel := d.callContext(ctx)
+	defer cancel()
+	resp, _, err := d.client.Jobs().EnforceRegister(nj, index, (&api.WriteOptions{Namespace: *nj.Namespace}).WithContext(ctx))
+	if err != nil {
+		if strings.Contains(err.Error(), "conflicting job modify index") {
+			d.log.Debug("not stopping a rejected Nomad job: a newer version came first", "nomad_job", *nj.ID, "namespace", *nj.Namespace)
+			return 0, nil
+		}
+		return 0, fmt.Errorf("stop rejected Nomad job %s: %w", *nj.ID, err)
+	}
+	return resp.JobModifyIndex, nil
+}
+
+// rejectStopChecks bounds how many times awaitStopped looks at a job's
+// allocations: with backoff, about 8 s in all.
+const rejectStopChecks = 6
+
+// awaitStopped waits until no allocation of a Nomad job is to run and
+// running or pending, and reports whether that came.
+func (d *Driver) awaitStopped(ctx context.Context, id namespacedID) bool {
+	var backoff time.Duration
+	for range rejectStopChecks {
+		backoff = nextBackoff(backoff)
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		if live, err := d.liveAllocs(ctx, id); err == nil && live == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// liveAllocs counts the allocations of a Nomad job that are to run and
+// have not ended.
+func (d *Driver) liveAllocs(ctx context.Context, id namespacedID) (int, error) {
+	ctx, cancel := d.callContext(ctx)
+	defer cancel()
+	allocs, _, err := d.client.Jobs().Allocations(id.ID, false, (&api.QueryOptions{Namespace: id.Namespace}).WithContext(ctx))
+	if err != nil {
+		return 0, err
+	}
+	live := 0
+	for _, a := range allocs {
+		if a.DesiredStatus == api.AllocDesiredStatusRun &&
+			(a.ClientStatus == api.AllocClientStatusPending || a.ClientStatus == api.AllocClientStatusRunning) {
+			live++
+		}
+	}
+	return live, nil
+}
+
+// rejectedJob returns a copy of a user's version of a Nomad job, at
+// cluster index index, with why written on it and every group at count
+// 0 (their scaling min too, which Nomad holds the count to); the caller
+// sets Stop. Meta caravan_rejected marks it as Caravan's (see
+// declaration).
+func rejectedJob(info *api.Job, index uint64, why string) *api.Job {
 	nj := *info
-	nj.Stop = new(true)
 	nj.Meta = maps.Clone(info.Meta)
 	if nj.Meta == nil {
 		nj.Meta = map[string]string{}
 	}
 	nj.Meta[metaError] = why
+	nj.Meta[metaRejected] = strconv.FormatUint(index, 10)
+	nj.TaskGroups = make([]*api.TaskGroup, len(info.TaskGroups))
+	for i, tg := range info.TaskGroups {
+		c := *tg
+		c.Count = new(0)
+		if tg.Scaling != nil {
+			sc := *tg.Scaling
+			sc.Min = new(int64(0))
+			c.Scaling = &sc
+		}
+		nj.TaskGroups[i] = &c
+	}
 	name := deref(info.Name)
 	if i := strings.Index(name, rejectedMark); i >= 0 {
 		name = name[:i] // rejected before, and run again as it was
@@ -149,7 +232,7 @@ func rejectedName(name, msg string) string {
 	if utf8.RuneCountInString(s) <= maxRejectedName {
 		return s
 	}
-	keep := maxRejectedName - utf8.RuneCountInString(name+rejectedMark) - len("…)")
+	keep := maxRejectedName - utf8.RuneCountInString(name+rejectedMark+"…)")
 	r := []rune(msg)
 	if keep < 0 {
 		keep = 0
