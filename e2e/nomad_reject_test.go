@@ -24,15 +24,9 @@ import (
 // prints, meta caravan_error), and `caravan job status` shows it as
 // rejected. The fixed file run again is adopted and runs under Caravan.
 func TestNomadJobRun_Reject(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	bin := agent.BuildCaravan(t)
-	cl := startCaravans(t, bin, 1, nomadAgentBody(nc, t.TempDir(), "drf"))
-	leader := cl.waitLeader(t, "")
-	c := cl.clients[leader]
-	waitNodes(t, c, 3, 4)
+	nc, trainer, c := trainingOnNomad(t)
 	cli := nomadCLI{addr: nc.Address}
+	bin := agent.BuildCaravan(t) // for its CLI
 
 	good := trainerFile{id: "typo", trainer: trainer, maxWorkers: 2, noGPU: true}.String()
 	service := trainerFile{id: "svc", trainer: trainer, maxWorkers: 2, noGPU: true}.String()
@@ -96,7 +90,7 @@ func TestNomadJobRun_Reject(t *testing.T) {
 		must.LessEq(t, 2, len(allocs), must.Sprint("one allocation per group, none rescheduled"))
 		must.LessEq(t, 1, most, must.Sprint("no task restarted more than once (Nomad's first restart): Caravan stopped them"))
 
-		out, err := exec.Command(bin, "job", "status", "-address", "http://"+leader, tc.id).CombinedOutput()
+		out, err := exec.Command(bin, "job", "status", "-address", c.Address(), tc.id).CombinedOutput()
 		t.Logf("caravan job status %s:\n%s", tc.id, out)
 		must.NoError(t, err, must.Sprint(string(out)))
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Status\s+= rejected$`), string(out))
@@ -104,7 +98,7 @@ func TestNomadJobRun_Reject(t *testing.T) {
 		sum := summary(t, c, tc.id)
 		must.Eq(t, api.JobStatusRejected, sum.Job.Status)
 	}
-	list, err := exec.Command(bin, "job", "status", "-address", "http://"+leader).CombinedOutput()
+	list, err := exec.Command(bin, "job", "status", "-address", c.Address()).CombinedOutput()
 	must.NoError(t, err, must.Sprint(string(list)))
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^typo\s+default\s+rejected\s`), string(list))
 

@@ -319,7 +319,7 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 	if diags.HasErrors() {
 		// The source the user submitted, when Nomad kept it, says where
 		// each error is; the API's job only which group and field.
-		decl.Kind, decl.Message = structs.DeclaredInvalid, cmp.Or(d.submittedDiagnostics(ctx, info), describe(diags))
+		decl.Kind, decl.Message = structs.DeclaredInvalid, cmp.Or(d.submittedDiagnostics(ctx, info), describe(diags, false))
 		return decl
 	}
 	decl.Kind, decl.Job = structs.DeclaredJob, job
@@ -327,8 +327,11 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 }
 
 // describe renders the errors of a Nomad job's caravan policy on one
-// line, each with the group and field it is about.
-func describe(diags hcl.Diagnostics) string {
+// line, each after the file it is in (for a job read from Nomad's API,
+// the group and field it is about), and with at after its line and
+// column there: positions in a policy read from the API are within
+// Caravan's JSON of it, which would mislead.
+func describe(diags hcl.Diagnostics, at bool) string {
 	var parts []string
 	for _, diag := range diags {
 		if diag.Severity != hcl.DiagError {
@@ -338,8 +341,12 @@ func describe(diags hcl.Diagnostics) string {
 		if diag.Detail != "" {
 			msg += ": " + strings.TrimSuffix(diag.Detail, ".")
 		}
-		if diag.Subject != nil && diag.Subject.Filename != "" {
-			msg = diag.Subject.Filename + ": " + msg
+		if s := diag.Subject; s != nil && s.Filename != "" {
+			where := s.Filename
+			if at && s.Start.Line > 0 {
+				where = fmt.Sprintf("%s:%d:%d", s.Filename, s.Start.Line, s.Start.Column)
+			}
+			msg = where + ": " + msg
 		}
 		parts = append(parts, msg)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/structs"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/nomad/api"
 )
 
@@ -279,29 +278,5 @@ func sourceDiagnostics(id string, version int, sub *api.JobSubmission) string {
 	if format != jobspec.FormatNomad || !diags.HasErrors() {
 		return ""
 	}
-	return describeAt(diags)
-}
-
-// describeAt renders diagnostics on one line as describe does, each
-// after its file:line:col.
-func describeAt(diags hcl.Diagnostics) string {
-	var parts []string
-	for _, diag := range diags {
-		if diag.Severity != hcl.DiagError {
-			continue
-		}
-		msg := diag.Summary
-		if diag.Detail != "" {
-			msg += ": " + strings.TrimSuffix(diag.Detail, ".")
-		}
-		if s := diag.Subject; s != nil && s.Filename != "" {
-			where := s.Filename
-			if s.Start.Line > 0 {
-				where = fmt.Sprintf("%s:%d:%d", s.Filename, s.Start.Line, s.Start.Column)
-			}
-			msg = where + ": " + msg
-		}
-		parts = append(parts, msg)
-	}
-	return strings.Join(parts, "; ")
+	return describe(diags, true)
 }
