@@ -49,9 +49,8 @@ const rejectAttempts = 5
 // writeRejection). The versions it writes read as Caravan's
 // (DeclaredManaged, then DeclaredStopped), never as a user's
 // declaration; a later `nomad job run` is a user's version again,
-// declared as any other. It returns at
-// once: the write runs on the job's worker, is retried a few times when
-// Nomad fails, and is logged.
+// declared as any other. It returns at once: the write runs on the job's
+// worker, is retried a few times when Nomad fails, and is logged.
 func (d *Driver) Reject(_ context.Context, decl *structs.Declaration, why string) error {
 	if decl == nil || decl.Index == 0 {
 		return errors.New("reject a Nomad job: no declared version")
@@ -95,25 +94,30 @@ func (d *Driver) retryReject(ctx context.Context, key structs.JobKey, decl *stru
 func (d *Driver) writeRejection(ctx context.Context, decl *structs.Declaration, why string) error {
 	id := namespacedID{Namespace: decl.Namespace, ID: decl.JobID}
 	info, err := d.readJob(ctx, id)
-	switch {
-	case isNotFound(err):
+	if isNotFound(err) {
 		return nil
-	case err != nil:
+	} else if err != nil {
 		return err
-	case info.JobModifyIndex == nil || *info.JobModifyIndex != decl.Index || info.Stop != nil && *info.Stop:
+	}
+	// A retry after the first write went through goes on from it.
+	first := info.Meta[metaRejected] != strconv.FormatUint(decl.Index, 10)
+	if info.JobModifyIndex == nil || first && *info.JobModifyIndex != decl.Index || info.Stop != nil && *info.Stop {
 		d.log.Debug("not stopping a rejected Nomad job: it changed since", "nomad_job", decl.JobID, "namespace", decl.Namespace)
 		return nil
 	}
-	nj := rejectedJob(info, decl.Index, why)
-	index, err := d.registerAt(ctx, nj, decl.Index)
-	if err != nil || index == 0 {
-		return err
+	nj, index := info, *info.JobModifyIndex
+	if first {
+		nj = rejectedJob(info, decl.Index, why)
+		if index, err = d.registerAt(ctx, nj, decl.Index); err != nil || index == 0 {
+			return err
+		}
 	}
 	if !d.awaitStopped(ctx, id) {
 		d.log.Warn("allocations of a rejected Nomad job still run after its groups went to count 0; stopping it anyway", "nomad_job", decl.JobID, "namespace", decl.Namespace)
 	}
-	nj.Stop = new(true)
-	if _, err := d.registerAt(ctx, nj, index); err != nil {
+	stopped := *nj
+	stopped.Stop = new(true)
+	if _, err := d.registerAt(ctx, &stopped, index); err != nil {
 		return err
 	}
 	d.log.Info("stopped a Nomad job Caravan rejected", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", why)
