@@ -317,8 +317,12 @@ func (l *leader) reject(ctx context.Context, decl *structs.Declaration, cur *str
 	case cur != nil && cur.Status == structs.JobStatusRejected && cur.Nomad != nil && cur.Nomad.JobModifyIndex == decl.Index:
 		// Recorded, with its event, by an earlier leader.
 	case !active && l.s.supports(fsm.JobRejectType):
+		desc := why // one error a line
+		if len(decl.Errors) > 0 {
+			desc = strings.Join(decl.Errors, "\n")
+		}
 		req := &fsm.JobRejectRequest{Namespace: decl.Namespace, JobID: decl.JobID, Name: decl.Name,
-			NomadIndex: decl.Index, Description: why, Time: l.s.now().UnixNano()}
+			NomadIndex: decl.Index, Description: desc, Time: l.s.now().UnixNano()}
 		if _, _, err := l.s.apply(ctx, fsm.JobRejectType, req); err != nil {
 			return err
 		}

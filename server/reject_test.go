@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,12 +49,17 @@ func TestLeader_RejectedDeclarations(t *testing.T) {
 	leaderOf(t, s)
 	c := client(t, s)
 
-	const why = "bad (submitted to Nomad, version 0):12:7: Unsupported argument"
-	disc.set("bad", &structs.Declaration{Kind: structs.DeclaredInvalid, Index: 21, Name: "bad", Message: why})
+	errs := []string{"bad (submitted to Nomad, version 0):12:9: Missing required argument", "bad (submitted to Nomad, version 0):18:13: Unsupported argument; see the docs"}
+	why := strings.Join(errs, "; ")
+	disc.set("bad", &structs.Declaration{Kind: structs.DeclaredInvalid, Index: 21, Name: "bad", Message: why, Errors: errs})
 	agent.WaitFor(t, 10*time.Second, "job bad rejected", jobStatus(t, c, "bad", structs.JobStatusRejected))
 	job, _, err := c.Jobs().Info("bad", nil)
 	must.NoError(t, err)
-	must.Eq(t, why, job.StatusDescription)
+	must.Eq(t, strings.Join(errs, "\n"), job.StatusDescription, must.Sprint("one error a line"))
+	evs, _, err := c.Events("bad", nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, evs)
+	must.Eq(t, "version at cluster index 21 not run by Caravan: "+why, evs[0].Message)
 	must.Eq(t, 21, job.Nomad.JobModifyIndex)
 	stubs, _, err := c.Jobs().List(nil)
 	must.NoError(t, err)

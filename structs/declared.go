@@ -14,10 +14,13 @@ type Declaration struct {
 	Index uint64
 	// Job is the job a DeclaredJob version declares, with Job.Nomad set.
 	Job *Job
-	// Message says why a DeclaredInvalid version cannot run: each error
+	// Message says why a DeclaredInvalid version cannot run: its Errors,
+	// "; "-separated.
+	Message string
+	// Errors are a DeclaredInvalid version's errors, one by one, each
 	// with the file, line and column of the source the user submitted
 	// when the cluster kept it, else with the group and field.
-	Message string
+	Errors []string
 	// Name is the job's display name in the cluster.
 	Name string
 }

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/server"
@@ -15,8 +16,9 @@ import (
 type invalidDeclaration struct{}
 
 func (invalidDeclaration) Declared(context.Context) (map[structs.JobKey]*structs.Declaration, uint64, error) {
+	errs := []string{"typo (submitted to Nomad, version 0):12:9: Missing required argument", "typo (submitted to Nomad, version 0):18:13: Unsupported argument"}
 	d := &structs.Declaration{Namespace: structs.DefaultNamespace, JobID: "typo", Kind: structs.DeclaredInvalid, Index: 7,
-		Message: "typo (submitted to Nomad, version 0):12:9: Missing required argument; typo (submitted to Nomad, version 0):18:13: Unsupported argument"}
+		Message: strings.Join(errs, "; "), Errors: errs}
 	return map[structs.JobKey]*structs.Declaration{d.Key(): d}, 1, nil
 }
 

@@ -479,7 +479,7 @@ func formatRejected(job *api.Job, events []*api.Event, verbose bool) string {
 	var b strings.Builder
 	b.WriteString(formatKV(kv))
 	b.WriteString("\n\nRejected\n")
-	for _, e := range strings.Split(job.StatusDescription, "; ") {
+	for _, e := range strings.Split(job.StatusDescription, "\n") {
 		b.WriteString(e + "\n")
 	}
 	out := strings.TrimSuffix(b.String(), "\n")

@@ -90,7 +90,7 @@ func mockJob(t *testing.T) *api.Job {
 // placement or model.
 func TestFormatJobSummary_Rejected(t *testing.T) {
 	job := &api.Job{ID: "typo", Name: "typo", Namespace: "default", Status: api.JobStatusRejected,
-		StatusDescription: "typo (submitted to Nomad, version 0):12:9: Missing required argument; typo (submitted to Nomad, version 0):18:13: Unsupported argument",
+		StatusDescription: "typo (submitted to Nomad, version 0):12:9: Missing required argument\ntypo (submitted to Nomad, version 0):18:13: Unsupported argument",
 		Nomad:             &api.NomadSource{JobModifyIndex: 42}}
 	out := formatJobSummary(&api.JobSummary{Job: job}, nil, false)
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Status\s+= rejected$`), out)

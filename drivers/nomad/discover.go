@@ -1,7 +1,6 @@
 package nomad
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -319,19 +318,23 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 	if diags.HasErrors() {
 		// The source the user submitted, when Nomad kept it, says where
 		// each error is; the API's job only which group and field.
-		decl.Kind, decl.Message = structs.DeclaredInvalid, cmp.Or(d.submittedDiagnostics(ctx, info), describe(diags, false))
+		decl.Kind, decl.Errors = structs.DeclaredInvalid, d.submittedDiagnostics(ctx, info)
+		if len(decl.Errors) == 0 {
+			decl.Errors = describe(diags, false)
+		}
+		decl.Message = strings.Join(decl.Errors, "; ")
 		return decl
 	}
 	decl.Kind, decl.Job = structs.DeclaredJob, job
 	return decl
 }
 
-// describe renders the errors of a Nomad job's caravan policy on one
-// line, each after the file it is in (for a job read from Nomad's API,
-// the group and field it is about), and with at after its line and
-// column there: positions in a policy read from the API are within
-// Caravan's JSON of it, which would mislead.
-func describe(diags hcl.Diagnostics, at bool) string {
+// describe renders the errors of a Nomad job's caravan policy, one line
+// each, after the file it is in (for a job read from Nomad's API, the
+// group and field it is about), and with at after its line and column
+// there: positions in a policy read from the API are within Caravan's
+// JSON of it, which would mislead.
+func describe(diags hcl.Diagnostics, at bool) []string {
 	var parts []string
 	for _, diag := range diags {
 		if diag.Severity != hcl.DiagError {
@@ -348,7 +351,7 @@ func describe(diags hcl.Diagnostics, at bool) string {
 			}
 			msg = where + ": " + msg
 		}
-		parts = append(parts, msg)
+		parts = append(parts, strings.ReplaceAll(msg, "\n", " "))
 	}
-	return strings.Join(parts, "; ")
+	return parts
 }

@@ -107,7 +107,7 @@ func (d *Driver) writeRejection(ctx context.Context, decl *structs.Declaration, 
 	}
 	nj, index := info, *info.JobModifyIndex
 	if first {
-		nj = rejectedJob(info, decl.Index, why)
+		nj = rejectedJob(info, decl.Index, why, firstError(decl, why))
 		if index, err = d.registerAt(ctx, nj, decl.Index); err != nil || index == 0 {
 			return err
 		}
@@ -185,7 +185,7 @@ func (d *Driver) liveAllocs(ctx context.Context, id namespacedID) (int, error) {
 // 0 (their scaling min too, which Nomad holds the count to); the caller
 // sets Stop. Meta caravan_rejected marks it as Caravan's (see
 // declaration).
-func rejectedJob(info *api.Job, index uint64, why string) *api.Job {
+func rejectedJob(info *api.Job, index uint64, why, first string) *api.Job {
 	nj := *info
 	nj.Meta = maps.Clone(info.Meta)
 	if nj.Meta == nil {
@@ -211,7 +211,7 @@ func rejectedJob(info *api.Job, index uint64, why string) *api.Job {
 	if name == "" {
 		name = deref(info.ID)
 	}
-	nj.Name = new(rejectedName(name, firstError(why)))
+	nj.Name = new(rejectedName(name, first))
 	ui := &api.JobUIConfig{}
 	if info.UI != nil {
 		ui.Links = info.UI.Links
@@ -222,9 +222,13 @@ func rejectedJob(info *api.Job, index uint64, why string) *api.Job {
 	return &nj
 }
 
-// firstError is the first of the errors a rejection lists.
-func firstError(why string) string {
-	first, _, _ := strings.Cut(why, "; ")
+// firstError is the first of the errors a rejection lists: the
+// declaration's first, else why's first line.
+func firstError(decl *structs.Declaration, why string) string {
+	if len(decl.Errors) > 0 {
+		return decl.Errors[0]
+	}
+	first, _, _ := strings.Cut(why, "\n")
 	return first
 }
 
@@ -246,12 +250,12 @@ func rejectedName(name, msg string) string {
 // submittedDiagnostics parses the source the user submitted for a
 // version of a Nomad job (Nomad ≥ 1.6 keeps it for `nomad job run` of
 // an HCL2 file) as `caravan job validate` does, so that the errors say
-// where they are in it. It returns "" when Nomad kept no source, the
-// source is not HCL2, or its parse finds no error (the caller keeps what
-// the API's job says).
-func (d *Driver) submittedDiagnostics(ctx context.Context, info *api.Job) string {
+// where they are in it, one by one. It returns none when Nomad kept no
+// source, the source is not HCL2, or its parse finds no error (the
+// caller keeps what the API's job says).
+func (d *Driver) submittedDiagnostics(ctx context.Context, info *api.Job) []string {
 	if info.Version == nil {
-		return ""
+		return nil
 	}
 	ctx, cancel := d.callContext(ctx)
 	defer cancel()
@@ -261,15 +265,15 @@ func (d *Driver) submittedDiagnostics(ctx context.Context, info *api.Job) string
 		if !isNotFound(err) {
 			d.log.Debug("cannot read the source submitted for a Nomad job", "nomad_job", id, "error", err)
 		}
-		return ""
+		return nil
 	}
 	return sourceDiagnostics(id, version, sub)
 }
 
 // sourceDiagnostics parses a submitted source; see submittedDiagnostics.
-func sourceDiagnostics(id string, version int, sub *api.JobSubmission) string {
+func sourceDiagnostics(id string, version int, sub *api.JobSubmission) []string {
 	if sub == nil || sub.Format != "hcl2" || sub.Source == "" || sub.Variables != "" {
-		return "" // a var file's values are not kept in a form the parser reads
+		return nil // a var file's values are not kept in a form the parser reads
 	}
 	cfg := &jobspec.Config{
 		Filename: fmt.Sprintf("%s (submitted to Nomad, version %d)", id, version),
@@ -280,7 +284,7 @@ func sourceDiagnostics(id string, version int, sub *api.JobSubmission) string {
 	}
 	_, format, diags := jobspec.NewParser().ParseAny(cfg)
 	if format != jobspec.FormatNomad || !diags.HasErrors() {
-		return ""
+		return nil
 	}
 	return describe(diags, true)
 }

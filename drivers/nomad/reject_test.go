@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -23,7 +24,7 @@ func TestRejectedJob(t *testing.T) {
 			{Name: new("ps"), Count: new(1)},
 		}}
 	why := "typo.hcl:12:9: Missing required argument; typo.hcl:18:13: Unsupported argument"
-	nj := rejectedJob(user, 42, why)
+	nj := rejectedJob(user, 42, why, "typo.hcl:12:9: Missing required argument")
 	must.Nil(t, nj.Stop, must.Sprint("stopped by the second write"))
 	must.Eq(t, map[string]string{"team": "a", metaError: why, metaRejected: "42"}, nj.Meta)
 	must.Eq(t, "typo (rejected by Caravan: typo.hcl:12:9: Missing required argument)", *nj.Name)
@@ -40,13 +41,22 @@ func TestRejectedJob(t *testing.T) {
 	must.Eq(t, 1, *user.TaskGroups[0].Count)
 	must.Eq(t, 1, *user.TaskGroups[0].Scaling.Min)
 
-	again := rejectedJob(nj, 43, "typo.hcl:1:1: other")
+	again := rejectedJob(nj, 43, "typo.hcl:1:1: other", "typo.hcl:1:1: other")
 	must.Eq(t, "typo (rejected by Caravan: typo.hcl:1:1: other)", *again.Name)
 
-	long := rejectedJob(user, 42, strings.Repeat("é", 500))
+	long := rejectedJob(user, 42, "long", strings.Repeat("é", 500))
 	must.Eq(t, maxRejectedName, utf8.RuneCountInString(*long.Name))
 	must.StrHasSuffix(t, "é…)", *long.Name)
 	must.True(t, utf8.ValidString(*long.Name))
+}
+
+// TestFirstError: the name carries the declaration's first error, else
+// the first line of why (errors.Join's separator), whatever "; " the
+// errors hold.
+func TestFirstError(t *testing.T) {
+	decl := &structs.Declaration{Errors: []string{"svc:3:10: Not a batch job: a; b", "svc:4:1: other"}}
+	must.Eq(t, "svc:3:10: Not a batch job: a; b", firstError(decl, "ignored"))
+	must.Eq(t, "task driver \"raw_exec\": denied; see jobs", firstError(&structs.Declaration{}, "task driver \"raw_exec\": denied; see jobs\nsecond"))
 }
 
 // TestSourceDiagnostics: an HCL2 source Nomad kept is parsed as caravan
@@ -82,11 +92,13 @@ func TestSourceDiagnostics(t *testing.T) {
 }
 `
 	got := sourceDiagnostics("typo", 3, &api.JobSubmission{Source: src, Format: "hcl2"})
-	must.StrContains(t, got, "typo (submitted to Nomad, version 3):13:13: Unsupported argument: An argument named \"global_batchsize\" is not expected here")
-	must.StrContains(t, got, "typo (submitted to Nomad, version 3):8:9: Missing required argument: The argument \"training.global_batch_size\" is required here")
+	must.Eq(t, []string{
+		"typo (submitted to Nomad, version 3):8:9: Missing required argument: The argument \"training.global_batch_size\" is required here",
+		"typo (submitted to Nomad, version 3):13:13: Unsupported argument: An argument named \"global_batchsize\" is not expected here. Did you mean \"global_batch_size\"?",
+	}, got)
 
 	fixed := strings.Replace(src, "global_batchsize", "global_batch_size", 1)
-	must.Eq(t, "", sourceDiagnostics("typo", 3, &api.JobSubmission{Source: fixed, Format: "hcl2"}))
-	must.Eq(t, "", sourceDiagnostics("typo", 3, &api.JobSubmission{Source: src, Format: "json"}))
-	must.Eq(t, "", sourceDiagnostics("typo", 3, nil))
+	must.SliceEmpty(t, sourceDiagnostics("typo", 3, &api.JobSubmission{Source: fixed, Format: "hcl2"}))
+	must.SliceEmpty(t, sourceDiagnostics("typo", 3, &api.JobSubmission{Source: src, Format: "json"}))
+	must.SliceEmpty(t, sourceDiagnostics("typo", 3, nil))
 }

@@ -120,8 +120,9 @@ type JobStatusRequest struct {
 type JobRejectRequest struct {
 	Namespace, JobID string
 	// Name is the job's display name in the cluster.
-	Name        string
-	NomadIndex  uint64
+	Name       string
+	NomadIndex uint64
+	// Description says why, one error a line.
 	Description string
 	Time        int64
 }

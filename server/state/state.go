@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -262,7 +263,8 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 }
 
 // RejectJob records that version nomadIndex of a job declared in the
-// cluster was rejected, and why (desc), with a JobRejected event: the
+// cluster was rejected, and why (desc, one error a line), with a
+// JobRejected event that lists them on one line: the
 // job's record becomes one with status rejected, which is terminal, so
 // that `job status` answers for it and nothing plans it. The record has
 // no spec (the version declared none Caravan could run) and no version
@@ -295,7 +297,7 @@ func (s *Store) RejectJob(index uint64, now int64, namespace, id, name string, n
 			return err
 		}
 		return w.event(now, structs.EventJobRejected, namespace, id,
-			fmt.Sprintf("version at cluster index %d not run by Caravan: %s", nomadIndex, desc), nil)
+			fmt.Sprintf("version at cluster index %d not run by Caravan: %s", nomadIndex, strings.ReplaceAll(desc, "\n", "; ")), nil)
 	})
 }
 

@@ -167,7 +167,7 @@ export interface Job {
   Priority: number;
   Status: string;
   // StatusDescription says why a job ended; for a rejected job, the
-  // errors, "; "-separated.
+  // errors, one a line.
   StatusDescription?: string;
   Version: number;
   // Training and Elastic are null for a rejected job, which has no spec.

@@ -32,7 +32,7 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
         <Card title="Rejected" id="rejected">
           <p>Declared in Nomad at a version Caravan does not run; Caravan stopped it in Nomad. Fix the job file and run it again with nomad job run.</p>
           <ul>
-            {(rejected.Job.StatusDescription ?? "").split("; ").map((e: string) => (
+            {(rejected.Job.StatusDescription ?? "").split("\n").map((e: string) => (
               <li>{e}</li>
             ))}
           </ul>
