@@ -13,12 +13,15 @@ const (
 	JobStatusComplete  = "complete"
 	JobStatusFailed    = "failed"
 	JobStatusStopped   = "stopped"
+	// JobStatusRejected is a job declared in Nomad at a version Caravan
+	// cannot run; its StatusDescription says why.
+	JobStatusRejected = "rejected"
 )
 
-// Terminal reports whether a job in status has ended: complete, failed or
-// stopped.
+// Terminal reports whether a job in status has ended: complete, failed,
+// stopped or rejected.
 func Terminal(status string) bool {
-	return status == JobStatusComplete || status == JobStatusFailed || status == JobStatusStopped
+	return status == JobStatusComplete || status == JobStatusFailed || status == JobStatusStopped || status == JobStatusRejected
 }
 
 // The roles of a job's tasks (Role.Name, Sample.Role, TaskUsage.Role).

@@ -213,11 +213,12 @@ func TestNomadJobRun_TrainAndRescale(t *testing.T) {
 	cli := nomadCLI{addr: nc.Address}
 
 	// A job beyond Caravan's maxima (issue 26) is refused at once, naming
-	// the field and the maximum, and Nomad runs it as written.
+	// the field and the maximum, and stopped in Nomad as its user wrote it
+	// (see TestNomadJobRun_Reject).
 	cli.jobRun(t, "huge", trainerFile{id: "huge", trainer: trainer, maxWorkers: 100_000, noGPU: true}.String())
 	rejected := waitEvent(t, c, "huge", api.EventJobRejected, 1, time.Minute)
 	must.StrContains(t, rejected.Message, "100000 is more than the maximum of 16384")
-	must.SliceEmpty(t, caravanGroups(nomadJob(t, nc, "huge")), must.Sprint("the refused job runs as its user wrote it"))
+	must.SliceEmpty(t, caravanGroups(nomadJob(t, nc, "huge")), must.Sprint("the refused job is not taken over"))
 	cli.run(t, "job", "stop", "-purge", "huge")
 
 	ran := time.Now()

@@ -49,6 +49,18 @@ type Discoverer interface {
 	Declared(ctx context.Context) (map[structs.JobKey]*structs.Declaration, uint64, error)
 }
 
+// Rejecter is a Discoverer that can stop a declared job the leader
+// rejected, so that the cluster does not run it as written, and tell the
+// cluster's users why (drivers/nomad writes it on the Nomad job). The
+// leader finds it on the Discoverer by a type assertion.
+type Rejecter interface {
+	// Reject stops the cluster's job at the declared version (never a
+	// newer one), with why written on it, and returns without waiting
+	// for the cluster. What it writes must read as a stopped job, never
+	// as a new declaration.
+	Reject(ctx context.Context, decl *structs.Declaration, why string) error
+}
+
 // MetricsSource delivers trainers' samples. Samples returns the samples
 // reported after cursor and the cursor to pass next time; cursor 0 means
 // from the oldest sample still held. A source may drop samples older than

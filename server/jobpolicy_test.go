@@ -179,7 +179,7 @@ func TestAPI_JobPolicyAllows(t *testing.T) {
 // TestLeader_DeclaredJobPolicy: a job declared in the cluster that the
 // jobs block refuses, by its main task or by another task of a role
 // group, is reported as a JobRejected event, once per version, and never
-// registered.
+// registered: its record says it was rejected.
 func TestLeader_DeclaredJobPolicy(t *testing.T) {
 	disc := &declarations{decls: map[structs.JobKey]*structs.Declaration{}}
 	cfg := TestConfig(t, simDriver(t, 1))
@@ -227,7 +227,9 @@ func TestLeader_DeclaredJobPolicy(t *testing.T) {
 	agent.WaitFor(t, 10*time.Second, "job ok running", jobStatus(t, c, "ok", structs.JobStatusRunning))
 	for _, id := range []string{"main", "side"} {
 		must.SliceLen(t, 1, rejections(id))
-		_, _, err := c.Jobs().Info(id, nil)
-		must.True(t, api.IsNotFound(err), must.Sprintf("job %s: %v", id, err))
+		job, _, err := c.Jobs().Info(id, nil)
+		must.NoError(t, err)
+		must.Eq(t, structs.JobStatusRejected, job.Status, must.Sprintf("job %s is recorded as rejected", id))
+		must.Nil(t, job.Training, must.Sprintf("job %s: never registered, it has no spec", id))
 	}
 }

@@ -215,9 +215,9 @@ func sameObserved(a, b *structs.Observed) bool {
 // version of its job; a declaring job that was stopped, purged, or whose
 // caravan policy was removed or made invalid stops its Caravan job, and
 // the cluster runs what its user wrote. An invalid declaration, or one
-// the JobPolicy refuses, is reported once per version, as a JobRejected
-// event. A job submitted to
-// Caravan keeps its ID: a declaration of the same job is rejected.
+// the JobPolicy refuses, is rejected once per version (see reject). A
+// job submitted to Caravan keeps its ID: a declaration of the same job
+// is rejected.
 func (l *leader) syncDeclared(ctx context.Context) error {
 	disc := l.s.cfg.Discoverer
 	if disc == nil {
@@ -248,20 +248,16 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 		declaredHere := cur != nil && cur.Nomad != nil && !structs.Terminal(cur.Status)
 		switch decl.Kind {
 		case structs.DeclaredJob:
-			if cur != nil && cur.Nomad != nil && cur.Nomad.JobModifyIndex == decl.Index {
+			if cur != nil && cur.Nomad != nil && cur.Nomad.JobModifyIndex == decl.Index && cur.Status != structs.JobStatusRejected {
 				continue // registered, and running or ended
 			}
 			if cur != nil && cur.Nomad == nil && !structs.Terminal(cur.Status) {
-				if l.rejected[key] != decl.Index {
-					errs = append(errs, l.reject(ctx, decl, "Caravan already runs a job of this ID, submitted to its API"))
-				}
+				errs = append(errs, l.reject(ctx, decl, cur, "Caravan already runs a job of this ID, submitted to its API"))
 				continue
 			}
 			job := decl.Job.Copy()
 			if err := l.s.cfg.Jobs.Check(job); err != nil {
-				if l.rejected[key] != decl.Index {
-					errs = append(errs, l.reject(ctx, decl, err.Error()))
-				}
+				errs = append(errs, l.reject(ctx, decl, cur, err.Error()))
 				continue
 			}
 			job.SubmitTime = l.s.now().UnixNano()
@@ -269,17 +265,13 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 			if err != nil {
 				// Reported once per version: one job's refusal must not
 				// hold up the loop.
-				if l.rejected[key] != decl.Index {
-					errs = append(errs, l.reject(ctx, decl, err.Error()))
-				}
+				errs = append(errs, l.reject(ctx, decl, cur, err.Error()))
 				continue
 			}
 			l.log.Info("registered a job declared in the cluster", "job_id", key.ID, "namespace", key.Namespace, "version", resp.Version, "cluster_index", decl.Index)
 			l.urgent = true
 		case structs.DeclaredInvalid:
-			if l.rejected[key] != decl.Index {
-				errs = append(errs, l.reject(ctx, decl, decl.Message))
-			}
+			errs = append(errs, l.reject(ctx, decl, cur, decl.Message))
 			if declaredHere {
 				errs = append(errs, l.handBack(ctx, cur, "its caravan policy is invalid now, so the cluster runs it as written: "+decl.Message))
 			}
@@ -311,15 +303,49 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 type declaredAt struct{ cluster, jobs uint64 }
 
 // reject records, once per declaring version, that a job declared in the
-// cluster cannot run under Caravan.
-func (l *leader) reject(ctx context.Context, decl *structs.Declaration, why string) error {
-	l.log.Warn("cannot run a job declared in the cluster", "job_id", decl.JobID, "namespace", decl.Namespace, "error", why)
-	ev := &structs.Event{Type: structs.EventJobRejected, Namespace: decl.Namespace, JobID: decl.JobID,
-		Message: fmt.Sprintf("version at cluster index %d not run by Caravan: %s", decl.Index, why)}
-	if err := l.s.Event(ctx, ev); err != nil {
-		return err
+// cluster cannot run under Caravan, as a JobRejected event; cur is the
+// state's job of that ID, nil when there is none. When no job of the ID
+// is active, the rejection is the job's record (status rejected, see
+// state.Store.RejectJob), once every server applies that, so that
+// `job status` answers for it after a leader change too. When the
+// cluster's job does not run under Caravan, a Rejecter stops it there,
+// with why: it would otherwise run as written, without Caravan's
+// environment, and fail.
+func (l *leader) reject(ctx context.Context, decl *structs.Declaration, cur *structs.Job, why string) error {
+	key := decl.Key()
+	if l.rejected[key] == decl.Index {
+		return nil
 	}
-	l.rejected[decl.Key()] = decl.Index
+	l.log.Warn("cannot run a job declared in the cluster", "job_id", decl.JobID, "namespace", decl.Namespace, "error", why)
+	active := cur != nil && !structs.Terminal(cur.Status)
+	switch {
+	case cur != nil && cur.Status == structs.JobStatusRejected && cur.Nomad != nil && cur.Nomad.JobModifyIndex == decl.Index:
+		// Recorded, with its event, by an earlier leader.
+	case !active && l.s.supports(fsm.JobRejectType):
+		desc := why // one error a line
+		if len(decl.Errors) > 0 {
+			desc = strings.Join(decl.Errors, "\n")
+		}
+		req := &fsm.JobRejectRequest{Namespace: decl.Namespace, JobID: decl.JobID, Name: decl.Name,
+			NomadIndex: decl.Index, Description: desc, Time: l.s.now().UnixNano()}
+		if _, _, err := l.s.apply(ctx, fsm.JobRejectType, req); err != nil {
+			return err
+		}
+	default:
+		// An active job keeps its record; the event says it.
+		ev := &structs.Event{Type: structs.EventJobRejected, Namespace: decl.Namespace, JobID: decl.JobID,
+			Message: fmt.Sprintf("version at cluster index %d not run by Caravan: %s", decl.Index, why)}
+		if err := l.s.Event(ctx, ev); err != nil {
+			return err
+		}
+	}
+	declaredHere := active && cur.Nomad != nil
+	if r, ok := l.s.cfg.Discoverer.(Rejecter); ok && !declaredHere {
+		if err := r.Reject(ctx, decl, why); err != nil {
+			l.log.Warn("cannot stop a rejected job in the cluster", "job_id", decl.JobID, "namespace", decl.Namespace, "error", err)
+		}
+	}
+	l.rejected[key] = decl.Index
 	return nil
 }
 

@@ -14,8 +14,15 @@ type Declaration struct {
 	Index uint64
 	// Job is the job a DeclaredJob version declares, with Job.Nomad set.
 	Job *Job
-	// Message says why a DeclaredInvalid version cannot run.
+	// Message says why a DeclaredInvalid version cannot run: its Errors,
+	// "; "-separated.
 	Message string
+	// Errors are a DeclaredInvalid version's errors, one by one, each
+	// with the file, line and column of the source the user submitted
+	// when the cluster kept it, else with the group and field.
+	Errors []string
+	// Name is the job's display name in the cluster.
+	Name string
 }
 
 // Kinds of declarations.
@@ -23,7 +30,7 @@ const (
 	// DeclaredJob is a user's version that declares a job (Declaration.Job).
 	DeclaredJob = "declared"
 	// DeclaredInvalid is a user's version with a caravan policy Caravan
-	// cannot run; the cluster runs it as written.
+	// cannot run: the leader rejects it (see JobStatusRejected).
 	DeclaredInvalid = "invalid"
 	// DeclaredPlain is a user's version without a caravan policy: a job
 	// that is not, or no longer, Caravan's.

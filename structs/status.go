@@ -4,6 +4,8 @@ import "fmt"
 
 // Job statuses. A job moves pending → running ⇄ rescaling and ends complete,
 // failed or stopped; a running job whose placement is paused stays running.
+// A job declared in the cluster that Caravan cannot run is rejected from
+// the start.
 const (
 	// JobStatusPending: registered, not placed yet.
 	JobStatusPending = "pending"
@@ -17,12 +19,17 @@ const (
 	JobStatusFailed = "failed"
 	// JobStatusStopped: stopped by a user.
 	JobStatusStopped = "stopped"
+	// JobStatusRejected: declared in the cluster (a Nomad job with a
+	// caravan scaling policy) at a version Caravan cannot run; the
+	// status description says why. It never ran: a later valid version
+	// of the declaration registers the job anew.
+	JobStatusRejected = "rejected"
 )
 
 // Terminal reports whether status is one a job never leaves.
 func Terminal(status string) bool {
 	switch status {
-	case JobStatusComplete, JobStatusFailed, JobStatusStopped:
+	case JobStatusComplete, JobStatusFailed, JobStatusStopped, JobStatusRejected:
 		return true
 	}
 	return false
@@ -62,7 +69,8 @@ const (
 	EventDriverRecovered = "DriverRecovered"
 	// EventJobRejected: a job declared in the cluster (a Nomad job with a
 	// caravan scaling policy) cannot run under Caravan; the message says
-	// why, and the cluster runs it as written.
+	// why. A version not running under Caravan is stopped in the cluster
+	// with the reason written on it (drivers/nomad's Reject).
 	EventJobRejected = "JobRejected"
 	// EventTaskResized, EventHotPSReplaced, EventStragglerReplaced: an
 	// algorithm's TaskAction on single tasks of a job was committed;

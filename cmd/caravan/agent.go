@@ -343,6 +343,7 @@ var (
 	_ server.Profiler      = (*sim.Driver)(nil)
 	_ server.Driver        = (*nomad.Driver)(nil)
 	_ server.Discoverer    = (*nomad.Driver)(nil)
+	_ server.Rejecter      = (*nomad.Driver)(nil)
 )
 
 // newDriver wires the driver the configuration names; the simulated

@@ -160,6 +160,9 @@ func formatGroups(groups map[string]string) string {
 // with verbose its recent events and the models' coefficients in full.
 func formatJobSummary(sum *api.JobSummary, events []*api.Event, verbose bool) string {
 	job := sum.Job
+	if job.Status == api.JobStatusRejected {
+		return formatRejected(job, events, verbose)
+	}
 	kv := [][2]string{
 		{"ID", job.ID},
 		{"Name", job.Name},
@@ -456,4 +459,32 @@ func formatPlacementNodes(p *api.Placement, verbose bool) string {
 		}
 	}
 	return formatList(rows)
+}
+
+// formatRejected describes a job declared in Nomad at a version Caravan
+// rejected: where it was declared and each error on its own line, as
+// `caravan job validate` would list them. It has no spec, placement or
+// model to show.
+func formatRejected(job *api.Job, events []*api.Event, verbose bool) string {
+	kv := [][2]string{
+		{"ID", job.ID},
+		{"Name", job.Name},
+		{"Namespace", job.Namespace},
+		{"Status", job.Status},
+		{"Submit Date", formatTime(job.SubmitTime)},
+	}
+	if n := job.Nomad; n != nil {
+		kv = append(kv, [2]string{"Declared In", fmt.Sprintf("Nomad job %q, version at job modify index %d, stopped in Nomad by Caravan; fix the job file and run it again with nomad job run", job.ID, n.JobModifyIndex)})
+	}
+	var b strings.Builder
+	b.WriteString(formatKV(kv))
+	b.WriteString("\n\nRejected\n")
+	for _, e := range strings.Split(job.StatusDescription, "\n") {
+		b.WriteString(e + "\n")
+	}
+	out := strings.TrimSuffix(b.String(), "\n")
+	if verbose {
+		out += "\n\nRecent Events\n" + formatEvents(events, 10)
+	}
+	return out
 }

@@ -84,3 +84,20 @@ func mockJob(t *testing.T) *api.Job {
 	must.NoError(t, err)
 	return job
 }
+
+// TestFormatJobSummary_Rejected: a rejected job declared in Nomad shows
+// where it was declared and each error on its own line, and no
+// placement or model.
+func TestFormatJobSummary_Rejected(t *testing.T) {
+	job := &api.Job{ID: "typo", Name: "typo", Namespace: "default", Status: api.JobStatusRejected,
+		StatusDescription: "typo (submitted to Nomad, version 0):12:9: Missing required argument\ntypo (submitted to Nomad, version 0):18:13: Unsupported argument",
+		Nomad:             &api.NomadSource{JobModifyIndex: 42}}
+	out := formatJobSummary(&api.JobSummary{Job: job}, nil, false)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Status\s+= rejected$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Declared In\s+= Nomad job "typo", version at job modify index 42,`), out)
+	must.StrHasSuffix(t, "\n\nRejected\n"+
+		"typo (submitted to Nomad, version 0):12:9: Missing required argument\n"+
+		"typo (submitted to Nomad, version 0):18:13: Unsupported argument", out)
+	must.StrNotContains(t, out, "Placement")
+	must.StrNotContains(t, out, "Model")
+}

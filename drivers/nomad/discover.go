@@ -294,8 +294,8 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 	case s.Stop:
 		decl.Kind = structs.DeclaredStopped
 		return decl
-	case s.Meta[metaJobID] != "":
-		decl.Kind = structs.DeclaredManaged
+	case s.Meta[metaJobID] != "", s.Meta[metaRejected] != "":
+		decl.Kind = structs.DeclaredManaged // run, or rejected, by Caravan
 		return decl
 	case s.ParentID != "" || s.Type == api.JobTypeSystem || s.Type == api.JobTypeSysbatch:
 		decl.Kind = structs.DeclaredPlain // launched by another job, or on every node
@@ -313,18 +313,28 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 		decl.Kind = structs.DeclaredPlain
 		return decl
 	}
+	decl.Name = deref(info.Name)
 	job, diags := jobspec.FromNomad(info)
 	if diags.HasErrors() {
-		decl.Kind, decl.Message = structs.DeclaredInvalid, describe(diags)
+		// The source the user submitted, when Nomad kept it, says where
+		// each error is; the API's job only which group and field.
+		decl.Kind, decl.Errors = structs.DeclaredInvalid, d.submittedDiagnostics(ctx, info)
+		if len(decl.Errors) == 0 {
+			decl.Errors = describe(diags, false)
+		}
+		decl.Message = strings.Join(decl.Errors, "; ")
 		return decl
 	}
 	decl.Kind, decl.Job = structs.DeclaredJob, job
 	return decl
 }
 
-// describe renders the errors of a Nomad job's caravan policy on one
-// line, each with the group and field it is about.
-func describe(diags hcl.Diagnostics) string {
+// describe renders the errors of a Nomad job's caravan policy, one line
+// each, after the file it is in (for a job read from Nomad's API, the
+// group and field it is about), and with at after its line and column
+// there: positions in a policy read from the API are within Caravan's
+// JSON of it, which would mislead.
+func describe(diags hcl.Diagnostics, at bool) []string {
 	var parts []string
 	for _, diag := range diags {
 		if diag.Severity != hcl.DiagError {
@@ -334,10 +344,14 @@ func describe(diags hcl.Diagnostics) string {
 		if diag.Detail != "" {
 			msg += ": " + strings.TrimSuffix(diag.Detail, ".")
 		}
-		if diag.Subject != nil && diag.Subject.Filename != "" {
-			msg = diag.Subject.Filename + ": " + msg
+		if s := diag.Subject; s != nil && s.Filename != "" {
+			where := s.Filename
+			if at && s.Start.Line > 0 {
+				where = fmt.Sprintf("%s:%d:%d", s.Filename, s.Start.Line, s.Start.Column)
+			}
+			msg = where + ": " + msg
 		}
-		parts = append(parts, msg)
+		parts = append(parts, strings.ReplaceAll(msg, "\n", " "))
 	}
-	return strings.Join(parts, "; ")
+	return parts
 }

@@ -74,6 +74,9 @@ func init() {
 	register(JobStatusType, func(s *state.Store, i uint64, r *JobStatusRequest) any {
 		return s.UpdateJobStatus(i, r.Time, r.Namespace, r.JobID, r.Status, r.Description)
 	})
+	register(JobRejectType, func(s *state.Store, i uint64, r *JobRejectRequest) any {
+		return s.RejectJob(i, r.Time, r.Namespace, r.JobID, r.Name, r.NomadIndex, r.Description)
+	})
 	register(PlanApplyType, func(s *state.Store, i uint64, r *PlanApplyRequest) any { return s.ApplyPlan(i, r.Plan, r.Models) })
 	register(DecisionApplyType, func(s *state.Store, i uint64, r *DecisionApplyRequest) any {
 		return s.ApplyDecision(i, r.Time, r.Algorithm, r.Placements, r.Models)

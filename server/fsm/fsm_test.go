@@ -96,6 +96,8 @@ func populate(f *testFSM) {
 	f.mustApply(EventAppendType, &EventAppendRequest{Event: &structs.Event{Time: 40, Type: structs.EventAlgorithmFallback, Message: "test"}})
 	f.mustApply(JobStatusType, &JobStatusRequest{Namespace: structs.DefaultNamespace, JobID: "b", Status: structs.JobStatusComplete, Description: "converged", Time: 50})
 	f.mustApply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "a", Time: 60})
+	f.mustApply(JobRejectType, &JobRejectRequest{Namespace: structs.DefaultNamespace, JobID: "r", Name: "r", NomadIndex: 7,
+		Description: "r.nomad.hcl:3:5: Unsupported argument", Time: 65})
 	populateACL(f)
 	boot, err := state.ACLBootstrapped(f.State().Txn())
 	must.NoError(f.t, err)
@@ -221,7 +223,7 @@ func TestFSM_ACLBootstrapReset(t *testing.T) {
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 20, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 21, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -232,6 +234,12 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, structs.JobStatusComplete, b.Status)
 	must.Eq(t, "converged", b.StatusDescription)
+
+	r, err := state.JobByID(txn, nil, structs.DefaultNamespace, "r")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStatusRejected, r.Status)
+	must.Eq(t, "r.nomad.hcl:3:5: Unsupported argument", r.StatusDescription)
+	must.Eq(t, 7, r.Nomad.JobModifyIndex)
 
 	plan, err := state.LatestPlan(txn, nil)
 	must.NoError(t, err)
@@ -285,7 +293,7 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 		structs.EventJobRegistered, structs.EventJobRegistered,
 		structs.EventJobPlaced, // b's change is in flight: nothing ran that it asked for
 		structs.EventAlgorithmChanged, structs.EventAlgorithmFallback,
-		structs.EventJobCompleted, structs.EventJobStopped,
+		structs.EventJobCompleted, structs.EventJobStopped, structs.EventJobRejected,
 	}, types)
 }
 
@@ -635,4 +643,47 @@ func TestFSM_DeclaredJob(t *testing.T) {
 		must.NoError(t, err)
 		must.Eq(t, d.Nomad, got.Nomad)
 	}
+}
+
+// TestFSM_JobReject: a rejection is the record of a job no other holds
+// or that ended, once per version; an active job is not rejected, and a
+// later registration starts the job anew over the rejection.
+func TestFSM_JobReject(t *testing.T) {
+	f := newTestFSM(t)
+	reject := func(id string, nomadIndex uint64, desc string) any {
+		return f.apply(JobRejectType, &JobRejectRequest{Namespace: structs.DefaultNamespace, JobID: id, NomadIndex: nomadIndex, Description: desc, Time: 5})
+	}
+	events := func() int {
+		evs, err := state.Events(f.State().Txn(), nil, 0)
+		must.NoError(t, err)
+		return len(evs)
+	}
+	job := func(id string) *structs.Job {
+		j, err := state.JobByID(f.State().Txn(), nil, structs.DefaultNamespace, id)
+		must.NoError(t, err)
+		return j
+	}
+
+	must.Nil(t, reject("typo", 10, "typo:12:7: Unsupported argument"))
+	j := job("typo")
+	must.Eq(t, structs.JobStatusRejected, j.Status)
+	must.Eq(t, "typo", j.Name, must.Sprint("the name defaults to the ID"))
+	must.True(t, structs.Terminal(j.Status))
+	must.Eq(t, 1, events())
+	must.Nil(t, reject("typo", 10, "typo:12:7: Unsupported argument"))
+	must.Eq(t, 1, events(), must.Sprint("the same rejection again adds nothing"))
+	must.Eq(t, j.ModifyIndex, job("typo").ModifyIndex)
+
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("active"), Time: 6})
+	err, _ := reject("active", 11, "conflict").(error)
+	must.ErrorIs(t, err, state.ErrJobExists)
+	must.Eq(t, structs.JobStatusPending, job("active").Status, must.Sprint("an active job is not rejected"))
+
+	fixed := mockJob("typo")
+	fixed.Nomad = &structs.NomadSource{JobModifyIndex: 12}
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: fixed, Time: 7})
+	j = job("typo")
+	must.Eq(t, structs.JobStatusPending, j.Status, must.Sprint("a valid version registers over the rejection"))
+	must.Eq(t, "", j.StatusDescription)
+	must.Eq(t, f.index, j.CreateIndex, must.Sprint("as a new run"))
 }

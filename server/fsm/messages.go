@@ -40,6 +40,9 @@ const (
 	// ACLBootstrapResetType bootstraps ACLs again after an operator's
 	// reset (0.2.0).
 	ACLBootstrapResetType
+	// JobRejectType records that a job declared in the cluster was
+	// rejected at a version (0.2.0).
+	JobRejectType
 )
 
 // since holds the message types added after 0.1.0, with the version that
@@ -50,6 +53,7 @@ const (
 var since = map[MessageType]string{
 	SampleAppendType:      "0.2.0",
 	ACLBootstrapResetType: "0.2.0",
+	JobRejectType:         "0.2.0",
 }
 
 // Since returns the version that added message type t, or "" for a type
@@ -81,6 +85,7 @@ var messageNames = map[MessageType]string{
 	ACLBootstrapType: "ACLBootstrap", ACLPolicyUpsertType: "ACLPolicyUpsert", ACLPolicyDeleteType: "ACLPolicyDelete",
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
 	UsageUpsertType: "UsageUpsert", SampleAppendType: "SampleAppend", ACLBootstrapResetType: "ACLBootstrapReset",
+	JobRejectType: "JobReject",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -108,6 +113,18 @@ type JobStatusRequest struct {
 	Namespace, JobID    string
 	Status, Description string
 	Time                int64
+}
+
+// JobRejectRequest records that the cluster's version NomadIndex of a
+// job declared there was rejected, and why (see state.Store.RejectJob).
+type JobRejectRequest struct {
+	Namespace, JobID string
+	// Name is the job's display name in the cluster.
+	Name       string
+	NomadIndex uint64
+	// Description says why, one error a line.
+	Description string
+	Time        int64
 }
 
 // PlanApplyRequest commits a whole-cluster plan and the models it was made

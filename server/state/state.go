@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
@@ -259,6 +260,45 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 		return Registration{}, err
 	}
 	return reg, nil
+}
+
+// RejectJob records that version nomadIndex of a job declared in the
+// cluster was rejected, and why (desc, one error a line), with a
+// JobRejected event that lists them on one line: the
+// job's record becomes one with status rejected, which is terminal, so
+// that `job status` answers for it and nothing plans it. The record has
+// no spec (the version declared none Caravan could run) and no version
+// of its own: it keeps the version number of the job's last record, and
+// a later valid version registers anew over it. A job that is active is
+// not rejected (ErrJobExists); the same rejection again changes nothing.
+func (s *Store) RejectJob(index uint64, now int64, namespace, id, name string, nomadIndex uint64, desc string) error {
+	return s.write(index, func(w *writer) error {
+		prev, err := jobByID(w.txn, nil, namespace, id)
+		if err != nil {
+			return err
+		}
+		var version uint64
+		if prev != nil {
+			if !structs.Terminal(prev.Status) {
+				return fmt.Errorf("reject job %q: %w (version %d, %s)", id, ErrJobExists, prev.Version, prev.Status)
+			}
+			if prev.Status == structs.JobStatusRejected && prev.Nomad != nil && prev.Nomad.JobModifyIndex == nomadIndex && prev.StatusDescription == desc {
+				return nil
+			}
+			version = prev.Version
+		}
+		j := &structs.Job{
+			ID: id, Name: cmp.Or(name, id), Namespace: namespace,
+			Nomad:  &structs.NomadSource{JobModifyIndex: nomadIndex},
+			Status: structs.JobStatusRejected, StatusDescription: desc,
+			Version: version, SubmitTime: now, CreateIndex: index, ModifyIndex: index,
+		}
+		if err := w.insert(TableJobs, j); err != nil {
+			return err
+		}
+		return w.event(now, structs.EventJobRejected, namespace, id,
+			fmt.Sprintf("version at cluster index %d not run by Caravan: %s", nomadIndex, strings.ReplaceAll(desc, "\n", "; ")), nil)
+	})
 }
 
 // UpdateJobStatus sets the status of an active job. A job that has already

@@ -166,7 +166,11 @@ export interface Job {
   Namespace: string;
   Priority: number;
   Status: string;
+  // StatusDescription says why a job ended; for a rejected job, the
+  // errors, one a line.
+  StatusDescription?: string;
   Version: number;
+  // Training and Elastic are null for a rejected job, which has no spec.
   Training: {
     Architecture: string;
     Mode: string;

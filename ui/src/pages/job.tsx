@@ -15,6 +15,10 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
   const history = useLive<JobPlacement[]>(apiJob(ns, id, "history"));
   const events = useLive<Event[]>(`/v1/events?job=${encodeURIComponent(id)}&namespace=${encodeURIComponent(ns)}`);
   const s = summary.data;
+  // A job declared in Nomad that Caravan rejected has no spec to show:
+  // its page says why instead.
+  const rejected = s?.Job.Status === "rejected" ? s : undefined;
+  const spec = rejected ? undefined : s;
   const chief = useMemo(() => (samples.data?.Samples ?? []).filter((x) => x.Role !== "ps"), [samples.data]);
   const evs = events.data ?? [];
   return (
@@ -24,17 +28,31 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
         {ns !== "default" ? <span class="muted"> @{ns}</span> : null}
       </h1>
       <Problem error={summary.error} />
-      {s ? <Overview s={s} /> : summary.error ? null : <Loading what="the job" />}
-      <Card title="Loss and predicted convergence" id="loss">
-        {s ? <LossChart s={s} samples={chief} /> : null}
-      </Card>
-      <Card title="Speed model against measured speeds" id="speed">
-        {s ? <SpeedChart s={s} samples={chief} /> : null}
-      </Card>
-      <Card title="Placement timeline" id="timeline">
-        <Problem error={history.error} />
-        {s && answered(history) ? <Timeline s={s} history={history.data ?? []} events={evs} /> : history.error ? null : <Loading what="the placements" />}
-      </Card>
+      {rejected ? (
+        <Card title="Rejected" id="rejected">
+          <p>Declared in Nomad at a version Caravan does not run; Caravan stopped it in Nomad. Fix the job file and run it again with nomad job run.</p>
+          <ul>
+            {(rejected.Job.StatusDescription ?? "").split("\n").map((e: string) => (
+              <li>{e}</li>
+            ))}
+          </ul>
+        </Card>
+      ) : null}
+      {spec ? <Overview s={spec} /> : s || summary.error ? null : <Loading what="the job" />}
+      {rejected ? null : (
+        <>
+          <Card title="Loss and predicted convergence" id="loss">
+            {spec ? <LossChart s={spec} samples={chief} /> : null}
+          </Card>
+          <Card title="Speed model against measured speeds" id="speed">
+            {spec ? <SpeedChart s={spec} samples={chief} /> : null}
+          </Card>
+          <Card title="Placement timeline" id="timeline">
+            <Problem error={history.error} />
+            {spec && answered(history) ? <Timeline s={spec} history={history.data ?? []} events={evs} /> : history.error ? null : <Loading what="the placements" />}
+          </Card>
+        </>
+      )}
       <Card title="Events" id="events">
         <Problem error={events.error} />
         {answered(events) ? <EventTable events={[...evs].reverse()} /> : events.error ? null : <Loading what="the events" />}
