@@ -58,7 +58,7 @@ func TestServer_RefusesJobThatNeverFits(t *testing.T) {
 
 // TestLeader_DeclaredJobNeverFits: a job declared in the cluster that no
 // node could ever run is rejected through the leader's reject path, once,
-// with why, and not registered.
+// with why, and recorded as rejected, not registered to run.
 func TestLeader_DeclaredJobNeverFits(t *testing.T) {
 	disc := &declarations{decls: map[structs.JobKey]*structs.Declaration{}}
 	cfg := TestConfig(t, simDriver(t, 1))
@@ -91,8 +91,10 @@ func TestLeader_DeclaredJobNeverFits(t *testing.T) {
 	})
 	must.SliceLen(t, 1, evs)
 	must.StrContains(t, evs[0].Message, `job can never be placed: no node can run a worker even with nothing else on it (4 nodes evaluated; dimension "memory" exhausted on 4 nodes)`)
-	_, _, err := c.Jobs().Info("huge", nil)
-	must.True(t, api.IsNotFound(err), must.Sprintf("the rejected job is not registered: %v", err))
+	job, _, err := c.Jobs().Info("huge", nil)
+	must.NoError(t, err)
+	must.EqOp(t, api.JobStatusRejected, job.Status, must.Sprint("the job is recorded as rejected, not registered to run"))
+	must.StrContains(t, job.StatusDescription, "job can never be placed")
 }
 
 // waitCommittedNodes waits until the server answers with n nodes: the
