@@ -35,8 +35,9 @@ job "resnet50" {
           }
 
           checkpoint {
-            signal  = "SIGUSR1"
-            timeout = "2m"
+            signal   = "SIGUSR1"
+            timeout  = "2m"
+            interval = "30m"
           }
         }
       }
