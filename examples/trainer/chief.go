@@ -36,18 +36,23 @@ func (logReporter) Close(context.Context) error { return nil }
 // chief is what worker 0 does besides training: it evaluates the loss of
 // the parameters of every step on the held-out set, reports samples,
 // tracks convergence per epoch, writes checkpoints when the checkpoint
-// signal asks, and ends training. It runs on the worker's goroutine only;
-// requested is set by the signal handler.
+// signal asks, every CheckpointInterval and when the process is stopped,
+// and ends training (or, stopped, the generation). It runs on the
+// worker's goroutine only; requested and stopping are set by the signal
+// handlers.
 type chief struct {
 	cfg       *config
 	log       hclog.Logger
 	rep       reporter
 	eval      batch
 	requested *atomic.Bool
+	stopping  *atomic.Bool
 
-	// The latest checkpoint (nil if none) and its step.
+	// The latest checkpoint (nil if none) and its step, and when the
+	// chief last wrote one or started (for CheckpointInterval).
 	current  *manifest
 	ckptStep int64
+	ckptTime time.Time
 
 	// Convergence tracking: the last epoch boundary passed, the loss
 	// there, and how many epochs in a row improved less than the
@@ -72,8 +77,8 @@ type chief struct {
 	noise gradNoise
 }
 
-func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested *atomic.Bool) (*chief, error) {
-	c := &chief{cfg: cfg, log: log.Named("chief"), rep: rep, eval: data.evalBatch(cfg.EvalExamples), requested: requested}
+func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested, stopping *atomic.Bool) (*chief, error) {
+	c := &chief{cfg: cfg, log: log.Named("chief"), rep: rep, eval: data.evalBatch(cfg.EvalExamples), requested: requested, stopping: stopping}
 	if !cfg.Resume {
 		return c, nil
 	}
@@ -112,6 +117,7 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 		c.lastStep, c.lastTime = v, now
 		c.startStep, c.startTime = v, now
 		c.epochStep, c.epochTime = v, now
+		c.ckptTime = now
 	}
 	c.acc.cpu += times.cpu
 	c.acc.net += times.net
@@ -146,7 +152,11 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 
 	checkpointed := false
 	periodic := c.cfg.CheckpointEvery > 0 && v%c.cfg.CheckpointEvery == 0 && v > c.ckptStep
-	if c.requested.Swap(false) || done != "" || periodic {
+	periodic = periodic || c.cfg.CheckpointInterval > 0 && now.Sub(c.ckptTime) >= c.cfg.CheckpointInterval && v > c.ckptStep
+	// Stopped, the chief checkpoints before it exits, and again at each
+	// boundary until one is written or the process is cancelled.
+	stopped := c.stopping != nil && c.stopping.Load()
+	if c.requested.Swap(false) || done != "" || periodic || stopped {
 		if err := c.checkpoint(ctx, w, v, loss); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
@@ -154,6 +164,7 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 			c.log.Error("checkpoint failed", "step", v, "error", err)
 		} else {
 			checkpointed = true
+			c.ckptTime = now
 		}
 	}
 
@@ -169,6 +180,10 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 		} else {
 			c.log.Info("checkpoint reported", "step", c.ckptStep)
 		}
+	}
+	if stopped && checkpointed && done == "" {
+		c.log.Info("stopped; this generation ends at its checkpoint", "step", c.ckptStep, "loss", loss)
+		return true, nil
 	}
 	if done != "" {
 		c.log.Info("training finished", "reason", done, "step", v, "epoch", float64(v)/float64(c.cfg.StepsPerEpoch), "loss", loss,
