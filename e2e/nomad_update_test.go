@@ -1,0 +1,140 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/shoenig/test/must"
+)
+
+// The test of this file changes a running trainer job as a Nomad user does
+// (issue 28): `nomad job run` of a changed file stops Caravan's groups at
+// once, so the trainer checkpoints as it stops (its chief at the next step
+// boundary, within the kill_timeout Caravan gives its tasks), and Caravan
+// takes the new version over only once those tasks stopped, so that the
+// next generation resumes from that checkpoint: no step trained is lost.
+
+// TestNomadJobRun_UpdateLosesNoStep runs a long trainer job with `nomad
+// job run`, lets it train, and runs the same file with a changed meta
+// value. The old generation's last sample and the checkpoint it wrote on
+// stop name the same step k, no sample of it is past k, the new
+// generation's first sample is at k having loaded that checkpoint, and
+// `caravan job status` shows the step that runs, from k on.
+func TestNomadJobRun_UpdateLosesNoStep(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
+	trainer := buildTrainer(t)
+	checkpoints := t.TempDir()
+	bin := agent.BuildCaravan(t)
+	cl := startCaravans(t, bin, 1, nomadAgentBody(nc, checkpoints, "drf"))
+	leader := cl.waitLeader(t, "")
+	c := cl.clients[leader]
+	waitNodes(t, c, 3, 4)
+	cli := nomadCLI{addr: nc.Address}
+
+	src := trainerFile{id: "up", trainer: trainer, maxWorkers: 2, long: true}.String()
+	cli.jobRun(t, "up", src)
+	waitEvent(t, c, "up", api.EventTasksRunning, 1, 2*time.Minute)
+	waitStep(t, c, "up", 40)
+	job := nomadJob(t, nc, "up")
+	must.Eq(t, "1", job.Meta["caravan_generation"])
+	for _, name := range caravanGroups(job) {
+		for _, tg := range job.TaskGroups {
+			if *tg.Name == name {
+				must.Eq(t, 30*time.Second, *tg.Tasks[0].KillTimeout, must.Sprintf("group %s: the checkpoint timeout to checkpoint in when stopped", name))
+				must.Eq(t, "30s", tg.Tasks[0].Env["CARAVAN_CHECKPOINT_TIMEOUT"])
+			}
+		}
+	}
+	before := summary(t, c, "up").LastSample
+	must.Zero(t, before.CheckpointStep, must.Sprint("nothing asked the trainer to checkpoint yet"))
+
+	// The same job with another meta value: Nomad replaces Caravan's
+	// groups with the user's at once.
+	changed := strings.Replace(src, `type = "batch"`, "type = \"batch\"\n  meta {\n    revision = \"2\"\n  }", 1)
+	must.NotEq(t, src, changed)
+	cli.jobRun(t, "up", changed)
+
+	confirmed := waitEvent(t, c, "up", api.EventCheckpointConfirmed, 1, 2*time.Minute)
+	must.StrContains(t, confirmed.Message, "earlier generation stopped")
+	k := confirmedStep(t, confirmed)
+	m := readCheckpointManifest(t, filepath.Join(checkpoints, "default", "up"))
+	must.Eq(t, k, m.Step, must.Sprint("the checkpoint Caravan confirmed is the one on disk"))
+	must.Eq(t, "1", m.Generation, must.Sprint("written by the stopped generation"))
+
+	resumed, last := resumedSample(t, c, "up", k)
+	must.Eq(t, k, last.Step, must.Sprint("the stopped generation's last sample is its checkpoint's step"))
+	must.Eq(t, k, resumed.Step, must.Sprint("the new generation starts at exactly that step"))
+	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("having loaded that checkpoint"))
+	smps, _, err := c.Jobs().Samples("up", nil)
+	must.NoError(t, err)
+	var oldMax int64
+	for _, s := range smps.Samples {
+		if s.Time >= resumed.Time {
+			break
+		}
+		oldMax = max(oldMax, s.Step)
+	}
+	must.Eq(t, k, oldMax, must.Sprint("no step of the stopped generation lies beyond its checkpoint"))
+	t.Logf("stopped generation trained to step %d (last sample step %d) and checkpointed at step %d on stop; new generation's first step %d, checkpoint_step %d; steps lost: %d",
+		oldMax, last.Step, k, resumed.Step, resumed.CheckpointStep, oldMax-resumed.Step)
+
+	agent.WaitFor(t, time.Minute, "generation 2 running", func() error {
+		sum := summary(t, c, "up")
+		if o := sum.Observed; o == nil || o.Change == nil || o.Change.Phase != api.ChangeDone {
+			return fmt.Errorf("observed: %+v", o)
+		}
+		return nil
+	})
+	must.Eq(t, "2", nomadJob(t, nc, "up").Meta["caravan_generation"])
+	must.Eq(t, "2", nomadJob(t, nc, "up").Meta["revision"], must.Sprint("the user's change is in what runs"))
+
+	// `caravan job status` shows the step the new generation runs at.
+	waitStep(t, c, "up", k+5)
+	var shown int64
+	agent.WaitFor(t, time.Minute, "job status showing a step", func() error {
+		out, err := exec.Command(bin, "job", "status", "-address", "http://"+leader, "up").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("caravan job status: %v\n%s", err, out)
+		}
+		match := regexp.MustCompile(`(?m)^Step\s+=\s+(\d+)\s*$`).FindSubmatch(out)
+		if match == nil {
+			return fmt.Errorf("no step in:\n%s", out)
+		}
+		shown, err = strconv.ParseInt(string(match[1]), 10, 64)
+		return err
+	})
+	newest := summary(t, c, "up").LastSample.Step
+	must.GreaterEq(t, k+5, shown, must.Sprint("the new generation's step"))
+	must.LessEq(t, newest, shown, must.Sprint("not beyond what the trainer reported"))
+	t.Logf("caravan job status shows step %d (newest sample %d)", shown, newest)
+	must.SliceEmpty(t, events(t, c, "up", api.EventRescaleAborted))
+}
+
+// checkpointManifest is what the test reads of examples/trainer's
+// ckpt/manifest.json.
+type checkpointManifest struct {
+	Step       int64  `json:"step"`
+	Generation string `json:"generation"`
+}
+
+func readCheckpointManifest(t *testing.T, dir string) checkpointManifest {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "ckpt", "manifest.json"))
+	must.NoError(t, err)
+	var m checkpointManifest
+	must.NoError(t, json.Unmarshal(data, &m))
+	return m
+}
