@@ -164,11 +164,13 @@ func TestTrainerAdaptiveBatch(t *testing.T) {
 	j1 := startJob(t, jobSpec{ps: 1, workers: 2, generation: "1", dir: dir, collector: coll1, env: env(32, 16, 0), flags: flags})
 	coll1.waitSample(t, 30*time.Second, "noise statistics at step 50", func(s structs.Sample) bool { return s.Step >= 50 && s.GradSqr > 0 })
 	j1.chief.signal(t, syscall.SIGUSR1)
-	coll1.waitSample(t, 20*time.Second, "a checkpoint", func(s structs.Sample) bool { return s.CheckpointStep > 0 })
+	ckpt := coll1.waitSample(t, 20*time.Second, "a checkpoint", func(s structs.Sample) bool { return s.CheckpointStep > 0 })
 	j1.stop(10 * time.Second)
-	// The stop checkpointed again, at the last step trained.
-	ckpt := coll1.all()[len(coll1.all())-1]
-	must.Eq(t, ckpt.Step, ckpt.CheckpointStep, must.Sprint("the last sample is the stop's checkpoint"))
+	// The chief held at the checkpoint until the stop, as in Caravan's
+	// rescale protocol: no step past it, and no second checkpoint.
+	last := coll1.all()[len(coll1.all())-1]
+	must.Eq(t, ckpt.CheckpointStep, last.Step, must.Sprint("no step trained past the checkpoint asked for"))
+	must.Eq(t, ckpt.CheckpointStep, last.CheckpointStep)
 	for _, s := range coll1.all() {
 		must.Eq(t, 32, s.BatchSize)
 		must.Eq(t, 16, s.LocalBatchSize)

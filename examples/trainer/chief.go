@@ -38,7 +38,7 @@ func (logReporter) Close(context.Context) error { return nil }
 // tracks convergence per epoch, writes checkpoints when the checkpoint
 // signal asks, every CheckpointInterval and when the process is stopped,
 // and ends training (or, stopped, the generation). It runs on the
-// worker's goroutine only; requested and stopping are set by the signal
+// worker's goroutine only; requested is set and stop closed by the signal
 // handlers.
 type chief struct {
 	cfg       *config
@@ -46,7 +46,7 @@ type chief struct {
 	rep       reporter
 	eval      batch
 	requested *atomic.Bool
-	stopping  *atomic.Bool
+	stop      <-chan struct{}
 
 	// The latest checkpoint (nil if none) and its step, and when the
 	// chief last wrote one or started (for CheckpointInterval).
@@ -77,8 +77,8 @@ type chief struct {
 	noise gradNoise
 }
 
-func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested, stopping *atomic.Bool) (*chief, error) {
-	c := &chief{cfg: cfg, log: log.Named("chief"), rep: rep, eval: data.evalBatch(cfg.EvalExamples), requested: requested, stopping: stopping}
+func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested *atomic.Bool, stop <-chan struct{}) (*chief, error) {
+	c := &chief{cfg: cfg, log: log.Named("chief"), rep: rep, eval: data.evalBatch(cfg.EvalExamples), requested: requested, stop: stop}
 	if !cfg.Resume {
 		return c, nil
 	}
@@ -153,10 +153,13 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 	checkpointed := false
 	periodic := c.cfg.CheckpointEvery > 0 && v%c.cfg.CheckpointEvery == 0 && v > c.ckptStep
 	periodic = periodic || c.cfg.CheckpointInterval > 0 && now.Sub(c.ckptTime) >= c.cfg.CheckpointInterval && v > c.ckptStep
-	// Stopped, the chief checkpoints before it exits, and again at each
-	// boundary until one is written or the process is cancelled.
-	stopped := c.stopping != nil && c.stopping.Load()
-	if c.requested.Swap(false) || done != "" || periodic || stopped {
+	// Stopped, the chief checkpoints before it exits (unless the latest
+	// checkpoint is at this step), and again at each boundary until one
+	// is written or the process is cancelled.
+	requested := c.requested.Swap(false)
+	stopped := c.stop != nil && closed(c.stop)
+	atCheckpoint := c.current != nil && c.ckptStep == v
+	if requested || done != "" || periodic || stopped && !atCheckpoint {
 		if err := c.checkpoint(ctx, w, v, loss); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
@@ -181,8 +184,12 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 			c.log.Info("checkpoint reported", "step", c.ckptStep)
 		}
 	}
-	if stopped && checkpointed && done == "" {
+	if stopped && (checkpointed || atCheckpoint) && done == "" {
 		c.log.Info("stopped; this generation ends at its checkpoint", "step", c.ckptStep, "loss", loss)
+		return true, nil
+	}
+	if requested && checkpointed && done == "" && c.hold(ctx) {
+		c.log.Info("stopped at the checkpoint asked for; this generation ends there", "step", c.ckptStep, "loss", loss)
 		return true, nil
 	}
 	if done != "" {
@@ -191,6 +198,30 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 		return true, nil
 	}
 	return false, nil
+}
+
+// hold waits, after a checkpoint the signal asked for, for the stop that
+// follows it in Caravan's rescale protocol, so that the generation trains
+// no step past the checkpoint the next one resumes from. It waits at most
+// the stop timeout (Caravan's checkpoint timeout, after which it gives up
+// the rescale) and half the RPC timeout (the other workers wait at the
+// barrier meanwhile), and reports whether the process was stopped.
+func (c *chief) hold(ctx context.Context) bool {
+	if c.stop == nil {
+		return false
+	}
+	d := min(c.cfg.StopTimeout, c.cfg.RPCTimeout/2)
+	c.log.Info("holding at the checkpoint for the stop that usually follows", "step", c.ckptStep, "at_most", d)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-c.stop:
+		return true
+	case <-timer.C:
+		c.log.Info("no stop came; training on", "step", c.ckptStep, "held", d)
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // observeGrad takes the gradient statistics of the last step the

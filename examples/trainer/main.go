@@ -74,14 +74,14 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	// cancelled; a second signal exits at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopping := new(atomic.Bool)
+	stop := make(chan struct{})
 	stopSignals := make(chan os.Signal, 2)
 	signal.Notify(stopSignals, os.Interrupt, syscall.SIGTERM)
 	var stoppedBy atomic.Value
 	go func() {
 		sig := (<-stopSignals).(syscall.Signal)
 		stoppedBy.Store(sig)
-		stopping.Store(true)
+		close(stop)
 		if cfg.chief() {
 			log.Info("stopping; checkpointing at the next step boundary first", "signal", sig.String(), "timeout", cfg.StopTimeout)
 		} else {
@@ -113,9 +113,9 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 			log.Error("cannot report progress", "error", rerr)
 			return 2
 		}
-		err = runWorker(ctx, cfg, log, rep, ckptRequested, stopping)
+		err = runWorker(ctx, cfg, log, rep, ckptRequested, stop)
 		timeout := closeTimeout
-		if ctx.Err() != nil || stopping.Load() {
+		if ctx.Err() != nil || closed(stop) {
 			timeout = stopCloseTimeout
 		}
 		cctx, ccancel := context.WithTimeout(context.Background(), timeout)
@@ -134,6 +134,16 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	log.Info("exiting")
 	return 0
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // newReporter returns a worker's collector client; parameter servers

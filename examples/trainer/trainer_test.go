@@ -76,7 +76,11 @@ func TestTrainerCheckpointAndResume(t *testing.T) {
 	dir := t.TempDir()
 	// Convergence never stops these runs.
 	training := func(workers int) map[string]string {
-		return trainingEnv(structs.ModeSync, 64, workers, 50, 1e-9, 1000, 0)
+		env := trainingEnv(structs.ModeSync, 64, workers, 50, 1e-9, 1000, 0)
+		// The chief holds at a checkpoint asked for at most this long
+		// when no stop follows.
+		env[envCheckpointTimeout] = "1s"
+		return env
 	}
 	flags := []string{"-sample-cost", "100us"}
 
@@ -99,7 +103,8 @@ func TestTrainerCheckpointAndResume(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, dirs)
 
-	// SIGINT stops the trainers, which train on otherwise: the chief
+	// No stop follows the checkpoint, so the chief trains on after
+	// holding at it. SIGINT then stops the trainers: the chief
 	// checkpoints at the next step boundary and reports it, and each
 	// process exits with the signal's status.
 	coll1.waitSample(t, 30*time.Second, "training to go on after the checkpoint", func(s structs.Sample) bool { return s.Step >= m.Step+20 })
