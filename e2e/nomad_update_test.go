@@ -138,3 +138,70 @@ func readCheckpointManifest(t *testing.T, dir string) checkpointManifest {
 	must.NoError(t, json.Unmarshal(data, &m))
 	return m
 }
+
+// TestCaravanJobRun_UpdateLosesNoStep registers a long trainer job with
+// Caravan's API (as `caravan job run` does), lets it train, and registers
+// it again with a changed meta value: the new version is applied as a
+// rescale is, through a checkpoint Caravan asks for and confirms; the
+// chief holds at it until Nomad stops it, so the old generation trains no
+// step past it, and the new generation resumes at exactly that step.
+func TestCaravanJobRun_UpdateLosesNoStep(t *testing.T) {
+	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
+	dumpOnFailure(t, nc)
+	trainer := buildTrainer(t)
+	checkpoints := t.TempDir()
+	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, checkpoints, "drf"))
+	c := cl.clients[cl.waitLeader(t, "")]
+	waitNodes(t, c, 3, 4)
+
+	spec := trainerJobSpec{
+		ID: "cr", Trainer: trainer, MaxWorkers: 2,
+		WorkerArgs: []string{"-features", "100", "-examples", "20000", "-sample-cost", "1ms"},
+		PSArgs:     []string{"-features", "100", "-examples", "20000"},
+		Threshold:  0.000001, Patience: 1000, MaxEpochs: 100000,
+	}
+	req := spec.request()
+	_, _, err := c.Jobs().Register(req, nil)
+	must.NoError(t, err)
+	waitEvent(t, c, "cr", api.EventTasksRunning, 1, 2*time.Minute)
+	waitStep(t, c, "cr", 40)
+	must.Eq(t, "1", nomadJob(t, nc, "caravan-cr").Meta["caravan_generation"])
+
+	changed := *req
+	changed.JobHCL = strings.Replace(req.JobHCL, `job "cr" {`, "job \"cr\" {\n  meta {\n    revision = \"2\"\n  }", 1)
+	must.NotEq(t, req.JobHCL, changed.JobHCL)
+	_, _, err = c.Jobs().Update("cr", &changed, nil) // as caravan job run of a changed file
+	must.NoError(t, err)
+
+	waitEvent(t, c, "cr", api.EventCheckpointRequested, 1, time.Minute)
+	confirmed := waitEvent(t, c, "cr", api.EventCheckpointConfirmed, 1, time.Minute)
+	k := confirmedStep(t, confirmed)
+	resumed, at := resumedSample(t, c, "cr", k)
+	must.Eq(t, k, at.Step, must.Sprint("the checkpoint's sample is at its step"))
+	must.Eq(t, k, resumed.Step, must.Sprint("the new version starts at exactly the confirmed step"))
+	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("having loaded that checkpoint"))
+	smps, _, err := c.Jobs().Samples("cr", nil)
+	must.NoError(t, err)
+	var oldMax int64
+	for _, s := range smps.Samples {
+		if s.Time >= resumed.Time {
+			break
+		}
+		oldMax = max(oldMax, s.Step)
+	}
+	must.Eq(t, k, oldMax, must.Sprint("the old generation held at its checkpoint until stopped"))
+	m := readCheckpointManifest(t, filepath.Join(checkpoints, "default", "cr"))
+	must.Eq(t, k, m.Step, must.Sprint("the stop wrote no other checkpoint"))
+	t.Logf("old version trained to step %d, checkpointed and confirmed at step %d; new version's first step %d, checkpoint_step %d; steps lost: %d",
+		oldMax, k, resumed.Step, resumed.CheckpointStep, oldMax-resumed.Step)
+
+	agent.WaitFor(t, time.Minute, "the new version running", func() error {
+		nj := nomadJob(t, nc, "caravan-cr")
+		if nj.Meta["caravan_generation"] != "2" || nj.Meta["revision"] != "2" {
+			return fmt.Errorf("Nomad job meta %v", nj.Meta)
+		}
+		return nil
+	})
+	must.Eq(t, uint64(1), summary(t, c, "cr").Job.Version)
+	must.SliceEmpty(t, events(t, c, "cr", api.EventRescaleAborted))
+}
