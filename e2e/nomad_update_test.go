@@ -33,18 +33,11 @@ import (
 // generation's first sample is at k having loaded that checkpoint, and
 // `caravan job status` shows the step that runs, from k on.
 func TestNomadJobRun_UpdateLosesNoStep(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	checkpoints := t.TempDir()
-	bin := agent.BuildCaravan(t)
-	cl := startCaravans(t, bin, 1, nomadAgentBody(nc, checkpoints, "drf"))
-	leader := cl.waitLeader(t, "")
-	c := cl.clients[leader]
-	waitNodes(t, c, 3, 4)
+	u := startUpdateCluster(t)
+	nc, c := u.nc, u.client
 	cli := nomadCLI{addr: nc.Address}
 
-	src := trainerFile{id: "up", trainer: trainer, maxWorkers: 2, long: true}.String()
+	src := trainerFile{id: "up", trainer: u.trainer, maxWorkers: 2, long: true}.String()
 	cli.jobRun(t, "up", src)
 	waitEvent(t, c, "up", api.EventTasksRunning, 1, 2*time.Minute)
 	waitStep(t, c, "up", 40)
@@ -70,26 +63,10 @@ func TestNomadJobRun_UpdateLosesNoStep(t *testing.T) {
 	confirmed := waitEvent(t, c, "up", api.EventCheckpointConfirmed, 1, 2*time.Minute)
 	must.StrContains(t, confirmed.Message, "earlier generation stopped")
 	k := confirmedStep(t, confirmed)
-	m := readCheckpointManifest(t, filepath.Join(checkpoints, "default", "up"))
+	m := u.manifest(t, "up")
 	must.Eq(t, k, m.Step, must.Sprint("the checkpoint Caravan confirmed is the one on disk"))
 	must.Eq(t, "1", m.Generation, must.Sprint("written by the stopped generation"))
-
-	resumed, last := resumedSample(t, c, "up", k)
-	must.Eq(t, k, last.Step, must.Sprint("the stopped generation's last sample is its checkpoint's step"))
-	must.Eq(t, k, resumed.Step, must.Sprint("the new generation starts at exactly that step"))
-	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("having loaded that checkpoint"))
-	smps, _, err := c.Jobs().Samples("up", nil)
-	must.NoError(t, err)
-	var oldMax int64
-	for _, s := range smps.Samples {
-		if s.Time >= resumed.Time {
-			break
-		}
-		oldMax = max(oldMax, s.Step)
-	}
-	must.Eq(t, k, oldMax, must.Sprint("no step of the stopped generation lies beyond its checkpoint"))
-	t.Logf("stopped generation trained to step %d (last sample step %d) and checkpointed at step %d on stop; new generation's first step %d, checkpoint_step %d; steps lost: %d",
-		oldMax, last.Step, k, resumed.Step, resumed.CheckpointStep, oldMax-resumed.Step)
+	resumedAtNoLoss(t, c, "up", k)
 
 	agent.WaitFor(t, time.Minute, "generation 2 running", func() error {
 		sum := summary(t, c, "up")
@@ -105,7 +82,7 @@ func TestNomadJobRun_UpdateLosesNoStep(t *testing.T) {
 	waitStep(t, c, "up", k+5)
 	var shown int64
 	agent.WaitFor(t, time.Minute, "job status showing a step", func() error {
-		out, err := exec.Command(bin, "job", "status", "-address", "http://"+leader, "up").CombinedOutput()
+		out, err := exec.Command(u.bin, "job", "status", "-address", "http://"+u.leader, "up").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("caravan job status: %v\n%s", err, out)
 		}
@@ -121,6 +98,56 @@ func TestNomadJobRun_UpdateLosesNoStep(t *testing.T) {
 	must.LessEq(t, newest, shown, must.Sprint("not beyond what the trainer reported"))
 	t.Logf("caravan job status shows step %d (newest sample %d)", shown, newest)
 	must.SliceEmpty(t, events(t, c, "up", api.EventRescaleAborted))
+}
+
+// updateCluster is a Nomad cluster with 4 fake GPUs and one Caravan agent
+// on it (drf), whose checkpoints the test reads.
+type updateCluster struct {
+	nc                          *agent.NomadCluster
+	client                      *api.Client
+	trainer, bin, leader, ckpts string
+}
+
+func startUpdateCluster(t *testing.T) *updateCluster {
+	t.Helper()
+	u := &updateCluster{nc: agent.StartNomadCluster(t, agent.ClusterOptions{}), ckpts: t.TempDir()}
+	dumpOnFailure(t, u.nc)
+	u.trainer, u.bin = buildTrainer(t), agent.BuildCaravan(t)
+	cl := startCaravans(t, u.bin, 1, nomadAgentBody(u.nc, u.ckpts, "drf"))
+	u.leader = cl.waitLeader(t, "")
+	u.client = cl.clients[u.leader]
+	waitNodes(t, u.client, 3, 4)
+	return u
+}
+
+// manifest reads the checkpoint manifest of job id (namespace default).
+func (u *updateCluster) manifest(t *testing.T, id string) checkpointManifest {
+	t.Helper()
+	return readCheckpointManifest(t, filepath.Join(u.ckpts, "default", id))
+}
+
+// resumedAtNoLoss checks that job id's generation after its checkpoint at
+// step k lost no step: the sample of that checkpoint is at step k, no
+// sample before the new generation's is past it, and the new generation's
+// first sample is at step k, having loaded that checkpoint.
+func resumedAtNoLoss(t *testing.T, c *api.Client, id string, k int64) {
+	t.Helper()
+	resumed, at := resumedSample(t, c, id, k)
+	must.Eq(t, k, at.Step, must.Sprint("the checkpoint's sample is at its step"))
+	must.Eq(t, k, resumed.Step, must.Sprint("the new generation starts at exactly that step"))
+	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("having loaded that checkpoint"))
+	smps, _, err := c.Jobs().Samples(id, nil)
+	must.NoError(t, err)
+	var oldMax int64
+	for _, s := range smps.Samples {
+		if s.Time >= resumed.Time {
+			break
+		}
+		oldMax = max(oldMax, s.Step)
+	}
+	must.Eq(t, k, oldMax, must.Sprint("no step of the earlier generation lies beyond its checkpoint"))
+	t.Logf("job %s: earlier generation trained to step %d and checkpointed at step %d; next generation's first step %d, checkpoint_step %d; steps lost: %d",
+		id, oldMax, k, resumed.Step, resumed.CheckpointStep, oldMax-resumed.Step)
 }
 
 // checkpointManifest is what the test reads of examples/trainer's
@@ -146,16 +173,11 @@ func readCheckpointManifest(t *testing.T, dir string) checkpointManifest {
 // chief holds at it until Nomad stops it, so the old generation trains no
 // step past it, and the new generation resumes at exactly that step.
 func TestCaravanJobRun_UpdateLosesNoStep(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	checkpoints := t.TempDir()
-	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, checkpoints, "drf"))
-	c := cl.clients[cl.waitLeader(t, "")]
-	waitNodes(t, c, 3, 4)
+	u := startUpdateCluster(t)
+	nc, c := u.nc, u.client
 
 	spec := trainerJobSpec{
-		ID: "cr", Trainer: trainer, MaxWorkers: 2,
+		ID: "cr", Trainer: u.trainer, MaxWorkers: 2,
 		WorkerArgs: []string{"-features", "100", "-examples", "20000", "-sample-cost", "1ms"},
 		PSArgs:     []string{"-features", "100", "-examples", "20000"},
 		Threshold:  0.000001, Patience: 1000, MaxEpochs: 100000,
@@ -176,24 +198,8 @@ func TestCaravanJobRun_UpdateLosesNoStep(t *testing.T) {
 	waitEvent(t, c, "cr", api.EventCheckpointRequested, 1, time.Minute)
 	confirmed := waitEvent(t, c, "cr", api.EventCheckpointConfirmed, 1, time.Minute)
 	k := confirmedStep(t, confirmed)
-	resumed, at := resumedSample(t, c, "cr", k)
-	must.Eq(t, k, at.Step, must.Sprint("the checkpoint's sample is at its step"))
-	must.Eq(t, k, resumed.Step, must.Sprint("the new version starts at exactly the confirmed step"))
-	must.Eq(t, k, resumed.CheckpointStep, must.Sprint("having loaded that checkpoint"))
-	smps, _, err := c.Jobs().Samples("cr", nil)
-	must.NoError(t, err)
-	var oldMax int64
-	for _, s := range smps.Samples {
-		if s.Time >= resumed.Time {
-			break
-		}
-		oldMax = max(oldMax, s.Step)
-	}
-	must.Eq(t, k, oldMax, must.Sprint("the old generation held at its checkpoint until stopped"))
-	m := readCheckpointManifest(t, filepath.Join(checkpoints, "default", "cr"))
-	must.Eq(t, k, m.Step, must.Sprint("the stop wrote no other checkpoint"))
-	t.Logf("old version trained to step %d, checkpointed and confirmed at step %d; new version's first step %d, checkpoint_step %d; steps lost: %d",
-		oldMax, k, resumed.Step, resumed.CheckpointStep, oldMax-resumed.Step)
+	resumedAtNoLoss(t, c, "cr", k)
+	must.Eq(t, k, u.manifest(t, "cr").Step, must.Sprint("the stop wrote no other checkpoint"))
 
 	agent.WaitFor(t, time.Minute, "the new version running", func() error {
 		nj := nomadJob(t, nc, "caravan-cr")
