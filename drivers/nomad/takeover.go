@@ -21,19 +21,17 @@ import (
 
 // awaitEarlier holds back the takeover f of a job declared in Nomad while
 // tasks of its earlier generation still run, and says whether it did;
-// advance then moves it on (advanceTakeover).
+// advance then moves it on (advanceTakeover). Not held back, the takeover
+// records what the earlier generation's last sample says of its stop.
 func (d *Driver) awaitEarlier(ctx context.Context, f *flight) bool {
 	n, ok := d.earlierRunning(f.job)
 	if ok && n == 0 {
+		d.stoppedAt(ctx, f)
 		return false
 	}
 	f.draining = true
 	f.timeout = checkpointTimeout(f.job)
 	f.deadline = f.began.Add(f.timeout)
-	if host := d.hostOf(); host != nil {
-		before, _ := host.LastSample(f.key)
-		f.before = before.CheckpointStep
-	}
 	f.state.Phase = structs.ChangeCheckpointing
 	f.state.Message = fmt.Sprintf("waiting up to %s for the earlier generation's tasks to checkpoint and stop", f.timeout)
 	d.event(ctx, f.job, structs.EventCheckpointRequested,
@@ -50,22 +48,38 @@ func (d *Driver) advanceTakeover(ctx context.Context, f *flight) {
 		return
 	}
 	f.draining = false
-	var last structs.Sample
-	if host := d.hostOf(); host != nil {
-		last, _ = host.LastSample(f.key)
-	}
-	switch {
-	case ok && n == 0 && last.CheckpointStep > f.before:
-		d.event(ctx, f.job, structs.EventCheckpointConfirmed, fmt.Sprintf("checkpoint at step %d confirmed; the earlier generation stopped", last.CheckpointStep),
-			map[string]string{"Step": strconv.FormatInt(last.CheckpointStep, 10)})
-	case ok && n == 0:
-		d.log.Info("the earlier generation stopped without reporting a newer checkpoint", "job_id", f.job.ID, "checkpoint_step", last.CheckpointStep)
-	default:
+	if ok && n == 0 {
+		d.stoppedAt(ctx, f)
+	} else {
 		d.event(ctx, f.job, structs.EventCheckpointRequested,
 			fmt.Sprintf("%d tasks of the earlier generation still run after %s; starting the next generation from the last checkpoint", max(n, 0), f.timeout), nil)
 	}
 	f.state.Phase, f.state.Message, f.state.Since = structs.ChangeStarting, "submitting the placement to Nomad", time.Now().UnixNano()
 	d.startSubmit(f)
+}
+
+// stoppedAt records how the earlier generation of a job taken over
+// stopped, from the job's last sample (the stop may have been reported
+// before the leader read the user's version): a chief that checkpointed
+// as it stopped reports a checkpoint at its last step, which the next
+// generation resumes from (CheckpointConfirmed); one whose last step is
+// past its last checkpoint lost the steps between (a warning). A job
+// without samples (its first takeover) records nothing.
+func (d *Driver) stoppedAt(ctx context.Context, f *flight) {
+	host := d.hostOf()
+	if host == nil {
+		return
+	}
+	last, ok := host.LastSample(f.key)
+	switch {
+	case !ok || last.CheckpointStep == 0 && last.Step == 0:
+	case last.CheckpointStep >= last.Step:
+		d.event(ctx, f.job, structs.EventCheckpointConfirmed, fmt.Sprintf("checkpoint at step %d confirmed; the earlier generation stopped at it", last.CheckpointStep),
+			map[string]string{"Step": strconv.FormatInt(last.CheckpointStep, 10)})
+	default:
+		d.log.Warn("the earlier generation stopped past its last checkpoint; the steps since are lost",
+			"job_id", f.job.ID, "checkpoint_step", last.CheckpointStep, "step", last.Step)
+	}
 }
 
 // earlierRunning counts the tasks of a job declared in Nomad that run (or

@@ -17,14 +17,16 @@ import (
 // the takeover waits in phase checkpointing while the earlier
 // generation's allocations run (they checkpoint as Nomad stops them),
 // submits the next generation once they stopped, with the checkpoint
-// reported meanwhile confirmed; and submits it anyway once the checkpoint
-// timeout passed.
+// they reported at their last step confirmed; submits it at once when they
+// stopped before the driver saw the new version; and submits it anyway
+// once the checkpoint timeout passed.
 func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// stop says whether the earlier generation's allocations stop.
-		stop bool
-	}{{"earlier generation stops", true}, {"timeout passes", false}} {
+		// stop says whether the earlier generation's allocations stop,
+		// first whether before the takeover.
+		stop, first bool
+	}{{"earlier generation stops", true, false}, {"stopped first", true, true}, {"timeout passes", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeNomad(t)
 			host := &testHost{}
@@ -45,14 +47,7 @@ func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 			job = declaredAt(t, d, f.putJob(rerun))[resnetKey].Job
 			job.Elastic.Checkpoint.Timeout = 2 * time.Second
 			userVersion := nomadVersion(f, "resnet50")
-			_, err = d.Enact(ctx, &structs.Plan{Index: 2, Placements: []*structs.Placement{placementOn(job, 1, 1)}}, []*structs.Job{job})
-			must.NoError(t, err)
-			r := waitReport(t, d, "resnet50", "the takeover waiting", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeCheckpointing })
-			must.StrContains(t, r.Change.Message, "earlier generation")
-			must.SliceLen(t, 1, host.eventsOf(structs.EventCheckpointRequested))
-			must.Eq(t, userVersion, nomadVersion(f, "resnet50"), must.Sprint("nothing submitted while the earlier generation runs"))
-
-			if tc.stop {
+			stop := func() {
 				// The stopped chief checkpoints at step 42 and reports it;
 				// then its allocations are complete.
 				host.report(structs.Sample{Namespace: "default", JobID: "resnet50", Step: 42, CheckpointStep: 42})
@@ -62,6 +57,21 @@ func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 				}
 				f.bump()
 				f.mu.Unlock()
+				waitReport(t, d, "resnet50", "the allocations seen stopped", func(r *structs.JobReport) bool { return r.Placement == nil })
+			}
+			if tc.first {
+				stop()
+			}
+			_, err = d.Enact(ctx, &structs.Plan{Index: 2, Placements: []*structs.Placement{placementOn(job, 1, 1)}}, []*structs.Job{job})
+			must.NoError(t, err)
+			if !tc.first {
+				r := waitReport(t, d, "resnet50", "the takeover waiting", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeCheckpointing })
+				must.StrContains(t, r.Change.Message, "earlier generation")
+				must.SliceLen(t, 1, host.eventsOf(structs.EventCheckpointRequested))
+				must.Eq(t, userVersion, nomadVersion(f, "resnet50"), must.Sprint("nothing submitted while the earlier generation runs"))
+			}
+			if tc.stop && !tc.first {
+				stop()
 			}
 			waitReport(t, d, "resnet50", "the takeover going on", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeStarting })
 			waitGeneration(t, f, "2")
@@ -69,7 +79,7 @@ func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 			must.Eq(t, "speech", f.jobs["resnet50"].Meta["team"])
 			f.mu.Unlock()
 			if tc.stop {
-				must.Eq(t, []string{"checkpoint at step 42 confirmed; the earlier generation stopped"}, host.eventsOf(structs.EventCheckpointConfirmed))
+				must.Eq(t, []string{"checkpoint at step 42 confirmed; the earlier generation stopped at it"}, host.eventsOf(structs.EventCheckpointConfirmed))
 			} else {
 				must.SliceEmpty(t, host.eventsOf(structs.EventCheckpointConfirmed))
 				must.SliceLen(t, 2, host.eventsOf(structs.EventCheckpointRequested), must.Sprint("the second says the timeout passed"))
