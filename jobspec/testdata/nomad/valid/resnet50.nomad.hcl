@@ -35,7 +35,6 @@ job "resnet50" {
           }
 
           checkpoint {
-            signal   = "SIGUSR1"
             timeout  = "2m"
             interval = "30m"
           }
