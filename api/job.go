@@ -181,8 +181,12 @@ type Checkpoint struct {
 	// Signal is sent to every task of the job, e.g. "SIGUSR1".
 	Signal string
 	// Timeout bounds the wait for the checkpoint to be reported; a rescale
-	// whose checkpoint is not confirmed in time is not applied.
+	// whose checkpoint is not confirmed in time is not applied. It is also
+	// how long a stopped task may take to checkpoint (its kill_timeout).
 	Timeout time.Duration
+	// Interval, when positive, has the job's chief checkpoint that often
+	// besides when asked; 0 means only when asked and when stopped.
+	Interval time.Duration `json:",omitempty"`
 }
 
 // Role is the template from which Caravan builds the Nomad tasks of one role.

@@ -247,6 +247,17 @@ func (d *decoder) checkpoint(b *hcl.Block, path string) *structs.Checkpoint {
 	cp := &structs.Checkpoint{}
 	d.attr(c, path, "signal", &cp.Signal)
 	d.duration(c, path, "timeout", &cp.Timeout)
+	d.duration(c, path, "interval", &cp.Interval)
+	if p := join(path, "interval"); c.Attributes["interval"] != nil && !d.failed[p] && cp.Interval <= 0 {
+		// 0 would mean no interval: written, it is a mistake.
+		d.failed[p] = true
+		d.diags = append(d.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid " + p,
+			Detail:   fmt.Sprintf("%v must be a positive duration, such as \"10m\"; leave it out to checkpoint only when asked.", cp.Interval),
+			Subject:  d.ranges[p].Ptr(),
+		})
+	}
 	return cp
 }
 

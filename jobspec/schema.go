@@ -43,7 +43,7 @@ var (
 	convergenceSchema = &hcl.BodySchema{Attributes: attrs("threshold", "patience", "max_epochs")}
 	elasticSchema     = &hcl.BodySchema{Blocks: blocks("workers", "parameter_servers", "checkpoint")}
 	boundsSchema      = &hcl.BodySchema{Attributes: attrs("min", "max")}
-	checkpointSchema  = &hcl.BodySchema{Attributes: attrs("signal", "timeout")}
+	checkpointSchema  = &hcl.BodySchema{Attributes: attrs("signal", "timeout", "interval")}
 	roleSchema        = &hcl.BodySchema{
 		Attributes: attrs("driver"),
 		Blocks:     blocks("config", "env", "meta", "resources", "constraint", "affinity"),

@@ -254,7 +254,7 @@ func bounds(b *hclwrite.Body, bnd structs.Bounds) {
 // checkpointed reports whether c differs from the default checkpoint, so
 // that it needs a block.
 func checkpointed(c *structs.Checkpoint) bool {
-	return c != nil && (c.Signal != structs.DefaultCheckpointSignal || c.Timeout != structs.DefaultCheckpointTimeout)
+	return c != nil && (c.Signal != structs.DefaultCheckpointSignal || c.Timeout != structs.DefaultCheckpointTimeout || c.Interval != 0)
 }
 
 func (w *writer) checkpoint(b *hclwrite.Body, c *structs.Checkpoint) {
@@ -263,6 +263,9 @@ func (w *writer) checkpoint(b *hclwrite.Body, c *structs.Checkpoint) {
 	}
 	if c.Timeout != structs.DefaultCheckpointTimeout {
 		b.SetAttributeValue("timeout", cty.StringVal(formatDuration(c.Timeout)))
+	}
+	if c.Interval != 0 {
+		b.SetAttributeValue("interval", cty.StringVal(formatDuration(c.Interval)))
 	}
 }
 

@@ -58,8 +58,11 @@ func (s *Server) jobStub(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job) (*
 }
 
 // currentModel returns job's models with the step and time left brought
-// up to its newest sample: models are committed when they change, not at
-// every step. nil when none is fitted.
+// to its newest sample: models are committed when they change, not at
+// every step. The step is the one that runs, the newest sample's, not the
+// highest ever reported: a generation that resumed from an older
+// checkpoint than its last report shows the step it trains at. nil when
+// none is fitted.
 func (s *Server) currentModel(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job) (*structs.JobModel, error) {
 	m, err := state.Model(txn, ws, job.Namespace, job.ID)
 	if err != nil || m == nil {
@@ -73,11 +76,29 @@ func (s *Server) currentModel(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Jo
 		return m, nil
 	}
 	c := *m
-	c.Step = max(c.Step, smp.Samples[len(smp.Samples)-1].Step)
+	c.Step = newestStep(smp.Samples)
 	if c.TotalSteps > 0 && c.StepsPerSecond > 0 {
 		c.RemainingSeconds = max(c.TotalSteps-float64(c.Step), 0) / c.StepsPerSecond
 	}
 	return &c, nil
+}
+
+// newestSampled bounds how many of a job's latest samples newestStep
+// looks at: samples are stored as they arrive, and collectors scraped in
+// turn may deliver a few out of their order.
+const newestSampled = 32
+
+// newestStep returns the step of the sample the trainer took last (the
+// latest Time) among the last newestSampled of samples, which must not be
+// empty.
+func newestStep(samples []structs.Sample) int64 {
+	newest := samples[len(samples)-1]
+	for _, smp := range samples[max(len(samples)-newestSampled, 0):] {
+		if smp.Time > newest.Time {
+			newest = smp
+		}
+	}
+	return newest.Step
 }
 
 // placementGPUs counts the GPU instances the tasks of p request.

@@ -102,6 +102,8 @@ const (
 	// MaxCheckpointTimeout bounds elastic.checkpoint.timeout: a rescale
 	// waits at most this long for a checkpoint.
 	MaxCheckpointTimeout = 24 * time.Hour
+	// MaxCheckpointInterval bounds elastic.checkpoint.interval.
+	MaxCheckpointInterval = 7 * 24 * time.Hour
 )
 
 // atMost fails field when n is above limit, naming the limit.
@@ -325,8 +327,14 @@ type Checkpoint struct {
 	// Signal is sent to every task of the job, e.g. "SIGUSR1".
 	Signal string
 	// Timeout bounds the wait for the checkpoint to be reported; a rescale
-	// whose checkpoint is not confirmed in time is not applied.
+	// whose checkpoint is not confirmed in time is not applied. It is also
+	// how long a task may take to stop: the time its chief has to write a
+	// checkpoint when stopped (the Nomad tasks' kill_timeout).
 	Timeout time.Duration
+	// Interval, when positive, has the job's chief checkpoint that often
+	// besides when asked (CARAVAN_CHECKPOINT_INTERVAL); 0 means only when
+	// asked and when stopped.
+	Interval time.Duration `json:",omitempty"`
 }
 
 // Role is the template from which Caravan builds the Nomad tasks of one role.
@@ -603,6 +611,12 @@ func (e *Elastic) validate(v validator, arch string) {
 		}
 		if c.Timeout > MaxCheckpointTimeout {
 			cv.fail("timeout", "%v is more than the maximum of %v", c.Timeout, MaxCheckpointTimeout)
+		}
+		if c.Interval < 0 {
+			cv.fail("interval", "%v must be positive (leave it out to checkpoint only when asked)", c.Interval)
+		}
+		if c.Interval > MaxCheckpointInterval {
+			cv.fail("interval", "%v is more than the maximum of %v", c.Interval, MaxCheckpointInterval)
 		}
 	}
 }

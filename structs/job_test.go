@@ -111,6 +111,7 @@ func TestJob_Validate(t *testing.T) {
 		}, "parameter_server", "an allreduce job has no parameter servers"},
 		{"signal", func(j *Job) { j.Elastic.Checkpoint.Signal = "USR1" }, "elastic.checkpoint.signal", `"USR1" is not a signal name`},
 		{"timeout", func(j *Job) { j.Elastic.Checkpoint.Timeout = -time.Second }, "elastic.checkpoint.timeout", "must be positive"},
+		{"interval", func(j *Job) { j.Elastic.Checkpoint.Interval = -time.Minute }, "elastic.checkpoint.interval", "must be positive"},
 		{"missing worker", func(j *Job) { j.Worker = nil }, "worker", "is required"},
 		{"missing driver", func(j *Job) { j.Worker.Driver = "" }, "worker.driver", "is required"},
 		{"memory", func(j *Job) { j.Worker.Resources.MemoryMB = 5 }, "worker.resources.memory", "below Nomad's minimum"},
@@ -150,6 +151,7 @@ func TestJob_Validate(t *testing.T) {
 		{"device count beyond the maximum", func(j *Job) { j.Worker.Resources.Devices[0].Count = 1 << 40 },
 			"worker.resources.device[0].count", "more than the maximum of 1024"},
 		{"checkpoint timeout", func(j *Job) { j.Elastic.Checkpoint.Timeout = 1000 * time.Hour }, "elastic.checkpoint.timeout", "more than the maximum of 24h0m0s"},
+		{"checkpoint interval", func(j *Job) { j.Elastic.Checkpoint.Interval = 1000 * time.Hour }, "elastic.checkpoint.interval", "more than the maximum of 168h0m0s"},
 		{"affinity weight", func(j *Job) {
 			j.Worker.Affinities = []*Affinity{{LTarget: "${node.class}", Operand: OpEqual, RTarget: "a", Weight: 200}}
 		}, "worker.affinity[0].weight", "between -100 and 100"},

@@ -54,6 +54,9 @@ type flight struct {
 	index      uint64
 	// written is the Nomad job the worker registered, once it did.
 	written *namespacedID
+	// draining is set while the takeover of a job declared in Nomad
+	// waits for its earlier generation to stop (takeover.go).
+	draining bool
 }
 
 // Enact starts making Nomad run plan and returns without waiting for any
@@ -220,6 +223,9 @@ func (d *Driver) begin(ctx context.Context, c *change) {
 		}
 	}
 	if !c.checkpoint {
+		if c.job.Nomad != nil && c.existing == nil && !c.restart && d.awaitEarlier(ctx, f) {
+			return
+		}
 		f.state.Phase, f.state.Message = structs.ChangeStarting, "submitting the placement to Nomad"
 		d.startSubmit(f)
 		return
@@ -264,6 +270,10 @@ func (d *Driver) startSubmit(f *flight) {
 // StartTimeout. A change whose worker has not answered waits for it.
 func (d *Driver) advance(ctx context.Context, f *flight) {
 	if f.pending {
+		return
+	}
+	if f.draining {
+		d.advanceTakeover(ctx, f)
 		return
 	}
 	if f.state.Phase == structs.ChangeStarting {

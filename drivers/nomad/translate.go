@@ -241,7 +241,7 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 			if count == 0 {
 				continue
 			}
-			tg := group(groupName(role, p, k), n.NodeID, count, task(role, tmpl, size, base, env, roleEnv))
+			tg := group(groupName(role, p, k), n.NodeID, count, task(role, tmpl, size, base, env, roleEnv, checkpointTimeout(job)))
 			tg.Meta = groupMeta(role, n, base)
 			sub.Collector.add(tg, job, role)
 			nj.TaskGroups = append(nj.TaskGroups, tg)
@@ -429,6 +429,11 @@ func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (
 				maps.Copy(taskEnv, env)
 				taskEnv["CARAVAN_ROLE"] = role
 				t.Env = taskEnv
+				if t.Lifecycle == nil {
+					// A stopped task checkpoints first (a new version the
+					// user runs stops it).
+					t.KillTimeout = new(max(deref(t.KillTimeout), checkpointTimeout(job)))
+				}
 				t.Templates = append(t.Templates, rank)
 			}
 			sub.Collector.add(tg, job, role)
@@ -477,7 +482,11 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 	}
 	if e := job.Elastic; e != nil && e.Checkpoint != nil {
 		env["CARAVAN_CHECKPOINT_SIGNAL"] = e.Checkpoint.Signal
+		if e.Checkpoint.Interval > 0 {
+			env["CARAVAN_CHECKPOINT_INTERVAL"] = e.Checkpoint.Interval.String()
+		}
 	}
+	env["CARAVAN_CHECKPOINT_TIMEOUT"] = checkpointTimeout(job).String()
 	if t := job.Training; t != nil {
 		env["CARAVAN_MODE"] = t.Mode
 		b := contractBatch(t, p)
@@ -493,6 +502,18 @@ func contractEnv(job *structs.Job, p *structs.Placement, sub Submission) map[str
 		}
 	}
 	return env
+}
+
+// checkpointTimeout is how long the job's tasks may take to checkpoint:
+// the job's checkpoint timeout, or the default. It is also their
+// kill_timeout, the time a stopped task has to write its checkpoint
+// before Nomad kills it (Nomad clients cap it at their max_kill_timeout,
+// 30 s by default).
+func checkpointTimeout(job *structs.Job) time.Duration {
+	if e := job.Elastic; e != nil && e.Checkpoint != nil && e.Checkpoint.Timeout > 0 {
+		return e.Checkpoint.Timeout
+	}
+	return structs.DefaultCheckpointTimeout
 }
 
 // contractBatch is the batch a job's tasks train at: the placement's
@@ -576,7 +597,7 @@ func deref[T any](p *T) T {
 // A group's allocations share one task definition, so the rank, base
 // plus the allocation's index, is rendered by a template into the
 // environment.
-func task(role string, tmpl *structs.Role, s structs.TaskSize, base int, env, roleEnv map[string]string) *api.Task {
+func task(role string, tmpl *structs.Role, s structs.TaskSize, base int, env, roleEnv map[string]string, killTimeout time.Duration) *api.Task {
 	taskEnv := maps.Clone(tmpl.Env)
 	if taskEnv == nil {
 		taskEnv = map[string]string{}
@@ -607,6 +628,7 @@ func task(role string, tmpl *structs.Role, s structs.TaskSize, base int, env, ro
 		Constraints: constraints(tmpl.Constraints),
 		Affinities:  affinities(tmpl.Affinities),
 		Templates:   []*api.Template{rankTemplate(base)},
+		KillTimeout: new(killTimeout),
 	}
 }
 

@@ -166,6 +166,11 @@ func TestTrainerAdaptiveBatch(t *testing.T) {
 	j1.chief.signal(t, syscall.SIGUSR1)
 	ckpt := coll1.waitSample(t, 20*time.Second, "a checkpoint", func(s structs.Sample) bool { return s.CheckpointStep > 0 })
 	j1.stop(10 * time.Second)
+	// The chief held at the checkpoint until the stop, as in Caravan's
+	// rescale protocol: no step past it, and no second checkpoint.
+	last := coll1.all()[len(coll1.all())-1]
+	must.Eq(t, ckpt.CheckpointStep, last.Step, must.Sprint("no step trained past the checkpoint asked for"))
+	must.Eq(t, ckpt.CheckpointStep, last.CheckpointStep)
 	for _, s := range coll1.all() {
 		must.Eq(t, 32, s.BatchSize)
 		must.Eq(t, 16, s.LocalBatchSize)

@@ -36,18 +36,23 @@ func (logReporter) Close(context.Context) error { return nil }
 // chief is what worker 0 does besides training: it evaluates the loss of
 // the parameters of every step on the held-out set, reports samples,
 // tracks convergence per epoch, writes checkpoints when the checkpoint
-// signal asks, and ends training. It runs on the worker's goroutine only;
-// requested is set by the signal handler.
+// signal asks, every CheckpointInterval and when the process is stopped,
+// and ends training (or, stopped, the generation). It runs on the
+// worker's goroutine only; requested is set and stop closed by the signal
+// handlers.
 type chief struct {
 	cfg       *config
 	log       hclog.Logger
 	rep       reporter
 	eval      batch
 	requested *atomic.Bool
+	stop      <-chan struct{}
 
-	// The latest checkpoint (nil if none) and its step.
+	// The latest checkpoint (nil if none) and its step, and when the
+	// chief last wrote one or started (for CheckpointInterval).
 	current  *manifest
 	ckptStep int64
+	ckptTime time.Time
 
 	// Convergence tracking: the last epoch boundary passed, the loss
 	// there, and how many epochs in a row improved less than the
@@ -72,8 +77,8 @@ type chief struct {
 	noise gradNoise
 }
 
-func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested *atomic.Bool) (*chief, error) {
-	c := &chief{cfg: cfg, log: log.Named("chief"), rep: rep, eval: data.evalBatch(cfg.EvalExamples), requested: requested}
+func newChief(cfg *config, log hclog.Logger, rep reporter, data *dataset, requested *atomic.Bool, stop <-chan struct{}) (*chief, error) {
+	c := &chief{cfg: cfg, log: log.Named("chief"), rep: rep, eval: data.evalBatch(cfg.EvalExamples), requested: requested, stop: stop}
 	if !cfg.Resume {
 		return c, nil
 	}
@@ -112,6 +117,7 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 		c.lastStep, c.lastTime = v, now
 		c.startStep, c.startTime = v, now
 		c.epochStep, c.epochTime = v, now
+		c.ckptTime = now
 	}
 	c.acc.cpu += times.cpu
 	c.acc.net += times.net
@@ -146,7 +152,14 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 
 	checkpointed := false
 	periodic := c.cfg.CheckpointEvery > 0 && v%c.cfg.CheckpointEvery == 0 && v > c.ckptStep
-	if c.requested.Swap(false) || done != "" || periodic {
+	periodic = periodic || c.cfg.CheckpointInterval > 0 && now.Sub(c.ckptTime) >= c.cfg.CheckpointInterval && v > c.ckptStep
+	// Stopped, the chief checkpoints before it exits (unless the latest
+	// checkpoint is at this step), and again at each boundary until one
+	// is written or the process is cancelled.
+	requested := c.requested.Swap(false)
+	stopped := c.stop != nil && closed(c.stop)
+	atCheckpoint := c.current != nil && c.ckptStep == v
+	if requested || done != "" || periodic || stopped && !atCheckpoint {
 		if err := c.checkpoint(ctx, w, v, loss); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
@@ -154,6 +167,7 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 			c.log.Error("checkpoint failed", "step", v, "error", err)
 		} else {
 			checkpointed = true
+			c.ckptTime = now
 		}
 	}
 
@@ -170,12 +184,44 @@ func (c *chief) atStep(ctx context.Context, w *worker, v int64, loss float64, ti
 			c.log.Info("checkpoint reported", "step", c.ckptStep)
 		}
 	}
+	if stopped && (checkpointed || atCheckpoint) && done == "" {
+		c.log.Info("stopped; this generation ends at its checkpoint", "step", c.ckptStep, "loss", loss)
+		return true, nil
+	}
+	if requested && checkpointed && done == "" && c.hold(ctx) {
+		c.log.Info("stopped at the checkpoint asked for; this generation ends there", "step", c.ckptStep, "loss", loss)
+		return true, nil
+	}
 	if done != "" {
 		c.log.Info("training finished", "reason", done, "step", v, "epoch", float64(v)/float64(c.cfg.StepsPerEpoch), "loss", loss,
 			"duration", now.Sub(c.startTime).Round(time.Millisecond), "steps_per_s", rate(v-c.startStep, now.Sub(c.startTime)))
 		return true, nil
 	}
 	return false, nil
+}
+
+// hold waits, after a checkpoint the signal asked for, for the stop that
+// follows it in Caravan's rescale protocol, so that the generation trains
+// no step past the checkpoint the next one resumes from. It waits at most
+// the stop timeout (Caravan's checkpoint timeout, after which it gives up
+// the rescale) and half the RPC timeout (the other workers wait at the
+// barrier meanwhile), and reports whether the process was stopped.
+func (c *chief) hold(ctx context.Context) bool {
+	if c.stop == nil {
+		return false
+	}
+	d := min(c.cfg.StopTimeout, c.cfg.RPCTimeout/2)
+	c.log.Info("holding at the checkpoint for the stop that usually follows", "step", c.ckptStep, "at_most", d)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-c.stop:
+		return true
+	case <-timer.C:
+		c.log.Info("no stop came; training on", "step", c.ckptStep, "held", d)
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // observeGrad takes the gradient statistics of the last step the

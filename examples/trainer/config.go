@@ -40,6 +40,11 @@ const (
 	envPatience         = "CARAVAN_CONVERGENCE_PATIENCE"
 	envMaxEpochs        = "CARAVAN_MAX_EPOCHS"
 	envCheckpointSignal = "CARAVAN_CHECKPOINT_SIGNAL"
+	// envCheckpointInterval and envCheckpointTimeout are Go durations
+	// ("10m0s"): how often the chief checkpoints unasked, and how long a
+	// stopped trainer may take to checkpoint and exit.
+	envCheckpointInterval = "CARAVAN_CHECKPOINT_INTERVAL"
+	envCheckpointTimeout  = "CARAVAN_CHECKPOINT_TIMEOUT"
 	// envAllocID is set by Nomad itself.
 	envAllocID = "NOMAD_ALLOC_ID"
 )
@@ -48,6 +53,8 @@ const (
 const (
 	defaultGlobalBatch = 64
 	defaultGeneration  = "0"
+	// defaultStopTimeout bounds a stop without CARAVAN_CHECKPOINT_TIMEOUT.
+	defaultStopTimeout = 5 * time.Second
 )
 
 // config is everything a trainer process needs: the environment contract
@@ -81,6 +88,13 @@ type config struct {
 	MaxEpochs       int
 	SignalName      string
 	Signal          syscall.Signal
+	// CheckpointInterval, when positive, has the chief checkpoint that
+	// often unasked (CARAVAN_CHECKPOINT_INTERVAL).
+	CheckpointInterval time.Duration
+	// StopTimeout bounds how long a stopped process goes on, so that the
+	// chief checkpoints first (CARAVAN_CHECKPOINT_TIMEOUT, which Caravan
+	// also gives its tasks as their kill_timeout).
+	StopTimeout time.Duration
 
 	// From the flags.
 	Model             string
@@ -211,6 +225,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	c.MaxEpochs = e.int(envMaxEpochs, 0, false)
 	c.SignalName = e.str(envCheckpointSignal, structs.DefaultCheckpointSignal)
 	c.AllocID = e.str(envAllocID, "")
+	c.CheckpointInterval = e.duration(envCheckpointInterval, 0)
+	c.StopTimeout = e.duration(envCheckpointTimeout, defaultStopTimeout)
 
 	errs := e.errs
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -279,6 +295,12 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 		bad("%s: %v", envCheckpointSignal, err)
 	}
 	c.Signal = sig
+	if c.CheckpointInterval < 0 || c.CheckpointInterval == 0 && strings.TrimSpace(getenv(envCheckpointInterval)) != "" {
+		bad("%s=%v: must be positive (leave it unset to checkpoint only when asked)", envCheckpointInterval, c.CheckpointInterval)
+	}
+	if c.StopTimeout <= 0 {
+		bad("%s=%v: must be positive", envCheckpointTimeout, c.StopTimeout)
+	}
 
 	if c.Model != "logreg" {
 		bad("-model=%q: only logreg is implemented", c.Model)
@@ -417,6 +439,20 @@ func (e *envReader) float(name string, def float64) float64 {
 		return def
 	}
 	return f
+}
+
+// duration reads a Go duration such as "10m0s".
+func (e *envReader) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(e.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: not a duration such as \"10m\"", name, v))
+		return def
+	}
+	return d
 }
 
 func (e *envReader) bool(name string) bool {

@@ -7,7 +7,8 @@
 // One binary plays every role. CARAVAN_ROLE=ps serves a slice of the
 // parameters; CARAVAN_ROLE=worker computes gradients, and worker 0, the
 // chief, also evaluates the loss, reports samples to Caravan's collectors
-// (collector/client), checkpoints on the checkpoint signal and decides
+// (collector/client), checkpoints on the checkpoint signal, every
+// CARAVAN_CHECKPOINT_INTERVAL and when stopped, and decides
 // when training has converged. With CARAVAN_COORDINATOR_ADDR, workers ask
 // the node's subtask coordinator (collector/coord) before each pull,
 // computation and push, so that co-located jobs take turns. See README.md

@@ -16,10 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// stopTimeout bounds how long the trainer takes to exit after SIGINT or
-// SIGTERM; a second signal exits at once.
-const stopTimeout = 5 * time.Second
-
 // closeTimeout bounds the chief's last flush of samples when training is
 // over; stopping on a signal leaves it less.
 const (
@@ -52,7 +48,8 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		"num_ps", cfg.NumPS, "num_workers", cfg.NumWorkers, "mode", cfg.Mode, "resume", cfg.Resume,
 		"local_batch", cfg.LocalBatch, "global_batch", cfg.GlobalBatch, "steps_per_epoch", cfg.StepsPerEpoch,
 		"features", cfg.Features, "examples", cfg.Examples, "lr", cfg.LR, "sample_cost", cfg.SampleCost,
-		"checkpoint_dir", cfg.CheckpointDir, "checkpoint_signal", cfg.SignalName, "pid", os.Getpid())
+		"checkpoint_dir", cfg.CheckpointDir, "checkpoint_signal", cfg.SignalName, "checkpoint_interval", cfg.CheckpointInterval,
+		"stop_timeout", cfg.StopTimeout, "pid", os.Getpid())
 
 	// Every process catches the checkpoint signal, so that it never ends
 	// one; only the chief acts on it.
@@ -70,19 +67,37 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		}
 	}()
 
+	// A stop signal (SIGINT, SIGTERM: Nomad stopping the task) does not
+	// end a process at once: the chief checkpoints at the next step
+	// boundary, reports it and ends the generation, which ends every
+	// other process of it. Processes still running after StopTimeout are
+	// cancelled; a second signal exits at once.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stop := make(chan struct{})
 	stopSignals := make(chan os.Signal, 2)
 	signal.Notify(stopSignals, os.Interrupt, syscall.SIGTERM)
 	var stoppedBy atomic.Value
 	go func() {
 		sig := (<-stopSignals).(syscall.Signal)
 		stoppedBy.Store(sig)
-		log.Info("stopping", "signal", sig.String())
+		close(stop)
+		if cfg.chief() {
+			log.Info("stopping; checkpointing at the next step boundary first", "signal", sig.String(), "timeout", cfg.StopTimeout)
+		} else {
+			log.Info("stopping once the chief has checkpointed", "signal", sig.String(), "timeout", cfg.StopTimeout)
+		}
+		select {
+		case <-stopSignals:
+			log.Warn("stopped again; exiting now")
+			os.Exit(128 + int(sig))
+		case <-time.After(cfg.StopTimeout):
+		}
+		log.Warn("did not stop in time; cancelling", "timeout", cfg.StopTimeout)
 		cancel()
 		select {
 		case <-stopSignals:
-		case <-time.After(stopTimeout):
+		case <-time.After(stopCloseTimeout + time.Second):
 		}
 		log.Warn("did not stop in time; exiting now")
 		os.Exit(128 + int(sig))
@@ -98,9 +113,9 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 			log.Error("cannot report progress", "error", rerr)
 			return 2
 		}
-		err = runWorker(ctx, cfg, log, rep, ckptRequested)
+		err = runWorker(ctx, cfg, log, rep, ckptRequested, stop)
 		timeout := closeTimeout
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || closed(stop) {
 			timeout = stopCloseTimeout
 		}
 		cctx, ccancel := context.WithTimeout(context.Background(), timeout)
@@ -119,6 +134,16 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	log.Info("exiting")
 	return 0
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // newReporter returns a worker's collector client; parameter servers

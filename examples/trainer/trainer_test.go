@@ -76,7 +76,11 @@ func TestTrainerCheckpointAndResume(t *testing.T) {
 	dir := t.TempDir()
 	// Convergence never stops these runs.
 	training := func(workers int) map[string]string {
-		return trainingEnv(structs.ModeSync, 64, workers, 50, 1e-9, 1000, 0)
+		env := trainingEnv(structs.ModeSync, 64, workers, 50, 1e-9, 1000, 0)
+		// The chief holds at a checkpoint asked for at most this long
+		// when no stop follows.
+		env[envCheckpointTimeout] = "1s"
+		return env
 	}
 	flags := []string{"-sample-cost", "100us"}
 
@@ -99,18 +103,27 @@ func TestTrainerCheckpointAndResume(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, dirs)
 
-	// SIGINT stops the trainers, which train on otherwise: each exits
-	// with the signal's status.
+	// No stop follows the checkpoint, so the chief trains on after
+	// holding at it. SIGINT then stops the trainers: the chief
+	// checkpoints at the next step boundary and reports it, and each
+	// process exits with the signal's status.
+	coll1.waitSample(t, 30*time.Second, "training to go on after the checkpoint", func(s structs.Sample) bool { return s.Step >= m.Step+20 })
 	for name, code := range j1.stop(time.Minute) {
 		must.Eq(t, 128+int(syscall.SIGINT), code, must.Sprintf("exit status of %s", name))
 	}
-	must.Greater(t, m.Step, coll1.all()[len(coll1.all())-1].Step, must.Sprint("training went on after the checkpoint"))
+	signalled := m
+	m, err = readManifest(ckptRoot(dir))
+	must.NoError(t, err)
+	last := coll1.all()[len(coll1.all())-1]
+	must.Greater(t, signalled.Step+20-1, m.Step, must.Sprint("the stop wrote a newer checkpoint than the signal's"))
+	must.Eq(t, m.Step, last.CheckpointStep, must.Sprint("the chief reported the stop's checkpoint"))
+	must.Eq(t, m.Step, last.Step, must.Sprint("at the last step it trained: nothing trained after it is lost"))
+	t.Logf("checkpoint on SIGUSR1 at step %d, on SIGINT at step %d", signalled.Step, m.Step)
 
 	coll2 := newCollector(t)
 	j2 := startJob(t, jobSpec{ps: 1, workers: 3, generation: "2", resume: true, dir: dir, collector: coll2, env: training(3), flags: flags})
 	resumed := coll2.waitSample(t, 30*time.Second, "the first sample after resuming", func(structs.Sample) bool { return true })
-	must.GreaterEq(t, m.Step, resumed.Step, must.Sprint("no progress lost"))
-	must.LessEq(t, m.Step+3, resumed.Step, must.Sprint("resumed from the checkpoint, not later"))
+	must.Eq(t, m.Step, resumed.Step, must.Sprint("resumed at the stop's checkpoint: no progress lost"))
 	must.Eq(t, m.Step, resumed.CheckpointStep)
 	must.Less(t, 0.01, math.Abs(resumed.Loss-m.Loss)/m.Loss, must.Sprintf("loss after resuming %.4f, at the checkpoint %.4f", resumed.Loss, m.Loss))
 	must.Eq(t, 1, resumed.NumPS)

@@ -69,7 +69,9 @@ type worker struct {
 
 // runWorker trains until the parameter servers say training is done
 // (nil), ctx ends (ctx.Err()), or a parameter server stays unreachable.
-func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter, ckptRequested *atomic.Bool) error {
+// Once stop is closed, the chief checkpoints at the next step boundary
+// and ends the generation (the others learn it as training done).
+func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter, ckptRequested *atomic.Bool, stop <-chan struct{}) error {
 	addrs, err := waitForPS(ctx, cfg.CheckpointDir, cfg.Generation, cfg.NumPS, cfg.RendezvousTimeout)
 	if err != nil {
 		return fmt.Errorf("rendezvous: %w", err)
@@ -98,7 +100,7 @@ func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter,
 	}()
 	log.Info("found the parameter servers", "ps", len(addrs))
 	if cfg.chief() {
-		if w.chief, err = newChief(cfg, log, rep, w.data, ckptRequested); err != nil {
+		if w.chief, err = newChief(cfg, log, rep, w.data, ckptRequested, stop); err != nil {
 			return err
 		}
 		if err := removeOldRendezvous(cfg.CheckpointDir, cfg.Generation); err != nil {

@@ -14,8 +14,9 @@ job "ring" {
       max = 8
     }
     checkpoint {
-      signal  = "SIGUSR2"
-      timeout = "45s"
+      signal   = "SIGUSR2"
+      timeout  = "45s"
+      interval = "10m"
     }
   }
 

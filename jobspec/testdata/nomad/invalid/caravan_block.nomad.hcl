@@ -15,6 +15,10 @@ job "bad" {
             global_batch_size = 64
             steps_per_epoch   = 100
           }
+
+          checkpoint {
+            interval = "0s"
+          }
         }
       }
     }

@@ -35,8 +35,8 @@ job "resnet50" {
           }
 
           checkpoint {
-            signal  = "SIGUSR1"
-            timeout = "2m"
+            timeout  = "2m"
+            interval = "30m"
           }
         }
       }
