@@ -34,7 +34,7 @@ const (
 	EventDriverRecovered = "DriverRecovered"
 	// EventJobRejected: a job declared in the cluster (a Nomad job with a
 	// caravan scaling policy) cannot run under Caravan; the message says
-	// why, and the cluster runs it as written.
+	// why, and Caravan stops it in the cluster with the diagnostic on it.
 	EventJobRejected = "JobRejected"
 	// EventTaskResized, EventHotPSReplaced, EventStragglerReplaced: an
 	// algorithm's TaskAction on single tasks of a job was committed;

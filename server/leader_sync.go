@@ -271,10 +271,18 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 			l.log.Info("registered a job declared in the cluster", "job_id", key.ID, "namespace", key.Namespace, "version", resp.Version, "cluster_index", decl.Index)
 			l.urgent = true
 		case structs.DeclaredInvalid:
-			errs = append(errs, l.reject(ctx, decl, cur, decl.Message))
 			if declaredHere {
-				errs = append(errs, l.handBack(ctx, cur, "its caravan policy is invalid now, so the cluster runs it as written: "+decl.Message))
+				// Nomad runs the invalid version's groups in place of
+				// Caravan's already: the job ends here, and is then
+				// rejected as one that never ran, stopped in the cluster
+				// too rather than left crash-looping.
+				if err := l.handBack(ctx, cur, "its caravan policy is invalid now: "+decl.Message); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				cur = nil
 			}
+			errs = append(errs, l.reject(ctx, decl, cur, decl.Message))
 		case structs.DeclaredPlain:
 			if declaredHere {
 				errs = append(errs, l.handBack(ctx, cur, "handed back: the cluster's current version of the job has no caravan policy"))

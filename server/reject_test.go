@@ -74,19 +74,23 @@ func TestLeader_RejectedDeclarations(t *testing.T) {
 	_, _, err = c.Jobs().Register(demoJob(t, "api"), nil)
 	must.NoError(t, err)
 	disc.set("api", declaredDemo(t, "api", 22, 4))
-	// A running declared job given an invalid version is handed back,
-	// not stopped in the cluster.
+	// A running declared job given an invalid version (whose groups Nomad
+	// runs in place of Caravan's already) ends, and is rejected and
+	// stopped in the cluster as well.
 	disc.set("d", declaredDemo(t, "d", 23, 2))
 	agent.WaitFor(t, 10*time.Second, "job d running", jobStatus(t, c, "d", structs.JobStatusRunning))
 	disc.set("d", &structs.Declaration{Kind: structs.DeclaredInvalid, Index: 24, Message: "d: Not a batch job"})
-	agent.WaitFor(t, 10*time.Second, "job d handed back", jobStatus(t, c, "d", structs.JobStatusStopped))
+	agent.WaitFor(t, 10*time.Second, "job d rejected", jobStatus(t, c, "d", structs.JobStatusRejected))
 	agent.WaitFor(t, 10*time.Second, "the rejections written", func() error {
-		if n := len(disc.calls()); n < 2 {
+		if n := len(disc.calls()); n < 3 {
 			return fmt.Errorf("%d rejections written", n)
 		}
 		return nil
 	})
-	must.Eq(t, []string{"bad@21: " + why, "api@22: Caravan already runs a job of this ID, submitted to its API"}, disc.calls())
+	must.Eq(t, []string{"bad@21: " + why, "api@22: Caravan already runs a job of this ID, submitted to its API", "d@24: d: Not a batch job"}, disc.calls())
+	job, _, err = c.Jobs().Info("d", nil)
+	must.NoError(t, err)
+	must.Eq(t, "d: Not a batch job", job.StatusDescription)
 	api, _, err := c.Jobs().Info("api", nil)
 	must.NoError(t, err)
 	must.Nil(t, api.Nomad)
@@ -99,5 +103,5 @@ func TestLeader_RejectedDeclarations(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, "", job.StatusDescription)
 	must.Eq(t, 30, job.Nomad.JobModifyIndex)
-	must.SliceLen(t, 2, disc.calls(), must.Sprint("each rejection written once"))
+	must.SliceLen(t, 3, disc.calls(), must.Sprint("each rejection written once"))
 }
