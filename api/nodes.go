@@ -30,10 +30,10 @@ type Node struct {
 	// targets of ${attr.*} and ${meta.*} constraints.
 	Attributes map[string]string
 	Meta       map[string]string
-	// Drivers are the task drivers the cluster detected as healthy on
-	// the node; nil when the cluster does not report drivers (then the
-	// node runs any driver).
-	Drivers []string `json:",omitempty"`
+	// Drivers are the task drivers the cluster detected on the node;
+	// nil when the cluster does not report drivers (then the node runs
+	// any driver).
+	Drivers []string
 }
 
 // NodeDeviceResource is a group of identical devices on a node, such as four

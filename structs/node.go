@@ -35,9 +35,11 @@ type Node struct {
 	Meta       map[string]string
 
 	// Drivers are the task drivers Nomad fingerprinted on the node as
-	// detected and healthy, sorted. Nil means the node's driver does not
-	// report drivers (the simulated cluster): see HasDriver.
-	Drivers []string `json:",omitempty"`
+	// detected, sorted. Nil means the node's driver does not report
+	// drivers (the simulated cluster): see HasDriver. Not omitempty: an
+	// empty list (a node with no driver) must stay empty, not come back
+	// from the state as nil (any driver).
+	Drivers []string
 }
 
 // HasDriver reports whether the node can run tasks of the named task

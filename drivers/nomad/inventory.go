@@ -106,16 +106,20 @@ func convertNode(s *api.NodeListStub, full *api.Node) *structs.Node {
 	return n
 }
 
-// convertDrivers lists the drivers Nomad detected as healthy, sorted, as
-// Nomad's DriverChecker accepts them; nil when Nomad reported no driver
-// info (structs.Node.HasDriver).
+// convertDrivers lists the drivers Nomad detected on the node, sorted;
+// nil when Nomad reported no driver info (structs.Node.HasDriver). Health
+// is left out, where Nomad's DriverChecker also requires it: a driver
+// that is unhealthy for a while (a Docker daemon restarting) must neither
+// get a job refused as one that never fits nor rewrite the replicated
+// node list at every flap; a placement Nomad refuses meanwhile reaches
+// the job's status as Nomad's failure.
 func convertDrivers(drivers map[string]*api.DriverInfo) []string {
 	if drivers == nil {
 		return nil
 	}
 	out := []string{}
 	for name, info := range drivers {
-		if info != nil && info.Detected && info.Healthy {
+		if info != nil && info.Detected {
 			out = append(out, name)
 		}
 	}

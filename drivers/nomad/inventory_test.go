@@ -3,6 +3,8 @@ package nomad
 import (
 	"testing"
 
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 )
@@ -17,10 +19,22 @@ func TestConvertNode_Drivers(t *testing.T) {
 			"qemu":     nil,
 		}}
 	n := convertNode(stub, nil)
-	must.Eq(t, []string{"exec", "raw_exec"}, n.Drivers)
+	must.Eq(t, []string{"docker", "exec", "raw_exec"}, n.Drivers, must.Sprint("detected drivers, healthy or not"))
 	must.True(t, n.HasDriver("exec"))
-	must.False(t, n.HasDriver("docker"))
+	must.True(t, n.HasDriver("docker"), must.Sprint("a driver unhealthy for now is not one the node lacks"))
+	must.False(t, n.HasDriver("java"))
 	must.False(t, n.HasDriver("made-up"))
+
+	// A node that reports drivers but has none detected keeps an empty
+	// list through the state's encoding, not nil (any driver).
+	none := convertNode(&api.NodeListStub{ID: "n0", Drivers: map[string]*api.DriverInfo{"java": {}}}, nil)
+	must.NotNil(t, none.Drivers)
+	var buf []byte
+	must.NoError(t, codec.NewEncoderBytes(&buf, structs.MsgpackHandle).Encode(none))
+	var back structs.Node
+	must.NoError(t, codec.NewDecoderBytes(buf, structs.MsgpackHandle).Decode(&back))
+	must.NotNil(t, back.Drivers)
+	must.False(t, back.HasDriver("raw_exec"))
 
 	// Without driver info in the list, the full node's is read; without
 	// either, any driver but one whose attribute says false.
