@@ -219,6 +219,13 @@ func (s *Server) registerJob(ctx context.Context, job *structs.Job, mustBeNew bo
 	if err := s.checkFits(job); err != nil {
 		return nil, err
 	}
+	if c := job.Elastic.Checkpoint; c != nil && c.Interval > 0 {
+		// Servers before 0.2.0 would drop the interval: the job's
+		// versions would differ between servers.
+		if err := s.supportsErr(fsm.SampleAppendType); err != nil {
+			return nil, fmt.Errorf("job %q: elastic.checkpoint.interval needs every server at 0.2.0 or later: %w", job.ID, err)
+		}
+	}
 	req := &fsm.JobRegisterRequest{Job: job, MustBeNew: mustBeNew, Time: job.SubmitTime, FreshRun: s.supports(fsm.SampleAppendType)}
 	out, index, err := s.apply(ctx, fsm.JobRegisterType, req)
 	if err != nil {

@@ -263,6 +263,12 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 			job.SubmitTime = l.s.now().UnixNano()
 			resp, err := l.s.registerJob(ctx, job, false)
 			if err != nil {
+				if !refusal(err) {
+					// Raft or the state failed, not the job: the next
+					// step tries it again.
+					errs = append(errs, fmt.Errorf("register job %q declared in the cluster: %w", key.ID, err))
+					continue
+				}
 				// Reported once per version: one job's refusal must not
 				// hold up the loop.
 				errs = append(errs, l.reject(ctx, decl, cur, err.Error()))
@@ -303,6 +309,15 @@ func (l *leader) syncDeclared(ctx context.Context) error {
 	}
 	l.declaredAt = declaredAt{cluster: index, jobs: l.s.State().Index(state.TableJobs)}
 	return nil
+}
+
+// refusal reports whether registering a job failed because of the job
+// (what the API answers with a 4xx: it never fits, it is too complex, its
+// ID is taken), not because Raft or the state could not take it now: only
+// a refusal rejects a declared job, which stops it in the cluster.
+func refusal(err error) bool {
+	code := errorCode(err)
+	return code >= 400 && code < 500
 }
 
 // declaredAt is the discoverer's index and the state's jobs index when

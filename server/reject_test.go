@@ -2,14 +2,19 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/raft"
 	"github.com/shoenig/test/must"
 )
 
@@ -104,4 +109,22 @@ func TestLeader_RejectedDeclarations(t *testing.T) {
 	must.Eq(t, "", job.StatusDescription)
 	must.Eq(t, 30, job.Nomad.JobModifyIndex)
 	must.SliceLen(t, 3, disc.calls(), must.Sprint("each rejection written once"))
+}
+
+// TestRefusal: only a failure that is the job's own rejects a declared
+// job (and stops it in the cluster); Raft's and the state's failures are
+// tried again.
+func TestRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&CodedError{Code: http.StatusUnprocessableEntity, Err: planner.ErrNeverFits}, true},
+		{fmt.Errorf("register job %q: %w", "x", state.ErrJobElsewhere), true},
+		{fmt.Errorf("commit: %w", ErrNotLeader), false},
+		{fmt.Errorf("commit JobRegister: %w", raft.ErrEnqueueTimeout), false},
+		{&CodedError{Code: http.StatusServiceUnavailable, Err: errors.New("later")}, false},
+	} {
+		must.EqOp(t, tc.want, refusal(tc.err), must.Sprint(tc.err))
+	}
 }

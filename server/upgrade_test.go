@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/structs"
@@ -26,6 +27,9 @@ func TestSupports_GateOnEveryServer(t *testing.T) {
 		_, _, err := s.apply(ctx, fsm.MemberUpsertType, &fsm.MemberUpsertRequest{Member: &structs.Member{ID: "old", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2", Version: version}})
 		must.NoError(t, err)
 	}
+	intervalJob := structs.MockJob()
+	intervalJob.Elastic.Checkpoint = &structs.Checkpoint{Interval: time.Minute}
+	intervalJob.Canonicalize()
 	for _, tc := range []struct {
 		name, version string // "-" for no member record
 		open          bool
@@ -48,10 +52,14 @@ func TestSupports_GateOnEveryServer(t *testing.T) {
 				must.Eq(t, fsm.SampleBatchType, s.sampleType())
 				_, _, err = s.apply(ctx, fsm.ACLBootstrapResetType, &fsm.ACLBootstrapResetRequest{Token: &structs.ACLToken{}})
 				must.ErrorIs(t, err, ErrUpgradeInProgress)
+				_, err = s.registerJob(ctx, intervalJob, false)
+				must.ErrorIs(t, err, ErrUpgradeInProgress, must.Sprint("an older server would drop the checkpoint interval"))
 				return
 			}
 			must.NoError(t, err)
 			must.Eq(t, fsm.SampleAppendType, s.sampleType())
+			_, err = s.registerJob(ctx, intervalJob, false)
+			must.NoError(t, err)
 		})
 	}
 	must.NoError(t, s.raft.RemoveServer(raft.ServerID("old"), 0, 0).Error())
