@@ -37,10 +37,6 @@ const rejectedMark = " (rejected by Caravan: "
 // diagnostic is cut to fit, and is whole in the meta.
 const maxRejectedName = 200
 
-// rejectAttempts bounds how many times Reject tries to write a
-// rejection Nomad failed to take.
-const rejectAttempts = 5
-
 // Reject stops the Nomad job of a declaration the leader rejected, at
 // the version declared (decl.Index, with Nomad's check-index: a newer
 // version of the user's is the leader's to judge), with why written on
@@ -49,29 +45,30 @@ const rejectAttempts = 5
 // writeRejection). The versions it writes read as Caravan's
 // (DeclaredManaged, then DeclaredStopped), never as a user's
 // declaration; a later `nomad job run` is a user's version again,
-// declared as any other. It returns at once: the write runs on the job's
-// worker, is retried a few times when Nomad fails, and is logged.
+// declared as any other. It returns at once: the write runs on a worker
+// of its own (a Caravan job of the same ID keeps its worker), and is
+// retried while Nomad fails, until it lands, the job changes, or another
+// rejection of the job follows.
 func (d *Driver) Reject(_ context.Context, decl *structs.Declaration, why string) error {
 	if decl == nil || decl.Index == 0 {
 		return errors.New("reject a Nomad job: no declared version")
 	}
-	key := decl.Key()
+	// A space is in no job ID: the key is no Caravan job's.
+	key := structs.JobKey{Namespace: decl.Namespace, ID: "reject " + decl.JobID}
 	d.enqueue(key, func(ctx context.Context) { d.retryReject(ctx, key, decl, why) })
 	return nil
 }
 
-// retryReject writes a rejection, trying again with backoff while Nomad
-// fails, at most rejectAttempts times, and not once the job has other
-// work queued.
+// retryReject writes a rejection, trying again with backoff (at most
+// every 10 s) while Nomad fails, until it lands, the job changed (the
+// write is at the rejected version's index) or another rejection of the
+// job is queued: the leader records a rejection once, so giving up
+// would leave the job crash-looping in Nomad.
 func (d *Driver) retryReject(ctx context.Context, key structs.JobKey, decl *structs.Declaration, why string) {
 	var backoff time.Duration
-	for attempt := 1; ; attempt++ {
+	for {
 		err := d.writeRejection(ctx, decl, why)
 		if err == nil || ctx.Err() != nil {
-			return
-		}
-		if attempt == rejectAttempts {
-			d.log.Error("cannot stop a Nomad job Caravan rejected", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", err)
 			return
 		}
 		d.log.Warn("cannot stop a Nomad job Caravan rejected, trying again", "nomad_job", decl.JobID, "namespace", decl.Namespace, "error", err)

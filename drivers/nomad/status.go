@@ -3,6 +3,8 @@ package nomad
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -430,10 +432,12 @@ func (d *Driver) tasksRunning(ctx context.Context, f *flight, tasks int) {
 	})
 }
 
-// failure describes why an allocation failed: the last event of a failed
-// task and how it last exited, or the allocation's own status.
+// failure describes why an allocation failed: the last event of its
+// first failed task (by name, so that the same allocation is always told
+// alike) and how it last exited, or the allocation's own status.
 func failure(a *api.AllocationListStub) string {
-	for name, ts := range a.TaskStates {
+	for _, name := range slices.Sorted(maps.Keys(a.TaskStates)) {
+		ts := a.TaskStates[name]
 		if !ts.Failed || len(ts.Events) == 0 {
 			continue
 		}
