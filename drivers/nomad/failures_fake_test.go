@@ -45,7 +45,9 @@ func TestStatus_PlacementFailures(t *testing.T) {
 	must.Eq(t, []*structs.Failure{{Kind: structs.FailurePlacement, Group: group,
 		Summary: fmt.Sprintf("Task Group %q (failed to place 1 allocation)", group),
 		Details: []string{`Constraint "missing compatible host volumes": 1 nodes excluded by filter`}}}, r.Failures)
-	must.Eq(t, 1, f.count("GET /v1/job/<id>/evaluations"))
+	// One read, or a second on a machine slow enough that FailureReread
+	// passed before the report was seen.
+	must.Between(t, 1, f.count("GET /v1/job/<id>/evaluations"), 2)
 
 	f.runAll(JobPrefix + "sh")
 	r = waitReport(t, d, "sh", "all tasks running", func(r *structs.JobReport) bool {
@@ -53,9 +55,10 @@ func TestStatus_PlacementFailures(t *testing.T) {
 	})
 	must.NotNil(t, r.Failures)
 	must.SliceEmpty(t, r.Failures, must.Sprint("none once every task runs"))
+	reads := f.count("GET /v1/job/<id>/evaluations")
 	for range 20 {
 		_, err := d.Status(context.Background())
 		must.NoError(t, err)
 	}
-	must.Eq(t, 1, f.count("GET /v1/job/<id>/evaluations"), must.Sprint("no read while every task runs"))
+	must.Eq(t, reads, f.count("GET /v1/job/<id>/evaluations"), must.Sprint("no read while every task runs"))
 }
