@@ -158,6 +158,9 @@ func TestTrainerAdaptiveBatch(t *testing.T) {
 	env := func(global, local, accum int) map[string]string {
 		e := trainingEnv(structs.ModeSync, global, 1, 50, 1e-9, 1000, 0)
 		e[envLocalBatch], e[envAccumSteps], e[envRefBatch] = strconv.Itoa(local), strconv.Itoa(accum), "32"
+		// The chief holds at a checkpoint asked for until the stop, at
+		// most this long: long enough for the slowest machine.
+		e[envCheckpointTimeout] = "1m"
 		return e
 	}
 	coll1 := newCollector(t)
