@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,21 +20,20 @@ import (
 // `caravan job logs` prints a worker's log, all read from the Nomad
 // cluster whose address the agent reports, with no nomad CLI.
 func TestCaravanNomad_AllocStatusAndLogs(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	bin := agent.BuildCaravan(t)
-	cl := startCaravans(t, bin, 1, nomadAgentBody(nc, t.TempDir(), "fifo"))
-	leader := cl.waitLeader(t, "")
-	c := cl.clients[leader]
-	waitNodes(t, c, 3, 4)
+	o := startOnNomad(t, func(nc *agent.NomadCluster, checkpoints string) string {
+		return nomadAgentBody(nc, checkpoints, "fifo")
+	})
+	c, trainer := o.c, o.trainer
 	_, _, err := c.Jobs().Register(elasticTrainerJob("logs", trainer, 1), (&api.WriteOptions{}).WithContext(t.Context()))
 	must.NoError(t, err)
 	waitEvent(t, c, "logs", api.EventTasksRunning, 1, 2*time.Minute)
 
 	caravan := func(args ...string) (string, error) {
-		out, err := exec.Command(bin, append([]string{args[0], args[1], "-address", "http://" + leader}, args[2:]...)...).CombinedOutput()
-		return string(out), err
+		out, code := o.cli(t, args...)
+		if code != 0 {
+			return out, fmt.Errorf("exit %d", code)
+		}
+		return out, nil
 	}
 	out, err := caravan("alloc", "status", "logs")
 	must.NoError(t, err, must.Sprint(out))

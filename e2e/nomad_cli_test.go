@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,26 +28,11 @@ import (
 //     completes;
 //   - with the Nomad server stopped, `node status` exits 1 with the error.
 func TestCaravanNomad_CLIAndRestart(t *testing.T) {
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	bin := agent.BuildCaravan(t)
-	cl := startCaravans(t, bin, 1, nomadAgentBody(nc, t.TempDir(), "drf"))
-	addr := cl.waitLeader(t, "")
-	c := cl.clients[addr]
-	waitNodes(t, c, 3, 4)
-	caravan := func(args ...string) (string, int) {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(cmd.Environ(), "CARAVAN_ADDR=http://"+addr)
-		out, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return string(out), exit.ExitCode()
-		}
-		must.NoError(t, err)
-		return string(out), 0
-	}
+	o := startOnNomad(t, func(nc *agent.NomadCluster, checkpoints string) string {
+		return nomadAgentBody(nc, checkpoints, "drf")
+	})
+	nc, cl, c, addr := o.nc, o.cl, o.c, o.addr
+	caravan := func(args ...string) (string, int) { return o.cli(t, args...) }
 	nomadFile := filepath.Join("..", "examples", "demo.nomad.hcl")
 
 	t.Run("nomad files", func(t *testing.T) {
@@ -67,7 +50,7 @@ func TestCaravanNomad_CLIAndRestart(t *testing.T) {
 		must.StrContains(t, out, "nomad job run")
 	})
 
-	_, _, err := c.Jobs().Register(elasticTrainerJob("r", trainer, 2), nil)
+	_, _, err := c.Jobs().Register(elasticTrainerJob("r", o.trainer, 2), nil)
 	must.NoError(t, err)
 	waitEvent(t, c, "r", api.EventTasksRunning, 1, 2*time.Minute)
 

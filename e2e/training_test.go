@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -46,13 +47,47 @@ func trainingOnNomad(t *testing.T) (*agent.NomadCluster, string, *api.Client) {
 // body returns for the cluster and a checkpoint directory.
 func trainingOnNomadWith(t *testing.T, body func(nc *agent.NomadCluster, checkpoints string) string) (*agent.NomadCluster, string, *api.Client) {
 	t.Helper()
-	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
-	dumpOnFailure(t, nc)
-	trainer := buildTrainer(t)
-	cl := startCaravans(t, agent.BuildCaravan(t), 1, body(nc, t.TempDir()))
-	c := cl.clients[cl.waitLeader(t, "")]
-	waitNodes(t, c, 3, 4)
-	return nc, trainer, c
+	o := startOnNomad(t, body)
+	return o.nc, o.trainer, o.c
+}
+
+// onNomad is one caravan agent on a Nomad cluster of three clients with
+// 4 fake GPUs, with the trainer and caravan binaries.
+type onNomad struct {
+	nc                 *agent.NomadCluster
+	cl                 *caravans
+	c                  *api.Client
+	trainer, bin, addr string
+}
+
+// startOnNomad starts the cluster and the agent, its configuration body
+// returns for the cluster and a checkpoint directory, and waits until
+// the agent sees every node.
+func startOnNomad(t *testing.T, body func(nc *agent.NomadCluster, checkpoints string) string) *onNomad {
+	t.Helper()
+	o := &onNomad{nc: agent.StartNomadCluster(t, agent.ClusterOptions{})}
+	dumpOnFailure(t, o.nc)
+	o.trainer, o.bin = buildTrainer(t), agent.BuildCaravan(t)
+	o.cl = startCaravans(t, o.bin, 1, body(o.nc, t.TempDir()))
+	o.addr = o.cl.waitLeader(t, "")
+	o.c = o.cl.clients[o.addr]
+	waitNodes(t, o.c, 3, 4)
+	return o
+}
+
+// cli runs the caravan CLI against the agent, as a user does with
+// CARAVAN_ADDR, and returns its output and exit code.
+func (o *onNomad) cli(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(o.bin, args...)
+	cmd.Env = append(cmd.Environ(), "CARAVAN_ADDR=http://"+o.addr)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	must.NoError(t, err)
+	return string(out), 0
 }
 
 // waitEvent waits for a job's n-th event of a type and returns it.
