@@ -55,8 +55,9 @@ type flight struct {
 	// written is the Nomad job the worker registered, once it did.
 	written *namespacedID
 	// draining is set while the takeover of a job declared in Nomad
-	// waits for its earlier generation to stop (takeover.go).
-	draining bool
+	// waits for its earlier generation to stop (takeover.go); announced
+	// once it said how many of its tasks it waits for.
+	draining, announced bool
 }
 
 // Enact starts making Nomad run plan and returns without waiting for any

@@ -20,7 +20,7 @@ import (
 // the earlier generation runs, at most the checkpoint timeout.
 
 // awaitEarlier holds back the takeover f of a job declared in Nomad while
-// tasks of its earlier generation still run, and says whether it did;
+// tasks of its earlier generation may still run, and says whether it did;
 // advance then moves it on (advanceTakeover). Not held back, the takeover
 // records what the earlier generation's last sample says of its stop.
 func (d *Driver) awaitEarlier(ctx context.Context, f *flight) bool {
@@ -33,10 +33,20 @@ func (d *Driver) awaitEarlier(ctx context.Context, f *flight) bool {
 	f.timeout = checkpointTimeout(f.job)
 	f.deadline = f.began.Add(f.timeout)
 	f.state.Phase = structs.ChangeCheckpointing
+	f.state.Message = "waiting for the driver's first view of Nomad's allocations"
+	if ok {
+		d.awaitingEarlier(ctx, f, n)
+	}
+	return true
+}
+
+// awaitingEarlier says that the takeover f waits for the n tasks of the
+// earlier generation that run.
+func (d *Driver) awaitingEarlier(ctx context.Context, f *flight, n int) {
+	f.announced = true
 	f.state.Message = fmt.Sprintf("waiting up to %s for the earlier generation's tasks to checkpoint and stop", f.timeout)
 	d.event(ctx, f.job, structs.EventCheckpointRequested,
-		fmt.Sprintf("a new version of the Nomad job stops the earlier generation (%d tasks running; they checkpoint as they stop); waiting up to %s before the next generation", max(n, 0), f.timeout), nil)
-	return true
+		fmt.Sprintf("a new version of the Nomad job stops the earlier generation (%d tasks running; they checkpoint as they stop); waiting up to %s before the next generation", n, f.timeout), nil)
 }
 
 // advanceTakeover submits a held-back takeover once no task of the
@@ -45,6 +55,9 @@ func (d *Driver) advanceTakeover(ctx context.Context, f *flight) {
 	n, ok := d.earlierRunning(f.job)
 	late := time.Now().After(f.deadline)
 	if !(ok && n == 0) && !late {
+		if ok && !f.announced {
+			d.awaitingEarlier(ctx, f, n)
+		}
 		return
 	}
 	f.draining = false

@@ -35,7 +35,7 @@ func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 			job := declaredAt(t, d, f.putJob(declaredFixture(t)))[resnetKey].Job
 			_, err := d.Enact(ctx, &structs.Plan{Index: 1, Placements: []*structs.Placement{placementOn(job, 1, 1)}}, []*structs.Job{job})
 			must.NoError(t, err)
-			waitGeneration(t, f, "1")
+			waitGeneration(t, d, f, "1")
 			f.runAll("resnet50")
 			waitReport(t, d, "resnet50", "generation 1 running", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeDone })
 			host.report(structs.Sample{Namespace: "default", JobID: "resnet50", Step: 40})
@@ -79,7 +79,7 @@ func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 				stop()
 			}
 			waitReport(t, d, "resnet50", "the takeover going on", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeStarting })
-			waitGeneration(t, f, "2")
+			waitGeneration(t, d, f, "2")
 			f.mu.Lock()
 			must.Eq(t, "speech", f.jobs["resnet50"].Meta["team"])
 			f.mu.Unlock()
@@ -94,10 +94,15 @@ func TestEnact_DeclaredTakeoverWaitsForEarlierGeneration(t *testing.T) {
 }
 
 // waitGeneration waits until the fake Nomad's job resnet50 runs Caravan's
-// generation gen.
-func waitGeneration(t *testing.T, f *fakeNomad, gen string) {
+// generation gen, reading d's status meanwhile as the leader does: a
+// takeover held back until the driver's first view of Nomad's
+// allocations moves on only then.
+func waitGeneration(t *testing.T, d *Driver, f *fakeNomad, gen string) {
 	t.Helper()
 	agent.WaitFor(t, 10*time.Second, "generation "+gen+" submitted", func() error {
+		if _, err := d.Status(context.Background()); err != nil {
+			return err
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if got := f.jobs["resnet50"].Meta[metaGeneration]; got != gen {
