@@ -44,8 +44,9 @@ type Config struct {
 	// Uncoordinated runs subtask jobs that share a node without a subtask
 	// coordinator: their computations share the CPU and their
 	// communications the network whenever they overlap (naive
-	// co-location, see naiveIterations). False coordinates them as
-	// Harmony's runtime does (eq. 4.1 per node).
+	// co-location), and a node holds at most NaiveJobsPerNode of them.
+	// False queues their subtasks per resource as Harmony's subtask
+	// executor does (harmonytruth.go).
 	Uncoordinated bool
 	// Attributes are added to every node's attributes.
 	Attributes map[string]string
@@ -207,6 +208,8 @@ type Sim struct {
 	usage      []UsePoint
 	allocs     []AllocChange
 	held       int // GPUs held by all jobs now
+	// subtasks caches the co-location of subtask jobs (subtasks.go).
+	subtasks subtaskCache
 }
 
 type job struct {
@@ -387,6 +390,9 @@ func (s *Sim) Enact(plan *structs.Plan) error {
 			u.mem += need.MemoryMB
 			u.gpus += need.GPUs
 		}
+	}
+	if err := s.checkNaiveMemory(next); err != nil {
+		return err
 	}
 	for i, u := range used {
 		n := s.nodes[i]

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -22,7 +23,10 @@ type SubtaskTruth struct {
 	ID, App, Dataset string
 	Setting          int
 	CPU1, Net        float64
-	Iterations       float64
+	// CV is the relative standard deviation of its iterations, its app's
+	// in Table 2.1 (see harmonytruth.go).
+	CV         float64
+	Iterations float64
 	// B are the loss curve's 1/(B0·k + B1) + B2.
 	B [3]float64
 }
@@ -62,8 +66,9 @@ const HarmonyDoP = 16
 // datasets' input and model sizes (Table 4.1).
 type harmonyApp struct {
 	App string
-	// Iteration is Table 2.1's iteration time in seconds.
-	Iteration float64
+	// Iteration is Table 2.1's iteration time in seconds, and Std its
+	// standard deviation over iterations.
+	Iteration, Std float64
 	// CPUShare is T_cpu/(T_cpu + T_net) at HarmonyDoP, an assumption that
 	// follows the text's orderings (see HarmonyWorkload).
 	CPUShare float64
@@ -81,10 +86,10 @@ type harmonyDataset struct {
 // MLR's and Lasso's synthetic datasets as one cell "78.4, 155.0" / "12.0,
 // 24.0"; both apps get both sizes.
 var harmonyApps = []harmonyApp{
-	{App: "mlr", Iteration: 32.4, CPUShare: 0.70, Datasets: [2]harmonyDataset{{"synthetic-78g", 78.4, 12.0}, {"synthetic-155g", 155.0, 24.0}}},
-	{App: "nmf", Iteration: 48.3, CPUShare: 0.60, Datasets: [2]harmonyDataset{{"netflix64x", 45.6, 1.0}, {"netflix128x", 91.2, 5.0}}},
-	{App: "lasso", Iteration: 28.9, CPUShare: 0.40, Datasets: [2]harmonyDataset{{"synthetic-78g", 78.4, 12.0}, {"synthetic-155g", 155.0, 24.0}}},
-	{App: "lda", Iteration: 94.5, CPUShare: 0.30, Datasets: [2]harmonyDataset{{"pubmed", 4.3, 2.1}, {"nytimes", 0.6, 1.1}}},
+	{App: "mlr", Iteration: 32.4, Std: 0.7, CPUShare: 0.70, Datasets: [2]harmonyDataset{{"synthetic-78g", 78.4, 12.0}, {"synthetic-155g", 155.0, 24.0}}},
+	{App: "nmf", Iteration: 48.3, Std: 1.0, CPUShare: 0.60, Datasets: [2]harmonyDataset{{"netflix64x", 45.6, 1.0}, {"netflix128x", 91.2, 5.0}}},
+	{App: "lasso", Iteration: 28.9, Std: 0.5, CPUShare: 0.40, Datasets: [2]harmonyDataset{{"synthetic-78g", 78.4, 12.0}, {"synthetic-155g", 155.0, 24.0}}},
+	{App: "lda", Iteration: 94.5, Std: 1.8, CPUShare: 0.30, Datasets: [2]harmonyDataset{{"pubmed", 4.3, 2.1}, {"nytimes", 0.6, 1.1}}},
 }
 
 // shape returns the app's subtasks on dataset d before hyper-parameters:
@@ -220,7 +225,7 @@ func harmonySet(rng *rand.Rand, round int) []*SubtaskTruth {
 				iters := math.Round(harmonyIterations * math.Exp(math.Log(1.5)*(2*rng.Float64()-1)))
 				t := &SubtaskTruth{
 					App: app.App, Dataset: app.Datasets[d].Name, Setting: k,
-					CPU1: cpu1 * fc[k] / gc, Net: net * fn[k] / gn, Iterations: iters,
+					CPU1: cpu1 * fc[k] / gc, Net: net * fn[k] / gn, CV: app.Std / app.Iteration, Iterations: iters,
 				}
 				// 1/(B0·k + B1) + B2 = B2 + threshold at k = iters.
 				t.B = [3]float64{(1/harmonyThreshold - harmonyLossB1) / iters, harmonyLossB1, harmonyLossB2}
@@ -243,28 +248,33 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// subtaskLoad is what subtask jobs put on one node per iteration cycle:
-// Σ computation, Σ communication, and the longest single job's own
-// computation plus communication.
-type subtaskLoad struct {
-	cpu, net, own float64
+// colocation is how the subtask jobs training now slow each other, from
+// one change of placements to the next: each job's iteration and the
+// cluster's utilisation, measured by the phase simulation (harmonytruth.go),
+// coordinated or not (Config.Uncoordinated). It is nil without subtask
+// jobs, which is every workload but Harmony's.
+type colocation struct {
+	iter map[*job]float64
+	// cpu and net are the cluster's utilisation over that span: per node,
+	// the share of the time its CPU and network are busy, averaged over
+	// every node (idle ones count 0).
+	cpu, net float64
 }
 
-// time is the node's cycle: the busier resource, or the longest job's
-// own iteration (eq. 4.1 per node).
-func (l subtaskLoad) time() float64 { return math.Max(math.Max(l.cpu, l.net), l.own) }
+// colocationKey is what a colocation depends on: the jobs in it and their
+// placements.
+type colocationKey struct {
+	j *job
+	p *structs.Placement
+}
 
-// colocation is how the subtask jobs training now slow each other, from
-// one change of placements to the next. With a subtask coordinator
-// (Config.Uncoordinated false) it is every node's load (eq. 4.1 per
-// node); without, every job's iteration under contention (naive). It is
-// nil without subtask jobs, which is every workload but Harmony's.
-type colocation struct {
-	loads []subtaskLoad
-	// naive is each job's iteration when uncoordinated.
-	naive map[*job]float64
-	// cpu and net are the cluster's utilisation over that span.
-	cpu, net float64
+// subtaskCache keeps the last colocation with and without restarting
+// jobs: the simulator asks for the same one at every event until a
+// placement changes.
+type subtaskCache struct {
+	key   [2][]colocationKey
+	co    [2]*colocation
+	calls uint64
 }
 
 // colocation returns how the subtask jobs training now share their nodes;
@@ -272,44 +282,52 @@ type colocation struct {
 // train on them until the next change.
 func (s *Sim) colocation(restarting bool) *colocation {
 	var jobs []*job
+	var key []colocationKey
 	for _, j := range s.live {
 		if _, ok := j.truth.(*SubtaskTruth); !ok || !j.running() || !restarting && j.restartTo > s.now {
 			continue
 		}
 		jobs = append(jobs, j)
+		key = append(key, colocationKey{j, j.placement})
 	}
 	if len(jobs) == 0 {
 		return nil
 	}
-	c := &colocation{}
-	n := float64(max(len(s.nodes), 1))
-	if s.cfg.Uncoordinated {
-		var util []subtaskLoad
-		c.naive, util = naiveIterations(jobs, len(s.nodes))
-		for _, u := range util {
-			c.cpu += min(u.cpu, 1) / n
-			c.net += min(u.net, 1) / n
-		}
-		return c
+	slot := 0
+	if restarting {
+		slot = 1
 	}
-	c.loads = make([]subtaskLoad, len(s.nodes))
-	for _, j := range jobs {
+	cache := &s.subtasks
+	if cache.co[slot] != nil && slices.Equal(cache.key[slot], key) {
+		return cache.co[slot]
+	}
+	phases := make([]phaseJob, len(jobs))
+	for x, j := range jobs {
 		cpu, net := jobSubtasks(j)
+		pj := phaseJob{net: net, cv: j.truth.(*SubtaskTruth).CV}
 		for i, w := range j.perNode {
 			if w > 0 {
-				l := &c.loads[i]
-				l.cpu += cpu * float64(w)
-				l.net += net
-				l.own = math.Max(l.own, cpu*float64(w)+net)
+				pj.nodes = append(pj.nodes, i)
+				pj.cpu = append(pj.cpu, cpu*float64(w))
 			}
 		}
+		phases[x] = pj
 	}
-	for _, l := range c.loads {
-		if t := l.time(); t > 0 {
-			c.cpu += l.cpu / t / n
-			c.net += l.net / t / n
-		}
+	cache.calls++
+	rng := rand.New(rand.NewPCG(s.cfg.Seed, 0x5b7a<<32|cache.calls))
+	out := simulatePhases(phases, !s.cfg.Uncoordinated, rng)
+	c := &colocation{iter: make(map[*job]float64, len(jobs))}
+	for x, j := range jobs {
+		c.iter[j] = out.iter[x]
 	}
+	n := float64(max(len(s.nodes), 1))
+	for _, u := range out.cpu {
+		c.cpu += min(u, 1) / n
+	}
+	for _, u := range out.net {
+		c.net += min(u, 1) / n
+	}
+	cache.key[slot], cache.co[slot] = key, c
 	return c
 }
 
@@ -320,111 +338,65 @@ func jobSubtasks(j *job) (cpu, net float64) {
 	return j.truth.(*SubtaskTruth).Subtasks(workers)
 }
 
-// naiveIterations is the naively co-located case (§4.1, Figure 4.4a): no
-// coordinator, so the computations of jobs sharing a node share its CPU
-// and their communications its network, equally (processor sharing),
-// whenever they overlap. Job k is in its computation phase on node i a
-// fraction p_k,i of its iteration T_k and in its communication phase a
-// fraction q_k,i (the rest it waits for its slowest node). Assuming the
-// phases of different jobs overlap at random (mean field), job j's phases
-// stretch by one plus the others' fractions in the same phase:
-//
-//	T_j = max over its nodes i of  C_j,i·(1 + Σ_{k≠j} p_k,i) + N_j·(1 + Σ_{k≠j} q_k,i)
-//	p_j,i = C_j,i·(1 + Σ_{k≠j} p_k,i)/T_j,  q_j,i = N_j·(1 + Σ_{k≠j} q_k,i)/T_j
-//
-// (synchronous: its slowest node sets the pace), solved as a fixed point
-// over all jobs. Alone a job takes C + N, as coordinated; k jobs that
-// only compute take k·C each, as time-sharing gives; a node's CPU does
-// Σ_j C_j,i/T_j ≤ 1 of work (each term is at most p_j/max(1, Σp)). It is
-// neither Harmony's interleaving nor the worst alignment; §4.1 observes
-// that co-located utilisations "average out" with a high variance. It
-// also returns each node's utilisation Σ_j C_j,i/T_j and Σ_j N_j/T_j.
-func naiveIterations(jobs []*job, nodes int) (map[*job]float64, []subtaskLoad) {
-	type phase struct {
-		node    int
-		cpu     float64
-		p, q    float64 // fractions of the iteration computing, communicating
-		sc, snt float64 // stretches
+// NaiveJobsPerNode is the most subtask jobs an uncoordinated node holds:
+// §4.1 (Figure 4.3) runs NMF with Lasso and NMF with MLR naively
+// co-located, and the three together run out of memory. Coordinated nodes
+// are not limited by it: Harmony keeps only the input data of the subtask
+// in action in memory and spills the rest (dynamic data reloading,
+// §4.3.3), which this simulator does not charge for.
+const NaiveJobsPerNode = 2
+
+// ErrOutOfMemory is returned by Enact for a plan that puts more than
+// NaiveJobsPerNode subtask jobs on a node of an uncoordinated cluster:
+// they would run out of memory (Figure 4.3). The plan is rejected whole,
+// as an over-committed one is.
+var ErrOutOfMemory = errors.New("plan runs a node out of memory")
+
+// checkNaiveMemory returns ErrOutOfMemory if, with the placements next
+// (jobs absent keep theirs), an uncoordinated node would hold more than
+// NaiveJobsPerNode subtask jobs.
+func (s *Sim) checkNaiveMemory(next map[*job]*structs.Placement) error {
+	if !s.cfg.Uncoordinated {
+		return nil
 	}
-	shapes := make([][]phase, len(jobs))
-	nets := make([]float64, len(jobs))
-	t := make([]float64, len(jobs))
-	for x, j := range jobs {
-		cpu, net := jobSubtasks(j)
-		nets[x] = net
-		for i, w := range j.perNode {
-			if w > 0 {
-				shapes[x] = append(shapes[x], phase{node: i, cpu: cpu * float64(w)})
-				t[x] = math.Max(t[x], cpu*float64(w)+net)
+	count := map[string]int{}
+	for _, j := range s.live {
+		if _, ok := j.truth.(*SubtaskTruth); !ok || j.ended() {
+			continue
+		}
+		p, ok := next[j]
+		if !ok {
+			p = j.placement
+		}
+		if p == nil || p.Paused() {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, nt := range p.Nodes {
+			if !seen[nt.NodeID] {
+				seen[nt.NodeID] = true
+				count[nt.NodeID]++
 			}
 		}
-		for k := range shapes[x] {
-			ph := &shapes[x][k]
-			ph.p, ph.q = ph.cpu/t[x], net/t[x]
+	}
+	for _, n := range s.nodes {
+		if count[n.ID] > NaiveJobsPerNode {
+			return fmt.Errorf("%w: %s would hold %d naively co-located jobs of at most %d (Figure 4.3)", ErrOutOfMemory, n.ID, count[n.ID], NaiveJobsPerNode)
 		}
 	}
-	sum := make([]subtaskLoad, nodes) // per node: Σ p (cpu) and Σ q (net)
-	for range 1000 {
-		clear(sum)
-		for x := range jobs {
-			for _, ph := range shapes[x] {
-				sum[ph.node].cpu += ph.p
-				sum[ph.node].net += ph.q
-			}
-		}
-		change := 0.0
-		for x := range jobs {
-			tj := 0.0
-			for k := range shapes[x] {
-				ph := &shapes[x][k]
-				ph.sc = 1 + sum[ph.node].cpu - ph.p
-				ph.snt = 1 + sum[ph.node].net - ph.q
-				tj = math.Max(tj, ph.cpu*ph.sc+nets[x]*ph.snt)
-			}
-			change = math.Max(change, math.Abs(tj-t[x])/t[x])
-			t[x] = tj
-		}
-		for x := range jobs {
-			for k := range shapes[x] {
-				ph := &shapes[x][k]
-				// Damped, so that the map converges instead of oscillating.
-				ph.p = (ph.p + ph.cpu*ph.sc/t[x]) / 2
-				ph.q = (ph.q + nets[x]*ph.snt/t[x]) / 2
-			}
-		}
-		if change < 1e-12 {
-			break
-		}
-	}
-	out := make(map[*job]float64, len(jobs))
-	util := make([]subtaskLoad, nodes)
-	for x, j := range jobs {
-		out[j] = t[x]
-		for _, ph := range shapes[x] {
-			util[ph.node].cpu += ph.cpu / t[x]
-			util[ph.node].net += nets[x] / t[x]
-		}
-	}
-	return out, util
+	return nil
 }
 
 // colocatedStepTime is a subtask job's iteration among the jobs it shares
-// nodes with. Coordinated: the slowest of its nodes' cycles, and at least
-// its own iteration alone (a job restarting counts in no node's load); on
-// a group's nodes this is the group's iteration time, eq. 4.1.
-// Uncoordinated: its naive iteration.
+// nodes with, as the phase simulation measured it; a job outside it
+// (restarting) iterates as it would alone.
 func (s *Sim) colocatedStepTime(j *job, c *colocation) float64 {
-	if c != nil && c.naive != nil {
-		if t, ok := c.naive[j]; ok {
+	if c != nil {
+		if t, ok := c.iter[j]; ok && t > 0 {
 			return t
 		}
 	}
 	t := j.truth.StepTime(j.ps, j.perNode)
-	for i, w := range j.perNode {
-		if w > 0 && c != nil && c.loads != nil {
-			t = math.Max(t, c.loads[i].time())
-		}
-	}
 	if t == 0 {
 		return math.Inf(1)
 	}

@@ -111,14 +111,14 @@ func harmonyDatasetOf(app string) string {
 	return ""
 }
 
-// TestNaiveIterations: without a coordinator, co-located jobs contend. A
-// job alone iterates in C + N either way; two complementary jobs on one
-// node take longer than coordinated (eq. 4.1) and no longer than
-// running one after the other; two jobs that only compute take 2C each,
-// as time-sharing gives; no node's CPU or network is used more than
-// fully.
-func TestNaiveIterations(t *testing.T) {
-	run := func(uncoordinated bool, truths ...*SubtaskTruth) (*Sim, []float64) {
+// TestColocation: jobs on one node, through Enact, run as the phase
+// simulation has them (TestSimulatePhases_Contention worked them by hand):
+// a job alone iterates in C + N either way; a CPU-heavy and a
+// network-heavy job iterate in their own 3 s coordinated and in 5 s
+// sharing; an uncoordinated node takes no third job (Figure 4.3's OOM), a
+// coordinated one does.
+func TestColocation(t *testing.T) {
+	run := func(uncoordinated bool, truths ...*SubtaskTruth) (*Sim, []float64, error) {
 		cfg := testConfig()
 		cfg.RestartPenalty = 0
 		cfg.Uncoordinated = uncoordinated
@@ -130,49 +130,50 @@ func TestNaiveIterations(t *testing.T) {
 			must.NoError(t, s.Submit(subtaskJob(id), tr))
 			p.Placements = append(p.Placements, plan(id, map[string]int{"node-00": 1}).Placements...)
 		}
-		must.NoError(t, s.Enact(p))
+		if err := s.Enact(p); err != nil {
+			return s, nil, err
+		}
 		co := s.colocation(false)
 		var out []float64
 		for i := range truths {
 			out = append(out, s.stepTime(s.jobs[string(rune('a'+i))], co))
 		}
-		return s, out
+		return s, out, nil
 	}
 	cpuHeavy := &SubtaskTruth{CPU1: 2, Net: 1, Iterations: 100}
 	netHeavy := &SubtaskTruth{CPU1: 1, Net: 2, Iterations: 100}
-
-	_, alone := run(true, cpuHeavy)
-	_, aloneCoord := run(false, cpuHeavy)
-	must.Less(t, 1e-9, math.Abs(alone[0]-3))
-	must.Less(t, 1e-9, math.Abs(aloneCoord[0]-3))
-
-	_, coord := run(false, cpuHeavy, netHeavy)
-	s, naive := run(true, cpuHeavy, netHeavy)
-	for i := range naive {
-		must.Less(t, 1e-9, math.Abs(coord[i]-3), must.Sprint("eq. 4.1: max(3, 3, 3)"))
-		must.Greater(t, coord[i], naive[i])
-		must.LessEq(t, 6, naive[i], must.Sprint("no worse than one after the other"))
+	near := func(want, got float64) {
+		t.Helper()
+		must.Less(t, 1e-9, math.Abs(got-want), must.Sprintf("want %v, got %v", want, got))
 	}
+
+	for _, unco := range []bool{false, true} {
+		_, alone, err := run(unco, cpuHeavy)
+		must.NoError(t, err)
+		near(3, alone[0])
+	}
+	s, coord, err := run(false, cpuHeavy, netHeavy)
+	must.NoError(t, err)
+	near(3, coord[0])
+	near(3, coord[1])
 	cpu, net := s.subtaskUtilisation()
-	must.LessEq(t, 1.0/3+1e-9, cpu, must.Sprint("one node of three"))
-	must.LessEq(t, 1.0/3+1e-9, net)
-	// Symmetric: with b the fraction of an iteration one job spends in
-	// its shorter phase, T = 4 + b and b = (2 − b)/(4 + b): b = (√33 − 5)/2,
-	// T ≈ 4.372.
-	must.Less(t, 1e-6, math.Abs(naive[0]-(4+(math.Sqrt(33)-5)/2)))
-	must.Less(t, 1e-6, math.Abs(naive[1]-naive[0]))
+	near(1.0/3, cpu) // one node of three, always busy
+	near(1.0/3, net)
 
-	cpuOnly := &SubtaskTruth{CPU1: 1, Net: 0, Iterations: 100}
-	_, two := run(true, cpuOnly, cpuOnly)
-	for _, v := range two {
-		must.Less(t, 1e-6, math.Abs(v-2))
+	s, naive, err := run(true, cpuHeavy, netHeavy)
+	must.NoError(t, err)
+	near(5, naive[0])
+	near(5, naive[1])
+	cpu, net = s.subtaskUtilisation()
+	near(0.6/3, cpu)
+	near(0.6/3, net)
+
+	_, _, err = run(true, cpuHeavy, netHeavy, cpuHeavy)
+	must.ErrorIs(t, err, ErrOutOfMemory)
+	_, three, err := run(false, cpuHeavy, netHeavy, cpuHeavy)
+	must.NoError(t, err)
+	// Coordinated, the node's CPU has 2 + 1 + 2 s of work a round.
+	for _, v := range three {
+		near(5, v)
 	}
-	// A job that only computes beside one that alternates: the first
-	// always computes (p = 1), so the other's computation takes twice as
-	// long: 2·1 + 1 = 3 s; the first shares the CPU 2/3 of the time.
-	s, mixed := run(true, &SubtaskTruth{CPU1: 1, Net: 1, Iterations: 100}, cpuOnly)
-	must.Less(t, 1e-6, math.Abs(mixed[0]-3))
-	must.Less(t, 1e-6, math.Abs(mixed[1]-(1+2.0/3)))
-	cpu, _ = s.subtaskUtilisation()
-	must.LessEq(t, 1.0/3+1e-9, cpu)
 }
