@@ -137,6 +137,49 @@ func phaseComponents(jobs []phaseJob) [][]int {
 // index of the node in the job's nodes.
 type subtask struct{ job, at int }
 
+// resource is one node's CPU or network in a phase simulation: the
+// subtasks ready or running on it in the order they became ready, their
+// work left as of last, its busy time up to last, and when its next
+// subtask ends if nothing changes.
+type resource struct {
+	queue []subtask
+	rem   []float64 // parallel to queue
+	last  float64
+	busy  float64
+	next  float64
+}
+
+// advance brings r to time now: the running subtasks do their work (the
+// head alone when coordinated, all at equal shares when not).
+func (r *resource) advance(now float64, coordinated bool) {
+	dt := now - r.last
+	r.last = now
+	if dt <= 0 || len(r.queue) == 0 {
+		return
+	}
+	r.busy += dt
+	if coordinated {
+		r.rem[0] -= dt
+		return
+	}
+	share := dt / float64(len(r.queue))
+	for i := range r.rem {
+		r.rem[i] -= share
+	}
+}
+
+// plan sets r.next from now, r being up to date.
+func (r *resource) plan(coordinated bool) {
+	switch {
+	case len(r.queue) == 0:
+		r.next = math.Inf(1)
+	case coordinated:
+		r.next = r.last + max(r.rem[0], 0)
+	default:
+		r.next = r.last + max(slices.Min(r.rem), 0)*float64(len(r.queue))
+	}
+}
+
 // simulateComponent simulates the jobs comp (indices into jobs) and adds
 // their iterations and their nodes' utilisation to out.
 func simulateComponent(jobs []phaseJob, comp []int, coordinated bool, rng *rand.Rand, out *phaseOutcome) {
@@ -156,14 +199,15 @@ func simulateComponent(jobs []phaseJob, comp []int, coordinated bool, rng *rand.
 		pending int // nodes still working on the phase
 		done    int // iterations completed
 		factor  float64
-		rem     []float64 // work left per node of the job
+		node    []int     // local node of each of the job's nodes
 		finish  []float64 // completion times of its iterations
 	}
 	st := make([]state, len(comp))
-	// queue[r][n]: subtasks ready or running on local node n's resource r
-	// (0 CPU, 1 network), in the order they became ready.
-	queue := [2][][]subtask{make([][]subtask, len(global)), make([][]subtask, len(global))}
-	busy := [2][]float64{make([]float64, len(global)), make([]float64, len(global))}
+	// res[2n] is local node n's CPU, res[2n+1] its network.
+	res := make([]resource, 2*len(global))
+	for i := range res {
+		res[i].next = math.Inf(1)
+	}
 	draw := func(cv float64) float64 {
 		if cv <= 0 {
 			return 1
@@ -172,28 +216,34 @@ func simulateComponent(jobs []phaseJob, comp []int, coordinated bool, rng *rand.
 		s := math.Sqrt(math.Log1p(cv * cv))
 		return math.Exp(s*rng.NormFloat64() - s*s/2)
 	}
+	now := 0.0
 	begin := func(k, phase int) {
 		j, s := &jobs[comp[k]], &st[k]
 		s.phase, s.pending = phase, len(j.nodes)
 		if phase == 0 {
 			s.factor = draw(j.cv)
 		}
-		for at, n := range j.nodes {
+		for at := range j.nodes {
 			w := j.net
 			if phase == 0 {
 				w = j.cpu[at]
 			}
-			s.rem[at] = w * s.factor
-			ln := local[n]
-			queue[phase][ln] = append(queue[phase][ln], subtask{k, at})
+			r := &res[2*s.node[at]+phase]
+			r.advance(now, coordinated)
+			r.queue = append(r.queue, subtask{k, at})
+			r.rem = append(r.rem, w*s.factor)
+			r.plan(coordinated)
 		}
 	}
-	for k := range comp {
-		st[k].rem = make([]float64, len(jobs[comp[k]].nodes))
+	for k, x := range comp {
+		st[k].node = make([]int, len(jobs[x].nodes))
+		for at, n := range jobs[x].nodes {
+			st[k].node[at] = local[n]
+		}
 		begin(k, 0)
 	}
-	now, start := 0.0, -1.0
-	var busyAtStart [2][]float64
+	start := -1.0
+	var busyAtStart []float64
 	minDone := func() int {
 		m := math.MaxInt
 		for k := range st {
@@ -201,80 +251,70 @@ func simulateComponent(jobs []phaseJob, comp []int, coordinated bool, rng *rand.
 		}
 		return m
 	}
-	// served reports the rate at which subtask i of the queue q is served.
-	served := func(q []subtask, i int) float64 {
-		if coordinated {
-			if i == 0 {
-				return 1
-			}
-			return 0
-		}
-		return 1 / float64(len(q))
-	}
+	var ended []subtask
 	for events := 0; events < phaseMaxEvents; events++ {
-		dt := math.Inf(1)
-		for r := range queue {
-			for _, q := range queue[r] {
-				for i, t := range q {
-					if rate := served(q, i); rate > 0 {
-						dt = min(dt, st[t.job].rem[t.at]/rate)
-					}
-				}
-			}
+		t := math.Inf(1)
+		for i := range res {
+			t = min(t, res[i].next)
 		}
-		if math.IsInf(dt, 1) {
+		if math.IsInf(t, 1) {
 			break // nothing to do: every job's work is zero
 		}
-		now += dt
-		var ended []subtask
-		for r := range queue {
-			for n, q := range queue[r] {
-				if len(q) == 0 {
+		now = t
+		ended = ended[:0]
+		for i := range res {
+			r := &res[i]
+			if r.next > now {
+				continue
+			}
+			r.advance(now, coordinated)
+			eps := 1e-9 * max(now, 1)
+			keep := 0
+			for q, sub := range r.queue {
+				if r.rem[q] <= eps && (!coordinated || q == 0) {
+					ended = append(ended, sub)
 					continue
 				}
-				busy[r][n] += dt
-				for i, t := range q {
-					rate := served(q, i)
-					if rate == 0 {
-						continue
-					}
-					rem := &st[t.job].rem[t.at]
-					*rem -= dt * rate
-					if *rem <= 1e-9*max(dt, 1) {
-						*rem = -1 // ended, dropped from the queue below
-						ended = append(ended, t)
-					}
-				}
-				queue[r][n] = slices.DeleteFunc(q, func(t subtask) bool { return st[t.job].rem[t.at] < 0 })
+				r.queue[keep], r.rem[keep] = sub, r.rem[q]
+				keep++
 			}
+			r.queue, r.rem = r.queue[:keep], r.rem[:keep]
+			r.plan(coordinated)
 		}
 		// Phases that ended begin their next, in job order so that ties
 		// queue deterministically.
 		slices.SortFunc(ended, func(a, b subtask) int { return a.job - b.job })
-		for _, t := range ended {
-			s := &st[t.job]
+		for _, e := range ended {
+			s := &st[e.job]
 			s.pending--
 			if s.pending > 0 {
 				continue
 			}
 			if s.phase == 0 {
-				begin(t.job, 1)
+				begin(e.job, 1)
 				continue
 			}
 			s.done++
 			s.finish = append(s.finish, now)
-			begin(t.job, 0)
+			begin(e.job, 0)
 		}
 		if start < 0 && minDone() >= phaseWarmup {
 			start = now
-			busyAtStart = [2][]float64{slices.Clone(busy[0]), slices.Clone(busy[1])}
+			busyAtStart = make([]float64, len(res))
+			for i := range res {
+				res[i].advance(now, coordinated)
+				busyAtStart[i] = res[i].busy
+			}
 		}
 		if start >= 0 && minDone() >= phaseWarmup+phaseMeasured {
 			break
 		}
 	}
+	for i := range res {
+		res[i].advance(now, coordinated)
+	}
 	if start < 0 {
-		start, busyAtStart = 0, [2][]float64{make([]float64, len(global)), make([]float64, len(global))}
+		start, busyAtStart = 0, make([]float64, len(res))
 	}
 	span := now - start
 	for k, x := range comp {
@@ -293,7 +333,7 @@ func simulateComponent(jobs []phaseJob, comp []int, coordinated bool, rng *rand.
 		return
 	}
 	for n, g := range global {
-		out.cpu[g] = (busy[0][n] - busyAtStart[0][n]) / span
-		out.net[g] = (busy[1][n] - busyAtStart[1][n]) / span
+		out.cpu[g] = (res[2*n].busy - busyAtStart[2*n]) / span
+		out.net[g] = (res[2*n+1].busy - busyAtStart[2*n+1]) / span
 	}
 }
