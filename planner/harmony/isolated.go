@@ -30,27 +30,69 @@ type Isolated struct{}
 // Colocated is the naively co-located baseline (§4.4.1, L1019–1034, after
 // Gandiva): jobs share machines with no grouping and no coordination of
 // their subtasks. Each job runs at the same DoP Isolated gives it, one
-// worker and one server per machine, on the machines with the most free
-// CPU (so jobs spread over the cluster and overlap wherever they land),
-// first come, first served as Isolated. The dissertation reports the best
-// and worst of a brute-force search over combinations and allocations;
-// that search is not possible for 80 jobs here, so this is one simple
-// rule, neither the best nor the worst. How co-located jobs slow each
-// other is the simulator's business, not the planner's.
-type Colocated struct{}
+// worker and one server per machine, first come, first served as
+// Isolated, on machines holding fewer than NaiveJobsPerNode jobs (§4.1,
+// Figure 4.3: three naively co-located jobs run out of memory).
+//
+// Which machines a job shares is its Order. The dissertation runs "all
+// possible cases in a brute-force manner" and reports the best and the
+// worst (Figure 4.10's error bars; the bar is their average); a brute
+// force over 80 jobs' combinations is not possible here, so the two ends
+// are two rules: OrderBest puts a job on the machines where it balances
+// computation and communication the most (the smallest |T_diff of the
+// machine's jobs + the job's|, Algorithm 2's measure of a group's
+// imbalance, §4.3.2), pairing CPU-heavy jobs with network-heavy ones;
+// OrderWorst on those where it balances them the least, pairing alike
+// jobs. OrderSpread (the default) takes the machines with the most free
+// CPU, wherever jobs land. How co-located jobs slow each other is the
+// simulator's business, not the planner's.
+type Colocated struct {
+	order string
+}
+
+// The orders of the co-located baseline (Colocated), its option "order".
+const (
+	OrderSpread = "spread"
+	OrderBest   = "best"
+	OrderWorst  = "worst"
+)
+
+// NaiveJobsPerNode is the most jobs Colocated puts on one machine: §4.1
+// (Figure 4.3) co-locates two jobs naively, and three run out of memory.
+const NaiveJobsPerNode = 2
 
 var (
-	_ planner.Algorithm = (*Isolated)(nil)
-	_ planner.Describer = (*Isolated)(nil)
-	_ planner.Algorithm = (*Colocated)(nil)
-	_ planner.Describer = (*Colocated)(nil)
+	_ planner.Algorithm    = (*Isolated)(nil)
+	_ planner.Describer    = (*Isolated)(nil)
+	_ planner.Algorithm    = (*Colocated)(nil)
+	_ planner.Describer    = (*Colocated)(nil)
+	_ planner.Configurable = (*Colocated)(nil)
 )
 
 // NewIsolated returns the isolated baseline.
 func NewIsolated() planner.Algorithm { return &Isolated{} }
 
 // NewColocated returns the naively co-located baseline.
-func NewColocated() planner.Algorithm { return &Colocated{} }
+func NewColocated() planner.Algorithm { return &Colocated{order: OrderSpread} }
+
+// SetConfig sets order: spread (the default), best or worst; unknown keys
+// and values are errors.
+func (c *Colocated) SetConfig(options map[string]string) error {
+	order := OrderSpread
+	for k, v := range options {
+		if k != "order" {
+			return fmt.Errorf("unknown option %q; colocated takes order", k)
+		}
+		switch v {
+		case OrderSpread, OrderBest, OrderWorst:
+			order = v
+		default:
+			return fmt.Errorf("order = %q: must be spread, best or worst", v)
+		}
+	}
+	c.order = order
+	return nil
+}
 
 // Name returns "isolated".
 func (*Isolated) Name() string { return IsolatedName }
@@ -121,21 +163,35 @@ func dopBounds(j *planner.Job) (lo, hi int) {
 // Plan keeps running jobs and starts waiting ones first come, first
 // served on free machines.
 func (*Isolated) Plan(req *planner.Request) (*planner.Decision, error) {
-	return fcfs(req, IsolatedName, false), nil
+	return fcfs(req, IsolatedName, ""), nil
 }
 
 // Plan keeps running jobs and starts waiting ones first come, first
-// served on the machines with the most free CPU, shared.
-func (*Colocated) Plan(req *planner.Request) (*planner.Decision, error) {
-	return fcfs(req, ColocatedName, true), nil
+// served on machines it shares by its order.
+func (c *Colocated) Plan(req *planner.Request) (*planner.Decision, error) {
+	order := c.order
+	if order == "" {
+		order = OrderSpread
+	}
+	return fcfs(req, ColocatedName, order), nil
 }
 
-func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
+// nodeUse is what fcfs has put on a machine: how many jobs, and the sum
+// of their T_diff (computation minus communication per iteration, at
+// their DoP; 0 for a job not profiled).
+type nodeUse struct {
+	jobs int
+	diff float64
+}
+
+// fcfs plans first come, first served: on machines of their own with
+// order "" (Isolated), shared by order otherwise (Colocated).
+func fcfs(req *planner.Request, name, order string) *planner.Decision {
 	jobs := slices.Clone(req.Jobs)
 	planner.SortJobs(jobs)
 	slices.SortStableFunc(jobs, func(x, y *planner.Job) int { return cmp.Compare(x.Job.SubmitTime, y.Job.SubmitTime) })
 	c := planner.NewCluster(req.Nodes)
-	used := make([]bool, len(c.Nodes))
+	used := make([]nodeUse, len(c.Nodes))
 	out := map[*planner.Job]*structs.Placement{}
 	keep := func(j *planner.Job) bool {
 		kept := c.KeepCurrent(j.Current, c.JobTasks(j), j.Current.NumPS, j.Current.NumWorkers)
@@ -144,9 +200,11 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 		}
 		kept.Reason = fmt.Sprintf("%s: running on %d nodes", name, len(kept.Nodes))
 		out[j] = kept
+		d := diff(j, len(kept.Nodes))
 		for _, nt := range kept.Nodes {
 			i, _ := c.NodeIndex(nt.NodeID)
-			used[i] = true
+			used[i].jobs++
+			used[i].diff += d
 		}
 		return true
 	}
@@ -165,8 +223,23 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 		}
 		keep(j)
 	}
+	// Their machines stay theirs until they move: a job resized first
+	// must not take a machine another would be kept on.
+	hold := func(j *planner.Job, sign float64) {
+		d := diff(j, len(j.Current.Nodes))
+		for _, nt := range j.Current.Nodes {
+			if i, ok := c.NodeIndex(nt.NodeID); ok {
+				used[i].jobs += int(sign)
+				used[i].diff += sign * d
+			}
+		}
+	}
 	for _, j := range resize {
-		if pl := start(c, j, name, share, used); pl != nil {
+		hold(j, 1)
+	}
+	for _, j := range resize {
+		hold(j, -1)
+		if pl := start(c, j, name, order, used); pl != nil {
 			out[j] = pl
 		} else {
 			keep(j)
@@ -181,7 +254,7 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 			out[j] = planner.Paused(j, name+": waiting, first come, first served")
 			continue
 		}
-		pl := start(c, j, name, share, used)
+		pl := start(c, j, name, order, used)
 		if pl == nil {
 			blocked = true
 			out[j] = planner.Paused(j, fmt.Sprintf("%s: waiting for %d nodes, first come, first served", name, dop(j, len(c.Nodes))))
@@ -197,10 +270,19 @@ func fcfs(req *planner.Request, name string, share bool) *planner.Decision {
 	return &dec
 }
 
+// diff is T_diff of j on m machines, 0 when it is not profiled.
+func diff(j *planner.Job, m int) float64 {
+	p, ok := profile(j)
+	if !ok {
+		return 0
+	}
+	return p.Diff(float64(max(m, 1)))
+}
+
 // start places a job at its DoP, one worker and one server per node, on
-// nodes no other job uses (or, with share, the nodes with the most free
-// CPU), and marks them used; nil when they do not fit.
-func start(c *planner.Cluster, j *planner.Job, name string, share bool, used []bool) *structs.Placement {
+// nodes no other job uses (order ""), or shared by order with fewer than
+// NaiveJobsPerNode jobs, and records it in used; nil when it does not fit.
+func start(c *planner.Cluster, j *planner.Job, name, order string, used []nodeUse) *structs.Placement {
 	m := dop(j, len(c.Nodes))
 	t := c.JobTasks(j)
 	psb, wb := j.Bounds()
@@ -209,22 +291,30 @@ func start(c *planner.Cluster, j *planner.Job, name string, share bool, used []b
 		ps = min(m, max(psb.Max, 1))
 	}
 	w := min(m, max(wb.Max, 1))
-	order := make([]int, 0, len(c.Nodes))
+	d := diff(j, m)
+	order2 := make([]int, 0, len(c.Nodes))
 	for i := range c.Nodes {
-		if !share && used[i] {
+		if order == "" && used[i].jobs > 0 || used[i].jobs >= NaiveJobsPerNode {
 			continue
 		}
-		order = append(order, i)
+		order2 = append(order2, i)
 	}
-	if share {
-		slices.SortStableFunc(order, func(a, b int) int {
+	// Imbalance of a machine with j on it: Algorithm 2's |T_diff + S_diff|.
+	imbalance := func(i int) float64 { return math.Abs(used[i].diff + d) }
+	switch order {
+	case OrderSpread:
+		slices.SortStableFunc(order2, func(a, b int) int {
 			ca, _, _ := c.Free(a)
 			cb, _, _ := c.Free(b)
 			return cmp.Compare(cb, ca)
 		})
+	case OrderBest:
+		slices.SortStableFunc(order2, func(a, b int) int { return cmp.Compare(imbalance(a), imbalance(b)) })
+	case OrderWorst:
+		slices.SortStableFunc(order2, func(a, b int) int { return cmp.Compare(imbalance(b), imbalance(a)) })
 	}
 	var nodes []int
-	for _, i := range order {
+	for _, i := range order2 {
 		if len(nodes) == m {
 			break
 		}
@@ -243,7 +333,8 @@ func start(c *planner.Cluster, j *planner.Job, name string, share bool, used []b
 	}
 	pl.Reason = fmt.Sprintf("%s: on %d nodes", name, m)
 	for _, i := range nodes {
-		used[i] = true
+		used[i].jobs++
+		used[i].diff += d
 	}
 	return pl
 }

@@ -92,3 +92,55 @@ func TestIsolated_ResizesOnceProfiled(t *testing.T) {
 		must.Eq(t, 4, kept["j"].NumWorkers, must.Sprint(a.Name()))
 	}
 }
+
+// TestColocated_Orders: the co-located baseline puts at most
+// NaiveJobsPerNode jobs on a machine; best pairs a CPU-heavy job with a
+// network-heavy one, worst pairs alike jobs.
+func TestColocated_Orders(t *testing.T) {
+	for _, tc := range []struct {
+		order           string
+		together, apart [2]string
+	}{
+		{OrderBest, [2]string{"a", "b"}, [2]string{"a", "a2"}},
+		{OrderWorst, [2]string{"a", "a2"}, [2]string{"a", "b"}},
+	} {
+		t.Run(tc.order, func(t *testing.T) {
+			h := planner.NewHarness(t)
+			h.AddNodes("n", 2, 16000, 65536, 0)
+			jobWith(h, "a", 1, 1.8, 1) // DoP 1, T_diff 0.8
+			jobWith(h, "b", 2, 1, 3)   // DoP 1, T_diff −2
+			jobWith(h, "a2", 3, 1.8, 1)
+			jobWith(h, "b2", 4, 1, 3)
+			jobWith(h, "c", 5, 1, 3)
+			alg := NewColocated()
+			must.NoError(t, alg.(planner.Configurable).SetConfig(map[string]string{"order": tc.order}))
+			got := planRound(t, h, alg)
+			must.Eq(t, nodeSet(got[tc.together[0]]), nodeSet(got[tc.together[1]]))
+			must.NotEq(t, nodeSet(got[tc.apart[0]]), nodeSet(got[tc.apart[1]]))
+			must.True(t, got["c"].Paused(), must.Sprint("two jobs on each machine already"))
+		})
+	}
+	must.Error(t, NewColocated().(planner.Configurable).SetConfig(map[string]string{"order": "random"}))
+	must.Error(t, NewColocated().(planner.Configurable).SetConfig(map[string]string{"pairs": "best"}))
+}
+
+// TestIsolated_ResizeKeepsOthersMachines: a job resized to its DoP does
+// not take the machine of another job that waits to be resized and is
+// kept where it is (they shared a machine before the fix).
+func TestIsolated_ResizeKeepsOthersMachines(t *testing.T) {
+	h := planner.NewHarness(t)
+	h.AddNodes("n", 4, 16000, 65536, 0)
+	j1 := jobWith(h, "j1", 1, 0, 0)
+	j2 := jobWith(h, "j2", 2, 0, 0)
+	first := planRound(t, h, NewIsolated())
+	must.Eq(t, 1, first["j1"].NumWorkers)
+	must.Eq(t, 1, first["j2"].NumWorkers)
+	j1.Subtasks = &planner.Subtasks{CPU: 4, Net: 2, PS: 1, Workers: 1} // DoP 2
+	j2.Subtasks = &planner.Subtasks{CPU: 6, Net: 2, PS: 1, Workers: 1} // DoP 3: does not fit
+	got := planRound(t, h, NewIsolated())
+	must.Eq(t, 2, got["j1"].NumWorkers)
+	must.Eq(t, first["j2"].Nodes, got["j2"].Nodes)
+	for _, n := range nodeSet(got["j1"]) {
+		must.SliceNotContains(t, nodeSet(got["j2"]), n)
+	}
+}
