@@ -68,10 +68,10 @@ type phaseOutcome struct {
 const (
 	// phaseWarmup is the iterations every job completes before the
 	// measurement starts, so that the queues reach their steady order.
-	phaseWarmup = 3
+	phaseWarmup = 2
 	// phaseMeasured is the iterations every job completes at least
 	// within the measurement.
-	phaseMeasured = 12
+	phaseMeasured = 8
 	// phaseMaxEvents bounds one simulation; a component that reaches it is
 	// measured over what it ran.
 	phaseMaxEvents = 400_000
