@@ -108,3 +108,52 @@ func TestSimulatePhases_Barrier(t *testing.T) {
 	must.Between(t, 1-1e-9, out.cpu[1], 1+1e-9)
 	must.Between(t, 1.0/3-1e-9, out.cpu[0], 1.0/3+1e-9)
 }
+
+// TestSimulatePhases_WorkBound: on a group's shared nodes, no cycle in
+// which every job iterates once can be shorter than the node's CPU work,
+// its network work, or the longest job's own iteration (work
+// conservation; Harmony's eq. 4.1 predicts the cycle to be exactly that).
+// The coordinated phase simulation never beats the bound, by more than
+// Table 2.1's variation, on 200 random groups of 2–5 of the workload's
+// jobs on 4–16 nodes, and the test logs how far above it the groups run
+// (planner/README.md, Numbers → Harmony): `go test -v -run
+// TestSimulatePhases_WorkBound ./drivers/sim`.
+func TestSimulatePhases_WorkBound(t *testing.T) {
+	w := HarmonyWorkload(HarmonyJobs, 0, 1)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var gaps []float64
+	for range 200 {
+		k, m := 2+rng.IntN(4), 4+rng.IntN(13)
+		var jobs []phaseJob
+		var sumC, sumN, own float64
+		for range k {
+			tr := w.Arrivals[rng.IntN(len(w.Arrivals))].Truth.(*SubtaskTruth)
+			j := phaseJob{net: tr.Net, cv: tr.CV}
+			for n := range m {
+				j.nodes = append(j.nodes, n)
+				j.cpu = append(j.cpu, tr.CPU1/float64(m))
+			}
+			jobs = append(jobs, j)
+			sumC += tr.CPU1 / float64(m)
+			sumN += tr.Net
+			own = max(own, tr.CPU1/float64(m)+tr.Net)
+		}
+		bound := max(sumC, sumN, own)
+		out := simulatePhases(jobs, true, rand.New(rand.NewPCG(rng.Uint64(), 1)))
+		worst := 0.0
+		for _, it := range out.iter {
+			worst = max(worst, it)
+		}
+		must.GreaterEq(t, 0.97*bound, worst)
+		gaps = append(gaps, worst/bound-1)
+	}
+	mean, most, over5 := 0.0, 0.0, 0
+	for _, g := range gaps {
+		mean += g / float64(len(gaps))
+		most = max(most, g)
+		if g > 0.05 {
+			over5++
+		}
+	}
+	t.Logf("slowest job's iteration over the work bound, 200 groups: mean %+.1f%%, worst %+.1f%%, %d above 5%%", 100*mean, 100*most, over5)
+}
