@@ -165,8 +165,9 @@ type UsePoint struct {
 	Time float64
 	GPUs int
 	// CPU and Net are the cluster's utilisation by subtask jobs (Harmony's
-	// workloads): per node, Σ computation and Σ communication over the
-	// node's iteration cycle, averaged over every node; 0 without them.
+	// workloads): per node, the share of the time its CPU and its network
+	// are busy in the phase simulation (harmonytruth.go), averaged over
+	// every node; 0 without them.
 	CPU, Net float64
 }
 
