@@ -179,10 +179,14 @@
 // T_cpu/(T_cpu + T_net), only falls with its DoP; we take the largest DoP at
 // which it stays CPU-bound, ⌊CPU1/Net⌋ (IsolatedDoP), within its bounds;
 // jobs wait first come, first served. Colocated (L1019–1034, Gandiva):
-// jobs share machines with no grouping and no coordination; the
-// dissertation reports the best and worst of a brute-force search, which
-// is not possible at 80 jobs, so we take one simple rule: each job at its
-// isolated DoP on the machines with the most free CPU, shared.
+// jobs share machines with no grouping and no coordination, at most
+// NaiveJobsPerNode (two) a machine, as §4.1 found three run out of memory
+// (Figure 4.3); each at its isolated DoP. The dissertation reports the
+// best and worst of a brute-force search, which is not possible at 80
+// jobs; the option order stands in for them: best puts a job where it
+// balances its machines' computation and communication the most
+// (Algorithm 2's imbalance |T_diff + S_diff|), worst the least, spread
+// (the default) on the machines with the most free CPU.
 //
 // # Oracle (§4.4.7, L1118–L1137)
 //
