@@ -322,10 +322,15 @@ func simulateComponent(jobs []phaseJob, comp []int, coordinated bool, rng *rand.
 		f := st[k].finish
 		i, _ := slices.BinarySearch(f, start)
 		f = f[i:]
-		if len(f) >= 2 {
+		switch {
+		case len(f) >= 2:
 			out.iter[x] = (f[len(f)-1] - f[0]) / float64(len(f)-1)
-		} else {
-			out.iter[x] = math.Inf(1)
+		case st[k].done > 0:
+			// Cut short by phaseMaxEvents: its mean since the start.
+			out.iter[x] = st[k].finish[st[k].done-1] / float64(st[k].done)
+		default:
+			// Not one iteration yet: at least the time simulated.
+			out.iter[x] = now
 		}
 	}
 	if span <= 0 {
