@@ -20,6 +20,11 @@ import (
 //   - "parametric", "parametric:N" or "parametric:N:GAP": N (default 100)
 //     parameter-server jobs after the Optimus paper, arriving every GAP
 //     seconds on average (default 200);
+//   - "optimus", "optimus:N" or "optimus:N:SPAN": N (default 30) jobs of
+//     the Optimus paper's evaluation (Table 1's models, async or sync, with
+//     Table 2's measured step times, sim.OptimusWorkload) arriving at
+//     times drawn from [0, SPAN] seconds (default 12000), on its testbed of
+//     13 nodes, which replaces -cluster;
 //   - "harmony", "harmony:N" or "harmony:N:GAP": N (default 80) jobs of
 //     the dissertation's Harmony workload (4 applications × 2 datasets ×
 //     10 hyper-parameter settings, sim.HarmonyWorkload) as computation and
@@ -70,6 +75,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		make   func(n int, gap float64, seed uint64) *sim.Workload
 	}{
 		{"parametric", 100, 200, sim.ParametricWorkload},
+		{"optimus", 30, 12000, sim.OptimusWorkload},
 		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
 		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},
