@@ -2,6 +2,7 @@ package optimus
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -9,25 +10,108 @@ import (
 	"github.com/shoenig/test/must"
 )
 
-func TestAssignParameters_Example(t *testing.T) {
-	got := AssignParameters([]Block{{"fc", 100}, {"conv1", 10}, {"conv2", 10}}, 2)
-	// The average load is 60, so fc is cut in two halves of 50.
-	must.Eq(t, [][]Slice{
-		{{Block: "fc", Offset: 0, Size: 50}, {Block: "conv1", Offset: 0, Size: 10}},
-		{{Block: "fc", Offset: 50, Size: 50}, {Block: "conv2", Offset: 0, Size: 10}},
-	}, got)
+// resnet50Blocks are the parameter blocks of MXNet's ResNet-50 (its
+// symbols/resnet.py, version 2, bottleneck units of 3, 4, 6 and 3 over
+// filters 256, 512, 1024 and 2048, 1000 classes): 157 blocks of 25.6
+// million parameters in all, the model of Optimus Table 3 ("25 million
+// parameters formed into 157 parameter blocks").
+func resnet50Blocks() []Block {
+	var bs []Block
+	add := func(name string, size int64) { bs = append(bs, Block{Name: name, Size: size}) }
+	bn := func(name string, c int64) { add(name+"_gamma", c); add(name+"_beta", c) }
+	bn("bn_data", 3)
+	add("conv0_weight", 7*7*3*64)
+	bn("bn0", 64)
+	in := int64(64)
+	for stage, units := range []int{3, 4, 6, 3} {
+		out := int64(256) << stage
+		for u := range units {
+			name := fmt.Sprintf("stage%d_unit%d", stage+1, u+1)
+			bn(name+"_bn1", in)
+			add(name+"_conv1_weight", in*out/4)
+			bn(name+"_bn2", out/4)
+			add(name+"_conv2_weight", 3*3*(out/4)*(out/4))
+			bn(name+"_bn3", out/4)
+			add(name+"_conv3_weight", out/4*out)
+			if u == 0 {
+				add(name+"_sc_weight", in*out)
+			}
+			in = out
+		}
+	}
+	bn("bn1", 2048)
+	add("fc1_weight", 2048*1000)
+	add("fc1_bias", 1000)
+	return bs
 }
 
-// TestAssignParameters_Balance checks on random models that the slices of
-// each block tile it exactly and that no server's load exceeds the average
-// by more than one slice.
-func TestAssignParameters_Balance(t *testing.T) {
+// TestAssignParameters_Table3 runs PAA and MXNet's default on ResNet-50 at
+// 10 servers (Fig. 21's set-up; MXNet's 247 requests in Table 3 are what
+// slicing its 10 blocks of over 10^6 parameters 10 ways gives). Table 3:
+// MXNet's servers differ by 3.6M parameters and 43 requests, 247 in all;
+// PAA's by 0.1M and 1, 157 in all, slicing no block.
+func TestAssignParameters_Table3(t *testing.T) {
+	blocks := resnet50Blocks()
+	must.SliceLen(t, 157, blocks)
+	var total int64
+	for _, b := range blocks {
+		total += b.Size
+	}
+	must.Between(t, 25_000_000, total, 26_000_000)
+
+	paa := BalanceOf(AssignParameters(blocks, 10, 0))
+	must.Eq(t, 157, paa.Requests, must.Sprint("PAA slices no block"))
+	must.LessEq(t, 1, paa.RequestSpread)
+	must.LessEq(t, 200_000, paa.SizeSpread)
+
+	mx := BalanceOf(AssignMXNet(blocks, 10, MXNetThreshold, rand.New(rand.NewPCG(1, 2))))
+	must.Eq(t, 247, mx.Requests)
+	must.Greater(t, 10*paa.SizeSpread, mx.SizeSpread)
+	must.Greater(t, 5*paa.RequestSpread, mx.RequestSpread)
+	t.Logf("PAA %+v, MXNet %+v", paa, mx)
+}
+
+func TestAssignParameters_Rules(t *testing.T) {
+	cases := []struct {
+		name   string
+		blocks []Block
+		want   [][]Slice
+	}{{
+		// avg 60: fc (100) is sliced into 60 and 40, each to the server
+		// holding least; conv1 (10) then fits only server 1 (room 20).
+		name:   "slice and best fit",
+		blocks: []Block{{"conv1", 10}, {"fc", 100}, {"conv2", 10}},
+		want: [][]Slice{
+			{{Block: "fc", Size: 60}},
+			{{Block: "fc", Offset: 60, Size: 40}, {Block: "conv1", Size: 10}, {Block: "conv2", Size: 10}},
+		},
+	}, {
+		// avg 500, 1% = 5: b fits only server 1, c fits neither and goes
+		// to the one holding least (1); the 4s are very small and go to
+		// the server with the fewest requests (0), whatever it holds.
+		name:   "very small blocks by requests",
+		blocks: []Block{{"a", 400}, {"b", 300}, {"c", 288}, {"d", 4}, {"e", 4}},
+		want: [][]Slice{
+			{{Block: "a", Size: 400}, {Block: "d", Size: 4}, {Block: "e", Size: 4}},
+			{{Block: "b", Size: 300}, {Block: "c", Size: 288}},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			must.Eq(t, tc.want, AssignParameters(tc.blocks, 2, 0))
+		})
+	}
+}
+
+// TestAssignParameters_Tiles checks on random models that the slices of
+// each block tile it exactly and that no slice exceeds the average load.
+func TestAssignParameters_Tiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for range 200 {
 		var blocks []Block
 		var total int64
 		for i := range 1 + rng.IntN(40) {
-			b := Block{Name: string(rune('a'+i%26)) + string(rune('0'+i/26)), Size: 1 + rng.Int64N(1<<20)}
+			b := Block{Name: fmt.Sprint("b", i), Size: 1 + rng.Int64N(1<<20)}
 			if rng.IntN(10) == 0 {
 				b.Size *= 64 // a few huge blocks, like embeddings
 			}
@@ -35,19 +119,14 @@ func TestAssignParameters_Balance(t *testing.T) {
 			total += b.Size
 		}
 		servers := 1 + rng.IntN(16)
-		got := AssignParameters(blocks, servers)
+		got := AssignParameters(blocks, servers, 0)
 		must.SliceLen(t, servers, got)
-
 		byBlock := map[string][]Slice{}
-		var maxLoad, maxSlice int64
 		for _, s := range got {
-			var load int64
 			for _, sl := range s {
 				byBlock[sl.Block] = append(byBlock[sl.Block], sl)
-				load += sl.Size
-				maxSlice = max(maxSlice, sl.Size)
+				must.LessEq(t, total/int64(servers)+1, sl.Size)
 			}
-			maxLoad = max(maxLoad, load)
 		}
 		for _, b := range blocks {
 			parts := byBlock[b.Name]
@@ -59,7 +138,5 @@ func TestAssignParameters_Balance(t *testing.T) {
 			}
 			must.Eq(t, b.Size, next)
 		}
-		avg := (total + int64(servers) - 1) / int64(servers)
-		must.LessEq(t, avg+maxSlice, maxLoad)
 	}
 }
