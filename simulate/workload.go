@@ -24,7 +24,11 @@ import (
 //     the Optimus paper's evaluation (Table 1's models, async or sync, with
 //     Table 2's measured step times, sim.OptimusWorkload) arriving at
 //     times drawn from [0, SPAN] seconds (default 12000), on its testbed of
-//     13 nodes, which replaces -cluster;
+//     13 nodes, which replaces -cluster; its parameter servers hold the
+//     parameters as MXNet assigns them by default, as the paper's
+//     baselines run;
+//   - "optimus-paa[:N[:SPAN]]": the same jobs with their parameters
+//     assigned by PAA (Optimus §5.3), as the Optimus system runs them;
 //   - "harmony", "harmony:N" or "harmony:N:GAP": N (default 80) jobs of
 //     the dissertation's Harmony workload (4 applications × 2 datasets ×
 //     10 hyper-parameter settings, sim.HarmonyWorkload) as computation and
@@ -76,6 +80,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	}{
 		{"parametric", 100, 200, sim.ParametricWorkload},
 		{"optimus", 30, 12000, sim.OptimusWorkload},
+		{"optimus-paa", 30, 12000, sim.OptimusWorkloadPAA},
 		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
 		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},

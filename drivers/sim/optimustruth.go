@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -15,19 +16,23 @@ type OptimusModel struct {
 	Name     string
 	Params   float64 // millions of parameters (Table 1)
 	Examples int     // examples in its dataset (Table 1)
+	// Blocks are the model's parameter blocks, nil where the paper does
+	// not give them (every model but ResNet-50, whose blocks are its
+	// architecture's, optimus.ResNet50Blocks). Read-only.
+	Blocks []optimus.Block
 }
 
 // OptimusModels are Table 1's jobs, in the table's order.
 var OptimusModels = []OptimusModel{
-	{"resnext-110", 1.7, 60000},
-	{"resnet-50", 25, 1313788},
-	{"inception-bn", 11.3, 30607},
-	{"kaggle", 1.4, 37920},
-	{"cnn-rand", 6, 10662},
-	{"dssm", 1.5, 214288},
-	{"rnn-lstm-dropout", 4.7, 1002000},
-	{"seq2seq", 9.1, 1000000},
-	{"deepspeech2", 38, 45000},
+	{"resnext-110", 1.7, 60000, nil},
+	{"resnet-50", 25, 1313788, optimus.ResNet50Blocks()},
+	{"inception-bn", 11.3, 30607, nil},
+	{"kaggle", 1.4, 37920, nil},
+	{"cnn-rand", 6, 10662, nil},
+	{"dssm", 1.5, 214288, nil},
+	{"rnn-lstm-dropout", 4.7, 1002000, nil},
+	{"seq2seq", 9.1, 1000000, nil},
+	{"deepspeech2", 38, 45000, nil},
 }
 
 // Table 2 of the Optimus paper: the coefficients of the speed functions it
@@ -88,15 +93,30 @@ var OptimusLoss = [3]float64{0.21, 1.07, 0.07}
 //     handle TCP connections and control messages and do not depend on
 //     the model, so they stay as measured. Each scaled coefficient is
 //     Table 2's times S/25.
+//
 //   - Units. An async step is one worker's mini-batch of OptimusMiniBatch
 //     examples, and the job's speed is w steps per step time (eq. 3); a
 //     sync step is the global batch of OptimusSyncBatch examples, M =
 //     OptimusTable2M in eq. 4's unit (from Fig. 4(a)).
+//
 //   - Loss and convergence. The loss per epoch follows eq. 1 with Fig.
 //     7's coefficients (OptimusLoss) for every model; a job converges when
 //     its loss decreases by less than Threshold (1% to 5%, §6.1) of itself
 //     per epoch for Patience epochs (§2.1). Epochs have Examples / batch
 //     steps, over the dataset downscaled to OptimusDatasetCap examples.
+//
+//   - Parameter servers' balance. Eq. 2 takes the step's transfer and
+//     update time at the slowest server (its max over servers), and
+//     Table 2's fit assumes parameters "evenly distributed" (§3.2). With
+//     the parameter blocks split as an assignment splits them, the w/p
+//     term (which carries S/p) is multiplied by the largest load over the
+//     mean load, S_max/(S/p) ≥ 1. The assignment is MXNet's default
+//     (optimus.AssignMXNet: blocks under 10^6 parameters to a random
+//     server, larger ones sliced evenly), the baselines' (§6.1: DRF and
+//     Tetris run on plain MXNet), or, when PAA is set, PAA
+//     (optimus.AssignParameters, §5.3), which the Optimus system runs.
+//     Only ResNet-50's blocks are known (Table 3; OptimusModel.Blocks);
+//     the other models are taken as evenly split under both.
 //
 // StepTime ignores placement: Table 2's fit is over configurations, not
 // placements, and the paper gives no measurement of how a placement
@@ -104,6 +124,12 @@ var OptimusLoss = [3]float64{0.21, 1.07, 0.07}
 type OptimusTruth struct {
 	Model OptimusModel
 	Async bool
+	// PAA: the job's parameter servers hold the blocks as PAA assigns
+	// them, not as MXNet does by default.
+	PAA bool
+	// Imbalance[p] is the largest over the mean load of p servers
+	// (1 ≤ p ≤ optimusMaxTasks), by the job's assignment.
+	Imbalance []float64
 	// Theta are the truth's eq. 3 (first four) or eq. 4 coefficients.
 	Theta         [5]float64
 	StepsPerEpoch float64
@@ -113,10 +139,13 @@ type OptimusTruth struct {
 }
 
 // NewOptimusTruth returns the truth of model m trained async or sync until
-// its loss decreases by less than threshold per epoch for patience epochs.
-func NewOptimusTruth(m OptimusModel, async bool, threshold float64, patience int) *OptimusTruth {
+// its loss decreases by less than threshold per epoch for patience epochs,
+// with its parameters assigned by PAA or, when paa is false, by MXNet's
+// default, whose random choices are drawn from seed.
+func NewOptimusTruth(m OptimusModel, async bool, threshold float64, patience int, paa bool, seed uint64) *OptimusTruth {
 	k := m.Params / optimusTable2Params
-	t := &OptimusTruth{Model: m, Async: async, Threshold: threshold, Patience: patience}
+	t := &OptimusTruth{Model: m, Async: async, PAA: paa, Threshold: threshold, Patience: patience}
+	t.Imbalance = psImbalance(m, paa, seed)
 	examples := float64(min(m.Examples, OptimusDatasetCap))
 	if async {
 		a := OptimusTable2Async
@@ -138,10 +167,48 @@ func NewOptimusTruth(m OptimusModel, async bool, threshold float64, patience int
 func (t *OptimusTruth) StepSeconds(p, w int) float64 {
 	pf, wf := float64(max(p, 1)), float64(max(w, 1))
 	th := t.Theta
-	if t.Async {
-		return th[0] + th[1]*wf/pf + th[2]*wf + th[3]*pf
+	imb := 1.0
+	if p >= 1 && p < len(t.Imbalance) {
+		imb = t.Imbalance[p]
 	}
-	return th[0]*OptimusTable2M/wf + th[1] + th[2]*wf/pf + th[3]*wf + th[4]*pf
+	if t.Async {
+		return th[0] + th[1]*imb*wf/pf + th[2]*wf + th[3]*pf
+	}
+	return th[0]*OptimusTable2M/wf + th[1] + th[2]*imb*wf/pf + th[3]*wf + th[4]*pf
+}
+
+// psImbalance is the largest over the mean load of 1 to optimusMaxTasks
+// servers holding m's blocks as PAA or MXNet assigns them; all 1 for a
+// model without blocks.
+func psImbalance(m OptimusModel, paa bool, seed uint64) []float64 {
+	out := make([]float64, optimusMaxTasks+1)
+	blocks := m.Blocks
+	var total int64
+	for _, b := range blocks {
+		total += b.Size
+	}
+	for p := 1; p <= optimusMaxTasks; p++ {
+		out[p] = 1
+		if total == 0 {
+			continue
+		}
+		var a [][]optimus.Slice
+		if paa {
+			a = optimus.AssignParameters(blocks, p, 0)
+		} else {
+			a = optimus.AssignMXNet(blocks, p, optimus.MXNetThreshold, rand.New(rand.NewPCG(seed, uint64(p))))
+		}
+		var most int64
+		for _, s := range a {
+			var held int64
+			for _, sl := range s {
+				held += sl.Size
+			}
+			most = max(most, held)
+		}
+		out[p] = float64(most) * float64(p) / float64(total)
+	}
+	return out
 }
 
 // Speed is the job's training speed in steps per second (eqs. 3 and 4).
@@ -184,15 +251,30 @@ const (
 // arriving at times drawn uniformly from [0, span] seconds (the paper:
 // [0, 12000]), each one of Table 1's models drawn at random and trained
 // async or sync at random, with a convergence threshold drawn from [1%,
-// 5%], and patience 2. Its truths are OptimusTruth. Every job may run
+// 5%], and patience 2. Its truths are OptimusTruth, with MXNet's default
+// assignment of parameters, or PAA's when paa is set (OptimusWorkloadPAA). Every job may run
 // 1 to 16 parameter servers and workers of 5 cores and 10 GB each (§2.3's
 // containers); a user would request 2 of each, the 1:1 ratio the paper
 // gives the baselines (the paper does not give the request's size). It
 // runs on the testbed (13 nodes of 12 cores, no GPUs), which replaces the
 // cluster.
 func OptimusWorkload(n int, span float64, seed uint64) *Workload {
+	return optimusWorkload(n, span, seed, false)
+}
+
+// OptimusWorkloadPAA is OptimusWorkload, the same jobs, with every job's
+// parameters assigned by PAA, as the Optimus system runs them (§5.3).
+func OptimusWorkloadPAA(n int, span float64, seed uint64) *Workload {
+	return optimusWorkload(n, span, seed, true)
+}
+
+func optimusWorkload(n int, span float64, seed uint64, paa bool) *Workload {
 	rng := rand.New(rand.NewPCG(seed, 0x0e5f))
-	w := &Workload{Name: fmt.Sprintf("optimus-%d", n), NodeCPU: optimusNodeCPU, NodeMemoryMB: optimusNodeMem,
+	name := "optimus"
+	if paa {
+		name = "optimus-paa"
+	}
+	w := &Workload{Name: fmt.Sprintf("%s-%d", name, n), NodeCPU: optimusNodeCPU, NodeMemoryMB: optimusNodeMem,
 		NodeGPUs: make([]int, optimusNodes)}
 	times := make([]float64, n)
 	for i := range times {
@@ -203,7 +285,7 @@ func OptimusWorkload(n int, span float64, seed uint64) *Workload {
 		m := OptimusModels[rng.IntN(len(OptimusModels))]
 		async := rng.IntN(2) == 0
 		threshold := math.Round((0.01+rng.Float64()*0.04)*1000) / 1000
-		truth := NewOptimusTruth(m, async, threshold, 2)
+		truth := NewOptimusTruth(m, async, threshold, 2, paa, seed<<16|uint64(i))
 		tr := &structs.Training{
 			Architecture: structs.ArchitecturePS, Mode: structs.ModeSync, GlobalBatchSize: OptimusSyncBatch,
 			StepsPerEpoch: int(truth.StepsPerEpoch),

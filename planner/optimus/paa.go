@@ -2,6 +2,7 @@ package optimus
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 )
@@ -163,4 +164,40 @@ func BalanceOf(assignment [][]Slice) Balance {
 	}
 	b.SizeSpread, b.RequestSpread = hi-lo, hiR-max(loR, 0)
 	return b
+}
+
+// ResNet50Blocks returns the parameter blocks of MXNet's ResNet-50 (its
+// symbols/resnet.py, version 2, bottleneck units of 3, 4, 6 and 3 over
+// filters 256, 512, 1024 and 2048, 1000 classes): 157 blocks of 25.6
+// million parameters in all, the model of Optimus Table 3 ("25 million
+// parameters formed into 157 parameter blocks"). Each call returns a new
+// slice.
+func ResNet50Blocks() []Block {
+	var bs []Block
+	add := func(name string, size int64) { bs = append(bs, Block{Name: name, Size: size}) }
+	bn := func(name string, c int64) { add(name+"_gamma", c); add(name+"_beta", c) }
+	bn("bn_data", 3)
+	add("conv0_weight", 7*7*3*64)
+	bn("bn0", 64)
+	in := int64(64)
+	for stage, units := range []int{3, 4, 6, 3} {
+		out := int64(256) << stage
+		for u := range units {
+			name := fmt.Sprintf("stage%d_unit%d", stage+1, u+1)
+			bn(name+"_bn1", in)
+			add(name+"_conv1_weight", in*out/4)
+			bn(name+"_bn2", out/4)
+			add(name+"_conv2_weight", 3*3*(out/4)*(out/4))
+			bn(name+"_bn3", out/4)
+			add(name+"_conv3_weight", out/4*out)
+			if u == 0 {
+				add(name+"_sc_weight", in*out)
+			}
+			in = out
+		}
+	}
+	bn("bn1", 2048)
+	add("fc1_weight", 2048*1000)
+	add("fc1_bias", 1000)
+	return bs
 }
