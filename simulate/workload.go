@@ -13,6 +13,7 @@ import (
 
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/planner/optimus"
 )
 
 // LoadWorkload reads the workload a user names to `caravan sim`:
@@ -80,7 +81,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	}{
 		{"parametric", 100, 200, sim.ParametricWorkload},
 		{"optimus", 30, 12000, sim.OptimusWorkload},
-		{"optimus-paa", 30, 12000, sim.OptimusWorkloadPAA},
+		{"optimus-paa", 30, 12000, optimusPAAWorkload},
 		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
 		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},
@@ -188,4 +189,26 @@ func loadJobspecs(fsys fs.FS, file string, profiles map[string]*sim.Profile, see
 	}
 	slices.SortStableFunc(wl.Arrivals, func(a, b sim.Arrival) int { return cmp.Compare(a.Time, b.Time) })
 	return trim(wl, limit), nil
+}
+
+// optimusPAAWorkload is sim.OptimusWorkload with every job's parameters
+// assigned by PAA (Optimus §5.3, optimus.AssignParameters), as the Optimus
+// system runs them; the truth turns the loads PAA gives into step time.
+func optimusPAAWorkload(n int, span float64, seed uint64) *sim.Workload {
+	return sim.OptimusWorkloadAssigned(n, span, seed, "optimus-paa", PAALoads)
+}
+
+// PAALoads is a sim.Assignment by PAA at the paper's 1% (§6.1).
+func PAALoads(blocks []sim.ParamBlock, servers int) []int64 {
+	in := make([]optimus.Block, len(blocks))
+	for i, b := range blocks {
+		in[i] = optimus.Block{Name: b.Name, Size: b.Size}
+	}
+	loads := make([]int64, servers)
+	for s, slices := range optimus.AssignParameters(in, servers, optimus.DefaultSmallFraction) {
+		for _, sl := range slices {
+			loads[s] += sl.Size
+		}
+	}
+	return loads
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/structs"
 )
 
@@ -16,16 +15,16 @@ type OptimusModel struct {
 	Name     string
 	Params   float64 // millions of parameters (Table 1)
 	Examples int     // examples in its dataset (Table 1)
-	// Blocks are the model's parameter blocks, nil where the paper does
-	// not give them (every model but ResNet-50, whose blocks are its
-	// architecture's, optimus.ResNet50Blocks). Read-only.
-	Blocks []optimus.Block
+	// Blocks are the sizes of the model's parameter blocks, nil where
+	// the paper does not give them (every model but ResNet-50, whose
+	// blocks are its architecture's, ResNet50Blocks). Read-only.
+	Blocks []ParamBlock
 }
 
 // OptimusModels are Table 1's jobs, in the table's order.
 var OptimusModels = []OptimusModel{
 	{"resnext-110", 1.7, 60000, nil},
-	{"resnet-50", 25, 1313788, optimus.ResNet50Blocks()},
+	{"resnet-50", 25, 1313788, ResNet50Blocks()},
 	{"inception-bn", 11.3, 30607, nil},
 	{"kaggle", 1.4, 37920, nil},
 	{"cnn-rand", 6, 10662, nil},
@@ -111,12 +110,14 @@ var OptimusLoss = [3]float64{0.21, 1.07, 0.07}
 //     the parameter blocks split as an assignment splits them, the w/p
 //     term (which carries S/p) is multiplied by the largest load over the
 //     mean load, S_max/(S/p) ≥ 1. The assignment is MXNet's default
-//     (optimus.AssignMXNet: blocks under 10^6 parameters to a random
-//     server, larger ones sliced evenly), the baselines' (§6.1: DRF and
-//     Tetris run on plain MXNet), or, when PAA is set, PAA
-//     (optimus.AssignParameters, §5.3), which the Optimus system runs.
+//     (MXNetLoads: blocks under 10^6 parameters to a random server,
+//     larger ones sliced evenly), the baselines' (§6.1: DRF and Tetris
+//     run on plain MXNet), or the one a workload is given
+//     (OptimusWorkloadAssigned: `caravan sim`'s optimus-paa passes PAA,
+//     planner/optimus.AssignParameters, which the Optimus system runs);
+//     the truth only turns loads into time, and runs no scheduler's code.
 //     Only ResNet-50's blocks are known (Table 3; OptimusModel.Blocks);
-//     the other models are taken as evenly split under both.
+//     the other models are taken as evenly split under every assignment.
 //
 // StepTime ignores placement: Table 2's fit is over configurations, not
 // placements, and the paper gives no measurement of how a placement
@@ -124,9 +125,6 @@ var OptimusLoss = [3]float64{0.21, 1.07, 0.07}
 type OptimusTruth struct {
 	Model OptimusModel
 	Async bool
-	// PAA: the job's parameter servers hold the blocks as PAA assigns
-	// them, not as MXNet does by default.
-	PAA bool
 	// Imbalance[p] is the largest over the mean load of p servers
 	// (1 ≤ p ≤ optimusMaxTasks), by the job's assignment.
 	Imbalance []float64
@@ -140,12 +138,12 @@ type OptimusTruth struct {
 
 // NewOptimusTruth returns the truth of model m trained async or sync until
 // its loss decreases by less than threshold per epoch for patience epochs,
-// with its parameters assigned by PAA or, when paa is false, by MXNet's
-// default, whose random choices are drawn from seed.
-func NewOptimusTruth(m OptimusModel, async bool, threshold float64, patience int, paa bool, seed uint64) *OptimusTruth {
+// with its parameters assigned by assign, or by MXNet's default (its
+// random choices drawn from seed) when assign is nil.
+func NewOptimusTruth(m OptimusModel, async bool, threshold float64, patience int, assign Assignment, seed uint64) *OptimusTruth {
 	k := m.Params / optimusTable2Params
-	t := &OptimusTruth{Model: m, Async: async, PAA: paa, Threshold: threshold, Patience: patience}
-	t.Imbalance = psImbalance(m, paa, seed)
+	t := &OptimusTruth{Model: m, Async: async, Threshold: threshold, Patience: patience}
+	t.Imbalance = psImbalance(m, assign, seed)
 	examples := float64(min(m.Examples, OptimusDatasetCap))
 	if async {
 		a := OptimusTable2Async
@@ -177,14 +175,50 @@ func (t *OptimusTruth) StepSeconds(p, w int) float64 {
 	return th[0]*OptimusTable2M/wf + th[1] + th[2]*imb*wf/pf + th[3]*wf + th[4]*pf
 }
 
-// psImbalance is the largest over the mean load of 1 to optimusMaxTasks
-// servers holding m's blocks as PAA or MXNet assigns them; all 1 for a
-// model without blocks.
-func psImbalance(m OptimusModel, paa bool, seed uint64) []float64 {
-	out := make([]float64, optimusMaxTasks+1)
-	blocks := m.Blocks
-	var total int64
+// ParamBlock is one block of a model's parameters (a layer's weights), of
+// Size parameters.
+type ParamBlock struct {
+	Name string
+	Size int64
+}
+
+// Assignment returns the parameters each of servers parameter servers
+// holds when blocks are assigned to them, one load per server.
+type Assignment func(blocks []ParamBlock, servers int) []int64
+
+// MXNetThreshold is MXNet's default size (10^6 parameters) below which a
+// block goes to one server whole (Optimus §5.3).
+const MXNetThreshold = 1_000_000
+
+// MXNetLoads assigns blocks as MXNet does by default, the assignment PAA
+// replaces (§5.3): a block under MXNetThreshold goes whole to a server
+// drawn from rng, and a larger one is sliced evenly over all servers. It
+// returns each server's load and the update requests in all (one per
+// block or slice).
+func MXNetLoads(blocks []ParamBlock, servers int, rng *rand.Rand) (loads []int64, requests int) {
+	loads = make([]int64, servers)
 	for _, b := range blocks {
+		if b.Size < MXNetThreshold {
+			loads[rng.IntN(servers)] += b.Size
+			requests++
+			continue
+		}
+		n := int64(servers)
+		for k := range n {
+			loads[k] += b.Size*(k+1)/n - b.Size*k/n
+		}
+		requests += servers
+	}
+	return loads, requests
+}
+
+// psImbalance is the largest over the mean load of 1 to optimusMaxTasks
+// servers holding m's blocks as assign (nil: MXNetLoads, from seed)
+// assigns them; all 1 for a model without blocks.
+func psImbalance(m OptimusModel, assign Assignment, seed uint64) []float64 {
+	out := make([]float64, optimusMaxTasks+1)
+	var total int64
+	for _, b := range m.Blocks {
 		total += b.Size
 	}
 	for p := 1; p <= optimusMaxTasks; p++ {
@@ -192,23 +226,51 @@ func psImbalance(m OptimusModel, paa bool, seed uint64) []float64 {
 		if total == 0 {
 			continue
 		}
-		var a [][]optimus.Slice
-		if paa {
-			a = optimus.AssignParameters(blocks, p, 0)
+		var loads []int64
+		if assign != nil {
+			loads = assign(m.Blocks, p)
 		} else {
-			a = optimus.AssignMXNet(blocks, p, optimus.MXNetThreshold, rand.New(rand.NewPCG(seed, uint64(p))))
+			loads, _ = MXNetLoads(m.Blocks, p, rand.New(rand.NewPCG(seed, uint64(p))))
 		}
-		var most int64
-		for _, s := range a {
-			var held int64
-			for _, sl := range s {
-				held += sl.Size
-			}
-			most = max(most, held)
-		}
-		out[p] = float64(most) * float64(p) / float64(total)
+		out[p] = float64(slices.Max(loads)) * float64(p) / float64(total)
 	}
 	return out
+}
+
+// ResNet50Blocks returns the parameter blocks of MXNet's ResNet-50 (its
+// symbols/resnet.py, version 2, bottleneck units of 3, 4, 6 and 3 over
+// filters 256, 512, 1024 and 2048, 1000 classes): 157 blocks of 25.6
+// million parameters in all, the model of Optimus Table 3 ("25 million
+// parameters formed into 157 parameter blocks"). Each call returns a new
+// slice.
+func ResNet50Blocks() []ParamBlock {
+	var bs []ParamBlock
+	add := func(name string, size int64) { bs = append(bs, ParamBlock{Name: name, Size: size}) }
+	bn := func(name string, c int64) { add(name+"_gamma", c); add(name+"_beta", c) }
+	bn("bn_data", 3)
+	add("conv0_weight", 7*7*3*64)
+	bn("bn0", 64)
+	in := int64(64)
+	for stage, units := range []int{3, 4, 6, 3} {
+		out := int64(256) << stage
+		for u := range units {
+			name := fmt.Sprintf("stage%d_unit%d", stage+1, u+1)
+			bn(name+"_bn1", in)
+			add(name+"_conv1_weight", in*out/4)
+			bn(name+"_bn2", out/4)
+			add(name+"_conv2_weight", 3*3*(out/4)*(out/4))
+			bn(name+"_bn3", out/4)
+			add(name+"_conv3_weight", out/4*out)
+			if u == 0 {
+				add(name+"_sc_weight", in*out)
+			}
+			in = out
+		}
+	}
+	bn("bn1", 2048)
+	add("fc1_weight", 2048*1000)
+	add("fc1_bias", 1000)
+	return bs
 }
 
 // Speed is the job's training speed in steps per second (eqs. 3 and 4).
@@ -252,28 +314,20 @@ const (
 // [0, 12000]), each one of Table 1's models drawn at random and trained
 // async or sync at random, with a convergence threshold drawn from [1%,
 // 5%], and patience 2. Its truths are OptimusTruth, with MXNet's default
-// assignment of parameters, or PAA's when paa is set (OptimusWorkloadPAA). Every job may run
+// assignment of parameters (OptimusWorkloadAssigned gives another). Every job may run
 // 1 to 16 parameter servers and workers of 5 cores and 10 GB each (§2.3's
 // containers); a user would request 2 of each, the 1:1 ratio the paper
 // gives the baselines (the paper does not give the request's size). It
 // runs on the testbed (13 nodes of 12 cores, no GPUs), which replaces the
 // cluster.
 func OptimusWorkload(n int, span float64, seed uint64) *Workload {
-	return optimusWorkload(n, span, seed, false)
+	return OptimusWorkloadAssigned(n, span, seed, "optimus", nil)
 }
 
-// OptimusWorkloadPAA is OptimusWorkload, the same jobs, with every job's
-// parameters assigned by PAA, as the Optimus system runs them (§5.3).
-func OptimusWorkloadPAA(n int, span float64, seed uint64) *Workload {
-	return optimusWorkload(n, span, seed, true)
-}
-
-func optimusWorkload(n int, span float64, seed uint64, paa bool) *Workload {
+// OptimusWorkloadAssigned is OptimusWorkload, the same jobs, with every
+// job's parameters assigned by assign (nil: MXNet's default), named name.
+func OptimusWorkloadAssigned(n int, span float64, seed uint64, name string, assign Assignment) *Workload {
 	rng := rand.New(rand.NewPCG(seed, 0x0e5f))
-	name := "optimus"
-	if paa {
-		name = "optimus-paa"
-	}
 	w := &Workload{Name: fmt.Sprintf("%s-%d", name, n), NodeCPU: optimusNodeCPU, NodeMemoryMB: optimusNodeMem,
 		NodeGPUs: make([]int, optimusNodes)}
 	times := make([]float64, n)
@@ -285,7 +339,7 @@ func optimusWorkload(n int, span float64, seed uint64, paa bool) *Workload {
 		m := OptimusModels[rng.IntN(len(OptimusModels))]
 		async := rng.IntN(2) == 0
 		threshold := math.Round((0.01+rng.Float64()*0.04)*1000) / 1000
-		truth := NewOptimusTruth(m, async, threshold, 2, paa, seed<<16|uint64(i))
+		truth := NewOptimusTruth(m, async, threshold, 2, assign, seed<<16|uint64(i))
 		tr := &structs.Training{
 			Architecture: structs.ArchitecturePS, Mode: structs.ModeSync, GlobalBatchSize: OptimusSyncBatch,
 			StepsPerEpoch: int(truth.StepsPerEpoch),

@@ -2,8 +2,6 @@ package optimus
 
 import (
 	"cmp"
-	"fmt"
-	"math/rand/v2"
 	"slices"
 )
 
@@ -108,31 +106,6 @@ func AssignParameters(blocks []Block, servers int, small float64) [][]Slice {
 	return out
 }
 
-// MXNetThreshold is MXNet's default size (10^6 parameters) below which a
-// block goes to one server whole (§5.3).
-const MXNetThreshold = 1_000_000
-
-// AssignMXNet assigns blocks as MXNet does by default, the assignment PAA
-// replaces (§5.3): a block smaller than threshold goes whole to a server
-// chosen at random (from rng), and a larger one is sliced evenly among all
-// the servers. It is the baseline of Table 3.
-func AssignMXNet(blocks []Block, servers int, threshold int64, rng *rand.Rand) [][]Slice {
-	out := make([][]Slice, servers)
-	for _, b := range blocks {
-		if b.Size < threshold {
-			s := rng.IntN(servers)
-			out[s] = append(out[s], Slice{Block: b.Name, Size: b.Size})
-			continue
-		}
-		n := int64(servers)
-		for k := range n {
-			lo, hi := b.Size*k/n, b.Size*(k+1)/n
-			out[k] = append(out[k], Slice{Block: b.Name, Offset: lo, Size: hi - lo})
-		}
-	}
-	return out
-}
-
 // Balance summarises an assignment by Table 3's three measures: the
 // largest difference of parameters held by two servers, the largest
 // difference of their update requests, and the total requests.
@@ -164,40 +137,4 @@ func BalanceOf(assignment [][]Slice) Balance {
 	}
 	b.SizeSpread, b.RequestSpread = hi-lo, hiR-max(loR, 0)
 	return b
-}
-
-// ResNet50Blocks returns the parameter blocks of MXNet's ResNet-50 (its
-// symbols/resnet.py, version 2, bottleneck units of 3, 4, 6 and 3 over
-// filters 256, 512, 1024 and 2048, 1000 classes): 157 blocks of 25.6
-// million parameters in all, the model of Optimus Table 3 ("25 million
-// parameters formed into 157 parameter blocks"). Each call returns a new
-// slice.
-func ResNet50Blocks() []Block {
-	var bs []Block
-	add := func(name string, size int64) { bs = append(bs, Block{Name: name, Size: size}) }
-	bn := func(name string, c int64) { add(name+"_gamma", c); add(name+"_beta", c) }
-	bn("bn_data", 3)
-	add("conv0_weight", 7*7*3*64)
-	bn("bn0", 64)
-	in := int64(64)
-	for stage, units := range []int{3, 4, 6, 3} {
-		out := int64(256) << stage
-		for u := range units {
-			name := fmt.Sprintf("stage%d_unit%d", stage+1, u+1)
-			bn(name+"_bn1", in)
-			add(name+"_conv1_weight", in*out/4)
-			bn(name+"_bn2", out/4)
-			add(name+"_conv2_weight", 3*3*(out/4)*(out/4))
-			bn(name+"_bn3", out/4)
-			add(name+"_conv3_weight", out/4*out)
-			if u == 0 {
-				add(name+"_sc_weight", in*out)
-			}
-			in = out
-		}
-	}
-	bn("bn1", 2048)
-	add("fc1_weight", 2048*1000)
-	add("fc1_bias", 1000)
-	return bs
 }

@@ -7,33 +7,25 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/shoenig/test/must"
 )
 
-// TestAssignParameters_Table3 runs PAA and MXNet's default on ResNet-50 at
-// 10 servers (Fig. 21's set-up; MXNet's 247 requests in Table 3 are what
-// slicing its 10 blocks of over 10^6 parameters 10 ways gives). Table 3:
-// MXNet's servers differ by 3.6M parameters and 43 requests, 247 in all;
-// PAA's by 0.1M and 1, 157 in all, slicing no block.
+// TestAssignParameters_Table3 runs PAA on ResNet-50 at 10 servers (Fig.
+// 21's set-up; MXNet's 247 requests in Table 3 are what slicing its 10
+// blocks of over 10^6 parameters 10 ways gives). Table 3: PAA's servers
+// differ by 0.1M parameters and 1 request, 157 in all, slicing no block.
 func TestAssignParameters_Table3(t *testing.T) {
-	blocks := ResNet50Blocks()
-	must.SliceLen(t, 157, blocks)
-	var total int64
-	for _, b := range blocks {
-		total += b.Size
+	var blocks []Block
+	for _, b := range sim.ResNet50Blocks() {
+		blocks = append(blocks, Block{Name: b.Name, Size: b.Size})
 	}
-	must.Between(t, 25_000_000, total, 26_000_000)
-
+	must.SliceLen(t, 157, blocks)
 	paa := BalanceOf(AssignParameters(blocks, 10, 0))
 	must.Eq(t, 157, paa.Requests, must.Sprint("PAA slices no block"))
 	must.LessEq(t, 1, paa.RequestSpread)
-	must.LessEq(t, 200_000, paa.SizeSpread)
-
-	mx := BalanceOf(AssignMXNet(blocks, 10, MXNetThreshold, rand.New(rand.NewPCG(1, 2))))
-	must.Eq(t, 247, mx.Requests)
-	must.Greater(t, 10*paa.SizeSpread, mx.SizeSpread)
-	must.Greater(t, 5*paa.RequestSpread, mx.RequestSpread)
-	t.Logf("PAA %+v, MXNet %+v", paa, mx)
+	must.LessEq(t, 150_000, paa.SizeSpread)
+	t.Logf("PAA %+v", paa)
 }
 
 func TestAssignParameters_Rules(t *testing.T) {
