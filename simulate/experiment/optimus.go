@@ -40,7 +40,7 @@ func init() {
 		Runs: []Run{
 			{Name: "mxnet", Workload: "optimus", Policies: []string{"drf", "tetris", optimusPolicy},
 				Interval: interval, Short: "optimus:10:4000"},
-			{Name: "paa", Workload: "optimus-paa", Policies: []string{optimusPolicy, "optimus+oracle"},
+			{Name: "paa", Workload: "optimus-paa", Policies: []string{optimusPolicy, "optimus+oracle", "optimus-relative:young_factor=1"},
 				Interval: interval, Short: "optimus-paa:10:4000"},
 		},
 	}
