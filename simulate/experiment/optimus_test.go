@@ -122,3 +122,41 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+// TestOptimusPeriodic measures optimus-eurosys18's runs with rounds only at
+// multiples of the 10-minute interval, as the paper plans ("new jobs
+// submitted in the previous scheduling interval", §4), where `caravan sim`
+// also plans at every arrival and completion: the mean JCT and makespan of
+// drf and optimus over the seeds, for drivers/sim/README.md. It asserts
+// that both runs finish every job.
+//
+//	go test ./simulate/experiment -run TestOptimusPeriodic -optimus-thirds -v
+func TestOptimusPeriodic(t *testing.T) {
+	if !*optimusThirds {
+		t.Skip("run with -optimus-thirds")
+	}
+	e, ok := Get("optimus-eurosys18")
+	must.True(t, ok)
+	for _, periodic := range []bool{false, true} {
+		jct, makespan := map[string]float64{}, map[string]float64{}
+		for _, seed := range e.Seeds {
+			for _, c := range []struct{ workload, policy string }{{"optimus", "drf"}, {"optimus-paa", optimusPolicy}} {
+				p, err := simulate.Prepare(simulate.Setup{Workload: c.workload, Cluster: "16x4", Policies: []string{c.policy},
+					Seed: seed, Interval: 10 * time.Minute, RestartPenalty: 30 * time.Second, Assume: simulate.AssumeCaravan})
+				must.NoError(t, err)
+				alg, _ := simulate.Policy(p.Specs[0].Name)
+				o := p.Options
+				o.AlgorithmOptions, o.PeriodicRounds = p.Specs[0].Options, periodic
+				r, err := simulate.Run(p.Workload, alg, o)
+				must.NoError(t, err)
+				must.Eq(t, len(p.Workload.Arrivals), r.Summary.Jobs)
+				n := float64(len(e.Seeds))
+				jct[c.policy] += r.Summary.AvgJCT / n
+				makespan[c.policy] += r.Summary.Makespan / n
+			}
+		}
+		t.Logf("periodic rounds only: %v; mean JCT drf %.0f s, optimus %.0f s (%.3f×); makespan drf %.0f s, optimus %.0f s (%.3f×)",
+			periodic, jct["drf"], jct[optimusPolicy], jct["drf"]/jct[optimusPolicy],
+			makespan["drf"], makespan[optimusPolicy], makespan["drf"]/makespan[optimusPolicy])
+	}
+}
