@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/caravan-sched/caravan/structs"
 )
@@ -77,6 +78,9 @@ type CruiseTruth struct {
 	StepsPerEpoch, Epochs float64
 	// B are the loss curve's 1/(B0·epoch + B1) + B2.
 	B [3]float64
+	// CompShare is the share of the epoch a worker computes at the
+	// optimum (cruiseCompShare unless changed, for a sensitivity test).
+	CompShare float64
 
 	points []cruisePoint
 	optW   int
@@ -102,8 +106,8 @@ type CruiseTruth struct {
 //     grows as 1/W (each worker's data) and the communication stays at
 //     its value at the fewest workers measured.
 //
-// The computation is cruiseCompShare of the optimum's epoch scaled by
-// W*/W; the communication is the rest.
+// The computation is CompShare of the optimum's epoch scaled by W*/W;
+// the communication is the rest.
 func (t *CruiseTruth) Rel(w, s int) float64 {
 	if w < 1 || s < 1 {
 		return math.Inf(1)
@@ -140,7 +144,7 @@ func (t *CruiseTruth) rel32(W float64) float64 {
 // comp32 is a worker's computation on 32 machines at W workers, relative
 // to the optimum's epoch.
 func (t *CruiseTruth) comp32(W float64) float64 {
-	return cruiseCompShare * float64(t.optW) / W
+	return t.CompShare * float64(t.optW) / W
 }
 
 // Optimum returns the configuration of 32 machines with the least epoch
@@ -153,6 +157,19 @@ func (t *CruiseTruth) Optimum() structs.Shape {
 		}
 	}
 	return structs.Shape{Workers: best, PS: cruiseN - best}
+}
+
+// CruiseOptimumRate returns, for a job of CruiseWorkload by its ID, its
+// steps per second at its truth's optimum on 32 machines, one task a
+// node (Optimum); false for another ID.
+func CruiseOptimumRate(jobID string) (float64, bool) {
+	app, _, _ := strings.Cut(jobID, "-")
+	t, ok := NewCruiseTruth(app, 1)
+	if !ok {
+		return 0, false
+	}
+	o := t.Optimum()
+	return t.StepsPerEpoch / (t.Rel(o.Workers, o.PS) * t.EpochS), true
 }
 
 // Subtasks returns a worker's computation and communication in one step
@@ -193,7 +210,7 @@ func NewCruiseTruth(app string, epochs float64) (*CruiseTruth, bool) {
 	if !ok {
 		return nil, false
 	}
-	t := &CruiseTruth{App: app, EpochS: cruiseEpoch, StepsPerEpoch: 10, Epochs: epochs, B: [3]float64{0.2, 1, 0.05}, points: ps}
+	t := &CruiseTruth{App: app, EpochS: cruiseEpoch, StepsPerEpoch: 10, Epochs: epochs, B: [3]float64{0.2, 1, 0.05}, CompShare: cruiseCompShare, points: ps}
 	for _, p := range ps {
 		if p.rel == 1 {
 			t.optW = p.w

@@ -183,3 +183,34 @@ func TestCruiseWorkload_Opportunistic(t *testing.T) {
 		grown.Workers, grown.PS, finishGrown, base.Workers, base.PS, finishBase)
 	must.Less(t, 0.75*finishBase, finishGrown)
 }
+
+// TestCruiseWorkload_CompShare measures how Cruise's outcome on Table
+// 3.4's eight starts depends on the one thing the truth assumes and the
+// text does not give: the share of computation in an epoch at the
+// optimum (cruiseCompShare, 0.5). For each share it logs where the jobs
+// end, and asserts the mean and worst share of the optimum they reach,
+// as measured, to 0.1 points (planner/README.md "Cruise against chapter
+// 3").
+func TestCruiseWorkload_CompShare(t *testing.T) {
+	want := map[float64][2]float64{ // share → mean, worst
+		0.2: {0.777, 0.430}, 0.35: {0.765, 0.425}, 0.5: {0.827, 0.437}, 0.65: {0.856, 0.437}, 0.8: {0.878, 0.437},
+	}
+	for _, share := range []float64{0.2, 0.35, 0.5, 0.65, 0.8} {
+		var sum, worst float64 = 0, 1
+		var ends []structs.Shape
+		for _, a := range CruiseWorkload(8, 0, 1).Arrivals {
+			tr := a.Truth.(*CruiseTruth)
+			tr.CompShare = share
+			o := tr.Optimum()
+			final, _, _ := runCruise(t, a, cruise.New(), 1)
+			rel := tr.Rel(o.Workers, o.PS) / tr.Rel(final.Workers, final.PS)
+			sum += rel
+			worst = math.Min(worst, rel)
+			ends = append(ends, final)
+		}
+		mean := sum / 8
+		t.Logf("computation %.0f%% at the optimum: mean share %.1f%%, worst %.1f%%; ends %v", 100*share, 100*mean, 100*worst, ends)
+		must.Less(t, 0.001, math.Abs(mean-want[share][0]), must.Sprintf("share %g: mean", share))
+		must.Less(t, 0.001, math.Abs(worst-want[share][1]), must.Sprintf("share %g: worst", share))
+	}
+}
