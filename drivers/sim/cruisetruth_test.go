@@ -153,6 +153,12 @@ func TestCruiseWorkload_Table34(t *testing.T) {
 		tr := a.Truth.(*CruiseTruth)
 		o := tr.Optimum()
 		final, finish, rescales := runCruise(t, a, cruise.New(), 1)
+		// What Cruise's model makes of the start's noise-free subtasks.
+		cpu, net := tr.Subtasks(a.RequestPS, allPerNode(a.RequestWorkers))
+		est, _ := cruise.Estimate(&planner.Subtasks{CPU: cpu, Net: net, PS: a.RequestPS, Workers: a.RequestWorkers})
+		ew, es := est.Split(32)
+		t.Logf("%s: at the start computation %.0f%% of the step; estimated K/A %.3f, eq. 3.5 on it (%d,%d), predicting %.3f× the start's time at the truth's optimum, where the truth has %.3f×",
+			a.Job.ID, 100*cpu/(cpu+net), est.K/est.A, ew, es, est.Time(o.Workers, o.PS)/est.Time(a.RequestWorkers, a.RequestPS), tr.Rel(o.Workers, o.PS)/tr.Rel(a.RequestWorkers, a.RequestPS))
 		rel := tr.Rel(o.Workers, o.PS) / tr.Rel(final.Workers, final.PS)
 		start := tr.Rel(o.Workers, o.PS) / tr.Rel(a.RequestWorkers, a.RequestPS)
 		t.Logf("%s: start (%d,%d) %.1f%% → Cruise (%d,%d) %.1f%% of the optimum %s; %d rescales, done at %.0f s",
