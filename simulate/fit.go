@@ -94,7 +94,8 @@ func ranged(r *structs.Role) bool {
 // experiments, and the CSV files embedded in drivers/sim.
 func BuiltinWorkloads() []string {
 	out := []string{"parametric[:jobs[:gap]]", "harmony[:jobs]", "cruise[:jobs]", "dorm[:jobs[:gap]]",
-		"specon[:jobs[:gap]]", "specon-random[:jobs[:gap]]", "dlrover[:jobs[:gap]]"}
+		"specon[:jobs[:gap]]", "specon-random[:jobs[:gap]]", "dlrover[:jobs[:gap]]",
+		"optimus[:jobs[:span]]", "optimus-paa[:jobs[:span]]"}
 	for _, m := range []string{"wd", "xdfm"} {
 		for _, v := range []string{"", "-slow-worker", "-slow-ps"} {
 			out = append(out, "dlrover-"+m+v+"[-static]")

@@ -92,6 +92,14 @@ func (o *oracle) speed(j *planner.Job, tr sim.Truth) (*model.Speed, error) {
 	var s *model.Speed
 	if pt, ok := tr.(*sim.ParametricTruth); ok {
 		s = &model.Speed{Kind: model.SpeedSync, Theta: pt.Theta, Batch: pt.Batch}
+	} else if ot, ok := tr.(*sim.OptimusTruth); ok {
+		// The truth's eq. 3 or 4; it leaves out the truth's factor on the
+		// w/p term for an unbalanced assignment (OptimusTruth.Imbalance),
+		// which eq. 3 and 4 cannot express: under PAA at most 5%.
+		s = &model.Speed{Kind: model.SpeedSync, Theta: ot.Theta, Batch: sim.OptimusTable2M}
+		if ot.Async {
+			s.Kind, s.Batch = model.SpeedAsync, 0
+		}
 	} else {
 		_, wb := j.Bounds()
 		var pts []model.SpeedPoint

@@ -14,6 +14,8 @@ import (
 	"github.com/shoenig/test/must"
 )
 
+var speconContention = flag.Bool("specon-contention", false, "measure SpeCon against roundrobin under other contention constants of its workload's truth (planner/README.md, about a minute)")
+
 var speconTriggers = flag.Bool("specon-triggers", false, "count how often SpeCon's conditions hold on the Pollux workloads (planner/README.md, about a minute)")
 
 // triggers counts, over the rounds of a run, the running jobs (job-rounds)
@@ -154,4 +156,61 @@ func (t *triggers) add(o triggers) {
 	t.Line15 += o.Line15
 	t.Stayed += o.Stayed
 	t.Moved += o.Moved
+}
+
+// TestSpeConContention measures SpeCon (over roundrobin, line 15 over the
+// cluster and per node) against roundrobin, the paper's DS, on SpeCon's
+// four schedules, seeds 1–5, 5 s restart penalty, under the truth's fitted
+// contention constants and under others the fit does not support
+// (sim.SharedCPUTruth's Parallel p and Interference κ): processor sharing
+// (p = 1, κ = 0), and κ = 0.1 and 0.3. It logs the mean JCT and makespan
+// change and moves per run (planner/README.md, ## SpeCon): run with
+// -specon-contention.
+func TestSpeConContention(t *testing.T) {
+	if !*speconContention {
+		t.Skip("run with -specon-contention")
+	}
+	type schedule struct {
+		workload string
+		nodes    int
+	}
+	schedules := []schedule{{"specon", 4}, {"specon-random", 4}, {"specon-random:30:600", 4}, {"specon-random:50:1200", 8}}
+	// p 0 and κ −1 keep the fitted constant.
+	for _, c := range []struct{ p, kappa float64 }{{0, -1}, {1, 0}, {0, 0.1}, {0, 0.3}} {
+		for _, sc := range schedules {
+			for _, line15 := range []string{"cluster", "node"} {
+				var jct, makespan, moves float64
+				var label string
+				const seeds = 5
+				for seed := uint64(1); seed <= seeds; seed++ {
+					wl, err := LoadWorkload(sc.workload, seed, 0)
+					must.NoError(t, err)
+					var p, kappa float64
+					for _, a := range wl.Arrivals {
+						truth := a.Truth.(*sim.SharedCPUTruth)
+						if c.p > 0 {
+							truth.Parallel = c.p
+						}
+						if c.kappa >= 0 {
+							truth.Interference = c.kappa
+						}
+						p, kappa = truth.Parallel, truth.Interference
+					}
+					label = fmt.Sprintf("p %v κ %v", p, kappa)
+					cfg := sim.DefaultConfig()
+					cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = sc.nodes, 0, seed, 5*time.Second
+					opts := Options{Cluster: cfg, Interval: 30 * time.Second}
+					ds, err := Run(wl, builtin.Algorithms["roundrobin"](), opts)
+					must.NoError(t, err)
+					opts.AlgorithmOptions = map[string]string{"base": "roundrobin", "line15": line15}
+					sp, err := Run(wl, builtin.Algorithms[specon.Name](), opts)
+					must.NoError(t, err)
+					jct += 100 * (sp.Summary.AvgJCT/ds.Summary.AvgJCT - 1) / seeds
+					makespan += 100 * (sp.Summary.Makespan/ds.Summary.Makespan - 1) / seeds
+					moves += float64(sp.Summary.Rescales) / seeds
+				}
+				t.Logf("%s, %s on %d workers, line15 %s: JCT %+.1f%%, makespan %+.1f%%, %.1f moves", label, sc.workload, sc.nodes, line15, jct, makespan, moves)
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/jobspec"
+	"github.com/caravan-sched/caravan/planner/optimus"
 )
 
 // LoadWorkload reads the workload a user names to `caravan sim`:
@@ -20,6 +21,15 @@ import (
 //   - "parametric", "parametric:N" or "parametric:N:GAP": N (default 100)
 //     parameter-server jobs after the Optimus paper, arriving every GAP
 //     seconds on average (default 200);
+//   - "optimus", "optimus:N" or "optimus:N:SPAN": N (default 30) jobs of
+//     the Optimus paper's evaluation (Table 1's models, async or sync, with
+//     Table 2's measured step times, sim.OptimusWorkload) arriving at
+//     times drawn from [0, SPAN] seconds (default 12000), on its testbed of
+//     13 nodes, which replaces -cluster; its parameter servers hold the
+//     parameters as MXNet assigns them by default, as the paper's
+//     baselines run;
+//   - "optimus-paa[:N[:SPAN]]": the same jobs with their parameters
+//     assigned by PAA (Optimus §5.3), as the Optimus system runs them;
 //   - "harmony", "harmony:N" or "harmony:N:GAP": N (default 80) jobs of
 //     the dissertation's Harmony workload (4 applications × 2 datasets ×
 //     10 hyper-parameter settings, sim.HarmonyWorkload) as computation and
@@ -70,6 +80,8 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		make   func(n int, gap float64, seed uint64) *sim.Workload
 	}{
 		{"parametric", 100, 200, sim.ParametricWorkload},
+		{"optimus", 30, 12000, sim.OptimusWorkload},
+		{"optimus-paa", 30, 12000, optimusPAAWorkload},
 		{"harmony", sim.HarmonyJobs, 0, sim.HarmonyWorkload},
 		{"cruise", 8, 0, sim.CruiseWorkload},
 		{"dorm", sim.DormJobs, 1200, sim.DormWorkload},
@@ -177,4 +189,26 @@ func loadJobspecs(fsys fs.FS, file string, profiles map[string]*sim.Profile, see
 	}
 	slices.SortStableFunc(wl.Arrivals, func(a, b sim.Arrival) int { return cmp.Compare(a.Time, b.Time) })
 	return trim(wl, limit), nil
+}
+
+// optimusPAAWorkload is sim.OptimusWorkload with every job's parameters
+// assigned by PAA (Optimus §5.3, optimus.AssignParameters), as the Optimus
+// system runs them; the truth turns the loads PAA gives into step time.
+func optimusPAAWorkload(n int, span float64, seed uint64) *sim.Workload {
+	return sim.OptimusWorkloadAssigned(n, span, seed, "optimus-paa", PAALoads)
+}
+
+// PAALoads is a sim.Assignment by PAA at the paper's 1% (§6.1).
+func PAALoads(blocks []sim.ParamBlock, servers int) []int64 {
+	in := make([]optimus.Block, len(blocks))
+	for i, b := range blocks {
+		in[i] = optimus.Block{Name: b.Name, Size: b.Size}
+	}
+	loads := make([]int64, servers)
+	for s, slices := range optimus.AssignParameters(in, servers, optimus.DefaultSmallFraction) {
+		for _, sl := range slices {
+			loads[s] += sl.Size
+		}
+	}
+	return loads
 }

@@ -49,8 +49,11 @@ Usage: caravan sim -workload <name> [options]
   Workloads: a Pollux workload CSV (e.g. pollux/workloads/workload-6.csv,
   read from disk or from the data compiled into caravan), the Philly trace
   (pollux/traces/philly.csv), a CSV of "time,jobspec" rows, or
-  parametric[:N[:GAP]] (N parameter-server jobs after the Optimus paper,
-  one every GAP seconds on average), or harmony[:N[:GAP]] (the
+  parametric[:N[:GAP]] (N synthetic parameter-server jobs, one every GAP
+  seconds on average), optimus[:N[:SPAN]] and optimus-paa[:N[:SPAN]] (the
+  Optimus paper's §6.1 workload on its testbed, which replaces -cluster,
+  with MXNet's or PAA's parameter assignment; use -interval 10m and
+  -policy optimus:young_factor=1,drf,tetris), or harmony[:N[:GAP]] (the
   dissertation's 80 jobs of MLR, NMF, Lasso and LDA as computation and
   communication subtasks on m4.2xlarge nodes, all at once unless GAP is
   given; use -cluster 100x0 and -policy harmony,isolated,colocated), or cruise[:N[:GAP]] (Table 3.4's Cruise

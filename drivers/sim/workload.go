@@ -391,9 +391,12 @@ func LoadProfiles(fsys fs.FS) (map[string]*Profile, error) {
 	return out, nil
 }
 
-// ParametricWorkload generates n synchronous parameter-server jobs after the
-// Optimus paper, arriving as a Poisson process with the given mean gap:
-// step times from eq. 4 with coefficients drawn around sizes that give
+// ParametricWorkload generates n synthetic synchronous parameter-server
+// jobs in the form of the Optimus paper's models, arriving as a Poisson
+// process with the given mean gap: step times from eq. 4 (the planner's own
+// speed model: this workload tests how Optimus handles jobs it can model
+// exactly, not the paper's evaluation, which is OptimusWorkload's) with
+// coefficients drawn around sizes that give
 // steps of a fraction of a second to a few seconds, loss curves of Fig. 5's
 // shape (b around the Seq2Seq fit (0.21, 1.07, 0.07)), 1 to 16 workers with
 // a GPU each and 1 to 8 CPU parameter servers. A user would request 2

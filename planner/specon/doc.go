@@ -19,7 +19,13 @@
 // previous gain; lines 17–18 keep its category when the gain is below α but
 // not falling; lines 19–22 reset it to PC when the gain exceeds α. A job in
 // CC whose gain falls again (line 13) requests reallocation (line 16) when
-// more than one job on its node is in PC or WC (line 15).
+// more than one job is in PC or WC (line 15).
+//
+// Choice: line 15 writes |PC| + |WC| > 1 without the w_i subscript every
+// other set of Algorithm 1 carries, so by default it counts the jobs in PC
+// or WC over the whole cluster; option line15 = node counts those on the
+// requesting job's worker (|PC_wi| + |WC_wi|), the reading SpeCon had
+// before (planner/README.md measures both).
 //
 // Choice: α is "a percentage value" (§V-A) and loss scales differ between
 // jobs, so G is relative, |ΔE| / |E(t_{m−1})|; α = 0.01 is 1% per interval.

@@ -41,8 +41,8 @@ type Monitor struct {
 	// Request is true when the job is in CC and, since it last entered
 	// CC, a round took line 13 of Algorithm 1 (its gain fell again), so
 	// that its worker asks the manager to reallocate it (lines 15–16; the
-	// planner applies their |PC|+|WC| > 1 test with the co-located jobs of
-	// the decision).
+	// planner applies their |PC|+|WC| > 1 test with the jobs of the
+	// decision, over the cluster or the job's node: Options.Line15PerNode).
 	Request bool
 	// Rounds is how many categorization rounds the history allowed.
 	Rounds int

@@ -7,6 +7,21 @@ func (o Options) Score(counts [3]int) float64 {
 	return float64(counts[Progressing])*o.WPC + float64(counts[Watching])*o.WWC + float64(counts[Converged])*o.WCC
 }
 
+// active is line 15's |PC| + |WC|: the running jobs in PC or WC over
+// the cluster, as the listing writes it, or on node host alone with
+// Options.Line15PerNode. A job on several nodes counts once per node, as
+// in the scores.
+func (st *state) active(cat [][3]int, host int) int {
+	if st.opts.Line15PerNode {
+		return cat[host][Progressing] + cat[host][Watching]
+	}
+	n := 0
+	for _, c := range cat {
+		n += c[Progressing] + c[Watching]
+	}
+	return n
+}
+
 // schedule is Algorithm 2 for every job whose monitor requests a
 // reallocation (Algorithm 1 lines 13–16), in job order, each seeing the
 // moves before it. The candidate set T holds the least-scored nodes among
@@ -23,7 +38,7 @@ func (st *state) schedule() {
 			continue
 		}
 		cat, _ := st.tally()
-		if cat[host][Progressing]+cat[host][Watching] <= 1 { // line 15
+		if st.active(cat, host) <= 1 { // line 15
 			continue
 		}
 		minScore, hostIn := 0.0, false

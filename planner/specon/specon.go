@@ -47,6 +47,10 @@ type Options struct {
 	WPC, WWC, WCC float64
 	// NoRebalance turns Algorithm 3 off.
 	NoRebalance bool
+	// Line15PerNode reads line 15 of Algorithm 1, |PC| + |WC| > 1, over
+	// the requesting job's node (|PC_wi| + |WC_wi|) instead of over the
+	// cluster, as the listing writes it (no w_i subscript).
+	Line15PerNode bool
 }
 
 // SpeCon implements planner.Algorithm. It is not safe for concurrent use.
@@ -136,8 +140,9 @@ func (s *SpeCon) Capabilities() planner.Capabilities {
 
 // SetConfig sets base (a built-in algorithm's name other than specon),
 // alpha (a positive number), interval (a positive duration such as
-// "30s"), w_pc, w_wc and w_cc (numbers with w_pc > w_wc > w_cc > 0) and
-// rebalance ("true" or "false"). Unknown keys and bad values are errors,
+// "30s"), w_pc, w_wc and w_cc (numbers with w_pc > w_wc > w_cc > 0),
+// rebalance ("true" or "false") and line15 ("cluster", the listing's
+// reading of Algorithm 1 line 15, or "node"). Unknown keys and bad values are errors,
 // and then nothing changes. Keys left out take their defaults
 // (planner.Configurable). The base runs with its own defaults.
 func (s *SpeCon) SetConfig(options map[string]string) error {
@@ -179,8 +184,16 @@ func (s *SpeCon) SetConfig(options map[string]string) error {
 				errs = append(errs, fmt.Errorf("rebalance = %q: must be true or false", v))
 			}
 			opts.NoRebalance = !b
+		case "line15":
+			switch v {
+			case "cluster":
+			case "node":
+				opts.Line15PerNode = true
+			default:
+				errs = append(errs, fmt.Errorf("line15 = %q: must be cluster or node", v))
+			}
 		default:
-			errs = append(errs, fmt.Errorf("unknown option %q; %s takes base, alpha, interval, w_pc, w_wc, w_cc and rebalance", k, Name))
+			errs = append(errs, fmt.Errorf("unknown option %q; %s takes base, alpha, interval, w_pc, w_wc, w_cc, rebalance and line15", k, Name))
 		}
 	}
 	if weights != 0 && weights != 3 {

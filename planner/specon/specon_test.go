@@ -138,12 +138,31 @@ func TestSchedule(t *testing.T) {
 		nodes, _ := f.plan(Options{})
 		must.Eq(t, "n-2", nodes["c"])
 	})
-	t.Run("no request while one job at most progresses on its node", func(t *testing.T) {
-		// Line 15: |PC| + |WC| on n-0 is 1.
+	t.Run("no request while one job at most progresses", func(t *testing.T) {
+		// Line 15: |PC| + |WC| is 1, on n-0 and over the cluster.
 		f := newFixture(t, 2, 8000)
 		f.job("c", "n-0", 1000, requesting, "")
 		f.job("p1", "n-0", 1000, progressing, "")
-		nodes, reasons := f.plan(Options{})
+		for _, perNode := range []bool{false, true} {
+			nodes, reasons := f.plan(Options{Line15PerNode: perNode})
+			must.Eq(t, "n-0", nodes["c"])
+			must.StrHasPrefix(t, "fifo:", reasons["c"])
+		}
+	})
+	t.Run("line 15 counts the cluster, or the node with line15 = node", func(t *testing.T) {
+		// One job in PC on n-0 beside c, two on n-1: |PC| + |WC| is 3 over
+		// the cluster, 1 on n-0. Scores: n-0 = 1 + 2 = 3, n-1 = 4, n-2 =
+		// 0: over the cluster c requests and moves to n-2; per node it
+		// does not request.
+		f := newFixture(t, 3, 8000)
+		f.job("c", "n-0", 1000, requesting, "")
+		f.job("p1", "n-0", 1000, progressing, "")
+		f.job("p2", "n-1", 1000, progressing, "")
+		f.job("p3", "n-1", 1000, progressing, "")
+		nodes, reasons := f.plan(Options{NoRebalance: true})
+		must.Eq(t, "n-2", nodes["c"])
+		must.StrHasPrefix(t, marked(now, "migrated from n-0 to n-2"), reasons["c"])
+		nodes, reasons = f.plan(Options{NoRebalance: true, Line15PerNode: true})
 		must.Eq(t, "n-0", nodes["c"])
 		must.StrHasPrefix(t, "fifo:", reasons["c"])
 	})
@@ -206,9 +225,15 @@ func TestSchedule_OverRoundRobin(t *testing.T) {
 		must.Eq(t, "roundrobin: started at its request of 0 ps and 1 worker, in turn", reasons["new5"])
 	})
 	t.Run("fifo", func(t *testing.T) {
-		nodes, reasons := setup(t).plan(Options{})
+		// Per node (line15 = node), n-0 holds one job in PC beside c1:
+		// no request. Over the cluster three are in PC: c1 requests, and
+		// stays, its host scoring 3 against n-1's 4.
+		nodes, reasons := setup(t).plan(Options{Line15PerNode: true})
 		must.Eq(t, map[string]string{"c1": "n-0", "c3": "n-0", "c4": "n-1", "new5": "n-1"}, nodes)
 		must.StrHasPrefix(t, "fifo:", reasons["c1"])
+		nodes, reasons = setup(t).plan(Options{NoRebalance: true})
+		must.Eq(t, map[string]string{"c1": "n-0", "c3": "n-0", "c4": "n-1", "new5": "n-1"}, nodes)
+		must.StrHasPrefix(t, marked(now, "stays on n-0"), reasons["c1"])
 	})
 }
 
@@ -296,8 +321,8 @@ func TestParseMark(t *testing.T) {
 
 func TestSetConfig(t *testing.T) {
 	s := New(testBases)
-	must.NoError(t, s.SetConfig(map[string]string{"base": "drf", "alpha": "0.05", "interval": "20s", "w_pc": "3", "w_wc": "2", "w_cc": "1", "rebalance": "false"}))
-	must.Eq(t, Options{Base: "drf", Alpha: 0.05, Interval: 20 * time.Second, WPC: 3, WWC: 2, WCC: 1, NoRebalance: true}, s.Options())
+	must.NoError(t, s.SetConfig(map[string]string{"base": "drf", "alpha": "0.05", "interval": "20s", "w_pc": "3", "w_wc": "2", "w_cc": "1", "rebalance": "false", "line15": "node"}))
+	must.Eq(t, Options{Base: "drf", Alpha: 0.05, Interval: 20 * time.Second, WPC: 3, WWC: 2, WCC: 1, NoRebalance: true, Line15PerNode: true}, s.Options())
 	must.Eq(t, drf.Name, s.base.Name())
 	for _, bad := range []map[string]string{
 		{"base": "specon"},
@@ -307,6 +332,7 @@ func TestSetConfig(t *testing.T) {
 		{"w_pc": "1", "w_wc": "2", "w_cc": "3"},
 		{"w_pc": "3"},
 		{"rebalance": "maybe"},
+		{"line15": "rack"},
 		{"colour": "red"},
 	} {
 		err := s.SetConfig(bad)
