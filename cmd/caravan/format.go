@@ -5,6 +5,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // formatList aligns rows into columns; the first row is the header.
@@ -59,4 +61,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// capitalise starts msg, an error's text, with a capital, as the CLI
+// prints its errors.
+func capitalise(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	r, n := utf8.DecodeRuneInString(msg)
+	return string(unicode.ToUpper(r)) + msg[n:]
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/simulate/experiment"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/caravan-sched/caravan/version"
 	"github.com/hashicorp/cli"
@@ -357,4 +358,39 @@ func TestSim_Dorm(t *testing.T) {
 		must.Eq(t, 1, code)
 		must.StrContains(t, errOut, tc.want)
 	}
+}
+
+// TestSim_Experiment: -experiment list names the experiments; one runs
+// and prints its metrics beside the paper's with the verdict, and writes
+// results.md and each run's results; unknown names and -workload beside
+// -experiment exit 1.
+func TestSim_Experiment(t *testing.T) {
+	experiment.Register(&experiment.Experiment{
+		Name: "cli-test", Version: 1, Paper: "a test", Seeds: []uint64{1},
+		Runs: []experiment.Run{{Name: "main", Workload: "parametric:3:100", Cluster: "2x4", Policies: []string{"fifo", "drf"}}},
+		Metrics: []experiment.Metric{{Name: "avg JCT speed-up, drf over fifo", Paper: 2, Unit: "×", Higher: true,
+			Value: experiment.Speedup("main", "drf", "fifo", experiment.JCT)}},
+	})
+	code, stdout, errOut := runCLI(t, "sim", "-experiment", "list")
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^pollux-osdi21\s+\d+\s+Pollux`), stdout)
+
+	out := t.TempDir()
+	code, stdout, errOut = runCLI(t, "sim", "-experiment", "cli-test", "-out", out)
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.RegexMatch(t, regexp.MustCompile("(?m)^`caravan sim -experiment cli-test` \\(version 1, at .+\\): a test; seeds 1; "), stdout)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\| avg JCT speed-up, drf over fifo \| [\d.]+× \| 2\.00× \| [\d.]+ \| (met|missed) \|$`), stdout)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\| drf \| \d+ \| \d+ \| [\d.]+% \| - \| - \| [\d.]+ \|$`), stdout)
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	must.NoError(t, err)
+	must.StrContains(t, stdout, strings.TrimSpace(string(md)))
+	_, err = os.Stat(filepath.Join(out, "main", "seed-1", "summary.json"))
+	must.NoError(t, err)
+
+	code, _, errOut = runCLI(t, "sim", "-experiment", "bogus")
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, `Unknown experiment "bogus"; the experiments are `)
+	code, _, errOut = runCLI(t, "sim", "-experiment", "cli-test", "-workload", "parametric")
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, "takes -workload or -experiment")
 }

@@ -1,22 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
-	"maps"
 	"os"
-	"runtime"
-	"slices"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
-	"github.com/caravan-sched/caravan/planner"
-	"github.com/caravan-sched/caravan/planner/builtin"
-	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/simulate"
+	"github.com/caravan-sched/caravan/simulate/experiment"
+	"github.com/caravan-sched/caravan/version"
 )
 
 // SimCommand runs a workload under several policies on the simulated
@@ -30,6 +27,7 @@ func (c *SimCommand) Synopsis() string { return "Compares scheduling policies on
 func (c *SimCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan sim -workload <name> [options]
+       caravan sim -experiment <name> [-short] [-out <dir>]
 
   Replays a workload on Caravan's simulated cluster once per policy, in
   parallel, and writes to -out: summary.json (average, median and 99th
@@ -71,9 +69,21 @@ Usage: caravan sim -workload <name> [options]
   dlrover-wd-slow-ps and the same for xdfm (§6.2), each also with the
   suffix -static (data sharded statically, the paper's TFJob baseline).
 
+  With -experiment, runs one paper's evaluation as the repository keeps
+  it (simulate/experiment): its workloads, clusters, baselines and seeds,
+  and prints each metric beside the paper's number (here, paper, their
+  ratio, met or missed) and each run's policies, as Markdown, with the
+  commit it ran at; results and plots go to -out (default
+  out/experiments/<name>). -experiment list lists the experiments; -short
+  runs the short version make test runs. It exits 0 whether the paper's
+  numbers are met or missed, and 1 if a run fails.
+
 Sim Options:
 
-  -workload=<name>        The workload (required).
+  -workload=<name>        The workload (required, unless -experiment).
+  -experiment=<name>      A paper's evaluation, instead of the options
+                          below; or list.
+  -short                  With -experiment, its short version.
   -cluster=16x4           Nodes and GPUs per node.
   -policy=optimus,drf,tetris,fifo
                           The policies to compare: cruise, dlrover, dorm,
@@ -116,15 +126,18 @@ Sim Options:
 
 func (c *SimCommand) Run(args []string) int {
 	var workload, cluster, policies, out, assume string
-	var asJSON, stragglers bool
+	var experimentName string
+	var asJSON, stragglers, short bool
 	var seed uint64
 	var interval, penalty time.Duration
 	var limit int
 	flags := c.FlagSet("sim")
 	flags.StringVar(&workload, "workload", "", "")
+	flags.StringVar(&experimentName, "experiment", "", "")
+	flags.BoolVar(&short, "short", false, "")
 	flags.StringVar(&cluster, "cluster", "16x4", "")
 	flags.StringVar(&policies, "policy", "optimus,drf,tetris,fifo", "")
-	flags.StringVar(&out, "out", "out/sim", "")
+	flags.StringVar(&out, "out", "", "")
 	flags.BoolVar(&asJSON, "json", false, "")
 	flags.Uint64Var(&seed, "seed", 1, "")
 	flags.DurationVar(&interval, "interval", time.Minute, "")
@@ -136,75 +149,32 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Error(err.Error() + "\n\n" + c.Help())
 		return 1
 	}
-	if workload == "" || flags.NArg() != 0 {
-		c.Ui.Error("This command takes -workload and no arguments\n\n" + c.Help())
+	if (workload == "") == (experimentName == "") || flags.NArg() != 0 {
+		c.Ui.Error("This command takes -workload or -experiment, and no arguments\n\n" + c.Help())
 		return 1
 	}
-	nodes, gpus, err := sim.ParseCluster(cluster)
+	if experimentName != "" {
+		return c.runExperiment(experimentName, short, out)
+	}
+	out = cmp.Or(out, "out/sim")
+	p, err := simulate.Prepare(simulate.Setup{
+		Workload: workload, Cluster: cluster, Policies: strings.Split(policies, ","), Seed: seed,
+		Interval: interval, RestartPenalty: penalty, Limit: limit, Assume: assume, Stragglers: stragglers,
+	})
+	if err != nil {
+		c.Ui.Error(capitalise(err.Error()))
+		return 1
+	}
+	for _, w := range p.Warnings {
+		c.Ui.Warn("Warning: " + w)
+	}
+	wl := p.Workload
+	results, err := c.runAll(wl, p.Specs, p.Options)
 	if err != nil {
 		c.Ui.Error(err.Error())
 		return 1
 	}
-	var specs []simulate.PolicySpec
-	var algs []planner.Algorithm // each spec's, under its options
-	for _, p := range strings.Split(policies, ",") {
-		spec, err := simulate.ParsePolicy(p)
-		if err != nil {
-			c.Ui.Error(err.Error())
-			return 1
-		}
-		alg, ok := simulate.Policy(spec.Name)
-		if !ok {
-			c.Ui.Error(fmt.Sprintf("Unknown policy %q; the policies are %s and %s", spec.Name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(simulate.Baselines)), ", ")))
-			return 1
-		}
-		if spec.Options != nil {
-			conf, ok := alg.(planner.Configurable)
-			if !ok {
-				c.Ui.Error(fmt.Sprintf("Policy %q takes no options", spec.Name))
-				return 1
-			}
-			if err := conf.SetConfig(spec.Options); err != nil {
-				c.Ui.Error(fmt.Sprintf("Options of policy %q: %v", spec.Name, err))
-				return 1
-			}
-		}
-		specs = append(specs, spec)
-		algs = append(algs, alg)
-	}
-	wl, err := simulate.LoadWorkload(workload, seed, limit)
-	if err != nil {
-		c.Ui.Error("Error loading the workload: " + err.Error())
-		return 1
-	}
-	cfg := sim.DefaultConfig()
-	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, seed, penalty
-	if wl.NodeGPUs != nil {
-		// The workload's testbed replaces -cluster (simulate.Run).
-		c := cfg
-		c.NodeGPUs = wl.NodeGPUs
-		cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
-	}
-
-	opts := simulate.Options{Cluster: cfg, Interval: interval}
-	if stragglers {
-		opts.Stragglers = &straggler.Config{}
-	}
-	if err := simulate.Assume(assume, &opts, wl); err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	for i, spec := range specs {
-		if w := simulate.Fit(algs[i], wl); w != "" {
-			c.Ui.Warn(fmt.Sprintf("Warning: policy %s does not fit workload %s: %s", spec.Name, workload, w))
-		}
-	}
-	results, err := c.runAll(wl, specs, opts)
-	if err != nil {
-		c.Ui.Error(err.Error())
-		return 1
-	}
-	report := simulate.NewReport(workload, cluster, seed, results)
+	report := simulate.NewReport(workload, p.Cluster, seed, results)
 	if err := simulate.WriteAll(out, report, results); err != nil {
 		c.Ui.Error("Error writing results: " + err.Error())
 		return 1
@@ -218,7 +188,7 @@ func (c *SimCommand) Run(args []string) int {
 		c.Ui.Output(strings.TrimSpace(b.String()))
 		return 0
 	}
-	c.Ui.Output(fmt.Sprintf("%d jobs of %s on %s; results in %s\n", len(wl.Arrivals), workload, cluster, out))
+	c.Ui.Output(fmt.Sprintf("%d jobs of %s on %s; results in %s\n", len(wl.Arrivals), workload, p.Cluster, out))
 	c.Ui.Output(formatSimTables(report, results))
 	return 0
 }
@@ -272,31 +242,10 @@ func formatSimTables(report *simulate.Report, results []*simulate.Result) string
 	return b.String()
 }
 
-// runAll runs the policies in parallel, as many at once as there are CPUs,
-// and prints a progress line to stderr every few seconds.
+// runAll runs the policies in parallel (simulate.RunPolicies) and prints
+// a progress line to stderr every few seconds.
 func (c *SimCommand) runAll(wl *sim.Workload, specs []simulate.PolicySpec, opts simulate.Options) ([]*simulate.Result, error) {
-	results := make([]*simulate.Result, len(specs))
-	errs := make([]error, len(specs))
 	done := make([]atomic.Int64, len(specs))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, spec := range specs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			o := opts
-			o.Progress = func(n, _ int) { done[i].Store(int64(n)) }
-			o.AlgorithmOptions = spec.Options
-			o.Oracle = spec.Oracle
-			alg, _ := simulate.Policy(spec.Name)
-			results[i], errs[i] = simulate.Run(wl, alg, o)
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%s: %w", spec, errs[i])
-			}
-		}()
-	}
 	stop := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(3 * time.Second)
@@ -314,12 +263,48 @@ func (c *SimCommand) runAll(wl *sim.Workload, specs []simulate.PolicySpec, opts 
 			}
 		}
 	}()
-	wg.Wait()
+	results, err := simulate.RunPolicies(wl, specs, opts, func(i, n int) { done[i].Store(int64(n)) })
 	close(stop)
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	return results, err
+}
+
+// runExperiment runs the named experiment, or lists them.
+func (c *SimCommand) runExperiment(name string, short bool, out string) int {
+	if name == "list" {
+		rows := [][]string{{"Name", "Version", "Paper"}}
+		for _, e := range experiment.All() {
+			rows = append(rows, []string{e.Name, strconv.Itoa(e.Version), e.Paper})
 		}
+		c.Ui.Output(formatList(rows))
+		return 0
 	}
-	return results, nil
+	e, ok := experiment.Get(name)
+	if !ok {
+		var names []string
+		for _, e := range experiment.All() {
+			names = append(names, e.Name)
+		}
+		c.Ui.Error(fmt.Sprintf("Unknown experiment %q; the experiments are %s", name, strings.Join(names, ", ")))
+		return 1
+	}
+	out = cmp.Or(out, filepath.Join("out", "experiments", name))
+	o, err := experiment.Execute(e, experiment.Options{Short: short, Out: out, Progress: func(msg string) {
+		fmt.Fprintln(os.Stderr, "sim: "+msg)
+	}})
+	if err != nil {
+		c.Ui.Error(capitalise(err.Error()))
+		return 1
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		c.Ui.Error("Error writing results: " + err.Error())
+		return 1
+	}
+	commit := cmp.Or(version.GitCommit, "an unknown commit")
+	table := o.Format(commit)
+	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(table), 0o644); err != nil {
+		c.Ui.Error("Error writing results: " + err.Error())
+		return 1
+	}
+	c.Ui.Output(strings.TrimSpace(table) + "\n\nresults and plots in " + out)
+	return 0
 }

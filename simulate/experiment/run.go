@@ -1,0 +1,162 @@
+package experiment
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/caravan-sched/caravan/simulate"
+)
+
+// Options configure Execute.
+type Options struct {
+	// Short runs the short version: each run's Short workload at the
+	// first seed.
+	Short bool
+	// Out, when set, is the directory each run's results and plots are
+	// written to, as Out/RUN/seed-N (simulate.WriteAll).
+	Out string
+	// Progress, when set, is told of each policy's run as it ends.
+	Progress func(msg string)
+}
+
+// Outcome is what an experiment measured.
+type Outcome struct {
+	Experiment *Experiment
+	Short      bool
+	Seeds      []Seed
+	// Values holds each metric's result, in the order of Metrics.
+	Values []Value
+	// Clusters describes each run's cluster, by run.
+	Clusters map[string]string
+	// Wall is how long the runs took in real time.
+	Wall time.Duration
+}
+
+// Value is one metric's result.
+type Value struct {
+	Metric *Metric
+	// Mean is the mean over the seeds of PerSeed.
+	Mean    float64
+	PerSeed []float64
+}
+
+// Met says whether the value reaches the paper's.
+func (v Value) Met() bool { return v.Metric.Met(v.Mean) }
+
+// DirectionHolds says whether the value is on the side of the neutral
+// value the metric expects (Metric.Direction).
+func (v Value) DirectionHolds() bool {
+	return sign(v.Mean-v.Metric.neutral()) == v.Metric.direction()
+}
+
+// Execute runs every run of e at each of its seeds, as many policies at
+// once as there are CPUs, and computes its metrics.
+func Execute(e *Experiment, opts Options) (*Outcome, error) {
+	began := time.Now()
+	seeds := e.Seeds
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("experiment %s has no seeds", e.Name)
+	}
+	if opts.Short {
+		seeds = seeds[:1]
+	}
+	o := &Outcome{Experiment: e, Short: opts.Short, Clusters: map[string]string{}}
+	type task struct {
+		run     Run
+		seed    int // index into seeds
+		prep    *simulate.Prepared
+		results []*simulate.Result
+		err     error
+	}
+	var tasks []*task
+	for _, r := range e.Runs {
+		for i, seed := range seeds {
+			s := simulate.Setup{
+				Workload: r.Workload, Cluster: cmp.Or(r.Cluster, "16x4"), Policies: r.Policies, Seed: seed,
+				Interval: cmp.Or(r.Interval, time.Minute), RestartPenalty: cmp.Or(r.RestartPenalty, 30*time.Second),
+				Assume: cmp.Or(r.Assume, simulate.AssumeCaravan),
+			}
+			if s.RestartPenalty == NoPenalty {
+				s.RestartPenalty = 0
+			}
+			if opts.Short {
+				s.Workload, s.Limit = cmp.Or(r.Short, r.Workload), r.ShortLimit
+			}
+			p, err := simulate.Prepare(s)
+			if err != nil {
+				return nil, fmt.Errorf("experiment %s, run %s, seed %d: %w", e.Name, r.Name, seed, err)
+			}
+			o.Clusters[r.Name] = p.Cluster
+			tasks = append(tasks, &task{run: r, seed: i, prep: p, results: make([]*simulate.Result, len(p.Specs))})
+		}
+	}
+	// Every policy of every run and seed at once, as many as there are
+	// CPUs.
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, t := range tasks {
+		for j, spec := range t.prep.Specs {
+			alg, _ := simulate.Policy(spec.Name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				ro := t.prep.Options
+				ro.AlgorithmOptions, ro.Oracle = spec.Options, spec.Oracle
+				res, err := simulate.Run(t.prep.Workload, alg, ro)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.err = cmp.Or(t.err, fmt.Errorf("experiment %s, run %s, seed %d, %s: %w", e.Name, t.run.Name, seeds[t.seed], spec, err))
+					return
+				}
+				t.results[j] = res
+				if opts.Progress != nil {
+					opts.Progress(fmt.Sprintf("%s/%s seed %d: %s done in %s", e.Name, t.run.Name, seeds[t.seed], spec, res.Wall.Round(time.Millisecond)))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, seed := range seeds {
+		o.Seeds = append(o.Seeds, Seed{Seed: seed, Results: map[string]map[string]*simulate.Result{}})
+	}
+	for _, t := range tasks {
+		if t.err != nil {
+			return nil, t.err
+		}
+		byPolicy := map[string]*simulate.Result{}
+		for _, r := range t.results {
+			byPolicy[r.Policy] = r
+		}
+		o.Seeds[t.seed].Results[t.run.Name] = byPolicy
+		if opts.Out != "" {
+			dir := filepath.Join(opts.Out, t.run.Name, fmt.Sprintf("seed-%d", seeds[t.seed]))
+			report := simulate.NewReport(t.run.Workload, t.prep.Cluster, seeds[t.seed], t.results)
+			if err := simulate.WriteAll(dir, report, t.results); err != nil {
+				return nil, fmt.Errorf("writing %s: %w", dir, err)
+			}
+		}
+	}
+	for i := range e.Metrics {
+		m := &e.Metrics[i]
+		v := Value{Metric: m}
+		for _, s := range o.Seeds {
+			x, err := m.Value(s)
+			if err != nil {
+				return nil, fmt.Errorf("experiment %s, metric %q: %w", e.Name, m.Name, err)
+			}
+			v.PerSeed = append(v.PerSeed, x)
+			v.Mean += x / float64(len(o.Seeds))
+		}
+		o.Values = append(o.Values, v)
+	}
+	o.Wall = time.Since(began)
+	return o, nil
+}

@@ -1,0 +1,104 @@
+package simulate
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/straggler"
+)
+
+// Setup is one comparison, as `caravan sim` takes it on its command
+// line: a workload on a cluster under policies.
+type Setup struct {
+	// Workload names it as LoadWorkload reads it.
+	Workload string
+	// Cluster is NODESxGPUS (sim.ParseCluster); a workload with its own
+	// testbed replaces it.
+	Cluster string
+	// Policies are ParsePolicy's strings.
+	Policies []string
+	Seed     uint64
+	// Interval and RestartPenalty are the scheduling rounds' period and
+	// the progress a restart costs; Assume may override them.
+	Interval, RestartPenalty time.Duration
+	// Limit > 0 keeps only the first Limit jobs.
+	Limit int
+	// Assume names the simulator's assumptions (Assumptions).
+	Assume string
+	// Stragglers turns on straggler handling for every policy.
+	Stragglers bool
+}
+
+// Prepared is a Setup parsed and loaded, ready for RunPolicies.
+type Prepared struct {
+	Workload *sim.Workload
+	Specs    []PolicySpec
+	Options  Options
+	// Cluster describes the cluster the runs use.
+	Cluster string
+	// Warnings say which policies plan from what the workload lacks
+	// (Fit).
+	Warnings []string
+}
+
+// Prepare parses s's policies, checking their options, loads its
+// workload and sets the runs' options.
+func Prepare(s Setup) (*Prepared, error) {
+	nodes, gpus, err := sim.ParseCluster(s.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{Cluster: s.Cluster}
+	var algs []planner.Algorithm // each spec's, under its options
+	for _, str := range s.Policies {
+		spec, err := ParsePolicy(str)
+		if err != nil {
+			return nil, err
+		}
+		alg, ok := Policy(spec.Name)
+		if !ok {
+			return nil, fmt.Errorf("unknown policy %q; the policies are %s and %s", spec.Name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(Baselines)), ", "))
+		}
+		if spec.Options != nil {
+			conf, ok := alg.(planner.Configurable)
+			if !ok {
+				return nil, fmt.Errorf("policy %q takes no options", spec.Name)
+			}
+			if err := conf.SetConfig(spec.Options); err != nil {
+				return nil, fmt.Errorf("options of policy %q: %w", spec.Name, err)
+			}
+		}
+		p.Specs = append(p.Specs, spec)
+		algs = append(algs, alg)
+	}
+	if p.Workload, err = LoadWorkload(s.Workload, s.Seed, s.Limit); err != nil {
+		return nil, fmt.Errorf("loading the workload: %w", err)
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, s.Seed, s.RestartPenalty
+	if p.Workload.NodeGPUs != nil {
+		// The workload's testbed replaces the cluster (Run).
+		c := cfg
+		c.NodeGPUs = p.Workload.NodeGPUs
+		p.Cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
+	}
+	p.Options = Options{Cluster: cfg, Interval: s.Interval}
+	if s.Stragglers {
+		p.Options.Stragglers = &straggler.Config{}
+	}
+	if err := Assume(s.Assume, &p.Options, p.Workload); err != nil {
+		return nil, err
+	}
+	for i, spec := range p.Specs {
+		if w := Fit(algs[i], p.Workload); w != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("policy %s does not fit workload %s: %s", spec.Name, s.Workload, w))
+		}
+	}
+	return p, nil
+}
