@@ -140,8 +140,9 @@ type JobResult struct {
 	Failed bool
 	// OOMKills counts the job's tasks killed for memory, over its life.
 	OOMKills int
-	// Speeds are the configurations a job of a TaskTruth ran at, one per
-	// placement, with the speed its ground truth gives each.
+	// Speeds are the configurations a job of a TaskTruth or a CruiseTruth
+	// ran at, one per placement, with the speed its ground truth gives
+	// each.
 	Speeds []SpeedPoint
 	// Batches are the batches an adaptive job was given, in time order
 	// (structs.Placement.Batch), the first decision's included; nil for a
@@ -453,6 +454,9 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	s.placeTasks(j, p)
 	if t, ok := j.truth.(TaskTruth); ok {
 		j.speeds = append(j.speeds, SpeedPoint{Time: s.now, PS: p.NumPS, Workers: p.NumWorkers, CPU: held.CPU, MemoryMB: held.MemoryMB, StepsPerSecond: t.Rate(j.tasks)})
+	}
+	if t, ok := j.truth.(*CruiseTruth); ok {
+		j.speeds = append(j.speeds, SpeedPoint{Time: s.now, PS: p.NumPS, Workers: p.NumWorkers, CPU: held.CPU, MemoryMB: held.MemoryMB, StepsPerSecond: 1 / t.StepTime(j.ps, j.perNode)})
 	}
 	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds() + j.profiling
 	j.profiling = 0

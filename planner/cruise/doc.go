@@ -39,8 +39,13 @@
 // server-bound term and the worker's in the worker-bound term, the
 // bottleneck each case names. SplitMachines solves Figure 3.2's role
 // assignment exactly by enumerating how many machines of each type
-// work (the text solves it as a MIP with Gurobi), and falls back to a
-// local search for many distinct machine types.
+// work, and falls back to a local search for many distinct machine
+// types. SolveMIP is the text's own route (§3.2.3, §3.4.5: a MIP, which
+// the text solves with Gurobi): Figure 3.2 with d and m free as well
+// (EpochTime: m ∝ the servers' links, d equalising the workers' epochs),
+// made linear by fixing the servers' per-mini-batch time to one of a
+// grid of levels the program chooses among, and solved with GLPK's
+// glpsol.
 //
 // # Estimator
 //

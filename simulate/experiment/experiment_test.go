@@ -12,8 +12,12 @@ import (
 // TestExperiments_Short runs every experiment's short version and checks
 // that each metric lies on the side of its neutral value the experiment
 // expects (Metric.Direction): the direction of each result, not its
-// value.
+// value. The race detector slows the simulations tenfold, so `make test`
+// runs this test in a step of its own, without it.
 func TestExperiments_Short(t *testing.T) {
+	if raceDetector {
+		t.Skip("run without -race: make test's experiments step")
+	}
 	all := All()
 	must.SliceNotEmpty(t, all)
 	for _, e := range all {
