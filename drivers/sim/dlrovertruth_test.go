@@ -134,3 +134,28 @@ func TestDLRoverTruth_OOM(t *testing.T) {
 	at, _ = tr.OOMStep(0, tasks)
 	must.Eq(t, at, at+1) // +Inf: never
 }
+
+// TestDLRoverWorkload_Table2Pods: in §6.3's single-job workloads and the
+// multi-job one, the roles start at Table 2's per-pod CPU, which policies
+// that do not size tasks run; elsewhere at 32 cores.
+func TestDLRoverWorkload_Table2Pods(t *testing.T) {
+	initial := func(a Arrival) (int, int) {
+		return a.Job.ParameterServer.Resources.CPURange.Initial / DLRoverCoreMHz, a.Job.Worker.Resources.CPURange.Initial / DLRoverCoreMHz
+	}
+	for name, want := range map[string][2]int{
+		"dlrover-wd-table2": {16, 3}, "dlrover-xdfm-table2": {16, 20},
+		"dlrover-wd": {32, 32}, "dlrover-xdfm-slow-ps": {32, 32},
+	} {
+		wl, ok := DLRoverExperiment(name)
+		must.True(t, ok, must.Sprint(name))
+		ps, w := initial(wl.Arrivals[0])
+		must.Eq(t, want, [2]int{ps, w}, must.Sprint(name))
+	}
+	wl, ok := DLRoverExperiment("dlrover-xdfm-table2")
+	must.True(t, ok)
+	must.Eq(t, [2]int{2, 8}, [2]int{wl.Arrivals[0].RequestPS, wl.Arrivals[0].RequestWorkers})
+	for i, a := range DLRoverWorkload(4, 600, 1).Arrivals {
+		ps, w := initial(a)
+		must.Eq(t, [2]int{16, []int{3, 20}[i%2]}, [2]int{ps, w}, must.Sprint(a.Job.ID))
+	}
+}

@@ -78,9 +78,15 @@ func DLRoverJob(id string, m DLRoverModel) *structs.Job {
 }
 
 // dlroverArrival is one job of model m arriving at at, requested at shape
-// req, with its truth.
-func dlroverArrival(id string, at float64, m DLRoverModel, req dlroverShape, truth *DLRoverTruth) Arrival {
+// req, with its truth. With podCPU, the roles' initial CPU (what policies
+// that do not size tasks run them at, and where DLRover samples) is req's
+// per-task cores instead of C_max.
+func dlroverArrival(id string, at float64, m DLRoverModel, req dlroverShape, truth *DLRoverTruth, podCPU bool) Arrival {
 	a := Arrival{Time: at, Job: DLRoverJob(id, m), RequestPS: req.ps, RequestWorkers: req.workers, Truth: truth}
+	if podCPU {
+		a.Job.ParameterServer.Resources.CPURange.Initial = req.psCores * DLRoverCoreMHz
+		a.Job.Worker.Resources.CPURange.Initial = req.wCores * DLRoverCoreMHz
+	}
 	a.RequestPSSize = structs.TaskSize{CPU: req.psCores * DLRoverCoreMHz, MemoryMB: req.psMemMB}
 	a.RequestWorkerSize = structs.TaskSize{CPU: req.wCores * DLRoverCoreMHz, MemoryMB: req.workerMemMB}
 	return a
@@ -106,6 +112,11 @@ const DLRoverSlowFactor = 0.25
 //   - dlrover-wd-slow-worker, dlrover-wd-slow-ps and the same for xdfm:
 //     §6.2, a job requested at Table 2's well-tuned shape with one worker
 //     or server at 25% of its CPU;
+//   - dlrover-wd-table2, dlrover-xdfm-table2: §6.3 (D:254), a job
+//     requested at Table 2 whose roles' initial CPU is Table 2's per-pod
+//     CPU ("DLRover configures each PS and worker's CPU resources
+//     according to Table 2"), so that the baselines that do not size
+//     tasks (optimus, drf, autoscale) run Table 2's pods;
 //   - any of them with the suffix -static: the data statically sharded
 //     over the workers, as the paper's TFJob baseline (D:234).
 func DLRoverExperiment(name string) (*Workload, bool) {
@@ -126,10 +137,12 @@ func DLRoverExperiment(name string) (*Workload, bool) {
 		return nil, false
 	}
 	truth := &DLRoverTruth{Model: m, CoreMHz: DLRoverCoreMHz, StaticShards: static}
-	req := table2
+	req, podCPU := table2, false
 	switch variant {
 	case "":
 		req = sampling
+	case "table2":
+		podCPU = true
 	case "slow-worker":
 		truth.SlowWorker = DLRoverSlowFactor
 	case "slow-ps":
@@ -138,7 +151,7 @@ func DLRoverExperiment(name string) (*Workload, bool) {
 		return nil, false
 	}
 	wl := dlroverWorkload(name)
-	wl.Arrivals = []Arrival{dlroverArrival(model, 0, m, req, truth)}
+	wl.Arrivals = []Arrival{dlroverArrival(model, 0, m, req, truth, podCPU)}
 	return wl, true
 }
 
@@ -146,7 +159,9 @@ func DLRoverExperiment(name string) (*Workload, bool) {
 // Wide&Deep and xDeepFM in turn, arriving as a Poisson process with the
 // given mean gap, each requested at its Table 2 configuration (what a
 // user who tuned it by hand would ask for) with dynamic sharding, and
-// nothing injected.
+// nothing injected. The roles' initial CPU is Table 2's per pod, so that
+// policies that do not size tasks (optimus, drf) run Table 2's pods, as
+// the paper's baselines do (§6.3, D:254).
 func DLRoverWorkload(n int, meanGap float64, seed uint64) *Workload {
 	rng := rand.New(rand.NewPCG(seed, 0xd12))
 	wl := dlroverWorkload(fmt.Sprintf("dlrover-%d", n))
@@ -160,7 +175,7 @@ func DLRoverWorkload(n int, meanGap float64, seed uint64) *Workload {
 			m, req = XDeepFM, xdfmTable2
 		}
 		truth := &DLRoverTruth{Model: m, CoreMHz: DLRoverCoreMHz}
-		wl.Arrivals = append(wl.Arrivals, dlroverArrival(fmt.Sprintf("%s-%03d", m.Name, i), math.Round(at), m, req, truth))
+		wl.Arrivals = append(wl.Arrivals, dlroverArrival(fmt.Sprintf("%s-%03d", m.Name, i), math.Round(at), m, req, truth, true))
 	}
 	return wl
 }

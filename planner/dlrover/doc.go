@@ -108,4 +108,14 @@
 //
 // Plan is deterministic: the same request gives the same decision in any
 // job order. A DLRover is not safe for concurrent use.
+//
+// # Baselines
+//
+// Autoscale is §6.3's two baselines (D:254), which `caravan sim` runs
+// beside the algorithm: autoscale (Or et al., 2020: workers only, a step
+// at a time while the scaling efficiency exceeds 0.3) and optimus-steps
+// (Optimus adding a step of servers or of workers, whichever its fitted
+// speed model gains more), both over the roles' sizes as they are (Table
+// 2's in the paper's experiments), capped at C_total and stepping every 3
+// minutes. Unlike DLRover they keep state between rounds.
 package dlrover

@@ -83,9 +83,9 @@ func dormRequest(tb testing.TB, servers, apps int, options map[string]string) *p
 // (50 applications on 20 servers) and at 200 applications on 100
 // servers, with dorm's default 10 s time limit: the median and longest
 // solve (glpsol's process, reading the model included), the share of
-// solves glpsol proved optimal (within MIPGap) and the share that fell
-// back to drf (no integer solution by the limit); the rest are the best
-// incumbent at the limit.
+// solves glpsol proved optimal (within MIPGap) and the share without an
+// answer (no integer solution by the limit: the round keeps the existing
+// allocation); the rest are the best incumbent at the limit.
 //
 //	go test -run '^$' -bench BenchmarkPlan_DormSize -benchtime 5x ./planner/dorm
 func BenchmarkPlan_DormSize(b *testing.B) {

@@ -62,13 +62,19 @@
 //     and 6 (or device and placement rules) leave no way to meet it, and
 //     then by as little as they allow; Solve.Excess reports e, and a
 //     solve with e > 0 is logged. Eq. 16 stays hard.
-//   - When P2 is infeasible all the same (jobs on nodes that left the
-//     cluster must move, more of them than eq. 16 allows), when glpsol
-//     finds no integer solution within the time limit, or when the
-//     solver fails, the decision is planner/drf's for the same request,
-//     and the reasons and the logger say why (FallbackReason). With a
-//     time limit of a second or more glpsol stops itself and its best
-//     integer solution so far is used (StatusFeasible).
+//   - When P2 has no answer all the same (infeasible: jobs on nodes that
+//     left the cluster must move, more of them than eq. 16 allows; no
+//     integer solution within the time limit; or an answer that fails
+//     planner.CheckDecision), Dorm keeps the existing allocation, as
+//     §IV-B says ("If there is no feasible solutions, Dorm would keep
+//     existing resource allocations until more running applications
+//     finish and release their resources"): running jobs keep their
+//     tasks, the others wait for the next round (KeptReason). Only when
+//     that allocation no longer fits the cluster (a node left or shrank)
+//     is the decision planner/drf's for the same request
+//     (FallbackReason). The reasons and the logger say which and why.
+//     With a time limit of a second or more glpsol stops itself and its
+//     best integer solution so far is used (StatusFeasible).
 //   - Eq. 10 sums utilisation over resource types with the same weight, as
 //     printed; memory and CPU dominate a cluster with few GPUs only through
 //     each job's demand.

@@ -23,8 +23,15 @@ const Name = "dorm"
 // its minimum may fit: running it would break the fairness budget (eq. 15).
 const WaitingReason = "dorm: waiting"
 
+// KeptReason starts every reason of a decision that keeps the existing
+// allocation because P2 had no answer (§IV-B: "If there is no feasible
+// solutions, Dorm would keep existing resource allocations until more
+// running applications finish and release their resources").
+const KeptReason = "dorm: kept the existing allocation"
+
 // FallbackReason starts every reason of a decision that is DRF's because
-// the MILP gave no usable answer.
+// P2 had no answer and the existing allocation cannot be kept (a running
+// job's node left the cluster or shrank).
 const FallbackReason = "dorm: fell back to drf"
 
 // DefaultTimeLimit bounds one solve.
@@ -47,7 +54,9 @@ type Solve struct {
 	Status Status
 	// Duration is the wall time of the solver process.
 	Duration time.Duration
-	// Fallback, when not empty, is why the decision is DRF's.
+	// Fallback, when not empty, is why P2 gave no answer: the decision
+	// keeps the existing allocation (KeptReason), or is DRF's when that
+	// does not fit (FallbackReason).
 	Fallback string
 	// Utilisation is eq. 1 of the decision; FairnessLoss eq. 2 (against
 	// DRF's shares); Adjusted eq. 4; Running |A^t ∩ A^{t-1}|.
@@ -156,18 +165,16 @@ func (d *Dorm) SetConfig(options map[string]string) error {
 }
 
 // Plan solves P2 for the request and places every job as the solution
-// says. It falls back to drf's decision, with FallbackReason in every
-// reason, when P2 is infeasible, no integer solution is found within the
-// time limit, or the solution fails planner.CheckDecision. It returns an
-// error only when glpsol is missing or fails.
+// says. When P2 is infeasible, no integer solution is found within the
+// time limit, or the solution fails planner.CheckDecision, it keeps the
+// existing allocation (§IV-B), with KeptReason in every reason: running
+// jobs stay where they are and the others wait. Only when that allocation
+// no longer fits the cluster does it take drf's decision, with
+// FallbackReason. It returns an error only when glpsol is missing or fails.
 func (d *Dorm) Plan(req *planner.Request) (*planner.Decision, error) {
 	d.last = Solve{}
-	fairDec, err := drf.New().Plan(req)
-	if err != nil {
-		return nil, fmt.Errorf("dorm: drf shares: %w", err)
-	}
 	if len(req.Jobs) == 0 {
-		return fairDec, nil
+		return &planner.Decision{}, nil
 	}
 	views := slices.Clone(req.Jobs)
 	planner.SortJobs(views)
@@ -191,9 +198,9 @@ func (d *Dorm) Plan(req *planner.Request) (*planner.Decision, error) {
 	d.logger.Debug("solved", "status", sol.status, "duration", d.last.Duration, "columns", len(m.cols), "objective", sol.obj)
 	switch sol.status {
 	case StatusInfeasible:
-		return d.fallback(req, fairDec, "P2 is infeasible")
+		return d.fallback(req, "P2 is infeasible")
 	case StatusNoSolution:
-		return d.fallback(req, fairDec, fmt.Sprintf("P2 no solution within %s", d.timeLimit))
+		return d.fallback(req, fmt.Sprintf("P2 no solution within %s", d.timeLimit))
 	}
 	d.last.Excess = max(0, sol.cols[m.excess])
 	if d.last.Excess > 1e-9 {
@@ -201,22 +208,52 @@ func (d *Dorm) Plan(req *planner.Request) (*planner.Decision, error) {
 	}
 	dec := m.decision(res, sol, d.last.Status)
 	if err := planner.CheckDecision(req, dec); err != nil {
-		return d.fallback(req, fairDec, "the MILP's assignment does not fit: "+err.Error())
+		return d.fallback(req, "the MILP's assignment does not fit: "+err.Error())
 	}
 	d.measure(req, dec)
 	return dec, nil
 }
 
-// fallback returns DRF's decision with the reason in front of every
-// placement's reason.
-func (d *Dorm) fallback(req *planner.Request, dec *planner.Decision, why string) (*planner.Decision, error) {
-	d.logger.Warn("fell back to drf", "reason", why)
+// fallback keeps the existing allocation (§IV-B) when P2 gave no usable
+// answer: every running job keeps its tasks where they are, every other
+// job waits. When that does not fit the request's cluster (a node left or
+// shrank), it returns drf's decision instead. Either way the reasons and
+// the logger say why.
+func (d *Dorm) fallback(req *planner.Request, why string) (*planner.Decision, error) {
 	d.last.Fallback = why
+	dec := keep(req)
+	prefix := KeptReason
+	if err := planner.CheckDecision(req, dec); err != nil {
+		d.logger.Warn("fell back to drf", "reason", why, "keep", err.Error())
+		d.last.Fallback = why + "; the existing allocation does not fit: " + err.Error()
+		if dec, err = drf.New().Plan(req); err != nil {
+			return nil, fmt.Errorf("dorm: drf fallback: %w", err)
+		}
+		prefix = FallbackReason
+	} else {
+		d.logger.Warn("kept the existing allocation", "reason", why)
+	}
 	for _, p := range dec.Placements {
-		p.Reason = FallbackReason + " (" + why + "): " + p.Reason
+		p.Reason = prefix + " (" + why + "): " + p.Reason
 	}
 	d.measure(req, dec)
 	return dec, nil
+}
+
+// keep is the existing allocation: each running job's current placement,
+// copied, and an empty (waiting) placement for every other job.
+func keep(req *planner.Request) *planner.Decision {
+	out := make([]*structs.Placement, 0, len(req.Jobs))
+	for _, j := range req.Jobs {
+		p := &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, Reason: "waiting"}
+		if c := j.Current; c != nil && !c.Paused() {
+			p = c.Copy()
+			p.Reason = fmt.Sprintf("%s unchanged", structs.Shape{PS: c.NumPS, Workers: c.NumWorkers})
+		}
+		out = append(out, p)
+	}
+	planner.SortPlacements(out)
+	return &planner.Decision{Placements: out}
 }
 
 // measure fills the last solve's eqs. 1, 2 and 4 for the decision.

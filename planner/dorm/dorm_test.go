@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,8 +233,8 @@ func smallRequest(rng *rand.Rand) *planner.Request {
 // within eq. 16's bound, the fairness loss within eq. 15's plus the
 // excess the solve reports (when running jobs eq. 16 keeps, or device and
 // placement rules, put the budget out of reach), and the decision passes
-// CheckDecision. Fallbacks to DRF are
-// counted, not checked against the bounds.
+// CheckDecision. Rounds without an answer (the existing allocation kept,
+// or DRF's) are counted, not checked against the bounds.
 func TestPlan_Thresholds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 3))
 	solved, fellBack, exceeded := 0, 0, 0
@@ -250,7 +251,7 @@ func TestPlan_Thresholds(t *testing.T) {
 				fellBack++
 				t.Logf("trial %d round %d fell back: %s", trial, round, s.Fallback)
 				for _, p := range dec.Placements {
-					must.StrHasPrefix(t, FallbackReason, p.Reason)
+					must.True(t, strings.HasPrefix(p.Reason, KeptReason) || strings.HasPrefix(p.Reason, FallbackReason), must.Sprint(p.Reason))
 				}
 			} else {
 				solved++
@@ -333,6 +334,7 @@ func TestPlan_TimeLimitIncumbent(t *testing.T) {
 	for _, p := range dec.Placements {
 		must.StrHasPrefix(t, "dorm: ", p.Reason)
 		must.StrNotContains(t, p.Reason, FallbackReason)
+		must.StrNotContains(t, p.Reason, KeptReason)
 	}
 }
 
@@ -351,10 +353,16 @@ func incumbentRequest(t *testing.T) *planner.Request {
 	return h.Request()
 }
 
-// TestPlan_TimeLimitFallback: a time limit glpsol cannot meet gives DRF's
-// decision, every reason saying so, and the fallback is logged.
-func TestPlan_TimeLimitFallback(t *testing.T) {
+// TestPlan_TimeLimitKeeps: a time limit glpsol cannot meet keeps the
+// existing allocation (§IV-B): a running job keeps its tasks where they
+// are, the others wait, every reason says why, and the logger too. When
+// the running job's node has left, the existing allocation does not fit
+// and the decision is DRF's.
+func TestPlan_TimeLimitKeeps(t *testing.T) {
 	req := incumbentRequest(t)
+	run := req.Jobs[3]
+	run.Current = &structs.Placement{Namespace: run.Job.Namespace, JobID: run.Job.ID, NumWorkers: 2,
+		Nodes: []*structs.NodeTasks{{NodeID: req.Nodes[1].ID, Workers: 2}}}
 	var logs strings.Builder
 	d := NewWithLogger(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
 	must.NoError(t, d.SetConfig(map[string]string{"time_limit": "1ms"}), must.Sprint("dorm's tests need glpsol: run make tools"))
@@ -363,11 +371,33 @@ func TestPlan_TimeLimitFallback(t *testing.T) {
 	must.NoError(t, planner.CheckDecision(req, dec))
 	s := d.LastSolve()
 	must.Eq(t, StatusNoSolution, s.Status)
-	must.StrContains(t, s.Fallback, "no solution within 1ms")
+	must.Eq(t, "P2 no solution within 1ms", s.Fallback)
+	must.Len(t, len(req.Jobs), dec.Placements)
+	for _, p := range dec.Placements {
+		must.StrHasPrefix(t, KeptReason+" (P2 no solution within 1ms): ", p.Reason)
+		if p.JobID == run.Job.ID {
+			must.Eq(t, 2, p.NumWorkers)
+			must.Eq(t, run.Current.Nodes, p.Nodes)
+		} else {
+			must.True(t, p.Paused(), must.Sprintf("%s: %s", p.JobID, p.Reason))
+		}
+	}
+	must.Eq(t, 0, Measure(req, dec).Adjusted)
+	must.StrContains(t, logs.String(), "[WARN]  dorm: kept the existing allocation: reason=\"P2 no solution within 1ms\"")
+
+	req.Nodes = slices.Delete(req.Nodes, 1, 2)
+	dec, err = d.Plan(req)
+	must.NoError(t, err)
+	must.NoError(t, planner.CheckDecision(req, dec))
+	must.StrContains(t, d.LastSolve().Fallback, "the existing allocation does not fit")
+	running := 0
 	for _, p := range dec.Placements {
 		must.StrHasPrefix(t, FallbackReason+" (P2 no solution within 1ms): drf:", p.Reason)
+		if !p.Paused() {
+			running++
+		}
 	}
-	must.StrContains(t, logs.String(), "[WARN]  dorm: fell back to drf: reason=\"P2 no solution within 1ms\"")
+	must.Positive(t, running)
 }
 
 func TestSetConfig(t *testing.T) {
