@@ -73,7 +73,8 @@ func Fit(alg planner.Algorithm, wl *sim.Workload) string {
 func needSubtasks(what string) func(*sim.Workload) string {
 	return func(wl *sim.Workload) string {
 		for _, a := range wl.Arrivals {
-			if _, ok := a.Truth.(*sim.SubtaskTruth); ok {
+			switch a.Truth.(type) {
+			case *sim.SubtaskTruth, *sim.CruiseTruth:
 				return ""
 			}
 		}

@@ -65,12 +65,17 @@ func Prepare(s Setup) (*Prepared, error) {
 		if !ok {
 			return nil, fmt.Errorf("unknown policy %q; the policies are %s and %s", spec.Name, strings.Join(builtin.Names(), ", "), strings.Join(slices.Sorted(maps.Keys(Baselines)), ", "))
 		}
-		if spec.Options != nil {
-			conf, ok := alg.(planner.Configurable)
-			if !ok {
-				return nil, fmt.Errorf("policy %q takes no options", spec.Name)
-			}
-			if err := conf.SetConfig(spec.Options); err != nil {
+		// Configured even without options, as the server's loader does,
+		// so that an algorithm missing what it needs (dorm without
+		// glpsol) fails here rather than in the run's server.
+		conf, ok := alg.(planner.Configurable)
+		if spec.Options != nil && !ok {
+			return nil, fmt.Errorf("policy %q takes no options", spec.Name)
+		}
+		if ok {
+			if err := conf.SetConfig(spec.Options); err != nil && spec.Options == nil {
+				return nil, fmt.Errorf("policy %q: %w", spec.Name, err)
+			} else if err != nil {
 				return nil, fmt.Errorf("options of policy %q: %w", spec.Name, err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/planner/dlrover"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/plugins/loader"
@@ -30,7 +31,11 @@ import (
 // Baselines are policies only `caravan sim` runs, beside the built-in
 // algorithms: comparison baselines that leave jobs waiting while there is
 // room, which the server's algorithms never do.
-var Baselines = map[string]planner.Factory{harmony.IsolatedName: harmony.NewIsolated, harmony.ColocatedName: harmony.NewColocated}
+var Baselines = map[string]planner.Factory{
+	harmony.IsolatedName: harmony.NewIsolated, harmony.ColocatedName: harmony.NewColocated,
+	// The DLRover paper's §6.3 baselines.
+	dlrover.AutoscaleName: dlrover.NewAutoscale, dlrover.StepOptimusName: dlrover.NewStepOptimus,
+}
 
 // Policy returns the algorithm of a built-in or a baseline by name.
 func Policy(name string) (planner.Algorithm, bool) {

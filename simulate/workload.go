@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -106,7 +107,7 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 			}
 		}
 		if len(parts) > 1 {
-			if gap, err = strconv.ParseFloat(parts[1], 64); err != nil || gap < 0 || gap == 0 && g.gap != 0 {
+			if gap, err = strconv.ParseFloat(parts[1], 64); err != nil || !(gap >= 0) || math.IsInf(gap, 1) || gap == 0 && g.gap != 0 {
 				return nil, fmt.Errorf("workload %q: gap %q is not a positive number of seconds", name, parts[1])
 			}
 		}
@@ -167,8 +168,8 @@ func loadJobspecs(fsys fs.FS, file string, profiles map[string]*sim.Profile, see
 	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
 		at, spec, ok := strings.Cut(strings.TrimSpace(line), ",")
 		t, err := strconv.ParseFloat(at, 64)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("%s:%d: want time,jobspec", file, i+2)
+		if !ok || err != nil || !(t >= 0) || math.IsInf(t, 1) {
+			return nil, fmt.Errorf("%s:%d: want time,jobspec, the time a number of seconds from 0", file, i+2)
 		}
 		src, err := fs.ReadFile(fsys, path.Join(path.Dir(file), spec))
 		if err != nil {

@@ -394,3 +394,14 @@ func TestSim_Experiment(t *testing.T) {
 	must.Eq(t, 1, code)
 	must.StrContains(t, errOut, "takes -workload or -experiment")
 }
+
+// TestSim_DormWithoutGlpsol: dorm without GLPK fails before any run, with
+// options or without (it died in the run's server, without them).
+func TestSim_DormWithoutGlpsol(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for _, policy := range []string{"dorm", "dorm:preset=dorm-1"} {
+		code, _, errOut := runCLI(t, "sim", "-workload", "dorm:3", "-interval", "100h", "-policy", policy, "-out", t.TempDir())
+		must.Eq(t, 1, code, must.Sprint(policy))
+		must.StrContains(t, errOut, `olicy "dorm": dorm needs GLPK's glpsol`)
+	}
+}

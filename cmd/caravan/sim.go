@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -159,6 +160,10 @@ func (c *SimCommand) Run(args []string) int {
 	if experimentName != "" {
 		return c.runExperiment(experimentName, short, out)
 	}
+	if short {
+		c.Ui.Error("-short runs an experiment's short version: it takes -experiment")
+		return 1
+	}
 	out = cmp.Or(out, "out/sim")
 	p, err := simulate.Prepare(simulate.Setup{
 		Workload: workload, Cluster: cluster, Policies: strings.Split(policies, ","), Seed: seed,
@@ -302,7 +307,7 @@ func (c *SimCommand) runExperiment(name string, short bool, out string) int {
 		c.Ui.Error("Error writing results: " + err.Error())
 		return 1
 	}
-	commit := cmp.Or(version.GitCommit, "an unknown commit")
+	commit := cmp.Or(version.GitCommit, vcsRevision(), "an unknown commit")
 	table := o.Format(commit)
 	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(table), 0o644); err != nil {
 		c.Ui.Error("Error writing results: " + err.Error())
@@ -310,4 +315,27 @@ func (c *SimCommand) runExperiment(name string, short bool, out string) int {
 	}
 	c.Ui.Output(strings.TrimSpace(table) + "\n\nresults and plots in " + out)
 	return 0
+}
+
+// vcsRevision is the commit go build stamped into the binary (a build
+// without make's -ldflags), "+dirty" when the tree had changes; "" when
+// none was.
+func vcsRevision() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 7:
+			rev = s.Value[:7]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
 }

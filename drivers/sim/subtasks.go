@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -320,12 +321,13 @@ func (s *Sim) colocation(restarting bool) *colocation {
 	for x, j := range jobs {
 		c.iter[j] = out.iter[x]
 	}
+	// Summed in node order, so that a seed gives the same sums.
 	n := float64(max(len(s.nodes), 1))
-	for _, u := range out.cpu {
-		c.cpu += min(u, 1) / n
+	for _, i := range slices.Sorted(maps.Keys(out.cpu)) {
+		c.cpu += min(out.cpu[i], 1) / n
 	}
-	for _, u := range out.net {
-		c.net += min(u, 1) / n
+	for _, i := range slices.Sorted(maps.Keys(out.net)) {
+		c.net += min(out.net[i], 1) / n
 	}
 	cache.key[slot], cache.co[slot] = key, c
 	return c

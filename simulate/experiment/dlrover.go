@@ -3,18 +3,7 @@ package experiment
 import (
 	"fmt"
 	"strings"
-
-	"github.com/caravan-sched/caravan/planner/dlrover"
-	"github.com/caravan-sched/caravan/simulate"
 )
-
-// The paper's §6.3 baselines (planner/dlrover's Autoscale) as `caravan
-// sim` runs them beside the built-in algorithms. TODO(lead): move these
-// two entries into simulate.Baselines' literal in simulate/simulate.go.
-func init() {
-	simulate.Baselines[dlrover.AutoscaleName] = dlrover.NewAutoscale
-	simulate.Baselines[dlrover.StepOptimusName] = dlrover.NewStepOptimus
-}
 
 // §6.3's baselines with the paper's steps (D:254): auto-scaling adds 4
 // workers to Wide & Deep and 1 to xDeepFM at a time, over Table 2's

@@ -87,6 +87,11 @@ type Metric struct {
 	// Neutral, when set, replaces the unit's neutral value: a share
 	// whose paper number is 93% might compare to 50%.
 	Neutral *float64
+	// Level marks a level the paper reports, such as a utilisation,
+	// rather than a comparison: it has no neutral value, so the short
+	// version checks no direction; Met still compares it with the
+	// paper's.
+	Level bool
 }
 
 // neutral is the value of no effect m's direction is taken against.
@@ -110,9 +115,13 @@ func (m *Metric) direction() int {
 }
 
 // Met says whether here reaches the paper's number: at least as good, or
-// within a tenth of the paper's distance from the neutral value.
+// within a tenth of the paper's distance from the neutral value (of the
+// paper's number, for a level).
 func (m *Metric) Met(here float64) bool {
 	tol := 0.1 * math.Abs(m.Paper-m.neutral())
+	if m.Level {
+		tol = 0.1 * math.Abs(m.Paper)
+	}
 	if m.Higher {
 		return here >= m.Paper-tol
 	}

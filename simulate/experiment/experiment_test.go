@@ -27,6 +27,7 @@ func TestExperiments_Short(t *testing.T) {
 			}
 			o, err := Execute(e, Options{Short: true})
 			must.NoError(t, err)
+			must.SliceEmpty(t, o.Warnings, must.Sprint("every policy fits its run's workload"))
 			t.Logf("\n%s", o.Format(""))
 			for _, v := range o.Values {
 				must.True(t, v.DirectionHolds(), must.Sprintf("%s: %s, expected on the %+d side of %g", v.Metric.Name, formatValue(v.Mean, v.Metric.Unit), v.Metric.direction(), v.Metric.neutral()))
@@ -78,6 +79,11 @@ func TestMetric_MetAndDirection(t *testing.T) {
 
 	missed := &Metric{Paper: -42, Unit: "%", Direction: 1}
 	must.True(t, Value{Metric: missed, Mean: 2}.DirectionHolds())
+	must.False(t, Value{Metric: missed, Mean: -2}.DirectionHolds())
+
+	level := &Metric{Paper: 93.2, Unit: "%", Higher: true, Level: true}
+	must.True(t, level.Met(84))
+	must.False(t, level.Met(83))
 }
 
 // TestTruthsIndependent fails if the simulator, where every workload's

@@ -41,6 +41,9 @@ func (o *Outcome) Format(commit string) string {
 			ratioOf(v.Mean, v.Metric.Paper), verdict})
 	}
 	b.WriteString(markdown(rows))
+	for _, w := range o.Warnings {
+		b.WriteString("\nwarning: " + w + "\n")
+	}
 	for _, r := range e.Runs {
 		workload := r.Workload
 		if o.Short {

@@ -69,10 +69,10 @@ func init() {
 	e.Metrics = []Metric{
 		{Name: "avg JCT speed-up, harmony over isolated", Paper: 2.11, Unit: "×", Higher: true, Value: Speedup("main", "harmony", "isolated", JCT)},
 		{Name: "makespan speed-up, harmony over isolated", Paper: 1.60, Unit: "×", Higher: true, Value: Speedup("main", "harmony", "isolated", Makespan)},
-		{Name: "harmony CPU utilisation", Paper: 93.2, Unit: "%", Higher: true, Value: util("harmony", cpu)},
-		{Name: "harmony network utilisation", Paper: 83.1, Unit: "%", Higher: true, Value: util("harmony", net)},
+		{Name: "harmony CPU utilisation", Paper: 93.2, Unit: "%", Higher: true, Level: true, Value: util("harmony", cpu)},
+		{Name: "harmony network utilisation", Paper: 83.1, Unit: "%", Higher: true, Level: true, Value: util("harmony", net)},
 		{Name: "CPU + network utilisation, harmony over isolated", Paper: 1.65, Unit: "×", Higher: true, Value: utilGain},
-		{Name: "jobs running together on average, harmony", Paper: 27.2, Unit: "", Higher: true, Value: concurrent},
+		{Name: "jobs running together on average, harmony", Paper: 27.2, Unit: "", Higher: true, Level: true, Value: concurrent},
 	}
 	Register(e)
 }

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/caravan-sched/caravan/simulate"
@@ -32,6 +30,9 @@ type Outcome struct {
 	Values []Value
 	// Clusters describes each run's cluster, by run.
 	Clusters map[string]string
+	// Warnings name the policies that plan from what a run's workload
+	// lacks (simulate.Fit), by run.
+	Warnings []string
 	// Wall is how long the runs took in real time.
 	Wall time.Duration
 }
@@ -48,9 +49,9 @@ type Value struct {
 func (v Value) Met() bool { return v.Metric.Met(v.Mean) }
 
 // DirectionHolds says whether the value is on the side of the neutral
-// value the metric expects (Metric.Direction).
+// value the metric expects (Metric.Direction); a level's always does.
 func (v Value) DirectionHolds() bool {
-	return sign(v.Mean-v.Metric.neutral()) == v.Metric.direction()
+	return v.Metric.Level || sign(v.Mean-v.Metric.neutral()) == v.Metric.direction()
 }
 
 // Execute runs every run of e at each of its seeds, as many policies at
@@ -66,11 +67,9 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 	}
 	o := &Outcome{Experiment: e, Short: opts.Short, Clusters: map[string]string{}}
 	type task struct {
-		run     Run
-		seed    int // index into seeds
-		prep    *simulate.Prepared
-		results []*simulate.Result
-		err     error
+		run  Run
+		seed int // index into seeds
+		prep *simulate.Prepared
 	}
 	var tasks []*task
 	for _, r := range e.Runs {
@@ -91,55 +90,44 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 				return nil, fmt.Errorf("experiment %s, run %s, seed %d: %w", e.Name, r.Name, seed, err)
 			}
 			o.Clusters[r.Name] = p.Cluster
-			tasks = append(tasks, &task{run: r, seed: i, prep: p, results: make([]*simulate.Result, len(p.Specs))})
+			if i == 0 {
+				for _, w := range p.Warnings {
+					o.Warnings = append(o.Warnings, fmt.Sprintf("run %s: %s", r.Name, w))
+				}
+			}
+			tasks = append(tasks, &task{run: r, seed: i, prep: p})
 		}
 	}
 	// Every policy of every run and seed at once, as many as there are
 	// CPUs.
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, t := range tasks {
-		for j, spec := range t.prep.Specs {
-			alg, _ := simulate.Policy(spec.Name)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				ro := t.prep.Options
-				ro.AlgorithmOptions, ro.Oracle = spec.Options, spec.Oracle
-				res, err := simulate.Run(t.prep.Workload, alg, ro)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					t.err = cmp.Or(t.err, fmt.Errorf("experiment %s, run %s, seed %d, %s: %w", e.Name, t.run.Name, seeds[t.seed], spec, err))
-					return
-				}
-				t.results[j] = res
-				if opts.Progress != nil {
-					opts.Progress(fmt.Sprintf("%s/%s seed %d: %s done in %s", e.Name, t.run.Name, seeds[t.seed], spec, res.Wall.Round(time.Millisecond)))
-				}
-			}()
+	batches := make([]simulate.Batch, len(tasks))
+	for i, t := range tasks {
+		batches[i] = simulate.Batch{Workload: t.prep.Workload, Specs: t.prep.Specs, Options: t.prep.Options}
+	}
+	var done func(i int, r *simulate.Result)
+	if opts.Progress != nil {
+		done = func(i int, r *simulate.Result) {
+			t := tasks[i]
+			opts.Progress(fmt.Sprintf("%s/%s seed %d: %s done in %s", e.Name, t.run.Name, seeds[t.seed], r.Policy, r.Wall.Round(time.Millisecond)))
 		}
 	}
-	wg.Wait()
+	results, err := simulate.RunBatches(batches, nil, done)
+	if err != nil {
+		return nil, fmt.Errorf("experiment %s: %w", e.Name, err)
+	}
 	for _, seed := range seeds {
 		o.Seeds = append(o.Seeds, Seed{Seed: seed, Results: map[string]map[string]*simulate.Result{}})
 	}
-	for _, t := range tasks {
-		if t.err != nil {
-			return nil, t.err
-		}
+	for i, t := range tasks {
 		byPolicy := map[string]*simulate.Result{}
-		for _, r := range t.results {
+		for _, r := range results[i] {
 			byPolicy[r.Policy] = r
 		}
 		o.Seeds[t.seed].Results[t.run.Name] = byPolicy
 		if opts.Out != "" {
 			dir := filepath.Join(opts.Out, t.run.Name, fmt.Sprintf("seed-%d", seeds[t.seed]))
-			report := simulate.NewReport(t.run.Workload, t.prep.Cluster, seeds[t.seed], t.results)
-			if err := simulate.WriteAll(dir, report, t.results); err != nil {
+			report := simulate.NewReport(t.run.Workload, t.prep.Cluster, seeds[t.seed], results[i])
+			if err := simulate.WriteAll(dir, report, results[i]); err != nil {
 				return nil, fmt.Errorf("writing %s: %w", dir, err)
 			}
 		}
