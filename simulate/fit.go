@@ -101,6 +101,7 @@ func BuiltinWorkloads() []string {
 		for _, v := range []string{"", "-slow-worker", "-slow-ps"} {
 			out = append(out, "dlrover-"+m+v+"[-static]")
 		}
+		out = append(out, "dlrover-"+m+"-table2")
 	}
 	// The embedded CSVs, a directory at a time: "pollux/workloads/*.csv (8)".
 	dirs := map[string]int{}

@@ -61,7 +61,9 @@ import (
 //     sampling shape) and "dlrover-wd-slow-worker", "dlrover-wd-slow-ps"
 //     and the same for xdfm (§6.2: one job at Table 2 with a worker or a
 //     server at 25% of its CPU); the suffix "-static" shards the data
-//     statically, as the paper's TFJob baseline, sim.DLRoverExperiment;
+//     statically, as the paper's TFJob baseline; "dlrover-wd-table2" and
+//     "dlrover-xdfm-table2" (§6.3: one job started at Table 2's per-pod
+//     CPU, for the auto-scaling baselines), sim.DLRoverExperiment;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,

@@ -71,7 +71,9 @@ Usage: caravan sim -workload <name> [options]
   and -policy dlrover,optimus,drf,fifo) and its single-job experiments
   dlrover-wd and dlrover-xdfm (Table 1), dlrover-wd-slow-worker,
   dlrover-wd-slow-ps and the same for xdfm (§6.2), each also with the
-  suffix -static (data sharded statically, the paper's TFJob baseline).
+  suffix -static (data sharded statically, the paper's TFJob baseline),
+  and dlrover-wd-table2 and dlrover-xdfm-table2 (§6.3: one job at Table
+  2's per-pod CPU; use -policy dlrover,autoscale,optimus-steps).
 
   With -experiment, runs one paper's evaluation as the repository keeps
   it (simulate/experiment): its workloads, clusters, baselines and seeds,
@@ -96,14 +98,18 @@ Sim Options:
                           gain, see drivers/sim/README.md), pollux,
                           roundrobin, specon, tetris, tiresias, or the
                           baselines isolated (each job on
-                          nodes of its own at its balanced DoP) and
-                          colocated (jobs share nodes, no grouping).
+                          nodes of its own at its balanced DoP),
+                          colocated (jobs share nodes, at most two a
+                          node, no grouping; order=spread|best|worst),
+                          and the DLRover paper's autoscale and
+                          optimus-steps (§6.3).
                           A policy may carry its algorithm's options as
                           name:key=value[:key=value...], e.g.
                           specon:base=drf or dorm:preset=dorm-1 (dorm
                           needs GLPK's glpsol: make tools), named so in
                           the results.
-  -out=<dir>              Where to write the results (default out/sim).
+  -out=<dir>              Where to write the results (default out/sim, or
+                          out/experiments/<name> with -experiment).
   -json                   Print summary.json to stdout instead of a table.
   -seed=1                 Seed of the noise and of generated workloads.
   -interval=60s           Time between scheduling rounds.
