@@ -69,9 +69,12 @@
 //     §IV-B says ("If there is no feasible solutions, Dorm would keep
 //     existing resource allocations until more running applications
 //     finish and release their resources"): running jobs keep their
-//     tasks, the others wait for the next round (KeptReason). Only when
-//     that allocation no longer fits the cluster (a node left or shrank)
-//     is the decision planner/drf's for the same request
+//     tasks (KeptReason). Waiting jobs start at their minimum where the
+//     rest of the cluster holds them, or wait: keeping alone would start
+//     nothing with nothing running, round after round, where P2 hits its
+//     time limit every round (as at 200 applications on 100 servers).
+//     Only when that allocation no longer fits the cluster (a node left
+//     or shrank) is the decision planner/drf's for the same request
 //     (FallbackReason). The reasons and the logger say which and why.
 //     With a time limit of a second or more glpsol stops itself and its
 //     best integer solution so far is used (StatusFeasible).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/drf"
+	"github.com/caravan-sched/caravan/planner/placement"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -215,15 +216,19 @@ func (d *Dorm) Plan(req *planner.Request) (*planner.Decision, error) {
 }
 
 // fallback keeps the existing allocation (§IV-B) when P2 gave no usable
-// answer: every running job keeps its tasks where they are, every other
-// job waits. When that does not fit the request's cluster (a node left or
-// shrank), it returns drf's decision instead. Either way the reasons and
-// the logger say why.
+// answer: every running job keeps its tasks where they are, and waiting
+// jobs start at their minimum where the rest of the cluster holds them
+// (keep). When the running jobs no longer fit the request's cluster (a
+// node left or shrank), it returns drf's decision instead. Either way the
+// reasons and the logger say why.
 func (d *Dorm) fallback(req *planner.Request, why string) (*planner.Decision, error) {
 	d.last.Fallback = why
-	dec := keep(req)
+	dec, err := keep(req)
+	if err == nil {
+		err = planner.CheckDecision(req, dec)
+	}
 	prefix := KeptReason
-	if err := planner.CheckDecision(req, dec); err != nil {
+	if err != nil {
 		d.logger.Warn("fell back to drf", "reason", why, "keep", err.Error())
 		d.last.Fallback = why + "; the existing allocation does not fit: " + err.Error()
 		if dec, err = drf.New().Plan(req); err != nil {
@@ -241,19 +246,43 @@ func (d *Dorm) fallback(req *planner.Request, why string) (*planner.Decision, er
 }
 
 // keep is the existing allocation: each running job's current placement,
-// copied, and an empty (waiting) placement for every other job.
-func keep(req *planner.Request) *planner.Decision {
-	out := make([]*structs.Placement, 0, len(req.Jobs))
-	for _, j := range req.Jobs {
-		p := &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, Reason: "waiting"}
-		if c := j.Current; c != nil && !c.Paused() {
-			p = c.Copy()
-			p.Reason = fmt.Sprintf("%s unchanged", structs.Shape{PS: c.NumPS, Workers: c.NumWorkers})
+// copied and taken from the cluster first; then each waiting job, in the
+// request's order, at its minimum where the rest of the cluster holds it,
+// or waiting. §IV-B keeps allocations "until more running applications
+// finish"; with nothing running, or a time limit P2 hits every round, only
+// keeping would start nothing, round after round. It fails when a running
+// job's placement no longer fits.
+func keep(req *planner.Request) (*planner.Decision, error) {
+	c := planner.NewCluster(req.Nodes)
+	out := make([]*structs.Placement, len(req.Jobs))
+	tasks := make([]planner.JobTasks, len(req.Jobs))
+	for i, j := range req.Jobs {
+		tasks[i] = c.JobTasks(j)
+		cur := j.Current
+		if cur == nil || cur.Paused() {
+			continue
 		}
-		out = append(out, p)
+		if out[i] = c.KeepCurrent(cur, tasks[i], cur.NumPS, cur.NumWorkers); out[i] == nil {
+			return nil, fmt.Errorf("job %s no longer fits where it runs", j.Job.ID)
+		}
+		out[i].Reason = fmt.Sprintf("%s unchanged", structs.Shape{PS: cur.NumPS, Workers: cur.NumWorkers})
+	}
+	placer := placement.New(c)
+	for i, j := range req.Jobs {
+		if out[i] != nil {
+			continue
+		}
+		m := j.Minimum()
+		nodes, ok := placer.Place(tasks[i].PS, m.PS, tasks[i].Worker, m.Workers)
+		if !ok {
+			out[i] = planner.Paused(j, "waiting")
+			continue
+		}
+		out[i] = &structs.Placement{Namespace: j.Job.Namespace, JobID: j.Job.ID, NumPS: m.PS, NumWorkers: m.Workers, Nodes: nodes,
+			Reason: fmt.Sprintf("started at its minimum %s in the room the running jobs leave", m)}
 	}
 	planner.SortPlacements(out)
-	return &planner.Decision{Placements: out}
+	return &planner.Decision{Placements: out}, nil
 }
 
 // measure fills the last solve's eqs. 1, 2 and 4 for the decision.

@@ -355,7 +355,9 @@ func incumbentRequest(t *testing.T) *planner.Request {
 
 // TestPlan_TimeLimitKeeps: a time limit glpsol cannot meet keeps the
 // existing allocation (§IV-B): a running job keeps its tasks where they
-// are, the others wait, every reason says why, and the logger too. When
+// are, waiting jobs start at their minimum in the room left or wait,
+// every reason says why, and the logger too. With nothing running, jobs
+// still start (only keeping would start nothing, round after round). When
 // the running job's node has left, the existing allocation does not fit
 // and the decision is DRF's.
 func TestPlan_TimeLimitKeeps(t *testing.T) {
@@ -373,18 +375,33 @@ func TestPlan_TimeLimitKeeps(t *testing.T) {
 	must.Eq(t, StatusNoSolution, s.Status)
 	must.Eq(t, "P2 no solution within 1ms", s.Fallback)
 	must.Len(t, len(req.Jobs), dec.Placements)
+	started := 0
 	for _, p := range dec.Placements {
 		must.StrHasPrefix(t, KeptReason+" (P2 no solution within 1ms): ", p.Reason)
-		if p.JobID == run.Job.ID {
+		switch {
+		case p.JobID == run.Job.ID:
 			must.Eq(t, 2, p.NumWorkers)
 			must.Eq(t, run.Current.Nodes, p.Nodes)
-		} else {
-			must.True(t, p.Paused(), must.Sprintf("%s: %s", p.JobID, p.Reason))
+		case !p.Paused():
+			// A waiting job starts at its minimum in the room left.
+			must.Eq(t, 1, p.NumWorkers, must.Sprint(p.JobID))
+			must.StrContains(t, p.Reason, "started at its minimum")
+			started++
 		}
 	}
+	must.Positive(t, started, must.Sprint("waiting jobs start where the running one leaves room"))
 	must.Eq(t, 0, Measure(req, dec).Adjusted)
 	must.StrContains(t, logs.String(), "[WARN]  dorm: kept the existing allocation: reason=\"P2 no solution within 1ms\"")
 
+	run.Current = nil
+	dec, err = d.Plan(req)
+	must.NoError(t, err)
+	must.NoError(t, planner.CheckDecision(req, dec))
+	must.Eq(t, StatusNoSolution, d.LastSolve().Status)
+	must.True(t, slices.ContainsFunc(dec.Placements, func(p *structs.Placement) bool { return !p.Paused() }), must.Sprint("nothing running: jobs start"))
+
+	run.Current = &structs.Placement{Namespace: run.Job.Namespace, JobID: run.Job.ID, NumWorkers: 2,
+		Nodes: []*structs.NodeTasks{{NodeID: req.Nodes[1].ID, Workers: 2}}}
 	req.Nodes = slices.Delete(req.Nodes, 1, 2)
 	dec, err = d.Plan(req)
 	must.NoError(t, err)
