@@ -93,7 +93,11 @@ type Autoscale struct {
 type scaleState struct {
 	workers int
 	rate    float64
-	done    bool
+	// back is the worker count the search steps back to, until the job
+	// runs it (the step may not fit, or its plan may be dropped); then
+	// the search is done.
+	back int
+	done bool
 }
 
 var (
@@ -215,10 +219,19 @@ func (a *Autoscale) Plan(req *planner.Request) (*planner.Decision, error) {
 		}
 	}
 	placer := placement.New(c)
-	for i, j := range jobs {
-		if out[i] != nil {
-			continue
+	// Running jobs that step go before waiting ones, so that no waiting
+	// job takes the nodes a stepping job runs on and would fall back to;
+	// two stepping jobs may still contend for each other's nodes.
+	order := make([]int, 0, len(jobs))
+	for _, waiting := range []bool{false, true} {
+		for i, j := range jobs {
+			if out[i] == nil && (j.Current == nil || j.Current.Paused()) == waiting {
+				order = append(order, i)
+			}
 		}
+	}
+	for _, i := range order {
+		j := jobs[i]
 		t := targets[i]
 		nodes, ok := placer.Place(tasks[i].PS, t.PS, tasks[i].Worker, t.Workers)
 		if !ok {
@@ -288,6 +301,13 @@ func (a *Autoscale) autoscaleTarget(now int64, j *planner.Job, sc scope) (struct
 	now1 := structs.Shape{PS: cur.NumPS, Workers: cur.NumWorkers}
 	n := cur.NumWorkers
 	st := a.state[j.Job.Key()]
+	if st != nil && st.back > 0 {
+		if n != st.back {
+			back := structs.Shape{PS: cur.NumPS, Workers: st.back}
+			return back, fmt.Sprintf("%s: %d → %d workers (stepping back: the last step did not pay)", name, n, back.Workers)
+		}
+		st.back, st.done = 0, true
+	}
 	if st != nil && st.done {
 		return now1, fmt.Sprintf("%s: holds %d workers (the search ended)", name, n)
 	}
@@ -309,7 +329,7 @@ func (a *Autoscale) autoscaleTarget(now int64, j *planner.Job, sc scope) (struct
 	eff := (rate - st.rate) / float64(n-st.workers) / (st.rate / float64(st.workers))
 	if eff <= a.opts.Threshold {
 		back := structs.Shape{PS: cur.NumPS, Workers: st.workers}
-		st.done = true
+		st.back = st.workers
 		return back, fmt.Sprintf("%s: %d → %d workers (scaling efficiency %.2f ≤ %.2f)", name, n, back.Workers, eff, a.opts.Threshold)
 	}
 	st.workers, st.rate = n, rate

@@ -45,7 +45,8 @@ func stepTimes(j *planner.Job, rate float64) {
 // TestAutoscale_Efficiency: the baseline starts a job at its servers and
 // one step of workers at the roles' sizes, measures for the interval, adds
 // a step, and when the step's scaling efficiency is at most the threshold
-// it removes the step again and holds the job there.
+// it removes the step again, until the job runs without it, and holds the
+// job there.
 func TestAutoscale_Efficiency(t *testing.T) {
 	h, j := setup(t)
 	podCPU(j, 16, 3)
@@ -79,6 +80,13 @@ func TestAutoscale_Efficiency(t *testing.T) {
 	p = planOnce(t, h, a)
 	must.Eq(t, 8, p.NumWorkers, must.Sprint(p.Reason))
 	must.StrContains(t, p.Reason, "scaling efficiency 0.27 ≤ 0.30")
+
+	// The step back did not happen (it did not fit, or its plan was
+	// dropped): the job still runs 12, and is asked for 8 again, not held
+	// at the step that did not pay.
+	p = planOnce(t, h, a)
+	must.Eq(t, 8, p.NumWorkers, must.Sprint(p.Reason))
+	must.StrContains(t, p.Reason, "stepping back")
 
 	running(j, 8, size, 8, size, 10*time.Minute)
 	stepTimes(j, 88)
