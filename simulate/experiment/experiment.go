@@ -205,28 +205,34 @@ func Field(run, policy string, f Measure) func(Seed) (float64, error) {
 // Speedup is a metric's Value: baseline's measure over policy's, the
 // speed-up of policy where the measure is a time (unit ×).
 func Speedup(run, policy, baseline string, f Measure) func(Seed) (float64, error) {
-	return ratio(run, policy, baseline, f, func(p, b float64) float64 { return b / p })
+	return SpeedupAcross(run, policy, run, baseline, f)
+}
+
+// SpeedupAcross is Speedup with policy's result from one run and
+// baseline's from another (a policy run on a variant of the workload).
+func SpeedupAcross(run, policy, baseRun, baseline string, f Measure) func(Seed) (float64, error) {
+	return ratio(run, policy, baseRun, baseline, f, func(p, b float64) float64 { return b / p })
 }
 
 // Change is a metric's Value: the change of policy's measure against
 // baseline's, in percent (unit %).
 func Change(run, policy, baseline string, f Measure) func(Seed) (float64, error) {
-	return ratio(run, policy, baseline, f, func(p, b float64) float64 { return 100 * (p/b - 1) })
+	return ratio(run, policy, run, baseline, f, func(p, b float64) float64 { return 100 * (p/b - 1) })
 }
 
-func ratio(run, policy, baseline string, f Measure, g func(p, b float64) float64) func(Seed) (float64, error) {
+func ratio(run, policy, baseRun, baseline string, f Measure, g func(p, b float64) float64) func(Seed) (float64, error) {
 	return func(s Seed) (float64, error) {
 		p, err := s.Result(run, policy)
 		if err != nil {
 			return 0, err
 		}
-		b, err := s.Result(run, baseline)
+		b, err := s.Result(baseRun, baseline)
 		if err != nil {
 			return 0, err
 		}
 		pv, bv := f(p.Summary), f(b.Summary)
 		if pv <= 0 || bv <= 0 {
-			return 0, fmt.Errorf("seed %d, run %q: %s measures %g and %s %g; a ratio needs both positive", s.Seed, run, policy, pv, baseline, bv)
+			return 0, fmt.Errorf("seed %d: %s (run %q) measures %g and %s (run %q) %g; a ratio needs both positive", s.Seed, policy, run, pv, baseline, baseRun, bv)
 		}
 		return g(pv, bv), nil
 	}

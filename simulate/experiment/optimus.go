@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/caravan-sched/caravan/simulate"
@@ -46,21 +45,7 @@ func init() {
 	}
 	// across compares Optimus's run (with PAA) with a baseline's (without).
 	across := func(baseline string, f Measure) func(Seed) (float64, error) {
-		return func(s Seed) (float64, error) {
-			b, err := s.Result("mxnet", baseline)
-			if err != nil {
-				return 0, err
-			}
-			p, err := s.Result("paa", optimusPolicy)
-			if err != nil {
-				return 0, err
-			}
-			bv, pv := f(b.Summary), f(p.Summary)
-			if bv <= 0 || pv <= 0 {
-				return 0, fmt.Errorf("seed %d: %s measures %g and optimus %g; a ratio needs both positive", s.Seed, baseline, bv, pv)
-			}
-			return bv / pv, nil
-		}
+		return SpeedupAcross("paa", optimusPolicy, "mxnet", baseline, f)
 	}
 	e.Metrics = []Metric{
 		{Name: "avg JCT speed-up, optimus over drf", Paper: optimusPaperJCT, Unit: "×", Higher: true,
