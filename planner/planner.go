@@ -35,6 +35,14 @@ type ModelDriven interface {
 	SpeedModels() bool
 }
 
+// TypeProfiled is implemented by algorithms that place jobs on a mixed
+// fleet from a throughput model per GPU type, as Sia does (§3.1): the
+// server has each new job profiled on one GPU of every type, at the
+// batches that fit it, before it plans the job, where the driver can.
+type TypeProfiled interface {
+	ProfilesGPUTypes() bool
+}
+
 // Factory returns a new Algorithm with its default configuration.
 type Factory func() Algorithm
 
@@ -89,6 +97,11 @@ type Job struct {
 	// Perf is the job's fitted throughput model (Pollux's, planner/goodput)
 	// with its quality; nil until the job's step times were measured.
 	Perf *goodput.Fit
+	// PerfByType is the job's throughput model per GPU type
+	// (structs.Node.GPUType), each fitted to the step times measured on
+	// that type alone, profiles included; nil until one was measured.
+	// Perf fits all of them together, as if the GPUs were one type.
+	PerfByType map[string]*goodput.Fit
 	// Grad is the job's latest gradient noise statistics, at its
 	// reference batch (Training.GlobalBatchSize); nil until reported.
 	Grad *goodput.GradParams

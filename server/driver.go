@@ -93,6 +93,14 @@ type Profiler interface {
 	Profile(ctx context.Context, job structs.JobKey, configs []structs.Shape) error
 }
 
+// TypeProfiler is implemented by drivers that can measure a new job on
+// one GPU of each GPU type of the cluster, at the per-GPU batches that fit
+// it, before it runs: Sia's bootstrap (§3.1). The samples it reports name
+// their GPU type (structs.Sample.GPUType); the job pays for the time.
+type TypeProfiler interface {
+	ProfileTypes(ctx context.Context, job structs.JobKey) error
+}
+
 // The server is the host of the drivers that take part in the rescale
 // protocol.
 var _ structs.DriverHost = (*Server)(nil)

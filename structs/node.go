@@ -62,6 +62,20 @@ func (n *Node) HasDriver(name string) bool {
 // Schedulable reports whether new tasks may be placed on the node.
 func (n *Node) Schedulable() bool { return n.Status == NodeStatusReady && n.Eligible }
 
+// GPUType returns the model of the node's GPUs: the Name of its first
+// device group of type "gpu" with a healthy instance, as Nomad's device
+// fingerprint reports it ("Tesla T4"), or "" for a node without one. Nodes
+// whose GPUs share a model are of one GPU type; a job of a mixed fleet runs
+// on one type at a time (Sia §3.2's configurations).
+func (n *Node) GPUType() string {
+	for _, d := range n.Devices {
+		if d.Type == "gpu" && d.HealthyCount() > 0 {
+			return d.Name
+		}
+	}
+	return ""
+}
+
 // NodeDeviceResource is a group of identical devices on a node, such as four
 // "nvidia/gpu/Tesla V100" cards, as Nomad's device fingerprint reports it.
 type NodeDeviceResource struct {

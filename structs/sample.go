@@ -80,6 +80,11 @@ type Sample struct {
 
 	NumPS      int `codec:"num_ps"`
 	NumWorkers int `codec:"num_workers"`
+	// GPUType is the model of the GPUs the step ran on (Node.GPUType),
+	// when the trainer or driver knows it; empty means the GPUs of the
+	// job's current placement. Profiling samples name it: they measure a
+	// type the job does not run on.
+	GPUType string `json:",omitempty" codec:"gpu_type,omitempty"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
 	Time int64 `codec:"time"`
@@ -88,6 +93,10 @@ type Sample struct {
 // MaxAllocIDLen bounds a sample's AllocID (Nomad's are 36-character
 // UUIDs).
 const MaxAllocIDLen = 64
+
+// MaxGPUTypeLen bounds a sample's GPUType (device names such as
+// "NVIDIA A100-SXM4-40GB" are under 40 characters).
+const MaxGPUTypeLen = 128
 
 // Chief reports whether the sample is the job's own: from worker rank 0,
 // or from a task that names no role. Only the chief's samples make the
@@ -146,6 +155,9 @@ func (s *Sample) Validate() error {
 	}
 	if len(s.AllocID) > MaxAllocIDLen || strings.ContainsFunc(s.AllocID, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
 		v.fail("AllocID", "must be at most %d printable characters without spaces", MaxAllocIDLen)
+	}
+	if len(s.GPUType) > MaxGPUTypeLen || strings.ContainsFunc(s.GPUType, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		v.fail("GPUType", "must be at most %d printable characters", MaxGPUTypeLen)
 	}
 	if (s.GradSqr != 0 || s.GradVar != 0) && s.BatchSize == 0 {
 		v.fail("BatchSize", "is needed with GradSqr and GradVar: GradVar is the variance at the step's batch")
