@@ -62,6 +62,11 @@ type Capabilities struct {
 	// coordinated co-location is the algorithm's point (the naively
 	// co-located baseline). The simulator runs them so.
 	Uncoordinated bool
+	// GPUTypes: Plan places jobs on a mixed fleet from a throughput
+	// model per GPU type (Job.PerfByType), as Sia does. The server has
+	// each new job profiled on one GPU of every type, at the batches that
+	// fit it (Sia §3.1), where its driver can (server.TypeProfiler).
+	GPUTypes bool
 }
 
 // ReadsEstimator reports whether the algorithm reads estimator e.

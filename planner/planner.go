@@ -35,14 +35,6 @@ type ModelDriven interface {
 	SpeedModels() bool
 }
 
-// TypeProfiled is implemented by algorithms that place jobs on a mixed
-// fleet from a throughput model per GPU type, as Sia does (§3.1): the
-// server has each new job profiled on one GPU of every type, at the
-// batches that fit it, before it plans the job, where the driver can.
-type TypeProfiled interface {
-	ProfilesGPUTypes() bool
-}
-
 // Factory returns a new Algorithm with its default configuration.
 type Factory func() Algorithm
 

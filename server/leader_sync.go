@@ -435,10 +435,12 @@ func (l *leader) syncJobs(ctx context.Context) error {
 	return nil
 }
 
-// profile asks a profiling driver to measure new jobs; jobs marked true
+// profile asks a profiling driver to measure new jobs, and to measure
+// them on each GPU type when the algorithm plans by type and the driver
+// is also a TypeProfiler; jobs marked true
 // in skip already have samples and are not profiled again.
 func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
-	reqs := l.models.ProfileRequests()
+	reqs, typed := l.models.ProfileRequests(), l.models.TypeProfileRequests()
 	p := l.s.cfg.Profiler
 	if p == nil {
 		return
@@ -451,6 +453,20 @@ func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
 			return
 		} else if err != nil {
 			l.log.Warn("failed to profile job", "job_id", r.Job.ID, "error", err)
+		}
+	}
+	tp, ok := p.(TypeProfiler)
+	if !ok {
+		return
+	}
+	for _, key := range typed {
+		if skip[key] {
+			continue
+		}
+		if err := tp.ProfileTypes(ctx, key); ctx.Err() != nil {
+			return
+		} else if err != nil {
+			l.log.Warn("failed to profile job by GPU type", "job_id", key.ID, "error", err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"cmp"
 	"maps"
 	"math"
@@ -188,27 +189,37 @@ type perfMean struct {
 
 // goodputEstimator fits Pollux's goodput model (planner/goodput): the
 // throughput model to the step times measured at each configuration, and
-// the gradient statistics.
+// the gradient statistics. all fits every measurement as if the cluster's
+// GPUs were one type (planner.Job.Perf); byType fits each GPU type's alone
+// (planner.Job.PerfByType), nil until a measurement names its type.
 type goodputEstimator struct {
-	perf map[perfKey]*perfMean
-	fit  *goodput.Fit
-	// dirty marks measurements the fit has not seen enough of.
-	dirty bool
+	all    perfTable
+	byType map[string]*perfTable
 	// grad is the latest gradient statistics at the job's reference
 	// batch.
 	grad *goodput.GradParams
 }
 
+// perfTable is the step times measured at each configuration of one
+// throughput model, and its fit.
+type perfTable struct {
+	perf map[perfKey]*perfMean
+	fit  *goodput.Fit
+	// dirty marks measurements the fit has not seen enough of.
+	dirty bool
+}
+
 // observe takes from a worker's sample what the job's goodput model
 // learns from: its gradient statistics, converted to the job's reference
 // batch (Training.GlobalBatchSize), and its step time at its
-// configuration. The configuration's nodes are those of the job's current
-// placement when the sample ran at its worker count (a single worker
-// needs none); the local batch is the sample's, else the batch (or the
-// job's fixed one) over the workers. The compute time of a pass is cpu_s
-// over the passes; the synchronising pass is the step time less the
-// accumulation passes (with no cpu_s, the step time over the passes).
-func (g *goodputEstimator) observe(smp *structs.Sample, job *structs.Job, current *structs.Placement) {
+// configuration, on gpuType ("" when unknown). The configuration's nodes
+// are those of the job's current placement when the sample ran at its
+// worker count (a single worker needs none); the local batch is the
+// sample's, else the batch (or the job's fixed one) over the workers. The
+// compute time of a pass is cpu_s over the passes; the synchronising pass
+// is the step time less the accumulation passes (with no cpu_s, the step
+// time over the passes).
+func (g *goodputEstimator) observe(smp *structs.Sample, job *structs.Job, current *structs.Placement, gpuType string) {
 	ref := job.Training.GlobalBatchSize
 	if (smp.GradSqr > 0 || smp.GradVar > 0) && smp.BatchSize > 0 && ref > 0 {
 		gp := goodput.AtReference(smp.GradSqr, smp.GradVar, int(smp.BatchSize), ref)
@@ -235,13 +246,33 @@ func (g *goodputEstimator) observe(smp *structs.Sample, job *structs.Job, curren
 	if local <= 0 || nodes <= 0 {
 		return
 	}
-	passes := float64(smp.AccumSteps + 1)
 	key := perfKey{nodes: nodes, replicas: replicas, local: local}
-	m := g.perf[key]
+	g.all.add(key, smp)
+	if gpuType == "" {
+		return
+	}
+	if g.byType == nil {
+		g.byType = map[string]*perfTable{}
+	}
+	t := g.byType[gpuType]
+	if t == nil {
+		t = &perfTable{}
+		g.byType[gpuType] = t
+	}
+	t.add(key, smp)
+}
+
+// add folds a sample measured at configuration key into the table.
+func (t *perfTable) add(key perfKey, smp *structs.Sample) {
+	if t.perf == nil {
+		t.perf = map[perfKey]*perfMean{}
+	}
+	m := t.perf[key]
 	if m == nil {
 		m = &perfMean{}
-		g.perf[key] = m
+		t.perf[key] = m
 	}
+	passes := float64(smp.AccumSteps + 1)
 	if smp.CPUS > 0 {
 		compute := smp.CPUS / passes
 		m.compute += compute
@@ -254,19 +285,32 @@ func (g *goodputEstimator) observe(smp *structs.Sample, job *structs.Job, curren
 	// As for speeds: refit on a new configuration or when its samples
 	// double.
 	if m.n >= 2*m.fitted {
-		g.dirty = true
+		t.dirty = true
 	}
+}
+
+// dirty reports whether a fit has measurements it has not seen enough of.
+func (g *goodputEstimator) dirty() bool {
+	if g.all.dirty {
+		return true
+	}
+	for _, t := range g.byType {
+		if t.dirty {
+			return true
+		}
+	}
+	return false
 }
 
 // points returns the measured configurations, sorted, as points of the
 // throughput model.
-func (g *goodputEstimator) points() []goodput.Point {
-	keys := slices.SortedFunc(maps.Keys(g.perf), func(a, b perfKey) int {
+func (t *perfTable) points() []goodput.Point {
+	keys := slices.SortedFunc(maps.Keys(t.perf), func(a, b perfKey) int {
 		return cmp.Or(cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.replicas, b.replicas), cmp.Compare(a.local, b.local))
 	})
 	pts := make([]goodput.Point, 0, len(keys))
 	for _, k := range keys {
-		m := g.perf[k]
+		m := t.perf[k]
 		pt := goodput.Point{Nodes: k.nodes, Replicas: k.replicas, Local: float64(k.local), StepTime: m.step / m.n}
 		if m.computeN > 0 {
 			pt.ComputeTime = m.compute / m.computeN
@@ -276,21 +320,49 @@ func (g *goodputEstimator) points() []goodput.Point {
 	return pts
 }
 
-// refit fits the throughput model again when there are new measurements,
-// and reports whether it changed.
+// refit fits the throughput models again where there are new
+// measurements, and reports whether one changed; the error is the first
+// fit's that failed.
 func (g *goodputEstimator) refit() (bool, error) {
-	if !g.dirty {
+	changed, err := g.all.refit()
+	for _, typ := range slices.Sorted(maps.Keys(g.byType)) {
+		c, e := g.byType[typ].refit()
+		changed = changed || c
+		if err == nil && e != nil {
+			err = fmt.Errorf("GPU type %q: %w", typ, e)
+		}
+	}
+	return changed, err
+}
+
+// fits returns the fit of each GPU type that has one, nil when none has.
+func (g *goodputEstimator) fits() map[string]*goodput.Fit {
+	var out map[string]*goodput.Fit
+	for typ, t := range g.byType {
+		if t.fit == nil {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]*goodput.Fit, len(g.byType))
+		}
+		out[typ] = t.fit
+	}
+	return out
+}
+
+func (t *perfTable) refit() (bool, error) {
+	if !t.dirty {
 		return false, nil
 	}
-	g.dirty = false
-	fit, err := goodput.FitPerf(g.points())
-	for _, m := range g.perf {
+	t.dirty = false
+	fit, err := goodput.FitPerf(t.points())
+	for _, m := range t.perf {
 		m.fitted = m.n
 	}
 	if err != nil {
 		return false, err
 	}
-	g.fit = fit
+	t.fit = fit
 	return true, nil
 }
 

@@ -64,13 +64,18 @@ type Set struct {
 	// version counts the changes that make a plan in the making stale;
 	// see Version.
 	version uint64
-	// unprofiled lists jobs registered since the last ProfileRequests.
-	unprofiled []structs.JobKey
+	// unprofiled lists jobs registered since the last ProfileRequests,
+	// untyped those since the last TypeProfileRequests.
+	unprofiled, untyped []structs.JobKey
 	// profiled is set when a job finished profiling at a configuration
 	// in place; see Profiled.
 	profiled bool
 	// stragglers tracks slow workers; nil when straggler handling is off.
 	stragglers *straggler.Tracker
+	// gpuTypes maps each node ID to its GPU type (structs.Node.GPUType),
+	// as the latest Snapshot saw the nodes: a sample that does not name
+	// its type ran on its job's current placement's.
+	gpuTypes map[string]string
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
 }
@@ -111,7 +116,7 @@ type entry struct {
 
 // newEntry returns a job's entry with no measurement yet.
 func newEntry(j *structs.Job) *entry {
-	return &entry{job: j, speed: speedEstimator{means: map[structs.Shape]*mean{}}, goodput: goodputEstimator{perf: map[perfKey]*perfMean{}}}
+	return &entry{job: j, speed: speedEstimator{means: map[structs.Shape]*mean{}}, }
 }
 
 // New returns a scheduler running alg.
@@ -161,6 +166,7 @@ func (s *Set) Register(j *structs.Job) error {
 	if s.profiles(e) && !s.opts.ProfileInPlace {
 		s.unprofiled = append(s.unprofiled, key)
 	}
+	s.untyped = append(s.untyped, key)
 	e.profile = s.inPlace(e)
 	s.changed = true
 	s.version++
@@ -260,6 +266,24 @@ func (s *Set) ProfileRequests() []ProfileRequest {
 		out = append(out, ProfileRequest{Job: key, Configs: s.profileConfigs(e)})
 	}
 	s.unprofiled = s.unprofiled[:0]
+	return out
+}
+
+// TypeProfileRequests returns, once per job, the jobs registered since
+// the last call that are still active, when the algorithm plans from a
+// throughput model per GPU type (planner.Capabilities.GPUTypes): Sia profiles
+// every new job on one GPU of each type (§3.1). Otherwise it returns
+// none, and those jobs are not profiled by type later either.
+func (s *Set) TypeProfileRequests() []structs.JobKey {
+	var out []structs.JobKey
+	if planner.CapabilitiesOf(s.alg).GPUTypes {
+		for _, key := range s.untyped {
+			if _, ok := s.jobs[key]; ok {
+				out = append(out, key)
+			}
+		}
+	}
+	s.untyped = s.untyped[:0]
 	return out
 }
 
@@ -370,7 +394,7 @@ func (s *Set) Ingest(samples []structs.Sample) {
 		if smp.CPUS > 0 || smp.NetS > 0 {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
-		e.goodput.observe(smp, e.job, e.current)
+		e.goodput.observe(smp, e.job, e.current, s.sampleType(smp, e.current))
 		if e.speed.observe(smp) {
 			s.advanceProfile(e)
 		}
@@ -478,7 +502,7 @@ func (s *Set) Changed() bool {
 		return true
 	}
 	for _, e := range s.jobs {
-		if e.speed.dirty || e.goodput.dirty || e.loss.dirty && e.loss.due(e.job.Training.StepsPerEpoch) {
+		if e.speed.dirty || e.goodput.dirty() || e.loss.dirty && e.loss.due(e.job.Training.StepsPerEpoch) {
 			return true
 		}
 	}
@@ -564,7 +588,7 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 			Job: e.job, Current: e.current, Loss: e.loss.fit, Speed: e.speed.fit, Step: e.loss.step,
 			Young: len(e.speed.means) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.loss.progress),
 			Usage: e.usage, Since: e.since, AttainedService: e.service.attained,
-			Perf: e.goodput.fit, Grad: e.goodput.grad, Restarts: e.restarts,
+			Perf: e.goodput.all.fit, PerfByType: e.goodput.fits(), Grad: e.goodput.grad, Restarts: e.restarts,
 		}
 		if h := s.holds(e, now); h != nil {
 			r.held = append(r.held, planner.Held{Job: &pj, Placement: h})
@@ -589,7 +613,34 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 	}
 	s.changed = false
 	r.nodes = planner.Reserve(nodes, r.held)
+	s.gpuTypes = make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		if typ := n.GPUType(); typ != "" {
+			s.gpuTypes[n.ID] = typ
+		}
+	}
 	return r
+}
+
+// sampleType returns the GPU type a sample ran on: the one it names, else
+// that of every node of the job's current placement that runs workers,
+// "" when those differ or are not known.
+func (s *Set) sampleType(smp *structs.Sample, current *structs.Placement) string {
+	if smp.GPUType != "" || current == nil {
+		return smp.GPUType
+	}
+	typ := ""
+	for _, nt := range current.Nodes {
+		if nt.Workers == 0 {
+			continue
+		}
+		t, ok := s.gpuTypes[nt.NodeID]
+		if !ok || typ != "" && t != typ {
+			return ""
+		}
+		typ = t
+	}
+	return typ
 }
 
 // serviceRate is the GPUs placement p holds of job j; for a job whose
@@ -953,7 +1004,7 @@ func (s *Set) Summaries() []*structs.JobModel {
 // errors, the noise scale, and at its current placement its batch, the
 // batch's efficiency and the predicted goodput.
 func (e *entry) goodputSummary() *structs.GoodputModel {
-	f := e.goodput.fit
+	f := e.goodput.all.fit
 	if f == nil {
 		return nil
 	}

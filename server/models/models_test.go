@@ -548,3 +548,80 @@ func TestSet_Goodput(t *testing.T) {
 	must.Between(t, 128, p.Batch.Global, 4096)
 	must.Between(t, 32, p.Batch.Local, 256)
 }
+
+// TestSet_GoodputByType checks that each GPU type's step times make a
+// throughput model of their own: a sample that names its type counts for
+// that type (a profile), one that does not counts for the type of the
+// nodes its job runs on, and one on an unknown node for no type; all of
+// them still make the job's untyped model.
+func TestSet_GoodputByType(t *testing.T) {
+	h := planner.NewHarness(t)
+	nodes := h.AddNodes("t4", 1, 32000, 65536, 4)
+	nodes[0].Devices[0].Name = "Tesla T4"
+	s := New(pollux.New(), Options{ProfileConfigs: -1})
+	j := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 8}, &structs.BatchSize{Min: 32, Max: 4096, MinLocal: 32, MaxLocal: 256})
+	must.NoError(t, s.Register(j))
+	key := j.Key()
+	must.Nil(t, s.Snapshot(nodes, 0).jobs[0].job.PerfByType, must.Sprint("nothing measured"))
+
+	slow := goodput.PerfParams{AlphaC: 0.04, BetaC: 0.002, AlphaN: 0.1, BetaN: 0.002, AlphaR: 0.03, BetaR: 1e-8, Gamma: 2}
+	fast := goodput.PerfParams{AlphaC: 0.01, BetaC: 0.0004, AlphaN: 0.1, BetaN: 0.002, AlphaR: 0.03, BetaR: 1e-8, Gamma: 2}
+	sample := func(p goodput.PerfParams, local int, typ string) structs.Sample {
+		return structs.Sample{
+			JobID: "a", Namespace: "default", Role: structs.RoleWorker, NumWorkers: 1, GPUType: typ,
+			StepTimeS: p.StepTime(1, 1, float64(local), 1), CPUS: p.ComputeTime(float64(local)), LocalBatchSize: int64(local),
+		}
+	}
+	var smps []structs.Sample
+	for _, local := range []int{32, 64, 128, 256} {
+		smps = append(smps, sample(fast, local, "A100"))
+	}
+	s.Ingest(smps)
+	s.Observe(key, &structs.Placement{Namespace: "default", JobID: "a", NumWorkers: 1, Nodes: []*structs.NodeTasks{{NodeID: nodes[0].ID, Workers: 1}}}, nil)
+	smps = smps[:0]
+	for _, local := range []int{32, 64, 128, 256} {
+		smps = append(smps, sample(slow, local, ""))
+	}
+	s.Ingest(smps)
+	// Off every known node: no type.
+	s.Observe(key, &structs.Placement{Namespace: "default", JobID: "a", NumWorkers: 1, Nodes: []*structs.NodeTasks{{NodeID: "gone", Workers: 1}}}, nil)
+	s.Ingest([]structs.Sample{sample(slow, 512, "")})
+
+	pj := s.Snapshot(nodes, 0).jobs[0].job
+	must.MapLen(t, 2, pj.PerfByType)
+	a100, t4 := pj.PerfByType["A100"], pj.PerfByType["Tesla T4"]
+	must.NotNil(t, a100)
+	must.NotNil(t, t4)
+	must.Eq(t, 4, a100.Points)
+	must.Eq(t, 4, t4.Points, must.Sprint("the sample on the unknown node has no type"))
+	must.Eq(t, 5, pj.Perf.Points, must.Sprint("the untyped model takes every sample, averaging the types at the same configuration"))
+	for _, local := range []float64{32, 256} {
+		must.Less(t, 0.05, math.Abs(a100.Params.ComputeTime(local)/fast.ComputeTime(local)-1), must.Sprintf("A100 at %v", local))
+		must.Less(t, 0.05, math.Abs(t4.Params.ComputeTime(local)/slow.ComputeTime(local)-1), must.Sprintf("T4 at %v", local))
+	}
+}
+
+// typed is pollux that places by GPU type.
+type typed struct{ planner.Algorithm }
+
+func (typed) Capabilities() planner.Capabilities { return planner.Capabilities{GPUTypes: true} }
+
+// TestSet_TypeProfileRequests checks that new jobs are asked for once,
+// only those still active, and only under an algorithm that plans by GPU
+// type.
+func TestSet_TypeProfileRequests(t *testing.T) {
+	s := New(typed{pollux.New()}, Options{ProfileConfigs: -1})
+	a := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 2}, nil)
+	b := planner.MockAllReduceJob("b", structs.Bounds{Min: 1, Max: 2}, nil)
+	must.NoError(t, s.Register(a))
+	must.NoError(t, s.Register(b))
+	s.Complete(a.Key())
+	must.Eq(t, []structs.JobKey{b.Key()}, s.TypeProfileRequests())
+	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("once per job"))
+
+	s = New(pollux.New(), Options{ProfileConfigs: -1})
+	must.NoError(t, s.Register(a))
+	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("pollux plans without types"))
+	s.SetAlgorithm(typed{pollux.New()})
+	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("a job registered under pollux is not profiled later"))
+}
