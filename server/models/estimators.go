@@ -1,8 +1,8 @@
 package models
 
 import (
-	"fmt"
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"

@@ -116,7 +116,7 @@ type entry struct {
 
 // newEntry returns a job's entry with no measurement yet.
 func newEntry(j *structs.Job) *entry {
-	return &entry{job: j, speed: speedEstimator{means: map[structs.Shape]*mean{}}, }
+	return &entry{job: j, speed: speedEstimator{means: map[structs.Shape]*mean{}}}
 }
 
 // New returns a scheduler running alg.
