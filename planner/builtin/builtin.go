@@ -14,6 +14,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/optimus"
 	"github.com/caravan-sched/caravan/planner/pollux"
 	"github.com/caravan-sched/caravan/planner/roundrobin"
+	"github.com/caravan-sched/caravan/planner/sia"
 	"github.com/caravan-sched/caravan/planner/specon"
 	"github.com/caravan-sched/caravan/planner/tetris"
 	"github.com/caravan-sched/caravan/planner/tiresias"
@@ -34,6 +35,7 @@ var Algorithms = map[string]planner.Factory{
 	tiresias.Name:        tiresias.New,
 	pollux.Name:          pollux.New,
 	goodputlas.Name:      goodputlas.New,
+	sia.Name:             sia.New,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

@@ -42,6 +42,7 @@ func TestAlgorithms_Capabilities(t *testing.T) {
 		{"tiresias", nil, planner.Capabilities{Reads: reads(service), FixedSize: true}},
 		{"pollux", nil, planner.Capabilities{Reads: reads(goodput), ChoosesBatch: true}},
 		{"goodput-las", nil, planner.Capabilities{Reads: reads(service, goodput), ChoosesBatch: true}},
+		{"sia", nil, planner.Capabilities{Reads: reads(goodput), ChoosesBatch: true, GPUTypes: true}},
 		{"specon", nil, planner.Capabilities{Reads: reads(progress), FixedSize: true}},
 		{"specon", map[string]string{"base": "tetris", "alpha": "0.02"}, planner.Capabilities{Reads: reads(loss, speed, progress), FixedSize: true}},
 		{"specon", map[string]string{"base": "roundrobin"}, planner.Capabilities{Reads: reads(progress), FixedSize: true}},

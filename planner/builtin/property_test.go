@@ -55,6 +55,37 @@ func leftover(t *testing.T, req *planner.Request, dec *planner.Decision) *planne
 	return c
 }
 
+// gpuTypes returns the GPU types of nodes, sorted.
+func gpuTypes(nodes []*structs.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		if typ := n.GPUType(); typ != "" && !slices.Contains(out, typ) {
+			out = append(out, typ)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leftoverOn is leftover on the nodes of one GPU type alone.
+func leftoverOn(t *testing.T, req *planner.Request, dec *planner.Decision, typ string) *planner.Cluster {
+	on := &planner.Request{Jobs: req.Jobs, Now: req.Now}
+	ids := map[string]bool{}
+	for _, n := range req.Nodes {
+		if n.GPUType() == typ {
+			on.Nodes = append(on.Nodes, n)
+			ids[n.ID] = true
+		}
+	}
+	kept := &planner.Decision{}
+	for _, p := range dec.Placements {
+		q := *p
+		q.Nodes = slices.DeleteFunc(slices.Clone(p.Nodes), func(nt *structs.NodeTasks) bool { return !ids[nt.NodeID] })
+		kept.Placements = append(kept.Placements, &q)
+	}
+	return leftover(t, on, kept)
+}
+
 // TestAlgorithms_Properties checks, for every built-in algorithm on random
 // instances: decisions keep CheckDecision's rules (capacity, devices,
 // constraints, bounds); the same request, in any job order, gives the same
@@ -114,6 +145,16 @@ func TestAlgorithms_Properties(t *testing.T) {
 						tasks := left.JobTasks(j)
 						ps, w := minimum(name, j)
 						_, fits := placer.Place(tasks.PS, ps, tasks.Worker, w)
+						if planner.CapabilitiesOf(alg).GPUTypes && !j.HasPS() && tasks.Worker.DeviceCounts["gpu"] > 0 {
+							// A job runs on one GPU type: its minimum
+							// must not fit the nodes of any one type.
+							fits = false
+							for _, typ := range gpuTypes(req.Nodes) {
+								on := leftoverOn(t, req, dec, typ)
+								_, ok := placement.New(on).Place(nil, 0, on.JobTasks(j).Worker, w)
+								fits = fits || ok
+							}
+						}
 						must.False(t, fits, must.Sprintf("trial %d round %d: job %s is paused (%s) but its minimum of %d ps and %d workers fits", trial, round, j.Job.ID, p.Reason, ps, w))
 					}
 
@@ -151,7 +192,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "goodput-las", "harmony", "optimus", "optimus-relative", "pollux", "roundrobin", "specon", "tetris", "tiresias"}, Names())
+	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "goodput-las", "harmony", "optimus", "optimus-relative", "pollux", "roundrobin", "sia", "specon", "tetris", "tiresias"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

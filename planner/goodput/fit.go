@@ -29,9 +29,12 @@ type Fit struct {
 	// (PerfParams.SyncTime) over the points, MaxError the largest.
 	Error, MaxError float64
 	// Points is how many points the fit used; MaxReplicas the most
-	// replicas among them (Pollux lets a job grow to twice that).
+	// replicas among them (Pollux lets a job grow to twice that);
+	// MaxLocal the largest local batch among them (a type profile's is
+	// the largest that fits the type's GPU).
 	Points      int
 	MaxReplicas int
+	MaxLocal    float64
 }
 
 // ErrNoPoints is returned by FitPerf without a usable point.
@@ -152,6 +155,7 @@ func FitPerf(points []Point) (*Fit, error) {
 		fit.Error += e
 		fit.MaxError = max(fit.MaxError, e)
 		fit.MaxReplicas = max(fit.MaxReplicas, p.Replicas)
+		fit.MaxLocal = max(fit.MaxLocal, p.Local)
 	}
 	fit.Error /= float64(len(pts))
 	return fit, nil

@@ -1,0 +1,134 @@
+package sia
+
+import (
+	"math"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/goodput"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// estimator is Sia's goodput estimator of one job (§3.1): a goodput model
+// per GPU type from the throughput model fitted on that type, bootstrapped
+// across types from single-GPU profiles.
+type estimator struct {
+	v   *planner.Job
+	ts  []*gpuType
+	lim *goodput.Limits
+	// models[k] is type k's goodput model, nil without a fit; lims[k] its
+	// batch limits, the local batch capped at the largest measured on
+	// the type (what its GPU was seen to fit).
+	models []*goodput.Model
+	fits   []*goodput.Fit
+	lims   []goodput.Limits
+	// src is the type whose model was fitted on the most replicas, when
+	// that is more than one; -1 otherwise.
+	src int
+	// none: the job has no throughput model on any type.
+	none bool
+}
+
+func newEstimator(v *planner.Job, ts []*gpuType, lim *goodput.Limits) *estimator {
+	e := &estimator{v: v, ts: ts, lim: lim, models: make([]*goodput.Model, len(ts)), fits: make([]*goodput.Fit, len(ts)), lims: make([]goodput.Limits, len(ts)), src: -1, none: true}
+	ref := max(v.Job.Training.GlobalBatchSize, 1)
+	most := 1
+	for k, t := range ts {
+		f := v.PerfByType[t.name]
+		if f == nil && len(v.PerfByType) == 0 {
+			// A driver that reports no types: one model for all.
+			f = v.Perf
+		}
+		if f == nil {
+			continue
+		}
+		e.none = false
+		e.fits[k] = f
+		m := &goodput.Model{Perf: f.Params, RefBatch: ref}
+		if v.Grad != nil {
+			m.Grad = *v.Grad
+		}
+		e.models[k] = m
+		if lim != nil {
+			e.lims[k] = *lim
+			if f.MaxLocal >= 1 {
+				e.lims[k].MaxLocal = min(lim.MaxLocal, int(f.MaxLocal))
+			}
+		}
+		if f.MaxReplicas > most {
+			most, e.src = f.MaxReplicas, k
+		}
+	}
+	return e
+}
+
+// goodput estimates the job's goodput at configuration cf with w
+// workers, and the batch it would train at there; 0 where the job cannot
+// run or nothing is known.
+//
+// A type with a model fitted on several replicas estimates from it. A type
+// profiled on one GPU only estimates from the type measured on the most
+// replicas, B, scaled by the two types' single-GPU goodputs (§3.1:
+// throughput(N, A) = throughput(1, A)/throughput(1, B) · throughput(N, B)),
+// or, with no such B, from its own model, which then scales nearly
+// linearly: Sia's first assumption that throughput doubles. A job with no
+// model on any type is worth the same on one GPU of every type, and
+// nothing elsewhere (the artifact's sia.py); a type without a model while
+// another has one is where the job was not seen to run, and is left out.
+func (e *estimator) goodput(cf config, w int) (float64, *structs.Batch) {
+	if e.none {
+		_, wb := e.v.Bounds()
+		if cf.nodes != 1 || w != max(wb.Min, 1) {
+			return 0, nil
+		}
+		return 1, e.startBatch(w)
+	}
+	k := cf.typ
+	if e.models[k] == nil {
+		return 0, nil
+	}
+	g, batch := e.own(k, cf.nodes, w)
+	if w > 1 && e.fits[k].MaxReplicas == 1 && e.src >= 0 && e.src != k {
+		one, _ := e.own(k, 1, 1)
+		srcOne, _ := e.own(e.src, 1, 1)
+		srcNodes := max(int(math.Ceil(float64(cf.gpus)/float64(e.ts[e.src].perNode))), 1)
+		srcN, _ := e.own(e.src, srcNodes, w)
+		if srcOne > 0 {
+			g = one / srcOne * srcN
+		}
+	}
+	return g, batch
+}
+
+// own is type k's goodput at w workers over nodes from its own model, at
+// the best batch for an adaptive job, with that batch.
+func (e *estimator) own(k, nodes, w int) (float64, *structs.Batch) {
+	m := e.models[k]
+	if e.lim == nil {
+		c := m.Fixed(nodes, w, e.v.Job.Training.GlobalBatchSize, goodput.Limits{})
+		return c.Goodput, nil
+	}
+	c, ok := m.Optimize(nodes, w, e.lims[k])
+	if !ok {
+		return 0, nil
+	}
+	return c.Goodput, &structs.Batch{Global: c.Global, Local: c.Local, AccumSteps: c.Accum}
+}
+
+// startBatch is the batch of a job without a model (the Pollux artifact's
+// simulator.py update_local_bsz): the reference batch, or the smallest
+// local batch on every worker if that is more; nil for a fixed batch or
+// when it breaks the bounds.
+func (e *estimator) startBatch(w int) *structs.Batch {
+	if e.lim == nil {
+		return nil
+	}
+	lim := *e.lim
+	ref := e.v.Job.Training.GlobalBatchSize
+	b := min(max(ref, lim.MinLocal*w), lim.MaxBatch)
+	local, accum := goodput.Split(float64(b), w, ref, lim)
+	global := w * local * (accum + 1)
+	if local < lim.MinLocal || local > lim.MaxLocal || global < lim.MinBatch || global > lim.MaxBatch {
+		return nil
+	}
+	return &structs.Batch{Global: global, Local: local, AccumSteps: accum}
+}

@@ -1,0 +1,236 @@
+package sia
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// place puts every job with a chosen configuration on nodes of its type,
+// writing its placement to out; a job it cannot place keeps out nil. It
+// follows Sia's Placer (§2, "Decoupled allocation and placement"): a job
+// whose configuration is unchanged keeps its nodes; a partial-node
+// configuration takes one node, the fullest that fits; a whole-node
+// configuration takes whole free nodes. When keeping placements
+// fragments a type so that a configuration finds no nodes, the type is
+// placed again from scratch, largest first, which the configurations
+// guarantee to fit on nodes of equal size (the Submesh Shape Covering
+// argument of §3.2) — Sia's eviction, of every job of the type at once.
+func place(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placement) {
+	for k, t := range ts {
+		var idx []int
+		for i, j := range jobs {
+			if j.chosen != nil && j.chosen.typ == k {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		before := c.Clone()
+		if placeType(c, t, jobs, idx, out, true) {
+			continue
+		}
+		*c = *before
+		for _, i := range idx {
+			out[i] = nil
+		}
+		placeType(c, t, jobs, idx, out, false)
+	}
+}
+
+// placeType places the jobs idx of one type, keeping the placements of
+// jobs whose configuration is unchanged when keep is set, and reports
+// whether every job found nodes.
+func placeType(c *planner.Cluster, t *gpuType, jobs []*job, idx []int, out []*structs.Placement, keep bool) bool {
+	rest := idx[:0:0]
+	for _, i := range idx {
+		j := jobs[i]
+		if keep && j.current != nil && *j.current == j.chosen.config {
+			w := j.chosen.gpus / j.per
+			if p := c.KeepCurrent(j.view.Current, j.tasks, 0, w); p != nil {
+				out[i] = j.placement(p.Nodes, t.name)
+				continue
+			}
+		}
+		rest = append(rest, i)
+	}
+	slices.SortStableFunc(rest, func(a, b int) int {
+		return cmp.Or(cmp.Compare(jobs[b].chosen.gpus, jobs[a].chosen.gpus), cmp.Compare(jobs[a].view.Job.ID, jobs[b].view.Job.ID))
+	})
+	all := true
+	for _, i := range rest {
+		if nodes := take(c, t, jobs[i]); nodes != nil {
+			out[i] = jobs[i].placement(nodes, t.name)
+		} else {
+			all = false
+		}
+	}
+	return all
+}
+
+// take finds nodes of type t for a job's chosen configuration and takes
+// them; nil when none fit. One node: the fit with the fewest free GPUs
+// (best fit), the job's own node on a tie. Several: whole nodes, each
+// taking an equal share of the workers, the job's own nodes first.
+func take(c *planner.Cluster, t *gpuType, j *job) []*structs.NodeTasks {
+	cf, w := j.chosen.config, j.chosen.gpus/j.per
+	own := map[string]bool{}
+	if cur := j.view.Current; cur != nil {
+		for _, nt := range cur.Nodes {
+			own[nt.NodeID] = true
+		}
+	}
+	nodeID := func(i int) string { return c.Nodes[i].ID }
+	if cf.nodes == 1 {
+		best, bestFree := -1, 0
+		for _, i := range t.nodes {
+			if !c.Fits(i, j.tasks.Worker, w) {
+				continue
+			}
+			_, _, free := c.Free(i)
+			if best < 0 || free < bestFree || free == bestFree && own[nodeID(i)] && !own[nodeID(best)] {
+				best, bestFree = i, free
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		c.Take(best, j.tasks.Worker, w)
+		return []*structs.NodeTasks{{NodeID: nodeID(best), Workers: w}}
+	}
+	per := w / cf.nodes
+	cands := slices.Clone(t.nodes)
+	slices.SortStableFunc(cands, func(a, b int) int {
+		ownA, ownB := own[nodeID(a)], own[nodeID(b)]
+		switch {
+		case ownA && !ownB:
+			return -1
+		case ownB && !ownA:
+			return 1
+		}
+		return 0
+	})
+	var picked []int
+	for _, i := range cands {
+		if _, _, free := c.Free(i); free == t.perNode && c.Fits(i, j.tasks.Worker, per) {
+			picked = append(picked, i)
+			if len(picked) == cf.nodes {
+				break
+			}
+		}
+	}
+	if len(picked) < cf.nodes {
+		return nil
+	}
+	slices.Sort(picked)
+	var nodes []*structs.NodeTasks
+	for _, i := range picked {
+		c.Take(i, j.tasks.Worker, per)
+		nodes = append(nodes, &structs.NodeTasks{NodeID: nodeID(i), Workers: per})
+	}
+	return nodes
+}
+
+// placement is the job's placement on nodes of type typ at its chosen
+// configuration.
+func (j *job) placement(nodes []*structs.NodeTasks, typ string) *structs.Placement {
+	r := j.chosen
+	return &structs.Placement{
+		Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumWorkers: r.gpus / j.per, Nodes: nodes, Batch: r.batch,
+		Reason: fmt.Sprintf("sia: %d GPUs of %s over %d nodes, normalised goodput %.2f", r.gpus, typ, r.nodes, r.goodput),
+	}
+}
+
+// fill places, at their minimum in the room the selection leaves, the jobs
+// it left out, so that no job waits while its minimum fits: a GPU
+// all-reduce job on nodes of one type, as a configuration of §3.2 where
+// one takes it, else spread as the even placer spreads it; a job Sia does
+// not scale (parameter servers, or no GPU) wherever the even placer puts
+// it.
+func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placement) {
+	for i, j := range jobs {
+		if out[i] != nil {
+			continue
+		}
+		min := j.view.Minimum()
+		if j.per == 0 || j.view.HasPS() {
+			if nodes, ok := placement.New(c).Place(j.tasks.PS, min.PS, j.tasks.Worker, min.Workers); ok {
+				out[i] = &structs.Placement{
+					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: min.PS, NumWorkers: min.Workers, Nodes: nodes,
+					Reason: "sia: " + j.why + "; runs at its minimum in the room left",
+				}
+			}
+			continue
+		}
+		for k, t := range ts {
+			if nodes := fillType(c, t, j, k, min.Workers); nodes != nil {
+				out[i] = j.placement(nodes, t.name)
+				out[i].Reason += "; its minimum, in the room the selection left"
+				break
+			}
+		}
+	}
+}
+
+// fillType places w workers of job j on nodes of type t, the k-th: as a
+// configuration of §3.2 when one holds them, else spread by the even
+// placer over nodes of t alone. It takes the capacity and returns the
+// nodes, or nil, changing nothing, when they do not fit.
+func fillType(c *planner.Cluster, t *gpuType, j *job, k, w int) []*structs.NodeTasks {
+	g := w * j.per
+	cf := config{typ: k, nodes: 1, gpus: g}
+	if g > t.perNode {
+		cf.nodes = (g + t.perNode - 1) / t.perNode
+	}
+	j.chosen = &row{config: cf}
+	if r := slices.IndexFunc(j.rows, func(r row) bool { return r.config == cf }); r >= 0 {
+		j.chosen = &j.rows[r]
+	}
+	if g%cf.nodes == 0 && g/cf.nodes <= t.perNode && (!j.tasks.Worker.DistinctHosts || w == cf.nodes) {
+		if nodes := take(c, t, j); nodes != nil {
+			return nodes
+		}
+	}
+	// Spread: each node of the type, the freest first, takes as many
+	// workers as fit, which places them whenever the type can.
+	order := slices.Clone(t.nodes)
+	slices.SortStableFunc(order, func(a, b int) int {
+		_, _, fa := c.Free(a)
+		_, _, fb := c.Free(b)
+		return cmp.Compare(fb, fa)
+	})
+	trial := c.Clone()
+	var nodes []*structs.NodeTasks
+	left := w
+	for _, i := range order {
+		n := left
+		if j.tasks.Worker.DistinctHosts {
+			n = 1
+		}
+		for n > 0 && !trial.Fits(i, j.tasks.Worker, n) {
+			n--
+		}
+		if n > 0 {
+			trial.Take(i, j.tasks.Worker, n)
+			nodes = append(nodes, &structs.NodeTasks{NodeID: c.Nodes[i].ID, Workers: n})
+			left -= n
+		}
+		if left == 0 {
+			break
+		}
+	}
+	if left > 0 {
+		j.chosen = nil
+		return nil
+	}
+	*c = *trial
+	slices.SortFunc(nodes, func(a, b *structs.NodeTasks) int { return strings.Compare(a.NodeID, b.NodeID) })
+	j.chosen = &row{config: config{typ: k, nodes: len(nodes), gpus: g}}
+	return nodes
+}
