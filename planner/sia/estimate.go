@@ -24,12 +24,14 @@ type estimator struct {
 	// src is the type whose model was fitted on the most replicas, when
 	// that is more than one; -1 otherwise.
 	src int
+	// memo holds own's goodputs by (type, nodes, workers).
+	memo map[[3]int]float64
 	// none: the job has no throughput model on any type.
 	none bool
 }
 
 func newEstimator(v *planner.Job, ts []*gpuType, lim *goodput.Limits) *estimator {
-	e := &estimator{v: v, ts: ts, lim: lim, models: make([]*goodput.Model, len(ts)), fits: make([]*goodput.Fit, len(ts)), lims: make([]goodput.Limits, len(ts)), src: -1, none: true}
+	e := &estimator{v: v, ts: ts, lim: lim, models: make([]*goodput.Model, len(ts)), fits: make([]*goodput.Fit, len(ts)), lims: make([]goodput.Limits, len(ts)), src: -1, none: true, memo: map[[3]int]float64{}}
 	ref := max(v.Job.Training.GlobalBatchSize, 1)
 	most := 1
 	for k, t := range ts {
@@ -62,8 +64,7 @@ func newEstimator(v *planner.Job, ts []*gpuType, lim *goodput.Limits) *estimator
 }
 
 // goodput estimates the job's goodput at configuration cf with w
-// workers, and the batch it would train at there; 0 where the job cannot
-// run or nothing is known.
+// workers; 0 where the job cannot run or nothing is known.
 //
 // A type with a model fitted on several replicas estimates from it. A type
 // profiled on one GPU only estimates from the type measured on the most
@@ -74,44 +75,59 @@ func newEstimator(v *planner.Job, ts []*gpuType, lim *goodput.Limits) *estimator
 // model on any type is worth the same on one GPU of every type, and
 // nothing elsewhere (the artifact's sia.py); a type without a model while
 // another has one is where the job was not seen to run, and is left out.
-func (e *estimator) goodput(cf config, w int) (float64, *structs.Batch) {
+func (e *estimator) goodput(cf config, w int) float64 {
 	if e.none {
 		_, wb := e.v.Bounds()
 		if cf.nodes != 1 || w != max(wb.Min, 1) {
-			return 0, nil
+			return 0
 		}
-		return 1, e.startBatch(w)
+		return 1
 	}
 	k := cf.typ
 	if e.models[k] == nil {
-		return 0, nil
+		return 0
 	}
-	g, batch := e.own(k, cf.nodes, w)
 	if w > 1 && e.fits[k].MaxReplicas == 1 && e.src >= 0 && e.src != k {
-		one, _ := e.own(k, 1, 1)
-		srcOne, _ := e.own(e.src, 1, 1)
 		srcNodes := max(int(math.Ceil(float64(cf.gpus)/float64(e.ts[e.src].perNode))), 1)
-		srcN, _ := e.own(e.src, srcNodes, w)
-		if srcOne > 0 {
-			g = one / srcOne * srcN
+		if srcOne := e.own(e.src, 1, 1); srcOne > 0 {
+			return e.own(k, 1, 1) / srcOne * e.own(e.src, srcNodes, w)
 		}
 	}
-	return g, batch
+	return e.own(k, cf.nodes, w)
 }
 
 // own is type k's goodput at w workers over nodes from its own model, at
-// the best batch for an adaptive job, with that batch.
-func (e *estimator) own(k, nodes, w int) (float64, *structs.Batch) {
+// the best batch for an adaptive job.
+func (e *estimator) own(k, nodes, w int) float64 {
+	key := [3]int{k, nodes, w}
+	if g, ok := e.memo[key]; ok {
+		return g
+	}
 	m := e.models[k]
+	var g float64
 	if e.lim == nil {
-		c := m.Fixed(nodes, w, e.v.Job.Training.GlobalBatchSize, goodput.Limits{})
-		return c.Goodput, nil
+		g = m.Fixed(nodes, w, e.v.Job.Training.GlobalBatchSize, goodput.Limits{}).Goodput
+	} else if c, ok := m.Optimize(nodes, w, e.lims[k]); ok {
+		g = c.Goodput
 	}
-	c, ok := m.Optimize(nodes, w, e.lims[k])
-	if !ok {
-		return 0, nil
+	e.memo[key] = g
+	return g
+}
+
+// batch is the batch the job trains at with w workers over nodes of type
+// k: the one that maximises its goodput there, else, before it has a
+// model, its start batch; nil for a fixed batch.
+func (e *estimator) batch(k, nodes, w int) *structs.Batch {
+	if e.lim == nil {
+		return nil
 	}
-	return c.Goodput, &structs.Batch{Global: c.Global, Local: c.Local, AccumSteps: c.Accum}
+	if m := e.models[k]; m != nil {
+		if c, ok := m.Optimize(nodes, w, e.lims[k]); ok {
+			return &structs.Batch{Global: c.Global, Local: c.Local, AccumSteps: c.Accum}
+		}
+		return nil
+	}
+	return e.startBatch(w)
 }
 
 // startBatch is the batch of a job without a model (the Pollux artifact's

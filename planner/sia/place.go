@@ -142,7 +142,7 @@ func take(c *planner.Cluster, t *gpuType, j *job) []*structs.NodeTasks {
 func (j *job) placement(nodes []*structs.NodeTasks, typ string) *structs.Placement {
 	r := j.chosen
 	return &structs.Placement{
-		Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumWorkers: r.gpus / j.per, Nodes: nodes, Batch: r.batch,
+		Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumWorkers: r.gpus / j.per, Nodes: nodes, Batch: j.est.batch(r.typ, r.nodes, r.gpus/j.per),
 		Reason: fmt.Sprintf("sia: %d GPUs of %s over %d nodes, normalised goodput %.2f", r.gpus, typ, r.nodes, r.goodput),
 	}
 }

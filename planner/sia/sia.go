@@ -60,8 +60,10 @@ func (o Options) withDefaults() Options {
 type Sia struct {
 	opts Options
 	// Optimal is false when the latest round's solve reached its node
-	// limit, so that its selection is not proven optimal.
+	// limit, so that its selection is not proven optimal; Nodes counts
+	// the branch-and-bound nodes it visited.
 	Optimal bool
+	Nodes   int
 }
 
 // New returns Sia with its defaults.
@@ -209,8 +211,8 @@ func (s *Sia) Plan(req *planner.Request) (*planner.Decision, error) {
 	for k, t := range ts {
 		capacity[k] = t.free
 	}
-	choice, optimal := solve(options, capacity, s.opts.NodeLimit)
-	s.Optimal = optimal
+	choice, optimal, nodes := solveCounting(options, capacity, s.opts.NodeLimit)
+	s.Optimal, s.Nodes = optimal, nodes
 	out := make([]*structs.Placement, len(jobs))
 	for i, j := range jobs {
 		if choice[i] >= 0 {
@@ -242,13 +244,13 @@ type job struct {
 	why string
 	// current is the configuration the job runs at, if it is one.
 	current *config
+	est     *estimator
 }
 
 // row is one entry of a job's row of G.
 type row struct {
 	config
 	goodput float64
-	batch   *structs.Batch
 }
 
 // options turns the job's row into the values of the selection problem:
@@ -318,6 +320,7 @@ func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []c
 
 	j.current = s.currentConfig(c, v, ts)
 	est := newEstimator(v, ts, lim)
+	j.est = est
 	restart := s.restartFactor(v, now)
 	for _, cf := range cfgs {
 		w := cf.gpus / j.per
@@ -325,11 +328,9 @@ func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []c
 			j.tasks.Worker.DistinctHosts && w > cf.nodes {
 			continue
 		}
-		g, batch := est.goodput(cf, w)
-		if !(g > 0) {
-			continue
+		if g := est.goodput(cf, w); g > 0 {
+			j.rows = append(j.rows, row{config: cf, goodput: g})
 		}
-		j.rows = append(j.rows, row{config: cf, goodput: g, batch: batch})
 	}
 	if len(j.rows) == 0 {
 		j.why = fmt.Sprintf("no configuration of %d to %d workers of %d GPUs fits a GPU type the job can run on", minW, maxW, j.per)

@@ -2,6 +2,7 @@ package sia
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -33,19 +34,32 @@ const tolerance = 1e-9
 // once the objective is written as a value per (job, configuration).
 // Options of value ≤ 0 are never worth choosing and are ignored.
 //
-// It is exact: a depth-first branch and bound over the jobs, bounded by
-// the Lagrangian relaxation of the capacity constraints, whose
-// multipliers (one per GPU type) are set at the root by a subgradient
-// search. Any non-negative multipliers give a valid bound, so the search
-// proves optimality whatever they are; good ones only make it shorter. It
-// returns each job's chosen cfg (-1 for none) and whether the search
-// finished within nodeLimit nodes (the selection is then optimal).
+// It is exact. The Lagrangian relaxation of the capacity constraints (one
+// multiplier per GPU type, set by a subgradient search) bounds the
+// optimum; reduced-cost fixing then drops every choice that cannot beat
+// the best selection found so far, which leaves most jobs a single choice.
+// The jobs left undecided are solved by dynamic programming over the GPUs
+// of each type they may use; when that table would be too large, by a
+// depth-first branch and bound under the same bound, which stops after
+// nodeLimit nodes. It returns each job's chosen cfg (-1 for none) and
+// whether the selection is proven optimal (false only when the branch and
+// bound stopped at its limit).
 //
-// It is deterministic and allocates O(jobs + options).
+// It is deterministic and allocates O(jobs + options), plus the table.
 func solve(jobs [][]option, capacity []int, nodeLimit int) (choice []int, optimal bool) {
+	choice, optimal, _ = solveCounting(jobs, capacity, nodeLimit)
+	return choice, optimal
+}
+
+// solveCounting is solve, also returning the nodes the search visited.
+func solveCounting(jobs [][]option, capacity []int, nodeLimit int) (choice []int, optimal bool, nodes int) {
 	s := newSearch(jobs, capacity)
 	s.greedy()
 	s.multipliers()
+	s.fix()
+	if choice, ok := s.dp(); ok {
+		return choice, true, 0
+	}
 	s.order()
 	s.limit = nodeLimit
 	s.dfs(0, 0)
@@ -58,8 +72,128 @@ func solve(jobs [][]option, capacity []int, nodeLimit int) (choice []int, optima
 			choice[s.perm[k]] = s.opts[s.perm[k]][o].cfg
 		}
 	}
-	return choice, s.nodes < s.limit
+	return choice, s.nodes < s.limit, s.nodes
 }
+
+// dpLimit bounds the table dp fills: states times undecided jobs (16 Mi
+// entries, 48 MiB). A variable so that tests can send the search down
+// the branch and bound.
+var dpLimit = 1 << 24
+
+// dp solves what fix leaves undecided by dynamic programming over the GPUs
+// used of each type: the jobs fix left one choice are set, and the others
+// choose within the capacity those leave. It returns each job's cfg and
+// true, or false when the table would exceed dpLimit. Run after fix,
+// before order.
+func (s *search) dp() ([]int, bool) {
+	choice := make([]int, len(s.opts))
+	res := slices.Clone(s.capacity)
+	var open []int
+	for j, os := range s.opts {
+		choice[j] = -1
+		if s.taken[j] && len(os) == 1 {
+			choice[j] = os[0].cfg
+			res[os[0].typ] -= os[0].gpus
+			continue
+		}
+		if len(os) > 0 {
+			open = append(open, j)
+		}
+	}
+	for _, r := range res {
+		if r < 0 {
+			// The choices fix forces do not fit together: no selection
+			// beats the incumbent.
+			return s.incumbent(), true
+		}
+	}
+	stride := make([]int, len(res))
+	states := 1
+	for t, r := range res {
+		stride[t] = states
+		states *= r + 1
+		if states*max(len(open), 1) > dpLimit {
+			return nil, false
+		}
+	}
+	// f[state] is the best value of the jobs so far using state's GPUs;
+	// from[k][state] the option job open[k] took to reach it (+1; 0 for
+	// none), -1 when unreachable.
+	f := make([]float64, states)
+	for i := range f {
+		f[i] = math.Inf(-1)
+	}
+	f[0] = 0
+	from := make([][]int16, len(open))
+	used := make([]int, len(res))
+	for k, j := range open {
+		g := make([]float64, states)
+		for i := range g {
+			g[i] = math.Inf(-1)
+		}
+		fr := make([]int16, states)
+		for i := range fr {
+			fr[i] = -1
+		}
+		for st := range states {
+			if math.IsInf(f[st], -1) {
+				continue
+			}
+			rem := st
+			for t := len(res) - 1; t >= 0; t-- {
+				used[t] = rem / stride[t]
+				rem %= stride[t]
+			}
+			if !s.taken[j] && f[st] > g[st] {
+				g[st], fr[st] = f[st], 0
+			}
+			for o, opt := range s.opts[j] {
+				if used[opt.typ]+opt.gpus > res[opt.typ] {
+					continue
+				}
+				ns := st + opt.gpus*stride[opt.typ]
+				if v := f[st] + opt.value; v > g[ns] {
+					g[ns], fr[ns] = v, int16(o+1)
+				}
+			}
+		}
+		f, from[k] = g, fr
+	}
+	best := 0
+	for st := range states {
+		if f[st] > f[best] {
+			best = st
+		}
+	}
+	if math.IsInf(f[best], -1) {
+		return s.incumbent(), true // forced jobs cannot all fit: as above
+	}
+	st := best
+	for k := len(open) - 1; k >= 0; k-- {
+		j, o := open[k], from[k][st]
+		if o > 0 {
+			opt := s.opts[j][o-1]
+			choice[j] = opt.cfg
+			st -= opt.gpus * stride[opt.typ]
+		}
+	}
+	total := 0.0
+	for j, c := range choice {
+		for _, o := range s.opts[j] {
+			if o.cfg == c {
+				total += o.value
+			}
+		}
+	}
+	if total < s.bestValue-tolerance {
+		return s.incumbent(), true
+	}
+	return choice, true
+}
+
+// incumbent returns the incumbent's cfg per job; before order, best holds
+// them by job.
+func (s *search) incumbent() []int { return slices.Clone(s.best) }
 
 // search is one solve's state. Jobs are visited in the order perm; opts[j]
 // are job j's options worth choosing, best reduced value first.
@@ -77,6 +211,9 @@ type search struct {
 	// best the incumbent's, indexed by position in perm.
 	pick, best []int
 	bestValue  float64
+	// taken[j] is set when job j must take one of its options: leaving
+	// it out cannot beat the incumbent (fix).
+	taken []bool
 	nodes      int
 	limit      int
 }
@@ -85,7 +222,7 @@ func newSearch(jobs [][]option, capacity []int) *search {
 	s := &search{
 		opts: make([][]option, len(jobs)), capacity: capacity, free: slices.Clone(capacity),
 		mu: make([]float64, len(capacity)), perm: make([]int, len(jobs)),
-		pick: make([]int, len(jobs)), best: make([]int, len(jobs)),
+		pick: make([]int, len(jobs)), best: make([]int, len(jobs)), taken: make([]bool, len(jobs)),
 	}
 	for j, os := range jobs {
 		for _, o := range os {
@@ -137,31 +274,94 @@ func (s *search) bound(sub []float64) float64 {
 }
 
 // multipliers sets the multipliers by a subgradient search of the
-// Lagrangian dual with Polyak steps towards the greedy incumbent, keeping
-// the multipliers of the lowest bound.
+// Lagrangian dual, keeping those of the lowest bound. Steps are Polyak's
+// towards the incumbent, which a greedy selection at the current
+// multipliers improves as they converge; the step's scale halves when
+// the bound stalls.
 func (s *search) multipliers() {
 	sub := make([]float64, len(s.capacity))
 	bestMu := slices.Clone(s.mu)
 	bestBound := s.bound(sub)
-	for range 200 {
+	cur := bestBound
+	theta, stall := 1.0, 0
+	for iter := range 400 {
+		if iter%10 == 0 {
+			s.greedyReduced()
+		}
 		norm := 0.0
 		for _, g := range sub {
 			norm += g * g
 		}
-		gap := bestBound - s.bestValue
-		if norm == 0 || gap <= tolerance {
+		if norm == 0 || bestBound-s.bestValue <= tolerance || theta < 1e-4 {
 			break
 		}
-		step := gap / norm
+		step := theta * (cur - s.bestValue) / norm
 		for t := range s.mu {
 			s.mu[t] = max(0, s.mu[t]-step*sub[t])
 		}
-		if b := s.bound(sub); b < bestBound {
-			bestBound = b
+		cur = s.bound(sub)
+		if cur < bestBound-tolerance {
+			bestBound, stall = cur, 0
 			copy(bestMu, s.mu)
+		} else if stall++; stall >= 10 {
+			theta, stall = theta/2, 0
 		}
 	}
 	copy(s.mu, bestMu)
+	s.greedyReduced()
+}
+
+// greedyReduced offers the incumbent a selection: jobs by their best
+// reduced value, largest first, each taking the option of the largest
+// reduced value that fits, then of the largest value.
+func (s *search) greedyReduced() {
+	perm := slices.Clone(s.perm)
+	best := make([]float64, len(s.opts))
+	for j := range s.opts {
+		best[j] = s.bestReduced(j)
+	}
+	slices.SortStableFunc(perm, func(a, b int) int { return cmp.Compare(best[b], best[a]) })
+	free := slices.Clone(s.capacity)
+	pick := make([]int, len(s.opts))
+	total := 0.0
+	for _, j := range perm {
+		arg := -1
+		for k, o := range s.opts[j] {
+			if o.gpus <= free[o.typ] && (arg < 0 || s.reduced(o) > s.reduced(s.opts[j][arg])) {
+				arg = k
+			}
+		}
+		pick[j] = -1
+		if arg >= 0 {
+			o := s.opts[j][arg]
+			free[o.typ] -= o.gpus
+			pick[j] = o.cfg
+			total += o.value
+		}
+	}
+	if total > s.bestValue+tolerance {
+		s.bestValue = total
+		copy(s.best, pick)
+	}
+}
+
+// fix drops the choices that cannot be part of a selection better than
+// the incumbent (reduced-cost fixing): forcing job j to a choice of
+// reduced value r lowers the Lagrangian bound U by j's best reduced value
+// less r, so a choice that lowers it to the incumbent or below is never
+// needed. Taking no option is a choice of reduced value 0.
+func (s *search) fix() {
+	sub := make([]float64, len(s.capacity))
+	gap := s.bound(sub) - s.bestValue
+	for j := range s.opts {
+		best := s.bestReduced(j)
+		s.opts[j] = slices.DeleteFunc(s.opts[j], func(o option) bool {
+			// The incumbent's own choice stays, so that it remains a
+			// path of the search.
+			return best-s.reduced(o) > gap+tolerance && o.cfg != s.best[j]
+		})
+		s.taken[s.perm[j]] = best > gap+tolerance && s.best[j] >= 0
+	}
 }
 
 // order sorts each job's options by reduced value, best first, and the
@@ -252,6 +452,9 @@ func (s *search) dfs(k int, value float64) {
 		if s.nodes >= s.limit {
 			return
 		}
+	}
+	if s.taken[j] {
+		return
 	}
 	s.pick[k] = -1
 	s.dfs(k+1, value)

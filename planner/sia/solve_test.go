@@ -83,8 +83,10 @@ func TestSolve_TableOne(t *testing.T) {
 }
 
 // TestSolve_BruteForce compares solve with enumeration on random small
-// instances: the same optimal value, within capacity.
+// instances, by dynamic programming and by branch and bound alone: the
+// same optimal value, within capacity.
 func TestSolve_BruteForce(t *testing.T) {
+	defer func(l int) { dpLimit = l }(dpLimit)
 	rng := rand.New(rand.NewPCG(7, 30))
 	for n := range 400 {
 		types := 1 + rng.IntN(3)
@@ -111,18 +113,24 @@ func TestSolve_BruteForce(t *testing.T) {
 			}
 		}
 		want, _ := bruteForce(jobs, capacity)
-		choice, optimal := solve(jobs, capacity, DefaultNodeLimit)
-		must.True(t, optimal)
-		must.Eq(t, want, value(jobs, choice), must.Sprintf("instance %d: %v cap %v", n, jobs, capacity))
-		for k, u := range used(jobs, choice, types) {
-			must.LessEq(t, capacity[k], u, must.Sprintf("instance %d type %d", n, k))
+		for _, limit := range []int{1 << 24, 0} {
+			dpLimit = limit // 0: by branch and bound alone
+			choice, optimal := solve(jobs, capacity, DefaultNodeLimit)
+			must.True(t, optimal)
+			must.Eq(t, want, value(jobs, choice), must.Sprintf("instance %d, dp limit %d: %v cap %v", n, limit, jobs, capacity))
+			for k, u := range used(jobs, choice, types) {
+				must.LessEq(t, capacity[k], u, must.Sprintf("instance %d type %d", n, k))
+			}
 		}
 	}
 }
 
-// TestSolve_NodeLimit checks that a search cut short keeps a feasible
-// selection at least as good as the greedy one and says it is not proven.
+// TestSolve_NodeLimit checks that a branch and bound cut short keeps a
+// feasible selection, says it is not proven, and is no better than the
+// optimum.
 func TestSolve_NodeLimit(t *testing.T) {
+	defer func(l int) { dpLimit = l }(dpLimit)
+	dpLimit = 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	var jobs [][]option
 	for j := range 60 {
@@ -138,6 +146,7 @@ func TestSolve_NodeLimit(t *testing.T) {
 	must.LessEq(t, 37, u[0])
 	must.LessEq(t, 29, u[1])
 	must.Positive(t, value(jobs, choice))
+	dpLimit = 1 << 24
 	full, optimal := solve(jobs, []int{37, 29}, DefaultNodeLimit)
 	must.True(t, optimal)
 	must.GreaterEq(t, value(jobs, choice), value(jobs, full))

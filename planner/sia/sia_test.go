@@ -1,0 +1,140 @@
+package sia
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/goodput"
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/shoenig/test/must"
+)
+
+// fleet is a small mixed cluster: two 4-GPU "T4" nodes and one 8-GPU
+// "A100" node.
+func fleet(t *testing.T) *planner.Harness {
+	h := planner.NewHarness(t)
+	for _, n := range h.AddNodes("t4", 2, 64000, 262144, 4) {
+		n.Devices[0].Name = "T4"
+	}
+	for _, n := range h.AddNodes("a100", 1, 64000, 262144, 8) {
+		n.Devices[0].Name = "A100"
+	}
+	return h
+}
+
+// perf is a throughput model whose compute time is scaled by slow; fitted
+// on replicas at most.
+func perf(slow float64, replicas int) *goodput.Fit {
+	return &goodput.Fit{Params: goodput.PerfParams{AlphaC: 0.01 * slow, BetaC: 0.001 * slow, AlphaN: 0.05, BetaN: 0.001, AlphaR: 0.01, BetaR: 0.0005, Gamma: 1.5},
+		Points: 4, MaxReplicas: replicas, MaxLocal: 256}
+}
+
+func adaptiveJob(h *planner.Harness, id string, maxW int) *planner.Job {
+	j := planner.MockAllReduceJob(id, structs.Bounds{Min: 1, Max: maxW}, &structs.BatchSize{Min: 64, Max: 4096, MinLocal: 16, MaxLocal: 256})
+	j.Training.GlobalBatchSize = 64
+	v := h.AddJob(j, nil)
+	v.Grad = &goodput.GradParams{Sqr: 1, Var: 40}
+	return v
+}
+
+// TestConfigs checks §3.2's sets: powers of two on a node, then whole
+// nodes.
+func TestConfigs(t *testing.T) {
+	got := configs(0, &gpuType{perNode: 4, nodes: []int{0, 1, 2}})
+	must.Eq(t, []config{{0, 1, 1}, {0, 1, 2}, {0, 1, 4}, {0, 2, 8}, {0, 3, 12}}, got)
+	got = configs(1, &gpuType{perNode: 6, nodes: []int{0}})
+	must.Eq(t, []config{{1, 1, 1}, {1, 1, 2}, {1, 1, 4}, {1, 1, 6}}, got, must.Sprint("6 is no power of two: a node's whole is a configuration too"))
+}
+
+// TestPlan_FasterType checks that a job measured on both types, four
+// times faster on A100s, runs on the A100 node at the largest allowed
+// configuration, and that a new job without a model starts on one GPU.
+func TestPlan_FasterType(t *testing.T) {
+	h := fleet(t)
+	a := adaptiveJob(h, "a", 8)
+	a.PerfByType = map[string]*goodput.Fit{"T4": perf(4, 4), "A100": perf(1, 4)}
+	adaptiveJob(h, "b", 8)
+	got := h.Plan(New())
+	pa := got["a"]
+	must.Eq(t, 8, pa.NumWorkers, must.Sprint(pa.Reason))
+	must.Eq(t, "a100-0", pa.Nodes[0].NodeID)
+	must.NotNil(t, pa.Batch)
+	must.Eq(t, 1, got["b"].NumWorkers, must.Sprint("no model: one GPU, ", got["b"].Reason))
+	must.StrContains(t, got["b"].Nodes[0].NodeID, "t4")
+}
+
+// TestEstimator_Bootstrap checks §3.1's estimate for a type profiled on
+// one GPU only: its single-GPU goodput over the other type's, times the
+// other type's at N.
+func TestEstimator_Bootstrap(t *testing.T) {
+	h := fleet(t)
+	v := adaptiveJob(h, "a", 8)
+	v.PerfByType = map[string]*goodput.Fit{"T4": perf(1, 4), "A100": perf(0.25, 1)}
+	c := planner.NewCluster(h.Nodes)
+	ts := types(c, h.Nodes)
+	must.Eq(t, "A100", ts[0].name)
+	lim := goodput.Limits{MinBatch: 64, MaxBatch: 4096, MinLocal: 16, MaxLocal: 256, Accumulation: true}
+	e := newEstimator(v, ts, &lim)
+	must.Eq(t, 1, e.src, must.Sprint("T4 ran on the most replicas"))
+	got := e.goodput(config{typ: 0, nodes: 1, gpus: 8}, 8)
+	must.Eq(t, e.own(0, 1, 1)/e.own(1, 1, 1)*e.own(1, 2, 8), got)
+	must.Greater(t, got, e.own(0, 1, 8), must.Sprint("the A100's own single-GPU model scales nearly linearly; T4's measured scaling is worse"))
+}
+
+// TestPlan_RestartFactor checks Eq. (2): a job that restarted often and
+// runs at a configuration keeps it over a slightly better one.
+func TestPlan_RestartFactor(t *testing.T) {
+	s := NewWithOptions(Options{})
+	v := &planner.Job{Job: &structs.Job{SubmitTime: 0}, Restarts: 3}
+	must.Eq(t, 1.0, s.restartFactor(v, int64(20*time.Second)), must.Sprint("younger than S"))
+	must.Eq(t, (600.0-90)/(630), s.restartFactor(v, int64(600*time.Second)))
+	must.Eq(t, 0.0, s.restartFactor(&planner.Job{Job: &structs.Job{}, Restarts: 30}, int64(600*time.Second)))
+
+	h := fleet(t)
+	a := adaptiveJob(h, "a", 4)
+	a.PerfByType = map[string]*goodput.Fit{"T4": perf(1, 4), "A100": perf(0.95, 4)}
+	a.Job.SubmitTime = 0
+	a.Restarts = 5
+	a.Current = &structs.Placement{JobID: "a", Namespace: "default", NumWorkers: 4, Nodes: []*structs.NodeTasks{{NodeID: "t4-1", Workers: 4}}}
+	req := h.Request()
+	req.Now = int64(400 * time.Second)
+	dec, err := New().Plan(req)
+	must.NoError(t, err)
+	p := dec.Placements[0]
+	must.Eq(t, []*structs.NodeTasks{{NodeID: "t4-1", Workers: 4}}, p.Nodes, must.Sprint("kept: ", p.Reason))
+
+	a.Restarts = 0
+	a.PerfByType["A100"] = perf(0.5, 4)
+	dec, err = New().Plan(req)
+	must.NoError(t, err)
+	must.Eq(t, "a100-0", dec.Placements[0].Nodes[0].NodeID, must.Sprint("without restarts a type twice as fast wins: ", dec.Placements[0].Reason))
+}
+
+// TestPlan_WholeNodes checks that a configuration of several nodes takes
+// whole nodes, and that the selection shares the capacity of a type.
+func TestPlan_WholeNodes(t *testing.T) {
+	h := fleet(t)
+	a := adaptiveJob(h, "a", 8)
+	a.PerfByType = map[string]*goodput.Fit{"T4": perf(1, 8)}
+	delete(a.PerfByType, "A100")
+	got := h.Plan(New())
+	must.Eq(t, 8, got["a"].NumWorkers, must.Sprint(got["a"].Reason))
+	must.Eq(t, []*structs.NodeTasks{{NodeID: "t4-0", Workers: 4}, {NodeID: "t4-1", Workers: 4}}, got["a"].Nodes)
+}
+
+// TestOptions checks the options and their errors.
+func TestOptions(t *testing.T) {
+	s := NewWithOptions(Options{})
+	must.Eq(t, -0.5, s.opts.P)
+	must.Eq(t, 1.1, s.opts.Lambda)
+	must.NoError(t, s.SetConfig(map[string]string{"p": "0.5", "lambda": "2", "restart_delay": "1m"}))
+	must.Eq(t, Options{P: 0.5, Lambda: 2, RestartDelay: time.Minute, NodeLimit: DefaultNodeLimit}, s.opts)
+	err := s.SetConfig(map[string]string{"p": "0", "lambda": "-1", "x": "1"})
+	must.ErrorContains(t, err, "p = \"0\": must not be 0")
+	must.ErrorContains(t, err, "lambda = \"-1\"")
+	must.ErrorContains(t, err, "unknown option \"x\"")
+	must.Eq(t, 0.5, s.opts.P, must.Sprint("unchanged on error"))
+	must.True(t, math.Abs(s.opts.Lambda-2) < 1e-12)
+}
