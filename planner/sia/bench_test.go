@@ -3,8 +3,8 @@ package sia
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -74,5 +74,3 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
-
-

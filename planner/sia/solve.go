@@ -214,8 +214,8 @@ type search struct {
 	// taken[j] is set when job j must take one of its options: leaving
 	// it out cannot beat the incumbent (fix).
 	taken []bool
-	nodes      int
-	limit      int
+	nodes int
+	limit int
 }
 
 func newSearch(jobs [][]option, capacity []int) *search {
