@@ -36,7 +36,7 @@ func minimum(alg string, j *planner.Job) (ps, w int) {
 // oneGPUType names the algorithms that never run a job that asks for
 // GPUs on two GPU types (structs.Node.GPUType): such a job waits when its
 // minimum fits on no one type's nodes, though it may fit across types.
-var oneGPUType = map[string]bool{"gavel": true}
+var oneGPUType = map[string]bool{"gavel": true, "pollux": true, "goodput-las": true}
 
 // asksGPU reports whether job j's tasks ask for a GPU.
 func asksGPU(j *planner.Job) bool {
