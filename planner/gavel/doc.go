@@ -32,8 +32,8 @@
 //   - Rounding (gavel.py schedule_jobs_on_workers): pairs in descending
 //     priority (then x); in that order a job not yet chosen is chosen for
 //     the pair's type if its GPUs fit the type's GPUs left. On each type
-//     the chosen jobs, largest first, keep their placement where they run
-//     on the type, and the others are placed on its nodes.
+//     the chosen jobs that run there keep their placement, and the
+//     others, largest first, are placed on its nodes.
 //   - Time received (gavel.py add_jobs and optimize): every job starts
 //     with half a round on every type, which the type's total takes too;
 //     a job is credited, on the type it ran on, the time between two
@@ -59,6 +59,13 @@
 //     them all the time. Ties are broken the same way every round (by
 //     arrival), so tied jobs under contention run first come, first
 //     served here, where the artifact time-shares them.
+//   - The artifact keeps running jobs where they run one size at a time,
+//     largest first, after the larger jobs took their GPUs, so a smaller
+//     running job can be moved (restarted) to make room for a larger new
+//     one; here every chosen job running on its type is kept before any
+//     is placed: the chosen jobs' GPUs fit the type by count, and a
+//     restart a job does not need is time lost. Jobs still move between
+//     types and are preempted as the priorities say.
 //   - The artifact gives a job a throughput of 0.1 on a type too small
 //     for it; here that pair does not exist (it could never be chosen).
 //   - Caravan's tasks take CPU, memory and devices and have constraints:

@@ -17,10 +17,9 @@ import (
 //     and arrival, for ties);
 //  2. in queue order, a job not yet chosen is chosen for the pair's type
 //     when its GPUs fit the type's GPUs left (schedule_jobs_on_workers_helper);
-//  3. on each type, the jobs chosen there, largest first, keep their
-//     current placement when it is on the type and still fits, and the
-//     others are placed on the type's nodes (the fewest of the most
-//     available, planner/placement);
+//  3. on each type, the jobs chosen there that run on it keep their
+//     placement, and the others, largest first, are placed on the type's
+//     nodes (the fewest of the most available, planner/placement);
 //  4. a job still without a placement (its tasks did not fit the nodes
 //     as its GPUs fit the count) is placed, in queue order, on a type
 //     whose nodes have room for its request;
@@ -56,37 +55,30 @@ func (r *round) schedule(x, prio []float64) []*structs.Placement {
 		chosen[pr.typ] = append(chosen[pr.typ], p)
 	}
 
-	// 3. Place on each type, the largest jobs first.
+	// 3. On each type, keep the chosen jobs that run there, then place
+	// the others, the largest first.
 	out := make([]*structs.Placement, len(r.jobs))
 	for k, t := range r.types {
 		ps := chosen[k]
 		slices.SortStableFunc(ps, func(a, b int) int { return cmp.Compare(r.jobs[r.pairs[b].job].scale, r.jobs[r.pairs[a].job].scale) })
-		for start := 0; start < len(ps); {
-			end := start + 1
-			for end < len(ps) && r.jobs[r.pairs[ps[end]].job].scale == r.jobs[r.pairs[ps[start]].job].scale {
-				end++
+		for _, p := range ps {
+			pr := r.pairs[p]
+			j := r.jobs[pr.job]
+			if kept := t.c.KeepCurrent(j.view.Current, j.tasks[k], j.ps, j.workers); kept != nil {
+				kept.Reason = r.reason(p, x, prio, "kept where it runs")
+				out[pr.job] = kept
 			}
-			group := ps[start:end]
-			for _, p := range group {
-				pr := r.pairs[p]
-				j := r.jobs[pr.job]
-				if kept := t.c.KeepCurrent(j.view.Current, j.tasks[k], j.ps, j.workers); kept != nil {
-					kept.Reason = r.reason(p, x, prio, "kept where it runs")
-					out[pr.job] = kept
-				}
+		}
+		placer := placement.New(t.c)
+		for _, p := range ps {
+			pr := r.pairs[p]
+			if out[pr.job] != nil {
+				continue
 			}
-			placer := placement.New(t.c)
-			for _, p := range group {
-				pr := r.pairs[p]
-				if out[pr.job] != nil {
-					continue
-				}
-				if pl := r.place(placer, p); pl != nil {
-					pl.Reason = r.reason(p, x, prio, "placed")
-					out[pr.job] = pl
-				}
+			if pl := r.place(placer, p); pl != nil {
+				pl.Reason = r.reason(p, x, prio, "placed")
+				out[pr.job] = pl
 			}
-			start = end
 		}
 	}
 
