@@ -9,6 +9,7 @@ import (
 	"github.com/caravan-sched/caravan/planner/dorm"
 	"github.com/caravan-sched/caravan/planner/drf"
 	"github.com/caravan-sched/caravan/planner/fifo"
+	"github.com/caravan-sched/caravan/planner/gavel"
 	"github.com/caravan-sched/caravan/planner/goodputlas"
 	"github.com/caravan-sched/caravan/planner/harmony"
 	"github.com/caravan-sched/caravan/planner/optimus"
@@ -35,6 +36,7 @@ var Algorithms = map[string]planner.Factory{
 	tiresias.Name:        tiresias.New,
 	pollux.Name:          pollux.New,
 	goodputlas.Name:      goodputlas.New,
+	gavel.Name:           gavel.New,
 	sia.Name:             sia.New,
 }
 

@@ -41,6 +41,8 @@ func TestAlgorithms_Capabilities(t *testing.T) {
 		{"dlrover", nil, planner.Capabilities{Reads: reads(usage)}},
 		{"tiresias", nil, planner.Capabilities{Reads: reads(service), FixedSize: true}},
 		{"pollux", nil, planner.Capabilities{Reads: reads(goodput), ChoosesBatch: true}},
+		{"gavel", nil, planner.Capabilities{Reads: reads(goodput), FixedSize: true, GPUTypes: true}},
+		{"gavel", map[string]string{"round": "60s"}, planner.Capabilities{Reads: reads(goodput), FixedSize: true, GPUTypes: true}},
 		{"goodput-las", nil, planner.Capabilities{Reads: reads(service, goodput), ChoosesBatch: true}},
 		{"sia", nil, planner.Capabilities{Reads: reads(goodput), ChoosesBatch: true, GPUTypes: true}},
 		{"specon", nil, planner.Capabilities{Reads: reads(progress), FixedSize: true}},

@@ -61,6 +61,22 @@
 //     at their minimum where room is left. Parameter-server jobs (Pollux
 //     models all-reduce) run their minimum servers next to their workers.
 //
+// Mixed GPU types (Sia SOSP'23 §4.3, issue 30): Pollux is unaware of GPU
+// types; its search sees every GPU as one type and reads the job's model
+// of all types together (planner.Job.Perf). A job whose allocation then
+// spans types keeps only the GPUs of the type that holds most of them,
+// the faster type for the job on a tie, and the others stay idle this
+// round: the heuristic Sia's evaluation applies to Pollux (artifact
+// cluster_unaware.py fix_allocations_by_dropping), per job, after the
+// search. The artifact breaks ties by a fixed hardware order (a100 > quad
+// > rtx > t4); a Caravan node does not declare one, so the tie goes to
+// the type where the job's own model of that type (PerfByType) steps
+// faster, else to the type named first. A waiting job started at its
+// minimum runs on one type too, its fastest with room. The artifact also
+// splits 8-GPU nodes into two virtual 4-GPU nodes for the search; Caravan
+// searches over the real nodes. On a cluster of one GPU type nothing of
+// this applies.
+//
 // Plan is deterministic for the same request and keeps no state between
 // rounds.
 package pollux

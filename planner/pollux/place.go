@@ -66,9 +66,22 @@ func (pr *problem) place(best *individual) []*structs.Placement {
 	}
 	if len(waiting) > 0 {
 		placer := placement.New(c)
+		mixed := pr.mixedTypes()
 		for _, j := range waiting {
 			jb := pr.jobs[j]
-			nodes, ok := placer.Place(jb.tasks.PS, jb.minPS, jb.tasks.Worker, jb.minW)
+			var nodes []*structs.NodeTasks
+			ok := false
+			if mixed && jb.tasks.Worker.DeviceCounts[gpu] > 0 {
+				// One GPU type, the job's fastest with room.
+				for _, t := range pr.typePreference(jb.view) {
+					tasks := c.JobTasks(onType(jb.view, t))
+					if nodes, ok = placer.Place(tasks.PS, jb.minPS, tasks.Worker, jb.minW); ok {
+						break
+					}
+				}
+			} else {
+				nodes, ok = placer.Place(jb.tasks.PS, jb.minPS, jb.tasks.Worker, jb.minW)
+			}
 			if !ok {
 				out[j] = planner.Paused(jb.view, "pollux: waiting: the allocation with the best mean of speed-ups gives it nothing, and no set of nodes has room for its minimum")
 				continue

@@ -135,9 +135,14 @@ func (p *Pollux) SetConfig(options map[string]string) error {
 
 // Plan searches for the allocation with the largest power mean of
 // speed-ups, places it, and gives each adaptive job the batch that
-// maximises its goodput there.
+// maximises its goodput there. On a cluster of several GPU types it
+// searches as if the GPUs were one type, then keeps each job on one
+// (keepOneType), as Sia's evaluation runs Pollux.
 func (p *Pollux) Plan(req *planner.Request) (*planner.Decision, error) {
 	pr := newProblem(req, p.opts)
 	best := pr.search()
+	if pr.mixedTypes() {
+		pr.keepOneType(best)
+	}
 	return &planner.Decision{Placements: pr.place(best)}, nil
 }

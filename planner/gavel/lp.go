@@ -1,0 +1,61 @@
+package gavel
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+)
+
+// tolerance is the simplex's optimality tolerance on reduced costs.
+const tolerance = 1e-9
+
+// solve returns the time fraction x of every pair of r that maximises
+// the sum of throughputs (max_sum_throughput.py
+// ThroughputNormalizedByCostSumWithPerfSLOs without costs or SLOs):
+//
+//	maximise   Σ throughput(j,t)·x(j,t)
+//	subject to Σ_j scale(j)·x(j,t) ≤ GPUs(t)  for every type t
+//	           Σ_t x(j,t) ≤ 1                 for every job j
+//	           x ≥ 0
+//
+// by the simplex method (exact, where the artifact runs ECOS's interior
+// point), then rounded to 5 decimals and clipped to [0, 1] as the
+// artifact rounds. Pairs that do not exist are 0.
+func solve(r *round) ([]float64, error) {
+	n := len(r.pairs)
+	x := make([]float64, n)
+	if n == 0 {
+		return x, nil
+	}
+	// Rows: one per type, then one per job; each with a slack column.
+	m := len(r.types) + len(r.jobs)
+	a := mat.NewDense(m, n+m, nil)
+	b := make([]float64, m)
+	c := make([]float64, n+m)
+	for k, t := range r.types {
+		b[k] = float64(t.gpus)
+	}
+	for i := range r.jobs {
+		b[len(r.types)+i] = 1
+	}
+	for p, pr := range r.pairs {
+		c[p] = -pr.throughput
+		a.Set(pr.typ, p, float64(r.jobs[pr.job].scale))
+		a.Set(len(r.types)+pr.job, p, 1)
+	}
+	basic := make([]int, m)
+	for row := range m {
+		a.Set(row, n+row, 1)
+		basic[row] = n + row
+	}
+	_, opt, err := lp.Simplex(c, a, b, tolerance, basic)
+	if err != nil {
+		return nil, fmt.Errorf("max-sum-throughput program of %d pairs: %w", n, err)
+	}
+	for p := range x {
+		x[p] = min(max(math.Round(opt[p]*1e5)/1e5, 0), 1)
+	}
+	return x, nil
+}
