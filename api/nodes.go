@@ -88,3 +88,15 @@ func (d *NodeDeviceResource) HealthyCount() int {
 	}
 	return n
 }
+
+// GPUType returns the model of the node's GPUs: the Name of its first
+// device group of type "gpu" with a healthy instance ("Tesla T4"), or ""
+// for a node without one, as the server's Node.GPUType.
+func (n *Node) GPUType() string {
+	for _, d := range n.Devices {
+		if d.Type == "gpu" && d.HealthyCount() > 0 {
+			return d.Name
+		}
+	}
+	return ""
+}

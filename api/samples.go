@@ -67,6 +67,10 @@ type Sample struct {
 
 	NumPS      int
 	NumWorkers int
+	// GPUType is the model of the GPUs the step ran on (Node.GPUType),
+	// when the trainer or driver knows it; empty means the GPUs of the
+	// job's current placement.
+	GPUType string `json:",omitempty"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
 	Time int64

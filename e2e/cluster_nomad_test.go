@@ -194,3 +194,47 @@ func waitRunning(t *testing.T, c *agent.NomadCluster, job string, n int) []strin
 	slices.Sort(ids)
 	return ids
 }
+
+// The two models of the mixed-fleet tests: client 0 has T4s, client 1
+// A100s.
+var (
+	t4   = agent.GPUModel{Name: "Tesla T4", MemoryMiB: 16384}
+	a100 = agent.GPUModel{Name: "A100-SXM4-40GB", MemoryMiB: 40960}
+)
+
+// TestNomadCluster_GPUModels starts two clients whose fake GPUs are of
+// different models, two T4s (16 GiB) and two A100s (40 GiB), and checks that
+// Nomad fingerprints each client's own model and memory, and that a task
+// asking for one model by its device name is placed on the client of that
+// model and given one of its GPUs.
+func TestNomadCluster_GPUModels(t *testing.T) {
+	c := agent.StartNomadCluster(t, agent.ClusterOptions{
+		Clients: 2, GPUClients: []int{2, 2}, GPUModels: []agent.GPUModel{t4, a100},
+	})
+
+	for i, want := range []agent.GPUModel{t4, a100} {
+		n := c.Nodes[i]
+		must.Eq(t, want, n.GPUModel)
+		info, _, err := c.Client.Nodes().Info(n.ID, nil)
+		must.NoError(t, err)
+		devices := info.NodeResources.Devices
+		must.SliceLen(t, 1, devices, must.Sprintf("node %s", n.Name))
+		g := devices[0]
+		must.Eq(t, want.Device(), g.ID())
+		must.Eq(t, want.Name, *g.Attributes["model"].StringVal)
+		must.Eq(t, want.MemoryMiB, *g.Attributes["memory"].IntVal)
+		must.Eq(t, "MiB", g.Attributes["memory"].Unit)
+	}
+
+	job := gpuJob("a100-one", 1)
+	job.TaskGroups[0].Tasks[0].Resources.Devices[0].Name = a100.Device()
+	_, _, err := c.Client.Jobs().Register(job, nil)
+	must.NoError(t, err)
+	alloc := completedAlloc(t, c.Client, "a100-one")
+	must.Eq(t, c.Nodes[1].ID, alloc.NodeID, must.Sprintf("placed on %s", alloc.NodeName))
+	devices := alloc.AllocatedResources.Tasks["visible"].Devices
+	must.SliceLen(t, 1, devices)
+	must.Eq(t, a100.Name, devices[0].Name)
+	must.SliceLen(t, 1, devices[0].DeviceIDs)
+	must.SliceContains(t, c.Nodes[1].GPUIDs, devices[0].DeviceIDs[0])
+}

@@ -462,6 +462,18 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		if sum.Observed, err = state.ObservedOf(txn, ws, job.Namespace, job.ID); err != nil {
 			return nil, err
 		}
+		nodes, err := state.Nodes(txn, ws)
+		if err != nil {
+			return nil, err
+		}
+		var desired, observed *structs.Placement
+		if sum.Placement != nil {
+			desired = sum.Placement.Placement
+		}
+		if sum.Observed != nil {
+			observed = sum.Observed.Placement
+		}
+		sum.GPUTypes = structs.PlacementGPUTypes(nodes, desired, observed)
 		if sum.Model, err = s.currentModel(txn, ws, job); err != nil {
 			return nil, err
 		}
@@ -482,7 +494,7 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 			sum.LastSample = &smp.Samples[len(smp.Samples)-1]
 		}
 		return sum, nil
-	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage))
+	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage, state.TableNodes))
 }
 
 // jobSamples returns the job's kept samples, oldest first.

@@ -75,6 +75,10 @@ type JobSummary struct {
 	// and durations are then virtual, passing SimSpeed times as fast as
 	// the wall clock.
 	SimSpeed float64 `json:",omitempty"`
+	// GPUTypes is the GPU type (Node.GPUType) of each node of the desired
+	// and the observed placement that has one, by node ID, as the driver
+	// last reported the nodes; nil when none has.
+	GPUTypes map[string]string `json:",omitempty"`
 }
 
 // PlanResponse is POST /v1/jobs/plan: how the job differs from its

@@ -76,6 +76,31 @@ func (n *Node) GPUType() string {
 	return ""
 }
 
+// PlacementGPUTypes returns the GPU types of the nodes of placements
+// (nil ones skipped) that have one, by node ID, from nodes; nil when none
+// has. It is JobSummary.GPUTypes.
+func PlacementGPUTypes(nodes []*Node, placements ...*Placement) map[string]string {
+	var out map[string]string
+	for _, p := range placements {
+		if p == nil {
+			continue
+		}
+		for _, e := range p.Nodes {
+			i := slices.IndexFunc(nodes, func(n *Node) bool { return n.ID == e.NodeID })
+			if i < 0 {
+				continue
+			}
+			if t := nodes[i].GPUType(); t != "" {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[e.NodeID] = t
+			}
+		}
+	}
+	return out
+}
+
 // NodeDeviceResource is a group of identical devices on a node, such as four
 // "nvidia/gpu/Tesla V100" cards, as Nomad's device fingerprint reports it.
 type NodeDeviceResource struct {

@@ -157,3 +157,20 @@ func TestResources_Ranges(t *testing.T) {
 	must.Eq(t, "1000..8000", r.CPURange.String())
 	must.Eq(t, "10..node", (&ResourceRange{Min: 10}).String())
 }
+
+func TestPlacementGPUTypes(t *testing.T) {
+	gpus := func(name string, healthy bool) []*NodeDeviceResource {
+		return []*NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: name, Instances: []*NodeDevice{{ID: "g0", Healthy: healthy}}}}
+	}
+	nodes := []*Node{
+		{ID: "a", Devices: gpus("Tesla T4", true)},
+		{ID: "b", Devices: gpus("A100-SXM4-40GB", true)},
+		{ID: "c"},
+		{ID: "d", Devices: gpus("Tesla T4", false)},
+	}
+	desired := &Placement{Nodes: []*NodeTasks{{NodeID: "a", Workers: 1}, {NodeID: "c", PS: 1}, {NodeID: "d", Workers: 1}, {NodeID: "gone", Workers: 1}}}
+	observed := &Placement{Nodes: []*NodeTasks{{NodeID: "b", Workers: 2}}}
+	must.Eq(t, map[string]string{"a": "Tesla T4", "b": "A100-SXM4-40GB"}, PlacementGPUTypes(nodes, desired, nil, observed))
+	must.Nil(t, PlacementGPUTypes(nodes, &Placement{Nodes: []*NodeTasks{{NodeID: "c", PS: 1}}}), must.Sprint("nil when no node has a type"))
+	must.Nil(t, PlacementGPUTypes(nodes))
+}

@@ -185,8 +185,9 @@ func TestClientCommands(t *testing.T) {
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+= demo$`), out)
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Algorithm\s+= optimus$`), out)
-		must.RegexMatch(t, regexp.MustCompile(`(?m)^node-\d\d\s+ps\s+[12]$`), out)
-		must.RegexMatch(t, regexp.MustCompile(`(?m)^node-\d\d\s+worker\s+[1-4]$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^GPU Type\s+= Tesla V100-SXM2-16GB$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^node-\d\d\s+ps\s+[12]\s+Tesla V100-SXM2-16GB$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^node-\d\d\s+worker\s+[1-4]\s+Tesla V100-SXM2-16GB$`), out)
 		must.StrContains(t, out, "\nModel\n")
 		must.StrContains(t, out, "Recent Events")
 		must.StrContains(t, out, structs.EventJobRegistered)
@@ -549,9 +550,9 @@ func TestClientCommands(t *testing.T) {
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		must.SliceLen(t, 5, lines, must.Sprint("a header and 4 nodes"))
-		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Name\s+Datacenter\s+Class\s+Status\s+Eligible\s+CPU\s+Memory\s+GPUs$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Name\s+Datacenter\s+Class\s+Status\s+Eligible\s+CPU\s+Memory\s+GPUs\s+GPU Type$`), lines[0])
 		for _, l := range lines[1:] {
-			must.RegexMatch(t, regexp.MustCompile(`^node-\d\d\s+node-\d\d\s+.*\s+ready\s+true\s+\d+\s+\d+\s+4/4$`), l)
+			must.RegexMatch(t, regexp.MustCompile(`^node-\d\d\s+node-\d\d\s+.*\s+ready\s+true\s+\d+\s+\d+\s+4/4\s+Tesla V100-SXM2-16GB$`), l)
 		}
 
 		code, out, errOut = cli(t, "node", "status", "-json")

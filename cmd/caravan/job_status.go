@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,9 @@ Usage: caravan job status [options] [<job>]
   Without an argument, lists the jobs of every namespace (of -namespace when
   set): what runs of each (parameter servers, workers, GPUs), its progress
   toward the predicted convergence and the time left. With a job ID, or the
-  start of one, shows the job's status, its placement per node and role,
-  the reason the scheduler gave for it, and the models Caravan fitted to the
+  start of one, shows the job's status, its placement per node and role
+  with the GPU type of each node (the model of its GPUs) and the types the
+  job runs on, the reason the scheduler gave for it, and the models Caravan fitted to the
   job's samples: its loss curve, its speed, and the predicted steps and time
   to convergence. For a job whose placement runs nothing, a Placement
   Failure section says why: the nodes evaluated, how many each constraint
@@ -203,12 +205,15 @@ func formatJobSummary(sum *api.JobSummary, events []*api.Event, verbose bool) st
 			{"Time", formatTime(p.Time)},
 			{"Tasks", placementCounts(p.Placement)},
 		}
+		if len(p.Placement.Nodes) > 0 {
+			kv = append(kv, [2]string{"GPU Type", orDash(placementGPUTypes(p.Placement, sum.GPUTypes))})
+		}
 		if !failed {
 			kv = append(kv, [2]string{"Reason", p.Placement.Reason})
 		}
 		b.WriteString(formatKV(kv))
 		if len(p.Placement.Nodes) > 0 {
-			b.WriteString("\n\n" + formatPlacementNodes(p.Placement, verbose))
+			b.WriteString("\n\n" + formatPlacementNodes(p.Placement, sum.GPUTypes, verbose))
 		}
 		if failed {
 			b.WriteString("\n\nPlacement Failure\n" + formatPlacementFailure(p.Placement))
@@ -413,7 +418,7 @@ func formatRunning(sum *api.JobSummary, verbose bool) string {
 	}
 	out := formatKV(kv)
 	if o.Placement != nil && len(o.Placement.Nodes) > 0 {
-		out += "\n\n" + formatPlacementNodes(o.Placement, verbose)
+		out += "\n\n" + formatPlacementNodes(o.Placement, sum.GPUTypes, verbose)
 	}
 	return out + formatFailures(o.Failures)
 }
@@ -421,7 +426,7 @@ func formatRunning(sum *api.JobSummary, verbose bool) string {
 // formatPlacement is a placement's table of tasks per node and role,
 // followed by its reason; verbose prints full node IDs.
 func formatPlacement(p *api.Placement, verbose bool) string {
-	out := formatPlacementNodes(p, verbose)
+	out := formatPlacementNodes(p, nil, verbose)
 	if p.Reason != "" {
 		out += "\nReason: " + p.Reason
 	}
@@ -447,18 +452,45 @@ func formatPlacementFailure(p *api.Placement) string {
 }
 
 // formatPlacementNodes tabulates a placement's tasks: one row per node and
-// role, with short node IDs unless verbose.
-func formatPlacementNodes(p *api.Placement, verbose bool) string {
-	rows := [][]string{{"Node ID", "Role", "Count"}}
+// role, with short node IDs unless verbose, and each node's GPU type from
+// types (JobSummary.GPUTypes) when it holds any.
+func formatPlacementNodes(p *api.Placement, types map[string]string, verbose bool) string {
+	header := []string{"Node ID", "Role", "Count"}
+	if len(types) > 0 {
+		header = append(header, "GPU Type")
+	}
+	rows := [][]string{header}
+	row := func(node, role string, count int) []string {
+		r := []string{nodeID(node, verbose), role, strconv.Itoa(count)}
+		if len(types) > 0 {
+			r = append(r, orDash(types[node]))
+		}
+		return r
+	}
 	for _, n := range p.Nodes {
 		if n.PS > 0 {
-			rows = append(rows, []string{nodeID(n.NodeID, verbose), api.RolePS, strconv.Itoa(n.PS)})
+			rows = append(rows, row(n.NodeID, api.RolePS, n.PS))
 		}
 		if n.Workers > 0 {
-			rows = append(rows, []string{nodeID(n.NodeID, verbose), api.RoleWorker, strconv.Itoa(n.Workers)})
+			rows = append(rows, row(n.NodeID, api.RoleWorker, n.Workers))
 		}
 	}
 	return formatList(rows)
+}
+
+// placementGPUTypes is the GPU types of a placement's nodes (from types,
+// JobSummary.GPUTypes), sorted and without repeats: "Tesla T4", or
+// "A100-SXM4-40GB, Tesla T4" for a placement that spans types; "" when no
+// node of it has one.
+func placementGPUTypes(p *api.Placement, types map[string]string) string {
+	var out []string
+	for _, n := range p.Nodes {
+		if t := types[n.NodeID]; t != "" {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ", ")
 }
 
 // formatRejected describes a job declared in Nomad at a version Caravan

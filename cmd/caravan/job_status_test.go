@@ -101,3 +101,34 @@ func TestFormatJobSummary_Rejected(t *testing.T) {
 	must.StrNotContains(t, out, "Placement")
 	must.StrNotContains(t, out, "Model")
 }
+
+// TestFormatJobSummary_GPUTypes: a job placed on a mixed fleet shows the
+// GPU types it runs on, sorted and once each, and each node's type in the
+// placement table ("-" for a node without GPUs); what runs while it differs
+// shows its nodes' types too. Without types there is no column.
+func TestFormatJobSummary_GPUTypes(t *testing.T) {
+	p := &api.Placement{JobID: "resnet50", NumPS: 1, NumWorkers: 5, Reason: "fifo",
+		Nodes: []*api.NodeTasks{{NodeID: "n1", Workers: 2}, {NodeID: "n2", Workers: 2}, {NodeID: "n3", PS: 1}, {NodeID: "n4", Workers: 1}}}
+	running := &api.Placement{JobID: "resnet50", NumWorkers: 2, Nodes: []*api.NodeTasks{{NodeID: "n1", Workers: 2}}}
+	sum := &api.JobSummary{Job: mockJob(t),
+		Placement: &api.JobPlacement{PlanIndex: 7, Algorithm: "fifo", Placement: p},
+		Observed:  &api.Observed{Placement: running},
+		GPUTypes:  map[string]string{"n1": "Tesla T4", "n2": "A100-SXM4-40GB", "n4": "Tesla T4"},
+	}
+	out := formatJobSummary(sum, nil, false)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^GPU Type\s+= A100-SXM4-40GB, Tesla T4$`), out)
+	must.StrContains(t, out, "\n\n"+
+		"Node ID  Role    Count  GPU Type\n"+
+		"n1       worker  2      Tesla T4\n"+
+		"n2       worker  2      A100-SXM4-40GB\n"+
+		"n3       ps      1      -\n"+
+		"n4       worker  1      Tesla T4\n")
+	must.StrContains(t, out, "\n\nRunning\nTasks = 2 workers on 1 node\n\n"+
+		"Node ID  Role    Count  GPU Type\n"+
+		"n1       worker  2      Tesla T4\n")
+
+	sum.GPUTypes, sum.Observed = nil, nil
+	out = formatJobSummary(sum, nil, false)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^GPU Type\s+= -$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Node ID\s+Role\s+Count$`), out)
+}

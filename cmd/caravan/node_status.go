@@ -45,10 +45,12 @@ Usage: caravan node status [options] [<node>]
   Without an argument, lists the nodes the driver reports: ID (its first 8
   characters, as Nomad's; -verbose prints it whole), name, datacenter,
   class, status, whether the scheduler may place tasks there, CPU (MHz),
-  memory (MB) and GPUs (healthy/total). With a node's ID, the start of one,
-  or its name, shows the node: its resources, its devices (vendor, type and
-  model, instances and their health, attributes such as memory), the GPUs
-  in use, and the tasks of each job that run there.
+  memory (MB), GPUs (healthy/total) and GPU type (the model of its GPUs,
+  by which jobs on a mixed fleet are placed and profiled). With a node's
+  ID, the start of one, or its name, shows the node: its resources and GPU
+  type, its devices (vendor, type and model, instances and their health,
+  attributes such as memory), the GPUs in use, and the tasks of each job
+  that run there.
 
   Exits 1 on errors, among them the agent's driver failing to read the
   cluster (Nomad unreachable): the nodes the agent kept would be stale, and
@@ -116,11 +118,11 @@ func formatNodes(nodes []*api.Node, verbose bool) string {
 	if len(nodes) == 0 {
 		return "No nodes"
 	}
-	rows := [][]string{{"ID", "Name", "Datacenter", "Class", "Status", "Eligible", "CPU", "Memory", "GPUs"}}
+	rows := [][]string{{"ID", "Name", "Datacenter", "Class", "Status", "Eligible", "CPU", "Memory", "GPUs", "GPU Type"}}
 	for _, n := range nodes {
 		rows = append(rows, []string{nodeID(n.ID, verbose), n.Name,
 			orDash(n.Datacenter), orDash(n.NodeClass), n.Status,
-			strconv.FormatBool(n.Eligible), strconv.Itoa(n.CPU), strconv.Itoa(n.MemoryMB), gpus(n)})
+			strconv.FormatBool(n.Eligible), strconv.Itoa(n.CPU), strconv.Itoa(n.MemoryMB), gpus(n), orDash(n.GPUType())})
 	}
 	return formatList(rows)
 }
@@ -156,6 +158,7 @@ func formatNode(d *api.NodeDetail) string {
 		{"Eligible", strconv.FormatBool(n.Eligible)},
 		{"CPU", fmt.Sprintf("%d MHz", n.CPU)},
 		{"Memory", fmt.Sprintf("%d MB", n.MemoryMB)},
+		{"GPU Type", orDash(n.GPUType())},
 		{"GPUs In Use", fmt.Sprintf("%d of %d", d.GPUsUsed, d.GPUsTotal)},
 	}))
 	b.WriteString("\n\nDevices\n")

@@ -83,3 +83,29 @@ func TestNodeStatus_DriverDown(t *testing.T) {
 	must.Eq(t, 0, code, must.Sprint(errOut))
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+= node-01$`), out)
 }
+
+// TestFormatNodes_GPUType: node status lists each node's GPU type, the model
+// of its first GPU group with a healthy instance ("-" without one), beside
+// its GPUs, and shows it for one node.
+func TestFormatNodes_GPUType(t *testing.T) {
+	group := func(name string, healthy ...bool) *api.NodeDeviceResource {
+		d := &api.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: name}
+		for _, h := range healthy {
+			d.Instances = append(d.Instances, &api.NodeDevice{ID: name, Healthy: h})
+		}
+		return d
+	}
+	nodes := []*api.Node{
+		{ID: "n1", Name: "t4-1", Status: "ready", Eligible: true, Devices: []*api.NodeDeviceResource{group("Tesla T4", true, true)}},
+		{ID: "n2", Name: "a100-1", Status: "ready", Eligible: true, Devices: []*api.NodeDeviceResource{group("Tesla T4", false), group("A100-SXM4-40GB", true, false)}},
+		{ID: "n3", Name: "cpu-1", Status: "ready", Eligible: true},
+	}
+	out := formatNodes(nodes, false)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+Name\s+Datacenter\s+Class\s+Status\s+Eligible\s+CPU\s+Memory\s+GPUs\s+GPU Type$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^n1\s+t4-1\s+-\s+-\s+ready\s+true\s+0\s+0\s+2/2\s+Tesla T4$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^n2\s+a100-1\s+-\s+-\s+ready\s+true\s+0\s+0\s+1/3\s+A100-SXM4-40GB$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^n3\s+cpu-1\s+-\s+-\s+ready\s+true\s+0\s+0\s+0/0\s+-$`), out)
+
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^GPU Type\s+= A100-SXM4-40GB$`), formatNode(&api.NodeDetail{Node: nodes[1], GPUsTotal: 3}))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^GPU Type\s+= -$`), formatNode(&api.NodeDetail{Node: nodes[2]}))
+}

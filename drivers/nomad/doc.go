@@ -10,7 +10,9 @@
 // `caravan-<id>` (Translate) with a task group per role and node whose
 // count is the tasks the plan gives the role there, pinned to the node by
 // a ${node.unique.id} constraint, so that Nomad enacts Caravan's placement
-// while its own scheduler still checks resources and assigns devices.
+// while its own scheduler still checks resources and assigns devices. On a
+// node of a GPU type (structs.Node.GPUType), a group's GPU requests name
+// that model, so that Nomad assigns no other.
 //
 // Jobs declared in Nomad: Declared follows Nomad's job list and reports,
 // per Nomad job, what its current version is; a user's version whose

@@ -140,3 +140,41 @@ func convertDevice(dev *api.NodeDeviceResource) *structs.NodeDeviceResource {
 	}
 	return out
 }
+
+// gpuDevice returns the ID of the device group whose name is n's GPU type
+// (structs.Node.GPUType): its first group of type "gpu" with a healthy
+// instance. ok is false for a node without one.
+func gpuDevice(n *structs.Node) (id structs.DeviceID, ok bool) {
+	model := n.GPUType()
+	if model == "" {
+		return structs.DeviceID{}, false
+	}
+	for _, d := range n.Devices {
+		if d.Type == "gpu" && d.Name == model && d.HealthyCount() > 0 {
+			return d.ID(), true
+		}
+	}
+	return structs.DeviceID{}, false
+}
+
+// gpuDevices returns the GPU device group (gpuDevice) of each node of p
+// that has one, as the node list last read them, by node ID; nil when none
+// has (Submission.GPUs).
+func (d *Driver) gpuDevices(p *structs.Placement) map[string]structs.DeviceID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out map[string]structs.DeviceID
+	for _, e := range p.Nodes {
+		i, found := slices.BinarySearchFunc(d.nodes, e.NodeID, func(n *structs.Node, id string) int { return strings.Compare(n.ID, id) })
+		if !found {
+			continue
+		}
+		if id, ok := gpuDevice(d.nodes[i]); ok {
+			if out == nil {
+				out = map[string]structs.DeviceID{}
+			}
+			out[e.NodeID] = id
+		}
+	}
+	return out
+}

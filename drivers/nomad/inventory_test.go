@@ -46,3 +46,36 @@ func TestConvertNode_Drivers(t *testing.T) {
 	must.False(t, old.HasDriver("exec"))
 	must.True(t, old.HasDriver("docker"))
 }
+
+func TestGPUDevice(t *testing.T) {
+	gpus := func(vendor, name string, healthy ...bool) *structs.NodeDeviceResource {
+		d := &structs.NodeDeviceResource{Vendor: vendor, Type: "gpu", Name: name}
+		for i, h := range healthy {
+			d.Instances = append(d.Instances, &structs.NodeDevice{ID: name + "-" + string(rune('0'+i)), Healthy: h})
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name    string
+		devices []*structs.NodeDeviceResource
+		want    structs.DeviceID
+		ok      bool
+	}{
+		{"none", nil, structs.DeviceID{}, false},
+		{"one model", []*structs.NodeDeviceResource{gpus("nvidia", "Tesla T4", true, true)},
+			structs.DeviceID{Vendor: "nvidia", Type: "gpu", Name: "Tesla T4"}, true},
+		{"the first healthy group", []*structs.NodeDeviceResource{
+			{Vendor: "xilinx", Type: "fpga", Name: "U250", Instances: []*structs.NodeDevice{{ID: "f0", Healthy: true}}},
+			gpus("nvidia", "Tesla T4", false), gpus("amd", "MI100", false, true)},
+			structs.DeviceID{Vendor: "amd", Type: "gpu", Name: "MI100"}, true},
+		{"no healthy GPU", []*structs.NodeDeviceResource{gpus("nvidia", "Tesla T4", false)}, structs.DeviceID{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &structs.Node{ID: "n1", Devices: tc.devices}
+			id, ok := gpuDevice(n)
+			must.Eq(t, tc.ok, ok)
+			must.Eq(t, tc.want, id)
+			must.Eq(t, tc.want.Name, n.GPUType(), must.Sprint("the group GPUType names"))
+		})
+	}
+}

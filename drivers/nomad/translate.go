@@ -106,6 +106,12 @@ type Submission struct {
 	// tasks ask before their computation and communication phases
 	// (CARAVAN_COORDINATOR_ADDR).
 	CoordinatorAddr string
+	// GPUs is the GPU device group of each placed node that has one, by
+	// node ID: the group whose name is the node's GPU type
+	// (structs.Node.GPUType, see gpuDevice). A GPU request of a group on
+	// such a node names that model (pinModel); on a node missing here the
+	// requests stay as the job wrote them. nil pins no model.
+	GPUs map[string]structs.DeviceID
 }
 
 // Sidecar is the `caravan collector` task the driver adds to each group
@@ -201,6 +207,16 @@ func Fingerprint(job *structs.Job, p *structs.Placement) string {
 // of DESIGN.md §3. The group's meta names its role, node and entry sizes
 // (groupMeta), which is how Status reads back what runs.
 //
+// On a node of a GPU type (sub.GPUs), a GPU request that does not name a
+// model is narrowed to the node's, `nvidia/gpu` becoming
+// `nvidia/gpu/<model>` (pinModel), so that Nomad's device scheduler can
+// give the tasks no other model than the one Caravan planned them on. The
+// rule is per group: every group is pinned to one node, so a placement
+// that spans GPU types gets groups of each of its nodes' models, and
+// nothing here refuses it; keeping a job on one type (Sia §3.2) is the
+// planner's. A request that names a model already, or asks for devices of
+// another type, is left as written, with its constraints and affinities.
+//
 // A job declared in Nomad (job.Nomad set) is translated by
 // translateDeclared instead.
 func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job, error) {
@@ -241,7 +257,9 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 			if count == 0 {
 				continue
 			}
-			tg := group(groupName(role, p, k), n.NodeID, count, task(role, tmpl, size, base, env, roleEnv, checkpointTimeout(job)))
+			t := task(role, tmpl, size, base, env, roleEnv, checkpointTimeout(job))
+			pinModel(t.Resources.Devices, sub.GPUs[n.NodeID])
+			tg := group(groupName(role, p, k), n.NodeID, count, t)
 			tg.Meta = groupMeta(role, n, base)
 			sub.Collector.add(tg, job, role)
 			nj.TaskGroups = append(nj.TaskGroups, tg)
@@ -369,7 +387,8 @@ func shape(p *structs.Placement) string {
 // that carry a role replaced by per-node groups as Translate makes them,
 // each a copy of the role's group (every task, network, service and
 // volume of it) with Caravan's count, node constraint, environment and
-// no scaling block or rescheduling. A paused placement keeps the role
+// no scaling block or rescheduling, and GPU requests narrowed to the
+// node's model as Translate does. A paused placement keeps the role
 // groups at count 0. The metadata marks the version as Caravan's, and
 // the UI description says what Caravan runs and why.
 func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job, error) {
@@ -435,6 +454,9 @@ func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (
 					t.KillTimeout = new(max(deref(t.KillTimeout), checkpointTimeout(job)))
 				}
 				t.Templates = append(t.Templates, rank)
+				if t.Resources != nil {
+					pinModel(t.Resources.Devices, sub.GPUs[n.NodeID])
+				}
 			}
 			sub.Collector.add(tg, job, role)
 			nj.TaskGroups = append(nj.TaskGroups, tg)
@@ -629,6 +651,26 @@ func task(role string, tmpl *structs.Role, s structs.TaskSize, base int, env, ro
 		Affinities:  affinities(tmpl.Affinities),
 		Templates:   []*api.Template{rankTemplate(base)},
 		KillTimeout: new(killTimeout),
+	}
+}
+
+// pinModel narrows to the model of gpu, a node's GPU device group, each
+// request of reqs that gpu satisfies but that names no model: its name
+// becomes gpu's full ID, "<vendor>/<type>/<model>", which Nomad matches
+// against the device groups of the node. A request that names a model, that
+// gpu does not satisfy, or whose name Caravan does not parse is left
+// alone; a zero gpu (a node without GPUs, or unknown) changes nothing.
+// Constraints and affinities of the requests are kept.
+func pinModel(reqs []*api.RequestedDevice, gpu structs.DeviceID) {
+	if gpu.Name == "" {
+		return
+	}
+	for _, r := range reqs {
+		id, err := structs.ParseDeviceID(r.Name)
+		if err != nil || id.Name != "" || !id.Matches(gpu) {
+			continue
+		}
+		r.Name = gpu.String()
 	}
 }
 

@@ -1,11 +1,15 @@
 package nomad
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/jobspec"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/nomad/api"
@@ -515,4 +519,119 @@ func TestChangeFor_BatchAlone(t *testing.T) {
 	must.NotNil(t, c, must.Sprint("a batch doubled restarts the job"))
 	must.True(t, c.checkpoint)
 	must.Nil(t, d.changeFor(job.Key(), job, at(2048, 256), runs("dead")), must.Sprint("a finished job stays finished"))
+}
+
+// GPU device groups of a mixed fleet: node-a has T4s, node-b A100s.
+var (
+	t4GPU   = structs.DeviceID{Vendor: "nvidia", Type: "gpu", Name: "Tesla T4"}
+	a100GPU = structs.DeviceID{Vendor: "nvidia", Type: "gpu", Name: "A100-SXM4-40GB"}
+)
+
+// TestTranslate_GPUModel places resnet50, whose workers ask for an
+// `nvidia/gpu` of at least 16 GiB, on a T4 node and an A100 node: each
+// worker group asks for its node's model by name, with the job's constraint
+// kept, and the parameter server, which asks for no GPU, for none.
+func TestTranslate_GPUModel(t *testing.T) {
+	nj, err := Translate(resnet(t), placement(), Submission{Generation: 1,
+		GPUs: map[string]structs.DeviceID{"node-a": t4GPU, "node-b": a100GPU}})
+	must.NoError(t, err)
+	memory := []*api.Constraint{{LTarget: "${device.attr.memory}", RTarget: "16 GiB", Operand: ">="}}
+	devices := map[string][]*api.RequestedDevice{}
+	for _, tg := range nj.TaskGroups {
+		devices[*tg.Name] = tg.Tasks[0].Resources.Devices
+	}
+	must.Eq(t, map[string][]*api.RequestedDevice{
+		"ps-node-a":     nil,
+		"worker-node-a": {{Name: "nvidia/gpu/Tesla T4", Count: new(uint64(1)), Constraints: memory}},
+		"worker-node-b": {{Name: "nvidia/gpu/A100-SXM4-40GB", Count: new(uint64(1)), Constraints: memory}},
+	}, devices)
+
+	// Without the nodes' types, the requests are the job's.
+	nj, err = Translate(resnet(t), placement(), Submission{Generation: 1})
+	must.NoError(t, err)
+	must.Eq(t, []*api.RequestedDevice{{Name: "nvidia/gpu", Count: new(uint64(1)), Constraints: memory}},
+		nj.TaskGroups[2].Tasks[0].Resources.Devices)
+}
+
+// TestTranslate_DeclaredGPUModel: the groups of a job declared in Nomad
+// ask for their node's model too, and the user's template is not changed.
+func TestTranslate_DeclaredGPUModel(t *testing.T) {
+	job := declaredResnet(t)
+	template := string(job.Nomad.Template)
+	nj, err := Translate(job, placement(), Submission{Generation: 1,
+		GPUs: map[string]structs.DeviceID{"node-a": t4GPU, "node-b": a100GPU}})
+	must.NoError(t, err)
+	devices := map[string][]*api.RequestedDevice{}
+	for _, tg := range nj.TaskGroups {
+		devices[*tg.Name] = tg.Tasks[0].Resources.Devices
+	}
+	must.Eq(t, map[string][]*api.RequestedDevice{
+		"ps-node-a":     nil,
+		"worker-node-a": {{Name: "nvidia/gpu/Tesla T4", Count: new(uint64(1))}},
+		"worker-node-b": {{Name: "nvidia/gpu/A100-SXM4-40GB", Count: new(uint64(1))}},
+	}, devices)
+	must.Eq(t, template, string(job.Nomad.Template))
+}
+
+func TestPinModel(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		requested string
+		gpu       structs.DeviceID
+		want      string
+	}{
+		{"type only", "gpu", t4GPU, "nvidia/gpu/Tesla T4"},
+		{"vendor and type", "nvidia/gpu", a100GPU, "nvidia/gpu/A100-SXM4-40GB"},
+		{"the node's model already", "nvidia/gpu/Tesla T4", t4GPU, "nvidia/gpu/Tesla T4"},
+		{"another model, left for Nomad to refuse", "nvidia/gpu/Tesla T4", a100GPU, "nvidia/gpu/Tesla T4"},
+		{"another vendor", "amd/gpu", t4GPU, "amd/gpu"},
+		{"another type", "nvidia/fpga", t4GPU, "nvidia/fpga"},
+		{"a node without GPUs", "nvidia/gpu", structs.DeviceID{}, "nvidia/gpu"},
+		{"a name Caravan does not parse", "nvidia//gpu", t4GPU, "nvidia//gpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			affinity := []*api.Affinity{{LTarget: "${device.attr.memory}", RTarget: "16 GiB", Operand: ">=", Weight: new(int8(50))}}
+			reqs := []*api.RequestedDevice{{Name: tc.requested, Count: new(uint64(2)), Affinities: affinity}}
+			pinModel(reqs, tc.gpu)
+			must.Eq(t, []*api.RequestedDevice{{Name: tc.want, Count: new(uint64(2)), Affinities: affinity}}, reqs)
+		})
+	}
+}
+
+// TestEnact_NodeGPUModel enacts a job that asks for `nvidia/gpu` on a
+// node whose GPUs are T4s: the Nomad job the driver submits asks for
+// `nvidia/gpu/Tesla T4`, the model read from Nomad's node list.
+func TestEnact_NodeGPUModel(t *testing.T) {
+	f := newFakeNomad(t)
+	f.nodes["n1"].NodeResources.Devices = []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "Tesla T4",
+		Instances: []*api.NodeDevice{{ID: "GPU-0", Healthy: true}, {ID: "GPU-1", Healthy: true}}}}
+	d := startDriver(t, f, Config{Host: &testHost{}, UsageInterval: time.Hour})
+	nodes, err := d.Nodes(context.Background())
+	must.NoError(t, err)
+	must.SliceLen(t, 1, nodes)
+	must.Eq(t, "Tesla T4", nodes[0].GPUType())
+
+	job := shJob(t, "sh")
+	job.Worker.Resources.Devices = []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 1}}
+	_, err = d.Enact(context.Background(), &structs.Plan{Index: 1, Placements: []*structs.Placement{placementOn(job, 1, 2)}}, []*structs.Job{job})
+	must.NoError(t, err)
+	devices := map[string][]*api.RequestedDevice{}
+	agent.WaitFor(t, 10*time.Second, "the job submitted", func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		nj := f.jobs[JobPrefix+"sh"]
+		if nj == nil {
+			return errors.New("not submitted yet")
+		}
+		for _, tg := range nj.TaskGroups {
+			devices[*tg.Name] = tg.Tasks[0].Resources.Devices
+		}
+		return nil
+	})
+	// The parameter server runs the worker's template (the job has none
+	// of its own), so it asks for a GPU too.
+	must.Eq(t, map[string][]*api.RequestedDevice{
+		"ps-n1":     {{Name: "nvidia/gpu/Tesla T4", Count: new(uint64(1))}},
+		"worker-n1": {{Name: "nvidia/gpu/Tesla T4", Count: new(uint64(1))}},
+	}, devices)
 }

@@ -18,14 +18,39 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 )
 
-// The fake GPUs every GPU client reports (see e2e/fakegpu). A job asks for
-// them as `device "nvidia/gpu"` or by FakeGPUDevice.
+// The fake GPUs a GPU client reports unless ClusterOptions.GPUModels gives
+// it another model (see e2e/fakegpu). A job asks for them as
+// `device "nvidia/gpu"` or by FakeGPUDevice.
 const (
 	FakeGPUModel     = "Tesla V100-SXM2-16GB"
 	FakeGPUMemoryMiB = 16384
 	// FakeGPUDevice is the device group's ID, "<vendor>/<type>/<name>".
 	FakeGPUDevice = "nvidia/gpu/" + FakeGPUModel
 )
+
+// GPUModel is the model of a client's fake GPUs: the device group's name
+// (and its "model" attribute), and each instance's "memory" attribute.
+type GPUModel struct {
+	// Name is the model, such as "Tesla T4"; empty means FakeGPUModel.
+	Name string
+	// MemoryMiB is each GPU's memory; zero means FakeGPUMemoryMiB.
+	MemoryMiB int64
+}
+
+// Device returns the ID of the device group of the model's GPUs,
+// "nvidia/gpu/<Name>".
+func (m GPUModel) Device() string { return "nvidia/gpu/" + m.Name }
+
+// orDefault fills in the fields left zero.
+func (m GPUModel) orDefault() GPUModel {
+	if m.Name == "" {
+		m.Name = FakeGPUModel
+	}
+	if m.MemoryMiB == 0 {
+		m.MemoryMiB = FakeGPUMemoryMiB
+	}
+	return m
+}
 
 // clusterReadyTimeout bounds the wait for a (re)started cluster. A cold start
 // takes about 2 seconds, or up to 10 more when a client's node stays
@@ -34,7 +59,8 @@ const (
 const clusterReadyTimeout = 3 * time.Minute
 
 // ClusterOptions adjust StartNomadCluster. The zero value is one server and
-// three clients, of which clients 0 and 1 have two fake GPUs each.
+// three clients, of which clients 0 and 1 have two fake GPUs each, of
+// FakeGPUModel.
 type ClusterOptions struct {
 	// Clients is the number of client agents; zero means 3.
 	Clients int
@@ -43,6 +69,11 @@ type ClusterOptions struct {
 	// index past its end or a 0 means none. nil means {2, 2}; an empty
 	// non-nil slice gives no client GPUs.
 	GPUClients []int
+
+	// GPUModels are the models of the GPU clients' fake GPUs, by index;
+	// an index past its end or a zero field means FakeGPUModel's. Clients
+	// of different models make a mixed fleet.
+	GPUModels []GPUModel
 
 	// Consul, when set, is the Consul agent every Nomad agent registers
 	// with.
@@ -61,6 +92,8 @@ type ClusterNode struct {
 	// instance IDs, "c<Index>-gpu-<n>".
 	GPUs   int
 	GPUIDs []string
+	// GPUModel is the model of the node's GPUs; zero when it has none.
+	GPUModel GPUModel
 	// Address is the client agent's HTTP API URL.
 	Address string
 }
@@ -250,6 +283,10 @@ func StartNomadCluster(t testing.TB, opts ClusterOptions) *NomadCluster {
 			p[0], p[1], p[2], serverRPC, consulAddr)
 		if i < len(gpus) && gpus[i] > 0 {
 			node.GPUs = gpus[i]
+			if i < len(opts.GPUModels) {
+				node.GPUModel = opts.GPUModels[i]
+			}
+			node.GPUModel = node.GPUModel.orDefault()
 			prefix := fmt.Sprintf("c%d-gpu", i)
 			for g := range node.GPUs {
 				node.GPUIDs = append(node.GPUIDs, fmt.Sprintf("%s-%d", prefix, g))
@@ -258,7 +295,7 @@ func StartNomadCluster(t testing.TB, opts ClusterOptions) *NomadCluster {
 			if err := os.Symlink(fakegpu, filepath.Join(pluginDir, "fakegpu")); err != nil {
 				t.Fatalf("link the fakegpu plugin: %v", err)
 			}
-			cfg += fmt.Sprintf(fakeGPUPluginConfig, node.GPUs, prefix, FakeGPUModel, FakeGPUMemoryMiB)
+			cfg += fmt.Sprintf(fakeGPUPluginConfig, node.GPUs, prefix, node.GPUModel.Name, node.GPUModel.MemoryMiB)
 		}
 		c.Nodes = append(c.Nodes, node)
 		c.clients = append(c.clients, &nomadAgent{
@@ -420,9 +457,9 @@ func (c *NomadCluster) ready() error {
 		if err != nil {
 			return err
 		}
-		if healthy := healthyInstances(info, FakeGPUDevice); healthy != node.GPUs {
+		if healthy := healthyInstances(info, node.GPUModel.Device()); healthy != node.GPUs {
 			return fmt.Errorf("node %s reports %d of %d healthy %s: %w",
-				node.Name, healthy, node.GPUs, FakeGPUDevice, errNotYet)
+				node.Name, healthy, node.GPUs, node.GPUModel.Device(), errNotYet)
 		}
 	}
 	return nil
