@@ -50,6 +50,10 @@ var Assumptions = map[string]func(*Options, *sim.Workload){
 	},
 }
 
+// AssumedClusters are the clusters of the assumptions that bring one,
+// used when the user names no cluster (Setup.Cluster "").
+var AssumedClusters = map[string]string{}
+
 // Assume applies the named assumptions to opts and wl.
 func Assume(name string, opts *Options, wl *sim.Workload) error {
 	f, ok := Assumptions[name]

@@ -52,8 +52,18 @@ type Config struct {
 	Attributes map[string]string
 	// GPUModels, when not empty, are the GPU models of the nodes in turn
 	// (node i has GPUModels[i % len]); empty means every node has
-	// DefaultGPUModel.
+	// DefaultGPUModel. NodeModels replaces it.
 	GPUModels []GPUModel
+	// NodeModels, when not nil, is each node's GPU model, one entry per
+	// node as NodeGPUs (ClusterSpec.Apply sets both for mixed fleets).
+	NodeModels []GPUModel
+	// ModelRestartPenalty, when it holds the model a job's meta names as
+	// "application", replaces RestartPenalty for that job (the Sia
+	// artifact's checkpoint-restore delay per model).
+	ModelRestartPenalty map[string]time.Duration
+	// TypeProfileSteps is the steps ProfileTypes times at each batch it
+	// measures, which the job pays for; 0 means DefaultTypeProfileSteps.
+	TypeProfileSteps int
 }
 
 // GPUModel is a kind of GPU card: the device name nodes report and its
@@ -68,6 +78,9 @@ var DefaultGPUModel = GPUModel{Name: "Tesla V100-SXM2-16GB", Memory: "16 GiB"}
 
 // GPUModel returns node i's GPU model.
 func (c Config) GPUModel(i int) GPUModel {
+	if i < len(c.NodeModels) {
+		return c.NodeModels[i]
+	}
 	if len(c.GPUModels) == 0 {
 		return DefaultGPUModel
 	}
