@@ -398,8 +398,10 @@ func (d *Driver) profiles() (map[string]*Profile, error) {
 // submitted: JobStatusRunning for a job that is placed, restarting or
 // waiting for tasks, JobStatusComplete for one that has trained to its
 // end, JobStatusFailed for one whose task was OOM-killed and that was not
-// placed again within OOMFailAfter (a TaskTruth job). A job whose task was
-// OOM-killed reports Replan until it is placed again. Jobs the driver
+// placed again within OOMFailAfter (a TaskTruth job, or a Pollux job
+// placed on a GPU type it cannot run on, hetero.go). A job whose task was
+// OOM-killed, or that cannot run where it is, reports Replan until it is
+// placed again. Jobs the driver
 // stopped are not reported (Enact forgets them). A running job of a
 // TaskTruth reports its tasks' usage (structs.JobReport.Usage) as of its
 // latest sample, times on the wall clock as samples' are.
@@ -434,6 +436,9 @@ func (d *Driver) report(j *job) *structs.JobReport {
 			d.converged[j] = msg
 		}
 		r.Message = msg
+	case j.failed && j.unfit != "":
+		r.Status = structs.JobStatusFailed
+		r.Message = fmt.Sprintf("%s, and the job was not placed again within %s", j.unfit, OOMFailAfter)
 	case j.failed:
 		r.Status = structs.JobStatusFailed
 		r.Message = fmt.Sprintf("a task was OOM-killed and the job was not placed again within %s", OOMFailAfter)
@@ -467,6 +472,9 @@ func (d *Driver) report(j *job) *structs.JobReport {
 
 // oomMessage names the task of stalled job j that was killed for memory.
 func oomMessage(j *job) string {
+	if j.unfit != "" {
+		return j.unfit
+	}
 	for i, st := range j.taskState {
 		if st.lastOOM == int64(j.stalled*1e9) {
 			t := j.tasks[i]
