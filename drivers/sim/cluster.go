@@ -64,7 +64,8 @@ type ClusterSpec struct {
 // of 4 GPUs of DefaultGPUModel), or comma-separated groups
 // "NODESxTYPE[:GPUS]" of catalog GPU types (GPUTypes), such as
 // "6xt4,3xrtx,2xa100" (Sia's Heterogeneous cluster, 64 GPUs) or "6xt4:2"
-// (six T4 nodes of 2 GPUs each). Nodes are numbered group by group.
+// (six T4 nodes of 2 GPUs each); a group "NODESxGPUS" among others is of
+// DefaultGPUModel. Nodes are numbered group by group.
 func ParseCluster(s string) (ClusterSpec, error) {
 	if s == "" {
 		return ClusterSpec{}, errors.New("cluster is empty; want NODESxGPUS (16x4) or groups NODESxTYPE[:GPUS] (6xt4,3xrtx,2xa100)")
@@ -76,13 +77,6 @@ func ParseCluster(s string) (ClusterSpec, error) {
 			return ClusterSpec{}, fmt.Errorf("cluster %q: %w", s, err)
 		}
 		spec.Groups = append(spec.Groups, g)
-	}
-	if len(spec.Groups) > 1 {
-		for _, g := range spec.Groups {
-			if g.Type == "" {
-				return ClusterSpec{}, fmt.Errorf("cluster %q: a cluster of several groups names a GPU type in each (NODESxTYPE), e.g. 6xt4,3xrtx", s)
-			}
-		}
 	}
 	return spec, nil
 }
@@ -124,7 +118,7 @@ func (c ClusterSpec) Typed() bool {
 
 // Apply sets cfg's nodes to the spec's: Nodes and GPUsPerNode for one
 // untyped group (cfg's GPUModels then still apply), else one NodeGPUs and
-// NodeModels entry per node.
+// NodeModels entry per node, DefaultGPUModel for untyped groups.
 func (c ClusterSpec) Apply(cfg *Config) {
 	if len(c.Groups) == 1 && c.Groups[0].Type == "" {
 		cfg.Nodes, cfg.GPUsPerNode = c.Groups[0].Nodes, c.Groups[0].GPUsPerNode

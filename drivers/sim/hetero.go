@@ -8,6 +8,8 @@ import (
 	"path"
 	"slices"
 	"sync"
+
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // Heterogeneous ground truth (issue 30, after the Sia artifact, SOSP'23,
@@ -174,4 +176,127 @@ func (t *PolluxTruth) iterationOn(p *Profile, workersPerNode []int, limit float6
 		return p.IterationAt(workersPerNode, t.Local, t.Accum)
 	}
 	return p.iterationLimit(workersPerNode, t.Batch, limit)
+}
+
+// DefaultTypeProfileSteps is the steps ProfileTypes times at each batch
+// when Config.TypeProfileSteps is 0: a first step and one more to time.
+// At the traces' one-GPU step times that costs a job 0.2 to 10 GPU
+// seconds a type for most models (ProfileBatches' batches), within Sia
+// §3.1's "< 20 GPU seconds"; deepspeech2, whose one-GPU steps at large
+// batches take seconds, pays 16 s on t4, 21 s on quad and 33 s on a100.
+const DefaultTypeProfileSteps = 2
+
+// MaxTypeProfileBatches is the most per-GPU batches ProfileTypes measures
+// on a type (Sia §3.1: about ten).
+const MaxTypeProfileBatches = 10
+
+// ProfileTypes measures a job on one GPU of each GPU type of the cluster
+// it can run on, before it trains, as Sia bootstraps its throughput
+// models (§3.1): for every distinct GPU model of the nodes, in node
+// order, one sample per per-GPU batch from the smallest measured to the
+// largest that fits the type (ProfileBatches), each with GPUType,
+// StepTimeS (the traces' one-GPU step, times Slowdown), LocalBatchSize =
+// BatchSize = the batch, NumWorkers 1, no accumulation, and for an
+// adaptive job CPUS, the step less its sync time, as polluxSample splits
+// a step. The job pays TypeProfileSteps steps at each batch measured, on
+// every type, before its first start; profiling later costs nothing
+// more (the measurements are reported all the same). A job that is not
+// a Pollux model's has no GPU-type measurements: nothing is reported and
+// ProfileTypes returns nil. Types the job cannot run on are skipped.
+func (s *Sim) ProfileTypes(id string) error {
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("profile GPU types of unknown job %q", id)
+	}
+	t, ok := j.truth.(*PolluxTruth)
+	if !ok {
+		return nil
+	}
+	steps := float64(s.cfg.TypeProfileSteps)
+	if steps <= 0 {
+		steps = DefaultTypeProfileSteps
+	}
+	var seen []string
+	cost := 0.0
+	for _, m := range s.models {
+		if m == "" || slices.Contains(seen, m) {
+			continue
+		}
+		seen = append(seen, m)
+		p := t.profileOn(m)
+		if p == nil || p.MaxLocalBatch < p.MinLocalBatch {
+			continue
+		}
+		for _, b := range p.ProfileBatches() {
+			step, sync := p.StepSync([]int{1}, b)
+			step, sync = step*t.slowdown(), sync*t.slowdown()
+			noise := max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05)
+			smp := structs.Sample{
+				Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
+				StepTimeS: step * noise, NumWorkers: 1, GPUType: m,
+				BatchSize: int64(b), LocalBatchSize: int64(b),
+				Time: int64(s.now * 1e9),
+			}
+			if j.adaptive() {
+				smp.CPUS = max(step-sync, 0) * noise
+			}
+			s.samples = append(s.samples, smp)
+			cost += steps * step
+		}
+	}
+	if j.start < 0 {
+		j.profiling += cost
+	}
+	return nil
+}
+
+// ProfileBatches returns the per-GPU batches ProfileTypes measures on
+// p's GPU type: those measured on one GPU (placement "1") up to the
+// largest that fits (MaxLocalBatch), at most MaxTypeProfileBatches of
+// them spread evenly from the smallest to the largest; without one-GPU
+// measurements, MaxTypeProfileBatches batches spaced geometrically over
+// [MinLocalBatch, MaxLocalBatch].
+func (p *Profile) ProfileBatches() []float64 {
+	var fits []float64
+	for _, pt := range p.placements["1"] {
+		if pt.bsz <= p.MaxLocalBatch {
+			fits = append(fits, pt.bsz)
+		}
+	}
+	if len(fits) == 0 {
+		lo, hi := p.MinLocalBatch, p.MaxLocalBatch
+		for i := range MaxTypeProfileBatches {
+			b := math.Round(lo * math.Pow(hi/lo, float64(i)/float64(MaxTypeProfileBatches-1)))
+			if !slices.Contains(fits, b) {
+				fits = append(fits, b)
+			}
+		}
+		return fits
+	}
+	if len(fits) <= MaxTypeProfileBatches {
+		return fits
+	}
+	out := make([]float64, MaxTypeProfileBatches)
+	for i := range out {
+		out[i] = fits[int(math.Round(float64(i*(len(fits)-1))/float64(MaxTypeProfileBatches-1)))]
+	}
+	return out
+}
+
+// typeTruth gives a Pollux truth that has no per-type profiles the
+// embedded ones of its model (SiaProfiles) when the cluster has nodes of
+// a catalog GPU type, so that a job from a jobspec trains at each type's
+// speed (the real-time Driver's TruthFor jobs). truth must be the
+// caller's own: it is changed in place.
+func (s *Sim) typeTruth(truth Truth) error {
+	t, ok := truth.(*PolluxTruth)
+	if !ok || t.Types != nil || !slices.ContainsFunc(s.models, func(m string) bool { _, ok := GPUTypeOf(m); return ok }) {
+		return nil
+	}
+	types, err := SiaProfiles()
+	if err != nil {
+		return fmt.Errorf("load GPU-type profiles: %w", err)
+	}
+	t.Types = types[t.Profile.Name]
+	return nil
 }

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"context"
 	"maps"
 	"testing"
+
+	"github.com/caravan-sched/caravan/structs"
 
 	"github.com/shoenig/test/must"
 )
@@ -157,4 +160,89 @@ func TestSim_SampleGPUType(t *testing.T) {
 	for _, smp := range smps {
 		must.Eq(t, rtxModel, smp.GPUType)
 	}
+}
+
+// TestSim_ProfileTypes checks the samples of Sia's per-type bootstrap
+// against placements-<suffix>.csv's one-GPU rows, and what the job pays.
+func TestSim_ProfileTypes(t *testing.T) {
+	spec, err := ParseCluster("1xt4,1xa100,1x4")
+	must.NoError(t, err)
+	cfg := testConfig()
+	spec.Apply(&cfg)
+	s := New(cfg)
+	tr := siaTruth(t, "yolov3", 64)
+	must.NoError(t, s.Submit(gpuJob("a"), tr))
+	must.NoError(t, s.ProfileTypes("a"))
+	smps, _ := s.Samples(0)
+	// t4: 4 6 8 11 16; a100: 4 6 8 11 16 23 32; the untyped V100 node
+	// (Pollux traces, yolov3 held to 8): 4 6 8.
+	must.SliceLen(t, 5+7+3, smps)
+	first := smps[0]
+	must.Eq(t, t4Model, first.GPUType)
+	must.Eq(t, 4, first.LocalBatchSize)
+	must.Eq(t, 4, first.BatchSize)
+	must.Eq(t, 1, first.NumWorkers)
+	want, _ := tr.Types[t4Model].StepSync([]int{1}, 4)
+	must.Eq(t, want, first.StepTimeS)
+	must.Eq(t, a100Model, smps[5].GPUType)
+	must.Eq(t, 32, smps[11].LocalBatchSize)
+	must.Eq(t, DefaultGPUModel.Name, smps[12].GPUType)
+	must.Eq(t, 8, smps[14].LocalBatchSize)
+	cost := 0.0
+	for _, smp := range smps {
+		cost += DefaultTypeProfileSteps * smp.StepTimeS
+	}
+	must.Eq(t, cost, s.jobs["a"].profiling)
+	// The job pays it before it starts.
+	must.NoError(t, s.Enact(plan("a", map[string]int{"node-00": 1})))
+	must.Eq(t, cfg.RestartPenalty.Seconds()+cost, s.jobs["a"].restartTo)
+
+	// A type the job cannot run on is not measured.
+	tr = siaTruth(t, "yolov3", 64)
+	tr.Types = maps.Clone(tr.Types)
+	delete(tr.Types, a100Model)
+	must.NoError(t, s.Submit(gpuJob("b"), tr))
+	must.NoError(t, s.ProfileTypes("b"))
+	smps, _ = s.Samples(15)
+	must.SliceLen(t, 5+3, smps)
+	must.ErrorContains(t, s.ProfileTypes("c"), `unknown job "c"`)
+}
+
+func TestProfile_ProfileBatches(t *testing.T) {
+	types, err := SiaProfiles()
+	must.NoError(t, err)
+	// deepspeech2 on rtx: measured 10 … 80 on one GPU, 57 fits.
+	must.Eq(t, []float64{10, 14, 20, 28, 40, 57}, types["deepspeech2"][rtxModel].ProfileBatches())
+	// ncf: 21 measured, ten of them spread from the first to the last.
+	must.Eq(t, []float64{32, 64, 129, 363, 725, 1450, 2901, 8207, 16413, 32768}, types["ncf"][t4Model].ProfileBatches())
+}
+
+// TestDriver_ProfileTypes checks that a request before the job's first
+// plan is carried out when the plan submits it.
+func TestDriver_ProfileTypes(t *testing.T) {
+	spec, err := ParseCluster("1xrtx")
+	must.NoError(t, err)
+	cfg := testConfig()
+	spec.Apply(&cfg)
+	pollux, err := PolluxProfiles()
+	must.NoError(t, err)
+	d := NewDriver(DriverConfig{Cluster: cfg, Profiles: pollux, Logger: testLogger(t)})
+	ctx := context.Background()
+	job := gpuJob("a")
+	job.Meta = map[string]string{"application": "yolov3"}
+	key := job.Key()
+	must.NoError(t, d.ProfileTypes(ctx, key))
+	smps, _, err := d.Samples(ctx, 0)
+	must.NoError(t, err)
+	must.SliceEmpty(t, smps)
+	_, err = d.Enact(ctx, plan("a", map[string]int{"node-00": 1}), []*structs.Job{job})
+	must.NoError(t, err)
+	smps, _, err = d.Samples(ctx, 0)
+	must.NoError(t, err)
+	must.SliceLen(t, 3, smps, must.Sprint("yolov3 on rtx: 4, 6 and 8 a GPU"))
+	for _, smp := range smps {
+		must.Eq(t, rtxModel, smp.GPUType)
+	}
+	// The driver's truth is typed: it steps at rtx's speed.
+	must.NotNil(t, d.sim.jobs["a"].truth.(*PolluxTruth).Types)
 }
