@@ -7,6 +7,7 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -179,7 +180,8 @@ func (t *PolluxTruth) iterationOn(p *Profile, workersPerNode []int, limit float6
 }
 
 // DefaultTypeProfileSteps is the steps ProfileTypes times at each batch
-// when Config.TypeProfileSteps is 0: a first step and one more to time.
+// in DefaultConfig (Config.TypeProfileSteps): a first step and one more
+// to time.
 // At the traces' one-GPU step times that costs a job 0.2 to 10 GPU
 // seconds a type for most models (ProfileBatches' batches), within Sia
 // §3.1's "< 20 GPU seconds"; deepspeech2, whose one-GPU steps at large
@@ -198,8 +200,8 @@ const MaxTypeProfileBatches = 10
 // StepTimeS (the traces' one-GPU step, times Slowdown), LocalBatchSize =
 // BatchSize = the batch, NumWorkers 1, no accumulation, and for an
 // adaptive job CPUS, the step less its sync time, as polluxSample splits
-// a step. The job pays TypeProfileSteps steps at each batch measured, on
-// every type, before its first start; profiling later costs nothing
+// a step. The job pays Config.TypeProfileSteps steps at each batch
+// measured, on every type, before its first start; profiling later costs nothing
 // more (the measurements are reported all the same). A job that is not
 // a Pollux model's has no GPU-type measurements: nothing is reported and
 // ProfileTypes returns nil. Types the job cannot run on are skipped.
@@ -212,10 +214,7 @@ func (s *Sim) ProfileTypes(id string) error {
 	if !ok {
 		return nil
 	}
-	steps := float64(s.cfg.TypeProfileSteps)
-	if steps <= 0 {
-		steps = DefaultTypeProfileSteps
-	}
+	steps := float64(max(s.cfg.TypeProfileSteps, 0))
 	var seen []string
 	cost := 0.0
 	for _, m := range s.models {
@@ -299,4 +298,67 @@ func (s *Sim) typeTruth(truth Truth) error {
 	}
 	t.Types = types[t.Profile.Name]
 	return nil
+}
+
+// LoadSiaWorkload reads a workload of the Sia artifact
+// (sia/workloads/<trace>/workload-N.csv; Pollux's CSV format) as
+// LoadPolluxWorkload does, each job's truth (and adaptive truth) trained
+// at each GPU type's speed: Types from types by the job's model. A model
+// types lacks runs at the Pollux traces' speed on every GPU.
+func LoadSiaWorkload(fsys fs.FS, name string, profiles map[string]*Profile, types map[string]TypeProfiles) (*Workload, error) {
+	w, err := LoadPolluxWorkload(fsys, name, profiles)
+	if err != nil {
+		return nil, err
+	}
+	for i := range w.Arrivals {
+		a := &w.Arrivals[i]
+		for _, tr := range []Truth{a.Truth, a.AdaptiveTruth} {
+			if t, ok := tr.(*PolluxTruth); ok {
+				t.Types = types[t.Profile.Name]
+			}
+		}
+	}
+	return w, nil
+}
+
+// SiaWorkloadFile returns the file in the embedded data of a Sia workload
+// named as `caravan sim -workload` takes it: "sia/<trace>/<N>" is
+// sia/workloads/<trace>/workload-<N>.csv (saturn, philly, newtrace) and
+// "sia/scale/<file>" is sia/workloads/scale/<file>.csv (e.g.
+// sia/scale/rate_10-workload-2); a path already under sia/workloads/ is
+// its own. false for a name that is none of these.
+func SiaWorkloadFile(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "sia/")
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(rest, "workloads/") {
+		return name, true
+	}
+	trace, file, ok := strings.Cut(rest, "/")
+	if !ok || file == "" || strings.Contains(file, "/") {
+		return "", false
+	}
+	file = strings.TrimSuffix(file, ".csv")
+	if trace == "scale" {
+		return path.Join("sia/workloads/scale", file+".csv"), true
+	}
+	return path.Join("sia/workloads", trace, "workload-"+strings.TrimPrefix(file, "workload-")+".csv"), true
+}
+
+// Calibrate sets the Slowdown of every Pollux truth of the workload (its
+// adaptive truths too) to its model's factor in slowdowns; models it
+// lacks keep theirs. The truths are the workload's own: call it before
+// any run reads them.
+func (w *Workload) Calibrate(slowdowns map[string]float64) {
+	for i := range w.Arrivals {
+		a := &w.Arrivals[i]
+		for _, tr := range []Truth{a.Truth, a.AdaptiveTruth} {
+			if t, ok := tr.(*PolluxTruth); ok {
+				if f, ok := slowdowns[t.Profile.Name]; ok {
+					t.Slowdown = f
+				}
+			}
+		}
+	}
 }

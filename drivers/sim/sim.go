@@ -62,7 +62,8 @@ type Config struct {
 	// artifact's checkpoint-restore delay per model).
 	ModelRestartPenalty map[string]time.Duration
 	// TypeProfileSteps is the steps ProfileTypes times at each batch it
-	// measures, which the job pays for; 0 means DefaultTypeProfileSteps.
+	// measures, which the job pays for before it starts; 0 makes that
+	// profiling free (DefaultConfig: DefaultTypeProfileSteps).
 	TypeProfileSteps int
 }
 
@@ -117,7 +118,7 @@ func DefaultConfig() Config {
 	return Config{
 		Nodes: 16, GPUsPerNode: 4, CPU: 64000, MemoryMB: 262144,
 		RestartPenalty: 30 * time.Second, SampleInterval: 30 * time.Second,
-		ProfileTime: 10 * time.Second, Noise: 0.05, Seed: 1,
+		ProfileTime: 10 * time.Second, TypeProfileSteps: DefaultTypeProfileSteps, Noise: 0.05, Seed: 1,
 	}
 }
 
@@ -465,7 +466,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	if j.start < 0 {
 		j.start = s.now
 	} else {
-		j.regroup += s.cfg.RestartPenalty.Seconds()
+		j.regroup += s.restartPenalty(j)
 	}
 	j.placement = p
 	j.perNode = make([]int, len(s.nodes))
@@ -495,9 +496,19 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	if t, ok := j.truth.(*CruiseTruth); ok {
 		j.speeds = append(j.speeds, SpeedPoint{Time: s.now, PS: p.NumPS, Workers: p.NumWorkers, CPU: held.CPU, MemoryMB: held.MemoryMB, StepsPerSecond: 1 / t.StepTime(j.ps, j.perNode)})
 	}
-	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds() + j.profiling
+	j.restartTo = s.now + s.restartPenalty(j) + j.profiling
 	j.profiling = 0
 	j.nextSample = j.restartTo + s.cfg.SampleInterval.Seconds()
+}
+
+// restartPenalty is the seconds job j loses on a start, rescale or move:
+// its model's (ModelRestartPenalty, by meta "application") or
+// RestartPenalty.
+func (s *Sim) restartPenalty(j *job) float64 {
+	if d, ok := s.cfg.ModelRestartPenalty[j.spec.Meta["application"]]; ok {
+		return d.Seconds()
+	}
+	return s.cfg.RestartPenalty.Seconds()
 }
 
 // samePlacement reports whether a and b run the same tasks at the same
