@@ -96,7 +96,7 @@ func ranged(r *structs.Role) bool {
 func BuiltinWorkloads() []string {
 	out := []string{"parametric[:jobs[:gap]]", "harmony[:jobs]", "cruise[:jobs]", "dorm[:jobs[:gap]]",
 		"specon[:jobs[:gap]]", "specon-random[:jobs[:gap]]", "dlrover[:jobs[:gap]]",
-		"optimus[:jobs[:span]]", "optimus-paa[:jobs[:span]]"}
+		"optimus[:jobs[:span]]", "optimus-paa[:jobs[:span]]", "sia/{saturn,philly,newtrace}/N", "sia/scale/FILE"}
 	for _, m := range []string{"wd", "xdfm"} {
 		for _, v := range []string{"", "-slow-worker", "-slow-ps"} {
 			out = append(out, "dlrover-"+m+v+"[-static]")
@@ -106,8 +106,9 @@ func BuiltinWorkloads() []string {
 	// The embedded CSVs, a directory at a time: "pollux/workloads/*.csv (8)".
 	dirs := map[string]int{}
 	_ = fs.WalkDir(sim.Data, ".", func(p string, d fs.DirEntry, err error) error {
-		// pollux/traces/<model>/ are the models' measurements.
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".csv") && !strings.HasPrefix(path.Dir(p), "pollux/traces/") {
+		// pollux/traces/<model>/ and sia/traces/<model>/ are the models'
+		// measurements.
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".csv") && !strings.HasPrefix(path.Dir(p), "pollux/traces/") && !strings.HasPrefix(path.Dir(p), "sia/traces/") {
 			dirs[path.Dir(p)]++
 		}
 		return nil

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,8 +19,10 @@ import (
 type Setup struct {
 	// Workload names it as LoadWorkload reads it.
 	Workload string
-	// Cluster is NODESxGPUS (sim.ParseCluster); a workload with its own
-	// testbed replaces it.
+	// Cluster is NODESxGPUS or groups of GPU types such as
+	// 6xt4,3xrtx,2xa100 (sim.ParseCluster); "" means the assumptions'
+	// cluster (AssumedClusters), else DefaultCluster. A workload with its
+	// own testbed replaces it.
 	Cluster string
 	// Policies are ParsePolicy's strings.
 	Policies []string
@@ -34,6 +37,10 @@ type Setup struct {
 	// Stragglers turns on straggler handling for every policy.
 	Stragglers bool
 }
+
+// DefaultCluster is the cluster of a Setup that names none and whose
+// assumptions bring none: 16 nodes of 4 GPUs, the Pollux testbed's shape.
+const DefaultCluster = "16x4"
 
 // Prepared is a Setup parsed and loaded, ready for RunPolicies.
 type Prepared struct {
@@ -50,11 +57,14 @@ type Prepared struct {
 // Prepare parses s's policies, checking their options, loads its
 // workload and sets the runs' options.
 func Prepare(s Setup) (*Prepared, error) {
-	nodes, gpus, err := sim.ParseCluster(s.Cluster)
+	if s.Cluster == "" {
+		s.Cluster = cmp.Or(AssumedClusters[s.Assume], DefaultCluster)
+	}
+	cluster, err := sim.ParseCluster(s.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{Cluster: s.Cluster}
+	p := &Prepared{Cluster: cluster.String()}
 	var algs []planner.Algorithm // each spec's, under its options
 	for _, str := range s.Policies {
 		spec, err := ParsePolicy(str)
@@ -86,11 +96,12 @@ func Prepare(s Setup) (*Prepared, error) {
 		return nil, fmt.Errorf("loading the workload: %w", err)
 	}
 	cfg := sim.DefaultConfig()
-	cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, cfg.RestartPenalty = nodes, gpus, s.Seed, s.RestartPenalty
+	cluster.Apply(&cfg)
+	cfg.Seed, cfg.RestartPenalty = s.Seed, s.RestartPenalty
 	if p.Workload.NodeGPUs != nil {
 		// The workload's testbed replaces the cluster (Run).
 		c := cfg
-		c.NodeGPUs = p.Workload.NodeGPUs
+		c.NodeGPUs, c.NodeModels = p.Workload.NodeGPUs, nil
 		p.Cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
 	}
 	p.Options = Options{Cluster: cfg, Interval: s.Interval}

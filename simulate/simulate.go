@@ -205,7 +205,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		opts.Cluster.MemoryMB = wl.NodeMemoryMB
 	}
 	if wl.NodeGPUs != nil {
-		opts.Cluster.NodeGPUs = wl.NodeGPUs
+		opts.Cluster.NodeGPUs, opts.Cluster.NodeModels = wl.NodeGPUs, nil
 	}
 	if wl.Noise > 0 {
 		opts.Cluster.Noise = wl.Noise

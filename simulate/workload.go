@@ -64,6 +64,13 @@ import (
 //     statically, as the paper's TFJob baseline; "dlrover-wd-table2" and
 //     "dlrover-xdfm-table2" (§6.3: one job started at Table 2's per-pod
 //     CPU, for the auto-scaling baselines), sim.DLRoverExperiment;
+//   - "sia/<trace>/<N>" for the Sia artifact's workloads
+//     (sia/saturn/2, sia/philly/1, sia/newtrace/4; saturn and newtrace
+//     2, 4, 6, 8, 10, philly 1–8) and "sia/scale/<file>" (e.g.
+//     sia/scale/rate_10-workload-2, sia/scale/scale_8x-workload-2), or a
+//     file under sia/workloads/: Pollux-format jobs whose truths train at
+//     each GPU type's measured speed (sim.LoadSiaWorkload), for typed
+//     clusters such as 6xt4,3xrtx,2xa100;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,
@@ -94,6 +101,9 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	}
 	if wl, ok := sim.DLRoverExperiment(name); ok {
 		return trim(wl, limit), nil
+	}
+	if file, ok := sim.SiaWorkloadFile(name); ok {
+		return loadSia(name, file, limit)
 	}
 	for _, g := range generated {
 		rest, ok := strings.CutPrefix(name, g.prefix)
@@ -139,6 +149,25 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		return loadJobspecs(fsys, file, profiles, seed, limit)
 	}
 	return nil, fmt.Errorf("workload %q: unknown CSV header %q; see caravan sim -h", name, header)
+}
+
+// loadSia loads the Sia workload in file of the embedded data.
+func loadSia(name, file string, limit int) (*sim.Workload, error) {
+	profiles, err := sim.PolluxProfiles()
+	if err != nil {
+		return nil, err
+	}
+	types, err := sim.SiaProfiles()
+	if err != nil {
+		return nil, err
+	}
+	wl, err := sim.LoadSiaWorkload(sim.Data, file, profiles, types)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w (%s is not in the embedded data)", unknownWorkload(name), file)
+	} else if err != nil {
+		return nil, fmt.Errorf("workload %q: %w", name, err)
+	}
+	return trim(wl, limit), nil
 }
 
 func trim(wl *sim.Workload, limit int) *sim.Workload {

@@ -90,7 +90,12 @@ Sim Options:
   -experiment=<name>      A paper's evaluation, instead of the options
                           below; or list.
   -short                  With -experiment, its short version.
-  -cluster=16x4           Nodes and GPUs per node.
+  -cluster=16x4           Nodes and GPUs per node (NODESxGPUS), or
+                          groups of GPU types NODESxTYPE[:GPUS] such as
+                          6xt4,3xrtx,2xa100 (types t4, rtx, a100, quad;
+                          drivers/sim/README.md). Default 16x4, or the
+                          assumptions' cluster (-assume sia-artifact:
+                          6xt4,3xrtx,2xa100).
   -policy=optimus,drf,tetris,fifo
                           The policies to compare: cruise, dlrover, dorm,
                           drf, fifo, goodput-las, harmony, optimus,
@@ -145,7 +150,7 @@ func (c *SimCommand) Run(args []string) int {
 	flags.StringVar(&workload, "workload", "", "")
 	flags.StringVar(&experimentName, "experiment", "", "")
 	flags.BoolVar(&short, "short", false, "")
-	flags.StringVar(&cluster, "cluster", "16x4", "")
+	flags.StringVar(&cluster, "cluster", "", "")
 	flags.StringVar(&policies, "policy", "optimus,drf,tetris,fifo", "")
 	flags.StringVar(&out, "out", "", "")
 	flags.BoolVar(&asJSON, "json", false, "")

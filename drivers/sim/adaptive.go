@@ -23,6 +23,7 @@ import (
 func (t *PolluxTruth) WithBatch(b structs.Batch, step float64) (*PolluxTruth, float64) {
 	next := NewPolluxTruth(t.Profile, float64(b.Global))
 	next.Local, next.Accum = float64(b.Local), b.AccumSteps
+	next.Types, next.Slowdown = t.Types, t.Slowdown
 	return next, next.stepAt(t.Epoch(step))
 }
 
@@ -89,13 +90,19 @@ func (j *job) reported(step float64) float64 { return step + j.stepOffset }
 // the traces' own, as the artifact hands them to its jobs. Only adaptive
 // jobs report cpu_s: other policies read it as Harmony's split of a step
 // into computation and communication (planner.Subtasks), which the
-// trainers of fixed jobs never reported.
-func polluxSample(smp *structs.Sample, t *PolluxTruth, adaptive bool, workersPerNode []int, step float64, noise func() float64) {
-	it := t.Iteration(workersPerNode)
-	if it.Batch <= 0 {
+// trainers of fixed jobs never reported. models are the nodes' GPU
+// models (IterationOn; nil: Profile's GPUs); the sample names the type
+// whose time the step took.
+func polluxSample(smp *structs.Sample, t *PolluxTruth, adaptive bool, workersPerNode []int, models []string, step float64, noise func() float64) {
+	it, model, fits := t.IterationOn(workersPerNode, models)
+	if it.Batch <= 0 || !fits {
 		return
 	}
-	step0, sync := t.Profile.StepSync(workersPerNode, it.Atomic)
+	if models != nil {
+		smp.GPUType = model
+	}
+	step0, sync := t.profileOn(model).StepSync(workersPerNode, it.Atomic)
+	step0, sync = step0*t.slowdown(), sync*t.slowdown()
 	smp.BatchSize = int64(math.Round(it.Batch))
 	smp.LocalBatchSize = int64(math.Round(it.Atomic))
 	smp.AccumSteps = int64(it.Accum)

@@ -15,8 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// The Driver satisfies the server's Driver, MetricsSource and Profiler
-// interfaces (server/driver.go) without importing the server.
+// The Driver satisfies the server's Driver, MetricsSource, Profiler and
+// TypeProfiler interfaces (server/driver.go) without importing the
+// server.
 var (
 	_ interface {
 		Nodes(context.Context) ([]*structs.Node, error)
@@ -28,6 +29,10 @@ var (
 	} = (*Driver)(nil)
 	_ interface {
 		Profile(context.Context, structs.JobKey, []structs.Shape) error
+	} = (*Driver)(nil)
+	// server.TypeProfiler
+	_ interface {
+		ProfileTypes(context.Context, structs.JobKey) error
 	} = (*Driver)(nil)
 )
 
@@ -103,6 +108,9 @@ type Driver struct {
 	doneCursor int
 	// deferred holds the profiling requests of jobs not submitted yet.
 	deferred map[structs.JobKey][]structs.Shape
+	// deferredTypes holds the GPU-type profiling requests (ProfileTypes)
+	// of jobs not submitted yet.
+	deferredTypes map[structs.JobKey]bool
 	// changes holds each job's latest change: the simulator applies a
 	// change at once, so every change it reports is done.
 	changes map[structs.JobKey]*structs.Change
@@ -139,7 +147,7 @@ func newDriver(cfg DriverConfig, clock func() time.Time) *Driver {
 	}
 	return &Driver{
 		cfg: cfg, log: cfg.Logger.Named("sim"), clock: clock, epoch: clock(),
-		sim: New(cfg.Cluster), deferred: map[structs.JobKey][]structs.Shape{},
+		sim: New(cfg.Cluster), deferred: map[structs.JobKey][]structs.Shape{}, deferredTypes: map[structs.JobKey]bool{},
 		changes: map[structs.JobKey]*structs.Change{}, converged: map[*job]string{},
 	}
 }
@@ -337,6 +345,9 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		truth := TruthFor(spec, profiles, d.cfg.Cluster.Seed)
 		if d.cfg.Truth != nil {
 			truth = d.cfg.Truth(spec)
+		} else if err := d.sim.typeTruth(truth); err != nil {
+			d.sim.rollback(mark)
+			return nil, err
 		}
 		if err := d.sim.Submit(spec, truth); err != nil {
 			d.sim.rollback(mark)
@@ -344,6 +355,12 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		}
 		if cfgs, ok := d.deferred[spec.Key()]; ok {
 			if err := d.sim.Profile(spec.ID, cfgs); err != nil {
+				d.sim.rollback(mark)
+				return nil, err
+			}
+		}
+		if d.deferredTypes[spec.Key()] {
+			if err := d.sim.ProfileTypes(spec.ID); err != nil {
 				d.sim.rollback(mark)
 				return nil, err
 			}
@@ -367,6 +384,7 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 	}
 	for _, spec := range submit {
 		delete(d.deferred, spec.Key())
+		delete(d.deferredTypes, spec.Key())
 		d.log.Info("submitted job", "namespace", spec.Namespace, "job_id", spec.ID)
 	}
 	for _, j := range stop {
@@ -398,8 +416,10 @@ func (d *Driver) profiles() (map[string]*Profile, error) {
 // submitted: JobStatusRunning for a job that is placed, restarting or
 // waiting for tasks, JobStatusComplete for one that has trained to its
 // end, JobStatusFailed for one whose task was OOM-killed and that was not
-// placed again within OOMFailAfter (a TaskTruth job). A job whose task was
-// OOM-killed reports Replan until it is placed again. Jobs the driver
+// placed again within OOMFailAfter (a TaskTruth job, or a Pollux job
+// placed on a GPU type it cannot run on, hetero.go). A job whose task was
+// OOM-killed, or that cannot run where it is, reports Replan until it is
+// placed again. Jobs the driver
 // stopped are not reported (Enact forgets them). A running job of a
 // TaskTruth reports its tasks' usage (structs.JobReport.Usage) as of its
 // latest sample, times on the wall clock as samples' are.
@@ -434,6 +454,9 @@ func (d *Driver) report(j *job) *structs.JobReport {
 			d.converged[j] = msg
 		}
 		r.Message = msg
+	case j.failed && j.unfit != "":
+		r.Status = structs.JobStatusFailed
+		r.Message = fmt.Sprintf("%s, and the job was not placed again within %s", j.unfit, OOMFailAfter)
 	case j.failed:
 		r.Status = structs.JobStatusFailed
 		r.Message = fmt.Sprintf("a task was OOM-killed and the job was not placed again within %s", OOMFailAfter)
@@ -467,6 +490,9 @@ func (d *Driver) report(j *job) *structs.JobReport {
 
 // oomMessage names the task of stalled job j that was killed for memory.
 func oomMessage(j *job) string {
+	if j.unfit != "" {
+		return j.unfit
+	}
 	for i, st := range j.taskState {
 		if st.lastOOM == int64(j.stalled*1e9) {
 			t := j.tasks[i]
@@ -520,6 +546,32 @@ func (d *Driver) Profile(ctx context.Context, key structs.JobKey, configs []stru
 			key.ID, key.Namespace, key.ID, j.spec.Namespace)
 	}
 	return d.sim.Profile(key.ID, configs)
+}
+
+// ProfileTypes measures a job on one GPU of each GPU type of the cluster
+// at the per-GPU batches that fit it (Sim.ProfileTypes: about ten
+// samples a type, each naming its GPUType), charging the job for the
+// steps before it first starts. As with Profile, a request for a job no
+// plan has named yet is kept and carried out when Enact submits it, just
+// before it is placed, and ProfileTypes returns nil.
+func (d *Driver) ProfileTypes(ctx context.Context, key structs.JobKey) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.syncLocked()
+	j, ok := d.sim.jobs[key.ID]
+	switch {
+	case !ok:
+		d.deferredTypes[key] = true
+		d.log.Debug("deferred GPU-type profiling until a plan names the job", "namespace", key.Namespace, "job_id", key.ID)
+		return nil
+	case j.spec.Namespace != key.Namespace:
+		return fmt.Errorf("profile GPU types of job %q in namespace %q: the simulator holds job %q in namespace %q",
+			key.ID, key.Namespace, key.ID, j.spec.Namespace)
+	}
+	return d.sim.ProfileTypes(key.ID)
 }
 
 // StopJob stops a job that has not finished, as a user stopping it would:

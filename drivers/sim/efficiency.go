@@ -118,6 +118,12 @@ type Iteration struct {
 // capped so that the global batch stays within MaxBatch. No GPUs gives
 // the zero Iteration.
 func (p *Profile) Iteration(gpusPerNode []int, batch float64) Iteration {
+	return p.iterationLimit(gpusPerNode, batch, p.MaxLocalBatch)
+}
+
+// iterationLimit is Iteration with maxLocal as the largest per-GPU batch
+// that fits a GPU.
+func (p *Profile) iterationLimit(gpusPerNode []int, batch, maxLocal float64) Iteration {
 	_, replicas := shape(gpusPerNode)
 	if replicas == 0 {
 		return Iteration{}
@@ -125,7 +131,7 @@ func (p *Profile) Iteration(gpusPerNode []int, batch float64) Iteration {
 	const eps = 1e-8 // the artifact's tolerance for its ceilings
 	r := float64(replicas)
 	local := math.Ceil(batch/r - eps)
-	accum := int(math.Ceil(local/p.MaxLocalBatch-eps)) - 1
+	accum := int(math.Ceil(local/maxLocal-eps)) - 1
 	if replicas == 1 && batch > p.InitBatch {
 		accum = max(accum, 1)
 	}

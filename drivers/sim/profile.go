@@ -43,6 +43,9 @@ type gridPoint struct{ nodes, replicas int }
 type Profile struct {
 	Name   string
 	Epochs int
+	// Type is the catalog's short name of the GPU type the traces
+	// measured (LoadTypeProfile); "" for the Pollux traces.
+	Type string
 	// MinLocalBatch and MaxLocalBatch bound the measured per-GPU batch; the
 	// largest is what fits a GPU's memory (yolov3: 8, below its largest
 	// measured, as the artifact sets it).
@@ -89,7 +92,15 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown Pollux model %q", name)
 	}
-	dir := path.Join("pollux/traces", name)
+	return loadProfile(fsys, path.Join("pollux/traces", name), name, "", meta.MaxLocalBatch)
+}
+
+// loadProfile reads a model's traces from dir: placements<suffix>.csv,
+// scalability<suffix>.csv and the validation curves; maxLocal, when not
+// 0, replaces the largest measured per-GPU batch as the most that fits a
+// GPU.
+func loadProfile(fsys fs.FS, dir, name, suffix string, maxLocal float64) (*Profile, error) {
+	meta := PolluxModels[name]
 	p := &Profile{
 		Name: name, Epochs: meta.Epochs, higher: meta.HigherBetter, scale: meta.Scale,
 		placements: map[string][]bszPoint{}, grid: map[gridPoint][]bszPoint{}, replicas: map[int][]int{},
@@ -97,7 +108,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 	}
 	type sum struct{ n, t, sync float64 }
 	means := map[[3]float64]*sum{}
-	err := readCSV(fsys, path.Join(dir, "placements.csv"), func(r map[string]string) error {
+	err := readCSV(fsys, path.Join(dir, "placements"+suffix+".csv"), func(r map[string]string) error {
 		v, err := floats(r["local_bsz"], r["step_time"], r["sync_time"])
 		if err != nil {
 			return err
@@ -123,7 +134,7 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		g := gridPoint{nodes: int(k[0]), replicas: int(k[1])}
 		p.grid[g] = append(p.grid[g], bszPoint{k[2], s.t / s.n, s.sync / s.n})
 	}
-	err = readCSV(fsys, path.Join(dir, "scalability.csv"), func(r map[string]string) error {
+	err = readCSV(fsys, path.Join(dir, "scalability"+suffix+".csv"), func(r map[string]string) error {
 		v, err := floats(r["num_nodes"], r["num_replicas"], r["local_bsz"], r["step_time"], r["sync_time"])
 		if err != nil {
 			return err
@@ -188,8 +199,8 @@ func LoadProfile(fsys fs.FS, name string) (*Profile, error) {
 		}
 	}
 	p.InitBatch, p.MaxBatch = p.curves[0].batch, p.curves[len(p.curves)-1].batch
-	if meta.MaxLocalBatch > 0 {
-		p.MaxLocalBatch = meta.MaxLocalBatch
+	if maxLocal > 0 {
+		p.MaxLocalBatch = maxLocal
 	}
 	p.initProgress()
 	return p, nil

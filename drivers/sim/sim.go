@@ -52,8 +52,19 @@ type Config struct {
 	Attributes map[string]string
 	// GPUModels, when not empty, are the GPU models of the nodes in turn
 	// (node i has GPUModels[i % len]); empty means every node has
-	// DefaultGPUModel.
+	// DefaultGPUModel. NodeModels replaces it.
 	GPUModels []GPUModel
+	// NodeModels, when not nil, is each node's GPU model, one entry per
+	// node as NodeGPUs (ClusterSpec.Apply sets both for mixed fleets).
+	NodeModels []GPUModel
+	// ModelRestartPenalty, when it holds the model a job's meta names as
+	// "application", replaces RestartPenalty for that job (the Sia
+	// artifact's checkpoint-restore delay per model).
+	ModelRestartPenalty map[string]time.Duration
+	// TypeProfileSteps is the steps ProfileTypes times at each batch it
+	// measures, which the job pays for before it starts; 0 makes that
+	// profiling free (DefaultConfig: DefaultTypeProfileSteps).
+	TypeProfileSteps int
 }
 
 // GPUModel is a kind of GPU card: the device name nodes report and its
@@ -68,6 +79,9 @@ var DefaultGPUModel = GPUModel{Name: "Tesla V100-SXM2-16GB", Memory: "16 GiB"}
 
 // GPUModel returns node i's GPU model.
 func (c Config) GPUModel(i int) GPUModel {
+	if i < len(c.NodeModels) {
+		return c.NodeModels[i]
+	}
 	if len(c.GPUModels) == 0 {
 		return DefaultGPUModel
 	}
@@ -104,7 +118,7 @@ func DefaultConfig() Config {
 	return Config{
 		Nodes: 16, GPUsPerNode: 4, CPU: 64000, MemoryMB: 262144,
 		RestartPenalty: 30 * time.Second, SampleInterval: 30 * time.Second,
-		ProfileTime: 10 * time.Second, Noise: 0.05, Seed: 1,
+		ProfileTime: 10 * time.Second, TypeProfileSteps: DefaultTypeProfileSteps, Noise: 0.05, Seed: 1,
 	}
 }
 
@@ -136,8 +150,9 @@ type JobResult struct {
 	// its first (a rescale, a move, or a resume after a pause): what
 	// regrouping cost it, in seconds.
 	RegroupS float64
-	// Failed is set for a job whose task was OOM-killed and that was not
-	// placed again (Finish is -1).
+	// Failed is set for a job whose task was OOM-killed, or that was
+	// placed on a GPU type it cannot run on (hetero.go), and that was not
+	// placed again within OOMFailAfter (Finish is -1).
 	Failed bool
 	// OOMKills counts the job's tasks killed for memory, over its life.
 	OOMKills int
@@ -196,9 +211,11 @@ func TaskResources(j *structs.Job) (worker, ps Resources) {
 
 // Sim is the simulated cluster. Times are seconds of virtual time.
 type Sim struct {
-	cfg     Config
-	now     float64
-	nodes   []*structs.Node
+	cfg   Config
+	now   float64
+	nodes []*structs.Node
+	// models is each node's GPU model name, "" for a node without GPUs.
+	models  []string
 	index   map[string]int
 	jobs    map[string]*job
 	order   []*job // submission order, for determinism
@@ -238,6 +255,10 @@ type job struct {
 	regroup    float64 // seconds restarting after starts but the first
 	nextSample float64
 	failed     bool // a TaskTruth job whose OOM no placement cured
+	// unfit says why a Pollux job cannot run on its placement (a GPU
+	// type it has no measurements of or whose memory its smallest batch
+	// exceeds); "" when it can. Such a job is stalled as by an OOM kill.
+	unfit string
 	// Tasks of a TaskTruth job (tasks.go): each at its size, with its OOM
 	// kills and memory peak in the current generation; stalled is when a
 	// task was killed for memory (-1: none), after which the job makes no
@@ -268,8 +289,10 @@ func New(cfg Config) *Sim {
 			Attributes: map[string]string{"kernel.name": "linux", "driver.sim": "1"},
 		}
 		maps.Copy(n.Attributes, cfg.Attributes)
+		s.models = append(s.models, "")
 		if gpus := cfg.GPUs(i); gpus > 0 {
 			m := cfg.GPUModel(i)
+			s.models[i] = m.Name
 			d := &structs.NodeDeviceResource{Vendor: "nvidia", Type: "gpu", Name: m.Name,
 				Attributes: map[string]*structs.Attribute{"memory": structs.ParseAttribute(m.Memory)}}
 			for g := range gpus {
@@ -443,7 +466,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	if j.start < 0 {
 		j.start = s.now
 	} else {
-		j.regroup += s.cfg.RestartPenalty.Seconds()
+		j.regroup += s.restartPenalty(j)
 	}
 	j.placement = p
 	j.perNode = make([]int, len(s.nodes))
@@ -459,15 +482,33 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	}
 	s.setHeld(j, held, s.now)
 	s.placeTasks(j, p)
+	if t, ok := j.truth.(*PolluxTruth); ok {
+		j.stalled, j.unfit = -1, ""
+		if _, m, fits := t.IterationOn(j.perNode, s.models); !fits {
+			// It would fail at once, as a task OOM-killed at start:
+			// no progress, and failed unless placed again (Advance).
+			j.stalled, j.unfit = s.now, fmt.Sprintf("%s cannot run on %s", t.Profile.Name, m)
+		}
+	}
 	if t, ok := j.truth.(TaskTruth); ok {
 		j.speeds = append(j.speeds, SpeedPoint{Time: s.now, PS: p.NumPS, Workers: p.NumWorkers, CPU: held.CPU, MemoryMB: held.MemoryMB, StepsPerSecond: t.Rate(j.tasks)})
 	}
 	if t, ok := j.truth.(*CruiseTruth); ok {
 		j.speeds = append(j.speeds, SpeedPoint{Time: s.now, PS: p.NumPS, Workers: p.NumWorkers, CPU: held.CPU, MemoryMB: held.MemoryMB, StepsPerSecond: 1 / t.StepTime(j.ps, j.perNode)})
 	}
-	j.restartTo = s.now + s.cfg.RestartPenalty.Seconds() + j.profiling
+	j.restartTo = s.now + s.restartPenalty(j) + j.profiling
 	j.profiling = 0
 	j.nextSample = j.restartTo + s.cfg.SampleInterval.Seconds()
+}
+
+// restartPenalty is the seconds job j loses on a start, rescale or move:
+// its model's (ModelRestartPenalty, by meta "application") or
+// RestartPenalty.
+func (s *Sim) restartPenalty(j *job) float64 {
+	if d, ok := s.cfg.ModelRestartPenalty[j.spec.Meta["application"]]; ok {
+		return d.Seconds()
+	}
+	return s.cfg.RestartPenalty.Seconds()
 }
 
 // samePlacement reports whether a and b run the same tasks at the same
@@ -505,7 +546,31 @@ func (s *Sim) stepTime(j *job, co *colocation) float64 {
 		}
 		return math.Inf(1)
 	}
+	if t, ok := j.truth.(*PolluxTruth); ok {
+		it, _, fits := t.IterationOn(j.perNode, s.models)
+		if !fits {
+			return math.Inf(1)
+		}
+		return it.Seconds
+	}
 	return j.truth.StepTime(j.ps, j.perNode)
+}
+
+// gpuType is the model of the GPUs job j's workers run on, the nodes'
+// when they share one, else "" (a Pollux job's sample names its slowest
+// type instead, polluxSample).
+func (s *Sim) gpuType(j *job) string {
+	model := ""
+	for i, w := range j.perNode {
+		switch {
+		case w == 0:
+		case model == "":
+			model = s.models[i]
+		case model != s.models[i]:
+			return ""
+		}
+	}
+	return model
 }
 
 // rate is j's steps per second while not restarting.
@@ -636,10 +701,10 @@ func (s *Sim) sample(j *job, step, at float64, co *colocation) {
 		Step: int64(j.reported(step)), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
 		StepTimeS: s.stepTime(j, co) * noise(),
 		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(j.reported(step)),
-		Time: int64(at * 1e9),
+		GPUType: s.gpuType(j), Time: int64(at * 1e9),
 	}
 	if t, ok := j.truth.(*PolluxTruth); ok {
-		polluxSample(&smp, t, j.adaptive(), j.perNode, step, noise)
+		polluxSample(&smp, t, j.adaptive(), j.perNode, s.models, step, noise)
 	}
 	if t, ok := j.truth.(*SubtaskTruth); ok {
 		cpu, net := t.Subtasks(workers)
@@ -700,7 +765,7 @@ func (s *Sim) Profile(id string, configs []structs.Shape) error {
 			Time: int64(s.now * 1e9),
 		}
 		if t, ok := j.truth.(*PolluxTruth); ok {
-			polluxSample(&smp, t, j.adaptive(), perNode, j.step, func() float64 { return noise })
+			polluxSample(&smp, t, j.adaptive(), perNode, nil, j.step, func() float64 { return noise })
 		}
 		s.samples = append(s.samples, smp)
 	}

@@ -190,14 +190,6 @@ func TestParametricWorkload(t *testing.T) {
 	}
 }
 
-func TestParseCluster(t *testing.T) {
-	n, g, err := ParseCluster("16x4")
-	must.NoError(t, err)
-	must.Eq(t, [2]int{16, 4}, [2]int{n, g})
-	_, _, err = ParseCluster("16")
-	must.ErrorContains(t, err, "is not NODESxGPUS")
-}
-
 func subtaskJob(id string) *structs.Job {
 	j := &structs.Job{
 		ID:       id,

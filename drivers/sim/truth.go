@@ -37,6 +37,14 @@ type PolluxTruth struct {
 	// without them, split it by the artifact's rules (Profile.Iteration).
 	Local float64
 	Accum int
+	// Types, when not nil, are the model's profiles on the catalog's GPU
+	// types: on nodes of a catalog type the job steps at that type's
+	// speed, and cannot run on a type Types lacks (IterationOn, hetero.go).
+	// Profile still gives its length, and its speed on any other GPU.
+	Types TypeProfiles
+	// Slowdown, when positive, multiplies every step time (the Sia
+	// artifact's calibration, -assume sia-artifact); 0 means 1.
+	Slowdown float64
 	// cum[e] is the steps to the end of epoch e+1.
 	cum []float64
 }
@@ -64,18 +72,13 @@ func (t *PolluxTruth) StepTime(_ int, workersPerNode []int) float64 {
 
 // Iteration is how a step runs with the given workers per node: at the
 // truth's split (Local, Accum) when it makes Batch on that many replicas,
-// else by Profile.Iteration. Beyond the most replicas measured, as
-// StepTime says.
+// else by Profile.Iteration, on Profile's GPUs whatever the nodes hold
+// (IterationOn reads their types), times Slowdown. Beyond the most
+// replicas measured, as StepTime says.
 func (t *PolluxTruth) Iteration(workersPerNode []int) Iteration {
-	_, replicas := shape(workersPerNode)
-	if replicas > t.Profile.MaxReplicas {
-		workersPerNode = packed(t.Profile.MaxReplicas, slices.Max(workersPerNode))
-		return t.Profile.Iteration(workersPerNode, t.Batch)
-	}
-	if t.Local > 0 && float64(replicas)*t.Local*float64(t.Accum+1) == t.Batch {
-		return t.Profile.IterationAt(workersPerNode, t.Local, t.Accum)
-	}
-	return t.Profile.Iteration(workersPerNode, t.Batch)
+	it := t.iterationOn(t.Profile, workersPerNode, t.Profile.MaxLocalBatch)
+	it.Seconds *= t.slowdown()
+	return it
 }
 
 // packed spreads n GPUs over nodes of per GPUs each, filling each in turn.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -433,19 +432,4 @@ func ParametricWorkload(n int, meanGap float64, seed uint64) *Workload {
 		w.Arrivals = append(w.Arrivals, Arrival{Time: math.Round(at), Job: j, RequestPS: 2, RequestWorkers: 4, Truth: truth})
 	}
 	return w
-}
-
-// ParseCluster parses "16x4": 16 nodes with 4 GPUs each.
-func ParseCluster(s string) (nodes, gpus int, err error) {
-	a, b, ok := strings.Cut(s, "x")
-	if ok {
-		nodes, err = strconv.Atoi(a)
-		if err == nil {
-			gpus, err = strconv.Atoi(b)
-		}
-	}
-	if !ok || err != nil || nodes < 1 || gpus < 0 {
-		return 0, 0, fmt.Errorf("cluster %q is not NODESxGPUS, e.g. 16x4", s)
-	}
-	return nodes, gpus, nil
 }
