@@ -98,10 +98,10 @@ Sim Options:
                           6xt4,3xrtx,2xa100).
   -policy=optimus,drf,tetris,fifo
                           The policies to compare: cruise, dlrover, dorm,
-                          drf, fifo, goodput-las, harmony, optimus,
+                          drf, fifo, gavel, goodput-las, harmony, optimus,
                           optimus-relative (Optimus with the relative
                           gain, see drivers/sim/README.md), pollux,
-                          roundrobin, specon, tetris, tiresias, or the
+                          roundrobin, sia, specon, tetris, tiresias, or the
                           baselines isolated (each job on
                           nodes of its own at its balanced DoP),
                           colocated (jobs share nodes, at most two a
