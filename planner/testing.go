@@ -276,7 +276,15 @@ func goodputRandomJob(v *Job, k int) {
 		f := float64(1 + k%7)
 		v.Perf = &goodput.Fit{
 			Params: goodput.PerfParams{AlphaC: 0.01 * f, BetaC: 0.001 * f, AlphaN: 0.1 * f, BetaN: 0.01, AlphaR: 0.03 * f, BetaR: 1e-8, Gamma: 1 + f/4},
-			Error:  0.01 * f, MaxError: 0.03 * f, Points: 3 + k, MaxReplicas: 1 + k%5,
+			Error:  0.01 * f, MaxError: 0.03 * f, Points: 3 + k, MaxReplicas: 1 + k%5, MaxLocal: float64(int(16) << (k % 3)),
+		}
+		if k%4 == 0 {
+			// Measured on the random nodes' two GPU models apart, the
+			// A100 twice as fast.
+			v100, a100 := *v.Perf, *v.Perf
+			a100.Params.AlphaC, a100.Params.BetaC = v100.Params.AlphaC/2, v100.Params.BetaC/2
+			a100.MaxReplicas = 1
+			v.PerfByType = map[string]*goodput.Fit{"V100": &v100, "A100": &a100}
 		}
 	}
 	if k%3 != 1 {

@@ -3,6 +3,7 @@ package algorithm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -127,7 +128,7 @@ func DecisionFromProto(p *pb.PlanResponse) (*planner.Decision, error) {
 func CapabilitiesToProto(c Capabilities) *pb.Capabilities {
 	p := &pb.Capabilities{
 		SpeedModels: c.SpeedModels, FixedSize: c.FixedSize,
-		ChoosesBatch: c.ChoosesBatch, Uncoordinated: c.Uncoordinated,
+		ChoosesBatch: c.ChoosesBatch, Uncoordinated: c.Uncoordinated, GpuTypes: c.GPUTypes,
 	}
 	for _, e := range c.Reads {
 		p.Reads = append(p.Reads, string(e))
@@ -143,7 +144,7 @@ func CapabilitiesToProto(c Capabilities) *pb.Capabilities {
 func CapabilitiesFromProto(p *pb.Capabilities) Capabilities {
 	c := Capabilities{
 		SpeedModels: p.GetSpeedModels(), FixedSize: p.GetFixedSize(),
-		ChoosesBatch: p.GetChoosesBatch(), Uncoordinated: p.GetUncoordinated(),
+		ChoosesBatch: p.GetChoosesBatch(), Uncoordinated: p.GetUncoordinated(), GPUTypes: p.GetGpuTypes(),
 	}
 	for _, name := range p.GetReads() {
 		e := planner.Estimator(name)
@@ -424,6 +425,8 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Since:    j.Since,
 		Perf:     perfToProto(j.Perf),
 		Grad:     gradToProto(j.Grad),
+
+		PerfByType: perfByTypeToProto(j.PerfByType),
 		Restarts: int64(j.Restarts),
 
 		AttainedService: j.AttainedService,
@@ -437,8 +440,19 @@ func perfToProto(f *goodput.Fit) *pb.PerfFit {
 	p := f.Params
 	return &pb.PerfFit{
 		AlphaC: p.AlphaC, BetaC: p.BetaC, AlphaN: p.AlphaN, BetaN: p.BetaN, AlphaR: p.AlphaR, BetaR: p.BetaR, Gamma: p.Gamma,
-		Error: f.Error, MaxError: f.MaxError, Points: int64(f.Points), MaxReplicas: int64(f.MaxReplicas),
+		Error: f.Error, MaxError: f.MaxError, Points: int64(f.Points), MaxReplicas: int64(f.MaxReplicas), MaxLocal: f.MaxLocal,
 	}
+}
+
+func perfByTypeToProto(m map[string]*goodput.Fit) map[string]*pb.PerfFit {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]*pb.PerfFit, len(m))
+	for typ, f := range m {
+		out[typ] = perfToProto(f)
+	}
+	return out
 }
 
 func gradToProto(g *goodput.GradParams) *pb.GradParams {
@@ -449,22 +463,27 @@ func gradToProto(g *goodput.GradParams) *pb.GradParams {
 }
 
 // perfFromProto refuses parameters a goodput model cannot compute with:
-// not finite, not positive, or a gamma outside [1, 10].
-func perfFromProto(ps *problems, p *pb.PerfFit) *goodput.Fit {
+// not finite, not positive, or a gamma outside [1, 10]; and a largest
+// local batch that is not a finite number, not negative. path names the
+// fit in problems ("perf").
+func perfFromProto(ps *problems, path string, p *pb.PerfFit) *goodput.Fit {
 	f := &goodput.Fit{
 		Params: goodput.PerfParams{
 			AlphaC: p.AlphaC, BetaC: p.BetaC, AlphaN: p.AlphaN, BetaN: p.BetaN, AlphaR: p.AlphaR, BetaR: p.BetaR, Gamma: p.Gamma,
 		},
-		Error: p.Error, MaxError: p.MaxError,
-		Points: ps.toInt("perf.points", p.Points), MaxReplicas: ps.toInt("perf.max_replicas", p.MaxReplicas),
+		Error: p.Error, MaxError: p.MaxError, MaxLocal: p.MaxLocal,
+		Points: ps.toInt(path+".points", p.Points), MaxReplicas: ps.toInt(path+".max_replicas", p.MaxReplicas),
 	}
 	for i, v := range f.Params.Slice() {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			ps.fail("perf", "parameter %d is %v, not a positive finite number", i, v)
+			ps.fail(path, "parameter %d is %v, not a positive finite number", i, v)
 		}
 	}
 	if f.Params.Gamma < 1 || f.Params.Gamma > 10 {
-		ps.fail("perf.gamma", "%v is outside [1, 10]", f.Params.Gamma)
+		ps.fail(path+".gamma", "%v is outside [1, 10]", f.Params.Gamma)
+	}
+	if math.IsNaN(p.MaxLocal) || math.IsInf(p.MaxLocal, 0) || p.MaxLocal < 0 {
+		ps.fail(path+".max_local", "%v is not a finite number, not negative", p.MaxLocal)
 	}
 	return f
 }
@@ -581,7 +600,18 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 	var ps problems
 	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since, Restarts: ps.toInt("restarts", p.Restarts), AttainedService: p.AttainedService}
 	if p.Perf != nil {
-		j.Perf = perfFromProto(&ps, p.Perf)
+		j.Perf = perfFromProto(&ps, "perf", p.Perf)
+	}
+	for _, typ := range slices.Sorted(maps.Keys(p.PerfByType)) {
+		f := p.PerfByType[typ]
+		if f == nil || typ == "" || len(typ) > structs.MaxGPUTypeLen {
+			ps.fail("perf_by_type", "GPU type %.40q: needs a name of at most %d characters and a fit", typ, structs.MaxGPUTypeLen)
+			continue
+		}
+		if j.PerfByType == nil {
+			j.PerfByType = make(map[string]*goodput.Fit, len(p.PerfByType))
+		}
+		j.PerfByType[typ] = perfFromProto(&ps, fmt.Sprintf("perf_by_type[%q]", typ), f)
 	}
 	if p.Grad != nil {
 		j.Grad = gradFromProto(&ps, p.Grad)

@@ -155,6 +155,10 @@ type Capabilities struct {
 	// uncoordinated: jobs Plan puts together on a node run without the
 	// node-local subtask coordinator (a naive co-location baseline).
 	Uncoordinated bool `protobuf:"varint,5,opt,name=uncoordinated,proto3" json:"uncoordinated,omitempty"`
+	// gpu_types: Plan places jobs on a mixed fleet from a throughput model
+	// per GPU type (Job.perf_by_type), so the host profiles new jobs on one
+	// GPU of every type where its driver can.
+	GpuTypes      bool `protobuf:"varint,6,opt,name=gpu_types,json=gpuTypes,proto3" json:"gpu_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -220,6 +224,13 @@ func (x *Capabilities) GetChoosesBatch() bool {
 func (x *Capabilities) GetUncoordinated() bool {
 	if x != nil {
 		return x.Uncoordinated
+	}
+	return false
+}
+
+func (x *Capabilities) GetGpuTypes() bool {
+	if x != nil {
+		return x.GpuTypes
 	}
 	return false
 }
@@ -846,7 +857,11 @@ type Job struct {
 	Grad *GradParams `protobuf:"bytes,13,opt,name=grad,proto3" json:"grad,omitempty"`
 	// restarts counts the times the job was started on a new placement
 	// after its first.
-	Restarts      int64 `protobuf:"varint,14,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	Restarts int64 `protobuf:"varint,14,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	// perf_by_type is the job's throughput model per GPU type (the model
+	// name of a node's GPUs, e.g. "Tesla T4"), each fitted on that type's
+	// step times alone; empty until one was measured.
+	PerfByType    map[string]*PerfFit `protobuf:"bytes,15,rep,name=perf_by_type,json=perfByType,proto3" json:"perf_by_type,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -979,25 +994,34 @@ func (x *Job) GetRestarts() int64 {
 	return 0
 }
 
+func (x *Job) GetPerfByType() map[string]*PerfFit {
+	if x != nil {
+		return x.PerfByType
+	}
+	return nil
+}
+
 // PerfFit is Pollux's throughput model: compute time
 // alpha_c + beta_c * local batch, network time alpha_n + beta_n *
 // (replicas - 2) across nodes or alpha_r + beta_r * (replicas - 2) within
 // one, overlapped as the gamma-norm; with the fit's mean and largest
-// relative error of the step time, the points fitted and the most
-// replicas among them.
+// relative error of the step time, the points fitted, the most replicas
+// and the largest local batch among them.
 type PerfFit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AlphaC        float64                `protobuf:"fixed64,1,opt,name=alpha_c,json=alphaC,proto3" json:"alpha_c,omitempty"`
-	BetaC         float64                `protobuf:"fixed64,2,opt,name=beta_c,json=betaC,proto3" json:"beta_c,omitempty"`
-	AlphaN        float64                `protobuf:"fixed64,3,opt,name=alpha_n,json=alphaN,proto3" json:"alpha_n,omitempty"`
-	BetaN         float64                `protobuf:"fixed64,4,opt,name=beta_n,json=betaN,proto3" json:"beta_n,omitempty"`
-	AlphaR        float64                `protobuf:"fixed64,5,opt,name=alpha_r,json=alphaR,proto3" json:"alpha_r,omitempty"`
-	BetaR         float64                `protobuf:"fixed64,6,opt,name=beta_r,json=betaR,proto3" json:"beta_r,omitempty"`
-	Gamma         float64                `protobuf:"fixed64,7,opt,name=gamma,proto3" json:"gamma,omitempty"`
-	Error         float64                `protobuf:"fixed64,8,opt,name=error,proto3" json:"error,omitempty"`
-	MaxError      float64                `protobuf:"fixed64,9,opt,name=max_error,json=maxError,proto3" json:"max_error,omitempty"`
-	Points        int64                  `protobuf:"varint,10,opt,name=points,proto3" json:"points,omitempty"`
-	MaxReplicas   int64                  `protobuf:"varint,11,opt,name=max_replicas,json=maxReplicas,proto3" json:"max_replicas,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	AlphaC      float64                `protobuf:"fixed64,1,opt,name=alpha_c,json=alphaC,proto3" json:"alpha_c,omitempty"`
+	BetaC       float64                `protobuf:"fixed64,2,opt,name=beta_c,json=betaC,proto3" json:"beta_c,omitempty"`
+	AlphaN      float64                `protobuf:"fixed64,3,opt,name=alpha_n,json=alphaN,proto3" json:"alpha_n,omitempty"`
+	BetaN       float64                `protobuf:"fixed64,4,opt,name=beta_n,json=betaN,proto3" json:"beta_n,omitempty"`
+	AlphaR      float64                `protobuf:"fixed64,5,opt,name=alpha_r,json=alphaR,proto3" json:"alpha_r,omitempty"`
+	BetaR       float64                `protobuf:"fixed64,6,opt,name=beta_r,json=betaR,proto3" json:"beta_r,omitempty"`
+	Gamma       float64                `protobuf:"fixed64,7,opt,name=gamma,proto3" json:"gamma,omitempty"`
+	Error       float64                `protobuf:"fixed64,8,opt,name=error,proto3" json:"error,omitempty"`
+	MaxError    float64                `protobuf:"fixed64,9,opt,name=max_error,json=maxError,proto3" json:"max_error,omitempty"`
+	Points      int64                  `protobuf:"varint,10,opt,name=points,proto3" json:"points,omitempty"`
+	MaxReplicas int64                  `protobuf:"varint,11,opt,name=max_replicas,json=maxReplicas,proto3" json:"max_replicas,omitempty"`
+	// max_local is the largest local batch among the points.
+	MaxLocal      float64 `protobuf:"fixed64,12,opt,name=max_local,json=maxLocal,proto3" json:"max_local,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1105,6 +1129,13 @@ func (x *PerfFit) GetPoints() int64 {
 func (x *PerfFit) GetMaxReplicas() int64 {
 	if x != nil {
 		return x.MaxReplicas
+	}
+	return 0
+}
+
+func (x *PerfFit) GetMaxLocal() float64 {
+	if x != nil {
+		return x.MaxLocal
 	}
 	return 0
 }
@@ -3192,14 +3223,15 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12!\n" +
 	"\fapi_versions\x18\x03 \x03(\tR\vapiVersions\x12N\n" +
-	"\fcapabilities\x18\x04 \x01(\v2*.caravan.plugins.algorithm.v1.CapabilitiesR\fcapabilities\"\xb1\x01\n" +
+	"\fcapabilities\x18\x04 \x01(\v2*.caravan.plugins.algorithm.v1.CapabilitiesR\fcapabilities\"\xce\x01\n" +
 	"\fCapabilities\x12!\n" +
 	"\fspeed_models\x18\x01 \x01(\bR\vspeedModels\x12\x14\n" +
 	"\x05reads\x18\x02 \x03(\tR\x05reads\x12\x1d\n" +
 	"\n" +
 	"fixed_size\x18\x03 \x01(\bR\tfixedSize\x12#\n" +
 	"\rchooses_batch\x18\x04 \x01(\bR\fchoosesBatch\x12$\n" +
-	"\runcoordinated\x18\x05 \x01(\bR\runcoordinated\"\xc6\x01\n" +
+	"\runcoordinated\x18\x05 \x01(\bR\runcoordinated\x12\x1b\n" +
+	"\tgpu_types\x18\x06 \x01(\bR\bgpuTypes\"\xc6\x01\n" +
 	"\x10SetConfigRequest\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12U\n" +
@@ -3263,7 +3295,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\xcb\x05\n" +
+	"\x05value\"\x86\a\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
@@ -3279,7 +3311,12 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x10attained_service\x18\v \x01(\x01R\x0fattainedService\x129\n" +
 	"\x04perf\x18\f \x01(\v2%.caravan.plugins.algorithm.v1.PerfFitR\x04perf\x12<\n" +
 	"\x04grad\x18\r \x01(\v2(.caravan.plugins.algorithm.v1.GradParamsR\x04grad\x12\x1a\n" +
-	"\brestarts\x18\x0e \x01(\x03R\brestarts\"\x9d\x02\n" +
+	"\brestarts\x18\x0e \x01(\x03R\brestarts\x12S\n" +
+	"\fperf_by_type\x18\x0f \x03(\v21.caravan.plugins.algorithm.v1.Job.PerfByTypeEntryR\n" +
+	"perfByType\x1ad\n" +
+	"\x0fPerfByTypeEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
+	"\x05value\x18\x02 \x01(\v2%.caravan.plugins.algorithm.v1.PerfFitR\x05value:\x028\x01\"\xba\x02\n" +
 	"\aPerfFit\x12\x17\n" +
 	"\aalpha_c\x18\x01 \x01(\x01R\x06alphaC\x12\x15\n" +
 	"\x06beta_c\x18\x02 \x01(\x01R\x05betaC\x12\x17\n" +
@@ -3292,7 +3329,8 @@ const file_algorithm_proto_rawDesc = "" +
 	"\tmax_error\x18\t \x01(\x01R\bmaxError\x12\x16\n" +
 	"\x06points\x18\n" +
 	" \x01(\x03R\x06points\x12!\n" +
-	"\fmax_replicas\x18\v \x01(\x03R\vmaxReplicas\"0\n" +
+	"\fmax_replicas\x18\v \x01(\x03R\vmaxReplicas\x12\x1b\n" +
+	"\tmax_local\x18\f \x01(\x01R\bmaxLocal\"0\n" +
 	"\n" +
 	"GradParams\x12\x10\n" +
 	"\x03sqr\x18\x01 \x01(\x01R\x03sqr\x12\x10\n" +
@@ -3507,7 +3545,7 @@ func file_algorithm_proto_rawDescGZIP() []byte {
 	return file_algorithm_proto_rawDescData
 }
 
-var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_algorithm_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_algorithm_proto_goTypes = []any{
 	(*PluginInfoRequest)(nil),  // 0: caravan.plugins.algorithm.v1.PluginInfoRequest
 	(*PluginInfoResponse)(nil), // 1: caravan.plugins.algorithm.v1.PluginInfoResponse
@@ -3552,9 +3590,10 @@ var file_algorithm_proto_goTypes = []any{
 	nil,                        // 40: caravan.plugins.algorithm.v1.Node.AttributesEntry
 	nil,                        // 41: caravan.plugins.algorithm.v1.Node.MetaEntry
 	nil,                        // 42: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry
-	nil,                        // 43: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	nil,                        // 44: caravan.plugins.algorithm.v1.Role.MetaEntry
-	nil,                        // 45: caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
+	nil,                        // 43: caravan.plugins.algorithm.v1.Job.PerfByTypeEntry
+	nil,                        // 44: caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	nil,                        // 45: caravan.plugins.algorithm.v1.Role.MetaEntry
+	nil,                        // 46: caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
 }
 var file_algorithm_proto_depIdxs = []int32{
 	2,  // 0: caravan.plugins.algorithm.v1.PluginInfoResponse.capabilities:type_name -> caravan.plugins.algorithm.v1.Capabilities
@@ -3576,47 +3615,49 @@ var file_algorithm_proto_depIdxs = []int32{
 	14, // 16: caravan.plugins.algorithm.v1.Job.usage:type_name -> caravan.plugins.algorithm.v1.JobUsage
 	12, // 17: caravan.plugins.algorithm.v1.Job.perf:type_name -> caravan.plugins.algorithm.v1.PerfFit
 	13, // 18: caravan.plugins.algorithm.v1.Job.grad:type_name -> caravan.plugins.algorithm.v1.GradParams
-	15, // 19: caravan.plugins.algorithm.v1.JobUsage.tasks:type_name -> caravan.plugins.algorithm.v1.TaskUsage
-	16, // 20: caravan.plugins.algorithm.v1.JobUsage.by_shape:type_name -> caravan.plugins.algorithm.v1.ShapeUsage
-	43, // 21: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
-	30, // 22: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	31, // 23: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	20, // 24: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
-	25, // 25: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
-	26, // 26: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
-	26, // 27: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
-	22, // 28: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
-	23, // 29: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
-	21, // 30: caravan.plugins.algorithm.v1.Training.batch_size:type_name -> caravan.plugins.algorithm.v1.BatchSize
-	24, // 31: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	24, // 32: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
-	44, // 33: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
-	27, // 34: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
-	30, // 35: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	31, // 36: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	29, // 37: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
-	28, // 38: caravan.plugins.algorithm.v1.Resources.cpu_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
-	28, // 39: caravan.plugins.algorithm.v1.Resources.memory_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
-	30, // 40: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
-	31, // 41: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
-	37, // 42: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
-	36, // 43: caravan.plugins.algorithm.v1.Placement.actions:type_name -> caravan.plugins.algorithm.v1.TaskAction
-	35, // 44: caravan.plugins.algorithm.v1.Placement.batch:type_name -> caravan.plugins.algorithm.v1.Batch
-	45, // 45: caravan.plugins.algorithm.v1.TaskAction.details:type_name -> caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
-	38, // 46: caravan.plugins.algorithm.v1.NodeTasks.ps_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
-	38, // 47: caravan.plugins.algorithm.v1.NodeTasks.worker_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
-	10, // 48: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
-	0,  // 49: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
-	3,  // 50: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
-	5,  // 51: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
-	1,  // 52: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
-	4,  // 53: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
-	6,  // 54: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
-	52, // [52:55] is the sub-list for method output_type
-	49, // [49:52] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	43, // 19: caravan.plugins.algorithm.v1.Job.perf_by_type:type_name -> caravan.plugins.algorithm.v1.Job.PerfByTypeEntry
+	15, // 20: caravan.plugins.algorithm.v1.JobUsage.tasks:type_name -> caravan.plugins.algorithm.v1.TaskUsage
+	16, // 21: caravan.plugins.algorithm.v1.JobUsage.by_shape:type_name -> caravan.plugins.algorithm.v1.ShapeUsage
+	44, // 22: caravan.plugins.algorithm.v1.JobSpec.meta:type_name -> caravan.plugins.algorithm.v1.JobSpec.MetaEntry
+	30, // 23: caravan.plugins.algorithm.v1.JobSpec.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	31, // 24: caravan.plugins.algorithm.v1.JobSpec.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	20, // 25: caravan.plugins.algorithm.v1.JobSpec.training:type_name -> caravan.plugins.algorithm.v1.Training
+	25, // 26: caravan.plugins.algorithm.v1.JobSpec.elastic:type_name -> caravan.plugins.algorithm.v1.Elastic
+	26, // 27: caravan.plugins.algorithm.v1.JobSpec.worker:type_name -> caravan.plugins.algorithm.v1.Role
+	26, // 28: caravan.plugins.algorithm.v1.JobSpec.parameter_server:type_name -> caravan.plugins.algorithm.v1.Role
+	22, // 29: caravan.plugins.algorithm.v1.Training.convergence:type_name -> caravan.plugins.algorithm.v1.Convergence
+	23, // 30: caravan.plugins.algorithm.v1.Training.speeds:type_name -> caravan.plugins.algorithm.v1.SpeedPrior
+	21, // 31: caravan.plugins.algorithm.v1.Training.batch_size:type_name -> caravan.plugins.algorithm.v1.BatchSize
+	24, // 32: caravan.plugins.algorithm.v1.Elastic.workers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	24, // 33: caravan.plugins.algorithm.v1.Elastic.parameter_servers:type_name -> caravan.plugins.algorithm.v1.Bounds
+	45, // 34: caravan.plugins.algorithm.v1.Role.meta:type_name -> caravan.plugins.algorithm.v1.Role.MetaEntry
+	27, // 35: caravan.plugins.algorithm.v1.Role.resources:type_name -> caravan.plugins.algorithm.v1.Resources
+	30, // 36: caravan.plugins.algorithm.v1.Role.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	31, // 37: caravan.plugins.algorithm.v1.Role.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	29, // 38: caravan.plugins.algorithm.v1.Resources.devices:type_name -> caravan.plugins.algorithm.v1.RequestedDevice
+	28, // 39: caravan.plugins.algorithm.v1.Resources.cpu_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
+	28, // 40: caravan.plugins.algorithm.v1.Resources.memory_range:type_name -> caravan.plugins.algorithm.v1.ResourceRange
+	30, // 41: caravan.plugins.algorithm.v1.RequestedDevice.constraints:type_name -> caravan.plugins.algorithm.v1.Constraint
+	31, // 42: caravan.plugins.algorithm.v1.RequestedDevice.affinities:type_name -> caravan.plugins.algorithm.v1.Affinity
+	37, // 43: caravan.plugins.algorithm.v1.Placement.nodes:type_name -> caravan.plugins.algorithm.v1.NodeTasks
+	36, // 44: caravan.plugins.algorithm.v1.Placement.actions:type_name -> caravan.plugins.algorithm.v1.TaskAction
+	35, // 45: caravan.plugins.algorithm.v1.Placement.batch:type_name -> caravan.plugins.algorithm.v1.Batch
+	46, // 46: caravan.plugins.algorithm.v1.TaskAction.details:type_name -> caravan.plugins.algorithm.v1.TaskAction.DetailsEntry
+	38, // 47: caravan.plugins.algorithm.v1.NodeTasks.ps_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
+	38, // 48: caravan.plugins.algorithm.v1.NodeTasks.worker_size:type_name -> caravan.plugins.algorithm.v1.TaskSize
+	10, // 49: caravan.plugins.algorithm.v1.NodeDevice.AttributesEntry.value:type_name -> caravan.plugins.algorithm.v1.Attribute
+	12, // 50: caravan.plugins.algorithm.v1.Job.PerfByTypeEntry.value:type_name -> caravan.plugins.algorithm.v1.PerfFit
+	0,  // 51: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:input_type -> caravan.plugins.algorithm.v1.PluginInfoRequest
+	3,  // 52: caravan.plugins.algorithm.v1.Algorithm.SetConfig:input_type -> caravan.plugins.algorithm.v1.SetConfigRequest
+	5,  // 53: caravan.plugins.algorithm.v1.Algorithm.Plan:input_type -> caravan.plugins.algorithm.v1.PlanRequest
+	1,  // 54: caravan.plugins.algorithm.v1.Algorithm.PluginInfo:output_type -> caravan.plugins.algorithm.v1.PluginInfoResponse
+	4,  // 55: caravan.plugins.algorithm.v1.Algorithm.SetConfig:output_type -> caravan.plugins.algorithm.v1.SetConfigResponse
+	6,  // 56: caravan.plugins.algorithm.v1.Algorithm.Plan:output_type -> caravan.plugins.algorithm.v1.PlanResponse
+	54, // [54:57] is the sub-list for method output_type
+	51, // [51:54] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_algorithm_proto_init() }
@@ -3636,7 +3677,7 @@ func file_algorithm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_algorithm_proto_rawDesc), len(file_algorithm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
