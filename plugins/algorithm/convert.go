@@ -427,7 +427,7 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Grad:     gradToProto(j.Grad),
 
 		PerfByType: perfByTypeToProto(j.PerfByType),
-		Restarts: int64(j.Restarts),
+		Restarts:   int64(j.Restarts),
 
 		AttainedService: j.AttainedService,
 	}
