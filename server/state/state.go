@@ -607,17 +607,24 @@ type Appended struct {
 }
 
 // sampleID is a chief sample's identity within its job: a task reports a
-// step once at a given time, at one configuration. The configuration keeps
-// apart the measurements a profiler reports for several configurations of
-// one step at one instant (the sim driver's out-of-band profiling); a
-// retried report repeats it too.
+// step once at a given time, at one configuration: its task counts, GPU
+// type and per-GPU batch. The configuration keeps apart the measurements a
+// profiler reports for several configurations of one step at one instant
+// (the sim driver's out-of-band profiling, and its profiles of each GPU
+// type at several batches); a retried report repeats it too. The GPU type
+// and batch joined the identity with GPU-type profiling, which only
+// leaders of this version ask for: a server of an earlier version, in a
+// rolling upgrade, keeps one of such a profile's samples where this one
+// keeps them all.
 type sampleID struct {
 	Step, Time        int64
 	NumPS, NumWorkers int
+	GPUType           string
+	LocalBatchSize    int64
 }
 
 func idOf(smp *structs.Sample) sampleID {
-	return sampleID{Step: smp.Step, Time: smp.Time, NumPS: smp.NumPS, NumWorkers: smp.NumWorkers}
+	return sampleID{Step: smp.Step, Time: smp.Time, NumPS: smp.NumPS, NumWorkers: smp.NumWorkers, GPUType: smp.GPUType, LocalBatchSize: smp.LocalBatchSize}
 }
 
 // AppendSamples adds samples to their jobs' bounded histories and records
