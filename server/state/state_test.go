@@ -251,7 +251,8 @@ func TestAppendSamples_Tasks(t *testing.T) {
 // configuration are stored already, or repeated within its batch, counts as
 // repeated and is stored once; the same step at another time (a step
 // trained again after a restart from a checkpoint), or at the same time in
-// another configuration (a profiler's measurements), is a new sample. Without once, as servers
+// another configuration (a profiler's measurements: task counts, GPU type,
+// per-GPU batch), is a new sample. Without once, as servers
 // before 0.2.0 apply SampleBatchType, repeats are stored again.
 func TestAppendSamples_Once(t *testing.T) {
 	chief := func(step, at int64) structs.Sample { return structs.Sample{JobID: "a", Step: step, Time: at} }
@@ -259,14 +260,22 @@ func TestAppendSamples_Once(t *testing.T) {
 	first := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20)}
 	profiled := chief(3, 30)
 	profiled.NumWorkers = 4
-	retry := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20), chief(3, 30), chief(3, 30), chief(2, 25), profiled}
+	// A profile of two GPU types at two batches, all at step 0 of one
+	// instant, is four samples; the last repeats the first.
+	typed := func(typ string, local int64) structs.Sample {
+		smp := chief(0, 30)
+		smp.GPUType, smp.LocalBatchSize, smp.NumWorkers = typ, local, 1
+		return smp
+	}
+	retry := []structs.Sample{chief(1, 10), chief(2, 20), worker(2, 20), chief(3, 30), chief(3, 30), chief(2, 25), profiled,
+		typed("T4", 32), typed("T4", 64), typed("A100", 32), typed("A100", 64), typed("T4", 32)}
 	for _, tc := range []struct {
 		once     bool
 		want     Appended
 		received int64
 	}{
-		{once: true, want: Appended{Kept: 3, Repeated: 4}, received: 5},
-		{once: false, want: Appended{Kept: 7}, received: 8},
+		{once: true, want: Appended{Kept: 7, Repeated: 5}, received: 9},
+		{once: false, want: Appended{Kept: 12}, received: 13},
 	} {
 		t.Run(fmt.Sprint("once=", tc.once), func(t *testing.T) {
 			s := newStore(t, "a")
