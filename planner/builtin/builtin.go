@@ -38,6 +38,7 @@ var Algorithms = map[string]planner.Factory{
 	goodputlas.Name:      goodputlas.New,
 	gavel.Name:           gavel.New,
 	sia.Name:             sia.New,
+	sia.NameLAS:          sia.NewLAS,
 }
 
 // SpeCon layers on a base algorithm of the registry, so it is added in

@@ -45,6 +45,8 @@ func TestAlgorithms_Capabilities(t *testing.T) {
 		{"gavel", map[string]string{"round": "60s"}, planner.Capabilities{Reads: reads(goodput), FixedSize: true, GPUTypes: true}},
 		{"goodput-las", nil, planner.Capabilities{Reads: reads(service, goodput), ChoosesBatch: true}},
 		{"sia", nil, planner.Capabilities{Reads: reads(goodput), ChoosesBatch: true, GPUTypes: true}},
+		{"sia", map[string]string{"service_scale": "1h"}, planner.Capabilities{Reads: reads(goodput, service), ChoosesBatch: true, GPUTypes: true}},
+		{"sia-las", nil, planner.Capabilities{Reads: reads(goodput, service), ChoosesBatch: true, GPUTypes: true}},
 		{"specon", nil, planner.Capabilities{Reads: reads(progress), FixedSize: true}},
 		{"specon", map[string]string{"base": "tetris", "alpha": "0.02"}, planner.Capabilities{Reads: reads(loss, speed, progress), FixedSize: true}},
 		{"specon", map[string]string{"base": "roundrobin"}, planner.Capabilities{Reads: reads(progress), FixedSize: true}},

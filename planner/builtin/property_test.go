@@ -36,7 +36,7 @@ func minimum(alg string, j *planner.Job) (ps, w int) {
 // oneGPUType names the algorithms that never run a job that asks for
 // GPUs on two GPU types (structs.Node.GPUType): such a job waits when its
 // minimum fits on no one type's nodes, though it may fit across types.
-var oneGPUType = map[string]bool{"gavel": true, "pollux": true, "goodput-las": true, "sia": true}
+var oneGPUType = map[string]bool{"gavel": true, "pollux": true, "goodput-las": true, "sia": true, "sia-las": true}
 
 // asksGPU reports whether job j's tasks ask for a GPU.
 func asksGPU(j *planner.Job) bool {
@@ -206,7 +206,7 @@ func TestAlgorithms_Properties(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "gavel", "goodput-las", "harmony", "optimus", "optimus-relative", "pollux", "roundrobin", "sia", "specon", "tetris", "tiresias"}, Names())
+	must.Eq(t, []string{"cruise", "dlrover", "dorm", "drf", "fifo", "gavel", "goodput-las", "harmony", "optimus", "optimus-relative", "pollux", "roundrobin", "sia", "sia-las", "specon", "tetris", "tiresias"}, Names())
 	for name, f := range Algorithms {
 		must.Eq(t, name, f().Name())
 	}

@@ -192,7 +192,7 @@ func fillType(c *planner.Cluster, t *gpuType, j *job, k, w int) []*structs.NodeT
 	if r := slices.IndexFunc(j.rows, func(r row) bool { return r.config == cf }); r >= 0 {
 		j.chosen = &j.rows[r]
 	}
-	if g%cf.nodes == 0 && g/cf.nodes <= t.perNode && (!j.tasks.Worker.DistinctHosts || w == cf.nodes) {
+	if w%cf.nodes == 0 && g/cf.nodes <= t.perNode && (!j.tasks.Worker.DistinctHosts || w == cf.nodes) {
 		if nodes := take(c, t, j); nodes != nil {
 			return nodes
 		}

@@ -15,8 +15,15 @@ import (
 	"github.com/caravan-sched/caravan/structs"
 )
 
-// Name is Sia's registry name.
-const Name = "sia"
+// Name is Sia's registry name; NameLAS Caravan's variant that weights
+// each job by its attained service (Options.ServiceScale).
+const (
+	Name    = "sia"
+	NameLAS = "sia-las"
+)
+
+// DefaultServiceScale is sia-las's s₀: four GPU-hours, goodput-las's.
+const DefaultServiceScale = 4 * time.Hour
 
 // Options are Sia's knobs (§3.3). The zero value takes the defaults of
 // the paper's experiments.
@@ -37,6 +44,11 @@ type Options struct {
 	// NodeLimit bounds the branch-and-bound nodes of a round's solve
 	// (DefaultNodeLimit).
 	NodeLimit int
+	// ServiceScale, when positive, weights each job's terms of Eq. (1)
+	// by s₀/(s₀ + its attained service in GPU-time), s₀ = ServiceScale:
+	// least attained service first, as goodput-las weights Pollux's
+	// power mean (Caravan's own, not Sia's). 0 weights every job alike.
+	ServiceScale time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -58,6 +70,7 @@ func (o Options) withDefaults() Options {
 // Sia is the policy. It is deterministic, and not safe for concurrent
 // use (planner.Algorithm).
 type Sia struct {
+	name string
 	opts Options
 	// Optimal is false when the latest round's solve reached its node
 	// limit, so that its selection is not proven optimal; Nodes counts
@@ -69,23 +82,42 @@ type Sia struct {
 // New returns Sia with its defaults.
 func New() planner.Algorithm { return NewWithOptions(Options{}) }
 
-// NewWithOptions returns Sia with opts, defaults filled.
-func NewWithOptions(opts Options) *Sia { return &Sia{opts: opts.withDefaults(), Optimal: true} }
-
-// Name returns "sia".
-func (*Sia) Name() string { return Name }
-
-// Capabilities: Sia reads each job's throughput model per GPU type, has
-// new jobs profiled on every type, and chooses their batch sizes.
-func (*Sia) Capabilities() planner.Capabilities {
-	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorGoodput}, ChoosesBatch: true, GPUTypes: true}
+// NewLAS returns sia-las: Sia with ServiceScale DefaultServiceScale.
+func NewLAS() planner.Algorithm {
+	s := NewWithOptions(Options{ServiceScale: DefaultServiceScale})
+	s.name = NameLAS
+	return s
 }
 
-// SetConfig takes p (a number, not 0), lambda (a positive number) and
-// restart_delay (a positive duration); unknown keys and bad values are
-// errors, and then nothing changes. Keys left out take their defaults.
+// NewWithOptions returns Sia with opts, defaults filled.
+func NewWithOptions(opts Options) *Sia {
+	return &Sia{name: Name, opts: opts.withDefaults(), Optimal: true}
+}
+
+// Name returns "sia" or "sia-las".
+func (s *Sia) Name() string { return s.name }
+
+// Capabilities: Sia reads each job's throughput model per GPU type (and
+// for sia-las its attained service), has new jobs profiled on every type,
+// and chooses their batch sizes.
+func (s *Sia) Capabilities() planner.Capabilities {
+	reads := []planner.Estimator{planner.EstimatorGoodput}
+	if s.opts.ServiceScale > 0 {
+		reads = append(reads, planner.EstimatorAttainedService)
+	}
+	return planner.Capabilities{Reads: reads, ChoosesBatch: true, GPUTypes: true}
+}
+
+// SetConfig takes p (a number, not 0), lambda (a positive number),
+// restart_delay (a positive duration) and service_scale (a duration, 0
+// for none); unknown keys and bad values are errors, and then nothing
+// changes. Keys left out take their defaults (sia-las's service_scale:
+// DefaultServiceScale).
 func (s *Sia) SetConfig(options map[string]string) error {
 	var opts Options
+	if s.name == NameLAS {
+		opts.ServiceScale = DefaultServiceScale
+	}
 	var errs []error
 	number := func(k, v string) float64 {
 		f, err := strconv.ParseFloat(v, 64)
@@ -111,8 +143,14 @@ func (s *Sia) SetConfig(options map[string]string) error {
 				errs = append(errs, fmt.Errorf("restart_delay = %q: must be a positive duration such as \"30s\"", v))
 			}
 			opts.RestartDelay = d
+		case "service_scale":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("service_scale = %q: must be a duration of GPU time such as \"4h\", 0 for none", v))
+			}
+			opts.ServiceScale = d
 		default:
-			errs = append(errs, fmt.Errorf("unknown option %q; sia takes p, lambda and restart_delay", k))
+			errs = append(errs, fmt.Errorf("unknown option %q; %s takes p, lambda, restart_delay and service_scale", k, s.name))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -205,7 +243,7 @@ func (s *Sia) Plan(req *planner.Request) (*planner.Decision, error) {
 	options := make([][]option, len(views))
 	for i, v := range views {
 		jobs[i] = s.newJob(c, v, ts, cfgs, req.Now)
-		options[i] = jobs[i].options(s.opts)
+		options[i] = jobs[i].options(s.opts, s.weight(v))
 	}
 	capacity := make([]int, len(ts))
 	for k, t := range ts {
@@ -257,7 +295,8 @@ type row struct {
 // with p < 0, Eq. (1) is minimised (§3.3), each job costing G^p when it
 // runs and λ when it does not, so running at a configuration is worth
 // λ − G^p; with p > 0 it is maximised, and running is worth G^p + λ.
-func (j *job) options(o Options) []option {
+// Each is multiplied by the job's weight.
+func (j *job) options(o Options, weight float64) []option {
 	out := make([]option, 0, len(j.rows))
 	for k, r := range j.rows {
 		v := math.Pow(r.goodput, o.P)
@@ -266,9 +305,19 @@ func (j *job) options(o Options) []option {
 		} else {
 			v += o.Lambda
 		}
-		out = append(out, option{typ: r.typ, gpus: r.gpus, value: v, cfg: k})
+		out = append(out, option{typ: r.typ, gpus: r.gpus, value: weight * v, cfg: k})
 	}
 	return out
+}
+
+// weight is a job's weight in Eq. (1): 1, or with a service scale s₀,
+// s₀/(s₀ + attained service).
+func (s *Sia) weight(v *planner.Job) float64 {
+	s0 := s.opts.ServiceScale.Seconds()
+	if s0 <= 0 {
+		return 1
+	}
+	return s0 / (s0 + max(v.AttainedService, 0))
 }
 
 func (j *job) pauseReason() string {
@@ -322,9 +371,10 @@ func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []c
 	est := newEstimator(v, ts, lim)
 	j.est = est
 	restart := s.restartFactor(v, now)
+	// A configuration must split into whole workers on each of its nodes.
 	for _, cf := range cfgs {
 		w := cf.gpus / j.per
-		if cf.gpus%j.per != 0 || w < minW || w > maxW || !feasibleOn(c, j.tasks.Worker, ts[cf.typ]) ||
+		if cf.gpus%(j.per*cf.nodes) != 0 || w < minW || w > maxW || !feasibleOn(c, j.tasks.Worker, ts[cf.typ]) ||
 			j.tasks.Worker.DistinctHosts && w > cf.nodes {
 			continue
 		}
