@@ -30,7 +30,8 @@ const (
 	// AssumeSia is the Sia artifact's simulator (SOSP'23,
 	// sia-simulator/), for comparisons with its published numbers: its
 	// Heterogeneous cluster when the user names none (AssumedClusters),
-	// rounds every 60 s only, profiling free (its jobs are seeded with
+	// rounds only at multiples of the interval (the caller's: SiaInterval
+	// for Sia and Pollux, 360 s for Gavel), profiling free (its jobs are seeded with
 	// the traces' profiles), each model's checkpoint-restore delay on
 	// every (re)allocation (SiaRestartDelays) and each model's measured
 	// step slowed by its calibration factor (SiaSlowdowns). Its per-type
@@ -95,7 +96,6 @@ var Assumptions = map[string]func(*Options, *sim.Workload){
 	AssumeSia: func(o *Options, wl *sim.Workload) {
 		o.Cluster.ProfileTime, o.Cluster.TypeProfileSteps = 0, 0
 		o.Cluster.ModelRestartPenalty = SiaRestartDelays
-		o.Interval = SiaInterval
 		o.PeriodicRounds = true
 		wl.Calibrate(SiaSlowdowns)
 	},

@@ -50,7 +50,7 @@ func TestSiaArtifact_Assumptions(t *testing.T) {
 	must.Eq(t, "Tesla T4", cfg.GPUModel(0).Name)
 	must.Eq(t, "GeForce RTX 2080 Ti", cfg.GPUModel(6).Name)
 	must.Eq(t, "A100-SXM4-40GB", cfg.GPUModel(10).Name)
-	must.Eq(t, time.Minute, p.Options.Interval)
+	must.Eq(t, 5*time.Minute, p.Options.Interval, must.Sprint("the caller's: Gavel runs at 360 s"))
 	must.True(t, p.Options.PeriodicRounds)
 	must.Eq(t, 120*time.Second, cfg.ModelRestartPenalty["bert"])
 	must.Eq(t, 0, cfg.TypeProfileSteps)
@@ -64,13 +64,16 @@ func TestSiaArtifact_Assumptions(t *testing.T) {
 	must.Eq(t, "2xrtx", p.Cluster, must.Sprint("the user's cluster stays"))
 	res, err := Run(p.Workload, builtin.Algorithms["tiresias"](), p.Options)
 	must.NoError(t, err)
-	// cifar10-0 arrives at 107 s with a batch of 2048, requested on 8
-	// GPUs (LoadPolluxWorkload): one rtx node, 256 a GPU.
+	// cifar10-0 arrives at 107 s with a batch of 2048 on 6 GPUs, the
+	// workload's num_replicas (LoadSiaWorkload): 2046 on one rtx node,
+	// 341 a GPU.
 	tr = p.Workload.Arrivals[0].Truth.(*sim.PolluxTruth)
-	it, model, ok := tr.IterationOn([]int{8}, []string{"GeForce RTX 2080 Ti"})
+	must.Eq(t, 6, p.Workload.Arrivals[0].RequestWorkers)
+	must.Eq(t, 2046, p.Workload.Arrivals[0].RequestBatch)
+	it, model, ok := tr.IterationOn([]int{6}, []string{"GeForce RTX 2080 Ti"})
 	must.True(t, ok)
 	must.Eq(t, "GeForce RTX 2080 Ti", model)
-	step, _ := tr.Types[model].StepSync([]int{8}, 256)
+	step, _ := tr.Types[model].StepSync([]int{6}, 341)
 	must.Eq(t, step*1.8, it.Seconds)
 	job := res.Jobs[0]
 	must.Eq(t, 107, job.Arrival)

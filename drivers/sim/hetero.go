@@ -304,7 +304,13 @@ func (s *Sim) typeTruth(truth Truth) error {
 // (sia/workloads/<trace>/workload-N.csv; Pollux's CSV format) as
 // LoadPolluxWorkload does, each job's truth (and adaptive truth) trained
 // at each GPU type's speed: Types from types by the job's model. A model
-// types lacks runs at the Pollux traces' speed on every GPU.
+// types lacks runs at the Pollux traces' speed on every GPU. A job's
+// request is the workload's num_replicas at its batch_size, rounded down
+// to a multiple of them, accumulating gradients where the batch does not
+// fit (Sia's TunedJobs, as the artifact's gavel.py runs them: its local
+// batch is at most batch_size ÷ replicas), not the Pollux artifact's
+// divisor of the batch that fits without accumulating; its truth trains
+// at that batch.
 func LoadSiaWorkload(fsys fs.FS, name string, profiles map[string]*Profile, types map[string]TypeProfiles) (*Workload, error) {
 	w, err := LoadPolluxWorkload(fsys, name, profiles)
 	if err != nil {
@@ -312,6 +318,11 @@ func LoadSiaWorkload(fsys fs.FS, name string, profiles map[string]*Profile, type
 	}
 	for i := range w.Arrivals {
 		a := &w.Arrivals[i]
+		a.RequestWorkers = a.Replicas
+		a.RequestBatch = a.Job.Training.GlobalBatchSize / a.Replicas * a.Replicas
+		if t, ok := a.Truth.(*PolluxTruth); ok && a.RequestBatch != a.Job.Training.GlobalBatchSize {
+			a.Truth = NewPolluxTruth(t.Profile, float64(a.RequestBatch))
+		}
 		for _, tr := range []Truth{a.Truth, a.AdaptiveTruth} {
 			if t, ok := tr.(*PolluxTruth); ok {
 				t.Types = types[t.Profile.Name]
