@@ -20,7 +20,8 @@ import (
 // fragments a type so that a configuration finds no nodes, the type is
 // placed again from scratch, largest first, which the configurations
 // guarantee to fit on nodes of equal size (the Submesh Shape Covering
-// argument of §3.2) — Sia's eviction, of every job of the type at once.
+// argument of §3.2) — Sia's eviction, of every job of the type at once —
+// if that places them all.
 func place(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placement) {
 	for k, t := range ts {
 		var idx []int
@@ -36,11 +37,17 @@ func place(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placem
 		if placeType(c, t, jobs, idx, out, true) {
 			continue
 		}
-		*c = *before
-		for _, i := range idx {
-			out[i] = nil
+		// The re-packing replaces what keeping placed only when it places
+		// every job of the type: on nodes of unequal sizes (an unhealthy
+		// GPU, less CPU) it may not, and would move running jobs for
+		// nothing.
+		trial := make([]*structs.Placement, len(out))
+		if placeType(before, t, jobs, idx, trial, false) {
+			*c = *before
+			for _, i := range idx {
+				out[i] = trial[i]
+			}
 		}
-		placeType(c, t, jobs, idx, out, false)
 	}
 }
 
@@ -93,7 +100,7 @@ func take(c *planner.Cluster, t *gpuType, j *job) []*structs.NodeTasks {
 			if !c.Fits(i, j.tasks.Worker, w) {
 				continue
 			}
-			_, _, free := c.Free(i)
+			free := freeGPUs(c, i)
 			if best < 0 || free < bestFree || free == bestFree && own[nodeID(i)] && !own[nodeID(best)] {
 				best, bestFree = i, free
 			}
@@ -118,7 +125,7 @@ func take(c *planner.Cluster, t *gpuType, j *job) []*structs.NodeTasks {
 	})
 	var picked []int
 	for _, i := range cands {
-		if _, _, free := c.Free(i); free == t.perNode && c.Fits(i, j.tasks.Worker, per) {
+		if freeGPUs(c, i) == t.perNode && c.Fits(i, j.tasks.Worker, per) {
 			picked = append(picked, i)
 			if len(picked) == cf.nodes {
 				break
@@ -169,6 +176,12 @@ func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placeme
 			continue
 		}
 		for k, t := range ts {
+			// Only a type the job has a model of, or any before it has
+			// one: a type without a model while others have one is where
+			// it was not seen to run (estimator.goodput).
+			if !j.est.none && j.est.models[k] == nil {
+				continue
+			}
 			if nodes := fillType(c, t, j, k, min.Workers); nodes != nil {
 				out[i] = j.placement(nodes, t.name)
 				out[i].Reason += "; its minimum, in the room the selection left"
@@ -200,11 +213,7 @@ func fillType(c *planner.Cluster, t *gpuType, j *job, k, w int) []*structs.NodeT
 	// Spread: each node of the type, the freest first, takes as many
 	// workers as fit, which places them whenever the type can.
 	order := slices.Clone(t.nodes)
-	slices.SortStableFunc(order, func(a, b int) int {
-		_, _, fa := c.Free(a)
-		_, _, fb := c.Free(b)
-		return cmp.Compare(fb, fa)
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(freeGPUs(c, b), freeGPUs(c, a)) })
 	trial := c.Clone()
 	var nodes []*structs.NodeTasks
 	left := w

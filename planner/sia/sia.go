@@ -206,12 +206,25 @@ func types(c *planner.Cluster, nodes []*structs.Node) []*gpuType {
 			t = &gpuType{name: name}
 			byName[name] = t
 		}
-		_, _, free := c.Free(i)
 		t.nodes = append(t.nodes, i)
 		t.perNode = max(t.perNode, gpus(n))
-		t.free += free
+		t.free += freeGPUs(c, i)
 	}
 	return slices.SortedFunc(maps.Values(byName), func(a, b *gpuType) int { return strings.Compare(a.name, b.name) })
+}
+
+// freeGPUs is the free GPUs of node i's GPU type: not its other devices,
+// which Cluster.Free counts with them.
+func freeGPUs(c *planner.Cluster, i int) int {
+	n := c.Nodes[i]
+	typ := n.GPUType()
+	free := c.FreeDevices(i)
+	for g, d := range n.Devices {
+		if d.Type == "gpu" && d.Name == typ && g < len(free) {
+			return free[g]
+		}
+	}
+	return 0
 }
 
 // gpus is the healthy GPUs of a node's GPU type.
