@@ -101,6 +101,11 @@ type Job struct {
 	// after its first (rescaled or moved); Pollux's restart penalty
 	// reads it.
 	Restarts int
+	// RestartCost is what a start of the job costs, in seconds: the mean
+	// over its starts measured so far of the time from its placement
+	// running to its first step there (checkpoint restore, warm-up); 0
+	// until measured. Sia's restart factor reads it (Eq. 2's S_i).
+	RestartCost float64
 }
 
 // ProgressPoint is one reported value of a job's evaluation function.

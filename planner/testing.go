@@ -291,6 +291,9 @@ func goodputRandomJob(v *Job, k int) {
 		v.Grad = &goodput.GradParams{Sqr: 0.5 + float64(k%4), Var: float64(k % 5)}
 	}
 	v.Restarts = k % 4
+	if v.Restarts > 0 {
+		v.RestartCost = float64(25 * v.Restarts)
+	}
 }
 
 // sizeRandomJob gives job j's worker role ranges around its size (so that

@@ -37,9 +37,9 @@ type Options struct {
 	// configuration: 1.1 (§5.1). Above the least a configuration is worth
 	// (1 after normalisation), so every job that fits runs.
 	Lambda float64
-	// RestartDelay is S of the restart factor, Eq. (2): what a restart
-	// costs a job, 30 s (the artifact's default; it takes 25–250 s by
-	// model, which Caravan does not know).
+	// RestartDelay is S of the restart factor, Eq. (2), for a job whose
+	// start cost is not measured yet (planner.Job.RestartCost): 30 s, the
+	// artifact's default.
 	RestartDelay time.Duration
 	// NodeLimit bounds the branch-and-bound nodes of a round's solve
 	// (DefaultNodeLimit).
@@ -420,10 +420,16 @@ func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []c
 
 // restartFactor is Eq. (2): (T − N·S)/(T + S) for a job of age T that
 // restarted N times, each costing S, at least 0; 1 while the job is
-// younger than S (the artifact's sia.py).
+// younger than S (the artifact's sia.py). S is the job's measured start
+// cost (planner.Job.RestartCost), RestartDelay until it is measured: the
+// artifact hard-codes S by model (sia.py get_restart_penalty: 25 s to
+// 250 s), which Caravan does not know but measures.
 func (s *Sia) restartFactor(v *planner.Job, now int64) float64 {
 	age := max(float64(now-v.Job.SubmitTime)/1e9, 0)
 	delay := s.opts.RestartDelay.Seconds()
+	if v.RestartCost > 0 {
+		delay = v.RestartCost
+	}
 	if age < delay {
 		return 1
 	}

@@ -143,3 +143,12 @@ func TestOptions(t *testing.T) {
 	must.Eq(t, 0.5, s.opts.P, must.Sprint("unchanged on error"))
 	must.True(t, math.Abs(s.opts.Lambda-2) < 1e-12)
 }
+
+// TestRestartFactor_Measured checks that a job's measured start cost is
+// its S in Eq. (2), in place of the option.
+func TestRestartFactor_Measured(t *testing.T) {
+	s := NewWithOptions(Options{})
+	v := &planner.Job{Job: &structs.Job{}, Restarts: 2, RestartCost: 250}
+	must.Eq(t, 1.0, s.restartFactor(v, int64(200*time.Second)), must.Sprint("younger than its S"))
+	must.Eq(t, (1000.0-500)/(1000+250), s.restartFactor(v, int64(1000*time.Second)))
+}

@@ -426,8 +426,9 @@ func jobToProto(j *planner.Job) *pb.Job {
 		Perf:     perfToProto(j.Perf),
 		Grad:     gradToProto(j.Grad),
 
-		PerfByType: perfByTypeToProto(j.PerfByType),
-		Restarts:   int64(j.Restarts),
+		PerfByType:  perfByTypeToProto(j.PerfByType),
+		RestartCost: j.RestartCost,
+		Restarts:    int64(j.Restarts),
 
 		AttainedService: j.AttainedService,
 	}
@@ -601,6 +602,11 @@ func jobFromProto(p *pb.Job) (*planner.Job, error) {
 	j := &planner.Job{Young: p.Young, Step: p.Step, Since: p.Since, Restarts: ps.toInt("restarts", p.Restarts), AttainedService: p.AttainedService}
 	if p.Perf != nil {
 		j.Perf = perfFromProto(&ps, "perf", p.Perf)
+	}
+	if c := p.RestartCost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+		ps.fail("restart_cost", "%v is not a finite number, not negative", c)
+	} else {
+		j.RestartCost = c
 	}
 	for _, typ := range slices.Sorted(maps.Keys(p.PerfByType)) {
 		f := p.PerfByType[typ]

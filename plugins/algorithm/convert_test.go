@@ -79,7 +79,7 @@ func TestRequest_RoundTrip(t *testing.T) {
 		"ps template", "device request", "device constraint", "device affinity", "job affinity",
 		"speed prior", "current", "no current", "loss", "no loss", "speed", "no speed",
 		"young", "driver settings dropped", "ranges", "usage", "since", "sized current", "attained service",
-		"batch bounds", "local batch bounds", "current batch", "perf", "no perf", "perf by type", "grad", "no grad", "restarts",
+		"batch bounds", "local batch bounds", "current batch", "perf", "no perf", "perf by type", "grad", "no grad", "restarts", "restart cost",
 	} {
 		must.Positive(t, seen[what], must.Sprintf("no random request had %s", what))
 	}
@@ -143,6 +143,7 @@ func note(seen map[string]int, req *planner.Request) {
 		count("grad", j.Grad != nil)
 		count("no grad", j.Grad == nil)
 		count("restarts", j.Restarts > 0)
+		count("restart cost", j.RestartCost > 0)
 		if j.Current != nil {
 			for _, nt := range j.Current.Nodes {
 				count("sized current", nt.Sized())
@@ -297,6 +298,7 @@ func TestRequestFromProto_Malformed(t *testing.T) {
 			break_: func(p *pb.PlanRequest) {
 				p.Jobs[0].Perf = &pb.PerfFit{AlphaC: math.NaN(), BetaC: 1, AlphaN: 1, BetaN: 1, AlphaR: 1, BetaR: 1, Gamma: 11}
 				p.Jobs[0].Grad = &pb.GradParams{Sqr: -1, Var: math.Inf(1)}
+				p.Jobs[0].RestartCost = math.NaN()
 				p.Jobs[0].PerfByType = map[string]*pb.PerfFit{
 					"T4": {AlphaC: 1, BetaC: 1, AlphaN: 1, BetaN: 1, AlphaR: 1, BetaR: 1, Gamma: 2, MaxLocal: -1},
 					"":   {AlphaC: 1, BetaC: 1, AlphaN: 1, BetaN: 1, AlphaR: 1, BetaR: 1, Gamma: 2},
@@ -305,6 +307,7 @@ func TestRequestFromProto_Malformed(t *testing.T) {
 			want: []string{
 				`jobs[0] ("a"): perf: parameter 0 is NaN, not a positive finite number`,
 				`jobs[0] ("a"): perf.gamma: 11 is outside [1, 10]`,
+				`jobs[0] ("a"): restart_cost: NaN is not a finite number, not negative`,
 				`jobs[0] ("a"): perf_by_type: GPU type "": needs a name of at most 128 characters and a fit`,
 				`jobs[0] ("a"): perf_by_type["T4"].max_local: -1 is not a finite number, not negative`,
 				`jobs[0] ("a"): grad: -1 is not a finite number at least 0`,

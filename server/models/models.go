@@ -103,6 +103,14 @@ type entry struct {
 	// (ran: it has run).
 	restarts int
 	ran      bool
+	// restartAt is when the job's latest placement began to run (Unix
+	// nanoseconds), until its first step there is reported; 0 when no
+	// start is being measured. restartCost is the mean of the starts
+	// measured so far, in seconds: the first step's end less the step's
+	// time less restartAt (planner.Job.RestartCost).
+	restartAt     int64
+	restartCost   float64
+	restartsTimed int
 	// The estimators (estimators.go): the loss curve and progress, the
 	// speed function, Pollux's goodput model, the attained service, and
 	// the moving averages of the samples' cpu_s and net_s at the job's
@@ -395,10 +403,28 @@ func (s *Set) Ingest(samples []structs.Sample) {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
 		e.goodput.observe(smp, e.job, e.current, s.sampleType(smp, e.current))
+		e.timeStart(smp)
 		if e.speed.observe(smp) {
 			s.advanceProfile(e)
 		}
 	}
+}
+
+// timeStart measures what the job's latest start cost, from the first
+// step reported after it began to run: the time to that step's start,
+// which checkpoint restore and warm-up take (Sia's S_i, Eq. 2). Only the
+// chief's steps count, and a step measured across the start is not one.
+func (e *entry) timeStart(smp *structs.Sample) {
+	if e.restartAt <= 0 || !smp.Chief() || smp.Time <= e.restartAt || smp.StepTimeS <= 0 {
+		return
+	}
+	d := float64(smp.Time-e.restartAt)/1e9 - smp.StepTimeS
+	e.restartAt = 0
+	if d < 0 {
+		return
+	}
+	e.restartsTimed++
+	e.restartCost += (d - e.restartCost) / float64(e.restartsTimed)
 }
 
 // workerNodes counts the nodes that run workers of placement p.
@@ -588,7 +614,7 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 			Job: e.job, Current: e.current, Loss: e.loss.fit, Speed: e.speed.fit, Step: e.loss.step,
 			Young: len(e.speed.means) < s.opts.YoungConfigs, Subtasks: e.subtasks, Progress: slices.Clip(e.loss.progress),
 			Usage: e.usage, Since: e.since, AttainedService: e.service.attained,
-			Perf: e.goodput.all.fit, PerfByType: e.goodput.fits(), Grad: e.goodput.grad, Restarts: e.restarts,
+			Perf: e.goodput.all.fit, PerfByType: e.goodput.fits(), Grad: e.goodput.grad, Restarts: e.restarts, RestartCost: e.restartCost,
 		}
 		if h := s.holds(e, now); h != nil {
 			r.held = append(r.held, planner.Held{Job: &pj, Placement: h})
@@ -887,6 +913,7 @@ func (s *Set) Observe(key structs.JobKey, running *structs.Placement, change *st
 			e.restarts++
 		}
 		e.ran = true
+		e.restartAt = e.since
 	}
 	e.current, e.held = running, held
 	switch {

@@ -625,3 +625,33 @@ func TestSet_TypeProfileRequests(t *testing.T) {
 	s.SetAlgorithm(typed{pollux.New()})
 	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("a job registered under pollux is not profiled later"))
 }
+
+// TestSet_RestartCost checks that a start's cost is measured from the
+// placement running to the start of the first step reported there, by
+// the chief, averaged over starts, and that a step across the start does
+// not count.
+func TestSet_RestartCost(t *testing.T) {
+	s := New(pollux.New(), Options{ProfileConfigs: -1})
+	j := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 4}, nil)
+	must.NoError(t, s.Register(j))
+	key := j.Key()
+	at := func(sec float64) int64 { return int64(sec * 1e9) }
+	run := func(workers int, since float64) {
+		p := &structs.Placement{Namespace: "default", JobID: "a", NumWorkers: workers, Nodes: []*structs.NodeTasks{{NodeID: "n", Workers: workers}}}
+		s.Observe(key, p, &structs.Change{Target: p, Phase: structs.ChangeDone, Since: at(since)})
+	}
+	step := func(end, took float64, rank int) structs.Sample {
+		return structs.Sample{JobID: "a", Namespace: "default", Role: structs.RoleWorker, Rank: rank, NumWorkers: 1, StepTimeS: took, Time: at(end)}
+	}
+	cost := func() float64 { return s.Snapshot(nil, 0).jobs[0].job.RestartCost }
+
+	run(1, 100)
+	s.Ingest([]structs.Sample{step(90, 1, 0), step(150, 2, 1)})
+	must.Eq(t, 0.0, cost(), must.Sprint("a step before the start and another rank's do not count"))
+	s.Ingest([]structs.Sample{step(152, 2, 0), step(160, 2, 0)})
+	must.Eq(t, 50.0, cost(), must.Sprint("the first step began 50 s after the placement ran"))
+
+	run(2, 1000)
+	s.Ingest([]structs.Sample{step(1251, 1, 0)})
+	must.Eq(t, 150.0, cost(), must.Sprint("(50 + 250) / 2"))
+}

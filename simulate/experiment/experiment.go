@@ -38,6 +38,16 @@ type Experiment struct {
 	Runs  []Run
 	// Metrics are the results the paper reports, computed from the runs.
 	Metrics []Metric
+	// Tables, when set, adds tables of its own after the metrics, such
+	// as a paper's table laid out as the paper lays it out; nil for none.
+	Tables func(o *Outcome) []Table
+}
+
+// Table is one of an experiment's own tables: a title and its rows, the
+// first the header.
+type Table struct {
+	Title string
+	Rows  [][]string
 }
 
 // Run is one `caravan sim` invocation of an experiment, at each seed.
@@ -92,6 +102,10 @@ type Metric struct {
 	// version checks no direction; Met still compares it with the
 	// paper's.
 	Level bool
+	// Within, when positive, makes Met two-sided: the value must lie
+	// within this fraction of the paper's number either way, as a
+	// fidelity target does ("within 15% of 0.7 h").
+	Within float64
 }
 
 // neutral is the value of no effect m's direction is taken against.
@@ -116,8 +130,12 @@ func (m *Metric) direction() int {
 
 // Met says whether here reaches the paper's number: at least as good, or
 // within a tenth of the paper's distance from the neutral value (of the
-// paper's number, for a level).
+// paper's number, for a level); with Within, within that fraction of the
+// paper's number either way.
 func (m *Metric) Met(here float64) bool {
+	if m.Within > 0 {
+		return math.Abs(here-m.Paper) <= m.Within*math.Abs(m.Paper)
+	}
 	tol := 0.1 * math.Abs(m.Paper-m.neutral())
 	if m.Level {
 		tol = 0.1 * math.Abs(m.Paper)

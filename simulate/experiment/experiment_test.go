@@ -84,6 +84,13 @@ func TestMetric_MetAndDirection(t *testing.T) {
 	level := &Metric{Paper: 93.2, Unit: "%", Higher: true, Level: true}
 	must.True(t, level.Met(84))
 	must.False(t, level.Met(83))
+
+	// A fidelity target: within 15% either way, better or worse.
+	within := &Metric{Paper: 0.7, Level: true, Within: 0.15}
+	must.True(t, within.Met(0.8))
+	must.True(t, within.Met(0.6))
+	must.False(t, within.Met(0.81))
+	must.False(t, within.Met(0.59), must.Sprint("better than the paper by more than 15% does not reproduce it"))
 }
 
 // TestTruthsIndependent fails if the simulator, where every workload's

@@ -41,6 +41,12 @@ func (o *Outcome) Format(commit string) string {
 			ratioOf(v.Mean, v.Metric.Paper), verdict})
 	}
 	b.WriteString(markdown(rows))
+	if e.Tables != nil {
+		for _, t := range e.Tables(o) {
+			fmt.Fprintf(&b, "\n%s\n\n", t.Title)
+			b.WriteString(markdown(t.Rows))
+		}
+	}
 	for _, w := range o.Warnings {
 		b.WriteString("\nwarning: " + w + "\n")
 	}

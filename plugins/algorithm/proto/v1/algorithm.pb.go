@@ -861,7 +861,10 @@ type Job struct {
 	// perf_by_type is the job's throughput model per GPU type (the model
 	// name of a node's GPUs, e.g. "Tesla T4"), each fitted on that type's
 	// step times alone; empty until one was measured.
-	PerfByType    map[string]*PerfFit `protobuf:"bytes,15,rep,name=perf_by_type,json=perfByType,proto3" json:"perf_by_type,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	PerfByType map[string]*PerfFit `protobuf:"bytes,15,rep,name=perf_by_type,json=perfByType,proto3" json:"perf_by_type,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// restart_cost is what a start of the job costs, in seconds, as
+	// measured; 0 until measured.
+	RestartCost   float64 `protobuf:"fixed64,16,opt,name=restart_cost,json=restartCost,proto3" json:"restart_cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -999,6 +1002,13 @@ func (x *Job) GetPerfByType() map[string]*PerfFit {
 		return x.PerfByType
 	}
 	return nil
+}
+
+func (x *Job) GetRestartCost() float64 {
+	if x != nil {
+		return x.RestartCost
+	}
+	return 0
 }
 
 // PerfFit is Pollux's throughput model: compute time
@@ -3295,7 +3305,7 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x06string\x18\x03 \x01(\tH\x00R\x06string\x12\x14\n" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x12\n" +
 	"\x04unit\x18\x05 \x01(\tR\x04unitB\a\n" +
-	"\x05value\"\x86\a\n" +
+	"\x05value\"\xa9\a\n" +
 	"\x03Job\x129\n" +
 	"\x04spec\x18\x01 \x01(\v2%.caravan.plugins.algorithm.v1.JobSpecR\x04spec\x12A\n" +
 	"\acurrent\x18\x02 \x01(\v2'.caravan.plugins.algorithm.v1.PlacementR\acurrent\x12;\n" +
@@ -3313,7 +3323,8 @@ const file_algorithm_proto_rawDesc = "" +
 	"\x04grad\x18\r \x01(\v2(.caravan.plugins.algorithm.v1.GradParamsR\x04grad\x12\x1a\n" +
 	"\brestarts\x18\x0e \x01(\x03R\brestarts\x12S\n" +
 	"\fperf_by_type\x18\x0f \x03(\v21.caravan.plugins.algorithm.v1.Job.PerfByTypeEntryR\n" +
-	"perfByType\x1ad\n" +
+	"perfByType\x12!\n" +
+	"\frestart_cost\x18\x10 \x01(\x01R\vrestartCost\x1ad\n" +
 	"\x0fPerfByTypeEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12;\n" +
 	"\x05value\x18\x02 \x01(\v2%.caravan.plugins.algorithm.v1.PerfFitR\x05value:\x028\x01\"\xba\x02\n" +
