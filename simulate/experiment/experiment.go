@@ -106,6 +106,11 @@ type Metric struct {
 	// within this fraction of the paper's number either way, as a
 	// fidelity target does ("within 15% of 0.7 h").
 	Within float64
+	// Target marks a number the paper does not report but Caravan aims
+	// at, such as beating the paper's best: Met means at least as good
+	// as Paper, with no tolerance. The short version, too small to show
+	// it, checks no direction.
+	Target bool
 }
 
 // neutral is the value of no effect m's direction is taken against.
@@ -133,6 +138,12 @@ func (m *Metric) direction() int {
 // paper's number, for a level); with Within, within that fraction of the
 // paper's number either way.
 func (m *Metric) Met(here float64) bool {
+	switch {
+	case m.Target && m.Higher:
+		return here > m.Paper
+	case m.Target:
+		return here < m.Paper
+	}
 	if m.Within > 0 {
 		return math.Abs(here-m.Paper) <= m.Within*math.Abs(m.Paper)
 	}

@@ -49,9 +49,10 @@ type Value struct {
 func (v Value) Met() bool { return v.Metric.Met(v.Mean) }
 
 // DirectionHolds says whether the value is on the side of the neutral
-// value the metric expects (Metric.Direction); a level's always does.
+// value the metric expects (Metric.Direction); a level's and a target's
+// always do.
 func (v Value) DirectionHolds() bool {
-	return v.Metric.Level || sign(v.Mean-v.Metric.neutral()) == v.Metric.direction()
+	return v.Metric.Level || v.Metric.Target || sign(v.Mean-v.Metric.neutral()) == v.Metric.direction()
 }
 
 // Execute runs every run of e at each of its seeds, as many policies at

@@ -58,7 +58,7 @@ func init() {
 			Metric{Name: "avg JCT (h), pollux, " + tr.paperName, Paper: tr.pollux, Level: true, Within: 0.15, Value: tr.meanJCT("pollux")},
 			Metric{Name: "avg JCT (h), gavel, " + tr.paperName, Paper: tr.gavel, Level: true, Within: 0.25, Value: tr.meanJCT("gavel")},
 			Metric{Name: "avg JCT, sia-las ÷ sia, " + tr.paperName + " (Caravan's target: below 1)", Paper: 1, Unit: "×",
-				Direction: -1, Value: tr.ratio("sia-las", "sia")},
+				Target: true, Value: tr.ratio("sia-las", "sia")},
 		)
 	}
 	e.Tables = siaTables
