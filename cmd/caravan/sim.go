@@ -101,9 +101,9 @@ Sim Options:
                           drf, fifo, gavel, goodput-las, harmony, optimus,
                           optimus-relative (Optimus with the relative
                           gain, see drivers/sim/README.md), pollux,
-                          roundrobin, sia, specon, tetris, tiresias, or the
-                          baselines isolated (each job on
-                          nodes of its own at its balanced DoP),
+                          roundrobin, sia, sia-las, specon, tetris,
+                          tiresias, or the baselines isolated (each job
+                          on nodes of its own at its balanced DoP),
                           colocated (jobs share nodes, at most two a
                           node, no grouping; order=spread|best|worst),
                           and the DLRover paper's autoscale and
