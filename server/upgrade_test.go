@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/raft"
@@ -19,7 +21,14 @@ import (
 func TestSupports_GateOnEveryServer(t *testing.T) {
 	s := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
 	ctx := context.Background()
-	must.Eq(t, fsm.SampleAppendType, s.sampleType(), must.Sprint("one server of this version"))
+	// The leader's own member record is committed just after it is
+	// elected: until then, its gate is closed too.
+	agent.WaitFor(t, 10*time.Second, "the leader's member record", func() error {
+		if got := s.sampleType(); got != fsm.SampleAppendType {
+			return fmt.Errorf("one server of this version commits samples as %s", got)
+		}
+		return nil
+	})
 
 	must.NoError(t, s.raft.AddNonvoter("old", "127.0.0.1:1", 0, 0).Error())
 	record := func(version string) {
