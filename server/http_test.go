@@ -225,11 +225,18 @@ func TestReport_ReporterRetriesUntilEstablished(t *testing.T) {
 	leader := leaderOf(t, TestServer(t, TestConfig(t, simDriver(t, 1))))
 	rep, err := reporter.New(reporter.Config{Addrs: []string{leader.HTTPAddr()}, FlushInterval: time.Hour, RetryBackoff: time.Millisecond, Logger: testLogger(t)})
 	must.NoError(t, err)
-	t.Cleanup(func() { _ = rep.Close(context.Background()) })
+	t.Cleanup(func() {
+		// Bounded: a failure below leaves the leader refusing reports,
+		// which Close would retry until the test binary's timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = rep.Close(ctx)
+	})
 
 	notEstablished(t, leader)
 	rep.Report(structs.Sample{JobID: "later", Role: structs.RoleWorker, Step: 100001, Loss: 0.5, NumPS: 1, NumWorkers: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Long enough for an answer under a loaded machine's scheduling.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err = rep.Flush(ctx)
 	must.ErrorIs(t, err, context.DeadlineExceeded)
