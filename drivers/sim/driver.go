@@ -529,23 +529,8 @@ func (d *Driver) Samples(ctx context.Context, cursor uint64) ([]structs.Sample, 
 // the request is then kept and carried out when Enact submits the job,
 // just before it is placed, and Profile returns nil.
 func (d *Driver) Profile(ctx context.Context, key structs.JobKey, configs []structs.Shape) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.syncLocked()
-	j, ok := d.sim.jobs[key.ID]
-	switch {
-	case !ok:
-		d.deferred[key] = append(d.deferred[key], configs...)
-		d.log.Debug("deferred profiling until a plan names the job", "namespace", key.Namespace, "job_id", key.ID)
-		return nil
-	case j.spec.Namespace != key.Namespace:
-		return fmt.Errorf("profile job %q in namespace %q: the simulator holds job %q in namespace %q",
-			key.ID, key.Namespace, key.ID, j.spec.Namespace)
-	}
-	return d.sim.Profile(key.ID, configs)
+	return d.profile(ctx, key, "profiling", func() { d.deferred[key] = append(d.deferred[key], configs...) },
+		func() error { return d.sim.Profile(key.ID, configs) })
 }
 
 // ProfileTypes measures a job on one GPU of each GPU type of the cluster
@@ -555,6 +540,14 @@ func (d *Driver) Profile(ctx context.Context, key structs.JobKey, configs []stru
 // plan has named yet is kept and carried out when Enact submits it, just
 // before it is placed, and ProfileTypes returns nil.
 func (d *Driver) ProfileTypes(ctx context.Context, key structs.JobKey) error {
+	return d.profile(ctx, key, "GPU-type profiling", func() { d.deferredTypes[key] = true },
+		func() error { return d.sim.ProfileTypes(key.ID) })
+}
+
+// profile runs measure for a job the simulator holds, or, for one no plan
+// has named yet, keeps the request (keep) for Enact and returns nil; what
+// names the measurement in the log and errors.
+func (d *Driver) profile(ctx context.Context, key structs.JobKey, what string, keep func(), measure func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -564,14 +557,14 @@ func (d *Driver) ProfileTypes(ctx context.Context, key structs.JobKey) error {
 	j, ok := d.sim.jobs[key.ID]
 	switch {
 	case !ok:
-		d.deferredTypes[key] = true
-		d.log.Debug("deferred GPU-type profiling until a plan names the job", "namespace", key.Namespace, "job_id", key.ID)
+		keep()
+		d.log.Debug("deferred a measurement until a plan names the job", "measurement", what, "namespace", key.Namespace, "job_id", key.ID)
 		return nil
 	case j.spec.Namespace != key.Namespace:
-		return fmt.Errorf("profile GPU types of job %q in namespace %q: the simulator holds job %q in namespace %q",
-			key.ID, key.Namespace, key.ID, j.spec.Namespace)
+		return fmt.Errorf("%s of job %q in namespace %q: the simulator holds job %q in namespace %q",
+			what, key.ID, key.Namespace, key.ID, j.spec.Namespace)
 	}
-	return d.sim.ProfileTypes(key.ID)
+	return measure()
 }
 
 // StopJob stops a job that has not finished, as a user stopping it would:
