@@ -71,6 +71,9 @@ type Sample struct {
 	// when the trainer or driver knows it; empty means the GPUs of the
 	// job's current placement.
 	GPUType string `json:",omitempty"`
+	// Profile marks a measurement of a profiling run beside the job's
+	// own tasks: a speed on GPUType, with no progress.
+	Profile bool `json:",omitempty"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
 	Time int64

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -98,21 +99,54 @@ type Profiler interface {
 // it, before it runs: Sia's bootstrap (§3.1). The samples it reports name
 // their GPU type (structs.Sample.GPUType); the job pays for the time.
 type TypeProfiler interface {
-	ProfileTypes(ctx context.Context, job structs.JobKey) error
+	ProfileTypes(ctx context.Context, job *structs.Job) error
+}
+
+// TypeProfileHolder is implemented by a TypeProfiler whose measurements
+// take time, running beside the jobs (the nomad driver's): a new job
+// waits, unplaced, up to TypeProfileHold for its first model of a GPU
+// type (models.Options.TypeProfileHold).
+type TypeProfileHolder interface {
+	TypeProfileHold() time.Duration
+}
+
+// typeProfiler is the Profiler that is also a TypeProfiler, else the
+// driver if it is one; nil when there is none.
+func (s *Server) typeProfiler() TypeProfiler {
+	if tp, ok := s.cfg.Profiler.(TypeProfiler); ok {
+		return tp
+	}
+	tp, _ := s.cfg.Driver.(TypeProfiler)
+	return tp
 }
 
 // The server is the host of the drivers that take part in the rescale
 // protocol.
 var _ structs.DriverHost = (*Server)(nil)
 
-// LastSample returns the newest committed sample of a job; it makes the
-// Server a structs.DriverHost.
+// LastSample returns the newest committed sample of a job's own tasks,
+// not a profiling run's (Sample.Profile); it makes the Server a
+// structs.DriverHost.
 func (s *Server) LastSample(job structs.JobKey) (structs.Sample, bool) {
 	js, err := state.Samples(s.State().Txn(), nil, job.Namespace, job.ID)
-	if err != nil || js == nil || len(js.Samples) == 0 {
+	if err != nil {
 		return structs.Sample{}, false
 	}
-	return js.Samples[len(js.Samples)-1], true
+	return lastOwn(js)
+}
+
+// lastOwn returns the newest of a job's samples (nil: none) that is not
+// a profiling run's.
+func lastOwn(js *structs.JobSamples) (structs.Sample, bool) {
+	if js == nil {
+		return structs.Sample{}, false
+	}
+	for i := len(js.Samples) - 1; i >= 0; i-- {
+		if !js.Samples[i].Profile {
+			return js.Samples[i], true
+		}
+	}
+	return structs.Sample{}, false
 }
 
 // Event commits an event stamped now unless it has a time.

@@ -435,35 +435,37 @@ func (l *leader) syncJobs(ctx context.Context) error {
 	return nil
 }
 
-// profile asks a profiling driver to measure new jobs, and to measure
-// them on each GPU type when the algorithm plans by type and the driver
-// is also a TypeProfiler; jobs marked true
-// in skip already have samples and are not profiled again.
+// profile asks a profiling driver to measure new jobs, and the
+// TypeProfiler, if any (typeProfiler), to measure them on each GPU type
+// when the algorithm plans by type; jobs marked true in skip already have
+// samples and are not profiled again.
 func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
-	reqs, typed := l.models.ProfileRequests(), l.models.TypeProfileRequests()
-	p := l.s.cfg.Profiler
-	if p == nil {
-		return
-	}
-	for _, r := range reqs {
-		if skip[r.Job] {
-			continue
-		}
-		if err := p.Profile(ctx, r.Job, r.Configs); ctx.Err() != nil {
-			return
-		} else if err != nil {
-			l.log.Warn("failed to profile job", "job_id", r.Job.ID, "error", err)
+	reqs, typed := l.models.ProfileRequests(), l.models.TypeProfileRequests(l.s.now().UnixNano())
+	if p := l.s.cfg.Profiler; p != nil {
+		for _, r := range reqs {
+			if skip[r.Job] {
+				continue
+			}
+			if err := p.Profile(ctx, r.Job, r.Configs); ctx.Err() != nil {
+				return
+			} else if err != nil {
+				l.log.Warn("failed to profile job", "job_id", r.Job.ID, "error", err)
+			}
 		}
 	}
-	tp, ok := p.(TypeProfiler)
-	if !ok {
+	tp := l.s.typeProfiler()
+	if tp == nil {
 		return
 	}
 	for _, key := range typed {
 		if skip[key] {
 			continue
 		}
-		if err := tp.ProfileTypes(ctx, key); ctx.Err() != nil {
+		job := l.models.Job(key)
+		if job == nil {
+			continue
+		}
+		if err := tp.ProfileTypes(ctx, job); ctx.Err() != nil {
 			return
 		} else if err != nil {
 			l.log.Warn("failed to profile job by GPU type", "job_id", key.ID, "error", err)
@@ -503,16 +505,17 @@ func (l *leader) syncSamples(ctx context.Context) error {
 			l.log.Warn("dropped a sample from the future", "job_id", smp.JobID, "error", err)
 			continue
 		}
-		if !smp.Chief() {
+		if !smp.Chief() || smp.Profile {
 			// Another task's own time per step: the store keeps the
-			// latest of each task, whatever the order.
+			// latest of each task, whatever the order. A profiling run's
+			// measurements are not in the order of the job's steps.
 			keep = append(keep, smp)
 			continue
 		}
 		last, ok := newest[key]
 		if !ok {
-			if js, err := state.Samples(txn, nil, key.Namespace, key.ID); err == nil && js != nil && len(js.Samples) > 0 {
-				last = js.Samples[len(js.Samples)-1]
+			if js, err := state.Samples(txn, nil, key.Namespace, key.ID); err == nil {
+				last, _ = lastOwn(js)
 			}
 		}
 		if smp.Time < last.Time || smp == last {

@@ -85,6 +85,11 @@ type Sample struct {
 	// job's current placement. Profiling samples name it: they measure a
 	// type the job does not run on.
 	GPUType string `json:",omitempty" codec:"gpu_type,omitempty"`
+	// Profile marks a measurement of a profiling run beside the job's own
+	// tasks (a server.TypeProfiler's, Sia §3.1): it has a speed at its
+	// configuration, no progress, and no place in the order of the job's
+	// steps.
+	Profile bool `json:",omitempty" codec:"profile,omitempty"`
 	// Time is when the step ended, Unix nanoseconds; collectors stamp it
 	// when the trainer leaves it 0.
 	Time int64 `codec:"time"`

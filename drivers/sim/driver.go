@@ -32,7 +32,7 @@ var (
 	} = (*Driver)(nil)
 	// server.TypeProfiler
 	_ interface {
-		ProfileTypes(context.Context, structs.JobKey) error
+		ProfileTypes(context.Context, *structs.Job) error
 	} = (*Driver)(nil)
 )
 
@@ -539,7 +539,8 @@ func (d *Driver) Profile(ctx context.Context, key structs.JobKey, configs []stru
 // steps before it first starts. As with Profile, a request for a job no
 // plan has named yet is kept and carried out when Enact submits it, just
 // before it is placed, and ProfileTypes returns nil.
-func (d *Driver) ProfileTypes(ctx context.Context, key structs.JobKey) error {
+func (d *Driver) ProfileTypes(ctx context.Context, job *structs.Job) error {
+	key := job.Key()
 	return d.profile(ctx, key, "GPU-type profiling", func() { d.deferredTypes[key] = true },
 		func() error { return d.sim.ProfileTypes(key.ID) })
 }

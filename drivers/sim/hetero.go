@@ -197,7 +197,7 @@ const MaxTypeProfileBatches = 10
 // models (§3.1): for every distinct GPU model of the nodes, in node
 // order, one sample per per-GPU batch from the smallest measured to the
 // largest that fits the type (ProfileBatches), each with GPUType,
-// StepTimeS (the traces' one-GPU step, times Slowdown), LocalBatchSize =
+// Profile, StepTimeS (the traces' one-GPU step, times Slowdown), LocalBatchSize =
 // BatchSize = the batch, NumWorkers 1, no accumulation, and for an
 // adaptive job CPUS, the step less its sync time, as polluxSample splits
 // a step. The job pays Config.TypeProfileSteps steps at each batch
@@ -232,7 +232,7 @@ func (s *Sim) ProfileTypes(id string) error {
 			noise := max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05)
 			smp := structs.Sample{
 				Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
-				StepTimeS: step * noise, NumWorkers: 1, GPUType: m,
+				StepTimeS: step * noise, NumWorkers: 1, GPUType: m, Profile: true,
 				BatchSize: int64(b), LocalBatchSize: int64(b),
 				Time: int64(s.now * 1e9),
 			}

@@ -230,8 +230,7 @@ func TestDriver_ProfileTypes(t *testing.T) {
 	ctx := context.Background()
 	job := gpuJob("a")
 	job.Meta = map[string]string{"application": "yolov3"}
-	key := job.Key()
-	must.NoError(t, d.ProfileTypes(ctx, key))
+	must.NoError(t, d.ProfileTypes(ctx, job))
 	smps, _, err := d.Samples(ctx, 0)
 	must.NoError(t, err)
 	must.SliceEmpty(t, smps)

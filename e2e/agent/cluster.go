@@ -35,6 +35,9 @@ type GPUModel struct {
 	Name string
 	// MemoryMiB is each GPU's memory; zero means FakeGPUMemoryMiB.
 	MemoryMiB int64
+	// Speed is the model's relative compute speed (the plugin's
+	// `speed`); zero means 1.
+	Speed float64
 }
 
 // Device returns the ID of the device group of the model's GPUs,
@@ -48,6 +51,9 @@ func (m GPUModel) orDefault() GPUModel {
 	}
 	if m.MemoryMiB == 0 {
 		m.MemoryMiB = FakeGPUMemoryMiB
+	}
+	if m.Speed == 0 {
+		m.Speed = 1
 	}
 	return m
 }
@@ -213,6 +219,7 @@ plugin "fakegpu" {
     id_prefix  = %q
     model      = %q
     memory_mib = %d
+    speed      = %g
   }
 }
 `
@@ -295,7 +302,7 @@ func StartNomadCluster(t testing.TB, opts ClusterOptions) *NomadCluster {
 			if err := os.Symlink(fakegpu, filepath.Join(pluginDir, "fakegpu")); err != nil {
 				t.Fatalf("link the fakegpu plugin: %v", err)
 			}
-			cfg += fmt.Sprintf(fakeGPUPluginConfig, node.GPUs, prefix, node.GPUModel.Name, node.GPUModel.MemoryMiB)
+			cfg += fmt.Sprintf(fakeGPUPluginConfig, node.GPUs, prefix, node.GPUModel.Name, node.GPUModel.MemoryMiB, node.GPUModel.Speed)
 		}
 		c.Nodes = append(c.Nodes, node)
 		c.clients = append(c.clients, &nomadAgent{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,14 @@ const (
 	// visibleDevicesEnv is the variable Reserve sets, as NVIDIA's container
 	// runtime reads it.
 	visibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
+
+	// What Reserve tells a task of the GPUs it was given, in place of
+	// what a real trainer would ask its GPU (the CUDA device name and
+	// memory): their model, memory (MiB) and relative speed. Only the e2e
+	// trainer (examples/trainer) reads them.
+	modelEnv  = "FAKEGPU_MODEL"
+	memoryEnv = "FAKEGPU_MEMORY_MIB"
+	speedEnv  = "FAKEGPU_SPEED"
 )
 
 var (
@@ -56,6 +65,10 @@ var (
 			hclspec.NewAttr("cuda_cores", "number", false),
 			hclspec.NewLiteral("5120"),
 		),
+		"speed": hclspec.NewDefault(
+			hclspec.NewAttr("speed", "number", false),
+			hclspec.NewLiteral("1"),
+		),
 		"id_prefix": hclspec.NewDefault(
 			hclspec.NewAttr("id_prefix", "string", false),
 			hclspec.NewLiteral(`"GPU"`),
@@ -73,6 +86,9 @@ type Config struct {
 	MemoryMiB int64 `codec:"memory_mib"`
 	// CUDACores is each instance's "cuda_cores" attribute.
 	CUDACores int64 `codec:"cuda_cores"`
+	// Speed is how fast the model computes, relative to a speed of 1:
+	// the e2e trainer divides its simulated time per example by it.
+	Speed float64 `codec:"speed"`
 	// IDPrefix starts every instance ID: "<IDPrefix>-<n>".
 	IDPrefix string `codec:"id_prefix"`
 }
@@ -91,6 +107,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CUDACores < 0 {
 		errs = append(errs, fmt.Errorf("cuda_cores must not be negative, got %d", c.CUDACores))
+	}
+	if !(c.Speed > 0) {
+		errs = append(errs, fmt.Errorf("speed must be positive, got %g", c.Speed))
 	}
 	if c.IDPrefix == "" {
 		errs = append(errs, errors.New("id_prefix must not be empty"))
@@ -201,8 +220,9 @@ func deviceGroup(cfg *Config) *device.DeviceGroup {
 }
 
 // Reserve is called on the client before a task that was given deviceIDs
-// starts. It sets NVIDIA_VISIBLE_DEVICES to the comma-separated IDs and fails
-// for an ID the plugin did not report.
+// starts. It sets NVIDIA_VISIBLE_DEVICES to the comma-separated IDs, and
+// FAKEGPU_MODEL, FAKEGPU_MEMORY_MIB and FAKEGPU_SPEED to the model, memory
+// and speed of the GPUs, and fails for an ID the plugin did not report.
 func (d *FakeGPU) Reserve(deviceIDs []string) (*device.ContainerReservation, error) {
 	if len(deviceIDs) == 0 {
 		return nil, errors.New("no device IDs to reserve")
@@ -218,7 +238,12 @@ func (d *FakeGPU) Reserve(deviceIDs []string) (*device.ContainerReservation, err
 		}
 	}
 	return &device.ContainerReservation{
-		Envs: map[string]string{visibleDevicesEnv: strings.Join(deviceIDs, ",")},
+		Envs: map[string]string{
+			visibleDevicesEnv: strings.Join(deviceIDs, ","),
+			modelEnv:          d.config.Model,
+			memoryEnv:         strconv.FormatInt(d.config.MemoryMiB, 10),
+			speedEnv:          strconv.FormatFloat(d.config.Speed, 'g', -1, 64),
+		},
 	}, nil
 }
 

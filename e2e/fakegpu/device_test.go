@@ -84,15 +84,23 @@ func TestFakeGPU_InvalidConfig(t *testing.T) {
 	_, err := configure(t, "count = 0\nid_prefix = \"\"\n")
 	must.ErrorContains(t, err, "count must be at least 1")
 	must.ErrorContains(t, err, "id_prefix must not be empty")
+
+	_, err = configure(t, "speed = 0\n")
+	must.ErrorContains(t, err, "speed must be positive, got 0")
 }
 
 func TestFakeGPU_Reserve(t *testing.T) {
-	d, err := configure(t, `id_prefix = "c0-gpu"`)
+	d, err := configure(t, "id_prefix = \"c0-gpu\"\nmodel = \"Tesla T4\"\nspeed = 0.25\n")
 	must.NoError(t, err)
 
 	res, err := d.Reserve([]string{"c0-gpu-1", "c0-gpu-0"})
 	must.NoError(t, err)
-	must.Eq(t, map[string]string{"NVIDIA_VISIBLE_DEVICES": "c0-gpu-1,c0-gpu-0"}, res.Envs)
+	must.Eq(t, map[string]string{
+		"NVIDIA_VISIBLE_DEVICES": "c0-gpu-1,c0-gpu-0",
+		"FAKEGPU_MODEL":          "Tesla T4",
+		"FAKEGPU_MEMORY_MIB":     "16384",
+		"FAKEGPU_SPEED":          "0.25",
+	}, res.Envs)
 
 	_, err = d.Reserve([]string{"c0-gpu-0", "c0-gpu-2"})
 	must.ErrorContains(t, err, `unknown device "c0-gpu-2"`)

@@ -7,7 +7,11 @@
 // instances "<id_prefix>-0" … "<id_prefix>-<count-1>" and the attributes
 // memory (MiB), model and cuda_cores. Reserving instances sets
 // NVIDIA_VISIBLE_DEVICES to their IDs, as NVIDIA's plugin does, so a task can
-// print which GPUs it was given; nothing is mounted.
+// print which GPUs it was given; nothing is mounted. It also sets
+// FAKEGPU_MODEL, FAKEGPU_MEMORY_MIB and FAKEGPU_SPEED (the config's `speed`,
+// default 1): the e2e trainer reads them where a real one would ask its GPU,
+// to report the GPU type it runs on, compute at that type's speed and fail
+// as out of memory on a batch the GPU's memory would not hold.
 //
 // Nomad loads it from a client's plugin_dir and configures it with
 //

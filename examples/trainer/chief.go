@@ -268,6 +268,7 @@ func (c *chief) report(v int64, loss float64, own float64, now time.Time) {
 		Time:           now.UnixNano(),
 		AllocID:        c.cfg.AllocID,
 		TaskStepTimeS:  own,
+		GPUType:        c.cfg.GPU.Model,
 	}
 	batch := c.cfg.samplesPerStep()
 	s.BatchSize, s.LocalBatchSize, s.AccumSteps = batch, int64(c.cfg.LocalBatch), int64(c.cfg.AccumSteps)

@@ -96,6 +96,12 @@ type config struct {
 	// also gives its tasks as their kill_timeout).
 	StopTimeout time.Duration
 
+	// GPU is the fake GPU the worker runs on (gpu.go); ProfileBatches and
+	// ProfileSteps make the run a profiling one (runProfile).
+	GPU            gpu
+	ProfileBatches []int
+	ProfileSteps   int
+
 	// From the flags.
 	Model             string
 	LR                float64
@@ -105,6 +111,9 @@ type config struct {
 	Examples          int
 	EvalExamples      int
 	SampleCost        time.Duration
+	// SampleMemoryMiB is the GPU memory each example of a local batch
+	// takes: a batch beyond the GPU's memory fails as out of memory.
+	SampleMemoryMiB float64
 	Bind              string
 	MaxSteps          int64
 	ReportEvery       int64
@@ -175,6 +184,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	fs.IntVar(&c.Examples, "examples", 50000, "number of training examples")
 	fs.IntVar(&c.EvalExamples, "eval-examples", 1000, "number of held-out examples the chief evaluates the loss on")
 	fs.DurationVar(&c.SampleCost, "sample-cost", 200*time.Microsecond, "simulated accelerator time per example, slept by a worker after computing its gradient")
+	fs.Float64Var(&c.SampleMemoryMiB, "sample-memory-mib", 0, "GPU memory (MiB) each example of a local batch takes: a worker whose local batch does not fit its GPU's (FAKEGPU_MEMORY_MIB) fails as out of memory; 0 means any batch fits")
 	fs.StringVar(&c.Bind, "bind", "127.0.0.1:0", "address a parameter server listens on and publishes (port 0 picks a free port)")
 	fs.Int64Var(&c.MaxSteps, "max-steps", 0, "stop after this many steps; 0 means no cap")
 	fs.Int64Var(&c.ReportEvery, "report-every", 1, "the chief reports a sample every this many steps")
@@ -227,9 +237,22 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (*c
 	c.AllocID = e.str(envAllocID, "")
 	c.CheckpointInterval = e.duration(envCheckpointInterval, 0)
 	c.StopTimeout = e.duration(envCheckpointTimeout, defaultStopTimeout)
+	c.GPU = readGPU(&e)
+	c.ProfileSteps = e.int(envProfileSteps, defaultProfileSteps, false)
 
 	errs := e.errs
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	batches, perr := parseProfileBatches(getenv(envProfileBatches))
+	if perr != nil {
+		errs = append(errs, perr)
+	}
+	c.ProfileBatches = batches
+	if c.ProfileSteps < 1 {
+		bad("%s=%d: must be at least 1", envProfileSteps, c.ProfileSteps)
+	}
+	if !(c.SampleMemoryMiB >= 0) || math.IsInf(c.SampleMemoryMiB, 0) {
+		bad("-sample-memory-mib=%v: must be finite and not negative", c.SampleMemoryMiB)
+	}
 	switch c.Role {
 	case "", structs.RoleWorker, structs.RolePS:
 	default:

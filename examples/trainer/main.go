@@ -113,7 +113,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 			log.Error("cannot report progress", "error", rerr)
 			return 2
 		}
-		err = runWorker(ctx, cfg, log, rep, ckptRequested, stop)
+		if len(cfg.ProfileBatches) > 0 {
+			err = runProfile(ctx, cfg, log, rep)
+		} else {
+			err = runWorker(ctx, cfg, log, rep, ckptRequested, stop)
+		}
 		timeout := closeTimeout
 		if ctx.Err() != nil || closed(stop) {
 			timeout = stopCloseTimeout

@@ -72,6 +72,9 @@ type worker struct {
 // Once stop is closed, the chief checkpoints at the next step boundary
 // and ends the generation (the others learn it as training done).
 func runWorker(ctx context.Context, cfg *config, log hclog.Logger, rep reporter, ckptRequested *atomic.Bool, stop <-chan struct{}) error {
+	if err := cfg.fits(cfg.LocalBatch); err != nil {
+		return err
+	}
 	addrs, err := waitForPS(ctx, cfg.CheckpointDir, cfg.Generation, cfg.NumPS, cfg.RendezvousTimeout)
 	if err != nil {
 		return fmt.Errorf("rendezvous: %w", err)
@@ -165,7 +168,7 @@ func (w *worker) train(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := sleep(ctx, cfg.SampleCost*time.Duration(cfg.LocalBatch*len(passes))); err != nil {
+		if err := sleep(ctx, cfg.computeTime(cfg.LocalBatch*len(passes))); err != nil {
 			return err
 		}
 		if err := w.slowDown(ctx, time.Since(computeStart)); err != nil {

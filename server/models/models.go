@@ -39,6 +39,14 @@ type Options struct {
 	// driver.
 	ProfileInPlace bool
 	ProfileSteps   int
+	// TypeProfileHold is how long a job handed out by TypeProfileRequests
+	// waits, unplaced, for its first throughput model of a GPU type:
+	// without one the algorithm would see it worth the same on every
+	// type, and start it on a GPU its batch may not fit. It is for
+	// drivers whose profiling runs take time, beside the job's own tasks
+	// (the nomad driver's); 0, for drivers that measure at once (the
+	// simulator's), holds no job.
+	TypeProfileHold time.Duration
 	// AbortHold is how long a job whose change was aborted (its checkpoint
 	// never confirmed) is held where it runs: it keeps the capacity it
 	// holds, and the other jobs are planned around it, instead of being
@@ -111,6 +119,10 @@ type entry struct {
 	restartAt     int64
 	restartCost   float64
 	restartsTimed int
+	// typesBy is when a job waiting for its first GPU-type model is
+	// planned all the same (Options.TypeProfileHold); 0 when it is not
+	// waiting.
+	typesBy int64
 	// The estimators (estimators.go): the loss curve and progress, the
 	// speed function, Pollux's goodput model, the attained service, and
 	// the moving averages of the samples' cpu_s and net_s at the job's
@@ -281,13 +293,20 @@ func (s *Set) ProfileRequests() []ProfileRequest {
 // the last call that are still active, when the algorithm plans from a
 // throughput model per GPU type (planner.Capabilities.GPUTypes): Sia profiles
 // every new job on one GPU of each type (§3.1). Otherwise it returns
-// none, and those jobs are not profiled by type later either.
-func (s *Set) TypeProfileRequests() []structs.JobKey {
+// none, and those jobs are not profiled by type later either. Each job
+// returned that has run nowhere yet waits for a model until
+// Options.TypeProfileHold after now.
+func (s *Set) TypeProfileRequests(now int64) []structs.JobKey {
 	var out []structs.JobKey
 	if planner.CapabilitiesOf(s.alg).GPUTypes {
 		for _, key := range s.untyped {
-			if _, ok := s.jobs[key]; ok {
-				out = append(out, key)
+			e, ok := s.jobs[key]
+			if !ok {
+				continue
+			}
+			out = append(out, key)
+			if s.opts.TypeProfileHold > 0 && e.current == nil {
+				e.typesBy = now + int64(s.opts.TypeProfileHold)
 			}
 		}
 	}
@@ -415,7 +434,7 @@ func (s *Set) Ingest(samples []structs.Sample) {
 // which checkpoint restore and warm-up take (Sia's S_i, Eq. 2). Only the
 // chief's steps count, and a step measured across the start is not one.
 func (e *entry) timeStart(smp *structs.Sample) {
-	if e.restartAt <= 0 || !smp.Chief() || smp.Time <= e.restartAt || smp.StepTimeS <= 0 {
+	if e.restartAt <= 0 || !smp.Chief() || smp.Profile || smp.Time <= e.restartAt || smp.StepTimeS <= 0 {
 		return
 	}
 	d := float64(smp.Time-e.restartAt)/1e9 - smp.StepTimeS
@@ -630,6 +649,16 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 			if due := s.stragglers.Due(k, now); len(due) > 0 {
 				r.stragglers[k] = due
 			}
+		}
+		if e.typesBy > 0 && (now >= e.typesBy || e.current != nil || len(pj.PerfByType) > 0) {
+			e.typesBy = 0
+		}
+		if e.typesBy > 0 {
+			r.keep = append(r.keep, &structs.Placement{
+				Namespace: k.Namespace, JobID: k.ID,
+				Reason: "waiting for its first speed measurement on a GPU type (Sia §3.1's profiling)",
+			})
+			continue
 		}
 		rj := roundJob{job: pj}
 		if len(e.profile) > 0 {

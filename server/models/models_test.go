@@ -616,14 +616,14 @@ func TestSet_TypeProfileRequests(t *testing.T) {
 	must.NoError(t, s.Register(a))
 	must.NoError(t, s.Register(b))
 	s.Complete(a.Key())
-	must.Eq(t, []structs.JobKey{b.Key()}, s.TypeProfileRequests())
-	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("once per job"))
+	must.Eq(t, []structs.JobKey{b.Key()}, s.TypeProfileRequests(0))
+	must.SliceEmpty(t, s.TypeProfileRequests(0), must.Sprint("once per job"))
 
 	s = New(pollux.New(), Options{ProfileConfigs: -1})
 	must.NoError(t, s.Register(a))
-	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("pollux plans without types"))
+	must.SliceEmpty(t, s.TypeProfileRequests(0), must.Sprint("pollux plans without types"))
 	s.SetAlgorithm(typed{pollux.New()})
-	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("a job registered under pollux is not profiled later"))
+	must.SliceEmpty(t, s.TypeProfileRequests(0), must.Sprint("a job registered under pollux is not profiled later"))
 }
 
 // TestSet_RestartCost checks that a start's cost is measured from the
@@ -654,4 +654,43 @@ func TestSet_RestartCost(t *testing.T) {
 	run(2, 1000)
 	s.Ingest([]structs.Sample{step(1251, 1, 0)})
 	must.Eq(t, 150.0, cost(), must.Sprint("(50 + 250) / 2"))
+}
+
+// TestSet_TypeProfileHold checks that a job handed out for profiling by
+// GPU type waits, unplaced and saying why, until its first typed model,
+// or until the hold ends; and that a profiling run's samples are no
+// progress of the job.
+func TestSet_TypeProfileHold(t *testing.T) {
+	nodes := planner.NewHarness(t).AddNodes("t4", 1, 32000, 65536, 2)
+	nodes[0].Devices[0].Name = "Tesla T4"
+	s := New(typed{pollux.New()}, Options{ProfileConfigs: -1, TypeProfileHold: time.Minute})
+	a := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 2}, nil)
+	b := planner.MockAllReduceJob("b", structs.Bounds{Min: 1, Max: 2}, nil)
+	must.NoError(t, s.Register(a))
+	must.NoError(t, s.Register(b))
+	sec := func(x float64) int64 { return int64(x * 1e9) }
+	must.Eq(t, []structs.JobKey{a.Key(), b.Key()}, s.TypeProfileRequests(sec(10)))
+
+	r := s.Snapshot(nodes, sec(11))
+	must.SliceEmpty(t, r.jobs, must.Sprint("both wait for a model"))
+	must.SliceLen(t, 2, r.keep)
+	for _, p := range r.keep {
+		must.True(t, p.Paused())
+		must.StrContains(t, p.Reason, "waiting for its first speed measurement on a GPU type")
+	}
+
+	s.Ingest([]structs.Sample{{
+		JobID: "a", Namespace: "default", Role: structs.RoleWorker, NumWorkers: 1, GPUType: "Tesla T4", Profile: true,
+		StepTimeS: 0.5, CPUS: 0.5, LocalBatchSize: 32, BatchSize: 32, Time: sec(12),
+	}})
+	r = s.Snapshot(nodes, sec(13))
+	must.SliceLen(t, 1, r.jobs)
+	must.Eq(t, "a", r.jobs[0].job.Job.ID, must.Sprint("a has a model of the T4"))
+	must.NotNil(t, r.jobs[0].job.PerfByType["Tesla T4"])
+	must.Eq(t, 0, r.jobs[0].job.Step, must.Sprint("a profiling run is no progress"))
+	must.SliceLen(t, 1, r.keep)
+
+	r = s.Snapshot(nodes, sec(70))
+	must.SliceLen(t, 2, r.jobs, must.Sprint("b is planned once the hold ends, model or not"))
+	must.SliceEmpty(t, r.keep)
 }
