@@ -489,9 +489,9 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 		if err != nil {
 			return nil, err
 		}
-		if smp != nil && len(smp.Samples) > 0 {
+		if last, ok := lastOwn(smp); ok {
 			sum.Samples = smp.Received
-			sum.LastSample = &smp.Samples[len(smp.Samples)-1]
+			sum.LastSample = &last
 		}
 		return sum, nil
 	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage, state.TableNodes))

@@ -335,15 +335,18 @@ type driverWiring struct {
 }
 
 // The simulated cluster reports its trainers' samples and profiles jobs
-// out of band; the nomad driver does neither, and finds the jobs declared
-// in Nomad.
+// out of band; the nomad driver does neither, but profiles new jobs on
+// each GPU type with runs of their own, and finds the jobs declared in
+// Nomad.
 var (
-	_ server.Driver        = (*sim.Driver)(nil)
-	_ server.MetricsSource = (*sim.Driver)(nil)
-	_ server.Profiler      = (*sim.Driver)(nil)
-	_ server.Driver        = (*nomad.Driver)(nil)
-	_ server.Discoverer    = (*nomad.Driver)(nil)
-	_ server.Rejecter      = (*nomad.Driver)(nil)
+	_ server.Driver            = (*sim.Driver)(nil)
+	_ server.MetricsSource     = (*sim.Driver)(nil)
+	_ server.Profiler          = (*sim.Driver)(nil)
+	_ server.Driver            = (*nomad.Driver)(nil)
+	_ server.Discoverer        = (*nomad.Driver)(nil)
+	_ server.Rejecter          = (*nomad.Driver)(nil)
+	_ server.TypeProfiler      = (*nomad.Driver)(nil)
+	_ server.TypeProfileHolder = (*nomad.Driver)(nil)
 )
 
 // newDriver wires the driver the configuration names; the simulated

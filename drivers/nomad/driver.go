@@ -80,6 +80,10 @@ type Config struct {
 	// it ends as failed (Nomad goes on placing what it could not), so
 	// that the job can be changed again; default 2m.
 	StartTimeout time.Duration
+	// TypeProfileHold is how long a new job waits, unplaced, for the
+	// first of its profiling runs on each GPU type (ProfileTypes) to
+	// report, under an algorithm that plans by GPU type; default 2m.
+	TypeProfileHold time.Duration
 	// BatchRestartRatio is how far a job's decided global batch
 	// (Placement.Batch) must move from the one its tasks run at, as the
 	// ratio of the larger to the smaller, for the job to be restarted
@@ -120,6 +124,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 2 * time.Minute
+	}
+	if c.TypeProfileHold == 0 {
+		c.TypeProfileHold = 2 * time.Minute
 	}
 	if c.BatchRestartRatio < 1 {
 		c.BatchRestartRatio = 1.25
@@ -224,6 +231,9 @@ type jobState struct {
 	// failures is what the driver knows of Nomad's failures for the job
 	// (failures.go).
 	failures failureState
+	// profiles are the profiling runs submitted of the job (profile.go),
+	// stopped with it.
+	profiles []namespacedID
 }
 
 // New returns a driver and starts following Nomad's nodes, jobs and

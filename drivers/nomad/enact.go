@@ -588,7 +588,10 @@ func (d *Driver) stop(key structs.JobKey, nj *nomadJob) {
 	}
 	d.stopping[key] = nj.stub.JobModifyIndex
 	d.mu.Unlock()
-	d.enqueue(key, func(ctx context.Context) { d.retryStop(ctx, key, nj.id()) })
+	d.enqueue(key, func(ctx context.Context) {
+		d.retryStop(ctx, key, nj.id())
+		d.stopProfiles(ctx, key)
+	})
 }
 
 // retryStop stops a Nomad job, trying again with backoff until Nomad

@@ -1,0 +1,260 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caravan-sched/caravan/structs"
+	"github.com/hashicorp/nomad/api"
+)
+
+// Profiling runs: Sia's bootstrap (§3.1) on Nomad. ProfileTypes submits,
+// for each GPU model of the cluster, a Nomad batch job that runs the
+// job's worker once on one GPU of that model, at the per-GPU batches the
+// job may train at, smallest first; the worker reports each batch's step
+// time as a Profile sample naming its GPU type (the task contract's
+// CARAVAN_PROFILE_BATCHES and CARAVAN_PROFILE_STEPS, examples/trainer)
+// and exits, stopping at the first batch its GPU's memory does not hold.
+// The job meanwhile waits, unplaced, for its first model of a type
+// (TypeProfileHold), so that it never starts on a GPU its batch does not
+// fit.
+const (
+	// metaProfileOf names the Caravan job a profiling run measures, and
+	// metaProfileType the GPU model it runs on. A profiling run has no
+	// metaJobID: it is no Nomad job of the job's.
+	metaProfileOf   = "caravan_profile_of"
+	metaProfileType = "caravan_profile_gpu_type"
+
+	// ProfileBatchesEnv and ProfileStepsEnv are what a profiling run's
+	// worker gets: the per-GPU batches to time, comma-separated and
+	// ascending, and the steps to time at each after a first one.
+	ProfileBatchesEnv = "CARAVAN_PROFILE_BATCHES"
+	ProfileStepsEnv   = "CARAVAN_PROFILE_STEPS"
+
+	// maxProfileBatches is the most batches a run times (Sia §3.1: about
+	// ten), and profileSteps the steps at each.
+	maxProfileBatches = 10
+	profileSteps      = 3
+)
+
+// EventJobProfiling is the event of a profiling run submitted.
+const EventJobProfiling = "JobProfiling"
+
+// TypeProfileHold is how long a new job waits for its first GPU-type
+// model (server.TypeProfileHolder): Config.TypeProfileHold.
+func (d *Driver) TypeProfileHold() time.Duration { return d.cfg.TypeProfileHold }
+
+// ProfileTypes submits a profiling run of job on each GPU model of the
+// cluster's nodes, as the node list last read them; a job whose workers
+// ask for no GPU is not profiled. The submissions run on the job's
+// worker: nothing here calls Nomad. A run whose GPUs are all taken waits
+// in Nomad until one frees; the runs of a job that stops are stopped
+// with it.
+func (d *Driver) ProfileTypes(ctx context.Context, job *structs.Job) error {
+	if !asksGPU(job) {
+		return nil
+	}
+	batches := ProfileBatches(job)
+	if len(batches) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	nodes := d.nodes
+	d.mu.Unlock()
+	seen := map[structs.DeviceID]bool{}
+	key := job.Key()
+	for _, n := range nodes {
+		gpu, ok := gpuDevice(n)
+		if !ok || seen[gpu] {
+			continue
+		}
+		seen[gpu] = true
+		nj, err := profileJob(job, n.ID, gpu, batches, d.submission(job, n.ID, gpu))
+		if err != nil {
+			return fmt.Errorf("profile job %q on %s: %w", job.ID, gpu.Name, err)
+		}
+		id := namespacedID{Namespace: *nj.Namespace, ID: *nj.ID}
+		js := d.state(key)
+		d.mu.Lock()
+		js.profiles = append(js.profiles, id)
+		d.mu.Unlock()
+		d.enqueue(key, func(ctx context.Context) {
+			cctx, cancel := d.callContext(ctx)
+			defer cancel()
+			if _, _, err := d.client.Jobs().Register(nj, (&api.WriteOptions{Namespace: id.Namespace}).WithContext(cctx)); err != nil {
+				d.log.Warn("cannot submit a profiling run", "job_id", job.ID, "gpu_type", gpu.Name, "error", err)
+				return
+			}
+			d.event(ctx, job, EventJobProfiling, fmt.Sprintf("Profiling on one %s at per-GPU batches %s (Nomad job %s)", gpu.Name, formatInts(batches), id.ID),
+				map[string]string{"gpu_type": gpu.Name, "nomad_job": id.ID})
+		})
+	}
+	return nil
+}
+
+// stopProfiles stops the profiling runs the driver submitted of a job
+// that no longer runs; it runs on the job's worker.
+func (d *Driver) stopProfiles(ctx context.Context, key structs.JobKey) {
+	d.mu.Lock()
+	var ids []namespacedID
+	if js := d.jobs[key]; js != nil {
+		ids, js.profiles = js.profiles, nil
+	}
+	d.mu.Unlock()
+	for _, id := range ids {
+		cctx, cancel := d.callContext(ctx)
+		if _, _, err := d.client.Jobs().Deregister(id.ID, true, (&api.WriteOptions{Namespace: id.Namespace}).WithContext(cctx)); err != nil && !isNotFound(err) {
+			d.log.Warn("cannot stop a profiling run", "nomad_job", id.ID, "error", err)
+		}
+		cancel()
+	}
+}
+
+// submission is what Translate needs for a run of job on node, whose GPU
+// is gpu.
+func (d *Driver) submission(job *structs.Job, node string, gpu structs.DeviceID) Submission {
+	return Submission{
+		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir, ReportAddrs: d.cfg.ReportAddrs,
+		ReportToken: d.reportToken(job.Key()), Generation: 1, Collector: d.cfg.Collector,
+		GPUs: map[string]structs.DeviceID{node: gpu},
+	}
+}
+
+// profileJob is the Nomad job of a profiling run of job on one GPU of
+// model gpu: the job's worker group as Translate makes it for one worker
+// on node, a node of that model, with one GPU of the model and any node
+// of it (Nomad picks the one with a GPU free), told to profile batches.
+// Its ID, `caravan-profile~<Nomad job ID>~<model>`, has two '~' and so is
+// never the ID of a job's own Nomad job (NomadJobID).
+func profileJob(job *structs.Job, node string, gpu structs.DeviceID, batches []int, sub Submission) (*api.Job, error) {
+	var ps int
+	if e := job.Elastic; e != nil && e.ParameterServers != nil {
+		ps = max(e.ParameterServers.Min, 1)
+	} else if job.ParameterServer != nil {
+		ps = 1
+	}
+	p := &structs.Placement{Namespace: job.Namespace, JobID: job.ID, NumPS: ps, NumWorkers: 1,
+		Nodes: []*structs.NodeTasks{{NodeID: node, Workers: 1}}}
+	nj, err := Translate(job, p, sub)
+	if err != nil {
+		return nil, err
+	}
+	var worker *api.TaskGroup
+	for _, tg := range nj.TaskGroups {
+		if tg.Meta[metaGroupRole] == structs.RoleWorker {
+			worker = tg
+			break
+		}
+	}
+	if worker == nil {
+		return nil, fmt.Errorf("no worker group")
+	}
+	id := JobPrefix + "profile" + namespaceSeparator + NomadJobID(job, sub.Namespace) + namespaceSeparator + idElement(gpu.Name)
+	nj.ID, nj.Name = &id, &id
+	nj.Type = new(api.JobTypeBatch)
+	nj.Meta = map[string]string{metaProfileOf: job.ID, metaNamespace: job.Namespace, metaProfileType: gpu.Name}
+	worker.Name, worker.Count = new("profile"), new(1)
+	worker.Meta = nil
+	worker.Constraints = slices.DeleteFunc(worker.Constraints, func(c *api.Constraint) bool { return c.LTarget == "${node.unique.id}" })
+	worker.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail")}
+	for _, t := range worker.Tasks {
+		if t.Lifecycle != nil {
+			continue // the collector sidecar
+		}
+		if t.Env == nil {
+			t.Env = map[string]string{}
+		}
+		maps.Copy(t.Env, map[string]string{
+			ProfileBatchesEnv: formatInts(batches), ProfileStepsEnv: strconv.Itoa(profileSteps),
+			"CARAVAN_NUM_WORKERS": "1", "CARAVAN_RESUME": "0",
+		})
+		if t.Resources != nil {
+			for _, r := range t.Resources.Devices {
+				if r.Name == gpu.String() {
+					r.Count = new(uint64(1))
+				}
+			}
+		}
+	}
+	nj.TaskGroups = []*api.TaskGroup{worker}
+	return nj, nil
+}
+
+// asksGPU reports whether job's workers ask for GPUs.
+func asksGPU(job *structs.Job) bool {
+	if job.Worker == nil || job.Worker.Resources == nil {
+		return false
+	}
+	return slices.ContainsFunc(job.Worker.Resources.Devices, func(d *structs.RequestedDevice) bool {
+		id, err := structs.ParseDeviceID(d.Name)
+		return err == nil && id.Type == "gpu"
+	})
+}
+
+// ProfileBatches returns the per-GPU batches a profiling run of job times,
+// ascending, at most maxProfileBatches of them spread evenly: for a job
+// with batch bounds (adaptive), the powers of two from its smallest local
+// batch to its largest, and both ends; for a fixed global batch in sync
+// mode, that batch split over each worker count the job may run at; in
+// async mode, the one batch every worker steps on. None for a job that
+// gives no batch.
+func ProfileBatches(job *structs.Job) []int {
+	t := job.Training
+	if t == nil {
+		return nil
+	}
+	var out []int
+	switch {
+	case t.BatchSize != nil:
+		lo, hi := t.BatchSize.LocalBounds()
+		for b := lo; b < hi; b *= 2 {
+			out = append(out, b)
+		}
+		out = append(out, hi)
+	case t.GlobalBatchSize <= 0:
+		return nil
+	case t.Mode == structs.ModeAsync:
+		out = []int{t.GlobalBatchSize}
+	case job.Elastic == nil:
+		out = []int{t.GlobalBatchSize}
+	default:
+		w := job.Elastic.Workers
+		for n := w.Min; n <= w.Max; n++ {
+			out = append(out, max(t.GlobalBatchSize/n, 1))
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) <= maxProfileBatches {
+		return out
+	}
+	spread := make([]int, maxProfileBatches)
+	for i := range spread {
+		spread[i] = out[i*(len(out)-1)/(maxProfileBatches-1)]
+	}
+	return slices.Compact(spread)
+}
+
+// idElement is name with every byte outside [A-Za-z0-9_.-] replaced by
+// '-': Nomad refuses spaces in job IDs, and GPU models have them.
+func idElement(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
+			return r
+		}
+		return '-'
+	}, name)
+}
+
+func formatInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
