@@ -455,6 +455,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		UsageRate:         n.UsageRate,
 		CallTimeout:       n.CallTimeoutDuration,
 		BatchRestartRatio: n.BatchRestartRatio,
+		TypeProfileHold:   n.TypeProfileHoldDuration,
 		Logger:            logger,
 	}
 	if n.CollectorCommand != "" {

@@ -381,6 +381,13 @@ type Nomad struct {
 	// for an adaptive job must be from the one its tasks run at for the
 	// driver to restart them at it; 0 means the driver's default (1.25).
 	BatchRestartRatio float64 `hcl:"batch_restart_ratio,optional"`
+	// TypeProfileHold is how long a new job waits, unplaced, for the
+	// first of its profiling runs on each GPU type to report, under an
+	// algorithm that plans by GPU type (sia, gavel), as written, such as
+	// "2m"; TypeProfileHoldDuration is its value, 0 for the driver's
+	// default (2m).
+	TypeProfileHold         string `hcl:"type_profile_hold,optional"`
+	TypeProfileHoldDuration time.Duration
 	// CAFile verifies Nomad's HTTPS certificate; CertFile and KeyFile are
 	// the client certificate Caravan presents to it. Empty means the
 	// NOMAD_CACERT, NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY of the
@@ -426,6 +433,8 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 		}
 		r.CallTimeout, r.CallTimeoutDuration = mergeDuration(
 			r.CallTimeout, r.CallTimeoutDuration, o.CallTimeout, o.CallTimeoutDuration)
+		r.TypeProfileHold, r.TypeProfileHoldDuration = mergeDuration(
+			r.TypeProfileHold, r.TypeProfileHoldDuration, o.TypeProfileHold, o.TypeProfileHoldDuration)
 		r.CAFile = mergeString(r.CAFile, o.CAFile)
 		r.CertFile = mergeString(r.CertFile, o.CertFile)
 		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)
@@ -463,6 +472,9 @@ func (n *Nomad) problems() []problem {
 	}
 	if n.CallTimeoutDuration < 0 || n.CallTimeout != "" && n.CallTimeoutDuration == 0 {
 		ps = append(ps, problemf("call_timeout", "%s is not a positive duration; use one such as \"10s\"", durationString(n.CallTimeout, n.CallTimeoutDuration)))
+	}
+	if n.TypeProfileHoldDuration < 0 || n.TypeProfileHold != "" && n.TypeProfileHoldDuration == 0 {
+		ps = append(ps, problemf("type_profile_hold", "%s is not a positive duration; use one such as \"2m\"", durationString(n.TypeProfileHold, n.TypeProfileHoldDuration)))
 	}
 	if r := n.BatchRestartRatio; r != 0 && !(r >= 1 && r <= maxBatchRestartRatio) {
 		ps = append(ps, problemf("batch_restart_ratio", "%g is not a ratio between 1 and %g; use one such as 1.25 (1 restarts a job for any new batch)", r, float64(maxBatchRestartRatio)))

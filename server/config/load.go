@@ -261,7 +261,8 @@ func (s *sites) parseDurations(c *Config) hcl.Diagnostics {
 	}
 	if c.Nomad != nil {
 		ds = append(ds, duration{"nomad.usage_interval", &c.Nomad.UsageInterval, &c.Nomad.UsageIntervalDuration})
-		ds = append(ds, duration{"nomad.call_timeout", &c.Nomad.CallTimeout, &c.Nomad.CallTimeoutDuration})
+		ds = append(ds, duration{"nomad.call_timeout", &c.Nomad.CallTimeout, &c.Nomad.CallTimeoutDuration},
+			duration{"nomad.type_profile_hold", &c.Nomad.TypeProfileHold, &c.Nomad.TypeProfileHoldDuration})
 	}
 	var diags hcl.Diagnostics
 	for _, d := range ds {
