@@ -176,8 +176,8 @@ func TestClientCommands(t *testing.T) {
 		code, out, errOut := cli(t, "job", "status")
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		lines := strings.Split(out, "\n")
-		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Namespace\s+Status\s+Version\s+PS\s+Workers\s+GPUs\s+Progress\s+ETA\s+Submit Date$`), lines[0])
-		must.RegexMatch(t, regexp.MustCompile(`^demo\s+default\s+(running|rescaling|complete)\s+0\s+\d+\s+\d+\s+\d+\s+(\d+%|-)\s+\S+\s+\d{4}-`), lines[1])
+		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Namespace\s+Status\s+Version\s+PS\s+Workers\s+GPUs\s+GPU Type\s+Progress\s+ETA\s+Submit Date$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^demo\s+default\s+(running|rescaling|complete)\s+0\s+\d+\s+\d+\s+\d+\s+(Tesla V100-SXM2-16GB|-)\s+(\d+%|-)\s+\S+\s+\d{4}-`), lines[1])
 	})
 
 	t.Run("job status shows the placement", func(t *testing.T) {

@@ -23,13 +23,13 @@ func (c *JobStatusCommand) Help() string {
 Usage: caravan job status [options] [<job>]
 
   Without an argument, lists the jobs of every namespace (of -namespace when
-  set): what runs of each (parameter servers, workers, GPUs), its progress
-  toward the predicted convergence and the time left. With a job ID, or the
-  start of one, shows the job's status, its placement per node and role
-  with the GPU type of each node (the model of its GPUs) and the types the
-  job runs on, the reason the scheduler gave for it, and the models Caravan fitted to the
-  job's samples: its loss curve, its speed, and the predicted steps and time
-  to convergence. For a job whose placement runs nothing, a Placement
+  set): what runs of each (parameter servers, workers, GPUs and their
+  types), its progress toward the predicted convergence and the time left.
+  With a job ID, or the start of one, shows the job's status, its placement
+  per node and role with the GPU type of each node (the model of its GPUs)
+  and the types the job runs on, the reason the scheduler gave for it, and
+  the models Caravan fitted to the job's samples: its loss curve, its speed,
+  and the predicted steps and time to convergence. For a job whose placement runs nothing, a Placement
   Failure section says why: the nodes evaluated, how many each constraint
   filtered, and on how many each resource was exhausted. On the simulated
   cluster, times are marked as simulated.
@@ -94,14 +94,14 @@ func (c *JobStatusCommand) show(client *api.Client, job jobRef, asJSON, verbose 
 	return c.output(asJSON, withEvents, func() string { return formatJobSummary(sum, events, true) })
 }
 
-// formatJobs tabulates the job list: what runs of each job, its progress
-// and the predicted time left. On the simulated cluster the times are
+// formatJobs tabulates the job list: what runs of each job and on which
+// GPU types, its progress and the predicted time left. On the simulated cluster the times are
 // virtual, and a note under the table says so.
 func formatJobs(jobs []*api.JobListStub) string {
 	if len(jobs) == 0 {
 		return "No jobs"
 	}
-	rows := [][]string{{"ID", "Namespace", "Status", "Version", "PS", "Workers", "GPUs", "Progress", "ETA", "Submit Date"}}
+	rows := [][]string{{"ID", "Namespace", "Status", "Version", "PS", "Workers", "GPUs", "GPU Type", "Progress", "ETA", "Submit Date"}}
 	var sim float64
 	for _, j := range jobs {
 		progress, eta := "-", "-"
@@ -116,7 +116,8 @@ func formatJobs(jobs []*api.JobListStub) string {
 			}
 		}
 		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10),
-			strconv.Itoa(j.NumPS), strconv.Itoa(j.NumWorkers), strconv.Itoa(j.GPUs), progress, eta, formatTime(j.SubmitTime)})
+			strconv.Itoa(j.NumPS), strconv.Itoa(j.NumWorkers), strconv.Itoa(j.GPUs), orDash(strings.Join(j.GPUTypes, ", ")),
+			progress, eta, formatTime(j.SubmitTime)})
 	}
 	out := formatList(rows)
 	if sim > 0 {

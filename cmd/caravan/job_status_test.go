@@ -118,6 +118,18 @@ func TestFormatJobSummary_ThroughputByType(t *testing.T) {
 	must.StrNotContains(t, formatJobSummary(sum, nil, true), "Throughput by GPU Type", must.Sprint("a fleet without types"))
 }
 
+// TestFormatJobs_GPUTypes: the job list names the GPU types of what runs
+// of each job, "-" for none.
+func TestFormatJobs_GPUTypes(t *testing.T) {
+	out := formatJobs([]*api.JobListStub{
+		{ID: "mixed", Namespace: "default", Status: api.JobStatusRunning, NumWorkers: 3, GPUs: 3, GPUTypes: []string{"A100-SXM4-40GB", "Tesla T4"}},
+		{ID: "cpu", Namespace: "default", Status: api.JobStatusRunning, NumWorkers: 1},
+	})
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+Namespace\s+Status\s+Version\s+PS\s+Workers\s+GPUs\s+GPU Type\s+Progress\s+ETA\s+Submit Date$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^mixed\s+default\s+running\s+0\s+0\s+3\s+3\s+A100-SXM4-40GB, Tesla T4\s+-\s+-\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^cpu\s+default\s+running\s+0\s+0\s+1\s+0\s+-\s+-\s+-\s+-$`), out)
+}
+
 // mockJob is structs.MockJob as the API client's Job.
 func mockJob(t *testing.T) *api.Job {
 	t.Helper()
