@@ -163,6 +163,9 @@ type JobListStub struct {
 	NumWorkers int
 	Nodes      int
 	GPUs       int
+	// GPUTypes are the GPU types (Node.GPUType) of the nodes of what
+	// runs, sorted and without repeats; empty when none has one.
+	GPUTypes []string `json:",omitempty"`
 	// Step is the last step reported, TotalSteps the predicted step of
 	// convergence (0 until the loss is fitted), and Progress Step /
 	// TotalSteps, from 0 to 1 (1 once the job is complete).

@@ -59,6 +59,8 @@ var mirrors = []struct{ server, client any }{
 	{structs.JobSamples{}, JobSamples{}},
 	{structs.JobModel{}, JobModel{}},
 	{structs.GoodputModel{}, GoodputModel{}},
+	{structs.GPUTypeModel{}, GPUTypeModel{}},
+	{structs.PerfPoint{}, PerfPoint{}},
 	{structs.JobUsage{}, JobUsage{}},
 	{structs.TaskUsage{}, TaskUsage{}},
 	{structs.ShapeUsage{}, ShapeUsage{}},

@@ -107,19 +107,23 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		nodes, err := state.Nodes(txn, ws)
+		if err != nil {
+			return nil, err
+		}
 		stubs := make([]*structs.JobListStub, 0, len(jobs))
 		for _, j := range jobs {
 			if s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil {
 				continue
 			}
-			st, err := s.jobStub(txn, ws, j)
+			st, err := s.jobStub(txn, ws, j, nodes)
 			if err != nil {
 				return nil, err
 			}
 			stubs = append(stubs, st)
 		}
 		return stubs, nil
-	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples))
+	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableNodes))
 	if err != nil {
 		return nil, err
 	}

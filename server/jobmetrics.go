@@ -63,7 +63,7 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 		if structs.Terminal(j.Status) {
 			continue
 		}
-		st, err := c.s.jobStub(txn, nil, j)
+		st, err := c.s.jobStub(txn, nil, j, nil)
 		if err != nil {
 			c.s.log.Warn("cannot read job for metrics", "job_id", j.ID, "error", err)
 			continue

@@ -8,8 +8,9 @@ import (
 
 // jobStub reads what GET /v1/jobs shows of job: what runs of it (or what
 // the latest decision gives it, before the driver's first report), its
-// progress and the predicted time left.
-func (s *Server) jobStub(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job) (*structs.JobListStub, error) {
+// progress and the predicted time left. The GPU types of what runs are
+// those of nodes, the cluster's (none with nil nodes).
+func (s *Server) jobStub(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job, nodes []*structs.Node) (*structs.JobListStub, error) {
 	st := &structs.JobListStub{
 		ID: job.ID, Name: job.Name, Namespace: job.Namespace, Status: job.Status, StatusDescription: job.StatusDescription,
 		Version: job.Version, Priority: job.Priority, SubmitTime: job.SubmitTime, Declared: job.Nomad != nil,
@@ -36,6 +37,7 @@ func (s *Server) jobStub(txn *memdb.Txn, ws memdb.WatchSet, job *structs.Job) (*
 	if running != nil && !structs.Terminal(job.Status) {
 		st.NumPS, st.NumWorkers, st.Nodes = running.NumPS, running.NumWorkers, len(running.Nodes)
 		st.GPUs = placementGPUs(job, running)
+		st.GPUTypes = structs.GPUTypeNames(structs.PlacementGPUTypes(nodes, running))
 	}
 	model, err := s.currentModel(txn, ws, job)
 	if err != nil {

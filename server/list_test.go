@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
 // TestAPI_Lists: the list endpoints take prefix, filter (go-bexpr),
-// per_page and next_token as Nomad's, a job's stub says what runs of it,
-// GET /v1/node/<id> what runs on a node, and the events' index is a Raft
-// index.
+// per_page and next_token as Nomad's, a job's stub says what runs of it
+// and on which GPU types, GET /v1/node/<id> what runs on a node, and the
+// events' index is a Raft index.
 func TestAPI_Lists(t *testing.T) {
 	driver := simDriver(t, 1)
 	s := TestServer(t, TestConfig(t, driver))
@@ -64,6 +65,7 @@ func TestAPI_Lists(t *testing.T) {
 	must.Positive(t, b.NumWorkers)
 	must.Positive(t, b.Nodes)
 	must.Eq(t, b.NumWorkers+b.NumPS, b.GPUs, must.Sprint("each task asks for a GPU, the ps does not run", b))
+	must.Eq(t, []string{sim.DefaultGPUModel.Name}, b.GPUTypes, must.Sprint("the type of the simulated nodes"))
 
 	// The node detail counts the GPUs the tasks there use.
 	nodes, _, err := c.Nodes(&api.QueryOptions{Prefix: "node-0", PerPage: 1})

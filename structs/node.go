@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -99,6 +100,16 @@ func PlacementGPUTypes(nodes []*Node, placements ...*Placement) map[string]strin
 		}
 	}
 	return out
+}
+
+// GPUTypeNames returns the GPU types of byNode (as PlacementGPUTypes
+// returns them), sorted and without repeats; nil when it holds none.
+func GPUTypeNames(byNode map[string]string) []string {
+	if len(byNode) == 0 {
+		return nil
+	}
+	out := slices.Sorted(maps.Values(byNode))
+	return slices.Compact(out)
 }
 
 // NodeDeviceResource is a group of identical devices on a node, such as four

@@ -117,6 +117,46 @@ type GoodputModel struct {
 	Batch      int
 	Efficiency float64
 	Goodput    float64
+	// ByType is the throughput model of each GPU type the job was
+	// measured on alone, fitted to that type's step times, sorted by type
+	// (at most MaxModelGPUTypes); empty on a fleet without GPU types.
+	ByType []GPUTypeModel `json:",omitempty"`
+}
+
+// MaxModelGPUTypes bounds GoodputModel.ByType and MaxModelTypePoints
+// each type's Points, so that a job's model, committed with every plan,
+// stays small however many types and configurations it was measured on.
+const (
+	MaxModelGPUTypes   = 16
+	MaxModelTypePoints = 32
+)
+
+// GPUTypeModel is a job's throughput model on one GPU type
+// (GoodputModel.ByType) against the step times measured there.
+type GPUTypeModel struct {
+	// Type is the GPU type (Node.GPUType).
+	Type string
+	// Perf, FitError and MaxFitError are as GoodputModel's, of this
+	// type's fit alone.
+	Perf                  []float64
+	FitError, MaxFitError float64
+	// Configs counts the configurations measured on the type, and Points
+	// are they, sorted by nodes, replicas and local batch: the first
+	// MaxModelTypePoints of them when there are more.
+	Configs int
+	Points  []PerfPoint
+}
+
+// PerfPoint is one configuration a job was measured at, with the step
+// time measured there and the one the throughput model predicts.
+type PerfPoint struct {
+	// Replicas replicas over Nodes nodes, each computing LocalBatch
+	// samples a pass.
+	Nodes, Replicas, LocalBatch int
+	// StepTimeS is the mean time of the synchronising pass measured
+	// (without the accumulation passes before it) and ModelStepTimeS the
+	// model's for it, in seconds.
+	StepTimeS, ModelStepTimeS float64
 }
 
 // DriverHost is what a Caravan server offers the driver it runs, for

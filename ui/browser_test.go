@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -215,6 +216,7 @@ func TestBrowser(t *testing.T) {
 		must.NoError(t, err)
 		must.StrContains(t, row, "running")
 		must.StrContains(t, row, "optimus")
+		b.waitNumber(t, "the demo job's GPU type", fmt.Sprintf(`document.querySelector('tr[data-job="demo"] td[data-gpu-types]').dataset.gpuTypes === %q ? 1 : 0`, sim.DefaultGPUModel.Name), 1)
 		if shots {
 			b.waitNumber(t, "four jobs", `document.querySelectorAll('tr[data-job]').length`, 4)
 			b.waitNumber(t, "the demo job's progress", `parseFloat(document.querySelector('tr[data-job="demo"] .progress .bar').style.width)`, 30)
@@ -239,6 +241,8 @@ func TestBrowser(t *testing.T) {
 		b.waitNumber(t, "measured speeds on the speed chart", attr(`[data-chart="speed"]`, "data-points"), 1)
 		b.waitNumber(t, "placements on the timeline", attr(`[data-chart="timeline"]`, "data-points"), 1)
 		b.waitNumber(t, "the job's events", attr(`#events table.events`, "data-rows"), 2)
+		b.waitNumber(t, "the job's GPU types", fmt.Sprintf(`document.querySelector('dd[data-gpu-types]').dataset.gpuTypes === %q ? 1 : 0`, sim.DefaultGPUModel.Name), 1)
+		checkThroughputByType(t, b, c, "demo", sim.DefaultGPUModel.Name)
 		b.screenshot(t, "job")
 	})
 
@@ -262,6 +266,47 @@ func TestBrowser(t *testing.T) {
 	})
 
 	b.checkClean(t)
+}
+
+// checkThroughputByType waits until the job page's throughput table of
+// GPU type typ lists the configurations the API's summary of job gives for
+// that type, in its order, and checks that each row shows its measured and
+// model step times in milliseconds with the model's signed error.
+func checkThroughputByType(t *testing.T, b *browser, c *api.Client, job, typ string) {
+	t.Helper()
+	table := fmt.Sprintf(`table.throughput[data-type=%q]`, typ)
+	b.waitNumber(t, "a measured configuration of "+typ, attr(table, "data-rows"), 1)
+	var rows []string
+	agent.WaitFor(t, 60*time.Second, "the page's configurations of "+typ+" to be the API's", func() error {
+		sum, _, err := c.Jobs().Summary(job, nil)
+		if err != nil {
+			return err
+		}
+		var want []string
+		if m := sum.Model; m != nil && m.Goodput != nil {
+			for _, tm := range m.Goodput.ByType {
+				if tm.Type != typ {
+					continue
+				}
+				for _, p := range tm.Points {
+					want = append(want, fmt.Sprintf("%d/%d/%d", p.Nodes, p.Replicas, p.LocalBatch))
+				}
+			}
+		}
+		got, err := eval[[]string](b, fmt.Sprintf(`[...document.querySelectorAll('%s tbody tr')].map((r) => r.dataset.config)`, table))
+		if err != nil {
+			return err
+		}
+		if len(want) == 0 || strings.Join(got, " ") != strings.Join(want, " ") {
+			return fmt.Errorf("the page lists %v, the API %v", got, want)
+		}
+		rows, err = eval[[]string](b, fmt.Sprintf(`[...document.querySelectorAll('%s tbody tr')].map((r) => r.innerText)`, table))
+		return err
+	})
+	row := regexp.MustCompile(`^\d+\t\d+\t\d+\t[\d.]+ ms\t[\d.]+ ms\t([+-][\d.]+|0)%$`)
+	for _, r := range rows {
+		must.RegexMatch(t, row, r)
+	}
 }
 
 // TestBrowser_States: an empty job list says so (and never stays blank),

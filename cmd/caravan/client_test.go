@@ -176,8 +176,8 @@ func TestClientCommands(t *testing.T) {
 		code, out, errOut := cli(t, "job", "status")
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		lines := strings.Split(out, "\n")
-		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Namespace\s+Status\s+Version\s+PS\s+Workers\s+GPUs\s+Progress\s+ETA\s+Submit Date$`), lines[0])
-		must.RegexMatch(t, regexp.MustCompile(`^demo\s+default\s+(running|rescaling|complete)\s+0\s+\d+\s+\d+\s+\d+\s+(\d+%|-)\s+\S+\s+\d{4}-`), lines[1])
+		must.RegexMatch(t, regexp.MustCompile(`^ID\s+Namespace\s+Status\s+Version\s+PS\s+Workers\s+GPUs\s+GPU Type\s+Progress\s+ETA\s+Submit Date$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^demo\s+default\s+(running|rescaling|complete)\s+0\s+\d+\s+\d+\s+\d+\s+(Tesla V100-SXM2-16GB|-)\s+(\d+%|-)\s+\S+\s+\d{4}-`), lines[1])
 	})
 
 	t.Run("job status shows the placement", func(t *testing.T) {
@@ -206,6 +206,9 @@ func TestClientCommands(t *testing.T) {
 			if sum.Model == nil || len(sum.Model.Speed) == 0 || sum.Model.StepsPerSecond == 0 {
 				return errors.New("no speed model yet")
 			}
+			if g := sum.Model.Goodput; g == nil || len(g.ByType) == 0 {
+				return errors.New("no throughput model of the GPU type yet")
+			}
 			return nil
 		})
 		code, out, errOut := cliArgs(t, []string{"job", "status"}, "-verbose", "demo")
@@ -215,6 +218,8 @@ func TestClientCommands(t *testing.T) {
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Speed Fit Error\s+= \d+\.\d% mean over [1-9]\d* configurations$`), out)
 		must.StrNotContains(t, out, "Steps/s               = 0.00")
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Samples\s+= [1-9]\d*$`), out)
+		must.StrContains(t, out, "\n\nThroughput by GPU Type\nGPU Type \"Tesla V100-SXM2-16GB\"\n")
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^Nodes\s+Replicas\s+Local Batch\s+Measured Step\s+Model Step\s+Error\n1\s+[1-4]\s+\d+\s+\S+s\s+\S+s\s+[+-]\d+\.\d%$`), out)
 	})
 
 	t.Run("job status -json decodes", func(t *testing.T) {

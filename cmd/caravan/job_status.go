@@ -23,13 +23,13 @@ func (c *JobStatusCommand) Help() string {
 Usage: caravan job status [options] [<job>]
 
   Without an argument, lists the jobs of every namespace (of -namespace when
-  set): what runs of each (parameter servers, workers, GPUs), its progress
-  toward the predicted convergence and the time left. With a job ID, or the
-  start of one, shows the job's status, its placement per node and role
-  with the GPU type of each node (the model of its GPUs) and the types the
-  job runs on, the reason the scheduler gave for it, and the models Caravan fitted to the
-  job's samples: its loss curve, its speed, and the predicted steps and time
-  to convergence. For a job whose placement runs nothing, a Placement
+  set): what runs of each (parameter servers, workers, GPUs and their
+  types), its progress toward the predicted convergence and the time left.
+  With a job ID, or the start of one, shows the job's status, its placement
+  per node and role with the GPU type of each node (the model of its GPUs)
+  and the types the job runs on, the reason the scheduler gave for it, and
+  the models Caravan fitted to the job's samples: its loss curve, its speed,
+  and the predicted steps and time to convergence. For a job whose placement runs nothing, a Placement
   Failure section says why: the nodes evaluated, how many each constraint
   filtered, and on how many each resource was exhausted. On the simulated
   cluster, times are marked as simulated.
@@ -38,7 +38,9 @@ Status Options:
 
   -verbose
     Also shows the job's recent events, the models' coefficients in full,
-    and full node IDs (8 characters otherwise, as Nomad prints IDs).
+    the throughput model of each GPU type the job ran on against the step
+    times measured there (Throughput by GPU Type), and full node IDs (8
+    characters otherwise, as Nomad prints IDs).
 ` + jsonOption("the job list, or the job's summary,") + `
 ` + generalOptions)
 }
@@ -92,14 +94,14 @@ func (c *JobStatusCommand) show(client *api.Client, job jobRef, asJSON, verbose 
 	return c.output(asJSON, withEvents, func() string { return formatJobSummary(sum, events, true) })
 }
 
-// formatJobs tabulates the job list: what runs of each job, its progress
-// and the predicted time left. On the simulated cluster the times are
+// formatJobs tabulates the job list: what runs of each job and on which
+// GPU types, its progress and the predicted time left. On the simulated cluster the times are
 // virtual, and a note under the table says so.
 func formatJobs(jobs []*api.JobListStub) string {
 	if len(jobs) == 0 {
 		return "No jobs"
 	}
-	rows := [][]string{{"ID", "Namespace", "Status", "Version", "PS", "Workers", "GPUs", "Progress", "ETA", "Submit Date"}}
+	rows := [][]string{{"ID", "Namespace", "Status", "Version", "PS", "Workers", "GPUs", "GPU Type", "Progress", "ETA", "Submit Date"}}
 	var sim float64
 	for _, j := range jobs {
 		progress, eta := "-", "-"
@@ -114,7 +116,8 @@ func formatJobs(jobs []*api.JobListStub) string {
 			}
 		}
 		rows = append(rows, []string{j.ID, j.Namespace, j.Status, strconv.FormatUint(j.Version, 10),
-			strconv.Itoa(j.NumPS), strconv.Itoa(j.NumWorkers), strconv.Itoa(j.GPUs), progress, eta, formatTime(j.SubmitTime)})
+			strconv.Itoa(j.NumPS), strconv.Itoa(j.NumWorkers), strconv.Itoa(j.GPUs), orDash(strings.Join(j.GPUTypes, ", ")),
+			progress, eta, formatTime(j.SubmitTime)})
 	}
 	out := formatList(rows)
 	if sim > 0 {
@@ -229,6 +232,9 @@ func formatJobSummary(sum *api.JobSummary, events []*api.Event, verbose bool) st
 	} else {
 		b.WriteString(formatModel(m, modelClock{finished: api.Terminal(job.Status), simSpeed: sum.SimSpeed}, verbose))
 	}
+	if m := sum.Model; verbose && m != nil && m.Goodput != nil && len(m.Goodput.ByType) > 0 {
+		b.WriteString("\n\nThroughput by GPU Type\n" + formatTypeModels(m.Goodput.ByType))
+	}
 
 	if verbose {
 		b.WriteString("\n\nUsage\n" + formatUsage(sum.Usage))
@@ -257,7 +263,7 @@ func formatUsage(u *api.JobUsage) string {
 	for _, t := range u.Tasks {
 		step := "-"
 		if t.TaskStepTimeS > 0 {
-			step = time.Duration(t.TaskStepTimeS * float64(time.Second)).Round(time.Millisecond / 10).String()
+			step = formatStepTime(t.TaskStepTimeS)
 		}
 		rows = append(rows, []string{
 			t.Role, strconv.Itoa(t.Rank), t.NodeID,
@@ -342,14 +348,12 @@ func formatModel(m *api.JobModel, clock modelClock, verbose bool) string {
 		rows = append(rows, [2]string{"Speed Fit Error", fmt.Sprintf("%.1f%% mean over %d configurations", 100*m.SpeedError, m.SpeedConfigs)})
 	}
 	if g := m.Goodput; g != nil && len(g.Perf) == 7 {
-		p := g.Perf
-		rows = append(rows, [2]string{"Goodput", fmt.Sprintf("α_c=%s β_c=%s α_n=%s β_n=%s α_r=%s β_r=%s γ=%s, noise scale %s at batch %d",
-			num(p[0]), num(p[1]), num(p[2]), num(p[3]), num(p[4]), num(p[5]), num(p[6]), num(g.NoiseScale), g.RefBatch)})
+		rows = append(rows, [2]string{"Goodput", fmt.Sprintf("%s, noise scale %s at batch %d", formatPerf(g.Perf, num), num(g.NoiseScale), g.RefBatch)})
 		if g.Batch > 0 {
 			rows = append(rows, [2]string{"Batch", fmt.Sprintf("%d, efficiency %.2f, goodput %.1f samples/s", g.Batch, g.Efficiency, g.Goodput)})
 		}
 		if verbose {
-			rows = append(rows, [2]string{"Goodput Fit Error", fmt.Sprintf("%.1f%% mean, %.1f%% max over %d configurations", 100*g.FitError, 100*g.MaxFitError, g.Configs)})
+			rows = append(rows, [2]string{"Goodput Fit Error", formatFitError(g.FitError, g.MaxFitError, g.Configs)})
 		}
 	}
 	rows = append(rows, [][2]string{
@@ -361,6 +365,61 @@ func formatModel(m *api.JobModel, clock modelClock, verbose bool) string {
 		rows = append(rows, [2]string{"Remaining Time", formatRemaining(m.RemainingSeconds, clock.simSpeed)})
 	}
 	return formatKV(rows)
+}
+
+// formatPerf renders the parameters of a throughput model
+// (GoodputModel.Perf, 7 of them) with num: "α_c=0.0173 β_c=0.0007 …
+// γ=2".
+func formatPerf(p []float64, num func(float64) string) string {
+	return fmt.Sprintf("α_c=%s β_c=%s α_n=%s β_n=%s α_r=%s β_r=%s γ=%s",
+		num(p[0]), num(p[1]), num(p[2]), num(p[3]), num(p[4]), num(p[5]), num(p[6]))
+}
+
+// formatFitError is a throughput fit's mean and largest relative error
+// over the configurations measured.
+func formatFitError(mean, largest float64, configs int) string {
+	return fmt.Sprintf("%.1f%% mean, %.1f%% max over %s", 100*mean, 100*largest, structs.Plural(configs, "configuration"))
+}
+
+// formatStepTime renders a step time in seconds to a tenth of a
+// millisecond: "253.1ms".
+func formatStepTime(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond / 10).String()
+}
+
+// formatTypeModels describes the throughput model of each GPU type
+// (GoodputModel.ByType), in full precision: a heading per type, its
+// parameters and fit error, and a table of the configurations measured
+// there with the step time measured, the model's, and the model's error
+// relative to the measurement. A type with more configurations than the
+// server sends says how many it shows.
+func formatTypeModels(types []api.GPUTypeModel) string {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	parts := make([]string, 0, len(types))
+	for _, tm := range types {
+		kv := [][2]string{{"Fit Error", formatFitError(tm.FitError, tm.MaxFitError, tm.Configs)}}
+		if len(tm.Perf) == 7 {
+			kv = append([][2]string{{"Model", formatPerf(tm.Perf, num)}}, kv...)
+		}
+		out := fmt.Sprintf("GPU Type %q\n%s", tm.Type, formatKV(kv))
+		rows := [][]string{{"Nodes", "Replicas", "Local Batch", "Measured Step", "Model Step", "Error"}}
+		for _, p := range tm.Points {
+			rel := "-"
+			if p.StepTimeS > 0 {
+				rel = fmt.Sprintf("%+.1f%%", 100*(p.ModelStepTimeS/p.StepTimeS-1))
+			}
+			rows = append(rows, []string{strconv.Itoa(p.Nodes), strconv.Itoa(p.Replicas), strconv.Itoa(p.LocalBatch),
+				formatStepTime(p.StepTimeS), formatStepTime(p.ModelStepTimeS), rel})
+		}
+		if len(tm.Points) > 0 {
+			out += "\n\n" + formatList(rows)
+		}
+		if len(tm.Points) < tm.Configs {
+			out += fmt.Sprintf("\n(%d of %d configurations shown)", len(tm.Points), tm.Configs)
+		}
+		parts = append(parts, out)
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // formatEvents lists the last n events, oldest first.

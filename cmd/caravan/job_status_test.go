@@ -77,6 +77,59 @@ func TestFormatJobSummary_Goodput(t *testing.T) {
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Goodput Fit Error\s+= 7.8% mean, 44.3% max over 9 configurations$`), formatJobSummary(sum, nil, true))
 }
 
+// TestFormatJobSummary_ThroughputByType: -verbose shows a section per GPU
+// type with its throughput model and fit error, and each configuration
+// measured there with the measured and the model's step time and the
+// model's relative error; a type whose points were capped says how many
+// show. Without -verbose there is no section.
+func TestFormatJobSummary_ThroughputByType(t *testing.T) {
+	sum := &api.JobSummary{Job: mockJob(t), Model: &api.JobModel{Goodput: &api.GoodputModel{
+		Perf: []float64{0.05, 0.0015625, 1e-8, 1e-8, 1e-8, 1e-8, 1}, Configs: 5,
+		ByType: []api.GPUTypeModel{
+			{Type: "A100", Perf: []float64{0.05, 0.0015625, 1e-8, 1e-8, 1e-8, 1e-8, 1}, FitError: 0.004, MaxFitError: 0.012, Configs: 2,
+				Points: []api.PerfPoint{
+					{Nodes: 1, Replicas: 1, LocalBatch: 32, StepTimeS: 0.1, ModelStepTimeS: 0.1012},
+					{Nodes: 2, Replicas: 8, LocalBatch: 128, StepTimeS: 0.25, ModelStepTimeS: 0.24},
+				}},
+			{Type: "Tesla T4", Perf: []float64{0.2, 0.00625, 1e-8, 1e-8, 1e-8, 1e-8, 1}, FitError: 0.01, MaxFitError: 0.01, Configs: 40,
+				Points: []api.PerfPoint{{Nodes: 1, Replicas: 1, LocalBatch: 32, StepTimeS: 0.4, ModelStepTimeS: 0.4}}},
+		},
+	}}}
+	out := formatJobSummary(sum, nil, true)
+	must.StrContains(t, out, "\n\nThroughput by GPU Type\n"+
+		"GPU Type \"A100\"\n"+
+		"Model     = α_c=0.05 β_c=0.0015625 α_n=1e-08 β_n=1e-08 α_r=1e-08 β_r=1e-08 γ=1\n"+
+		"Fit Error = 0.4% mean, 1.2% max over 2 configurations\n"+
+		"\n"+
+		"Nodes  Replicas  Local Batch  Measured Step  Model Step  Error\n"+
+		"1      1         32           100ms          101.2ms     +1.2%\n"+
+		"2      8         128          250ms          240ms       -4.0%\n"+
+		"\n"+
+		"GPU Type \"Tesla T4\"\n"+
+		"Model     = α_c=0.2 β_c=0.00625 α_n=1e-08 β_n=1e-08 α_r=1e-08 β_r=1e-08 γ=1\n"+
+		"Fit Error = 1.0% mean, 1.0% max over 40 configurations\n"+
+		"\n"+
+		"Nodes  Replicas  Local Batch  Measured Step  Model Step  Error\n"+
+		"1      1         32           400ms          400ms       +0.0%\n"+
+		"(1 of 40 configurations shown)\n\nUsage\n")
+	must.StrNotContains(t, formatJobSummary(sum, nil, false), "Throughput by GPU Type")
+
+	sum.Model.Goodput.ByType = nil
+	must.StrNotContains(t, formatJobSummary(sum, nil, true), "Throughput by GPU Type", must.Sprint("a fleet without types"))
+}
+
+// TestFormatJobs_GPUTypes: the job list names the GPU types of what runs
+// of each job, "-" for none.
+func TestFormatJobs_GPUTypes(t *testing.T) {
+	out := formatJobs([]*api.JobListStub{
+		{ID: "mixed", Namespace: "default", Status: api.JobStatusRunning, NumWorkers: 3, GPUs: 3, GPUTypes: []string{"A100-SXM4-40GB", "Tesla T4"}},
+		{ID: "cpu", Namespace: "default", Status: api.JobStatusRunning, NumWorkers: 1},
+	})
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^ID\s+Namespace\s+Status\s+Version\s+PS\s+Workers\s+GPUs\s+GPU Type\s+Progress\s+ETA\s+Submit Date$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^mixed\s+default\s+running\s+0\s+0\s+3\s+3\s+A100-SXM4-40GB, Tesla T4\s+-\s+-\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^cpu\s+default\s+running\s+0\s+0\s+1\s+0\s+-\s+-\s+-\s+-$`), out)
+}
+
 // mockJob is structs.MockJob as the API client's Job.
 func mockJob(t *testing.T) *api.Job {
 	t.Helper()

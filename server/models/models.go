@@ -1057,8 +1057,9 @@ func (s *Set) Summaries() []*structs.JobModel {
 
 // goodputSummary is what the job's goodput model says (JobModel.Goodput),
 // nil until its throughput was fitted: the parameters and the fit's
-// errors, the noise scale, and at its current placement its batch, the
-// batch's efficiency and the predicted goodput.
+// errors, the noise scale, at its current placement its batch, the
+// batch's efficiency and the predicted goodput, and each GPU type's model
+// against its measurements (typeSummaries).
 func (e *entry) goodputSummary() *structs.GoodputModel {
 	f := e.goodput.all.fit
 	if f == nil {
@@ -1067,6 +1068,7 @@ func (e *entry) goodputSummary() *structs.GoodputModel {
 	ref := e.job.Training.GlobalBatchSize
 	g := &structs.GoodputModel{
 		Perf: f.Params.Slice(), FitError: f.Error, MaxFitError: f.MaxError, Configs: f.Points, RefBatch: ref,
+		ByType: e.goodput.typeSummaries(),
 	}
 	m := goodput.Model{Perf: f.Params, RefBatch: max(ref, 1)}
 	if e.goodput.grad != nil {

@@ -120,6 +120,8 @@ export interface JobStub {
   NumWorkers: number;
   Nodes: number;
   GPUs: number;
+  // GPUTypes are the GPU types of the nodes of what runs, sorted.
+  GPUTypes?: string[];
   Step: number;
   TotalSteps: number;
   Progress: number;
@@ -199,7 +201,45 @@ export interface JobModel {
   LossRMSE: number;
   SpeedError: number;
   SpeedConfigs: number;
+  Goodput?: GoodputModel;
   Profiling?: Shape[];
+}
+
+// GoodputModel is Pollux's goodput model of a job (structs.GoodputModel):
+// Perf holds α_c, β_c, α_n, β_n, α_r, β_r and γ, in seconds.
+export interface GoodputModel {
+  Perf: number[] | null;
+  FitError: number;
+  MaxFitError: number;
+  Configs: number;
+  NoiseScale: number;
+  RefBatch: number;
+  Batch: number;
+  Efficiency: number;
+  Goodput: number;
+  ByType?: GPUTypeModel[];
+}
+
+// GPUTypeModel is the throughput model of one GPU type against the step
+// times measured there (structs.GPUTypeModel); Points holds at most 32 of
+// the Configs configurations.
+export interface GPUTypeModel {
+  Type: string;
+  Perf: number[] | null;
+  FitError: number;
+  MaxFitError: number;
+  Configs: number;
+  Points: PerfPoint[] | null;
+}
+
+// PerfPoint is a configuration measured, with the step time measured there
+// and the model's, in seconds.
+export interface PerfPoint {
+  Nodes: number;
+  Replicas: number;
+  LocalBatch: number;
+  StepTimeS: number;
+  ModelStepTimeS: number;
 }
 
 export interface Change {
@@ -231,6 +271,9 @@ export interface JobSummary {
   Placement?: JobPlacement;
   Observed?: Observed;
   Model?: JobModel;
+  // GPUTypes is the GPU type of each node of the job's placements, by
+  // node ID.
+  GPUTypes?: Record<string, string>;
   Samples: number;
   LastSample?: Sample;
   SimSpeed?: number;

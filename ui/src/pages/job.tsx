@@ -1,9 +1,10 @@
 // A job's page: its state, the loss curve with the fitted model and the
 // predicted convergence, the speed model against the measured speeds at
-// each (ps, workers), the placement timeline and the job's events.
+// each (ps, workers), each GPU type's throughput model against the step
+// times measured on it, the placement timeline and the job's events.
 import { useMemo } from "preact/hooks";
 import uPlot from "uplot";
-import { apiJob, Event, JobPlacement, JobSamples, JobSummary, Sample, useLive } from "../api";
+import { apiJob, Event, GPUTypeModel, JobPlacement, JobSamples, JobSummary, Sample, useLive } from "../api";
 import { Chart, countAxis, markX, palette, timeAxis } from "../chart";
 import { duration, num, percent, plural, shape, time } from "../format";
 import { lossAt, speedAt } from "../models";
@@ -47,6 +48,9 @@ export function JobPage({ id, ns }: { id: string; ns: string }) {
           <Card title="Speed model against measured speeds" id="speed">
             {spec ? <SpeedChart s={spec} samples={chief} /> : null}
           </Card>
+          <Card title="Throughput by GPU type" id="throughput">
+            {spec ? <ThroughputByType types={spec.Model?.Goodput?.ByType ?? []} /> : null}
+          </Card>
           <Card title="Placement timeline" id="timeline">
             <Problem error={history.error} />
             {spec && answered(history) ? <Timeline s={spec} history={history.data ?? []} events={evs} /> : history.error ? null : <Loading what="the placements" />}
@@ -79,6 +83,8 @@ function Overview({ s }: { s: JobSummary }) {
         {s.Placement ? <span class="muted"> by {s.Placement.Algorithm}</span> : null}
         {desired?.Reason ? <div class="reason">{desired.Reason}</div> : null}
       </dd>
+      <dt>GPU types</dt>
+      <dd data-gpu-types={gpuTypes(s).join(", ")}>{gpuTypes(s).join(", ") || "–"}</dd>
       {change && change.Phase !== "done" ? (
         <>
           <dt>Change</dt>
@@ -109,6 +115,78 @@ function Overview({ s }: { s: JobSummary }) {
         {m?.Speed ? `${percent(m.SpeedError)} over ${plural(m.SpeedConfigs, "configuration")}` : "–"}; {plural(s.Samples, "sample")}
       </dd>
     </dl>
+  );
+}
+
+// gpuTypes is the GPU types of the job's placements' nodes, sorted and once
+// each.
+function gpuTypes(s: JobSummary): string[] {
+  return [...new Set(Object.values(s.GPUTypes ?? {}))].sort();
+}
+
+// perfParams names the parameters of a throughput model (GoodputModel.Perf).
+function perfParams(p: number[]): string {
+  return ["α_c", "β_c", "α_n", "β_n", "α_r", "β_r", "γ"].map((name, i) => `${name} = ${num(p[i] ?? NaN)}`).join(", ");
+}
+
+// stepTime formats a step time in seconds as milliseconds.
+function stepTime(s: number): string {
+  return `${num(s * 1000)} ms`;
+}
+
+// ThroughputByType shows each GPU type's throughput model (Pollux's, fitted
+// to that type's step times alone) against the step time measured at each
+// configuration: the model's step time there and its error.
+function ThroughputByType({ types }: { types: GPUTypeModel[] }) {
+  if (types.length === 0) {
+    return <p class="muted">No throughput model per GPU type yet: one is fitted for each GPU type the job's step times were measured on.</p>;
+  }
+  return (
+    <>
+      {types.map((t) => {
+        const points = t.Points ?? [];
+        return (
+          <div key={t.Type}>
+            <h3>{t.Type}</h3>
+            <table class="compact throughput" data-type={t.Type} data-rows={points.length}>
+              <thead>
+                <tr>
+                  <th>nodes</th>
+                  <th>replicas</th>
+                  <th>local batch</th>
+                  <th>measured step time</th>
+                  <th>model</th>
+                  <th>error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {points.map((p) => {
+                  const err = p.ModelStepTimeS / p.StepTimeS - 1;
+                  return (
+                    <tr
+                      key={`${p.Nodes}/${p.Replicas}/${p.LocalBatch}`}
+                      data-config={`${p.Nodes}/${p.Replicas}/${p.LocalBatch}`}
+                    >
+                      <td>{p.Nodes}</td>
+                      <td>{p.Replicas}</td>
+                      <td>{p.LocalBatch}</td>
+                      <td>{stepTime(p.StepTimeS)}</td>
+                      <td>{stepTime(p.ModelStepTimeS)}</td>
+                      <td>{isFinite(err) ? `${err > 0 ? "+" : ""}${percent(err)}` : "–"}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+            <p class="muted small">
+              {t.Perf ? `Pollux's throughput model, ${perfParams(t.Perf)} (seconds); ` : ""}
+              fit error {percent(t.FitError)} mean, {percent(t.MaxFitError)} max over {plural(t.Configs, "configuration")}
+              {points.length < t.Configs ? `, the first ${points.length} shown` : ""}.
+            </p>
+          </div>
+        );
+      })}
+    </>
   );
 }
 

@@ -1,5 +1,5 @@
-// The job list: every job with what runs of it, its progress, predicted
-// completion and the reason the algorithm gave.
+// The job list: every job with what runs of it and on which GPU types,
+// its progress, predicted completion and the reason the algorithm gave.
 import { JobStub, jobPath, useLive } from "../api";
 import { duration, shape } from "../format";
 import { Loading, Problem, Progress, Status, answered } from "./common";
@@ -32,6 +32,7 @@ export function JobsPage() {
               <th>Status</th>
               <th>Shape</th>
               <th>GPUs</th>
+              <th>GPU type</th>
               <th>Progress</th>
               <th>Completes</th>
               <th>Algorithm's reason</th>
@@ -50,6 +51,9 @@ export function JobsPage() {
                 </td>
                 <td class="nowrap">{j.NumWorkers > 0 ? shape(j.NumPS, j.NumWorkers, j.Nodes) : "–"}</td>
                 <td>{j.GPUs}</td>
+                <td class="nowrap" data-gpu-types={(j.GPUTypes ?? []).join(", ")}>
+                  {j.GPUTypes?.length ? j.GPUTypes.join(", ") : "–"}
+                </td>
                 <td>
                   <Progress value={j.Progress} />
                   <span class="muted small">
