@@ -198,8 +198,8 @@ func waitRunning(t *testing.T, c *agent.NomadCluster, job string, n int) []strin
 // The two models of the mixed-fleet tests: client 0 has T4s, client 1
 // A100s.
 var (
-	t4   = agent.GPUModel{Name: "Tesla T4", MemoryMiB: 16384}
-	a100 = agent.GPUModel{Name: "A100-SXM4-40GB", MemoryMiB: 40960}
+	t4   = agent.GPUModel{Name: "Tesla T4", MemoryMiB: 16384, Speed: 1}
+	a100 = agent.GPUModel{Name: "A100-SXM4-40GB", MemoryMiB: 40960, Speed: 1}
 )
 
 // TestNomadCluster_GPUModels starts two clients whose fake GPUs are of

@@ -106,7 +106,12 @@ func (e *estimator) own(k, nodes, w int) float64 {
 	m := e.models[k]
 	var g float64
 	if e.lim == nil {
-		g = m.Fixed(nodes, w, e.v.Job.Training.GlobalBatchSize, goodput.Limits{}).Goodput
+		// A fixed batch splits evenly over the workers; a local batch
+		// beyond the largest measured on the type may not fit its memory.
+		global := e.v.Job.Training.GlobalBatchSize
+		if f := e.fits[k]; f.MaxLocal < 1 || float64(global)/float64(w) <= f.MaxLocal {
+			g = m.Fixed(nodes, w, global, goodput.Limits{}).Goodput
+		}
 	} else if c, ok := m.Optimize(nodes, w, e.lims[k]); ok {
 		g = c.Goodput
 	}

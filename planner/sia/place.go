@@ -3,6 +3,7 @@ package sia
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -157,8 +158,9 @@ func (j *job) placement(nodes []*structs.NodeTasks, typ string) *structs.Placeme
 // fill places, at their minimum in the room the selection leaves, the jobs
 // it left out, so that no job waits while its minimum fits: a GPU
 // all-reduce job on nodes of one type, as a configuration of §3.2 where
-// one takes it, else spread as the even placer spreads it; a job Sia does
-// not scale (parameter servers, or no GPU) wherever the even placer puts
+// one takes it, else spread as the even placer spreads it; a
+// parameter-server job whose workers take GPUs with them on one type
+// (fillPS); a job whose workers take no GPU wherever the even placer puts
 // it.
 func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placement) {
 	for i, j := range jobs {
@@ -166,7 +168,11 @@ func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placeme
 			continue
 		}
 		min := j.view.Minimum()
-		if j.per == 0 || j.view.HasPS() {
+		if j.per > 0 && j.view.HasPS() {
+			out[i] = fillPS(c, ts, j, min)
+			continue
+		}
+		if j.per == 0 {
 			if nodes, ok := placement.New(c).Place(j.tasks.PS, min.PS, j.tasks.Worker, min.Workers); ok {
 				out[i] = &structs.Placement{
 					Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: min.PS, NumWorkers: min.Workers, Nodes: nodes,
@@ -189,6 +195,76 @@ func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placeme
 			}
 		}
 	}
+}
+
+// fillPS places a parameter-server job whose workers take GPUs at its
+// minimum, its workers on nodes of one GPU type and its parameter servers
+// wherever the even placer puts them; nil when no type takes it. Sia does
+// not scale such a job (§3 is about all-reduce jobs), but the job's speed
+// still depends on the type and its batch may not fit every type's
+// memory, so the types are ranked by its estimated goodput at its
+// minimum: only those it has a model of (any before it has one), the
+// others discounted by its restart factor (Eq. 2) against the one it runs
+// on, whose placement it keeps while that ranks first and fits.
+func fillPS(c *planner.Cluster, ts []*gpuType, j *job, min structs.Shape) *structs.Placement {
+	type option struct {
+		k       int
+		goodput float64
+	}
+	var opts []option
+	for k := range ts {
+		g := j.est.goodput(config{typ: k, nodes: 1, gpus: min.Workers * j.per}, min.Workers)
+		if g <= 0 {
+			continue
+		}
+		if j.current == nil || j.current.typ != k {
+			g *= j.restart
+		}
+		opts = append(opts, option{k, g})
+	}
+	slices.SortStableFunc(opts, func(a, b option) int { return cmp.Compare(b.goodput, a.goodput) })
+	for _, o := range opts {
+		t := ts[o.k]
+		reason := fmt.Sprintf("sia: %s; its minimum, workers on %s (estimated goodput %.3g)", j.why, t.name, o.goodput)
+		if j.current != nil && j.current.typ == o.k {
+			if p := c.KeepCurrent(j.view.Current, j.tasks, min.PS, min.Workers); p != nil {
+				p.Reason = reason
+				return p
+			}
+		}
+		trial := c.Clone()
+		workers := fillType(trial, t, j, o.k, min.Workers)
+		if workers == nil {
+			continue
+		}
+		ps, ok := placement.New(trial).Place(j.tasks.PS, min.PS, j.tasks.Worker, 0)
+		if !ok {
+			continue
+		}
+		*c = *trial
+		return &structs.Placement{
+			Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: min.PS, NumWorkers: min.Workers,
+			Nodes: mergeNodes(ps, workers), Reason: reason,
+		}
+	}
+	return nil
+}
+
+// mergeNodes joins two placements' per-node tasks, sorted by node ID.
+func mergeNodes(a, b []*structs.NodeTasks) []*structs.NodeTasks {
+	byID := map[string]*structs.NodeTasks{}
+	for _, nt := range slices.Concat(a, b) {
+		m := byID[nt.NodeID]
+		if m == nil {
+			m = &structs.NodeTasks{NodeID: nt.NodeID}
+			byID[nt.NodeID] = m
+		}
+		m.PS += nt.PS
+		m.Workers += nt.Workers
+	}
+	out := slices.Collect(maps.Values(byID))
+	slices.SortFunc(out, func(x, y *structs.NodeTasks) int { return strings.Compare(x.NodeID, y.NodeID) })
+	return out
 }
 
 // fillType places w workers of job j on nodes of type t, the k-th: as a

@@ -288,7 +288,8 @@ func (s *Sia) Plan(req *planner.Request) (*planner.Decision, error) {
 type job struct {
 	view  *planner.Job
 	tasks planner.JobTasks
-	// per is the GPUs a worker takes; 0 for a job Sia cannot place.
+	// per is the GPUs a worker takes; 0 for a job whose workers take
+	// none.
 	per int
 	// rows are the job's valid configurations with their normalised,
 	// restart-discounted goodput (its row of G).
@@ -299,6 +300,8 @@ type job struct {
 	// current is the configuration the job runs at, if it is one.
 	current *config
 	est     *estimator
+	// restart is the job's restart factor (Eq. 2).
+	restart float64
 }
 
 // row is one entry of a job's row of G.
@@ -348,12 +351,16 @@ func (j *job) pauseReason() string {
 
 // newJob builds a job's row of the goodput matrix (§3.3).
 func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []config, now int64) *job {
-	j := &job{view: v, tasks: c.JobTasks(v)}
+	j := &job{view: v, tasks: c.JobTasks(v), restart: s.restartFactor(v, now)}
+	j.per = j.tasks.Worker.DeviceCounts["gpu"]
 	if v.HasPS() {
-		j.why = "parameter-server jobs are not placed by Sia, which scales all-reduce jobs"
+		j.why = "parameter-server jobs are not scaled by Sia, which scales all-reduce jobs"
+		if j.per > 0 {
+			j.current = s.currentConfig(c, v, ts)
+			j.est = newEstimator(v, ts, limits(v.Job.Training))
+		}
 		return j
 	}
-	j.per = j.tasks.Worker.DeviceCounts["gpu"]
 	if j.per == 0 {
 		j.why = "the job's workers ask for no GPU"
 		return j
@@ -374,19 +381,15 @@ func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []c
 		seen = max(seen, v.Current.NumWorkers)
 	}
 	maxW := min(wb.Max, max(2*seen, 1))
-	t := v.Job.Training
-	var lim *goodput.Limits
-	if b := t.BatchSize; b != nil {
-		lo, hi := b.LocalBounds()
-		lim = &goodput.Limits{MinBatch: b.Min, MaxBatch: b.Max, MinLocal: lo, MaxLocal: hi, Accumulation: true}
-		maxW = min(maxW, max(b.Max/lo, 1))
+	lim := limits(v.Job.Training)
+	if lim != nil {
+		maxW = min(maxW, max(lim.MaxBatch/lim.MinLocal, 1))
 	}
 	maxW = max(maxW, minW)
 
 	j.current = s.currentConfig(c, v, ts)
 	est := newEstimator(v, ts, lim)
 	j.est = est
-	restart := s.restartFactor(v, now)
 	// A configuration must split into whole workers on each of its nodes.
 	for _, cf := range cfgs {
 		w := cf.gpus / j.per
@@ -414,11 +417,22 @@ func (s *Sia) newJob(c *planner.Cluster, v *planner.Job, ts []*gpuType, cfgs []c
 		j.rows[k].goodput *= scale
 		if j.current == nil || j.rows[k].config != *j.current {
 			if j.current != nil {
-				j.rows[k].goodput *= restart
+				j.rows[k].goodput *= j.restart
 			}
 		}
 	}
 	return j
+}
+
+// limits are the batch limits of a job with batch bounds (adaptive); nil
+// for a fixed batch.
+func limits(t *structs.Training) *goodput.Limits {
+	if t == nil || t.BatchSize == nil {
+		return nil
+	}
+	b := t.BatchSize
+	lo, hi := b.LocalBounds()
+	return &goodput.Limits{MinBatch: b.Min, MaxBatch: b.Max, MinLocal: lo, MaxLocal: hi, Accumulation: true}
 }
 
 // restartFactor is Eq. (2): (T − N·S)/(T + S) for a job of age T that

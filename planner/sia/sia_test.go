@@ -152,3 +152,64 @@ func TestRestartFactor_Measured(t *testing.T) {
 	must.Eq(t, 1.0, s.restartFactor(v, int64(200*time.Second)), must.Sprint("younger than its S"))
 	must.Eq(t, (1000.0-500)/(1000+250), s.restartFactor(v, int64(1000*time.Second)))
 }
+
+// psGPUJob is a sync parameter-server job of one PS and one worker with a
+// GPU, at a fixed global batch of 240.
+func psGPUJob(h *planner.Harness, id string) *planner.Job {
+	j := planner.MockJob(id, structs.Bounds{Min: 1, Max: 1}, structs.Bounds{Min: 1, Max: 1})
+	j.Training.Mode, j.Training.GlobalBatchSize = structs.ModeSync, 240
+	j.Worker.Resources.Devices = []*structs.RequestedDevice{{Name: "nvidia/gpu", Count: 1}}
+	j.Worker.Resources.CPU, j.Worker.Resources.MemoryMB = 100, 128
+	return h.AddJob(j, nil)
+}
+
+// TestPlan_PSJobByType checks that a parameter-server job, which Sia does
+// not scale, still runs its workers on one GPU type: the fastest it has a
+// model of where its batch fits (the T4's model, measured up to a local
+// batch of 128, does not hold 240), and never one without a model; that
+// it keeps its placement; and that it moves to a faster type only when
+// the gain beats its restart factor.
+func TestPlan_PSJobByType(t *testing.T) {
+	h := fleet(t)
+	big := psGPUJob(h, "big")
+	big.PerfByType = map[string]*goodput.Fit{"T4": perf(1, 1), "A100": perf(4, 1)}
+	big.PerfByType["T4"].MaxLocal = 128
+	big.PerfByType["A100"].MaxLocal = 240
+	small := psGPUJob(h, "small")
+	small.PerfByType = map[string]*goodput.Fit{"T4": perf(4, 1)}
+	got := h.Plan(New())
+	must.Eq(t, []*structs.NodeTasks{{NodeID: "a100-0", PS: 1, Workers: 1}}, got["big"].Nodes, must.Sprint(got["big"].Reason))
+	must.StrContains(t, got["big"].Reason, "workers on A100")
+	must.Eq(t, 1, got["small"].NumPS)
+	for _, nt := range got["small"].Nodes {
+		if nt.Workers > 0 {
+			must.StrHasPrefix(t, "t4-", nt.NodeID, must.Sprint("the A100 is no type small has a model of"))
+		}
+	}
+
+	// Running on the T4, small learns the A100 is 4 times as fast: it
+	// moves while young; at an age where its restart factor is below ¼,
+	// it stays.
+	now := time.Unix(100000, 0)
+	small.Current = got["small"]
+	small.Job.SubmitTime = now.Add(-time.Hour).UnixNano()
+	small.PerfByType["A100"] = perf(1, 1)
+	big.Current = got["big"]
+	req := h.Request()
+	req.Now = now.UnixNano()
+	dec, err := New().Plan(req)
+	must.NoError(t, err)
+	for _, p := range dec.Placements {
+		if p.JobID == "small" {
+			must.StrContains(t, p.Reason, "workers on A100", must.Sprint("restart factor (3600−0)/(3600+30) ≈ 0.99"))
+		}
+	}
+	small.Restarts = 119 // (3600 − 119·30)/(3600 + 30) < ¼
+	dec, err = New().Plan(req)
+	must.NoError(t, err)
+	for _, p := range dec.Placements {
+		if p.JobID == "small" {
+			must.Eq(t, small.Current.Nodes, p.Nodes, must.Sprint(p.Reason))
+		}
+	}
+}
