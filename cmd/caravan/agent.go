@@ -346,24 +346,28 @@ var (
 	_ server.Rejecter      = (*nomad.Driver)(nil)
 )
 
-// newDriver wires the driver the configuration names; the simulated
-// cluster is started at once, the nomad driver when the server builds it.
-// devGPUModels are the GPUs of the agent's simulated cluster, node by
-// node in turn: A100s of 40 GiB and V100s of 16 GiB, so that jobs that
-// constrain the card (examples/bert-allreduce.hcl needs 32 GiB) run
-// there too.
+// devGPUModels are the GPUs of the agent's simulated cluster of
+// NODESxGPUS, node by node in turn: A100s of 40 GiB and V100s of 16 GiB,
+// so that jobs that constrain the card (examples/bert-allreduce.hcl needs
+// 32 GiB) run there too. A cluster of the catalog's GPU types
+// (sim.GPUTypes) has those types' GPUs instead.
 var devGPUModels = []sim.GPUModel{{Name: "NVIDIA A100-SXM4-40GB", Memory: "40 GiB"}, sim.DefaultGPUModel}
 
+// newDriver wires the driver the configuration names; the simulated
+// cluster is started at once, the nomad driver when the server builds it.
 func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 	switch cfg.Driver {
 	case config.DriverSim:
-		nodes, gpus, err := cfg.Sim.ParseCluster()
+		spec, err := cfg.Sim.ParseCluster()
 		if err != nil {
 			return nil, err
 		}
 		cluster := sim.DefaultConfig()
-		cluster.Nodes, cluster.GPUsPerNode = nodes, gpus
+		// devGPUModels stay for a plain NODESxGPUS cluster; typed groups
+		// give each node its catalog GPU, so that nodes report their type
+		// and jobs step at that type's measurements.
 		cluster.GPUModels = devGPUModels
+		spec.Apply(&cluster)
 		if cfg.Sim.Seed != nil {
 			cluster.Seed = *cfg.Sim.Seed
 		}
