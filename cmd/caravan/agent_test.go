@@ -126,25 +126,8 @@ nomad {
 // sia has a job naming a Pollux model profiled on one GPU of each type.
 func TestAgent_DevTypedCluster(t *testing.T) {
 	ports := agent.FreePorts(t, 2)
-	ui := cli.NewMockUi()
-	cmd := &AgentCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *server.Server, 1)}
-	done := make(chan int, 1)
-	go func() {
-		done <- cmd.Run([]string{"-dev", "-dev-cluster", "2xt4,1xa100:4", "-dev-speed", "50", "-algorithm", "sia",
-			"-http-port", strconv.Itoa(ports[0]), "-raft-port", strconv.Itoa(ports[1]), "-log-level", "error"})
-	}()
-	var srv *server.Server
-	select {
-	case srv = <-cmd.started:
-	case code := <-done:
-		t.Fatalf("caravan agent exited with %d: %s", code, ui.ErrorWriter.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("caravan agent did not start")
-	}
-	t.Cleanup(func() {
-		cmd.signals <- syscall.SIGTERM
-		<-done
-	})
+	_, srv, ui := startAgent(t, "-dev", "-dev-cluster", "2xt4,1xa100:4", "-dev-speed", "50", "-algorithm", "sia",
+		"-http-port", strconv.Itoa(ports[0]), "-raft-port", strconv.Itoa(ports[1]), "-log-level", "error")
 	must.StrContains(t, ui.OutputWriter.String(), "Driver: sim (simulated cluster 2xt4,1xa100:4)")
 	addr := "http://" + srv.HTTPAddr()
 
@@ -222,4 +205,28 @@ func TestAgent_DevClusterInvalid(t *testing.T) {
 	must.Nil(t, cfg)
 	must.StrContains(t, ui.ErrorWriter.String(),
 		`sim.cluster: cluster "2xt4,1xh100": group "1xh100": "h100" is neither a GPU count nor a GPU type; the types are a100, quad, rtx, t4`)
+}
+
+// startAgent runs caravan agent with args until the test ends (SIGTERM
+// then), and returns the command, whose signals the test may send, the
+// server once it runs, and the agent's output.
+func startAgent(t *testing.T, args ...string) (*AgentCommand, *server.Server, *cli.MockUi) {
+	t.Helper()
+	ui := cli.NewMockUi()
+	cmd := &AgentCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *server.Server, 1)}
+	done := make(chan int, 1)
+	go func() { done <- cmd.Run(args) }()
+	var srv *server.Server
+	select {
+	case srv = <-cmd.started:
+	case code := <-done:
+		t.Fatalf("caravan agent exited with %d: %s", code, ui.ErrorWriter.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("caravan agent did not start")
+	}
+	t.Cleanup(func() {
+		cmd.signals <- syscall.SIGTERM
+		<-done
+	})
+	return cmd, srv, ui
 }
