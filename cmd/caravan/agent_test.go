@@ -216,17 +216,28 @@ func startAgent(t *testing.T, args ...string) (*AgentCommand, *server.Server, *c
 	cmd := &AgentCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *server.Server, 1)}
 	done := make(chan int, 1)
 	go func() { done <- cmd.Run(args) }()
-	var srv *server.Server
-	select {
-	case srv = <-cmd.started:
-	case code := <-done:
-		t.Fatalf("caravan agent exited with %d: %s", code, ui.ErrorWriter.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("caravan agent did not start")
-	}
+	srv := awaitStarted(t, "agent", cmd.started, done, ui)
 	t.Cleanup(func() {
 		cmd.signals <- syscall.SIGTERM
 		<-done
 	})
 	return cmd, srv, ui
+}
+
+// awaitStarted returns what a command sends on started once it runs, and
+// fails the test if the command exits first (done, with its output in ui)
+// or does not start within 10 s; name is the command's, as in "caravan
+// agent".
+func awaitStarted[T any](t *testing.T, name string, started <-chan T, done <-chan int, ui *cli.MockUi) T {
+	t.Helper()
+	select {
+	case v := <-started:
+		return v
+	case code := <-done:
+		t.Fatalf("caravan %s exited with %d: %s", name, code, ui.ErrorWriter.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("caravan %s did not start", name)
+	}
+	var none T // not reached: Fatalf ends the test's goroutine
+	return none
 }
