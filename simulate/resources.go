@@ -119,15 +119,20 @@ func (p *planTimes) SpeedModels() bool { return planner.CapabilitiesOf(p.alg).Sp
 // Capabilities are the algorithm's (planner.CapabilitiesOf).
 func (p *planTimes) Capabilities() planner.Capabilities { return planner.CapabilitiesOf(p.alg) }
 
-// stats returns how many plans ran, their median and their longest
-// time, in seconds.
-func (p *planTimes) stats() (n int, median, longest float64) {
+// stats returns how many plans ran and their times: the median, the
+// 95th percentile (nearest rank) and the longest.
+func (p *planTimes) stats() (int, PlanTime) {
 	p.mu.Lock()
 	times := slices.Clone(p.times)
 	p.mu.Unlock()
-	if len(times) == 0 {
-		return 0, 0, 0
+	n := len(times)
+	if n == 0 {
+		return 0, PlanTime{}
 	}
 	slices.Sort(times)
-	return len(times), times[(len(times)-1)/2].Seconds(), times[len(times)-1].Seconds()
+	return n, PlanTime{
+		P50S: times[(n-1)/2].Seconds(),
+		P95S: times[(95*n+99)/100-1].Seconds(),
+		MaxS: times[n-1].Seconds(),
+	}
 }

@@ -47,7 +47,7 @@ func TestPlanTimes(t *testing.T) {
 	must.NoError(t, (&planTimes{alg: drf.New()}).SetConfig(nil))
 	must.False(t, (&planTimes{alg: drf.New()}).SpeedModels())
 
-	n, _, _ := p.stats()
+	n, _ := p.stats()
 	must.Zero(t, n)
 	// A clock on which the k-th plan takes k×100 ms, whatever the load:
 	// each plan reads it twice.
@@ -63,13 +63,13 @@ func TestPlanTimes(t *testing.T) {
 	h := planner.NewHarness(t)
 	h.AddNodes("n", 2, 8000, 16384, 2)
 	h.AddJob(planner.MockJob("j", structs.Bounds{Min: 1, Max: 2}, structs.Bounds{Min: 1, Max: 4}), planner.MockSpeed())
-	for range 3 {
+	for range 20 {
 		_, err := p.Plan(h.Request())
 		must.NoError(t, err)
 	}
-	n, median, longest := p.stats()
-	must.Eq(t, 3, n)
-	must.Eq(t, 6, reads, must.Sprint("two clock reads a plan"))
-	must.Eq(t, 0.2, median, must.Sprint("seconds"))
-	must.Eq(t, 0.3, longest, must.Sprint("seconds"))
+	n, times := p.stats()
+	must.Eq(t, 20, n)
+	must.Eq(t, 40, reads, must.Sprint("two clock reads a plan"))
+	must.Eq(t, PlanTime{P50S: 1.0, P95S: 1.9, MaxS: 2.0}, times,
+		must.Sprint("seconds: the 10th, 19th and 20th of 20 plans of 0.1 to 2 s"))
 }

@@ -97,11 +97,13 @@ type Result struct {
 	PlanTime PlanTime
 }
 
-// PlanTime is the median and the longest wall time of one plan, in
-// seconds (for dorm, mostly glpsol's solve). Unlike Summary it is not
-// reproducible: it depends on the machine and its load.
+// PlanTime is the median, the 95th percentile (nearest rank) and the
+// longest wall time of one plan, in seconds (for dorm, mostly glpsol's
+// solve). Unlike Summary it is not reproducible: it depends on the
+// machine and its load.
 type PlanTime struct {
 	P50S float64
+	P95S float64
 	MaxS float64
 }
 
@@ -353,7 +355,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		s.RescalesPerHour = float64(s.Rescales) / (s.Makespan / 3600)
 		s.ResourceUtil, s.ResourceUtilEarly = resourceUtil(res.Allocs, capacityOf(opts.Cluster), first, first+s.Makespan)
 	}
-	res.Summary.Plans, res.PlanTime.P50S, res.PlanTime.MaxS = timed.stats()
+	res.Summary.Plans, res.PlanTime = timed.stats()
 	specs := make([]fairJob, len(res.Jobs))
 	for i, j := range res.Jobs {
 		specs[i] = fair[j.JobID]

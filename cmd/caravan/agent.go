@@ -58,11 +58,18 @@ Agent Options:
   -config=<path>        A configuration file or directory. Repeatable.
   -dev                  Development mode: one server with in-memory state, on
                         127.0.0.1, with the embedded simulated cluster
-                        (4 nodes x 4 GPUs) as its driver unless a -config
-                        file sets another. Combines with -config files for
-                        overrides; the banner says which driver runs.
+                        (4 nodes x 4 GPUs, or -dev-cluster) as its driver
+                        unless a -config file sets another. Combines with
+                        -config files for overrides; the banner says which
+                        driver runs.
   -dev-speed=<n>        Runs the simulated cluster n times faster than the
                         wall clock (sim.speed).
+  -dev-cluster=<shape>  The simulated cluster's shape (sim.cluster), as
+                        caravan sim -cluster takes it: NODESxGPUS (4x4),
+                        or groups of GPU types NODESxTYPE[:GPUS] such as
+                        6xt4,3xrtx,2xa100 (types t4, rtx, a100, quad;
+                        drivers/sim/README.md), whose nodes report their
+                        GPU type.
   -data-dir=<path>      Where Raft keeps its state (data_dir).
   -bind=<addr>          The address to listen on (bind_addr).
   -http-port=<port>     The HTTP API's port (ports.http, default 4680).
@@ -215,12 +222,14 @@ func (c *AgentCommand) readConfig(args []string) (*config.Config, []string) {
 		dev, logJSON                    bool
 		devSpeed                        float64
 		dataDir, bind, node, alg, level string
+		devCluster                      string
 		httpPort, raftPort, expect      int
 	)
 	flags := c.FlagSet("agent")
 	flags.Var(&files, "config", "")
 	flags.BoolVar(&dev, "dev", false, "")
 	flags.Float64Var(&devSpeed, "dev-speed", 0, "")
+	flags.StringVar(&devCluster, "dev-cluster", "", "")
 	flags.StringVar(&dataDir, "data-dir", "", "")
 	flags.StringVar(&bind, "bind", "", "")
 	flags.IntVar(&httpPort, "http-port", 0, "")
@@ -252,7 +261,7 @@ func (c *AgentCommand) readConfig(args []string) (*config.Config, []string) {
 		Ports:     &config.Ports{HTTP: httpPort, Raft: raftPort},
 		Server:    &config.Server{BootstrapExpect: expect, RetryJoin: join},
 		Scheduler: &config.Scheduler{Algorithm: alg},
-		Sim:       &config.Sim{Speed: devSpeed},
+		Sim:       &config.Sim{Cluster: devCluster, Speed: devSpeed},
 	}
 	if logJSON {
 		flagged.LogJSON = &logJSON
@@ -349,24 +358,28 @@ var (
 	_ server.TypeProfileHolder = (*nomad.Driver)(nil)
 )
 
-// newDriver wires the driver the configuration names; the simulated
-// cluster is started at once, the nomad driver when the server builds it.
-// devGPUModels are the GPUs of the agent's simulated cluster, node by
-// node in turn: A100s of 40 GiB and V100s of 16 GiB, so that jobs that
-// constrain the card (examples/bert-allreduce.hcl needs 32 GiB) run
-// there too.
+// devGPUModels are the GPUs of the agent's simulated cluster of
+// NODESxGPUS, node by node in turn: A100s of 40 GiB and V100s of 16 GiB,
+// so that jobs that constrain the card (examples/bert-allreduce.hcl needs
+// 32 GiB) run there too. A cluster of the catalog's GPU types
+// (sim.GPUTypes) has those types' GPUs instead.
 var devGPUModels = []sim.GPUModel{{Name: "NVIDIA A100-SXM4-40GB", Memory: "40 GiB"}, sim.DefaultGPUModel}
 
+// newDriver wires the driver the configuration names; the simulated
+// cluster is started at once, the nomad driver when the server builds it.
 func newDriver(cfg *config.Config, logger hclog.Logger) (*driverWiring, error) {
 	switch cfg.Driver {
 	case config.DriverSim:
-		nodes, gpus, err := cfg.Sim.ParseCluster()
+		spec, err := cfg.Sim.ParseCluster()
 		if err != nil {
 			return nil, err
 		}
 		cluster := sim.DefaultConfig()
-		cluster.Nodes, cluster.GPUsPerNode = nodes, gpus
+		// devGPUModels stay for a plain NODESxGPUS cluster; typed groups
+		// give each node its catalog GPU, so that nodes report their type
+		// and jobs step at that type's measurements.
 		cluster.GPUModels = devGPUModels
+		spec.Apply(&cluster)
 		if cfg.Sim.Seed != nil {
 			cluster.Seed = *cfg.Sim.Seed
 		}

@@ -91,14 +91,7 @@ func TestCollectorCommand(t *testing.T) {
 			done <- cmd.Run([]string{"-consul-addr", consul.HTTPAddr, "-job", "j1", "-role", "worker",
 				"-tag", "team=ml", "-check-interval", "1s", "-log-level", "error"})
 		}()
-		var col *collector.Collector
-		select {
-		case col = <-cmd.started:
-		case code := <-done:
-			t.Fatalf("caravan collector exited with %d: %s", code, ui.ErrorWriter.String())
-		case <-time.After(10 * time.Second):
-			t.Fatal("caravan collector did not start")
-		}
+		col := awaitStarted(t, "collector", cmd.started, done, ui)
 		out := ui.OutputWriter.String()
 		must.StrContains(t, out, "==> Caravan collector started")
 		must.StrContains(t, out, "HTTP: http://"+col.Addr())
@@ -192,14 +185,7 @@ func TestCollectorCommand_Coordinator(t *testing.T) {
 	cmd := &CollectorCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *collector.Collector, 1)}
 	done := make(chan int, 1)
 	go func() { done <- cmd.Run([]string{"-no-consul", "-coordinator", "-log-level", "error"}) }()
-	var col *collector.Collector
-	select {
-	case col = <-cmd.started:
-	case code := <-done:
-		t.Fatalf("caravan collector exited with %d: %s", code, ui.ErrorWriter.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("caravan collector did not start")
-	}
+	col := awaitStarted(t, "collector", cmd.started, done, ui)
 	must.StrContains(t, ui.OutputWriter.String(), "Coordinator: http://"+col.Addr()+"/v1/coord/")
 
 	resp, err := http.Post("http://"+col.Addr()+"/v1/coord/acquire?resource=cpu&holder=j1", "", nil)

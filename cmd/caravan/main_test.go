@@ -321,7 +321,7 @@ func TestSim_Dorm(t *testing.T) {
 	code, stdout, errOut := runCLI(t, "sim", "-workload", "dorm:6:600", "-policy", "dorm:preset=dorm-1,dorm:preset=dorm-3:time_limit=2s,drf", "-out", out)
 	must.Eq(t, 0, code, must.Sprint(errOut))
 	must.StrContains(t, stdout, "6 jobs of dorm:6:600 on 20 nodes, 5 GPUs")
-	for _, col := range []string{"Res Util", "First 5h", "Adjust/h", "Plan P50", "Plan Max"} {
+	for _, col := range []string{"Res Util", "First 5h", "Adjust/h", "Plan P50", "Plan P95", "Plan Max"} {
 		must.StrContains(t, stdout, col)
 	}
 	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))

@@ -35,8 +35,9 @@ Usage: caravan sim -workload <name> [options]
   percentile JCT, makespan, GPU, CPU and network utilisation, rescales and
   the regrouping overhead per policy, Jain's fairness index and the
   fairness loss against DRF, Dorm's eq. 1 utilisation, rescales per hour
-  and plan times, and each policy's speedup over the isolated
-  and colocated baselines when they ran), jobs.csv (one row per job and
+  and plan times (median, 95th percentile, longest), and each policy's
+  speedup over the isolated and colocated baselines when they ran),
+  jobs.csv (one row per job and
   policy), fairness.csv (each job's share against its DRF share, see
   simulate.JobFairness), usage.csv, speeds.csv (each configuration a
   DLRover job ran at, with its steps per second) and PNG plots (jct_cdf.png;
@@ -231,7 +232,7 @@ func formatSimTables(report *simulate.Report, results []*simulate.Result) string
 	secs := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 	outcome := [][]string{{"Policy", "Avg JCT (s)", "P50 JCT (s)", "P99 JCT (s)", "Makespan (s)", "GPU Util", "CPU Util", "Net Util",
 		"Rescales", "Regroup", "Jain", "Fair Loss", "Max Loss", "Worst Job", "Wall"}}
-	resources := [][]string{{"Policy", "Res Util", "First 5h", "Adjust/h", "Plans", "Plan P50", "Plan Max"}}
+	resources := [][]string{{"Policy", "Res Util", "First 5h", "Adjust/h", "Plans", "Plan P50", "Plan P95", "Plan Max"}}
 	for _, r := range results {
 		s := r.Summary
 		outcome = append(outcome, []string{r.Policy, secs(s.AvgJCT), secs(s.P50JCT), secs(s.P99JCT), secs(s.Makespan),
@@ -239,7 +240,7 @@ func formatSimTables(report *simulate.Report, results []*simulate.Result) string
 			fmt.Sprintf("%.2f%%", 100*s.RegroupShare), fmt.Sprintf("%.3f", s.Jain), fmt.Sprintf("%.3f", s.Fairness.Loss),
 			fmt.Sprintf("%.3f", s.MaxLoss), fmt.Sprintf("%.3f", s.WorstJobLoss), r.Wall.Round(time.Millisecond).String()})
 		resources = append(resources, []string{r.Policy, fmt.Sprintf("%.3f", s.ResourceUtil), fmt.Sprintf("%.3f", s.ResourceUtilEarly),
-			fmt.Sprintf("%.2f", s.RescalesPerHour), strconv.Itoa(s.Plans), fmt.Sprintf("%.3fs", r.PlanTime.P50S), fmt.Sprintf("%.3fs", r.PlanTime.MaxS)})
+			fmt.Sprintf("%.2f", s.RescalesPerHour), strconv.Itoa(s.Plans), fmt.Sprintf("%.3fs", r.PlanTime.P50S), fmt.Sprintf("%.3fs", r.PlanTime.P95S), fmt.Sprintf("%.3fs", r.PlanTime.MaxS)})
 	}
 	var b strings.Builder
 	b.WriteString(formatList(outcome))

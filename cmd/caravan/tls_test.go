@@ -12,9 +12,7 @@ import (
 
 	"github.com/caravan-sched/caravan/drivers/nomad"
 	"github.com/caravan-sched/caravan/e2e/agent"
-	"github.com/caravan-sched/caravan/server"
 	"github.com/caravan-sched/caravan/server/config"
-	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 )
@@ -96,22 +94,7 @@ tls {
 }
 `, port, filepath.Join(dir, "caravan-agent-ca.pem"), filepath.Join(dir, "global-server-caravan.pem"), filepath.Join(dir, "global-server-caravan-key.pem")), 0o644))
 
-	ui := cli.NewMockUi()
-	cmd := &AgentCommand{Meta: newMeta(ui), signals: make(chan os.Signal, 1), started: make(chan *server.Server, 1)}
-	done := make(chan int, 1)
-	go func() { done <- cmd.Run([]string{"-dev", "-config", conf, "-log-level", "error"}) }()
-	var srv *server.Server
-	select {
-	case srv = <-cmd.started:
-	case code := <-done:
-		t.Fatalf("caravan agent exited with %d: %s", code, ui.ErrorWriter.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("caravan agent did not start")
-	}
-	t.Cleanup(func() {
-		cmd.signals <- syscall.SIGTERM
-		<-done
-	})
+	cmd, srv, ui := startAgent(t, "-dev", "-config", conf, "-log-level", "error")
 	must.StrContains(t, ui.OutputWriter.String(), "HTTP: https://"+srv.HTTPAddr())
 	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
 		if !srv.IsLeader() {

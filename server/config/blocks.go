@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caravan-sched/caravan/drivers/sim"
 )
 
 // Ports is the ports block: the ports the agent listens on, at
@@ -555,8 +557,11 @@ func (c *Consul) problems() []problem {
 
 // Sim is the sim block: the embedded simulated cluster of the sim driver.
 type Sim struct {
-	// Cluster is the cluster's shape, "NODESxGPUS" (GPUs per node), both at
-	// least 1. Default "4x4". ParseCluster reads it.
+	// Cluster is the cluster's shape as `caravan sim -cluster` takes it
+	// (sim.ParseCluster): "NODESxGPUS" ("4x4", nodes of the agent's
+	// default GPUs), or groups of the catalog's GPU types
+	// "NODESxTYPE[:GPUS]" ("6xt4,3xrtx,2xa100"), every node with at least
+	// one GPU. Default "4x4". ParseCluster reads it.
 	Cluster string `hcl:"cluster,optional"`
 	// Speed is how many virtual seconds pass per wall-clock second; more than
 	// 0. Default 1.
@@ -582,9 +587,8 @@ func (s *Sim) Merge(o *Sim) *Sim {
 	return r
 }
 
-// ParseCluster returns the number of nodes and of GPUs per node of
-// s.Cluster.
-func (s *Sim) ParseCluster() (nodes, gpus int, err error) { return ParseCluster(s.Cluster) }
+// ParseCluster returns the shape of s.Cluster (see ParseCluster).
+func (s *Sim) ParseCluster() (sim.ClusterSpec, error) { return ParseCluster(s.Cluster) }
 
 // Validate checks the cluster's shape and that speed is positive.
 func (s *Sim) Validate() error { return joinProblems(s.problems()) }
@@ -594,7 +598,7 @@ func (s *Sim) problems() []problem {
 		return nil
 	}
 	var ps []problem
-	if _, _, err := ParseCluster(s.Cluster); err != nil {
+	if _, err := ParseCluster(s.Cluster); err != nil {
 		ps = append(ps, problem{path: "cluster", detail: err.Error()})
 	}
 	if !(s.Speed > 0) {
@@ -603,20 +607,21 @@ func (s *Sim) problems() []problem {
 	return ps
 }
 
-// ParseCluster parses a simulated cluster's shape, "NODESxGPUS" such as
-// "4x4": NODES nodes of GPUS GPUs each, both whole numbers of at least 1.
-func ParseCluster(s string) (nodes, gpus int, err error) {
-	a, b, ok := strings.Cut(s, "x")
-	if ok {
-		nodes, ok = positive(a)
+// ParseCluster parses a simulated cluster's shape as `caravan sim
+// -cluster` does (sim.ParseCluster: "4x4", or typed groups such as
+// "6xt4,3xrtx,2xa100" or "6xt4:2"), and refuses nodes without GPUs,
+// which the agent's simulated cluster does not run.
+func ParseCluster(s string) (sim.ClusterSpec, error) {
+	spec, err := sim.ParseCluster(s)
+	if err != nil {
+		return sim.ClusterSpec{}, err
 	}
-	if ok {
-		gpus, ok = positive(b)
+	for _, g := range spec.Groups {
+		if g.GPUsPerNode < 1 {
+			return sim.ClusterSpec{}, fmt.Errorf("cluster %q: group %dx%d has nodes without GPUs; give every node at least 1, such as \"4x4\"", s, g.Nodes, g.GPUsPerNode)
+		}
 	}
-	if !ok {
-		return 0, 0, fmt.Errorf("%q is not NODESxGPUS; use two whole numbers of at least 1, such as \"4x4\" for 4 nodes of 4 GPUs", s)
-	}
-	return nodes, gpus, nil
+	return spec, nil
 }
 
 // positive parses a string of decimal digits worth at least 1.

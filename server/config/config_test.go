@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/shoenig/test/must"
 )
@@ -536,12 +537,17 @@ func TestLoadFile_Invalid(t *testing.T) {
 		{
 			name: "cluster without x", src: "sim {\n  cluster = \"4by4\"\n}\n",
 			summary: "Invalid sim.cluster", line: 2, col: 13, at: `"4by4"`,
-			detail: []string{`"4by4" is not NODESxGPUS`, "at least 1", `"4x4"`},
+			detail: []string{`group "4by4" is not NODESxGPUS (16x4) or NODESxTYPE[:GPUS] (6xt4)`},
 		},
 		{
 			name: "cluster with no GPUs", src: "sim {\n  cluster = \"4x0\"\n}\n",
 			summary: "Invalid sim.cluster", line: 2, col: 13, at: `"4x0"`,
-			detail: []string{`"4x0" is not NODESxGPUS`},
+			detail: []string{`group 4x0 has nodes without GPUs`, `"4x4"`},
+		},
+		{
+			name: "cluster of an unknown GPU type", src: "sim {\n  speed = 1\n  cluster = \"6xt4,2xh100\"\n}\n",
+			summary: "Invalid sim.cluster", line: 3, col: 13, at: `"6xt4,2xh100"`,
+			detail: []string{`group "2xh100": "h100" is neither a GPU count nor a GPU type`, "a100, quad, rtx, t4"},
 		},
 		{
 			name: "retry_join entry without port",
@@ -834,7 +840,7 @@ func TestValidate(t *testing.T) {
 				"ports.http: 70000 is not a port",
 				"server.bootstrap_expect: -1 servers cannot elect a leader",
 				`server.retry_join[0]: "nohost" is not host:port`,
-				`sim.cluster: "big" is not NODESxGPUS`,
+				`sim.cluster: cluster "big": group "big" is not NODESxGPUS`,
 				"sim.speed: -1 is not a speed",
 			},
 		},
@@ -852,7 +858,7 @@ func TestValidate(t *testing.T) {
 				"scheduler.algorithm: no algorithm is named",
 				"scheduler.interval:",
 				`nomad.address: "" is not a URL`,
-				`sim.cluster: "" is not NODESxGPUS`,
+				"sim.cluster: cluster is empty; want NODESxGPUS",
 				"sim.speed: 0 is not a speed",
 			},
 		},
@@ -902,38 +908,38 @@ func TestAddrs(t *testing.T) {
 	}
 }
 
+// TestParseCluster: sim.cluster takes `caravan sim -cluster`'s shapes,
+// NODESxGPUS and typed groups, and refuses nodes without GPUs.
 func TestParseCluster(t *testing.T) {
 	cases := []struct {
-		in          string
-		nodes, gpus int
-		ok          bool
+		in   string
+		want []sim.NodeGroup
+		err  string
 	}{
-		{"4x4", 4, 4, true},
-		{"1x1", 1, 1, true},
-		{"128x8", 128, 8, true},
-		{"0x4", 0, 0, false},
-		{"4x0", 0, 0, false},
-		{"4x", 0, 0, false},
-		{"x4", 0, 0, false},
-		{"4", 0, 0, false},
-		{"4X4", 0, 0, false},
-		{"+4x4", 0, 0, false},
-		{"4x-4", 0, 0, false},
-		{" 4x4", 0, 0, false},
-		{"4x4x4", 0, 0, false},
-		{"", 0, 0, false},
+		{in: "4x4", want: []sim.NodeGroup{{Nodes: 4, GPUsPerNode: 4}}},
+		{in: "128x8", want: []sim.NodeGroup{{Nodes: 128, GPUsPerNode: 8}}},
+		{in: "6xt4,3xrtx,2xa100", want: []sim.NodeGroup{
+			{Nodes: 6, GPUsPerNode: 4, Type: "t4"}, {Nodes: 3, GPUsPerNode: 8, Type: "rtx"}, {Nodes: 2, GPUsPerNode: 8, Type: "a100"}}},
+		{in: "6xt4:2", want: []sim.NodeGroup{{Nodes: 6, GPUsPerNode: 2, Type: "t4"}}},
+		{in: "2xA100,1x4", want: []sim.NodeGroup{{Nodes: 2, GPUsPerNode: 8, Type: "a100"}, {Nodes: 1, GPUsPerNode: 4}}},
+		{in: "4x0", err: `cluster "4x0": group 4x0 has nodes without GPUs; give every node at least 1, such as "4x4"`},
+		{in: "2xt4,1x0", err: `cluster "2xt4,1x0": group 1x0 has nodes without GPUs; give every node at least 1, such as "4x4"`},
+		{in: "0x4", err: `cluster "0x4": group "0x4": node count "0" is not a positive number`},
+		{in: "4by4", err: `cluster "4by4": group "4by4" is not NODESxGPUS (16x4) or NODESxTYPE[:GPUS] (6xt4)`},
+		{in: "4xh100", err: `cluster "4xh100": group "4xh100": "h100" is neither a GPU count nor a GPU type; the types are a100, quad, rtx, t4`},
+		{in: "6xt4:0", err: `cluster "6xt4:0": group "6xt4:0": GPUs per node "0" is not a positive number`},
+		{in: "4x-4", err: `cluster "4x-4": group "4x-4": GPUs per node -4 is negative`},
+		{in: "", err: "cluster is empty; want NODESxGPUS (16x4) or groups NODESxTYPE[:GPUS] (6xt4,3xrtx,2xa100)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
-			nodes, gpus, err := (&Sim{Cluster: tc.in}).ParseCluster()
-			if !tc.ok {
-				must.EqError(t, err, fmt.Sprintf(
-					"%q is not NODESxGPUS; use two whole numbers of at least 1, such as \"4x4\" for 4 nodes of 4 GPUs", tc.in))
+			spec, err := (&Sim{Cluster: tc.in}).ParseCluster()
+			if tc.err != "" {
+				must.EqError(t, err, tc.err)
 				return
 			}
 			must.NoError(t, err)
-			must.Eq(t, tc.nodes, nodes)
-			must.Eq(t, tc.gpus, gpus)
+			must.Eq(t, tc.want, spec.Groups)
 		})
 	}
 }
