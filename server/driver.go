@@ -103,11 +103,11 @@ type TypeProfiler interface {
 }
 
 // TypeProfileHolder is implemented by a TypeProfiler whose measurements
-// take time, running beside the jobs (the nomad driver's): a new job
-// waits, unplaced, up to TypeProfileHold for its first model of a GPU
-// type (models.Options.TypeProfileHold).
+// take time, running beside the jobs (the nomad driver's): a new job it
+// profiles waits, unplaced, up to TypeProfileHold for its first model of
+// a GPU type (models.Set.HoldForTypes); 0 for a job it does not profile.
 type TypeProfileHolder interface {
-	TypeProfileHold() time.Duration
+	TypeProfileHold(job *structs.Job) time.Duration
 }
 
 // typeProfiler is the Profiler that is also a TypeProfiler, else the

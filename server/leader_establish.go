@@ -45,13 +45,9 @@ func (l *leader) establish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var hold time.Duration
-	if h, ok := s.typeProfiler().(TypeProfileHolder); ok {
-		hold = h.TypeProfileHold()
-	}
 	l.models = models.New(alg, models.Options{
 		ProfileConfigs: s.cfg.ProfileConfigs, ProfileSteps: s.cfg.ProfileSteps, ProfileInPlace: s.cfg.Profiler == nil,
-		TypeProfileHold: hold, Stragglers: s.cfg.Stragglers, Logger: l.log,
+		Stragglers: s.cfg.Stragglers, Logger: l.log,
 	})
 	l.runs = map[structs.JobKey]*run{}
 	l.rejected = map[structs.JobKey]uint64{}

@@ -440,7 +440,7 @@ func (l *leader) syncJobs(ctx context.Context) error {
 // when the algorithm plans by type; jobs marked true in skip already have
 // samples and are not profiled again.
 func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
-	reqs, typed := l.models.ProfileRequests(), l.models.TypeProfileRequests(l.s.now().UnixNano())
+	reqs, typed := l.models.ProfileRequests(), l.models.TypeProfileRequests()
 	if p := l.s.cfg.Profiler; p != nil {
 		for _, r := range reqs {
 			if skip[r.Job] {
@@ -469,6 +469,12 @@ func (l *leader) profile(ctx context.Context, skip map[structs.JobKey]bool) {
 			return
 		} else if err != nil {
 			l.log.Warn("failed to profile job by GPU type", "job_id", key.ID, "error", err)
+			continue
+		}
+		if h, ok := tp.(TypeProfileHolder); ok {
+			if d := h.TypeProfileHold(job); d > 0 {
+				l.models.HoldForTypes(key, l.s.now().Add(d).UnixNano())
+			}
 		}
 	}
 }

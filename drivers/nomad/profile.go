@@ -45,36 +45,52 @@ const (
 // EventJobProfiling is the event of a profiling run submitted.
 const EventJobProfiling = "JobProfiling"
 
-// TypeProfileHold is how long a new job waits for its first GPU-type
-// model (server.TypeProfileHolder): Config.TypeProfileHold.
-func (d *Driver) TypeProfileHold() time.Duration { return d.cfg.TypeProfileHold }
-
-// ProfileTypes submits a profiling run of job on each GPU model of the
-// cluster's nodes, as the node list last read them; a job whose workers
-// ask for no GPU is not profiled. The submissions run on the job's
-// worker: nothing here calls Nomad. A run whose GPUs are all taken waits
-// in Nomad until one frees; the runs of a job that stops are stopped
-// with it.
-func (d *Driver) ProfileTypes(ctx context.Context, job *structs.Job) error {
-	if !asksGPU(job) {
-		return nil
+// TypeProfileHold is how long job waits for its first GPU-type model
+// (server.TypeProfileHolder): Config.TypeProfileHold when ProfileTypes
+// profiles it, else 0.
+func (d *Driver) TypeProfileHold(job *structs.Job) time.Duration {
+	if len(d.profileTargets(job)) == 0 {
+		return 0
 	}
-	batches := ProfileBatches(job)
-	if len(batches) == 0 {
+	return d.cfg.TypeProfileHold
+}
+
+// profileTarget is a GPU model to profile on, and a node of it.
+type profileTarget struct {
+	node string
+	gpu  structs.DeviceID
+}
+
+// profileTargets are the GPU models of the cluster's nodes, as the node
+// list last read them, each with its first node; none for a job whose
+// workers ask for no GPU or that gives no batch.
+func (d *Driver) profileTargets(job *structs.Job) []profileTarget {
+	if !asksGPU(job) || len(ProfileBatches(job)) == 0 {
 		return nil
 	}
 	d.mu.Lock()
 	nodes := d.nodes
 	d.mu.Unlock()
-	seen := map[structs.DeviceID]bool{}
-	key := job.Key()
+	var out []profileTarget
 	for _, n := range nodes {
 		gpu, ok := gpuDevice(n)
-		if !ok || seen[gpu] {
-			continue
+		if ok && !slices.ContainsFunc(out, func(t profileTarget) bool { return t.gpu == gpu }) {
+			out = append(out, profileTarget{node: n.ID, gpu: gpu})
 		}
-		seen[gpu] = true
-		nj, err := profileJob(job, n.ID, gpu, batches, d.submission(job, n.ID, gpu))
+	}
+	return out
+}
+
+// ProfileTypes submits a profiling run of job on each GPU model of the
+// cluster (profileTargets). The submissions run on the job's worker:
+// nothing here calls Nomad. A run whose GPUs are all taken waits in Nomad
+// until one frees; the runs of a job that stops are stopped with it.
+func (d *Driver) ProfileTypes(ctx context.Context, job *structs.Job) error {
+	batches := ProfileBatches(job)
+	key := job.Key()
+	for _, target := range d.profileTargets(job) {
+		gpu := target.gpu
+		nj, err := profileJob(job, target.node, gpu, batches, d.submission(job, target.node, gpu))
 		if err != nil {
 			return fmt.Errorf("profile job %q on %s: %w", job.ID, gpu.Name, err)
 		}

@@ -39,14 +39,6 @@ type Options struct {
 	// driver.
 	ProfileInPlace bool
 	ProfileSteps   int
-	// TypeProfileHold is how long a job handed out by TypeProfileRequests
-	// waits, unplaced, for its first throughput model of a GPU type:
-	// without one the algorithm would see it worth the same on every
-	// type, and start it on a GPU its batch may not fit. It is for
-	// drivers whose profiling runs take time, beside the job's own tasks
-	// (the nomad driver's); 0, for drivers that measure at once (the
-	// simulator's), holds no job.
-	TypeProfileHold time.Duration
 	// AbortHold is how long a job whose change was aborted (its checkpoint
 	// never confirmed) is held where it runs: it keeps the capacity it
 	// holds, and the other jobs are planned around it, instead of being
@@ -120,8 +112,7 @@ type entry struct {
 	restartCost   float64
 	restartsTimed int
 	// typesBy is when a job waiting for its first GPU-type model is
-	// planned all the same (Options.TypeProfileHold); 0 when it is not
-	// waiting.
+	// planned all the same (HoldForTypes); 0 when it is not waiting.
 	typesBy int64
 	// The estimators (estimators.go): the loss curve and progress, the
 	// speed function, Pollux's goodput model, the attained service, and
@@ -228,6 +219,19 @@ func (s *Set) Update(j *structs.Job) error {
 	return nil
 }
 
+// HoldForTypes keeps a job that runs nowhere yet unplaced, saying why,
+// until it has a throughput model of a GPU type or until the time until
+// (Unix nanoseconds): its profiling runs take time, beside its own tasks
+// (the nomad driver's), and without a model the algorithm would see it
+// worth the same on every type and start it on a GPU its batch may not
+// fit.
+func (s *Set) HoldForTypes(key structs.JobKey, until int64) {
+	if e, ok := s.jobs[key]; ok && e.current == nil {
+		e.typesBy = until
+		s.changed = true
+	}
+}
+
 // Job returns the spec of an active job as the scheduler plans it, nil
 // for a job it does not hold.
 func (s *Set) Job(key structs.JobKey) *structs.Job {
@@ -293,20 +297,13 @@ func (s *Set) ProfileRequests() []ProfileRequest {
 // the last call that are still active, when the algorithm plans from a
 // throughput model per GPU type (planner.Capabilities.GPUTypes): Sia profiles
 // every new job on one GPU of each type (§3.1). Otherwise it returns
-// none, and those jobs are not profiled by type later either. Each job
-// returned that has run nowhere yet waits for a model until
-// Options.TypeProfileHold after now.
-func (s *Set) TypeProfileRequests(now int64) []structs.JobKey {
+// none, and those jobs are not profiled by type later either.
+func (s *Set) TypeProfileRequests() []structs.JobKey {
 	var out []structs.JobKey
 	if planner.CapabilitiesOf(s.alg).GPUTypes {
 		for _, key := range s.untyped {
-			e, ok := s.jobs[key]
-			if !ok {
-				continue
-			}
-			out = append(out, key)
-			if s.opts.TypeProfileHold > 0 && e.current == nil {
-				e.typesBy = now + int64(s.opts.TypeProfileHold)
+			if _, ok := s.jobs[key]; ok {
+				out = append(out, key)
 			}
 		}
 	}

@@ -616,14 +616,14 @@ func TestSet_TypeProfileRequests(t *testing.T) {
 	must.NoError(t, s.Register(a))
 	must.NoError(t, s.Register(b))
 	s.Complete(a.Key())
-	must.Eq(t, []structs.JobKey{b.Key()}, s.TypeProfileRequests(0))
-	must.SliceEmpty(t, s.TypeProfileRequests(0), must.Sprint("once per job"))
+	must.Eq(t, []structs.JobKey{b.Key()}, s.TypeProfileRequests())
+	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("once per job"))
 
 	s = New(pollux.New(), Options{ProfileConfigs: -1})
 	must.NoError(t, s.Register(a))
-	must.SliceEmpty(t, s.TypeProfileRequests(0), must.Sprint("pollux plans without types"))
+	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("pollux plans without types"))
 	s.SetAlgorithm(typed{pollux.New()})
-	must.SliceEmpty(t, s.TypeProfileRequests(0), must.Sprint("a job registered under pollux is not profiled later"))
+	must.SliceEmpty(t, s.TypeProfileRequests(), must.Sprint("a job registered under pollux is not profiled later"))
 }
 
 // TestSet_RestartCost checks that a start's cost is measured from the
@@ -656,20 +656,22 @@ func TestSet_RestartCost(t *testing.T) {
 	must.Eq(t, 150.0, cost(), must.Sprint("(50 + 250) / 2"))
 }
 
-// TestSet_TypeProfileHold checks that a job handed out for profiling by
-// GPU type waits, unplaced and saying why, until its first typed model,
+// TestSet_TypeProfileHold checks that a job held for profiling by GPU
+// type waits, unplaced and saying why, until its first typed model,
 // or until the hold ends; and that a profiling run's samples are no
 // progress of the job.
 func TestSet_TypeProfileHold(t *testing.T) {
 	nodes := planner.NewHarness(t).AddNodes("t4", 1, 32000, 65536, 2)
 	nodes[0].Devices[0].Name = "Tesla T4"
-	s := New(typed{pollux.New()}, Options{ProfileConfigs: -1, TypeProfileHold: time.Minute})
+	s := New(typed{pollux.New()}, Options{ProfileConfigs: -1})
 	a := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 2}, nil)
 	b := planner.MockAllReduceJob("b", structs.Bounds{Min: 1, Max: 2}, nil)
 	must.NoError(t, s.Register(a))
 	must.NoError(t, s.Register(b))
 	sec := func(x float64) int64 { return int64(x * 1e9) }
-	must.Eq(t, []structs.JobKey{a.Key(), b.Key()}, s.TypeProfileRequests(sec(10)))
+	for _, key := range s.TypeProfileRequests() {
+		s.HoldForTypes(key, sec(70))
+	}
 
 	r := s.Snapshot(nodes, sec(11))
 	must.SliceEmpty(t, r.jobs, must.Sprint("both wait for a model"))
