@@ -46,6 +46,10 @@ const (
 	// EventPlacementFailed: the cluster reported a new failure to place
 	// or run a job's tasks (Observed.Failures); once per distinct failure.
 	EventPlacementFailed = "PlacementFailed"
+	// EventJobProfiling: a driver submitted a run measuring the job on
+	// one GPU of a type (Sia §3.1); its details name the gpu_type and
+	// the nomad_job.
+	EventJobProfiling = "JobProfiling"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

@@ -67,12 +67,21 @@ func TestCaravanNomad_SiaByGPUType(t *testing.T) {
 		}
 	}
 	must.Eq(t, []int64{240, 240, 240}, profiled, must.Sprint("three timed steps of its one batch on the A100"))
-	for model, status := range map[string]string{slow.Name: "dead", fast.Name: "dead"} {
-		id := "caravan-profile~caravan-big~" + strings.ReplaceAll(model, " ", "-")
-		nj, _, err := nc.Client.Jobs().Info(id, nil)
-		must.NoError(t, err, must.Sprintf("profiling run %s", id))
-		must.Eq(t, status, *nj.Status, must.Sprintf("profiling run %s", id))
-		must.Eq(t, "nvidia/gpu/"+model, nj.TaskGroups[0].Tasks[0].Resources.Devices[0].Name)
+	// A run on each model, purged once it ended.
+	var runs []string
+	for _, ev := range events(t, c, "big", api.EventJobProfiling) {
+		runs = append(runs, ev.Details["gpu_type"]+" "+ev.Details["nomad_job"])
+	}
+	slices.Sort(runs)
+	must.Eq(t, []string{fast.Name + " caravan-profile~caravan-big~" + fast.Name, slow.Name + " caravan-profile~caravan-big~Tesla-T4"}, runs)
+	for _, r := range runs {
+		id := r[strings.LastIndex(r, " ")+1:]
+		agent.WaitFor(t, time.Minute, "the profiling run "+id+" purged", func() error {
+			if _, _, err := nc.Client.Jobs().Info(id, nil); err == nil {
+				return fmt.Errorf("%s is still in Nomad", id)
+			}
+			return nil
+		})
 	}
 	mustWorkerModel(t, nc, "caravan-big", nodeOf[fast.Name], fast)
 

@@ -94,11 +94,15 @@ const newestSampled = 32
 // latest Time) among the last newestSampled of samples, which must not be
 // empty.
 func newestStep(samples []structs.Sample) int64 {
-	newest := samples[len(samples)-1]
-	for _, smp := range samples[max(len(samples)-newestSampled, 0):] {
-		if smp.Time > newest.Time {
+	var newest *structs.Sample
+	for i := range samples[max(len(samples)-newestSampled, 0):] {
+		smp := &samples[max(len(samples)-newestSampled, 0)+i]
+		if !smp.Profile && (newest == nil || smp.Time > newest.Time) {
 			newest = smp
 		}
+	}
+	if newest == nil {
+		return 0 // profiling runs' alone: no step yet
 	}
 	return newest.Step
 }

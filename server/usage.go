@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -61,7 +62,7 @@ func reportedStepTimes(u *structs.JobUsage, js *structs.JobSamples) {
 		}
 		from := js.Tasks
 		if t.Role == structs.RoleWorker && t.Rank == 0 {
-			from = js.Samples[max(0, len(js.Samples)-chiefLookback):]
+			from = chiefSamples(js.Samples, chiefLookback)
 		}
 		for i := len(from) - 1; i >= 0; i-- {
 			if s := from[i]; s.AllocID == t.AllocID && s.TaskStepTimeS > 0 {
@@ -70,6 +71,19 @@ func reportedStepTimes(u *structs.JobUsage, js *structs.JobSamples) {
 			}
 		}
 	}
+}
+
+// chiefSamples returns the latest n of samples that are not a profiling
+// run's, oldest first.
+func chiefSamples(samples []structs.Sample, n int) []structs.Sample {
+	var out []structs.Sample
+	for i := len(samples) - 1; i >= 0 && len(out) < n; i-- {
+		if !samples[i].Profile {
+			out = append(out, samples[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // relMove reports whether b differs from a by more than usageMove of a.

@@ -87,6 +87,10 @@ const (
 	// not decode, or applying it failed) and was skipped on every server;
 	// its details name the entry's Index and Type.
 	EventEntrySkipped = "EntrySkipped"
+	// EventJobProfiling: a driver submitted a run measuring the job on
+	// one GPU of a type (Sia §3.1); its details name the gpu_type and,
+	// on Nomad, the nomad_job.
+	EventJobProfiling = "JobProfiling"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

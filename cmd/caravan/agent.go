@@ -469,6 +469,7 @@ func nomadConfig(cfg *config.Config, logger hclog.Logger) nomad.Config {
 		CallTimeout:       n.CallTimeoutDuration,
 		BatchRestartRatio: n.BatchRestartRatio,
 		TypeProfileHold:   n.TypeProfileHoldDuration,
+		NoTypeProfiles:    n.ProfileGPUTypes != nil && !*n.ProfileGPUTypes,
 		Logger:            logger,
 	}
 	if n.CollectorCommand != "" {

@@ -32,6 +32,8 @@ type jobsView struct {
 	caravan map[structs.JobKey]*nomadJob
 	// decl holds a declaration per Nomad job.
 	decl map[structs.JobKey]*structs.Declaration
+	// profiles are the profiling runs Nomad holds (profile.go).
+	profiles []profileRun
 }
 
 // Declared returns a declaration per Nomad job, as watchJobs last read
@@ -102,7 +104,7 @@ func (d *Driver) watchJobs(ctx context.Context) {
 		var decl map[structs.JobKey]*structs.Declaration
 		caravan, decl, reread = d.readJobs(ctx, stubs, d.jobsView().decl, specs, reread)
 		if ctx.Err() == nil {
-			d.setJobs(index, caravan, decl)
+			d.setJobs(index, caravan, decl, profileRuns(stubs))
 		}
 	})
 }
@@ -245,7 +247,7 @@ func (d *Driver) confirmGone(ctx context.Context, id namespacedID, retried bool)
 // setJobs publishes the view of one list. The declarations' index moves
 // with Nomad's, and by one when only they changed, so that the leader
 // acts on a job read again.
-func (d *Driver) setJobs(index uint64, caravan map[structs.JobKey]*nomadJob, decl map[structs.JobKey]*structs.Declaration) {
+func (d *Driver) setJobs(index uint64, caravan map[structs.JobKey]*nomadJob, decl map[structs.JobKey]*structs.Declaration, profiles []profileRun) {
 	d.mu.Lock()
 	v := &d.view
 	if v.err != nil {
@@ -254,7 +256,7 @@ func (d *Driver) setJobs(index uint64, caravan map[structs.JobKey]*nomadJob, dec
 	if index > v.index || !sameDeclarations(v.decl, decl) {
 		v.index = max(index, v.index+1)
 	}
-	v.listIndex, v.err, v.ok, v.caravan, v.decl = index, nil, true, caravan, decl
+	v.listIndex, v.err, v.ok, v.caravan, v.decl, v.profiles = index, nil, true, caravan, decl, profiles
 	d.mu.Unlock()
 	d.viewOnce.Do(func() { close(d.viewed) })
 }
@@ -296,6 +298,9 @@ func (d *Driver) declaration(ctx context.Context, s *api.JobListStub, retried bo
 		return decl
 	case s.Meta[metaJobID] != "", s.Meta[metaRejected] != "":
 		decl.Kind = structs.DeclaredManaged // run, or rejected, by Caravan
+		return decl
+	case s.Meta[metaProfileOf] != "":
+		decl.Kind = structs.DeclaredPlain // a profiling run Caravan submitted
 		return decl
 	case s.ParentID != "" || s.Type == api.JobTypeSystem || s.Type == api.JobTypeSysbatch:
 		decl.Kind = structs.DeclaredPlain // launched by another job, or on every node

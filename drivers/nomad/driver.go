@@ -83,7 +83,10 @@ type Config struct {
 	// TypeProfileHold is how long a new job waits, unplaced, for the
 	// first of its profiling runs on each GPU type (ProfileTypes) to
 	// report, under an algorithm that plans by GPU type; default 2m.
+	// NoTypeProfiles turns the runs off: for trainers that do not
+	// implement CARAVAN_PROFILE_BATCHES.
 	TypeProfileHold time.Duration
+	NoTypeProfiles  bool
 	// BatchRestartRatio is how far a job's decided global batch
 	// (Placement.Batch) must move from the one its tasks run at, as the
 	// ratio of the larger to the smaller, for the job to be restarted
@@ -201,6 +204,9 @@ type Driver struct {
 	watched   map[string]string
 	watchedBy map[string]structs.JobKey
 	stats     map[string]map[string]*taskStats
+	// purging holds the profiling runs whose purge is queued
+	// (profilesToPurge).
+	purging map[namespacedID]bool
 }
 
 // maxConcurrentWrites bounds how many of the workers' Nomad calls run at
@@ -231,9 +237,6 @@ type jobState struct {
 	// failures is what the driver knows of Nomad's failures for the job
 	// (failures.go).
 	failures failureState
-	// profiles are the profiling runs submitted of the job (profile.go),
-	// stopped with it.
-	profiles []namespacedID
 }
 
 // New returns a driver and starts following Nomad's nodes, jobs and
@@ -269,7 +272,7 @@ func New(cfg Config) (*Driver, error) {
 		queues: map[structs.JobKey][]func(context.Context){}, stopping: map[structs.JobKey]uint64{},
 		calls:   make(chan struct{}, maxConcurrentWrites),
 		watched: map[string]string{}, watchedBy: map[string]structs.JobKey{},
-		stats: map[string]map[string]*taskStats{},
+		stats: map[string]map[string]*taskStats{}, purging: map[namespacedID]bool{},
 	}
 	for _, watch := range []func(context.Context){d.watchNodes, d.watchJobs, d.watchAllocs, d.watchUsage} {
 		d.wg.Add(1)

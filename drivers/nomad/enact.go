@@ -137,7 +137,11 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 			delete(d.stopping, key)
 		}
 	}
+	purge := d.profilesToPurge(view.profiles, planned)
 	d.mu.Unlock()
+	for _, r := range purge {
+		d.enqueue(r.key, func(ctx context.Context) { d.purgeProfile(ctx, r.id) })
+	}
 	for _, f := range unplanned {
 		// What the worker submits, or submitted since the view, is
 		// stopped after it.
@@ -588,10 +592,7 @@ func (d *Driver) stop(key structs.JobKey, nj *nomadJob) {
 	}
 	d.stopping[key] = nj.stub.JobModifyIndex
 	d.mu.Unlock()
-	d.enqueue(key, func(ctx context.Context) {
-		d.retryStop(ctx, key, nj.id())
-		d.stopProfiles(ctx, key)
-	})
+	d.enqueue(key, func(ctx context.Context) { d.retryStop(ctx, key, nj.id()) })
 }
 
 // retryStop stops a Nomad job, trying again with backoff until Nomad

@@ -22,7 +22,8 @@ import (
 // and exits, stopping at the first batch its GPU's memory does not hold.
 // The job meanwhile waits, unplaced, for its first model of a type
 // (TypeProfileHold), so that it never starts on a GPU its batch does not
-// fit.
+// fit. Enact purges the runs that ended, and those of jobs the plan no
+// longer names, from the view of Nomad's jobs: any leader does.
 const (
 	// metaProfileOf names the Caravan job a profiling run measures, and
 	// metaProfileType the GPU model it runs on. A profiling run has no
@@ -42,8 +43,66 @@ const (
 	profileSteps      = 3
 )
 
-// EventJobProfiling is the event of a profiling run submitted.
-const EventJobProfiling = "JobProfiling"
+// profileRun is a profiling run Nomad holds: its Nomad job, the job it
+// measures, and whether it ended.
+type profileRun struct {
+	id   namespacedID
+	key  structs.JobKey
+	dead bool
+}
+
+// profileRuns finds the profiling runs among Nomad's jobs.
+func profileRuns(stubs []*api.JobListStub) []profileRun {
+	var out []profileRun
+	for _, s := range stubs {
+		if of := s.Meta[metaProfileOf]; of != "" {
+			out = append(out, profileRun{
+				id:   namespacedID{Namespace: s.Namespace, ID: s.ID},
+				key:  structs.NewJobKey(s.Meta[metaNamespace], of),
+				dead: s.Stop || s.Status == jobStatusDead,
+			})
+		}
+	}
+	return out
+}
+
+// profilesToPurge returns the profiling runs to purge, once each: those
+// that ended (their samples are in), and those of jobs planned does not
+// name (stopped, completed, or gone before their runs could start). A
+// job the plan holds while it waits for its runs is named, paused. Call
+// it with d.mu held.
+func (d *Driver) profilesToPurge(runs []profileRun, planned map[structs.JobKey]bool) []profileRun {
+	listed := map[namespacedID]bool{}
+	var out []profileRun
+	for _, r := range runs {
+		listed[r.id] = true
+		if (r.dead || !planned[r.key]) && !d.purging[r.id] {
+			d.purging[r.id] = true
+			out = append(out, r)
+		}
+	}
+	for id := range d.purging {
+		if !listed[id] {
+			delete(d.purging, id)
+		}
+	}
+	return out
+}
+
+// purgeProfile purges a profiling run from Nomad; it runs on its job's
+// worker. A run Nomad could not purge is tried again at a later Enact.
+func (d *Driver) purgeProfile(ctx context.Context, id namespacedID) {
+	cctx, cancel := d.callContext(ctx)
+	defer cancel()
+	if _, _, err := d.client.Jobs().Deregister(id.ID, true, (&api.WriteOptions{Namespace: id.Namespace}).WithContext(cctx)); err != nil && !isNotFound(err) {
+		d.log.Warn("cannot purge a profiling run", "nomad_job", id.ID, "error", err)
+		d.mu.Lock()
+		delete(d.purging, id)
+		d.mu.Unlock()
+		return
+	}
+	d.log.Debug("purged a profiling run", "nomad_job", id.ID)
+}
 
 // TypeProfileHold is how long job waits for its first GPU-type model
 // (server.TypeProfileHolder): Config.TypeProfileHold when ProfileTypes
@@ -61,11 +120,15 @@ type profileTarget struct {
 	gpu  structs.DeviceID
 }
 
-// profileTargets are the GPU models of the cluster's nodes, as the node
-// list last read them, each with its first node; none for a job whose
-// workers ask for no GPU or that gives no batch.
+// profileTargets are the GPU models of the cluster's schedulable nodes,
+// as the node list last read them, that the job's GPU request may be
+// narrowed to (pinModel), each with its first node. None when the runs
+// are off (Config.NoTypeProfiles), for a job declared in Nomad (its
+// groups are the user's, with whatever volumes, ports and services they
+// hold), for one whose workers ask for no GPU or name its model, and for
+// one that gives no batch.
 func (d *Driver) profileTargets(job *structs.Job) []profileTarget {
-	if !asksGPU(job) || len(ProfileBatches(job)) == 0 {
+	if d.cfg.NoTypeProfiles || job.Nomad != nil || !asksGPU(job) || len(ProfileBatches(job)) == 0 {
 		return nil
 	}
 	d.mu.Lock()
@@ -74,7 +137,15 @@ func (d *Driver) profileTargets(job *structs.Job) []profileTarget {
 	var out []profileTarget
 	for _, n := range nodes {
 		gpu, ok := gpuDevice(n)
-		if ok && !slices.ContainsFunc(out, func(t profileTarget) bool { return t.gpu == gpu }) {
+		if !ok || !n.Schedulable() || slices.ContainsFunc(out, func(t profileTarget) bool { return t.gpu == gpu }) {
+			continue
+		}
+		reqs := []*api.RequestedDevice{}
+		for _, r := range job.Worker.Resources.Devices {
+			reqs = append(reqs, &api.RequestedDevice{Name: r.Name})
+		}
+		pinModel(reqs, gpu)
+		if slices.ContainsFunc(reqs, func(r *api.RequestedDevice) bool { return r.Name == gpu.String() }) {
 			out = append(out, profileTarget{node: n.ID, gpu: gpu})
 		}
 	}
@@ -94,11 +165,7 @@ func (d *Driver) ProfileTypes(ctx context.Context, job *structs.Job) error {
 		if err != nil {
 			return fmt.Errorf("profile job %q on %s: %w", job.ID, gpu.Name, err)
 		}
-		id := namespacedID{Namespace: *nj.Namespace, ID: *nj.ID}
-		js := d.state(key)
-		d.mu.Lock()
-		js.profiles = append(js.profiles, id)
-		d.mu.Unlock()
+		id := namespacedID{Namespace: deref(nj.Namespace), ID: *nj.ID}
 		d.enqueue(key, func(ctx context.Context) {
 			cctx, cancel := d.callContext(ctx)
 			defer cancel()
@@ -106,37 +173,21 @@ func (d *Driver) ProfileTypes(ctx context.Context, job *structs.Job) error {
 				d.log.Warn("cannot submit a profiling run", "job_id", job.ID, "gpu_type", gpu.Name, "error", err)
 				return
 			}
-			d.event(ctx, job, EventJobProfiling, fmt.Sprintf("Profiling on one %s at per-GPU batches %s (Nomad job %s)", gpu.Name, formatInts(batches), id.ID),
+			d.event(ctx, job, structs.EventJobProfiling, fmt.Sprintf("Profiling on one %s at per-GPU batches %s (Nomad job %s)", gpu.Name, formatInts(batches), id.ID),
 				map[string]string{"gpu_type": gpu.Name, "nomad_job": id.ID})
 		})
 	}
 	return nil
 }
 
-// stopProfiles stops the profiling runs the driver submitted of a job
-// that no longer runs; it runs on the job's worker.
-func (d *Driver) stopProfiles(ctx context.Context, key structs.JobKey) {
-	d.mu.Lock()
-	var ids []namespacedID
-	if js := d.jobs[key]; js != nil {
-		ids, js.profiles = js.profiles, nil
-	}
-	d.mu.Unlock()
-	for _, id := range ids {
-		cctx, cancel := d.callContext(ctx)
-		if _, _, err := d.client.Jobs().Deregister(id.ID, true, (&api.WriteOptions{Namespace: id.Namespace}).WithContext(cctx)); err != nil && !isNotFound(err) {
-			d.log.Warn("cannot stop a profiling run", "nomad_job", id.ID, "error", err)
-		}
-		cancel()
-	}
-}
-
 // submission is what Translate needs for a run of job on node, whose GPU
-// is gpu.
+// is gpu. The run reports to the servers, with no collector sidecar: it
+// ends within seconds, and a collector that ends with it may not have
+// been scraped yet.
 func (d *Driver) submission(job *structs.Job, node string, gpu structs.DeviceID) Submission {
 	return Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir, ReportAddrs: d.cfg.ReportAddrs,
-		ReportToken: d.reportToken(job.Key()), Generation: 1, Collector: d.cfg.Collector,
+		ReportToken: d.reportToken(job.Key()), Generation: 1,
 		GPUs: map[string]structs.DeviceID{node: gpu},
 	}
 }
@@ -144,9 +195,11 @@ func (d *Driver) submission(job *structs.Job, node string, gpu structs.DeviceID)
 // profileJob is the Nomad job of a profiling run of job on one GPU of
 // model gpu: the job's worker group as Translate makes it for one worker
 // on node, a node of that model, with one GPU of the model and any node
-// of it (Nomad picks the one with a GPU free), told to profile batches.
-// Its ID, `caravan-profile~<Nomad job ID>~<model>`, has two '~' and so is
-// never the ID of a job's own Nomad job (NomadJobID).
+// of it (Nomad picks the one with a GPU free), told to profile batches,
+// with a checkpoint directory of its own in its task directory, so that
+// nothing it writes can touch the job's checkpoints. Its ID,
+// `caravan-profile~<Nomad job ID>~<model>`, has more than one '~' and so
+// is never the ID of a job's own Nomad job (NomadJobID).
 func profileJob(job *structs.Job, node string, gpu structs.DeviceID, batches []int, sub Submission) (*api.Job, error) {
 	var ps int
 	if e := job.Elastic; e != nil && e.ParameterServers != nil {
@@ -179,15 +232,9 @@ func profileJob(job *structs.Job, node string, gpu structs.DeviceID, batches []i
 	worker.Constraints = slices.DeleteFunc(worker.Constraints, func(c *api.Constraint) bool { return c.LTarget == "${node.unique.id}" })
 	worker.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail")}
 	for _, t := range worker.Tasks {
-		if t.Lifecycle != nil {
-			continue // the collector sidecar
-		}
-		if t.Env == nil {
-			t.Env = map[string]string{}
-		}
 		maps.Copy(t.Env, map[string]string{
 			ProfileBatchesEnv: formatInts(batches), ProfileStepsEnv: strconv.Itoa(profileSteps),
-			"CARAVAN_NUM_WORKERS": "1", "CARAVAN_RESUME": "0",
+			"CARAVAN_CHECKPOINT_DIR": "${NOMAD_TASK_DIR}/caravan-profile",
 		})
 		if t.Resources != nil {
 			for _, r := range t.Resources.Devices {

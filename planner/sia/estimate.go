@@ -106,17 +106,28 @@ func (e *estimator) own(k, nodes, w int) float64 {
 	m := e.models[k]
 	var g float64
 	if e.lim == nil {
-		// A fixed batch splits evenly over the workers; a local batch
-		// beyond the largest measured on the type may not fit its memory.
-		global := e.v.Job.Training.GlobalBatchSize
-		if f := e.fits[k]; f.MaxLocal < 1 || float64(global)/float64(w) <= f.MaxLocal {
-			g = m.Fixed(nodes, w, global, goodput.Limits{}).Goodput
+		// A local batch beyond the largest measured on the type may not
+		// fit its memory.
+		t := e.v.Job.Training
+		if f := e.fits[k]; f.MaxLocal < 1 || float64(fixedLocal(t, w)) <= f.MaxLocal {
+			g = m.Fixed(nodes, w, t.GlobalBatchSize, goodput.Limits{}).Goodput
 		}
 	} else if c, ok := m.Optimize(nodes, w, e.lims[k]); ok {
 		g = c.Goodput
 	}
 	e.memo[key] = g
 	return g
+}
+
+// fixedLocal is the local batch of a job of fixed batch at w workers, as
+// its tasks are given it (drivers/nomad contractBatch): the global batch
+// split over the workers, rounded down, in sync mode; every worker's own
+// in async mode.
+func fixedLocal(t *structs.Training, w int) int {
+	if t.Mode == structs.ModeAsync {
+		return t.GlobalBatchSize
+	}
+	return max(t.GlobalBatchSize/max(w, 1), 1)
 }
 
 // batch is the batch the job trains at with w workers over nodes of type

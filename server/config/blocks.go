@@ -390,6 +390,10 @@ type Nomad struct {
 	// default (2m).
 	TypeProfileHold         string `hcl:"type_profile_hold,optional"`
 	TypeProfileHoldDuration time.Duration
+	// ProfileGPUTypes, when false, turns those profiling runs off, for
+	// trainers that do not implement CARAVAN_PROFILE_BATCHES; nil means
+	// true.
+	ProfileGPUTypes *bool `hcl:"profile_gpu_types,optional"`
 	// CAFile verifies Nomad's HTTPS certificate; CertFile and KeyFile are
 	// the client certificate Caravan presents to it. Empty means the
 	// NOMAD_CACERT, NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY of the
@@ -437,6 +441,7 @@ func (n *Nomad) Merge(o *Nomad) *Nomad {
 			r.CallTimeout, r.CallTimeoutDuration, o.CallTimeout, o.CallTimeoutDuration)
 		r.TypeProfileHold, r.TypeProfileHoldDuration = mergeDuration(
 			r.TypeProfileHold, r.TypeProfileHoldDuration, o.TypeProfileHold, o.TypeProfileHoldDuration)
+		r.ProfileGPUTypes = mergePtr(r.ProfileGPUTypes, o.ProfileGPUTypes)
 		r.CAFile = mergeString(r.CAFile, o.CAFile)
 		r.CertFile = mergeString(r.CertFile, o.CertFile)
 		r.KeyFile = mergeString(r.KeyFile, o.KeyFile)

@@ -65,6 +65,7 @@ nomad {
   usage_rate          = 8
   call_timeout        = "5s"
   type_profile_hold   = "90s"
+  profile_gpu_types   = false
 }
 
 consul {
@@ -129,7 +130,7 @@ func TestLoadFile_Full(t *testing.T) {
 			Namespace: "ml", CheckpointDir: "/mnt/shared/caravan", ReportAddrs: []string{"http://10.0.0.1:4680", "http://10.0.0.2:4680"},
 			CoordinatorAddr: "127.0.0.1:9190", BatchRestartRatio: 1.5,
 			UsageRate: 8, CallTimeout: "5s", CallTimeoutDuration: 5 * time.Second,
-			TypeProfileHold: "90s", TypeProfileHoldDuration: 90 * time.Second,
+			TypeProfileHold: "90s", TypeProfileHoldDuration: 90 * time.Second, ProfileGPUTypes: new(false),
 		},
 		Consul: &Consul{Address: "10.0.0.1:8500", Token: "consul-token", ServiceName: "caravan-ml", AutoAdvertise: new(true), ServerAutoJoin: new(true)},
 		Sim:    &Sim{Cluster: "16x8", Speed: 60, Seed: new(uint64(0))},

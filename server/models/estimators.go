@@ -36,9 +36,6 @@ type lossEstimator struct {
 // observe takes a sample's step and loss, keeping at most maxPoints of
 // each history.
 func (l *lossEstimator) observe(smp *structs.Sample, maxPoints int) {
-	if smp.Profile {
-		return // a speed, not progress
-	}
 	l.step = max(l.step, float64(smp.Step))
 	if smp.Loss <= 0 {
 		return

@@ -414,11 +414,16 @@ func (s *Set) Ingest(samples []structs.Sample) {
 			continue
 		}
 		touched[e] = true
+		e.goodput.observe(smp, e.job, e.current, s.sampleType(smp, e.current))
+		if smp.Profile {
+			// A profiling run's: a speed on one GPU of a type, for the
+			// throughput model of that type alone.
+			continue
+		}
 		e.loss.observe(smp, s.opts.MaxLossPoints)
 		if smp.CPUS > 0 || smp.NetS > 0 {
 			e.subtasks = averageSubtasks(e.subtasks, smp)
 		}
-		e.goodput.observe(smp, e.job, e.current, s.sampleType(smp, e.current))
 		e.timeStart(smp)
 		if e.speed.observe(smp) {
 			s.advanceProfile(e)
@@ -431,7 +436,7 @@ func (s *Set) Ingest(samples []structs.Sample) {
 // which checkpoint restore and warm-up take (Sia's S_i, Eq. 2). Only the
 // chief's steps count, and a step measured across the start is not one.
 func (e *entry) timeStart(smp *structs.Sample) {
-	if e.restartAt <= 0 || !smp.Chief() || smp.Profile || smp.Time <= e.restartAt || smp.StepTimeS <= 0 {
+	if e.restartAt <= 0 || !smp.Chief() || smp.Time <= e.restartAt || smp.StepTimeS <= 0 {
 		return
 	}
 	d := float64(smp.Time-e.restartAt)/1e9 - smp.StepTimeS
