@@ -57,7 +57,7 @@ import tempfile
 import threading
 import time
 
-from caravan_collector import ENV_ADDR, Batch, Reporter
+from caravan_collector import ENV_ADDR, Batch, Reporter, _env_int
 
 __all__ = ["Job", "SNAPSHOT_FILE", "DEFAULT_CHECKPOINT_SIGNAL", "checkpoint_signal", "run"]
 
@@ -82,16 +82,6 @@ def checkpoint_signal():
     if name not in _ALLOWED_SIGNALS or not hasattr(signal, name):
         raise ValueError("CARAVAN_CHECKPOINT_SIGNAL=%s: not one of %s" % (name, ", ".join(_ALLOWED_SIGNALS)))
     return getattr(signal, name)
-
-
-def _env_int(name, default=0):
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError("%s=%r is not an integer" % (name, value)) from None
 
 
 def _unwrap(model):
@@ -126,7 +116,8 @@ class Job:
         self._request = _Request()
         self.checkpoint_step = 0
         self.extra = {}
-        self._last_report = None
+        self._last_step = None  # (step, time.monotonic()) of the last report
+        self._last_sample = {}  # the fields of the last sample sent
         if signum is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signum, self._on_signal)
 
@@ -259,40 +250,38 @@ class Job:
         self.checkpoint_step = step
         self._request = _Request()
         if self.rank == 0 and self.reporter is not None:
-            last = self._last_report or {}
-            if loss is None:
-                loss = last.get("loss", 0.0)
-            self._send(step, loss, {k: v for k, v in last.items() if k not in ("loss",)}, flush=True)
+            fields = dict(self._last_sample)
+            last_loss = fields.pop("loss", 0.0)
+            self._send(step, last_loss if loss is None else loss, fields)
+            self.reporter.flush(timeout=self._flush_timeout)
 
-    def report(self, step, loss, epoch=0.0, samples=0, grad_sqr=0.0, grad_var=0.0, **fields):
+    def report(self, step, loss, **fields):
         """Report step and loss on rank 0 (a no-op elsewhere, and without
-        a collector), with the time per step since the last report, the
-        latest checkpoint_step and, in an adaptive job, the batch
-        fields. fields are the other arguments of Reporter.report."""
+        a collector), with the time per step since the previous report,
+        the latest checkpoint_step and, when Caravan chose the batch, the
+        batch fields. fields are the other arguments of
+        caravan_collector.Reporter.report (epoch, samples, grad_sqr,
+        grad_var, ...)."""
         if self.rank != 0 or self.reporter is None:
             return
-        now = time.monotonic()
-        step = int(step)
-        if "step_time_s" not in fields and self._last_report is not None:
-            prev_step, prev_t = self._last_report["_step"], self._last_report["_t"]
+        now, step = time.monotonic(), int(step)
+        if "step_time_s" not in fields and self._last_step is not None:
+            prev_step, prev_t = self._last_step
             if step > prev_step:
                 fields["step_time_s"] = (now - prev_t) / (step - prev_step)
-        fields.update(epoch=epoch, samples=samples, grad_sqr=grad_sqr, grad_var=grad_var)
         if self.batch is not None:
             fields.setdefault("batch_size", self.batch.global_batch_size)
             fields.setdefault("local_batch_size", self.batch.local_batch_size)
             fields.setdefault("accum_steps", self.batch.accum_steps)
-        self._send(step, loss, fields, flush=False)
-        self._last_report.update(_step=step, _t=now)
+        self._send(step, loss, fields)
+        self._last_step = (step, now)
 
-    def _send(self, step, loss, fields, flush):
-        fields = {k: v for k, v in fields.items() if not k.startswith("_")}
-        fields["checkpoint_step"] = min(self.checkpoint_step, int(step))
+    def _send(self, step, loss, fields):
+        """Queue a sample of step with the latest checkpoint_step; keep
+        its fields for the confirmation of the next snapshot."""
+        fields = dict(fields, checkpoint_step=min(self.checkpoint_step, step))
         self.reporter.report(step=step, loss=float(loss), **fields)
-        prev = self._last_report or {}
-        self._last_report = dict(fields, loss=float(loss), _step=prev.get("_step", step), _t=prev.get("_t", time.monotonic()))
-        if flush:
-            self.reporter.flush(timeout=self._flush_timeout)
+        self._last_sample = dict(fields, loss=float(loss))
 
     def close(self):
         """Flush and stop the reporter."""
