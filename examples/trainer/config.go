@@ -103,17 +103,17 @@ type config struct {
 	ProfileSteps   int
 
 	// From the flags.
-	Model             string
-	LR                float64
-	L2                float64
-	Seed              uint64
-	Features          int
-	Examples          int
-	EvalExamples      int
-	SampleCost        time.Duration
+	Model        string
+	LR           float64
+	L2           float64
+	Seed         uint64
+	Features     int
+	Examples     int
+	EvalExamples int
+	SampleCost   time.Duration
 	// SampleMemoryMiB is the GPU memory each example of a local batch
 	// takes: a batch beyond the GPU's memory fails as out of memory.
-	SampleMemoryMiB float64
+	SampleMemoryMiB   float64
 	Bind              string
 	MaxSteps          int64
 	ReportEvery       int64
