@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -289,4 +291,44 @@ func TestPythonTorch(t *testing.T) {
 	must.Eq(t, []int64{0, 0, 0, 3, 3, 3, 3}, ckpts)
 	must.Eq(t, 16, p.Samples[0].Samples)
 	must.Positive(t, p.Samples[1].StepTimeS, must.Sprint("the time per step since the last report"))
+}
+
+// TestPythonTorchRun runs testdata/torch_wrapper_child.py under `python3
+// -m caravan_torch`, as a task's main process runs torchrun (no torch
+// needed): the launcher inherits the checkpoint signal ignored, the
+// wrapper forwards it to the worker in the launcher's process group and
+// SIGTERM to the launcher, and exits 128+15 when the launcher dies of it.
+func TestPythonTorchRun(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to test the Python client: %v", err)
+	}
+	pythonPath, err := filepath.Abs("python")
+	must.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "caravan_torch", python, "testdata/torch_wrapper_child.py")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1")
+	stdout, err := cmd.StdoutPipe()
+	must.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	must.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stdout)
+	expect := func(want string) {
+		t.Helper()
+		must.True(t, lines.Scan(), must.Sprintf("expected %q; stderr:\n%s", want, stderr.String()))
+		must.Eq(t, want, lines.Text())
+	}
+	expect("launcher ignores SIGUSR1: True")
+	expect("worker ready")
+	must.NoError(t, cmd.Process.Signal(syscall.SIGUSR1))
+	expect("worker caught SIGUSR1")
+	expect("worker exited 0")
+	expect("launcher waits for SIGTERM")
+	must.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	must.True(t, errors.As(err, &exit), must.Sprintf("wait: %v; stderr:\n%s", err, stderr.String()))
+	must.Eq(t, 128+int(syscall.SIGTERM), exit.ExitCode())
 }
