@@ -40,9 +40,9 @@ type run struct {
 	stderr bytes.Buffer
 }
 
-// start runs train.py with args on 2 local ranks, reporting to c and
+// start runs train.py with args on ranks local ranks, reporting to c and
 // keeping its snapshot in ckpt.
-func start(t *testing.T, ctx context.Context, c *collector.Collector, ckpt string, env []string, args ...string) *run {
+func start(t *testing.T, ctx context.Context, c *collector.Collector, ckpt string, ranks int, env []string, args ...string) *run {
 	t.Helper()
 	if out, err := exec.Command(python, "-c", "import torch.distributed, sklearn").CombinedOutput(); err != nil {
 		t.Skipf("%s cannot import torch and sklearn (make tools, or tools/build.sh torch, installs python3-torch and python3-sklearn): %v\n%s", python, err, out)
@@ -51,7 +51,7 @@ func start(t *testing.T, ctx context.Context, c *collector.Collector, ckpt strin
 	must.NoError(t, err)
 	// --redirects 2 --tee 2: torchrun 1.13 under Python 3.11 fails on
 	// the default 0 (README.md, "torchrun on Python 3.11").
-	argv := append([]string{"-m", "caravan_torch", "torchrun", "--standalone", "--nproc_per_node=2",
+	argv := append([]string{"-m", "caravan_torch", "torchrun", "--standalone", "--nproc_per_node=" + strconv.Itoa(ranks),
 		"--redirects", "2", "--tee", "2", "--log_dir", t.TempDir(), "train.py"}, args...)
 	r := &run{cmd: exec.CommandContext(ctx, python, argv...)}
 	r.cmd.Env = append(append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1",
@@ -77,7 +77,7 @@ func TestTrain(t *testing.T) {
 	c := collector.TestCollector(t, collector.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	r := start(t, ctx, c, t.TempDir(), nil, "--epochs", "10", "--save-every", "5")
+	r := start(t, ctx, c, t.TempDir(), 2, nil, "--epochs", "10", "--save-every", "5")
 	must.NoError(t, r.wait(t), must.Sprint(r.stderr.String()))
 
 	m := finalLine.FindStringSubmatch(r.stdout.String())
@@ -107,15 +107,15 @@ func TestTrain(t *testing.T) {
 }
 
 // TestCheckpointSignal sends SIGUSR1 to the task's main process during
-// training, as Caravan does through Nomad: rank 0 writes a snapshot and
-// reports it. After a stop (SIGTERM, Nomad's), a restart resumes at the
-// snapshot's step.
+// training on 2 ranks, as Caravan does through Nomad: rank 0 writes a
+// snapshot and reports it. After a stop (SIGTERM, Nomad's), a restart on
+// 1 rank, a rescale, resumes at the snapshot's step.
 func TestCheckpointSignal(t *testing.T) {
 	c := collector.TestCollector(t, collector.Config{})
 	ckpt := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	r := start(t, ctx, c, ckpt, nil, "--epochs", "1000", "--save-every", "0")
+	r := start(t, ctx, c, ckpt, 2, nil, "--epochs", "1000", "--save-every", "0")
 
 	agent.WaitFor(t, 60*time.Second, "step 20", func() error {
 		if n := len(c.Samples(ctx, 0, collector.DefaultLimit, 0).Samples); n < 20 {
@@ -140,7 +140,7 @@ func TestCheckpointSignal(t *testing.T) {
 	must.NoError(t, err)
 
 	before := len(c.Samples(ctx, 0, collector.DefaultLimit, 0).Samples)
-	r = start(t, ctx, c, ckpt, []string{"CARAVAN_RESUME=1"}, "--epochs", "1000", "--save-every", "0",
+	r = start(t, ctx, c, ckpt, 1, []string{"CARAVAN_RESUME=1"}, "--epochs", "1000", "--save-every", "0",
 		"--max-steps", strconv.FormatInt(k+5, 10))
 	must.NoError(t, r.wait(t), must.Sprint(r.stderr.String()))
 	must.StrContains(t, r.stdout.String(), fmt.Sprintf("Resuming training from snapshot at step %d", k))
@@ -148,6 +148,8 @@ func TestCheckpointSignal(t *testing.T) {
 	must.SliceNotEmpty(t, resumed)
 	must.Eq(t, k+1, resumed[0].Step, must.Sprint("the restart's first step follows the snapshot's"))
 	must.Eq(t, k, resumed[0].CheckpointStep)
+	must.Eq(t, 1, resumed[0].NumWorkers)
+	must.Eq(t, 64, resumed[0].Samples, must.Sprint("the global batch is kept: 1 rank of 64"))
 	last := resumed[len(resumed)-1]
 	must.Eq(t, k+5, last.Step)
 	must.Eq(t, k+5, last.CheckpointStep, must.Sprint("the final snapshot is confirmed"))
