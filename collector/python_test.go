@@ -311,13 +311,21 @@ func TestPythonTorchRun(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1")
 	stdout, err := cmd.StdoutPipe()
 	must.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// A file, not a buffer: the messages read it while the process runs.
+	stderrPath := filepath.Join(t.TempDir(), "stderr")
+	stderrFile, err := os.Create(stderrPath)
+	must.NoError(t, err)
+	defer stderrFile.Close()
+	cmd.Stderr = stderrFile
+	stderr := func() string {
+		b, _ := os.ReadFile(stderrPath)
+		return string(b)
+	}
 	must.NoError(t, cmd.Start())
 	lines := bufio.NewScanner(stdout)
 	expect := func(want string) {
 		t.Helper()
-		must.True(t, lines.Scan(), must.Sprintf("expected %q; stderr:\n%s", want, stderr.String()))
+		must.True(t, lines.Scan(), must.Sprintf("expected %q; stderr:\n%s", want, stderr()))
 		must.Eq(t, want, lines.Text())
 	}
 	expect("launcher ignores SIGUSR1: True")
@@ -329,6 +337,6 @@ func TestPythonTorchRun(t *testing.T) {
 	must.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	err = cmd.Wait()
 	var exit *exec.ExitError
-	must.True(t, errors.As(err, &exit), must.Sprintf("wait: %v; stderr:\n%s", err, stderr.String()))
+	must.True(t, errors.As(err, &exit), must.Sprintf("wait: %v; stderr:\n%s", err, stderr()))
 	must.Eq(t, 128+int(syscall.SIGTERM), exit.ExitCode())
 }
