@@ -144,14 +144,20 @@ func TestObserved_Torchrun(t *testing.T) {
 	want := torchrunPlacement()
 	nj, err := Translate(job, want, Submission{Generation: 1, NodeAddrs: map[string]string{"node-a": "10.0.0.7"}})
 	must.NoError(t, err)
+	got := observed(structs.JobKey{Namespace: "default", ID: "pytorch-ddp"}, nj, runningAllocs(nj))
+	must.Eq(t, want.Nodes, got.Nodes)
+	must.Eq(t, 3, got.NumWorkers)
+	must.Eq(t, Fingerprint(job, want), Fingerprint(job, got))
+}
+
+// runningAllocs is one running allocation for each task a Nomad job's
+// groups count.
+func runningAllocs(nj *api.Job) []*api.AllocationListStub {
 	var allocs []*api.AllocationListStub
 	for _, tg := range nj.TaskGroups {
 		for range *tg.Count {
 			allocs = append(allocs, &api.AllocationListStub{TaskGroup: *tg.Name, ClientStatus: api.AllocClientStatusRunning})
 		}
 	}
-	got := observed(structs.JobKey{Namespace: "default", ID: "pytorch-ddp"}, nj, allocs)
-	must.Eq(t, want.Nodes, got.Nodes)
-	must.Eq(t, 3, got.NumWorkers)
-	must.Eq(t, Fingerprint(job, want), Fingerprint(job, got))
+	return allocs
 }
