@@ -20,13 +20,17 @@ SIGUSR1, so the signal's default action kills it, and its workers with it
 (examples/pytorch-ddp/README.md has the measurements). A task therefore
 runs torchrun under this module:
 
-    python3 -m caravan_torch torchrun --nnodes=1:2 ... train.py
+    python3 -m caravan_torch torchrun train.py ...
 
 which starts torchrun in a process group of its own with the checkpoint
 signal ignored (torchrun and the workers inherit that until a worker's
 Job installs its handler), forwards the checkpoint signal to the whole
 group (the workers), forwards SIGTERM and SIGINT to torchrun alone (which
-stops its workers itself) and exits with torchrun's status.
+stops its workers itself) and exits with torchrun's status. Under
+Caravan's Nomad driver (training.launcher = "torchrun") it also adds the
+torchrun flags of the generation's rendezvous that the command lacks,
+from CARAVAN_RDZV_ENDPOINT, CARAVAN_RDZV_ID, CARAVAN_NUM_WORKERS and
+CARAVAN_RANK (torchrun_args).
 
 Agreement. The signal reaches each node's workers at a different moment,
 so a worker never acts on its own flag: checkpoint_requested() is a
