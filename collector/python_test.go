@@ -340,3 +340,51 @@ func TestPythonTorchRun(t *testing.T) {
 	must.True(t, errors.As(err, &exit), must.Sprintf("wait: %v; stderr:\n%s", err, stderr()))
 	must.Eq(t, 128+int(syscall.SIGTERM), exit.ExitCode())
 }
+
+// TestPythonTorchrunArgs checks the torchrun flags caravan_torch's
+// wrapper inserts from the rendezvous the Nomad driver gives a torchrun
+// job's tasks, and that it leaves a command alone outside one.
+func TestPythonTorchrunArgs(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to test the Python client: %v", err)
+	}
+	pythonPath, err := filepath.Abs("python")
+	must.NoError(t, err)
+	rdzv := map[string]string{
+		"CARAVAN_RDZV_ENDPOINT": "10.0.0.7:45123", "CARAVAN_RDZV_ID": "default.ddp.3",
+		"CARAVAN_NUM_WORKERS": "2", "CARAVAN_RANK": "0",
+	}
+	cases := []struct {
+		name string
+		argv []string
+		env  map[string]string
+		want []string
+	}{
+		{"rank 0", []string{"torchrun", "train.py", "--epochs", "3"}, rdzv, []string{
+			"torchrun", "--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d", "--rdzv_endpoint=10.0.0.7:45123",
+			"--rdzv_id=default.ddp.3", "--rdzv_conf=is_host=1", "--max_restarts=0", "--redirects=2", "--tee=2",
+			"train.py", "--epochs", "3"}},
+		{"rank 1, the user's flags kept", []string{"python3", "-m", "torch.distributed.run", "--nproc_per_node=2", "--tee", "3", "t.py"},
+			map[string]string{"CARAVAN_RDZV_ENDPOINT": "h:1", "CARAVAN_RDZV_ID": "x", "CARAVAN_NUM_WORKERS": "3", "CARAVAN_RANK": "1"},
+			[]string{"python3", "-m", "torch.distributed.run", "--nnodes=3", "--rdzv_backend=c10d", "--rdzv_endpoint=h:1",
+				"--rdzv_id=x", "--rdzv_conf=is_host=0", "--max_restarts=0", "--redirects=2", "--nproc_per_node=2", "--tee", "3", "t.py"}},
+		{"no rendezvous", []string{"torchrun", "train.py"}, map[string]string{}, []string{"torchrun", "train.py"}},
+		{"standalone", []string{"torchrun", "--standalone", "train.py"}, rdzv, []string{"torchrun", "--standalone", "train.py"}},
+		{"not torchrun", []string{"python3", "train.py"}, rdzv, []string{"python3", "train.py"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := json.Marshal(map[string]any{"argv": tc.argv, "env": tc.env})
+			must.NoError(t, err)
+			cmd := exec.Command(python, "-c", "import json, sys, caravan_torch; a = json.load(sys.stdin); print(json.dumps(caravan_torch.torchrun_args(a['argv'], a['env'])))")
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1")
+			cmd.Stdin = bytes.NewReader(in)
+			out, err := cmd.Output()
+			must.NoError(t, err)
+			var got []string
+			must.NoError(t, json.Unmarshal(out, &got))
+			must.Eq(t, tc.want, got)
+		})
+	}
+}

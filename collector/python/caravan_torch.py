@@ -20,13 +20,17 @@ SIGUSR1, so the signal's default action kills it, and its workers with it
 (examples/pytorch-ddp/README.md has the measurements). A task therefore
 runs torchrun under this module:
 
-    python3 -m caravan_torch torchrun --nnodes=1:2 ... train.py
+    python3 -m caravan_torch torchrun train.py ...
 
 which starts torchrun in a process group of its own with the checkpoint
 signal ignored (torchrun and the workers inherit that until a worker's
 Job installs its handler), forwards the checkpoint signal to the whole
 group (the workers), forwards SIGTERM and SIGINT to torchrun alone (which
-stops its workers itself) and exits with torchrun's status.
+stops its workers itself) and exits with torchrun's status. Under
+Caravan's Nomad driver (training.launcher = "torchrun") it also adds the
+torchrun flags of the generation's rendezvous that the command lacks,
+from CARAVAN_RDZV_ENDPOINT, CARAVAN_RDZV_ID, CARAVAN_NUM_WORKERS and
+CARAVAN_RANK (torchrun_args).
 
 Agreement. The signal reaches each node's workers at a different moment,
 so a worker never acts on its own flag: checkpoint_requested() is a
@@ -59,7 +63,7 @@ import time
 
 from caravan_collector import ENV_ADDR, Batch, Reporter, _env_int
 
-__all__ = ["Job", "SNAPSHOT_FILE", "DEFAULT_CHECKPOINT_SIGNAL", "checkpoint_signal", "run"]
+__all__ = ["Job", "SNAPSHOT_FILE", "DEFAULT_CHECKPOINT_SIGNAL", "checkpoint_signal", "run", "torchrun_args"]
 
 SNAPSHOT_FILE = "snapshot.pt"
 DEFAULT_CHECKPOINT_SIGNAL = "SIGUSR1"
@@ -318,9 +322,70 @@ def _fsync_dir(path):
         os.close(fd)
 
 
+# The environment Caravan's Nomad driver gives the workers of a torchrun
+# job (training.launcher = "torchrun", drivers/nomad/README.md).
+ENV_RDZV_ENDPOINT = "CARAVAN_RDZV_ENDPOINT"
+ENV_RDZV_ID = "CARAVAN_RDZV_ID"
+
+
+def _is_torchrun(argv, i):
+    """Whether argv[i] ends the torchrun command: torchrun itself, or
+    python's "-m torch.distributed.run"."""
+    a = argv[i]
+    if os.path.basename(a) == "torchrun":
+        return True
+    return a == "torch.distributed.run" and i > 0 and argv[i - 1] == "-m"
+
+
+def _has_flag(args, *names):
+    for a in args:
+        for n in names:
+            if a == n or a.startswith(n + "="):
+                return True
+    return False
+
+
+def torchrun_args(argv, env=None):
+    """argv with the torchrun flags of Caravan's rendezvous inserted after
+    the torchrun command (torchrun, or python -m torch.distributed.run),
+    each unless argv has it already: --nnodes=CARAVAN_NUM_WORKERS,
+    --nproc_per_node=1, --rdzv_backend=c10d,
+    --rdzv_endpoint=CARAVAN_RDZV_ENDPOINT, --rdzv_id=CARAVAN_RDZV_ID,
+    --rdzv_conf=is_host=1 on Caravan's rank 0 (CARAVAN_RANK) and 0
+    elsewhere (every task may share one address), --max_restarts=0 (a
+    failed worker fails the task: Caravan resumes the job) and
+    --redirects=2 --tee=2 (torchrun 1.13 under Python 3.11 fails without).
+    argv unchanged without CARAVAN_RDZV_ENDPOINT, with --standalone, or
+    when it runs no torchrun."""
+    env = os.environ if env is None else env
+    endpoint = env.get(ENV_RDZV_ENDPOINT, "").strip()
+    at = next((i for i in range(len(argv)) if _is_torchrun(argv, i)), None)
+    if not endpoint or at is None:
+        return list(argv)
+    head, args = list(argv[: at + 1]), list(argv[at + 1 :])
+    if _has_flag(args, "--standalone"):
+        return list(argv)
+    rank = env.get("CARAVAN_RANK", "").strip()
+    flags = []
+    for names, value in (
+        (("--nnodes",), env.get("CARAVAN_NUM_WORKERS", "").strip() or "1"),
+        (("--nproc_per_node", "--nproc-per-node"), "1"),
+        (("--rdzv_backend", "--rdzv-backend"), "c10d"),
+        (("--rdzv_endpoint", "--rdzv-endpoint"), endpoint),
+        (("--rdzv_id", "--rdzv-id"), env.get(ENV_RDZV_ID, "").strip() or "caravan"),
+        (("--rdzv_conf", "--rdzv-conf"), "is_host=%d" % (1 if rank == "0" else 0)),
+        (("--max_restarts", "--max-restarts"), "0"),
+        (("--redirects",), "2"),
+        (("--tee",), "2"),
+    ):
+        if not _has_flag(args, *names):
+            flags.append("%s=%s" % (names[0], value))
+    return head + flags + args
+
+
 def run(argv):
-    """Run argv (torchrun and its arguments) as a task's main process:
-    in a process group of its own, with the checkpoint signal ignored
+    """Run argv (torchrun and its arguments, with torchrun_args's flags)
+    as a task's main process: in a process group of its own, with the checkpoint signal ignored
     (until a worker's Job handles it) and forwarded to the whole group,
     SIGTERM and SIGINT forwarded to argv's process alone. Returns its exit
     status (128 + signal when a signal ended it)."""
@@ -328,6 +393,9 @@ def run(argv):
         raise ValueError("usage: python3 -m caravan_torch torchrun [args...]")
     ckpt = checkpoint_signal()
     signal.signal(ckpt, signal.SIG_IGN)
+    argv = torchrun_args(argv)
+    if os.environ.get(ENV_RDZV_ENDPOINT, "").strip():
+        print("caravan_torch: " + " ".join(argv), file=sys.stderr, flush=True)
     proc = subprocess.Popen(argv, start_new_session=True)
 
     def to_group(signum, frame):

@@ -15,6 +15,7 @@ accuracy as its last line: "final step=<s> test_accuracy=<a>".
 
 import argparse
 import os
+import time
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +34,7 @@ def ddp_setup():
 
 
 class Trainer:
-    def __init__(self, model, train_data, test_data, optimizer, save_every, max_steps, job):
+    def __init__(self, model, train_data, test_data, optimizer, save_every, max_steps, job, step_delay=0.0):
         self.global_rank = int(os.environ["RANK"])
         self.model = model
         self.train_data = train_data
@@ -42,6 +43,7 @@ class Trainer:
         self.save_every = save_every
         self.max_steps = max_steps
         self.job = job
+        self.step_delay = step_delay
         self.steps_per_epoch = len(train_data)
         self.step = job.load_snapshot(model, optimizer)
         if self.step:
@@ -68,6 +70,8 @@ class Trainer:
             if self.max_steps and self.step >= self.max_steps:
                 return
             loss = self._run_batch(source, targets)
+            if self.step_delay:
+                time.sleep(self.step_delay)  # a bigger model's compute, in tests
             self.step += 1
             torch.distributed.all_reduce(loss)
             loss = loss.item() / torch.distributed.get_world_size()
@@ -113,14 +117,14 @@ def prepare_dataloader(dataset, batch_size):
     return DataLoader(dataset, batch_size=batch_size, shuffle=False, sampler=DistributedSampler(dataset, seed=0))
 
 
-def main(save_every, total_epochs, batch_size, max_steps):
+def main(save_every, total_epochs, batch_size, max_steps, step_delay=0.0):
     ddp_setup()
     job = caravan_torch.Job.from_env()
     batch_size = job.local_batch_size(batch_size // torch.distributed.get_world_size())
     train_set, test_set, model, optimizer = load_train_objs()
     train_data = prepare_dataloader(train_set, batch_size)
     test_data = DataLoader(test_set, batch_size=256)
-    trainer = Trainer(model, train_data, test_data, optimizer, save_every, max_steps, job)
+    trainer = Trainer(model, train_data, test_data, optimizer, save_every, max_steps, job, step_delay)
     trainer.train(total_epochs)
     job.close()
     destroy_process_group()
@@ -132,5 +136,7 @@ if __name__ == "__main__":
     parser.add_argument("--save-every", default=5, type=int, help="epochs between snapshots (0: only when asked and at the end)")
     parser.add_argument("--batch-size", default=64, type=int, help="global batch when Caravan names none")
     parser.add_argument("--max-steps", default=0, type=int, help="stop after this step (0: no cap)")
+    parser.add_argument("--step-delay", default=0.0, type=float,
+                        help="seconds to sleep each step, standing in for a bigger model (the e2e tests)")
     args = parser.parse_args()
-    main(args.save_every, args.epochs, args.batch_size, args.max_steps)
+    main(args.save_every, args.epochs, args.batch_size, args.max_steps, args.step_delay)
