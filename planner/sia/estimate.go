@@ -26,12 +26,14 @@ type estimator struct {
 	src int
 	// memo holds own's goodputs by (type, nodes, workers).
 	memo map[[3]int]float64
-	// none: the job has no throughput model on any type.
-	none bool
+	// none: the job has no throughput model on any type. typed: its
+	// models are per type (planner.Job.PerfByType), measured on that
+	// type's GPUs, not one model for all.
+	none, typed bool
 }
 
 func newEstimator(v *planner.Job, ts []*gpuType, lim *goodput.Limits) *estimator {
-	e := &estimator{v: v, ts: ts, lim: lim, models: make([]*goodput.Model, len(ts)), fits: make([]*goodput.Fit, len(ts)), lims: make([]goodput.Limits, len(ts)), src: -1, none: true, memo: map[[3]int]float64{}}
+	e := &estimator{v: v, ts: ts, lim: lim, models: make([]*goodput.Model, len(ts)), fits: make([]*goodput.Fit, len(ts)), lims: make([]goodput.Limits, len(ts)), src: -1, none: true, typed: len(v.PerfByType) > 0, memo: map[[3]int]float64{}}
 	ref := max(v.Job.Training.GlobalBatchSize, 1)
 	most := 1
 	for k, t := range ts {
@@ -107,9 +109,9 @@ func (e *estimator) own(k, nodes, w int) float64 {
 	var g float64
 	if e.lim == nil {
 		// A local batch beyond the largest measured on the type may not
-		// fit its memory.
+		// fit its memory (a model of all types says nothing of one).
 		t := e.v.Job.Training
-		if f := e.fits[k]; f.MaxLocal < 1 || float64(fixedLocal(t, w)) <= f.MaxLocal {
+		if f := e.fits[k]; !e.typed || f.MaxLocal < 1 || float64(fixedLocal(t, w)) <= f.MaxLocal {
 			g = m.Fixed(nodes, w, t.GlobalBatchSize, goodput.Limits{}).Goodput
 		}
 	} else if c, ok := m.Optimize(nodes, w, e.lims[k]); ok {

@@ -197,6 +197,11 @@ func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placeme
 	}
 }
 
+// BatchReason ends the reason of a parameter-server job Sia leaves
+// paused because its batch at its minimum is larger than any measured on
+// each GPU type it has a model of: it may fit none of their memories.
+const BatchReason = "its local batch is larger than any measured on every GPU type it has a model of"
+
 // fillPS places a parameter-server job whose workers take GPUs at its
 // minimum, its workers on nodes of one GPU type and its parameter servers
 // wherever the even placer puts them; nil when no type takes it. Sia does
@@ -205,7 +210,12 @@ func fill(c *planner.Cluster, ts []*gpuType, jobs []*job, out []*structs.Placeme
 // memory, so the types are ranked by its estimated goodput at its
 // minimum: only those it has a model of (any before it has one), the
 // others discounted by its restart factor (Eq. 2) against the one it runs
-// on, whose placement it keeps while that ranks first and fits.
+// on, whose placement it keeps while that ranks first and fits. A type
+// where a model per type puts the estimate at 0 (the batch larger than
+// any measured there) is left out: the job's batch may not fit its
+// memory. With one model for all types, such types rank last but are
+// still tried, as fill places an all-reduce job at its minimum on any
+// type it has a model of.
 func fillPS(c *planner.Cluster, ts []*gpuType, j *job, min structs.Shape) *structs.Placement {
 	type option struct {
 		k       int
@@ -213,8 +223,12 @@ func fillPS(c *planner.Cluster, ts []*gpuType, j *job, min structs.Shape) *struc
 	}
 	var opts []option
 	for k := range ts {
+		if !j.est.none && j.est.models[k] == nil {
+			continue
+		}
 		g := j.est.goodput(config{typ: k, nodes: 1, gpus: min.Workers * j.per}, min.Workers)
-		if g <= 0 {
+		if g <= 0 && j.est.typed {
+			j.why = BatchReason
 			continue
 		}
 		if j.current == nil || j.current.typ != k {

@@ -177,7 +177,12 @@ func TestPlan_PSJobByType(t *testing.T) {
 	big.PerfByType["A100"].MaxLocal = 240
 	small := psGPUJob(h, "small")
 	small.PerfByType = map[string]*goodput.Fit{"T4": perf(4, 1)}
+	huge := psGPUJob(h, "huge")
+	huge.PerfByType = map[string]*goodput.Fit{"T4": perf(1, 1)}
+	huge.PerfByType["T4"].MaxLocal = 128
 	got := h.Plan(New())
+	must.True(t, got["huge"].Paused(), must.Sprint("its batch of 240 was never seen to fit the T4"))
+	must.StrHasSuffix(t, BatchReason, got["huge"].Reason)
 	must.Eq(t, []*structs.NodeTasks{{NodeID: "a100-0", PS: 1, Workers: 1}}, got["big"].Nodes, must.Sprint(got["big"].Reason))
 	must.StrContains(t, got["big"].Reason, "workers on A100")
 	must.Eq(t, 1, got["small"].NumPS)
