@@ -127,6 +127,9 @@ def main(save_every, total_epochs, batch_size, max_steps, step_delay=0.0):
     trainer = Trainer(model, train_data, test_data, optimizer, save_every, max_steps, job, step_delay)
     trainer.train(total_epochs)
     job.close()
+    # Every rank leaves together: one that exits while rank 0 still
+    # evaluates can leave the group's last collectives hanging in gloo.
+    torch.distributed.barrier()
     destroy_process_group()
 
 

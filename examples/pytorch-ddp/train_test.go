@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +29,10 @@ const python = "/usr/bin/python3"
 // minAccuracy is the test accuracy on the digits that 10 epochs must
 // reach: they reach about 0.96.
 const minAccuracy = 0.90
+
+// runTimeout bounds each test's torchrun runs: about 30 s unloaded, but
+// make test runs other packages beside them on a small machine.
+const runTimeout = 4 * time.Minute
 
 // stepsPerEpoch is the optimizer steps of one epoch at the default global
 // batch, 64: 1,437 training images split over 2 ranks of 32 each.
@@ -50,15 +56,73 @@ func start(t *testing.T, ctx context.Context, c *collector.Collector, ckpt strin
 	pythonPath, err := filepath.Abs("../../collector/python")
 	must.NoError(t, err)
 	// --redirects 2 --tee 2: torchrun 1.13 under Python 3.11 fails on
-	// the default 0 (README.md, "torchrun on Python 3.11").
-	argv := append([]string{"-m", "caravan_torch", "torchrun", "--standalone", "--nproc_per_node=" + strconv.Itoa(ranks),
+	// the default 0 (README.md, "torchrun on Python 3.11"). The
+	// rendezvous is on a free loopback port: --standalone's is always
+	// 29400, which a test run beside this one may hold.
+	argv := append([]string{"-m", "caravan_torch", "torchrun", "--nnodes=1", "--nproc_per_node=" + strconv.Itoa(ranks),
+		"--rdzv_backend=c10d", "--rdzv_endpoint=" + freeAddr(t), "--rdzv_id=" + filepath.Base(t.TempDir()),
 		"--redirects", "2", "--tee", "2", "--log_dir", t.TempDir(), "train.py"}, args...)
 	r := &run{cmd: exec.CommandContext(ctx, python, argv...)}
+	// When ctx ends, the wrapper, torchrun (in a process group of its
+	// own) and the workers are killed, and Wait gives up on the output
+	// pipes they share soon after, so that a stuck run fails the test in
+	// bounded time instead of holding it until the binary's timeout; the
+	// test's end kills whatever is left.
+	r.cmd.Cancel = func() error { return killTree(r.cmd.Process.Pid) }
+	r.cmd.WaitDelay = 5 * time.Second
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			_ = killTree(r.cmd.Process.Pid)
+			_ = r.cmd.Wait()
+		}
+	})
 	r.cmd.Env = append(append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1",
 		"CARAVAN_COLLECTOR_ADDR="+c.Addr(), "CARAVAN_JOB_ID=digits", "CARAVAN_CHECKPOINT_DIR="+ckpt), env...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	must.NoError(t, r.cmd.Start())
 	return r
+}
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// killTree kills pid and every process descended from it, as /proc
+// shows them now.
+func killTree(pid int) error {
+	children := map[int][]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid …": comm may hold spaces and parentheses.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		p, _ := strconv.Atoi(s[:strings.IndexByte(s, ' ')])
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	var first error
+	for _, p := range tree {
+		if err := syscall.Kill(p, syscall.SIGKILL); err != nil && first == nil && p == pid {
+			first = err
+		}
+	}
+	return first
 }
 
 func (r *run) wait(t *testing.T) error {
@@ -75,7 +139,7 @@ var finalLine = regexp.MustCompile(`final step=(\d+) test_accuracy=([0-9.]+)`)
 // and confirmed the snapshots.
 func TestTrain(t *testing.T) {
 	c := collector.TestCollector(t, collector.Config{})
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	r := start(t, ctx, c, t.TempDir(), 2, nil, "--epochs", "10", "--save-every", "5")
 	must.NoError(t, r.wait(t), must.Sprint(r.stderr.String()))
@@ -113,7 +177,7 @@ func TestTrain(t *testing.T) {
 func TestCheckpointSignal(t *testing.T) {
 	c := collector.TestCollector(t, collector.Config{})
 	ckpt := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	r := start(t, ctx, c, ckpt, 2, nil, "--epochs", "1000", "--save-every", "0")
 
