@@ -30,12 +30,14 @@ const (
 	RolePS     = "ps"
 )
 
-// Training architectures (Training.Architecture) and modes (Training.Mode).
+// Training architectures (Training.Architecture), modes (Training.Mode)
+// and launchers (Training.Launcher).
 const (
 	ArchitecturePS        = "ps"
 	ArchitectureAllReduce = "allreduce"
 	ModeSync              = "sync"
 	ModeAsync             = "async"
+	LauncherTorchrun      = "torchrun"
 )
 
 // DefaultNamespace is the namespace of a job that names none.
@@ -111,6 +113,10 @@ type Training struct {
 	Framework    string
 	Architecture string // ArchitecturePS or ArchitectureAllReduce
 	Mode         string // ModeSync or ModeAsync
+	// Launcher is how the worker tasks start: "" (the command as it is)
+	// or LauncherTorchrun, one torchrun agent per worker task with a
+	// rendezvous per generation.
+	Launcher string `json:",omitempty"`
 	// GlobalBatchSize is the number of samples per step across all workers.
 	// In sync mode it is kept constant across rescales and each worker gets
 	// GlobalBatchSize / workers. For a job with BatchSize bounds it is the

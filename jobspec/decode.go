@@ -193,6 +193,7 @@ func (d *decoder) training(b *hcl.Block, path string) *structs.Training {
 	c := d.content(b.Body, trainingSchema)
 	d.attr(c, path, "framework", &t.Framework)
 	d.attr(c, path, "architecture", &t.Architecture)
+	d.attr(c, path, "launcher", &t.Launcher)
 	d.attr(c, path, "mode", &t.Mode)
 	d.nonZero(c, path, "global_batch_size", &t.GlobalBatchSize)
 	d.nonZero(c, path, "steps_per_epoch", &t.StepsPerEpoch)

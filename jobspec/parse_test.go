@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/hcl/v2"
@@ -76,12 +77,15 @@ func golden(t *testing.T, path, got string) {
 }
 
 // TestParse_Examples checks that every jobspec in examples/ is valid: the
-// four Caravan jobspecs with Parse, and their Nomad-format versions
+// five Caravan jobspecs with Parse, and their Nomad-format versions
 // (*.nomad.hcl) with ParseAny.
 func TestParse_Examples(t *testing.T) {
 	files, err := filepath.Glob("../examples/*.hcl")
 	must.NoError(t, err)
-	must.SliceLen(t, 8, files)
+	more, err := filepath.Glob("../examples/*/*.hcl")
+	must.NoError(t, err)
+	files = append(files, more...)
+	must.SliceLen(t, 10, files)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var job *structs.Job
@@ -113,6 +117,27 @@ func TestParse_ExampleValues(t *testing.T) {
 	must.Eq(t, 256*24, job.Training.GlobalBatchSize)
 	must.Nil(t, job.ParameterServer)
 	must.Eq[any](t, []any{"--dataset", "s3://acme-ml/criteo/day_0", "--batch", "256"}, job.Worker.Config["args"])
+}
+
+// TestParse_TorchrunExample checks the launcher of the PyTorch DDP
+// example in both formats, and that a torchrun job defaults to all-reduce.
+func TestParse_TorchrunExample(t *testing.T) {
+	for _, file := range []string{"../examples/pytorch-ddp/pytorch-ddp.hcl", "../examples/pytorch-ddp/pytorch-ddp.nomad.hcl"} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			job, _, diags := NewParser().ParseAny(&Config{Filename: file})
+			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			must.Eq(t, structs.LauncherTorchrun, job.Training.Launcher)
+			must.Eq(t, structs.ArchitectureAllReduce, job.Training.Architecture)
+			must.Nil(t, job.Elastic.ParameterServers)
+			must.Eq(t, structs.Bounds{Min: 1, Max: 2}, job.Elastic.Workers)
+			must.Eq(t, 60*time.Second, job.Elastic.Checkpoint.Timeout)
+			must.Eq(t, "/usr/bin/python3", job.Worker.Config["command"])
+			must.Eq(t, "/opt/caravan/collector/python", job.Worker.Env["PYTHONPATH"])
+		})
+	}
+	job, diags := Parse(&Config{Filename: "testdata/valid/torchrun.hcl"})
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, structs.ArchitectureAllReduce, job.Training.Architecture, must.Sprint("torchrun defaults to all-reduce"))
 }
 
 // TestParse_VariablePrecedence checks default < environment < var file < -var.

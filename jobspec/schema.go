@@ -35,7 +35,7 @@ var (
 		Blocks:     blocks("meta", "constraint", "affinity", "training", "elastic", "worker", "parameter_server"),
 	}
 	trainingSchema = &hcl.BodySchema{
-		Attributes: attrs("framework", "architecture", "mode", "global_batch_size", "steps_per_epoch"),
+		Attributes: attrs("framework", "architecture", "launcher", "mode", "global_batch_size", "steps_per_epoch"),
 		Blocks:     blocks("convergence", "speed", "batch_size"),
 	}
 	batchSizeSchema   = &hcl.BodySchema{Attributes: attrs("min", "max", "min_local", "max_local")}

@@ -210,6 +210,9 @@ func (w *writer) training(b *hclwrite.Body, t *structs.Training) {
 		b.SetAttributeValue("framework", cty.StringVal(t.Framework))
 	}
 	b.SetAttributeValue("architecture", cty.StringVal(t.Architecture))
+	if t.Launcher != structs.LauncherNone {
+		b.SetAttributeValue("launcher", cty.StringVal(t.Launcher))
+	}
 	b.SetAttributeValue("mode", cty.StringVal(t.Mode))
 	b.SetAttributeValue("global_batch_size", cty.NumberIntVal(int64(t.GlobalBatchSize)))
 	b.SetAttributeValue("steps_per_epoch", cty.NumberIntVal(int64(t.StepsPerEpoch)))

@@ -18,6 +18,9 @@ func examples(t *testing.T, format string) []string {
 	t.Helper()
 	files, err := filepath.Glob("../examples/*.hcl")
 	must.NoError(t, err)
+	more, err := filepath.Glob("../examples/*/*.hcl") // pytorch-ddp
+	must.NoError(t, err)
+	files = append(files, more...)
 	var out []string
 	for _, f := range files {
 		if strings.HasSuffix(f, ".nomad.hcl") == (format == FormatNomad) {

@@ -21,6 +21,19 @@ const (
 	ArchitectureAllReduce = "allreduce"
 )
 
+// Launchers of a job's tasks (Training.Launcher).
+const (
+	// LauncherNone runs the worker's command as it is: the task implements
+	// Caravan's task contract itself (examples/trainer).
+	LauncherNone = ""
+	// LauncherTorchrun runs each worker as one torchrun agent (node) of an
+	// elastic DDP job: the driver gives every task of a generation the
+	// same rendezvous (endpoint, id, node count) through environment
+	// variables, and caravan_torch's wrapper turns them into torchrun's
+	// flags (drivers/nomad/README.md). It needs ArchitectureAllReduce.
+	LauncherTorchrun = "torchrun"
+)
+
 // Training modes.
 const (
 	// ModeSync waits for every worker at each step; the global batch is split
@@ -221,6 +234,11 @@ type Training struct {
 	Framework    string
 	Architecture string // ArchitecturePS or ArchitectureAllReduce
 	Mode         string // ModeSync or ModeAsync
+	// Launcher is how the worker tasks start: LauncherNone (the default)
+	// or LauncherTorchrun, one torchrun agent per worker task with a
+	// rendezvous per generation. A torchrun job defaults to, and needs,
+	// ArchitectureAllReduce.
+	Launcher string `json:",omitempty"`
 	// GlobalBatchSize is the number of samples per step across all workers.
 	// In sync mode it is kept constant across rescales and each worker gets
 	// GlobalBatchSize / workers. For a job with BatchSize bounds it is the
@@ -398,6 +416,9 @@ func (t *Training) canonicalize() {
 	}
 	if t.Architecture == "" {
 		t.Architecture = ArchitecturePS
+		if t.Launcher == LauncherTorchrun {
+			t.Architecture = ArchitectureAllReduce
+		}
 	}
 	if t.Mode == "" {
 		t.Mode = ModeSync
@@ -527,6 +548,15 @@ func (t *Training) validate(v validator) {
 	case ArchitecturePS, ArchitectureAllReduce:
 	default:
 		v.fail("architecture", "%q is not an architecture; use %q or %q", t.Architecture, ArchitecturePS, ArchitectureAllReduce)
+	}
+	switch t.Launcher {
+	case LauncherNone:
+	case LauncherTorchrun:
+		if t.Architecture == ArchitecturePS {
+			v.fail("launcher", "the torchrun launcher runs all-reduce (DDP) training, which has no parameter servers; set architecture = %q", ArchitectureAllReduce)
+		}
+	default:
+		v.fail("launcher", "%q is not a launcher; use %q or leave it out", t.Launcher, LauncherTorchrun)
 	}
 	switch t.Mode {
 	case ModeSync:

@@ -23,7 +23,12 @@
 # UI's tests (ui/browser_test.go) and `make screenshots` drive, when
 # /usr/bin/chromium (or $CARAVAN_CHROMIUM) is missing.
 #
-# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [previous] [glpk] [chromium]   (all when none given)
+# The torch target installs Debian's PyTorch (python3-torch, with torchrun
+# and the gloo backend) and scikit-learn (python3-sklearn, for its digits
+# data set) when /usr/bin/python3 cannot import them: the PyTorch helper's
+# and examples/pytorch-ddp's tests run real torchrun on CPU.
+#
+# Usage: tools/build.sh [nomad] [consul] [fakegpu] [staticcheck] [previous] [glpk] [chromium] [torch]   (all when none given)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -127,8 +132,23 @@ chromium() {
 	echo "tools: $("$exe" --version 2>/dev/null | head -1) at $exe" >&2
 }
 
+# torch installs Debian's PyTorch and scikit-learn unless /usr/bin/python3
+# imports them already.
+torch() {
+	local py=/usr/bin/python3 mod pkg
+	for mod in torch:python3-torch sklearn:python3-sklearn; do
+		pkg=${mod#*:}
+		mod=${mod%%:*}
+		if ! "$py" -c "import $mod" >/dev/null 2>&1; then
+			apt_install "$pkg" "the $mod module of the PyTorch example's tests"
+		fi
+		"$py" -c "import $mod" >/dev/null 2>&1 || { echo "tools: $py still cannot import $mod" >&2; exit 1; }
+	done
+	echo "tools: $("$py" -c 'import sklearn, torch; print("torch", torch.__version__, "and scikit-learn", sklearn.__version__)') for $py" >&2
+}
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck previous glpk chromium)
+[ ${#targets[@]} -gt 0 ] || targets=(nomad consul fakegpu staticcheck previous glpk chromium torch)
 for t in "${targets[@]}"; do
 	case "$t" in
 	nomad) build tools/nomad nomad github.com/hashicorp/nomad ;;
@@ -142,6 +162,7 @@ for t in "${targets[@]}"; do
 	previous) previous ;;
 	glpk) glpk ;;
 	chromium) chromium ;;
+	torch) torch ;;
 	*) echo "tools: unknown tool $t" >&2; exit 2 ;;
 	esac
 done

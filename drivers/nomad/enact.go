@@ -264,7 +264,7 @@ func (d *Driver) startSubmit(f *flight) {
 	sub := Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir,
 		ReportAddrs: d.cfg.ReportAddrs, ReportToken: d.reportToken(c.key), PlanIndex: c.planIndex, Collector: d.cfg.Collector,
-		CoordinatorAddr: d.cfg.CoordinatorAddr, GPUs: d.gpuDevices(c.placement),
+		CoordinatorAddr: d.cfg.CoordinatorAddr, GPUs: d.gpuDevices(c.placement), NodeAddrs: d.nodeAddrs(c.placement),
 	}
 	d.enqueue(c.key, func(ctx context.Context) { d.finish(d.submit(ctx, f, sub)) })
 }

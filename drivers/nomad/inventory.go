@@ -178,3 +178,19 @@ func (d *Driver) gpuDevices(p *structs.Placement) map[string]structs.DeviceID {
 	}
 	return out
 }
+
+// nodeAddrs returns the address (nodeAddrAttr) of each node of p whose
+// attributes, as the node list last read them, have one, by node ID
+// (Submission.NodeAddrs).
+func (d *Driver) nodeAddrs(p *structs.Placement) map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]string{}
+	for _, e := range p.Nodes {
+		i, found := slices.BinarySearchFunc(d.nodes, e.NodeID, func(n *structs.Node, id string) int { return strings.Compare(n.ID, id) })
+		if found && d.nodes[i].Attributes[nodeAddrAttr] != "" {
+			out[e.NodeID] = d.nodes[i].Attributes[nodeAddrAttr]
+		}
+	}
+	return out
+}

@@ -188,7 +188,8 @@ func (d *Driver) submission(job *structs.Job, node string, gpu structs.DeviceID)
 	return Submission{
 		Namespace: d.cfg.Namespace, CheckpointDir: d.cfg.CheckpointDir, ReportAddrs: d.cfg.ReportAddrs,
 		ReportToken: d.reportToken(job.Key()), Generation: 1,
-		GPUs: map[string]structs.DeviceID{node: gpu},
+		GPUs:      map[string]structs.DeviceID{node: gpu},
+		NodeAddrs: d.nodeAddrs(&structs.Placement{Nodes: []*structs.NodeTasks{{NodeID: node}}}),
 	}
 }
 

@@ -112,6 +112,10 @@ type Submission struct {
 	// such a node names that model (pinModel); on a node missing here the
 	// requests stay as the job wrote them. nil pins no model.
 	GPUs map[string]structs.DeviceID
+	// NodeAddrs is the address of each placed node (its Nomad attribute
+	// unique.network.ip-address), by node ID. A torchrun job's rendezvous
+	// is on its rank 0's node, which must be here.
+	NodeAddrs map[string]string
 }
 
 // Sidecar is the `caravan collector` task the driver adds to each group
@@ -246,8 +250,12 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 		nj.NodePool = new(job.NodePool)
 	}
 	env := contractEnv(job, p, sub)
+	rdzv, err := torchrunRendezvous(job, p, sub)
+	if err != nil {
+		return nil, err
+	}
 	for _, role := range []string{structs.RolePS, structs.RoleWorker} {
-		tmpl, roleEnv := job.Worker, map[string]string{"CARAVAN_ROLE": role}
+		tmpl, roleEnv := job.Worker, rdzv.roleEnv(role)
 		if role == structs.RolePS && job.ParameterServer != nil {
 			tmpl = job.ParameterServer
 		}
@@ -257,12 +265,17 @@ func Translate(job *structs.Job, p *structs.Placement, sub Submission) (*api.Job
 			if count == 0 {
 				continue
 			}
-			t := task(role, tmpl, size, base, env, roleEnv, checkpointTimeout(job))
-			pinModel(t.Resources.Devices, sub.GPUs[n.NodeID])
-			tg := group(groupName(role, p, k), n.NodeID, count, t)
-			tg.Meta = groupMeta(role, n, base)
-			sub.Collector.add(tg, job, role)
-			nj.TaskGroups = append(nj.TaskGroups, tg)
+			for _, pt := range rdzv.parts(role, count, base) {
+				t := task(role, tmpl, size, pt.base, env, roleEnv, checkpointTimeout(job))
+				pinModel(t.Resources.Devices, sub.GPUs[n.NodeID])
+				tg := group(partName(groupName(role, p, k), pt), n.NodeID, pt.count, t)
+				tg.Meta = groupMeta(role, n, pt.base)
+				if pt.rdzv {
+					rdzv.reserve(tg)
+				}
+				sub.Collector.add(tg, job, role)
+				nj.TaskGroups = append(nj.TaskGroups, tg)
+			}
 			base += count
 		}
 	}
@@ -404,6 +417,10 @@ func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (
 	nj.UI = &api.JobUIConfig{Description: fmt.Sprintf("Sized and placed by Caravan: %s. %s", shape(p), p.Reason)}
 	nj.TaskGroups = nil
 	env := contractEnv(job, p, sub)
+	rdzv, err := torchrunRendezvous(job, p, sub)
+	if err != nil {
+		return nil, err
+	}
 	for _, role := range []string{structs.RolePS, structs.RoleWorker} {
 		name := job.Nomad.Groups[role]
 		if name == "" && role == structs.RolePS && job.Training.Architecture == structs.ArchitecturePS {
@@ -429,41 +446,58 @@ func translateDeclared(job *structs.Job, p *structs.Placement, sub Submission) (
 			if count == 0 {
 				continue
 			}
-			tg := copyGroup(tmpl)
-			tg.Name, tg.Count, tg.Scaling = new(groupName(role, p, k)), new(count), nil
-			tg.Meta = maps.Clone(tg.Meta)
-			if tg.Meta == nil {
-				tg.Meta = map[string]string{}
+			for _, pt := range rdzv.parts(role, count, base) {
+				tg := declaredGroup(job, tmpl, role, n, pt, sub)
+				tg.Name = new(partName(groupName(role, p, k), pt))
+				resizeDeclared(tg, res, size)
+				maps.Copy(tg.Meta, groupMeta(role, n, pt.base))
+				for _, t := range tg.Tasks {
+					maps.Copy(t.Env, env)
+					maps.Copy(t.Env, rdzv.roleEnv(role))
+				}
+				if pt.rdzv {
+					rdzv.reserve(tg)
+				}
+				sub.Collector.add(tg, job, role)
+				nj.TaskGroups = append(nj.TaskGroups, tg)
 			}
-			maps.Copy(tg.Meta, groupMeta(role, n, base))
-			resizeDeclared(tg, res, size)
-			tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", RTarget: n.NodeID, Operand: "="})
-			tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)}
-			rank := rankTemplate(base)
-			for _, t := range tg.Tasks {
-				taskEnv := maps.Clone(t.Env)
-				if taskEnv == nil {
-					taskEnv = map[string]string{}
-				}
-				maps.Copy(taskEnv, env)
-				taskEnv["CARAVAN_ROLE"] = role
-				t.Env = taskEnv
-				if t.Lifecycle == nil {
-					// A stopped task checkpoints first (a new version the
-					// user runs stops it).
-					t.KillTimeout = new(max(deref(t.KillTimeout), checkpointTimeout(job)))
-				}
-				t.Templates = append(t.Templates, rank)
-				if t.Resources != nil {
-					pinModel(t.Resources.Devices, sub.GPUs[n.NodeID])
-				}
-			}
-			sub.Collector.add(tg, job, role)
-			nj.TaskGroups = append(nj.TaskGroups, tg)
 			base += count
 		}
 	}
 	return &nj, nil
+}
+
+// declaredGroup is a copy of a declared role's group tmpl for part pt of
+// node entry n: Caravan's count, node constraint and rank, no scaling
+// block or rescheduling, and GPU requests narrowed to the node's model;
+// its tasks' env and meta are copies the caller fills.
+func declaredGroup(job *structs.Job, tmpl *api.TaskGroup, role string, n *structs.NodeTasks, pt groupPart, sub Submission) *api.TaskGroup {
+	tg := copyGroup(tmpl)
+	tg.Count, tg.Scaling = new(pt.count), nil
+	tg.Meta = maps.Clone(tg.Meta)
+	if tg.Meta == nil {
+		tg.Meta = map[string]string{}
+	}
+	tg.Constraints = append(tg.Constraints, &api.Constraint{LTarget: "${node.unique.id}", RTarget: n.NodeID, Operand: "="})
+	tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)}
+	rank := rankTemplate(pt.base)
+	for _, t := range tg.Tasks {
+		t.Env = maps.Clone(t.Env)
+		if t.Env == nil {
+			t.Env = map[string]string{}
+		}
+		t.Env["CARAVAN_ROLE"] = role
+		if t.Lifecycle == nil {
+			// A stopped task checkpoints first (a new version the
+			// user runs stops it).
+			t.KillTimeout = new(max(deref(t.KillTimeout), checkpointTimeout(job)))
+		}
+		t.Templates = append(t.Templates, rank)
+		if t.Resources != nil {
+			pinModel(t.Resources.Devices, sub.GPUs[n.NodeID])
+		}
+	}
+	return tg
 }
 
 // copyGroup returns a deep copy of a task group.

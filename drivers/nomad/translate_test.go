@@ -447,12 +447,7 @@ func TestTranslate_Batch(t *testing.T) {
 	must.Eq(t, "1920/192/1", adaptive.Meta[metaBatch])
 	must.Eq(t, Fingerprint(job, placement()), adaptive.Meta[metaPlacement], must.Sprint("the batch is not in the fingerprint"))
 
-	var allocs []*api.AllocationListStub
-	for _, tg := range adaptive.TaskGroups {
-		for range *tg.Count {
-			allocs = append(allocs, &api.AllocationListStub{TaskGroup: *tg.Name, ClientStatus: api.AllocClientStatusRunning})
-		}
-	}
+	allocs := runningAllocs(adaptive)
 	back := observed(structs.JobKey{Namespace: "default", ID: "resnet50"}, adaptive, allocs)
 	must.Eq(t, p.Batch, back.Batch)
 	must.Nil(t, observed(structs.JobKey{Namespace: "default", ID: "resnet50"}, fixed, allocs).Batch)
