@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,14 +135,65 @@ func torchRescale(t *testing.T, c *api.Client, id string, requested, confirmed *
 	return took
 }
 
+// longTrainer is a trainer job of one worker (one of the cluster's
+// GPUs) that runs until it is stopped.
+func longTrainer(id, trainer string) *api.JobRegisterRequest {
+	return trainerJobSpec{
+		ID: id, Trainer: trainer, MaxWorkers: 1,
+		WorkerArgs: []string{"-features", "100", "-examples", "20000", "-sample-cost", "1ms"},
+		PSArgs:     []string{"-features", "100", "-examples", "20000"},
+		Threshold:  0.0001, Patience: 1000, MaxEpochs: 1000,
+	}.request()
+}
+
+// killTorchWorker sends signal 9, as the kernel's OOM killer does, to
+// the train.py process that the given task group of a Nomad job runs
+// under torchrun, found by the Nomad environment it inherits. It
+// returns the killed process's id.
+func killTorchWorker(t *testing.T, nomadJob, group string) int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	must.NoError(t, err)
+	want := []string{"NOMAD_JOB_ID=" + nomadJob, "NOMAD_GROUP_NAME=" + group}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmd), "train.py") || strings.Contains(string(cmd), "torchrun") {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		vars := strings.Split(string(env), "\x00")
+		if slices.Contains(vars, want[0]) && slices.Contains(vars, want[1]) {
+			must.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			return pid
+		}
+	}
+	t.Fatalf("no train.py process of group %s of Nomad job %s", group, nomadJob)
+	return 0
+}
+
 // TestCaravanNomad_PyTorchDDP runs examples/pytorch-ddp (real torchrun,
 // real gloo, PyTorch DDP on the digits) under drf on the e2e Nomad
-// cluster with two fake GPUs, one per worker. Alone, the job gets both
-// (2 torchrun agents on two nodes, meeting at rank 0's reserved port).
-// A trainer job of one worker arriving shrinks it to 1 through a
-// confirmed checkpoint; when that job is stopped, it grows back to 2, again
-// through a checkpoint. Each time it resumes at the snapshot's step with
-// no step lost, and it finishes above minTorchAccuracy.
+// cluster with two fake GPUs, one per worker, the scenario of issue 31:
+//   - A trainer job holds one GPU, so the torch job starts on 1 worker.
+//   - That job is stopped: the torch job grows to 2 (2 torchrun agents on
+//     two nodes, meeting at rank 0's reserved port) through a confirmed
+//     checkpoint.
+//   - Signal 9, as from the kernel's OOM killer, kills the train.py of
+//     the worker without the rendezvous: both torchrun agents fail, Nomad
+//     restarts both tasks in place (the groups' restart policy), and they
+//     meet again and resume from the last snapshot.
+//   - A second trainer job arrives: the torch job shrinks to 1, again
+//     through a confirmed checkpoint.
+//
+// Each time it resumes at the snapshot's step with no step lost beyond
+// it, and it finishes above minTorchAccuracy.
 func TestCaravanNomad_PyTorchDDP(t *testing.T) {
 	needTorch(t)
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{Clients: 3, GPUClients: []int{1, 1}})
@@ -151,41 +204,85 @@ func TestCaravanNomad_PyTorchDDP(t *testing.T) {
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 3, 2)
 
+	_, _, err := c.Jobs().Register(longTrainer("a", trainer), nil)
+	must.NoError(t, err)
+	waitEvent(t, c, "a", api.EventTasksRunning, 1, 2*time.Minute)
+
+	// One GPU is free: the torch job starts on 1 worker.
 	start := time.Now()
-	_, _, err := c.Jobs().Register(torchJob(t, "ddp"), nil)
+	_, _, err = c.Jobs().Register(torchJob(t, "ddp"), nil)
 	must.NoError(t, err)
 	info, _, err := c.Jobs().Info("ddp", nil)
 	must.NoError(t, err)
 	waitEvent(t, c, "ddp", api.EventTasksRunning, 1, 2*time.Minute)
-	waitWorkers(t, c, "ddp", 2)
+	waitWorkers(t, c, "ddp", 1)
 	waitStep(t, c, "ddp", 1)
 	smps := torchSamples(t, c, "ddp")
-	t.Logf("job run → first step: %.1fs (step %d on %d workers)", float64(smps[0].Time-info.SubmitTime)/1e9, smps[0].Step, smps[0].NumWorkers)
+	must.Eq(t, 1, smps[0].NumWorkers)
+	t.Logf("job run → first step: %.1fs (step %d on %d worker)", float64(smps[0].Time-info.SubmitTime)/1e9, smps[0].Step, smps[0].NumWorkers)
 	waitStep(t, c, "ddp", 30)
 
-	// A second job takes one of the GPUs: the torch job shrinks to 1.
-	_, _, err = c.Jobs().Register(trainerJobSpec{
-		ID: "b", Trainer: trainer, MaxWorkers: 1,
-		WorkerArgs: []string{"-features", "100", "-examples", "20000", "-sample-cost", "1ms"},
-		PSArgs:     []string{"-features", "100", "-examples", "20000"},
-		Threshold:  0.02, Patience: 2, MaxEpochs: 3,
-	}.request(), nil)
+	// The trainer job is stopped: the torch job grows to 2.
+	_, err = c.Jobs().Stop("a", false, nil)
 	must.NoError(t, err)
 	requested := waitEvent(t, c, "ddp", api.EventCheckpointRequested, 1, time.Minute)
 	confirmed := waitEvent(t, c, "ddp", api.EventCheckpointConfirmed, 1, time.Minute)
-	shrunk := waitEvent(t, c, "ddp", api.EventTasksRunning, 2, 2*time.Minute)
-	must.Eq(t, "true", shrunk.Details["Rescale"])
-	shrink := torchRescale(t, c, "ddp", requested, confirmed, 1)
+	grown := waitEvent(t, c, "ddp", api.EventTasksRunning, 2, 2*time.Minute)
+	must.Eq(t, "true", grown.Details["Rescale"])
+	grow := torchRescale(t, c, "ddp", requested, confirmed, 2)
 
-	// It is stopped: the torch job grows back to 2.
-	waitStep(t, c, "ddp", confirmedStep(t, confirmed)+30)
-	_, err = c.Jobs().Stop("b", false, nil)
+	// A worker is killed: Nomad restarts both failed tasks in place
+	// (the group's restart policy) and they resume from the last snapshot.
+	waitStep(t, c, "ddp", confirmedStep(t, confirmed)+60)
+	var before, newest int64
+	for _, s := range torchSamples(t, c, "ddp") {
+		before, newest = max(before, s.CheckpointStep), max(newest, s.Step)
+	}
+	job := nomadJob(t, nc, "caravan-ddp")
+	var rank1 string
+	for _, tg := range job.TaskGroups {
+		if strings.HasPrefix(*tg.Name, "worker-") && !strings.HasSuffix(*tg.Name, "-rdzv") && *tg.Count > 0 {
+			rank1 = *tg.Name
+		}
+	}
+	must.NotEq(t, "", rank1, must.Sprint("a worker group without the rendezvous"))
+	killed := time.Now()
+	pid := killTorchWorker(t, "caravan-ddp", rank1)
+	var resumed *api.Sample
+	agent.WaitFor(t, 2*time.Minute, "a sample of ddp back at its snapshot after the kill", func() error {
+		for _, s := range torchSamples(t, c, "ddp") {
+			if s.Time > killed.UnixNano() && s.Step <= newest+1 && s.Step < s.CheckpointStep+5 {
+				resumed = &s
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+	t.Logf("kill of train.py (pid %d, group %s) at step %d or later: last checkpoint named before it step %d; first step after %d (checkpoint_step %d), %.1fs after the kill, on %d workers",
+		pid, rank1, newest, before, resumed.Step, resumed.CheckpointStep, float64(resumed.Time-killed.UnixNano())/1e9, resumed.NumWorkers)
+	must.GreaterEq(t, before, resumed.CheckpointStep)
+	must.Eq(t, resumed.CheckpointStep+1, resumed.Step, must.Sprint("the job resumed from its snapshot"))
+	must.Eq(t, 2, resumed.NumWorkers)
+	restarts := 0
+	allocs, _, err := nc.Client.Jobs().Allocations("caravan-ddp", false, nil)
+	must.NoError(t, err)
+	for _, a := range allocs {
+		if a.TaskGroup == rank1 && a.ClientStatus == nomadapi.AllocClientStatusRunning {
+			restarts += int(a.TaskStates["worker"].Restarts)
+		}
+	}
+	must.Eq(t, 1, restarts, must.Sprint("Nomad restarted the killed worker's task in place"))
+	must.SliceEmpty(t, events(t, c, "ddp", api.EventJobRestarted))
+
+	// A second trainer job arrives: the torch job shrinks to 1.
+	waitStep(t, c, "ddp", resumed.Step+30)
+	_, _, err = c.Jobs().Register(longTrainer("b", trainer), nil)
 	must.NoError(t, err)
 	requested = waitEvent(t, c, "ddp", api.EventCheckpointRequested, 2, time.Minute)
 	confirmed = waitEvent(t, c, "ddp", api.EventCheckpointConfirmed, 2, time.Minute)
-	grown := waitEvent(t, c, "ddp", api.EventTasksRunning, 3, 2*time.Minute)
-	must.Eq(t, "true", grown.Details["Rescale"])
-	grow := torchRescale(t, c, "ddp", requested, confirmed, 2)
+	shrunk := waitEvent(t, c, "ddp", api.EventTasksRunning, 3, 2*time.Minute)
+	must.Eq(t, "true", shrunk.Details["Rescale"])
+	shrink := torchRescale(t, c, "ddp", requested, confirmed, 1)
 
 	agent.WaitFor(t, 6*time.Minute, "job ddp complete", jobIs(c, "ddp", api.JobStatusComplete))
 	makespan := time.Since(start).Seconds()
@@ -195,7 +292,7 @@ func TestCaravanNomad_PyTorchDDP(t *testing.T) {
 	must.Eq(t, int64(torchEpochs*23), step)
 	must.Greater(t, minTorchAccuracy, acc)
 	t.Logf("rescales: driver %ss and %ss (checkpoint request to all tasks running); to the first step %.1fs and %.1fs; run %.1fs, of which %.1f%% in rescales",
-		shrunk.Details["Seconds"], grown.Details["Seconds"], shrink, grow, makespan, 100*(shrink+grow)/makespan)
+		grown.Details["Seconds"], shrunk.Details["Seconds"], grow, shrink, makespan, 100*(shrink+grow)/makespan)
 }
 
 // TestNomadJobRun_PyTorchDDP submits examples/pytorch-ddp/pytorch-ddp.nomad.hcl,
