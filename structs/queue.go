@@ -1,0 +1,237 @@
+package structs
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strings"
+)
+
+// DefaultQueue is the queue of jobs whose namespace no queue names. Unless
+// an operator defines a queue of that name, it has no nominal quota: its
+// jobs run only on capacity no queue's nominal quota covers, or that a
+// queue of its cohort lends.
+const DefaultQueue = "default"
+
+// MaxQueues bounds how many queues a server holds, so that a hostile
+// caller cannot grow the replicated state (and every round's planning)
+// without bound.
+const MaxQueues = 256
+
+// Queue is a team's share of the cluster (issue 32; Kueue's ClusterQueue,
+// Volcano's queue): the jobs of its namespaces may use its nominal quota
+// at any time, may borrow the idle quota of the queues of its cohort, and
+// lend theirs. A Queue is immutable once stored: the server replaces it
+// with an updated copy.
+type Queue struct {
+	// Name is the queue's label (`queue "nlp" {}`), unique in the cluster.
+	Name string
+	// Namespaces are the Nomad namespaces whose jobs run in the queue, as
+	// names or path.Match patterns ("nlp-*"). A namespace maps to exactly
+	// one queue: the one with a pattern that matches it most specifically
+	// (QueueFor); two queues may not give the same pattern.
+	Namespaces []string
+	// Weight is the queue's share weight when queues borrow (fair sharing
+	// over queues); > 0, 1 by default.
+	Weight float64
+	// Cohort names the group of queues that lend to each other; "" for a
+	// queue that neither borrows nor lends within a cohort.
+	Cohort string
+	// Quota is what the queue is promised.
+	Quota QueueQuota
+
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// QueueQuota is a queue's nominal quota per resource. A resource the quota
+// does not name is not limited by the queue.
+type QueueQuota struct {
+	// GPU are the quotas per GPU type, in the order given; a node's GPUs
+	// count against the first whose Type matches the node's (GPUQuota.Matches).
+	GPU []*GPUQuota `json:",omitempty"`
+	// CPU (MHz) and MemoryMB are the queue's CPU and memory across its
+	// tasks; 0 means not limited.
+	CPU      int `json:",omitempty"`
+	MemoryMB int `json:",omitempty"`
+}
+
+// GPUQuota is a queue's quota of one GPU type.
+type GPUQuota struct {
+	// Type names the GPU type: it matches a node whose GPUType contains it,
+	// ignoring case ("A100" matches "NVIDIA A100-SXM4-40GB"), or every GPU
+	// type when it is "*".
+	Type string
+	// Nominal is how many GPUs of the type the queue may use at any time.
+	Nominal int
+	// BorrowingLimit caps how many GPUs beyond Nominal the queue may borrow
+	// from its cohort; nil for no cap.
+	BorrowingLimit *int `json:",omitempty"`
+	// LendingLimit caps how many of its idle Nominal GPUs the queue lends to
+	// its cohort; nil for all of them.
+	LendingLimit *int `json:",omitempty"`
+}
+
+// Matches reports whether the quota counts GPUs of a node's GPU type
+// (Node.GPUType; "" for a node without GPUs matches nothing).
+func (g *GPUQuota) Matches(gpuType string) bool {
+	if gpuType == "" {
+		return false
+	}
+	return g.Type == "*" || strings.Contains(strings.ToLower(gpuType), strings.ToLower(g.Type))
+}
+
+// GPUQuotaFor returns the quota that counts GPUs of gpuType, nil when none
+// does.
+func (q *QueueQuota) GPUQuotaFor(gpuType string) *GPUQuota {
+	for _, g := range q.GPU {
+		if g.Matches(gpuType) {
+			return g
+		}
+	}
+	return nil
+}
+
+// Canonicalize fills in defaults.
+func (q *Queue) Canonicalize() {
+	if q.Weight == 0 {
+		q.Weight = DefaultWeight
+	}
+}
+
+// Validate reports every problem of a canonicalized queue as a join of
+// *FieldError, whose paths are spelled as in a queue file.
+func (q *Queue) Validate() error {
+	v := newValidator()
+	switch {
+	case q.Name == "":
+		v.missing("name")
+	case len(q.Name) > MaxIDLength:
+		v.fail("name", "%q is longer than %d characters", q.Name, MaxIDLength)
+	case !validID.MatchString(q.Name):
+		v.fail("name", "%q must start with a letter or digit and contain only letters, digits, '_', '.' and '-'", q.Name)
+	}
+	if len(q.Namespaces) == 0 && q.Name != DefaultQueue {
+		v.missing("namespaces")
+	}
+	for i, ns := range q.Namespaces {
+		at := fmt.Sprintf("namespaces[%d]", i)
+		if _, err := path.Match(ns, ""); err != nil || ns == "" || len(ns) > 128 {
+			v.fail(at, "%q is not a namespace name or pattern (letters, digits, dashes, and * ? [ ] as in path.Match)", ns)
+		} else if slices.Index(q.Namespaces, ns) < i {
+			v.fail(at, "%q is given twice", ns)
+		}
+	}
+	if !(q.Weight > 0) || math.IsInf(q.Weight, 0) {
+		v.fail("weight", "%v must be a positive finite number", q.Weight)
+	}
+	if q.Cohort != "" && !validID.MatchString(q.Cohort) {
+		v.fail("cohort", "%q must start with a letter or digit and contain only letters, digits, '_', '.' and '-'", q.Cohort)
+	}
+	qv := v.at("quota")
+	if q.Quota.CPU < 0 {
+		qv.fail("cpu", "%d must not be negative", q.Quota.CPU)
+	}
+	if q.Quota.MemoryMB < 0 {
+		qv.fail("memory", "%d must not be negative", q.Quota.MemoryMB)
+	}
+	for i, g := range q.Quota.GPU {
+		gv := qv.at(fmt.Sprintf("gpu[%d]", i))
+		if g == nil {
+			gv.missing("")
+			continue
+		}
+		if strings.TrimSpace(g.Type) == "" {
+			gv.missing("type")
+		} else if j := slices.IndexFunc(q.Quota.GPU, func(o *GPUQuota) bool { return o != nil && strings.EqualFold(o.Type, g.Type) }); j < i {
+			gv.fail("type", "%q is given twice (gpu[%d])", g.Type, j)
+		}
+		if g.Nominal < 0 {
+			gv.fail("nominal", "%d must not be negative", g.Nominal)
+		}
+		if g.BorrowingLimit != nil && *g.BorrowingLimit < 0 {
+			gv.fail("borrowing_limit", "%d must not be negative", *g.BorrowingLimit)
+		}
+		if g.LendingLimit != nil && *g.LendingLimit < 0 {
+			gv.fail("lending_limit", "%d must not be negative", *g.LendingLimit)
+		}
+		if g.LendingLimit != nil && *g.LendingLimit > g.Nominal {
+			gv.fail("lending_limit", "%d is more than the nominal %d: a queue lends only its own quota", *g.LendingLimit, g.Nominal)
+		}
+	}
+	return v.err()
+}
+
+// Copy returns a deep copy.
+func (q *Queue) Copy() *Queue {
+	if q == nil {
+		return nil
+	}
+	c := *q
+	c.Namespaces = slices.Clone(q.Namespaces)
+	c.Quota.GPU = make([]*GPUQuota, len(q.Quota.GPU))
+	for i, g := range q.Quota.GPU {
+		if g == nil {
+			continue
+		}
+		gc := *g
+		if g.BorrowingLimit != nil {
+			gc.BorrowingLimit = new(*g.BorrowingLimit)
+		}
+		if g.LendingLimit != nil {
+			gc.LendingLimit = new(*g.LendingLimit)
+		}
+		c.Quota.GPU[i] = &gc
+	}
+	if q.Quota.GPU == nil {
+		c.Quota.GPU = nil
+	}
+	return &c
+}
+
+// specificity orders the patterns that match a namespace: a literal name
+// before any pattern, then the pattern with more literal characters.
+func specificity(pattern string) int {
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		return math.MaxInt
+	}
+	return len(pattern) - strings.Count(pattern, "*") - strings.Count(pattern, "?")
+}
+
+// QueueFor returns the name of the queue of a namespace among queues: the
+// one with the most specific pattern that matches it (a literal name
+// first), ties going to the queue whose name sorts first; DefaultQueue
+// when none matches.
+func QueueFor(queues []*Queue, namespace string) string {
+	best, bestSpec := DefaultQueue, -1
+	for _, q := range queues {
+		for _, p := range q.Namespaces {
+			if ok, _ := path.Match(p, namespace); !ok {
+				continue
+			}
+			s := specificity(p)
+			if s > bestSpec || (s == bestSpec && q.Name < best) {
+				best, bestSpec = q.Name, s
+			}
+		}
+	}
+	return best
+}
+
+// QueueConflict returns an error when q gives a namespace pattern that
+// another queue of queues (other than q's own older version) gives too, so
+// that a namespace would map to two queues at once; nil otherwise.
+func QueueConflict(queues []*Queue, q *Queue) error {
+	for _, o := range queues {
+		if o.Name == q.Name {
+			continue
+		}
+		for _, p := range q.Namespaces {
+			if slices.Contains(o.Namespaces, p) {
+				return fmt.Errorf("namespaces: %q is queue %q's already: a namespace maps to one queue", p, o.Name)
+			}
+		}
+	}
+	return nil
+}
