@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # make try-nomad: Caravan on a real Nomad agent, on this machine.
 #
+#   scripts/try-nomad.sh [JOB_FILE [nomad job run flags...]]
+#
 # Starts a Nomad dev agent (one server and one client, on loopback, its
 # state in a temporary directory) with raw_exec and the fake GPU device
 # plugin (e2e/fakegpu, 4 GPUs that do not exist), a Caravan agent with the
-# nomad driver pointed at it, and runs examples/demo.nomad.hcl with
-# `nomad job run`, its tasks being the example trainer (bin/caravan-trainer,
-# a real SGD program). Caravan takes the job over from Nomad, profiles it
-# at a few shapes (rescaling it through checkpoints), and places it. The
-# script follows the job's events until it runs again after a rescale (or
-# completes), prints both views of it and the addresses of the two UIs.
+# nomad driver pointed at it, and runs JOB_FILE with `nomad job run`:
+# by default examples/demo.nomad.hcl, its tasks being the example trainer
+# (bin/caravan-trainer, a real SGD program), or any Nomad job file with a
+# caravan scaling policy, such as examples/pytorch-ddp/pytorch-ddp.nomad.hcl
+# (make try-pytorch). Caravan takes the job over from Nomad and places it
+# (optimus, or TRY_ALGORITHM; optimus first profiles a job at a few
+# shapes, rescaling it through checkpoints). The script follows the job's
+# events until it runs again after a rescale (or completes), prints both
+# views of it and the addresses of the two UIs.
 # From a terminal (or with DEMO_KEEP=1) everything keeps running until
 # Ctrl-C; otherwise, or on any error, it is stopped, the tasks killed and
 # the temporary directory removed (DEMO_KEEP_DIR=1 keeps the directory, for
@@ -26,15 +31,28 @@ trainer=${TRAINER:-$root/bin/caravan-trainer}
 nomad=${NOMAD:-$root/.tools/bin/nomad}
 fakegpu=${FAKEGPU:-$root/.tools/bin/fakegpu}
 timeout=${DEMO_TIMEOUT:-300}
+algorithm=${TRY_ALGORITHM:-optimus}
+file=${1:-$root/examples/demo.nomad.hcl}
+[ $# -gt 0 ] && shift
+run_flags=("$@")
+# The job's ID is its job block's label.
+job=$(sed -n 's/^job "\([^"]*\)".*/\1/p' "$file" | head -n 1)
+[ -n "$job" ] || { echo "$file: no job block" >&2; exit 1; }
 keep=${DEMO_KEEP:-$([ -t 0 ] && [ -t 1 ] && echo 1 || echo 0)}
 keep_dir=${DEMO_KEEP_DIR:-0}
 
-for f in "$caravan" "$trainer" "$nomad" "$fakegpu"; do
+needs=("$caravan" "$nomad" "$fakegpu")
+if [ "$(readlink -f "$file")" = "$root/examples/demo.nomad.hcl" ]; then
+  needs+=("$trainer")
+  # Nomad resolves the trainer as given: make it absolute.
+  trainer=$(readlink -f "$trainer")
+  run_flags+=(-var "trainer=$trainer")
+fi
+for f in "${needs[@]}"; do
   [ -x "$f" ] || { echo "missing $f: run make try-nomad (or make tools build trainer)" >&2; exit 1; }
 done
-# Nomad resolves the plugin and the trainer as given: make them absolute.
+# Nomad resolves the plugin as given: make it absolute.
 fakegpu=$(readlink -f "$fakegpu")
-trainer=$(readlink -f "$trainer")
 
 # free_port prints a loopback port that no TCP or UDP socket uses (ss) and
 # that no earlier call printed. Ports come from [10000, 20000), as the e2e
@@ -142,11 +160,11 @@ nomad {
 }
 
 scheduler {
-  algorithm = "optimus"
+  algorithm = "$algorithm"
   interval  = "15s"
 }
 
-# examples/demo.nomad.hcl runs the trainer with raw_exec, which Caravan
+# The examples run their tasks with raw_exec, which Caravan
 # denies by default: this cluster trusts whoever submits.
 jobs {
   denied_drivers = []
@@ -165,7 +183,7 @@ stop() {
     echo "==> Caravan agent stopped"
   fi
   if [ -n "$nomad_pid" ] && kill -0 "$nomad_pid" 2>/dev/null; then
-    "$nomad" job stop -purge -yes -detach demo >/dev/null 2>&1 || true
+    "$nomad" job stop -purge -yes -detach "$job" >/dev/null 2>&1 || true
     kill -INT "$nomad_pid"
     wait "$nomad_pid" 2>/dev/null || true
     echo "==> Nomad agent stopped"
@@ -228,13 +246,13 @@ echo
 "$caravan" node status
 
 echo
-echo "==> Checking and running examples/demo.nomad.hcl with nomad job run (trainer $trainer)"
-"$caravan" job validate -var "trainer=$trainer" "$root/examples/demo.nomad.hcl"
-"$nomad" job run -detach -var "trainer=$trainer" "$root/examples/demo.nomad.hcl"
+echo "==> Checking and running $file with nomad job run ${run_flags[*]}"
+"$caravan" job validate "${run_flags[@]}" "$file"
+"$nomad" job run -detach "${run_flags[@]}" "$file"
 
 echo
-echo "==> Following job demo until it runs again after a rescale (at most ${timeout}s)"
-"$caravan" events -follow -job demo &
+echo "==> Following job $job until it runs again after a rescale or completes (at most ${timeout}s)"
+"$caravan" events -follow -job "$job" &
 follower=$!
 deadline=$((SECONDS + timeout))
 outcome=
@@ -242,7 +260,7 @@ while [ -z "$outcome" ]; do
   if ! kill -0 "$caravan_pid" 2>/dev/null; then
     echo "the Caravan agent exited:"; tail -n 30 "$dir/caravan.log"; exit 1
   fi
-  events=$("$caravan" events -job demo 2>/dev/null || true)
+  events=$("$caravan" events -job "$job" 2>/dev/null || true)
   if grep -q JobCompleted <<<"$events"; then
     outcome="completed"
   elif grep -q JobRescaled <<<"$events" && [ "$(grep -c TasksRunning <<<"$events")" -ge 2 ]; then
@@ -259,11 +277,11 @@ kill "$follower" 2>/dev/null || true
 wait "$follower" 2>/dev/null || true
 
 echo
-echo "==> caravan job status demo ($outcome, $((SECONDS - started))s after start)"
-"$caravan" job status demo
+echo "==> caravan job status $job ($outcome, $((SECONDS - started))s after start)"
+"$caravan" job status "$job"
 echo
-echo "==> nomad job status demo"
-"$nomad" job status demo
+echo "==> nomad job status $job"
+"$nomad" job status "$job"
 case "$outcome" in
   "timed out" | failed) exit 1 ;;
 esac
@@ -273,10 +291,10 @@ cat <<EOF
 ==> What to look at, from another shell
   export NOMAD_ADDR=$NOMAD_ADDR CARAVAN_ADDR=$CARAVAN_ADDR
   export PATH=$(dirname "$nomad"):$(dirname "$caravan"):\$PATH
-  nomad job status demo                   # Caravan's per-node groups in your Nomad job
-  nomad alloc logs -stderr <alloc> train  # a worker's log
-  caravan job status demo                 # what runs beside what was decided; the fitted models
-  caravan events -follow -job demo        # placements, checkpoints, rescales
+  nomad job status $job                   # Caravan's per-node groups in your Nomad job
+  nomad alloc logs <alloc> train          # a worker's output (-stderr: its log)
+  caravan job status $job                 # what runs beside what was decided; the fitted models
+  caravan events -follow -job $job        # placements, checkpoints, rescales
   Caravan's UI: $CARAVAN_ADDR/ui/
   Nomad's UI:   $NOMAD_ADDR/ui/
   The agents' logs: $dir/nomad.log, $dir/caravan.log
