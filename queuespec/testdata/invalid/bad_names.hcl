@@ -1,0 +1,7 @@
+queue "-nlp" {
+  namespaces = ["nlp-*", "", "nlp-[", "nlp-*"]
+  cohort     = "research team"
+  quota {
+    gpu " " { nominal = 1 }
+  }
+}

@@ -1,0 +1,11 @@
+queue "nlp" {
+  namespaces = ["nlp-*"]
+}
+
+queue "vision" {
+  namespaces = ["vision-*", "nlp-*"]
+}
+
+queue "nlp" {
+  namespaces = ["other"]
+}

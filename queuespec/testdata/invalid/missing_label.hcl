@@ -1,0 +1,3 @@
+queue {
+  namespaces = ["a"]
+}

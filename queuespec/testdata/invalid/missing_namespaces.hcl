@@ -1,0 +1,7 @@
+queue "nlp" {
+  weight = 2
+}
+
+queue "empty" {
+  namespaces = []
+}

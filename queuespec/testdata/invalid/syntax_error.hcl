@@ -1,0 +1,3 @@
+queue "nlp" {
+  namespaces = ["nlp-*"
+}

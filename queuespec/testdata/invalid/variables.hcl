@@ -1,0 +1,4 @@
+queue "nlp" {
+  namespaces = [var.ns, upper("x")]
+  cohort     = local.cohort
+}

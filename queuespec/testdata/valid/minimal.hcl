@@ -1,0 +1,3 @@
+queue "batch" {
+  namespaces = ["batch"]
+}
