@@ -19,6 +19,14 @@ const DefaultQueue = "default"
 // without bound.
 const MaxQueues = 256
 
+// MaxQueueNamespaces bounds the namespaces of one queue, and
+// MaxQueueGPUQuotas its gpu quotas: Validate compares each with the
+// others.
+const (
+	MaxQueueNamespaces = 256
+	MaxQueueGPUQuotas  = 64
+)
+
 // Queue is a team's share of the cluster (issue 32; Kueue's ClusterQueue,
 // Volcano's queue): the jobs of its namespaces may use its nominal quota
 // at any time, may borrow the idle quota of the queues of its cohort, and
@@ -45,8 +53,9 @@ type Queue struct {
 	ModifyIndex uint64
 }
 
-// QueueQuota is a queue's nominal quota per resource. A resource the quota
-// does not name is not limited by the queue.
+// QueueQuota is a queue's nominal quota per resource. A GPU type no gpu
+// quota names has a nominal of 0: the queue's jobs run on it only on what
+// they borrow. CPU and memory left at 0 are not limited by the queue.
 type QueueQuota struct {
 	// GPU are the quotas per GPU type, in the order given; a node's GPUs
 	// count against the first whose Type matches the node's (GPUQuota.Matches).
@@ -114,6 +123,11 @@ func (q *Queue) Validate() error {
 	}
 	if len(q.Namespaces) == 0 && q.Name != DefaultQueue {
 		v.missing("namespaces")
+	}
+	if len(q.Namespaces) > MaxQueueNamespaces || len(q.Quota.GPU) > MaxQueueGPUQuotas {
+		v.fail("", "a queue may name at most %d namespaces and %d gpu quotas; this one names %d and %d",
+			MaxQueueNamespaces, MaxQueueGPUQuotas, len(q.Namespaces), len(q.Quota.GPU))
+		return v.err()
 	}
 	for i, ns := range q.Namespaces {
 		at := fmt.Sprintf("namespaces[%d]", i)
