@@ -166,30 +166,54 @@ func gpus(t planner.JobTasks) (ps, worker int) {
 }
 
 // use adds (sign 1) or removes (sign -1) what entry nt of a job with tasks
-// t takes to queue q's usage.
+// t takes to queue q's usage; what it removes counts as freed.
 func (a *applier) use(q int, t planner.JobTasks, nt *structs.NodeTasks, sign int) {
-	i, ok := a.c.NodeIndex(nt.NodeID)
-	if !ok {
-		return
-	}
-	ps, worker := t.For(nt)
 	s := a.queues[q].shares
-	add := func(d, n int) {
+	for d, n := range a.takesOf(t, nt) {
 		s[d].usage += sign * n
 		if sign < 0 {
 			s[d].freed += n
 		}
 	}
+}
+
+// takesOf returns what entry nt of a job with tasks t takes of each
+// resource, by dim (nil when its node is unknown).
+func (a *applier) takesOf(t planner.JobTasks, nt *structs.NodeTasks) []int {
+	i, ok := a.c.NodeIndex(nt.NodeID)
+	if !ok {
+		return nil
+	}
+	out := make([]int, len(a.dims))
+	ps, worker := t.For(nt)
 	if d := a.nodeDim[i]; d >= 0 {
 		gps, gw := gpus(t)
-		add(d, nt.PS*gps+nt.Workers*gw)
+		out[d] = nt.PS*gps + nt.Workers*gw
 	}
-	cpu, mem := nt.Workers*worker.CPU, nt.Workers*worker.MemoryMB
+	out[a.cpu], out[a.cpu+1] = nt.Workers*worker.CPU, nt.Workers*worker.MemoryMB
 	if nt.PS > 0 && ps != nil {
-		cpu, mem = cpu+nt.PS*ps.CPU, mem+nt.PS*ps.MemoryMB
+		out[a.cpu] += nt.PS * ps.CPU
+		out[a.cpu+1] += nt.PS * ps.MemoryMB
 	}
-	add(a.cpu, cpu)
-	add(a.cpu+1, mem)
+	return out
+}
+
+// fits reports whether queue q is entitled to what entry nt takes more.
+func (a *applier) fits(q int, t planner.JobTasks, nt *structs.NodeTasks) bool {
+	for d, n := range a.takesOf(t, nt) {
+		if n > 0 && a.queues[q].shares[d].headroom() < n {
+			return false
+		}
+	}
+	return true
+}
+
+// unfree takes back from queue q's freed what entry nt takes: a trimmed
+// worker put back.
+func (a *applier) unfree(q int, t planner.JobTasks, nt *structs.NodeTasks) {
+	for d, n := range a.takesOf(t, nt) {
+		a.queues[q].shares[d].freed -= n
+	}
 }
 
 // addHeld counts held placements toward their queues' usage and demand,

@@ -58,8 +58,20 @@ func (a *applier) trim() []Preemption {
 				a.pause(j, d)
 			}
 		}
+		// Pausing may have given back more than shrinking needed: the
+		// jobs shrunk and still running grow back, highest first in
+		// trimOrder's reverse, as far as the queue's entitlement allows.
+		for _, j := range slices.Backward(order) {
+			if j.p != j.orig && !j.p.Paused() {
+				a.regrow(j)
+			}
+		}
 		for _, j := range order {
 			if j.p == j.orig {
+				continue
+			}
+			if j.p.Shape() == j.orig.Shape() {
+				j.p = j.orig // grown back whole
 				continue
 			}
 			if !j.p.Paused() {
@@ -150,6 +162,40 @@ func (a *applier) removeWorker(j *job, d, e int) {
 		nt.WorkerSize = structs.TaskSize{}
 		if nt.PS == 0 {
 			j.p.Nodes = slices.Delete(j.p.Nodes, e, e+1)
+		}
+	}
+}
+
+// regrow puts back, one at a time, the workers removeWorker took off j's
+// placement, on the entries they came from, while j's queue is entitled
+// to what each takes. The room is there: nothing else was placed since.
+func (a *applier) regrow(j *job) {
+	for _, o := range j.orig.Nodes {
+		for o.Workers > 0 {
+			e := slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool {
+				return nt.NodeID == o.NodeID && nt.PSSize == o.PSSize && (nt.WorkerSize == o.WorkerSize || nt.Workers == 0)
+			})
+			have := 0
+			if e >= 0 {
+				have = j.p.Nodes[e].Workers
+			}
+			if have >= o.Workers {
+				break
+			}
+			one := &structs.NodeTasks{NodeID: o.NodeID, Workers: 1, WorkerSize: o.WorkerSize}
+			if !a.fits(j.queue, j.tasks, one) {
+				return
+			}
+			a.use(j.queue, j.tasks, one, 1)
+			a.unfree(j.queue, j.tasks, one)
+			if e < 0 {
+				j.p.Nodes = append(j.p.Nodes, &structs.NodeTasks{NodeID: o.NodeID, PSSize: o.PSSize})
+				structs.SortNodeTasks(j.p.Nodes)
+				e = slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool { return nt.NodeID == o.NodeID && nt.Workers == 0 && nt.PS == 0 })
+			}
+			j.p.Nodes[e].Workers++
+			j.p.Nodes[e].WorkerSize = o.WorkerSize
+			j.p.NumWorkers++
 		}
 	}
 }
