@@ -60,10 +60,18 @@ func Apply(req *planner.Request, dec *planner.Decision, queues []*structs.Queue,
 	for d := range a.dims {
 		entitle(d, a.dims[d], a.queues, lim)
 	}
-	pre := a.trim()
+	trimmed := a.trim()
 	filled := a.fill()
-	if len(pre) == 0 && !filled {
+	if !trimmed && !filled {
 		return dec, nil
+	}
+	// A job trim paused may have started again on another GPU type: it
+	// is preempted only if it ends with less.
+	var pre []Preemption
+	for _, j := range a.jobs {
+		if j.reason != "" && j.p.Shape().Compare(j.orig.Shape()) < 0 {
+			pre = append(pre, Preemption{Job: j.view.Job.Key(), Queue: a.queues[j.queue].name, From: j.orig.Shape(), To: j.p.Shape(), Reason: j.reason})
+		}
 	}
 	out := &planner.Decision{Placements: make([]*structs.Placement, len(dec.Placements))}
 	for i, p := range dec.Placements {

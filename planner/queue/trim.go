@@ -25,10 +25,10 @@ func fillOrder(x, y *job) int {
 // trim brings every queue within its entitlement: it shrinks the queue's
 // jobs, in trimOrder, one worker at a time toward their minimum, taking
 // workers off the nodes of a resource the queue is over, then pauses
-// whole jobs in the same order while the queue is still over. It returns
-// a Preemption for every job it changed.
-func (a *applier) trim() []Preemption {
-	var out []Preemption
+// whole jobs in the same order while the queue is still over. It reports
+// whether it changed any job.
+func (a *applier) trim() bool {
+	trimmed := false
 	for q, qs := range a.queues {
 		if a.overDim(q, nil) < 0 {
 			continue
@@ -84,10 +84,10 @@ func (a *applier) trim() []Preemption {
 					j.p.Actions = nil
 				}
 			}
-			out = append(out, Preemption{Job: j.view.Job.Key(), Queue: qs.name, From: j.orig.Shape(), To: j.p.Shape(), Reason: j.reason})
+			trimmed = true
 		}
 	}
-	return out
+	return trimmed
 }
 
 // overDim returns a resource queue q is over, -1 when none. With j
