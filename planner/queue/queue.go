@@ -317,7 +317,7 @@ func (a *applier) reason(q, d int) string {
 	case s.capped:
 		why = "its borrowing limit is reached"
 	case qs.cohort == "":
-		why = "it is in no cohort and no capacity is unclaimed"
+		why = "it is in no cohort and no more capacity is unclaimed"
 	default:
 		why = fmt.Sprintf("cohort %q has nothing more to lend", qs.cohort)
 	}

@@ -186,7 +186,7 @@ func TestApply_DefaultQueue(t *testing.T) {
 	queues := []*structs.Queue{gpuQueue("a", "", a100(12))}
 	got, pre := apply(t, nodes, []*planner.Job{d1, a1}, dec, queues, nil)
 	must.Eq(t, 4, got["d1"].NumWorkers, must.Sprint("the 4 GPUs no queue claims"))
-	must.Eq(t, `queue "default": over its quota of NVIDIA A100 GPUs (0 nominal + 4 borrowed); it is in no cohort and no capacity is unclaimed`, pre[0].Reason)
+	must.Eq(t, `queue "default": over its quota of NVIDIA A100 GPUs (0 nominal + 4 borrowed); it is in no cohort and no more capacity is unclaimed`, pre[0].Reason)
 	must.Eq(t, 4, got["a1"].NumWorkers)
 
 	def := gpuQueue("default", "", a100(4))
@@ -257,7 +257,7 @@ func TestApply_CPU(t *testing.T) {
 	got, pre := apply(t, nodes, []*planner.Job{a1}, []*structs.Placement{at(a1, &structs.NodeTasks{NodeID: "n0", PS: 1, Workers: 15})}, []*structs.Queue{q, other}, nil)
 	// 8000 nominal + 2000 unclaimed: 1 ps and 9 workers.
 	must.Eq(t, structs.Shape{PS: 1, Workers: 9}, got["a1"].Shape())
-	must.Eq(t, `queue "a": over its quota of CPU (8000 MHz nominal + 2000 MHz borrowed); it is in no cohort and no capacity is unclaimed`, pre[0].Reason)
+	must.Eq(t, `queue "a": over its quota of CPU (8000 MHz nominal + 2000 MHz borrowed); it is in no cohort and no more capacity is unclaimed`, pre[0].Reason)
 }
 
 // TestWaterFill: borrowers share a pool by weight, none beyond what it
@@ -292,4 +292,22 @@ func TestWaterFill(t *testing.T) {
 			must.Eq(t, tc.want, got)
 		})
 	}
+}
+
+// TestApply_AnyType: a quota of type "*" counts every GPU type, split
+// over the types by the queue's demand in the order of their names.
+func TestApply_AnyType(t *testing.T) {
+	nodes := []*structs.Node{gpuNode("a0", "NVIDIA A100", 8), gpuNode("t0", "Tesla T4", 8)}
+	a1, a2, b1 := gpuJob("a", "a1", 8, 8), gpuJob("a", "a2", 8, 8), gpuJob("b", "b1", 8, 8)
+	queues := []*structs.Queue{
+		gpuQueue("a", "c", &structs.GPUQuota{Type: "*", Nominal: 8}),
+		gpuQueue("b", "c", &structs.GPUQuota{Type: "T4", Nominal: 8}),
+	}
+	got, pre := apply(t, nodes, []*planner.Job{a1, a2, b1},
+		[]*structs.Placement{at(a1, on("a0", 8)), at(a2, on("t0", 8)), planner.Paused(b1, "no room")}, queues, nil)
+	must.Eq(t, 8, got["a1"].NumWorkers, must.Sprint("the 8 of * go to the A100s, first by name"))
+	must.True(t, got["a2"].Paused())
+	must.Eq(t, `queue "a": over its quota of Tesla T4 GPUs (0 nominal + 0 borrowed); cohort "c" has nothing more to lend`, got["a2"].Reason)
+	must.Eq(t, []*structs.NodeTasks{on("t0", 8)}, got["b1"].Nodes)
+	must.SliceLen(t, 1, pre)
 }

@@ -109,7 +109,10 @@ func nominals(dims []dim, qs []*queueState) [][]limits {
 			case dims[d].gpu:
 				s.enforced, s.label = true, dims[d].name
 				if g := q.quota.GPUQuotaFor(dims[d].name); g != nil {
-					s.entry, s.label = slices.Index(q.quota.GPU, g), g.Type
+					s.entry = slices.Index(q.quota.GPU, g)
+					if g.Type != "*" {
+						s.label = g.Type
+					}
 				}
 			case dims[d].name == dimCPU:
 				s.enforced, s.nominal, s.label = q.quota.CPU > 0, q.quota.CPU, "CPU"
