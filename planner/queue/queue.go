@@ -96,7 +96,8 @@ type applier struct {
 	jobs    []*job
 	byKey   map[structs.JobKey]int
 	// spec are the queues, the default one included, by name.
-	spec []*structs.Queue
+	spec        []*structs.Queue
+	byNamespace map[string]int
 }
 
 // nodeGPUType is a node's GPU type: Node.GPUType, or for a node whose
@@ -115,7 +116,7 @@ func nodeGPUType(n *structs.Node) string {
 }
 
 func newApplier(req *planner.Request, queues []*structs.Queue) *applier {
-	a := &applier{req: req, c: planner.NewCluster(req.Nodes), nodeDim: make([]int, len(req.Nodes)), byKey: map[structs.JobKey]int{}}
+	a := &applier{req: req, c: planner.NewCluster(req.Nodes), nodeDim: make([]int, len(req.Nodes)), byKey: map[structs.JobKey]int{}, byNamespace: map[string]int{}}
 	var types []string
 	for _, n := range req.Nodes {
 		if t := nodeGPUType(n); t != "" && !slices.Contains(types, t) {
@@ -161,8 +162,14 @@ func newApplier(req *planner.Request, queues []*structs.Queue) *applier {
 	return a
 }
 
+// queueOf returns the index of the queue of a namespace.
 func (a *applier) queueOf(namespace string) int {
-	return a.qindex[structs.QueueFor(a.spec, namespace)]
+	q, ok := a.byNamespace[namespace]
+	if !ok {
+		q = a.qindex[structs.QueueFor(a.spec, namespace)]
+		a.byNamespace[namespace] = q
+	}
+	return q
 }
 
 // gpus returns the GPUs one task of each role of j takes.
