@@ -40,21 +40,23 @@ func randomQueues(t *testing.T, rng *rand.Rand) []*structs.Queue {
 		if rng.IntN(4) == 0 {
 			q.Quota.CPU = 2000 * (1 + rng.IntN(20))
 		}
+		if rng.IntN(5) == 0 {
+			q.Quota.MemoryMB = 4096 * (1 + rng.IntN(20))
+		}
 		must.NoError(t, q.Validate())
 		out = append(out, q)
 	}
 	return out
 }
 
-// usage sums what placements take of each resource per queue: GPUs by
-// node GPU type, and "cpu" MHz.
-func usage(req *planner.Request, placements []*structs.Placement, queues []*structs.Queue) map[string]map[string]int {
-	c := planner.NewCluster(req.Nodes)
+// usage adds to out what placements of jobs on nodes take of each
+// resource per queue: GPUs by node GPU type, "cpu" MHz and "memory" MB.
+func usage(out map[string]map[string]int, nodes []*structs.Node, jobs []*planner.Job, placements []*structs.Placement, queues []*structs.Queue) {
+	c := planner.NewCluster(nodes)
 	views := map[structs.JobKey]*planner.Job{}
-	for _, j := range req.Jobs {
+	for _, j := range jobs {
 		views[j.Job.Key()] = j
 	}
-	out := map[string]map[string]int{}
 	for _, p := range placements {
 		v := views[p.Key()]
 		q := structs.QueueFor(queues, v.Job.Namespace)
@@ -65,17 +67,18 @@ func usage(req *planner.Request, placements []*structs.Placement, queues []*stru
 		gps, gw := gpus(t)
 		for _, nt := range p.Nodes {
 			i, _ := c.NodeIndex(nt.NodeID)
-			if typ := nodeGPUType(req.Nodes[i]); typ != "" {
+			if typ := nodeGPUType(nodes[i]); typ != "" {
 				out[q][typ] += nt.PS*gps + nt.Workers*gw
 			}
 			ps, w := t.For(nt)
 			out[q][dimCPU] += nt.Workers * w.CPU
+			out[q][dimMemory] += nt.Workers * w.MemoryMB
 			if nt.PS > 0 {
 				out[q][dimCPU] += nt.PS * ps.CPU
+				out[q][dimMemory] += nt.PS * ps.MemoryMB
 			}
 		}
 	}
-	return out
 }
 
 // nominalOf is queue name's nominal GPUs of a type, 0 without a queue or
@@ -147,7 +150,7 @@ func TestApply_Properties(t *testing.T) {
 	for _, name := range []string{"fifo", "drf", "optimus", "tiresias", "tetris", "roundrobin"} {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(32, 11))
-			trimmed, filled, borrowing := 0, 0, 0
+			trimmed, filled, borrowing, checked := 0, 0, 0, 0
 			for trial := range 200 {
 				req := planner.RandomRequest(rng)
 				for _, j := range req.Jobs {
@@ -156,20 +159,41 @@ func TestApply_Properties(t *testing.T) {
 						j.Current.Namespace = j.Job.Namespace
 					}
 				}
+				// Every other trial, some running jobs' changes are in
+				// flight: they hold their placements outside the request.
+				var held []planner.Held
+				var heldJobs []*planner.Job
+				var heldPlacements []*structs.Placement
+				if trial%2 == 1 {
+					var free []*planner.Job
+					for _, j := range req.Jobs {
+						if j.Current != nil && rng.IntN(2) == 0 {
+							held = append(held, planner.Held{Job: j, Placement: j.Current})
+							heldJobs, heldPlacements = append(heldJobs, j), append(heldPlacements, j.Current)
+							continue
+						}
+						free = append(free, j)
+					}
+					if len(free) == 0 {
+						free, held, heldJobs, heldPlacements = req.Jobs, nil, nil, nil
+					}
+					req.Jobs = free
+					req.Nodes = planner.Reserve(req.Nodes, held)
+				}
 				queues := randomQueues(t, rng)
 				dec, err := builtin.Algorithms[name]().Plan(req)
 				must.NoError(t, err)
 				planner.SortPlacements(dec.Placements)
 				must.NoError(t, planner.CheckDecision(req, dec))
 
-				out, pre := Apply(req, dec, queues, nil)
+				out, pre := Apply(req, dec, queues, held)
 				msg := must.Sprintf("trial %d", trial)
 				must.NoError(t, planner.CheckDecision(req, out), msg)
 
 				shuffled := *req
 				shuffled.Jobs = slices.Clone(req.Jobs)
 				rng.Shuffle(len(shuffled.Jobs), func(a, b int) { shuffled.Jobs[a], shuffled.Jobs[b] = shuffled.Jobs[b], shuffled.Jobs[a] })
-				again, pre2 := Apply(&shuffled, dec, queues, nil)
+				again, pre2 := Apply(&shuffled, dec, queues, held)
 				must.Eq(t, out, again, msg)
 				must.Eq(t, pre, pre2, msg)
 
@@ -210,7 +234,18 @@ func TestApply_Properties(t *testing.T) {
 						}
 					}
 				}
-				used := usage(req, out.Placements, queues)
+				heldUse := map[string]map[string]int{}
+				usage(heldUse, req.Nodes, heldJobs, heldPlacements, queues)
+				for _, use := range heldUse {
+					for typ, n := range use {
+						if typ != dimCPU && typ != dimMemory {
+							capacity[typ] += n
+						}
+					}
+				}
+				used := map[string]map[string]int{}
+				usage(used, req.Nodes, heldJobs, heldPlacements, queues)
+				usage(used, req.Nodes, req.Jobs, out.Placements, queues)
 				names := []string{structs.DefaultQueue}
 				for _, q := range queues {
 					names = append(names, q.Name)
@@ -225,10 +260,19 @@ func TestApply_Properties(t *testing.T) {
 					}
 					unclaimed := max(cap-claimed, 0)
 					overBy := map[string]int{}
-					total := 0
+					total, heldOver := 0, false
 					for _, q := range names {
 						n, borrow, _ := nominalOf(queues, q, typ)
 						u := used[q][typ]
+						if h := heldUse[q][typ]; h > n {
+							// Held before the queues were: Apply cannot
+							// take it back, and runs nothing more there.
+							heldOver = true
+							if borrow >= 0 && h > n+borrow {
+								must.Eq(t, h, u, must.Sprintf("trial %d: queue %s holds %d %s GPUs beyond its limits, and got more", trial, q, h, typ))
+								continue
+							}
+						}
 						if borrow >= 0 {
 							must.LessEq(t, n+borrow, u, must.Sprintf("trial %d: queue %s uses %d %s GPUs, beyond %d nominal + %d borrowing limit", trial, q, u, typ, n, borrow))
 						}
@@ -237,6 +281,9 @@ func TestApply_Properties(t *testing.T) {
 							total += u - n
 							borrowing++
 						}
+					}
+					if heldOver {
+						continue
 					}
 					for c, over := range overBy {
 						lent := 0
@@ -273,12 +320,12 @@ func TestApply_Properties(t *testing.T) {
 					if need == 0 {
 						continue
 					}
-					if i := slices.IndexFunc(queues, func(o *structs.Queue) bool { return o.Name == q }); i >= 0 && queues[i].Quota.CPU > 0 {
-						cpu := m.Workers * tasks.Worker.CPU
+					if i := slices.IndexFunc(queues, func(o *structs.Queue) bool { return o.Name == q }); i >= 0 {
+						cpu, mem := m.Workers*tasks.Worker.CPU, m.Workers*tasks.Worker.MemoryMB
 						if m.PS > 0 {
-							cpu += m.PS * tasks.PS.CPU
+							cpu, mem = cpu+m.PS*tasks.PS.CPU, mem+m.PS*tasks.PS.MemoryMB
 						}
-						if used[q][dimCPU]+cpu > queues[i].Quota.CPU {
+						if quota := queues[i].Quota; quota.CPU > 0 && used[q][dimCPU]+cpu > quota.CPU || quota.MemoryMB > 0 && used[q][dimMemory]+mem > quota.MemoryMB {
 							continue
 						}
 					}
@@ -295,6 +342,7 @@ func TestApply_Properties(t *testing.T) {
 						if !borrowed {
 							continue
 						}
+						checked++
 						left := leftoverOf(t, byType[typ], req.Jobs, onNodes(out.Placements, byType[typ]))
 						lt := left.JobTasks(v)
 						_, fits := placement.New(left).Place(lt.PS, m.PS, lt.Worker, m.Workers)
@@ -302,8 +350,9 @@ func TestApply_Properties(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d jobs trimmed, %d started, %d queue-types borrowing", name, trimmed, filled, borrowing)
+			t.Logf("%s: %d jobs trimmed, %d started, %d queue-types borrowing, %d guarantees checked", name, trimmed, filled, borrowing, checked)
 			must.Positive(t, trimmed, must.Sprint("the instances should make queues give back"))
+			must.Positive(t, checked, must.Sprint("the instances should test the guarantee"))
 		})
 	}
 }

@@ -285,11 +285,12 @@ func (a *applier) partitions() []*partition {
 }
 
 // active reports whether queue q may reclaim resource d: Apply trimmed
-// some of it, or another queue is entitled to borrow it.
+// some of it, or another queue is entitled to borrow it, or uses more
+// than its nominal (a held placement Apply cannot trim).
 func (a *applier) active(q, d int) bool {
 	for o, qs := range a.queues {
 		s := &qs.shares[d]
-		if s.freed > 0 || o != q && s.enforced && s.entitled > s.nominal {
+		if s.freed > 0 || o != q && s.enforced && (s.entitled > s.nominal || s.usage > s.nominal) {
 			return true
 		}
 	}
