@@ -1,0 +1,378 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/placement"
+	"github.com/caravan-sched/caravan/structs"
+)
+
+// trimOrder orders the jobs a queue gives resources back from: lowest
+// priority first, then least progress (Step), then by key.
+func trimOrder(x, y *job) int {
+	return cmp.Or(cmp.Compare(x.view.Job.Priority, y.view.Job.Priority), cmp.Compare(x.view.Step, y.view.Step), x.view.Job.Key().Compare(y.view.Job.Key()))
+}
+
+// fillOrder orders the paused jobs Apply starts: highest priority first,
+// then first submitted, then by key.
+func fillOrder(x, y *job) int {
+	return cmp.Or(cmp.Compare(y.view.Job.Priority, x.view.Job.Priority), cmp.Compare(x.view.Job.SubmitTime, y.view.Job.SubmitTime), x.view.Job.Key().Compare(y.view.Job.Key()))
+}
+
+// trim brings every queue within its entitlement: it shrinks the queue's
+// jobs, in trimOrder, one worker at a time toward their minimum, taking
+// workers off the nodes of a resource the queue is over, then pauses
+// whole jobs in the same order while the queue is still over. It reports
+// whether it changed any job.
+func (a *applier) trim() bool {
+	trimmed := false
+	for q, qs := range a.queues {
+		if a.overDim(q, nil) < 0 {
+			continue
+		}
+		var order []*job
+		for _, k := range qs.jobs {
+			if j := a.jobs[k]; !j.p.Paused() {
+				order = append(order, j)
+			}
+		}
+		slices.SortFunc(order, trimOrder)
+		for _, j := range order {
+			_, wb := j.view.Bounds()
+			for j.p.NumWorkers > max(wb.Min, 1) {
+				d, e := a.shrinkable(j)
+				if e < 0 {
+					break
+				}
+				a.removeWorker(j, d, e)
+			}
+		}
+		for _, j := range order {
+			if j.p.Paused() {
+				continue
+			}
+			if d := a.overDim(q, j); d >= 0 {
+				a.pause(j, d)
+			}
+		}
+		// Pausing may have given back more than shrinking needed: the
+		// jobs shrunk and still running grow back, highest first in
+		// trimOrder's reverse, as far as the queue's entitlement allows.
+		for _, j := range slices.Backward(order) {
+			if j.p != j.orig && !j.p.Paused() {
+				a.regrow(j)
+			}
+		}
+		for _, j := range order {
+			if j.p == j.orig {
+				continue
+			}
+			if j.p.Shape() == j.orig.Shape() {
+				j.p = j.orig // grown back whole
+				continue
+			}
+			if !j.p.Paused() {
+				j.p.Reason = fmt.Sprintf("%s; shrunk to %s", j.reason, j.p.Shape())
+				j.p.Batch = rebatch(j.view, j.orig.Batch, j.p.NumWorkers)
+				j.p.Actions = slices.DeleteFunc(j.p.Actions, func(act *structs.TaskAction) bool {
+					return act.Role == structs.RoleWorker && act.Rank >= j.p.NumWorkers
+				})
+				if len(j.p.Actions) == 0 {
+					j.p.Actions = nil
+				}
+			}
+			trimmed = true
+		}
+	}
+	return trimmed
+}
+
+// overDim returns a resource queue q is over, -1 when none. With j
+// non-nil, only a resource j's placement takes counts.
+func (a *applier) overDim(q int, j *job) int {
+	s := a.queues[q].shares
+	for d := range s {
+		if !s[d].over() {
+			continue
+		}
+		if j == nil {
+			return d
+		}
+		for _, nt := range j.p.Nodes {
+			if a.takes(j, nt, d) {
+				return d
+			}
+		}
+	}
+	return -1
+}
+
+// takes reports whether entry nt of job j takes some of resource d.
+func (a *applier) takes(j *job, nt *structs.NodeTasks, d int) bool {
+	i, ok := a.c.NodeIndex(nt.NodeID)
+	if !ok {
+		return false
+	}
+	if d < a.cpu {
+		return a.nodeDim[i] == d && nt.PS*j.gpuPS+nt.Workers*j.gpuWorker > 0
+	}
+	return nt.PS+nt.Workers > 0
+}
+
+// shrinkable returns a resource j's queue is over and the last entry of
+// j's placement whose workers take some of it; e is -1 when none does.
+func (a *applier) shrinkable(j *job) (d, e int) {
+	s := a.queues[j.queue].shares
+	for e := len(j.p.Nodes) - 1; e >= 0; e-- {
+		nt := j.p.Nodes[e]
+		if nt.Workers == 0 {
+			continue
+		}
+		one := &structs.NodeTasks{NodeID: nt.NodeID, Workers: 1}
+		for d := range s {
+			if s[d].over() && a.takes(j, one, d) {
+				return d, e
+			}
+		}
+	}
+	return -1, -1
+}
+
+// edit makes j's placement Apply's own copy, first recording why.
+func (a *applier) edit(j *job, d int) {
+	if j.p != j.orig {
+		return
+	}
+	j.reason = a.reason(j.queue, d)
+	j.p = j.orig.Copy()
+	j.p.Metric = nil
+}
+
+// removeWorker takes one worker off entry e of j's placement.
+func (a *applier) removeWorker(j *job, d, e int) {
+	a.edit(j, d)
+	nt := j.p.Nodes[e]
+	a.use(j.queue, j.tasks, &structs.NodeTasks{NodeID: nt.NodeID, Workers: 1, WorkerSize: nt.WorkerSize}, -1)
+	nt.Workers--
+	j.p.NumWorkers--
+	if nt.Workers == 0 {
+		nt.WorkerSize = structs.TaskSize{}
+		if nt.PS == 0 {
+			j.p.Nodes = slices.Delete(j.p.Nodes, e, e+1)
+		}
+	}
+}
+
+// regrow puts back, one at a time, the workers removeWorker took off j's
+// placement, on the entries they came from, while j's queue is entitled
+// to what each takes. The room is there: nothing else was placed since.
+func (a *applier) regrow(j *job) {
+	for _, o := range j.orig.Nodes {
+		for o.Workers > 0 {
+			e := slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool {
+				return nt.NodeID == o.NodeID && nt.PSSize == o.PSSize && (nt.WorkerSize == o.WorkerSize || nt.Workers == 0)
+			})
+			have := 0
+			if e >= 0 {
+				have = j.p.Nodes[e].Workers
+			}
+			if have >= o.Workers {
+				break
+			}
+			one := &structs.NodeTasks{NodeID: o.NodeID, Workers: 1, WorkerSize: o.WorkerSize}
+			if !a.fits(j.queue, j.tasks, one) {
+				return
+			}
+			a.use(j.queue, j.tasks, one, 1)
+			a.unfree(j.queue, j.tasks, one)
+			if e < 0 {
+				j.p.Nodes = append(j.p.Nodes, &structs.NodeTasks{NodeID: o.NodeID, PSSize: o.PSSize})
+				structs.SortNodeTasks(j.p.Nodes)
+				e = slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool { return nt.NodeID == o.NodeID && nt.Workers == 0 && nt.PS == 0 })
+			}
+			j.p.Nodes[e].Workers++
+			j.p.Nodes[e].WorkerSize = o.WorkerSize
+			j.p.NumWorkers++
+		}
+	}
+}
+
+// pause gives back all of j's placement.
+func (a *applier) pause(j *job, d int) {
+	a.edit(j, d)
+	for _, nt := range j.p.Nodes {
+		a.use(j.queue, j.tasks, nt, -1)
+	}
+	j.p = planner.Paused(j.view, j.reason)
+}
+
+// rebatch returns the batch of a job shrunk to workers: its global batch
+// split anew over them, nil (the job's fixed global batch) when it had
+// none or the split leaves the job's bounds.
+func rebatch(v *planner.Job, b *structs.Batch, workers int) *structs.Batch {
+	bs := v.Job.Training.BatchSize
+	if b == nil || bs == nil || workers <= 0 {
+		return nil
+	}
+	lo, hi := bs.LocalBounds()
+	share := (b.Global + workers - 1) / workers
+	local := min(max(share, lo), hi)
+	accum := (share+local-1)/local - 1
+	out := &structs.Batch{Global: workers * local * (accum + 1), Local: local, AccumSteps: accum}
+	if out.Global < bs.Min || out.Global > bs.Max {
+		return nil
+	}
+	return out
+}
+
+// partition is the nodes of one GPU type (or of none) with what the
+// decision leaves free on them.
+type partition struct {
+	c      *planner.Cluster
+	placer *placement.Placer
+}
+
+// partitions splits the request's nodes by GPU type, indexed like the GPU
+// dims, the nodes without GPUs last, each with the decision's placements
+// taken.
+func (a *applier) partitions() []*partition {
+	nodes := make([][]*structs.Node, a.cpu+1)
+	part := make([]int, len(a.req.Nodes))
+	for i, n := range a.req.Nodes {
+		part[i] = a.nodeDim[i]
+		if part[i] < 0 {
+			part[i] = a.cpu
+		}
+		nodes[part[i]] = append(nodes[part[i]], n)
+	}
+	out := make([]*partition, len(nodes))
+	for k := range nodes {
+		out[k] = &partition{c: planner.NewCluster(nodes[k])}
+	}
+	for _, j := range a.jobs {
+		if j.p.Paused() {
+			continue
+		}
+		tasks := make([]*planner.JobTasks, len(out))
+		for _, nt := range j.p.Nodes {
+			i, ok := a.c.NodeIndex(nt.NodeID)
+			if !ok {
+				continue
+			}
+			pc := out[part[i]].c
+			if tasks[part[i]] == nil {
+				t := pc.JobTasks(j.view)
+				tasks[part[i]] = &t
+			}
+			pi, _ := pc.NodeIndex(nt.NodeID)
+			ps, worker := tasks[part[i]].For(nt)
+			if !pc.FitsPair(pi, ps, nt.PS, worker, nt.Workers) {
+				continue // an invalid decision: CheckDecision's to report
+			}
+			if nt.PS > 0 {
+				pc.Take(pi, ps, nt.PS)
+			}
+			pc.Take(pi, worker, nt.Workers)
+		}
+	}
+	for _, p := range out {
+		p.placer = placement.New(p.c)
+	}
+	return out
+}
+
+// active reports whether queue q may reclaim resource d: Apply trimmed
+// some of it, or another queue is entitled to borrow it, or uses more
+// than its nominal (a held placement Apply cannot trim).
+func (a *applier) active(q, d int) bool {
+	for o, qs := range a.queues {
+		s := &qs.shares[d]
+		if s.freed > 0 || o != q && s.enforced && (s.entitled > s.nominal || s.usage > s.nominal) {
+			return true
+		}
+	}
+	return false
+}
+
+// fill starts paused jobs at their minimum, in fillOrder, on one GPU
+// type's nodes with the room the decision leaves, when the job's queue is
+// entitled to that much more of every resource it limits and may reclaim
+// it (active). It reports whether it started any.
+func (a *applier) fill() bool {
+	var cand []*job
+	for _, j := range a.jobs {
+		if !j.p.Paused() {
+			continue
+		}
+		s := a.queues[j.queue].shares
+		if slices.Contains(j.feasible, true) || s[a.cpu].enforced || s[a.cpu+1].enforced {
+			cand = append(cand, j)
+		}
+	}
+	if len(cand) == 0 {
+		return false
+	}
+	slices.SortFunc(cand, fillOrder)
+	var parts []*partition
+	filled := false
+	for _, j := range cand {
+		s := a.queues[j.queue].shares
+		m := j.view.Minimum()
+		gpu := m.PS*j.gpuPS + m.Workers*j.gpuWorker
+		cpu, mem := m.Workers*j.tasks.Worker.CPU, m.Workers*j.tasks.Worker.MemoryMB
+		if m.PS > 0 && j.tasks.PS != nil {
+			cpu, mem = cpu+m.PS*j.tasks.PS.CPU, mem+m.PS*j.tasks.PS.MemoryMB
+		}
+		if s[a.cpu].headroom() < cpu || s[a.cpu+1].headroom() < mem {
+			continue
+		}
+		var tries []int
+		if gpu > 0 {
+			for d := range a.cpu {
+				if j.feasible[d] && s[d].headroom() >= gpu && a.active(j.queue, d) {
+					tries = append(tries, d)
+				}
+			}
+			slices.SortStableFunc(tries, func(x, y int) int { return cmp.Compare(s[y].headroom(), s[x].headroom()) })
+		} else if s[a.cpu].enforced && a.active(j.queue, a.cpu) || s[a.cpu+1].enforced && a.active(j.queue, a.cpu+1) {
+			tries = append(tries, a.cpu)
+			for d := range a.cpu {
+				tries = append(tries, d)
+			}
+		}
+		for _, d := range tries {
+			if parts == nil {
+				parts = a.partitions()
+			}
+			p := parts[d]
+			t := p.c.JobTasks(j.view)
+			nodes, ok := p.placer.Place(t.PS, m.PS, t.Worker, m.Workers)
+			if !ok {
+				continue
+			}
+			j.p = &structs.Placement{
+				Namespace: j.view.Job.Namespace, JobID: j.view.Job.ID, NumPS: m.PS, NumWorkers: m.Workers, Nodes: nodes,
+				Reason: a.fillReason(j, d, m),
+			}
+			for _, nt := range nodes {
+				a.use(j.queue, j.tasks, nt, 1)
+			}
+			filled = true
+			break
+		}
+	}
+	return filled
+}
+
+// fillReason says why fill started job j at shape m on partition d.
+func (a *applier) fillReason(j *job, d int, m structs.Shape) string {
+	qs := a.queues[j.queue]
+	if d < a.cpu {
+		s := &qs.shares[d]
+		return fmt.Sprintf("queue %q: started at its minimum of %s on %s GPUs within its quota (%d nominal + %d borrowed)", qs.name, m, s.label, s.nominal, s.borrowed)
+	}
+	return fmt.Sprintf("queue %q: started at its minimum of %s within its CPU and memory quota", qs.name, m)
+}
