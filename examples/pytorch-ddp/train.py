@@ -130,6 +130,15 @@ def main(save_every, total_epochs, batch_size, max_steps, step_delay=0.0):
     job.close()
     torch.distributed.barrier()
     destroy_process_group()
+    # Leave here, before main's locals are freed: under torch 1.13 with
+    # gloo a rank sometimes hung in the destructors of the DDP model and
+    # its process group (faulthandler showed the main thread in main's
+    # return, waiting on a futex; 1 run in 8 of TestTrain, and a
+    # two-agent run of make try-pytorch). Everything is saved, flushed
+    # and the process group destroyed by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
@@ -142,10 +151,3 @@ if __name__ == "__main__":
                         help="seconds to sleep each step, standing in for a bigger model (the e2e tests)")
     args = parser.parse_args()
     main(args.save_every, args.epochs, args.batch_size, args.max_steps, args.step_delay)
-    # Leave without the interpreter's teardown: under torch 1.13 with
-    # gloo, a rank sometimes hung there after main() returned (1 run in 8
-    # of TestTrain, with a thread of torch's holding the exit). Everything
-    # is flushed and the process group destroyed by now.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
