@@ -37,17 +37,13 @@ const (
 	MaxQueueGPUQuotas = 64
 )
 
-// CheckQueues checks queues as UpsertQueues will apply them over the
-// queues txn holds, and returns their canonical copies (the arguments are
-// not modified). Every queue must be valid once canonicalized (an error
-// wrapping ErrQueueInvalid joins each queue's *structs.FieldError with
-// its path prefixed "queue[i]."), no two may share a name or a namespace
-// pattern, none may give a pattern that a stored queue of another name
-// gives (ErrQueueConflict), and the queues stored afterwards may number
-// at most structs.MaxQueues (ErrTooManyQueues). The HTTP API calls it
-// before committing, and the FSM again when applying, so that an entry a
-// server would refuse changes no server's state.
-func CheckQueues(txn *memdb.Txn, queues []*structs.Queue) ([]*structs.Queue, error) {
+// CanonicalQueues checks what can be checked of queues without the
+// store, and returns their canonical copies (the arguments are not
+// modified): at most structs.MaxQueues of them (ErrTooManyQueues), each
+// within the bounds above and valid once canonicalized (an error wrapping
+// ErrQueueInvalid, joining each queue's *structs.FieldError with its path
+// prefixed "queue[i].").
+func CanonicalQueues(queues []*structs.Queue) ([]*structs.Queue, error) {
 	if len(queues) > structs.MaxQueues {
 		return nil, fmt.Errorf("%w: %d queues in one request, more than %d", ErrTooManyQueues, len(queues), structs.MaxQueues)
 	}
@@ -78,24 +74,56 @@ func CheckQueues(txn *memdb.Txn, queues []*structs.Queue) ([]*structs.Queue, err
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrQueueInvalid, errors.Join(errs...))
 	}
+	return out, nil
+}
+
+// CheckQueues checks queues as UpsertQueues will apply them over the
+// queues txn holds, and returns their canonical copies: CanonicalQueues'
+// checks, then no two may share a name or a namespace pattern, none may
+// give a pattern that a stored queue of another name gives
+// (ErrQueueConflict), and the queues stored afterwards may number at most
+// structs.MaxQueues (ErrTooManyQueues). The HTTP API calls it before
+// committing, and the FSM again when applying, so that an entry a server
+// would refuse changes no server's state.
+func CheckQueues(txn *memdb.Txn, queues []*structs.Queue) ([]*structs.Queue, error) {
+	out, err := CanonicalQueues(queues)
+	if err != nil {
+		return nil, err
+	}
 	stored, err := Queues(txn, nil)
 	if err != nil {
 		return nil, err
 	}
-	after := slices.DeleteFunc(slices.Clone(stored), func(s *structs.Queue) bool {
-		return slices.ContainsFunc(out, func(q *structs.Queue) bool { return q.Name == s.Name })
-	})
+	// owner maps each namespace pattern to the queue that gives it, so
+	// that the check is linear in the patterns (structs.QueueConflict,
+	// called on each pair of queues, would be quadratic in them).
+	owner := map[string]*structs.Queue{}
+	after := 0
+	for _, st := range stored {
+		if slices.ContainsFunc(out, func(q *structs.Queue) bool { return q.Name == st.Name }) {
+			continue
+		}
+		after++
+		for _, p := range st.Namespaces {
+			owner[p] = st
+		}
+	}
 	for i, q := range out {
 		if j := slices.IndexFunc(out[:i], func(o *structs.Queue) bool { return o.Name == q.Name }); j >= 0 {
 			return nil, fmt.Errorf("%w: queue %q is given twice (queue[%d] and queue[%d])", ErrQueueConflict, q.Name, j, i)
 		}
-		if err := structs.QueueConflict(after, q); err != nil {
-			return nil, fmt.Errorf("%w: queue %q: %w", ErrQueueConflict, q.Name, err)
+		for _, p := range q.Namespaces {
+			if o, ok := owner[p]; ok {
+				return nil, fmt.Errorf("%w: queue %q: %w", ErrQueueConflict, q.Name, structs.QueueConflict([]*structs.Queue{o}, q))
+			}
 		}
-		after = append(after, q)
+		for _, p := range q.Namespaces {
+			owner[p] = q
+		}
+		after++
 	}
-	if len(after) > structs.MaxQueues {
-		return nil, fmt.Errorf("%w: %d queues would be stored, more than %d", ErrTooManyQueues, len(after), structs.MaxQueues)
+	if after > structs.MaxQueues {
+		return nil, fmt.Errorf("%w: %d queues would be stored, more than %d", ErrTooManyQueues, after, structs.MaxQueues)
 	}
 	return out, nil
 }
