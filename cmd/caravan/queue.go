@@ -80,8 +80,11 @@ func (c *QueueApplyCommand) Run(args []string) int {
 	path := flags.Arg(0)
 	queues, diags := queuespec.ParseFile(path)
 	files := map[string]*hcl.File{}
-	if src, err := os.ReadFile(path); err == nil {
-		files[path] = &hcl.File{Bytes: src}
+	if len(diags) > 0 {
+		// The source, for the diagnostics' snippets.
+		if src, err := os.ReadFile(path); err == nil {
+			files[path] = &hcl.File{Bytes: src}
+		}
 	}
 	c.printDiagnostics(files, diags)
 	if diags.HasErrors() {

@@ -96,8 +96,7 @@ func TestQueueCommands(t *testing.T) {
   cohort     = "research"
   quota {
     cpu = 4000
-    gpu {
-      type    = "A100"
+    gpu "A100" {
       nominal = 4
     }
   }
@@ -116,6 +115,23 @@ func TestQueueCommands(t *testing.T) {
 		q, _, err := c.Queues().Info("speech", nil)
 		must.NoError(t, err)
 		must.Eq(t, 4, q.Quota.GPU[0].Nominal)
+
+		code, _, errOut = cli(t, []string{"queue", "apply"}, path)
+		must.Eq(t, 0, code, must.Sprint("the same file again", errOut))
+		again, _, err := c.Queues().Info("speech", nil)
+		must.NoError(t, err)
+		must.Eq(t, q.ModifyIndex, again.ModifyIndex, must.Sprint("and nothing changed"))
+
+		// A namespace another queue gives fails the whole file.
+		taken := filepath.Join(t.TempDir(), "taken.hcl")
+		must.NoError(t, os.WriteFile(taken, []byte("queue \"fresh\" {\n  namespaces = [\"fresh\"]\n}\nqueue \"thief\" {\n  namespaces = [\"nlp-*\"]\n}\n"), 0o644))
+		code, out, errOut = cli(t, []string{"queue", "apply"}, taken)
+		must.Eq(t, 1, code)
+		must.Eq(t, "", out)
+		must.StrContains(t, errOut, `Error applying queues: 409 Conflict`)
+		must.StrContains(t, errOut, `"nlp-*" is queue "nlp"'s already`)
+		_, _, err = c.Queues().Info("fresh", nil)
+		must.True(t, api.IsNotFound(err), must.Sprint("all or none"))
 	})
 
 	t.Run("apply refuses a bad file", func(t *testing.T) {
@@ -139,7 +155,8 @@ func TestQueueCommands(t *testing.T) {
 		must.StrContains(t, errOut, "not found")
 		qs, _, err := c.Queues().List(nil)
 		must.NoError(t, err)
-		must.SliceLen(t, 1, qs)
+		must.SliceNotContainsFunc(t, qs, "cv", func(q *api.Queue, name string) bool { return q.Name == name })
+		must.SliceContainsFunc(t, qs, "nlp", func(q *api.Queue, name string) bool { return q.Name == name })
 	})
 }
 
