@@ -227,3 +227,36 @@ func TestQueues_ACL(t *testing.T) {
 	_, _, err = mgmt.Queues().Upsert([]*api.Queue{apiQueue("cv", "cv")}, wo)
 	must.NoError(t, err, must.Sprint("management may do everything"))
 }
+
+// TestQueues_ThroughFollower: a follower forwards queue writes to the
+// leader, and every server applies them: a stale read on the follower
+// that blocks on the write's index answers the queue from its own state.
+func TestQueues_ThroughFollower(t *testing.T) {
+	servers := cluster(t, 3, simDriver(t, 1))
+	leader := leaderOf(t, servers...)
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+			break
+		}
+	}
+	queuesWritable(t, leader)
+	c := client(t, follower)
+	resp, _, err := c.Queues().Upsert([]*api.Queue{apiQueue("nlp", "nlp-*")}, nil)
+	must.NoError(t, err)
+	qs, qm, err := c.Queues().List(&api.QueryOptions{AllowStale: true, WaitIndex: resp.Index - 1, WaitTime: 30 * time.Second})
+	must.NoError(t, err)
+	must.Eq(t, []string{"nlp"}, queueNames(qs))
+	must.GreaterEq(t, resp.Index, qm.LastIndex)
+	_, err = c.Queues().Delete("nlp", nil)
+	must.NoError(t, err)
+	for _, s := range servers {
+		agent.WaitFor(t, 10*time.Second, "the delete replicated", func() error {
+			if q, _ := state.QueueByName(s.State().Txn(), nil, "nlp"); q != nil {
+				return fmt.Errorf("%s still holds queue nlp", s.cfg.NodeName)
+			}
+			return nil
+		})
+	}
+}
