@@ -260,8 +260,8 @@ type QueueUpsertRequest struct {
 }
 
 // QueueUpsertResponse answers a QueueUpsertRequest: the queues as stored,
-// in the request's order, and the index of the write (the index of the
-// last write to the queues when nothing changed).
+// in the request's order, and the Raft index of the write's entry (also
+// when it changed nothing: every queue was stored as it is).
 type QueueUpsertResponse struct {
 	Queues []*Queue
 	Index  uint64
