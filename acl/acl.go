@@ -13,8 +13,9 @@ type ACL struct {
 	// others, longest pattern first.
 	exact map[string]capSet
 	globs []globRule
-	// operator, plugin and agent are coarse policies; "" allows nothing.
-	operator, plugin, agent string
+	// operator, plugin, agent and queue are coarse policies; "" allows
+	// nothing.
+	operator, plugin, agent, queue string
 }
 
 type capSet map[string]bool
@@ -33,7 +34,7 @@ var DenyAll = &ACL{}
 
 // New compiles policies into one ACL: capabilities granted in a namespace
 // by any policy add up, and a deny in any of them wins; the coarse
-// operator, plugin and agent policies take the highest level granted,
+// operator, plugin, agent and queue policies take the highest level granted,
 // and deny wins there too.
 func New(policies ...*Policy) *ACL {
 	a := &ACL{exact: map[string]capSet{}}
@@ -59,6 +60,7 @@ func New(policies ...*Policy) *ACL {
 		a.operator = mergeCoarse(a.operator, p.Operator)
 		a.plugin = mergeCoarse(a.plugin, p.Plugin)
 		a.agent = mergeCoarse(a.agent, p.Agent)
+		a.queue = mergeCoarse(a.queue, p.Queue)
 	}
 	for pattern, caps := range globs {
 		a.globs = append(a.globs, globRule{pattern: pattern, caps: caps})
@@ -181,6 +183,17 @@ func (a *ACL) AllowAgentRead() bool {
 // AllowAgentWrite reports whether the ACL may change an agent.
 func (a *ACL) AllowAgentWrite() bool {
 	return a != nil && allowCoarse(a.management, a.agent, PolicyWrite)
+}
+
+// AllowQueueRead reports whether the ACL may list and read the queues.
+func (a *ACL) AllowQueueRead() bool {
+	return a != nil && allowCoarse(a.management, a.queue, PolicyRead)
+}
+
+// AllowQueueWrite reports whether the ACL may create, change and delete
+// queues.
+func (a *ACL) AllowQueueWrite() bool {
+	return a != nil && allowCoarse(a.management, a.queue, PolicyWrite)
 }
 
 // globMatch matches name against pattern, in which "*" stands for any run

@@ -22,6 +22,7 @@ func TestParse_Errors(t *testing.T) {
 		{"bad capability", "namespace \"ml\" {\n  capabilities = [\"fly\"]\n}", `policy.hcl:1:1: Invalid namespace capability; capability "fly"`},
 		{"empty rule", `namespace "ml" {}`, "namespace \"ml\" sets neither policy nor capabilities"},
 		{"bad operator", "operator {\n  policy = \"root\"\n}", `policy.hcl:1:1: Invalid operator policy; operator policy "root"`},
+		{"bad queue", "\nqueue {\n  policy = \"admin\"\n}", `policy.hcl:2:1: Invalid queue policy; queue policy "admin" is not one of read, write, deny`},
 		{"missing agent policy", "agent {}", `policy.hcl:1:`},
 		{"unknown block", "node { policy = \"read\" }", `Unsupported block type`},
 		{"unknown attribute", "namespace \"a\" {\n  policy = \"read\"\n  color = 1\n}", `policy.hcl:3:3: Unsupported argument`},
@@ -52,12 +53,14 @@ namespace "ml-prod" { capabilities = ["list-jobs"] }
 namespace "ml-p*"   { capabilities = ["report"] }
 operator { policy = "read" }
 plugin   { policy = "read" }
+queue    { policy = "write" }
 `)
 	denyProd := mustParse(t, `
 namespace "ml-prod" { policy = "deny" }
 namespace "*" { capabilities = ["read-job"] }
 agent { policy = "write" }
 operator { policy = "deny" }
+queue { policy = "read" }
 `)
 	reporter := mustParse(t, `namespace "*" { capabilities = ["report"] }`)
 
@@ -98,6 +101,15 @@ operator { policy = "deny" }
 	must.False(t, a.AllowAgentRead())
 	must.True(t, a.AllowAnyNamespace(CapSubmitJob))
 	must.False(t, New(reporter).AllowAnyNamespace(CapSubmitJob))
+
+	must.True(t, a.AllowQueueWrite())
+	must.True(t, a.AllowQueueRead())
+	ro := New(denyProd)
+	must.True(t, ro.AllowQueueRead())
+	must.False(t, ro.AllowQueueWrite(), must.Sprint("read is not write"))
+	must.False(t, New(reporter).AllowQueueRead(), must.Sprint("no queue rule, no queues"))
+	must.False(t, New(dev, mustParse(t, `queue { policy = "deny" }`)).AllowQueueRead(), must.Sprint("deny wins over write"))
+	must.True(t, ManagementACL.AllowQueueWrite())
 
 	b := New(dev, denyProd)
 	must.False(t, b.AllowOperatorRead(), must.Sprint("deny wins over read"))

@@ -58,6 +58,11 @@ type Policy struct {
 	Operator   *Rule            `hcl:"operator,block"`
 	Plugin     *Rule            `hcl:"plugin,block"`
 	Agent      *Rule            `hcl:"agent,block"`
+	// Queue governs the queues (issue 32), which are the cluster's and
+	// no namespace's, as Nomad's quota rule governs quota specifications:
+	// read lists and reads them, write also creates, changes and deletes
+	// them.
+	Queue *Rule `hcl:"queue,block"`
 }
 
 // NamespaceRule grants capabilities in the namespaces Name matches.
@@ -70,7 +75,7 @@ type NamespaceRule struct {
 	DefRange     hcl.Range `hcl:",def_range"`
 }
 
-// Rule is an operator, plugin or agent rule.
+// Rule is an operator, plugin, agent or queue rule.
 type Rule struct {
 	Policy   string    `hcl:"policy"`
 	DefRange hcl.Range `hcl:",def_range"`
@@ -112,7 +117,7 @@ func Parse(filename string, src []byte) (*Policy, hcl.Diagnostics) {
 	for _, r := range []struct {
 		name string
 		rule *Rule
-	}{{"operator", p.Operator}, {"plugin", p.Plugin}, {"agent", p.Agent}} {
+	}{{"operator", p.Operator}, {"plugin", p.Plugin}, {"agent", p.Agent}, {"queue", p.Queue}} {
 		if r.rule != nil && !validCoarse(r.rule.Policy) {
 			diags = append(diags, diag(r.rule.DefRange, "Invalid "+r.name+" policy",
 				fmt.Sprintf("%s policy %q is not one of read, write, deny", r.name, r.rule.Policy)))

@@ -157,6 +157,14 @@ func badInputs(t *testing.T) []badInput {
 		{name: "no such endpoint", method: "GET", path: "/v1/nope", status: http.StatusNotFound, want: "no endpoint"},
 		{name: "path traversal", method: "GET", path: "/v1/../../etc/passwd", status: 0},
 		{name: "snapshot restore garbage", method: "PUT", path: "/v1/operator/snapshot", body: "not a snapshot", want: ""},
+		// Queues: a follower refuses what it can check before forwarding.
+		{name: "queue wrong types", method: "PUT", path: "/v1/queues", body: `{"Queues": [{"Name": ["x"]}]}`, status: http.StatusBadRequest, want: "not valid JSON"},
+		{name: "queue null", method: "PUT", path: "/v1/queues", body: `{"Queues": [null]}`, status: http.StatusBadRequest, want: "queue[0]: is required"},
+		{name: "queue invalid", method: "PUT", path: "/v1/queues", body: `{"Queues": [{"Name": "q", "Namespaces": ["q", "q"], "Weight": -2}]}`, status: http.StatusBadRequest, want: `queue[0].namespaces[1]: "q" is given twice`},
+		{name: "queue namespace twice", method: "PUT", path: "/v1/queues", body: `{"Queues": [{"Name": "a", "Namespaces": ["x"]}, {"Name": "b", "Namespaces": ["x"]}]}`, status: http.StatusConflict, want: "a namespace maps to one queue"},
+		{name: "queue huge", method: "PUT", path: "/v1/queues", body: `{"Queues": [{"Name": "` + strings.Repeat("q", maxBodyBytes) + `"}]}`, status: http.StatusRequestEntityTooLarge, want: "larger than"},
+		{name: "queue unknown", method: "GET", path: "/v1/queue/nope", status: http.StatusNotFound, want: "not found"},
+		{name: "queue delete unknown", method: "DELETE", path: "/v1/queue/nope", status: http.StatusNotFound, want: "not found"},
 	}
 	for i := range cases {
 		if cases[i].method == "" {
@@ -184,8 +192,10 @@ func stateDump(t *testing.T, s *Server) string {
 	must.NoError(t, err)
 	cfg, err := state.SchedulerConfig(txn, nil)
 	must.NoError(t, err)
-	b, err := json.Marshal(map[string]any{"jobs": jobs, "members": members, "config": cfg,
-		"index": state.IndexOf(txn, state.TableJobs, state.TableVersions, state.TableSamples, state.TableConfig)})
+	queues, err := state.Queues(txn, nil)
+	must.NoError(t, err)
+	b, err := json.Marshal(map[string]any{"jobs": jobs, "members": members, "config": cfg, "queues": queues,
+		"index": state.IndexOf(txn, state.TableJobs, state.TableVersions, state.TableSamples, state.TableConfig, state.TableQueues)})
 	must.NoError(t, err)
 	return string(b)
 }

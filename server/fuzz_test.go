@@ -271,3 +271,40 @@ func FuzzRequestBody(f *testing.F) {
 		refused(t, "decode", decode(bodyRequest(body), v))
 	})
 }
+
+// FuzzQueueUpsertBody decodes a PUT /v1/queues body and checks it as the
+// endpoint does, against an empty state. Queues it accepts must apply on
+// a fresh state machine, all of them, as the Raft log will apply them.
+//
+//	go test ./server -run '^$' -fuzz '^FuzzQueueUpsertBody$' -fuzztime 1m
+func FuzzQueueUpsertBody(f *testing.F) {
+	f.Add([]byte(`{"Queues": [{"Name": "nlp", "Namespaces": ["nlp", "nlp-*"], "Cohort": "r", "Weight": 2, "Quota": {"GPU": [{"Type": "A100", "Nominal": 8, "LendingLimit": 4}], "CPU": 100, "MemoryMB": 10}}]}`))
+	f.Add([]byte(`{"Queues": [{"Name": "a", "Namespaces": ["x"]}, {"Name": "b", "Namespaces": ["x"]}]}`))
+	f.Add([]byte(`{"Queues": [{"Name": "default"}, null, {"Name": "a", "Namespaces": ["["], "Weight": -1}]}`))
+	f.Add([]byte(`{"Queues": [{"Name": "a", "Namespaces": ["a"], "Quota": {"GPU": [null, {"Type": "*", "Nominal": -1, "BorrowingLimit": -3}]}}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		queues, err := decodeQueues(bodyRequest(body))
+		if refused(t, "decode", err) {
+			return
+		}
+		m, err := fsm.New(hclog.NewNullLogger(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queues, err = state.CheckQueues(m.State().Txn(), queues)
+		if refused(t, "check the queues", err) {
+			return
+		}
+		buf, err := fsm.Encode(fsm.QueueUpsertType, &fsm.QueueUpsertRequest{Queues: queues})
+		if err != nil {
+			t.Fatalf("encode accepted queues for the Raft log: %v", err)
+		}
+		if out := m.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: buf}); out != nil {
+			t.Fatalf("a fresh state machine answered accepted queues with %v", out)
+		}
+		stored, err := state.Queues(m.State().Txn(), nil)
+		if err != nil || len(stored) != len(queues) {
+			t.Fatalf("%d queues accepted, %d stored: %v", len(queues), len(stored), err)
+		}
+	})
+}

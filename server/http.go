@@ -228,10 +228,12 @@ func errorCode(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, fsm.ErrTooComplex):
 		return http.StatusBadRequest
-	case errors.Is(err, state.ErrJobNotFound):
+	case errors.Is(err, state.ErrJobNotFound), errors.Is(err, state.ErrQueueNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, state.ErrJobExists), errors.Is(err, state.ErrJobElsewhere):
+	case errors.Is(err, state.ErrJobExists), errors.Is(err, state.ErrJobElsewhere), errors.Is(err, state.ErrQueueConflict):
 		return http.StatusConflict
+	case errors.Is(err, state.ErrQueueInvalid), errors.Is(err, state.ErrTooManyQueues):
+		return http.StatusBadRequest
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader), errors.Is(err, ErrUpgradeInProgress):
 		return http.StatusServiceUnavailable
 	}

@@ -61,6 +61,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/internal/acl/index", s.read(s.allow(aServer, s.aclIndex)))
 	mux.HandleFunc("GET /v1/metrics", s.guard(agentRead, s.metricsHandler))
 	s.aclRoutes(mux)
+	s.queueRoutes(mux)
 	// The web UI (package ui) is public: its pages read the API above with
 	// the user's token.
 	mux.Handle("GET "+ui.Prefix, ui.Handler())

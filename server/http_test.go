@@ -48,7 +48,7 @@ func dump(t *testing.T, s *state.Store, tables ...string) []string {
 // stable are the tables that change only on users' requests and node
 // changes: not plans, events and indexes, which the leader writes on its
 // own, nor samples, which it keeps draining from the driver.
-var stable = []string{state.TableJobs, state.TableVersions, state.TableNodes, state.TableConfig}
+var stable = []string{state.TableJobs, state.TableVersions, state.TableNodes, state.TableConfig, state.TableQueues}
 
 func mustJSON(t *testing.T, v any) string {
 	buf, err := jsonOf(v)
@@ -503,6 +503,9 @@ func TestSnapshot_SaveWipeRestore(t *testing.T) {
 		_, _, err := c.Jobs().Register(demoJob(t, id), (&api.WriteOptions{}).WithContext(ctx))
 		must.NoError(t, err)
 	}
+	queuesWritable(t, s)
+	_, _, err := c.Queues().Upsert([]*api.Queue{apiQueue("nlp", "nlp-*")}, (&api.WriteOptions{}).WithContext(ctx))
+	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "jobs placed", jobStatus(t, c, "b", structs.JobStatusRunning))
 	driver.Stop() // no more samples
 	var snap bytes.Buffer
@@ -513,10 +516,11 @@ func TestSnapshot_SaveWipeRestore(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 2, jobs)
 
-	// Wipe: purge both jobs.
+	// Wipe: purge both jobs, delete the queue.
 	for _, id := range []string{"a", "b"} {
 		must.NoError(t, errOf(c.Jobs().Stop(id, true, (&api.WriteOptions{}).WithContext(ctx))))
 	}
+	must.NoError(t, errOf(c.Queues().Delete("nlp", (&api.WriteOptions{}).WithContext(ctx))))
 	jobs, _, err = c.Jobs().List(nil)
 	must.NoError(t, err)
 	must.SliceEmpty(t, jobs)
@@ -526,6 +530,9 @@ func TestSnapshot_SaveWipeRestore(t *testing.T) {
 	jobs, _, err = c.Jobs().List(nil)
 	must.NoError(t, err)
 	must.SliceLen(t, 2, jobs)
+	q, _, err := c.Queues().Info("nlp", nil)
+	must.NoError(t, err)
+	must.Eq(t, []string{"nlp-*"}, q.Namespaces, must.Sprint("the queue is back"))
 }
 
 // dumpSnapshot restores a saved snapshot into a fresh FSM and dumps its
@@ -546,6 +553,9 @@ func TestServer_RestartKeepsState(t *testing.T) {
 	leaderOf(t, s)
 	c := client(t, s)
 	_, _, err := c.Jobs().Register(demoJob(t, "a"), nil)
+	must.NoError(t, err)
+	queuesWritable(t, s)
+	_, _, err = c.Queues().Upsert([]*api.Queue{apiQueue("nlp", "nlp-*")}, nil)
 	must.NoError(t, err)
 	agent.WaitFor(t, 20*time.Second, "job placed", jobStatus(t, c, "a", structs.JobStatusRunning))
 	agent.WaitFor(t, 20*time.Second, "samples committed", func() error {

@@ -252,3 +252,17 @@ type ACLTokenRequest struct {
 	Type     string   `json:",omitempty"`
 	Policies []string `json:",omitempty"`
 }
+
+// QueueUpsertRequest is the body of PUT and POST /v1/queues: the queues
+// to create or replace, all or none.
+type QueueUpsertRequest struct {
+	Queues []*Queue
+}
+
+// QueueUpsertResponse answers a QueueUpsertRequest: the queues as stored,
+// in the request's order, and the Raft index of the write's entry (also
+// when it changed nothing: every queue was stored as it is).
+type QueueUpsertResponse struct {
+	Queues []*Queue
+	Index  uint64
+}

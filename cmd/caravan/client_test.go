@@ -622,6 +622,9 @@ func TestClientCommands_Unreachable(t *testing.T) {
 		{"plugin", "list", "-address", addr},
 		{"acl", "policy", "list", "-address", addr},
 		{"acl", "token", "list", "-address", addr},
+		{"queue", "list", "-address", addr},
+		{"queue", "status", "-address", addr, "nlp"},
+		{"queue", "delete", "-address", addr, "nlp"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
@@ -663,6 +666,10 @@ func TestClientCommands_Usage(t *testing.T) {
 		{"operator", "snapshot", "save"},
 		{"operator", "scheduler", "set-config", "-option", "novalue", "-algorithm", "drf"},
 		{"node", "status", "extra"},
+		{"queue", "apply"},
+		{"queue", "list", "extra"},
+		{"queue", "status"},
+		{"queue", "delete"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -672,7 +679,7 @@ func TestClientCommands_Usage(t *testing.T) {
 			must.NotEq(t, "", errOut)
 		})
 	}
-	for _, parent := range []string{"operator", "operator raft", "operator snapshot", "operator scheduler", "server", "node"} {
+	for _, parent := range []string{"operator", "operator raft", "operator snapshot", "operator scheduler", "server", "node", "queue"} {
 		t.Run(parent, func(t *testing.T) {
 			code, out, errOut := runCLI(t, strings.Fields(parent)...)
 			must.Eq(t, 1, code, must.Sprint("the CLI prints the help and exits 1"))

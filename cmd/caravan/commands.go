@@ -57,6 +57,7 @@ func commands(m Meta) map[string]cli.CommandFactory {
 		"tls cert create": func() (cli.Command, error) { return &TLSCertCreateCommand{Meta: m}, nil },
 	}
 	maps.Copy(all, aclCommands(m))
+	maps.Copy(all, queueCommands(m))
 	return all
 }
 

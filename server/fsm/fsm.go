@@ -105,6 +105,8 @@ func init() {
 	register(ACLTokenDeleteType, func(s *state.Store, i uint64, r *ACLTokenDeleteRequest) any {
 		return s.DeleteACLTokens(i, r.AccessorIDs)
 	})
+	register(QueueUpsertType, func(s *state.Store, i uint64, r *QueueUpsertRequest) any { return s.UpsertQueues(i, r.Queues) })
+	register(QueueDeleteType, func(s *state.Store, i uint64, r *QueueDeleteRequest) any { return s.DeleteQueues(i, r.Names) })
 	register(ACLBootstrapResetType, func(s *state.Store, i uint64, r *ACLBootstrapResetRequest) any {
 		return s.ResetACLBootstrap(i, r.Time, r.ResetIndex, r.Token, r.ReportKey)
 	})

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -99,6 +100,7 @@ func populate(f *testFSM) {
 	f.mustApply(JobRejectType, &JobRejectRequest{Namespace: structs.DefaultNamespace, JobID: "r", Name: "r", NomadIndex: 7,
 		Description: "r.nomad.hcl:3:5: Unsupported argument", Time: 65})
 	populateACL(f)
+	populateQueues(f)
 	boot, err := state.ACLBootstrapped(f.State().Txn())
 	must.NoError(f.t, err)
 	f.mustApply(ACLBootstrapResetType, &ACLBootstrapResetRequest{Time: 80, ResetIndex: boot.Index,
@@ -117,6 +119,18 @@ func populateACL(f *testFSM) {
 		{AccessorID: "acc-dev", SecretID: "sec-dev", Name: "dev", Type: structs.ACLClientToken, Policies: []string{"dev"}, CreateTime: 71},
 		{AccessorID: "acc-gone", SecretID: "sec-gone", Name: "gone", Type: structs.ACLManagementToken, CreateTime: 71}}})
 	f.mustApply(ACLTokenDeleteType|IgnoreUnknownTypeFlag, &ACLTokenDeleteRequest{AccessorIDs: []string{"acc-gone"}})
+}
+
+// populateQueues applies one entry of every queue message type.
+func populateQueues(f *testFSM) {
+	f.mustApply(QueueUpsertType, &QueueUpsertRequest{Queues: []*structs.Queue{testQueue("nlp", "nlp", "nlp-*"), testQueue("cv", "cv"), testQueue("gone", "gone")}})
+	f.mustApply(QueueDeleteType, &QueueDeleteRequest{Names: []string{"gone"}})
+}
+
+func testQueue(name string, namespaces ...string) *structs.Queue {
+	lend := 2
+	return &structs.Queue{Name: name, Namespaces: namespaces, Cohort: "research", Weight: 2,
+		Quota: structs.QueueQuota{GPU: []*structs.GPUQuota{{Type: "A100", Nominal: 8, LendingLimit: &lend}, {Type: "*", Nominal: 1}}, CPU: 4000, MemoryMB: 8192}}
 }
 
 func TestFSM_ACL(t *testing.T) {
@@ -223,7 +237,7 @@ func TestFSM_ACLBootstrapReset(t *testing.T) {
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 21, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 23, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -282,6 +296,11 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceLen(t, 1, members)
 	must.Eq(t, "s1", members[0].ID)
+	queues, err := state.Queues(txn, nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 2, queues)
+	must.Eq(t, "cv", queues[0].Name)
+	must.Eq(t, testQueue("nlp", "nlp", "nlp-*").Quota, queues[1].Quota)
 
 	events, err := state.Events(txn, nil, 0)
 	must.NoError(t, err)
@@ -590,6 +609,51 @@ func TestFSM_SnapshotRoundTrip(t *testing.T) {
 	boot, err := state.ACLBootstrapped(g.State().Txn())
 	must.NoError(t, err)
 	must.NotNil(t, boot, must.Sprint("a restored cluster stays bootstrapped"))
+	nlp, err := state.QueueByName(g.State().Txn(), nil, "nlp")
+	must.NoError(t, err)
+	wantNLP, err := state.QueueByName(want.State().Txn(), nil, "nlp")
+	must.NoError(t, err)
+	must.Eq(t, wantNLP, nlp, must.Sprint("queues survive a snapshot, indexes and limits included"))
+	must.Eq(t, want.State().Index(state.TableQueues), g.State().Index(state.TableQueues), must.Sprint("and so does their table's index"))
+}
+
+// TestFSM_Queues: queue entries apply all or none; an entry the API would
+// have refused (invalid, conflicting, too many, deleting what is not
+// there) is answered with an error and changes nothing, on every server
+// alike, and the entries after it apply.
+func TestFSM_Queues(t *testing.T) {
+	f := newTestFSM(t)
+	populateQueues(f)
+	before, index := dump(t, f.State()), f.State().Index()
+	many := make([]*structs.Queue, structs.MaxQueues)
+	for i := range many {
+		many[i] = testQueue(fmt.Sprint("q", i), fmt.Sprint("ns", i))
+	}
+	cases := []struct {
+		name string
+		typ  MessageType
+		req  any
+		want error
+	}{
+		{"nil queue", QueueUpsertType, &QueueUpsertRequest{Queues: []*structs.Queue{testQueue("ok", "ok"), nil}}, state.ErrQueueInvalid},
+		{"invalid", QueueUpsertType, &QueueUpsertRequest{Queues: []*structs.Queue{testQueue("ok", "ok"), {Name: "-bad", Weight: -1}}}, state.ErrQueueInvalid},
+		{"conflict", QueueUpsertType, &QueueUpsertRequest{Queues: []*structs.Queue{testQueue("ok", "ok"), testQueue("other", "cv")}}, state.ErrQueueConflict},
+		{"too many", QueueUpsertType, &QueueUpsertRequest{Queues: many}, state.ErrTooManyQueues},
+		{"delete missing", QueueDeleteType, &QueueDeleteRequest{Names: []string{"cv", "nope"}}, state.ErrQueueNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err, _ := f.apply(tc.typ, tc.req).(error)
+			must.ErrorIs(t, err, tc.want)
+			must.False(t, errors.Is(err, ErrSkipped), must.Sprint("a refusal, not a skipped entry"))
+			must.Eq(t, before, dump(t, f.State()), must.Sprint("a refused entry changes nothing"))
+			must.Eq(t, index, f.State().Index())
+		})
+	}
+	f.mustApply(QueueUpsertType, &QueueUpsertRequest{Queues: []*structs.Queue{testQueue("ok", "ok")}})
+	ok, err := state.QueueByName(f.State().Txn(), nil, "ok")
+	must.NoError(t, err)
+	must.Eq(t, f.index, ok.CreateIndex)
 }
 
 // TestFSM_RestoreSkipsUnknownRecords: a snapshot holding records of a

@@ -132,6 +132,9 @@ func FuzzApply(f *testing.F) {
 	add(ACLPolicyUpsertType, &ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: ""}}})
 	add(ACLTokenUpsertType, &ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{{AccessorID: "x", Policies: []string{"nope"}}}})
 	add(ACLTokenDeleteType, &ACLTokenDeleteRequest{AccessorIDs: []string{"acc-root", "acc-root"}})
+	add(QueueUpsertType, &QueueUpsertRequest{Queues: []*structs.Queue{nil, {}, {Name: "nlp", Namespaces: []string{"cv", "["}, Weight: math.NaN(),
+		Quota: structs.QueueQuota{GPU: []*structs.GPUQuota{nil, {Type: "a", Nominal: -1}}}}}})
+	add(QueueDeleteType, &QueueDeleteRequest{Names: []string{"nlp", "nlp"}})
 	// Entries with a nil request or a nil element, which made the state
 	// store's handlers panic, are seeds in testdata/fuzz/FuzzApply/nil-*:
 	// Apply skips them.

@@ -43,6 +43,10 @@ const (
 	// JobRejectType records that a job declared in the cluster was
 	// rejected at a version (0.2.0).
 	JobRejectType
+	// QueueUpsertType stores queues (issue 32), all or none (0.2.0).
+	QueueUpsertType
+	// QueueDeleteType deletes queues by name, all or none (0.2.0).
+	QueueDeleteType
 )
 
 // since holds the message types added after 0.1.0, with the version that
@@ -54,6 +58,8 @@ var since = map[MessageType]string{
 	SampleAppendType:      "0.2.0",
 	ACLBootstrapResetType: "0.2.0",
 	JobRejectType:         "0.2.0",
+	QueueUpsertType:       "0.2.0",
+	QueueDeleteType:       "0.2.0",
 }
 
 // Since returns the version that added message type t, or "" for a type
@@ -85,7 +91,7 @@ var messageNames = map[MessageType]string{
 	ACLBootstrapType: "ACLBootstrap", ACLPolicyUpsertType: "ACLPolicyUpsert", ACLPolicyDeleteType: "ACLPolicyDelete",
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
 	UsageUpsertType: "UsageUpsert", SampleAppendType: "SampleAppend", ACLBootstrapResetType: "ACLBootstrapReset",
-	JobRejectType: "JobReject",
+	JobRejectType: "JobReject", QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -239,6 +245,19 @@ type ACLTokenUpsertRequest struct {
 // ACLTokenDeleteRequest deletes ACL tokens by AccessorID.
 type ACLTokenDeleteRequest struct {
 	AccessorIDs []string
+}
+
+// QueueUpsertRequest stores queues, all or none: the FSM checks them
+// again (state.CheckQueues) and refuses the whole entry, changing
+// nothing, when one is invalid, conflicts with another or would exceed
+// structs.MaxQueues.
+type QueueUpsertRequest struct {
+	Queues []*structs.Queue
+}
+
+// QueueDeleteRequest deletes queues by name, all or none.
+type QueueDeleteRequest struct {
+	Names []string
 }
 
 // Encode returns the Raft log entry of a request of type t. What can be

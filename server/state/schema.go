@@ -32,6 +32,8 @@ const (
 	TableACLPolicies  = "acl_policies"
 	TableACLTokens    = "acl_tokens"
 	TableACLBootstrap = "acl_bootstrap"
+	// TableQueues holds the queues (issue 32) by name.
+	TableQueues = "queues"
 )
 
 // Bounds on what the store keeps.
@@ -128,5 +130,6 @@ func schema() *memdb.DBSchema {
 			"secret": {Name: "secret", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "SecretID"}},
 		}},
 		TableACLBootstrap: single(TableACLBootstrap, singleton()),
+		TableQueues:       single(TableQueues, stringID("Name")),
 	}}
 }

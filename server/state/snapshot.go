@@ -31,6 +31,7 @@ const (
 	recordACLToken
 	recordACLBootstrap
 	recordUsage
+	recordQueue
 )
 
 // records maps each kind to its table and a constructor of the value its
@@ -58,6 +59,7 @@ var records = []struct {
 	{recordACLToken, TableACLTokens, func() any { return new(structs.ACLToken) }},
 	{recordACLBootstrap, TableACLBootstrap, func() any { return new(structs.ACLBootstrap) }},
 	{recordUsage, TableUsage, func() any { return new(structs.JobUsage) }},
+	{recordQueue, TableQueues, func() any { return new(structs.Queue) }},
 }
 
 // Dump calls emit with every row of the store as txn sees it, each with its
