@@ -50,6 +50,10 @@ const (
 	// one GPU of a type (Sia §3.1); its details name the gpu_type and
 	// the nomad_job.
 	EventJobProfiling = "JobProfiling"
+	// EventJobPreempted: a queue's quota shrank or paused the job against
+	// its algorithm's decision (issue 32); its details name the Queue and
+	// the shapes From and To ("0 ps, 0 workers" when paused).
+	EventJobPreempted = "JobPreempted"
 )
 
 // Event is something that happened to a job or to the scheduler, kept in the

@@ -130,6 +130,8 @@ type leader struct {
 	// indexes when they were last read: a step reads them again only
 	// when they moved.
 	jobsIndex, samplesIndex uint64
+	// queuesIndex is the state's queues index when they were last read.
+	queuesIndex uint64
 	// declaredAt is when the declarations were last acted on; rejected
 	// holds, per declared job, the cluster index of the declaration last
 	// rejected (a declaration is not a run: it may never become one).

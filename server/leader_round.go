@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -83,6 +84,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 		for _, r := range l.runs {
 			r.updated = false
 		}
+		l.preemptionEvents(ctx, p.outcome.decision, req.Placements)
 	}
 	plan.Index = index
 	l.log.Debug("committed decision", "index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements), "changed", len(req.Placements))
@@ -256,4 +258,21 @@ func (l *leader) fallbackAlgorithm() planner.Algorithm {
 		l.fallback = alg
 	}
 	return l.fallback
+}
+
+// preemptionEvents records a JobPreempted event for each job the queues
+// shrank or paused in dec whose placement changed in this commit (among
+// changed), so that a job kept preempted round after round has one event.
+// A failure to record one is logged: the decision stands.
+func (l *leader) preemptionEvents(ctx context.Context, dec *models.Decision, changed []*structs.Placement) {
+	for _, pre := range dec.Preemptions {
+		if !slices.ContainsFunc(changed, func(p *structs.Placement) bool { return p.Key() == pre.Job }) {
+			continue
+		}
+		ev := &structs.Event{Type: structs.EventJobPreempted, Namespace: pre.Job.Namespace, JobID: pre.Job.ID, Message: pre.Reason,
+			Details: map[string]string{"Queue": pre.Queue, "From": pre.From.String(), "To": pre.To.String()}}
+		if err := l.s.Event(ctx, ev); err != nil {
+			l.log.Warn("failed to record a preemption", "job_id", pre.Job.ID, "namespace", pre.Job.Namespace, "error", err)
+		}
+	}
 }

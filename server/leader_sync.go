@@ -29,7 +29,7 @@ func (l *leader) step(ctx context.Context) error {
 	if err := l.switchAlgorithm(); err != nil {
 		return err
 	}
-	errs := []error{l.syncNodes(ctx), l.syncStatus(ctx), l.syncDeclared(ctx), l.syncJobs(ctx), l.syncSamples(ctx)}
+	errs := []error{l.syncNodes(ctx), l.syncStatus(ctx), l.syncDeclared(ctx), l.syncJobs(ctx), l.syncQueues(), l.syncSamples(ctx)}
 	if err := l.ingest(l.s.State().Txn()); err != nil {
 		errs = append(errs, err)
 	}
@@ -381,6 +381,23 @@ func (l *leader) handBack(ctx context.Context, job *structs.Job, why string) err
 	}
 	l.log.Info("stopped a job declared in the cluster", "job_id", job.ID, "namespace", job.Namespace, "reason", why)
 	l.urgent = true
+	return nil
+}
+
+// syncQueues hands the scheduler the state's queues when they changed:
+// the next round respects them (planner/queue).
+func (l *leader) syncQueues() error {
+	txn := l.s.State().Txn()
+	index := state.IndexOf(txn, state.TableQueues)
+	if index == l.queuesIndex {
+		return nil
+	}
+	queues, err := state.Queues(txn, nil)
+	if err != nil {
+		return err
+	}
+	l.queuesIndex = index
+	l.models.SetQueues(queues)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/goodput"
 	"github.com/caravan-sched/caravan/planner/model"
+	"github.com/caravan-sched/caravan/planner/queue"
 	"github.com/caravan-sched/caravan/planner/straggler"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-hclog"
@@ -76,6 +77,9 @@ type Set struct {
 	// as the latest Snapshot saw the nodes: a sample that does not name
 	// its type ran on its job's current placement's.
 	gpuTypes map[string]string
+	// queues are the cluster's queues (issue 32), which every decision
+	// respects (planner/queue); none when nil.
+	queues []*structs.Queue
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
 }
@@ -605,7 +609,9 @@ type Round struct {
 	// when straggler handling (stragglerConfig) is on.
 	stragglers      map[structs.JobKey][]straggler.Straggler
 	stragglerConfig *straggler.Config
-	log             hclog.Logger
+	// queues are respected by every decision of the round.
+	queues []*structs.Queue
+	log    hclog.Logger
 }
 
 // roundJob is one free job of a round; while profiling, profile is the
@@ -621,7 +627,7 @@ type roundJob struct {
 // Snapshot refits what has new data and takes the round a plan is made
 // from. Changed reports false until something changes again.
 func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
-	r := &Round{Version: s.version, now: now, log: s.log, versions: make(map[structs.JobKey]uint64, len(s.jobs))}
+	r := &Round{Version: s.version, now: now, log: s.log, versions: make(map[structs.JobKey]uint64, len(s.jobs)), queues: s.queues}
 	if s.stragglers != nil {
 		cfg := s.stragglers.Config()
 		r.stragglerConfig, r.stragglers = &cfg, map[structs.JobKey][]straggler.Straggler{}
@@ -735,6 +741,9 @@ type Decision struct {
 	// unpinned lists the jobs that ran unpinned because their profiling
 	// configuration did not fit.
 	unpinned []roundJob
+	// Preemptions are the jobs the queues shrank or paused against the
+	// algorithm's decision (planner/queue), with why.
+	Preemptions []queue.Preemption
 }
 
 // Decide runs alg on the round and checks its decision. It touches no
@@ -783,6 +792,12 @@ func (r *Round) Decide(alg planner.Algorithm) (*Decision, error) {
 	}
 	if err := r.replaceStragglers(alg, req, dec); err != nil {
 		return nil, err
+	}
+	if len(r.queues) > 0 {
+		dec, out.Preemptions = queue.Apply(req, dec, r.queues, r.held)
+		if err := planner.CheckDecision(req, dec); err != nil {
+			return nil, fmt.Errorf("%s within the queues' quotas: %w", alg.Name(), err)
+		}
 	}
 	r.explainProfiling(alg.Name(), dec, pinned)
 	out.placements = dec.Placements
@@ -989,6 +1004,18 @@ func (s *Set) Models(key structs.JobKey) (*model.Loss, *model.Speed) {
 		return nil, nil
 	}
 	return e.loss.fit, e.speed.fit
+}
+
+// SetQueues makes the next rounds respect queues (planner/queue.Apply
+// after the algorithm's decision). Every job is re-planned when they
+// changed.
+func (s *Set) SetQueues(queues []*structs.Queue) {
+	if slices.EqualFunc(s.queues, queues, func(a, b *structs.Queue) bool { return a.Name == b.Name && a.ModifyIndex == b.ModifyIndex }) {
+		return
+	}
+	s.queues = queues
+	s.changed = true
+	s.version++
 }
 
 // SetAlgorithm makes alg plan the next rounds. Every job is re-planned.

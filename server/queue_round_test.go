@@ -1,0 +1,123 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/shoenig/test/must"
+)
+
+// queueJob is an all-reduce job of namespace ns whose workers take one GPU
+// each, from min to max of them, that trains for a long time.
+func queueJob(id, ns string, min, max int) *api.JobRegisterRequest {
+	hcl := fmt.Sprintf(`
+job %q {
+  namespace = %q
+  training {
+    architecture      = "allreduce"
+    global_batch_size = 256
+    steps_per_epoch   = 100
+    convergence {
+      max_epochs = 100000
+    }
+  }
+  elastic {
+    workers {
+      min = %d
+      max = %d
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = "train"
+    }
+    resources {
+      cpu    = 100
+      memory = 64
+      device "gpu" {
+        count = 1
+      }
+    }
+  }
+}
+`, id, ns, min, max)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
+}
+
+// TestLeader_QueuesReclaimByShrinking runs two queues of one cohort with
+// 8 GPUs each on 16 simulated GPUs: queue a's job borrows b's idle
+// quota and runs 16 workers; when b's job arrives, a's shrinks to its
+// quota (a JobPreempted event says why) and b's runs on its own,
+// where fifo alone would keep it waiting.
+func TestLeader_QueuesReclaimByShrinking(t *testing.T) {
+	cfg := TestConfig(t, simDriver(t, 500))
+	cfg.Algorithm = "fifo" // which alone would keep b waiting behind a
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	waitCommittedNodes(t, c, 4)
+	quota := func(name string) *api.Queue {
+		return &api.Queue{Name: name, Namespaces: []string{"team-" + name}, Cohort: "lab",
+			Quota: api.QueueQuota{GPU: []*api.GPUQuota{{Type: "*", Nominal: 8}}}}
+	}
+	_, _, err := c.Queues().Upsert([]*api.Queue{quota("a"), quota("b")}, nil)
+	must.NoError(t, err)
+
+	workers := func(ns, id string) func() (int, error) {
+		return func() (int, error) {
+			sum, _, err := c.Jobs().Summary(id, &api.QueryOptions{Namespace: ns})
+			if err != nil || sum.Placement == nil || sum.Placement.Placement == nil {
+				return 0, err
+			}
+			return sum.Placement.Placement.NumWorkers, nil
+		}
+	}
+	waitWorkers := func(ns, id string, want func(int) bool, what string) {
+		agent.WaitFor(t, 20*time.Second, what, func() error {
+			n, err := workers(ns, id)()
+			if err != nil {
+				return err
+			}
+			if !want(n) {
+				return fmt.Errorf("%s/%s is decided %d workers", ns, id, n)
+			}
+			return nil
+		})
+	}
+	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
+	must.NoError(t, err)
+	waitWorkers("team-a", "big", func(n int) bool { return n == 16 }, "queue a's job borrowing b's idle GPUs")
+
+	_, _, err = c.Jobs().Register(queueJob("small", "team-b", 4, 8), &api.WriteOptions{Namespace: "team-b"})
+	must.NoError(t, err)
+	waitWorkers("team-b", "small", func(n int) bool { return n >= 4 }, "queue b's job running on its quota")
+	waitWorkers("team-a", "big", func(n int) bool { return n <= 8 }, "queue a's job shrunk to its quota")
+	a, _ := workers("team-a", "big")()
+	b, _ := workers("team-b", "small")()
+	must.LessEq(t, 16, a+b)
+
+	var pre []*api.Event
+	agent.WaitFor(t, 10*time.Second, "a JobPreempted event of big", func() error {
+		all, _, err := c.Events("big", &api.QueryOptions{Namespace: "team-a"})
+		if err != nil {
+			return err
+		}
+		pre = nil
+		for _, ev := range all {
+			if ev.Type == api.EventJobPreempted {
+				pre = append(pre, ev)
+			}
+		}
+		if len(pre) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	t.Logf("%s: %s (%v)", pre[0].Type, pre[0].Message, pre[0].Details)
+	must.Eq(t, "a", pre[0].Details["Queue"])
+	must.StrContains(t, pre[0].Message, `queue "a"`)
+}
