@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/queue"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 )
@@ -17,7 +18,8 @@ import (
 // devices", "missing drivers", `constraint "..." filtered 2 nodes`);
 // `caravan job run` exits 2 on it, and a job declared in the cluster is
 // rejected with a JobRejected event (leader.syncDeclared). Nothing is
-// committed.
+// committed. A job whose minimum its queue may never hold
+// (queue.NeverAdmitted) is refused the same way.
 //
 // With no node committed (the driver has not listed nodes yet, or cannot
 // reach the cluster) a job is accepted and waits: an inventory that is
@@ -30,6 +32,14 @@ func (s *Server) checkFits(job *structs.Job) error {
 		return nil
 	}
 	if err := planner.NeverFits(nodes, job); err != nil {
+		return &CodedError{Code: http.StatusUnprocessableEntity, Err: fmt.Errorf("job %q: %w", job.ID, err)}
+	}
+	queues, err := state.Queues(s.State().Txn(), nil)
+	if err != nil {
+		s.log.Warn("cannot read the queues to check that a job can be admitted", "job_id", job.ID, "error", err)
+		return nil
+	}
+	if err := queue.NeverAdmitted(queues, nodes, job); err != nil {
 		return &CodedError{Code: http.StatusUnprocessableEntity, Err: fmt.Errorf("job %q: %w", job.ID, err)}
 	}
 	return nil

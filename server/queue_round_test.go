@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -120,4 +122,27 @@ func TestLeader_QueuesReclaimByShrinking(t *testing.T) {
 	t.Logf("%s: %s (%v)", pre[0].Type, pre[0].Message, pre[0].Details)
 	must.Eq(t, "a", pre[0].Details["Queue"])
 	must.StrContains(t, pre[0].Message, `queue "a"`)
+}
+
+// TestServer_RefusesJobOverItsQueue: a job whose minimum takes more GPUs
+// than its queue's nominal plus borrowing limit is refused at job run
+// with a 422 that names the queue and its bound, and is not committed.
+func TestServer_RefusesJobOverItsQueue(t *testing.T) {
+	s := TestServer(t, TestConfig(t, simDriver(t, 500)))
+	leaderOf(t, s)
+	c := client(t, s)
+	waitCommittedNodes(t, c, 4)
+	_, _, err := c.Queues().Upsert([]*api.Queue{{Name: "a", Namespaces: []string{"team-a"},
+		Quota: api.QueueQuota{GPU: []*api.GPUQuota{{Type: "*", Nominal: 4, BorrowingLimit: new(2)}}}}}, nil)
+	must.NoError(t, err)
+
+	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 7, 8), &api.WriteOptions{Namespace: "team-a"})
+	var apiErr *api.Error
+	must.True(t, errors.As(err, &apiErr), must.Sprintf("error %v", err))
+	must.Eq(t, http.StatusUnprocessableEntity, apiErr.StatusCode)
+	must.StrContains(t, apiErr.Message, `job "big": its minimum takes 7 GPUs, more than queue "a" may ever hold of any GPU type: at most 6 of `)
+	_, _, err = c.Jobs().Info("big", &api.QueryOptions{Namespace: "team-a"})
+	must.True(t, api.IsNotFound(err), must.Sprintf("the refused job is not committed: %v", err))
+	_, _, err = c.Jobs().Register(queueJob("fits", "team-a", 6, 8), &api.WriteOptions{Namespace: "team-a"})
+	must.NoError(t, err)
 }

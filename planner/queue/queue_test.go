@@ -311,3 +311,22 @@ func TestApply_AnyType(t *testing.T) {
 	must.Eq(t, []*structs.NodeTasks{on("t0", 8)}, got["b1"].Nodes)
 	must.SliceLen(t, 1, pre)
 }
+
+func TestNeverAdmitted(t *testing.T) {
+	nodes := []*structs.Node{gpuNode("a1", "NVIDIA A100", 8), gpuNode("t1", "Tesla T4", 8)}
+	limited := func(nominal, borrow int) *structs.GPUQuota {
+		return &structs.GPUQuota{Type: "*", Nominal: nominal, BorrowingLimit: new(borrow)}
+	}
+	queues := []*structs.Queue{
+		{Name: "a", Namespaces: []string{"a"}, Quota: structs.QueueQuota{GPU: []*structs.GPUQuota{limited(4, 2)}}},
+		{Name: "b", Namespaces: []string{"b"}, Quota: structs.QueueQuota{GPU: []*structs.GPUQuota{
+			{Type: "A100", Nominal: 2, BorrowingLimit: new(0)}, {Type: "T4", Nominal: 8}}}},
+	}
+	job := func(ns string, min int) *structs.Job { return gpuJob(ns, "j", min, min+2).Job }
+	must.NoError(t, NeverAdmitted(queues, nodes, job("a", 6)), must.Sprint("4 nominal + 2 borrowed"))
+	err := NeverAdmitted(queues, nodes, job("a", 7))
+	must.EqError(t, err, `its minimum takes 7 GPUs, more than queue "a" may ever hold of any GPU type: at most 6 of NVIDIA A100 (4 nominal + 2 borrowing limit); 6 of Tesla T4 (4 nominal + 2 borrowing limit)`)
+	must.NoError(t, NeverAdmitted(queues, nodes, job("b", 7)), must.Sprint("T4s have no borrowing limit"))
+	must.NoError(t, NeverAdmitted(queues, nodes, job("other", 100)), must.Sprint("the default queue, undefined, bounds nothing"))
+	must.NoError(t, NeverAdmitted(nil, nodes, job("a", 100)))
+}
