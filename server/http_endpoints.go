@@ -479,6 +479,13 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 			observed = sum.Observed.Placement
 		}
 		sum.GPUTypes = structs.PlacementGPUTypes(nodes, desired, observed)
+		queues, err := state.Queues(txn, ws)
+		if err != nil {
+			return nil, err
+		}
+		if len(queues) > 0 {
+			sum.Queue = structs.QueueFor(queues, job.Namespace)
+		}
 		if sum.Model, err = s.currentModel(txn, ws, job); err != nil {
 			return nil, err
 		}
@@ -499,7 +506,7 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) (any, error)
 			sum.LastSample = &last
 		}
 		return sum, nil
-	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage, state.TableNodes))
+	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableUsage, state.TableNodes, state.TableQueues))
 }
 
 // jobSamples returns the job's kept samples, oldest first.

@@ -101,6 +101,9 @@ func TestLeader_QueuesReclaimByShrinking(t *testing.T) {
 	a, _ := workers("team-a", "big")()
 	b, _ := workers("team-b", "small")()
 	must.LessEq(t, 16, a+b)
+	sum, _, err := c.Jobs().Summary("big", &api.QueryOptions{Namespace: "team-a"})
+	must.NoError(t, err)
+	must.Eq(t, "a", sum.Queue)
 
 	var pre []*api.Event
 	agent.WaitFor(t, 10*time.Second, "a JobPreempted event of big", func() error {

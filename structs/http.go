@@ -79,6 +79,9 @@ type JobSummary struct {
 	// and the observed placement that has one, by node ID, as the driver
 	// last reported the nodes; nil when none has.
 	GPUTypes map[string]string `json:",omitempty"`
+	// Queue is the queue the job's namespace maps to (issue 32); empty
+	// when no queue is defined.
+	Queue string `json:",omitempty"`
 }
 
 // PlanResponse is POST /v1/jobs/plan: how the job differs from its

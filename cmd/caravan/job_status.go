@@ -193,6 +193,9 @@ func formatJobSummary(sum *api.JobSummary, events []*api.Event, verbose bool) st
 			kv = append(kv, [2]string{"Parameter Servers", fmt.Sprintf("%d..%d", e.ParameterServers.Min, e.ParameterServers.Max)})
 		}
 	}
+	if sum.Queue != "" {
+		kv = append(kv, [2]string{"Queue", sum.Queue})
+	}
 	kv = append(kv, [2]string{"Samples", strconv.FormatInt(sum.Samples, 10)})
 	var b strings.Builder
 	b.WriteString(formatKV(kv))
