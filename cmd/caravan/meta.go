@@ -133,7 +133,8 @@ General Options:
     The ACL token to use. Overrides CARAVAN_TOKEN.
 
   -namespace=<namespace>
-    The namespace of the job a command names, and of the jobs it lists.
+    The namespace of the job a command names, of the jobs it lists, and
+    of a jobspec that names none (or "default"), as Nomad's -namespace.
     Overrides CARAVAN_NAMESPACE. Default: a job's namespace is "default";
     lists, and the search for a job whose ID starts with what is given,
     cover every namespace.
@@ -213,6 +214,9 @@ func (m *Meta) jobspecCommand(name string, args []string, help string, extra fun
 			m.Ui.Error(nomadChecked)
 		}
 		return nil, format
+	}
+	if m.namespace != "" && job.Namespace == structs.DefaultNamespace && job.Nomad == nil {
+		job.Namespace = m.namespace
 	}
 	out, err := jobspec.APIJob(job)
 	if err != nil {

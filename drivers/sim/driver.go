@@ -80,7 +80,8 @@ type DriverConfig struct {
 // Speed 1 with no pause, Now is the wall time; at Speed > 1 it runs ahead.
 //
 // Jobs. The simulator keys jobs by ID, so two jobs of one ID in different
-// namespaces cannot run at once. A job the driver has not seen yet is
+// namespaces cannot run at once: Enact and the next Status report the
+// later one failed, and Enact enacts the rest of the plan. A job the driver has not seen yet is
 // submitted when a plan first names it, with the ground truth TruthFor
 // gives its spec; a later spec of a known job is ignored.
 //
@@ -111,6 +112,10 @@ type Driver struct {
 	// deferredTypes holds the GPU-type profiling requests (ProfileTypes)
 	// of jobs not submitted yet.
 	deferredTypes map[structs.JobKey]bool
+	// refused are the reports of the jobs Enact refused because a job of
+	// another namespace holds their ID; the next Status reports them,
+	// failed, once.
+	refused []*structs.JobReport
 	// changes holds each job's latest change: the simulator applies a
 	// change at once, so every change it reports is done.
 	changes map[structs.JobKey]*structs.Change
@@ -300,16 +305,25 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 		submit     []*structs.Job
 		placements = make([]*structs.Placement, 0, len(plan.Placements))
 	)
+	// refused are the reports of jobs whose ID another namespace's job
+	// holds: they fail, and the rest of the plan is enacted.
+	var refused []*structs.JobReport
+	refuse := func(p *structs.Placement, other string) {
+		refused = append(refused, &structs.JobReport{Namespace: p.Namespace, JobID: p.JobID, Status: structs.JobStatusFailed,
+			Message: fmt.Sprintf("the simulated cluster runs one job of an ID at a time, and job %q of namespace %q holds it: give this one another ID", p.JobID, other)})
+	}
 	for _, p := range plan.Placements {
 		if ns, ok := named[p.JobID]; ok {
-			return nil, fmt.Errorf("job %q is placed in namespaces %q and %q; the simulator keys jobs by ID", p.JobID, ns, p.Namespace)
+			refuse(p, ns)
+			continue
+		}
+		j, ok := d.sim.jobs[p.JobID]
+		if ok && j.spec.Namespace != p.Namespace {
+			refuse(p, j.spec.Namespace)
+			continue
 		}
 		named[p.JobID] = p.Namespace
-		j, ok := d.sim.jobs[p.JobID]
 		switch {
-		case ok && j.spec.Namespace != p.Namespace:
-			return nil, fmt.Errorf("job %q in namespace %q: the simulator already holds job %q in namespace %q",
-				p.JobID, p.Namespace, p.JobID, j.spec.Namespace)
 		case ok && j.ended():
 			continue
 		case !ok:
@@ -396,9 +410,10 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 	}
 	d.log.Debug("enacted plan", "index", plan.Index, "placements", len(plan.Placements),
 		"submitted", len(submit), "stopped", len(stop))
-	out := make([]*structs.JobReport, 0, len(plan.Placements))
+	d.refused = append(d.refused, refused...)
+	out := refused
 	for _, p := range plan.Placements {
-		if j, ok := d.sim.jobs[p.JobID]; ok {
+		if j, ok := d.sim.jobs[p.JobID]; ok && j.spec.Namespace == p.Namespace {
 			out = append(out, d.report(j))
 		}
 	}
@@ -430,10 +445,12 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.syncLocked()
-	out := make([]*structs.JobReport, 0, len(d.sim.order))
+	out := make([]*structs.JobReport, 0, len(d.sim.order)+len(d.refused))
 	for _, j := range d.sim.order {
 		out = append(out, d.report(j))
 	}
+	out = append(out, d.refused...)
+	d.refused = nil
 	return out, nil
 }
 

@@ -271,10 +271,6 @@ func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 	before := statusOf(t, d)
 	allocs, usage := len(d.sim.Allocations()), len(d.sim.Usage())
 
-	other := driverJob("a")
-	other.Namespace = "other"
-	otherPlan := workers(map[string]int{"a": 1})
-	otherPlan.Placements[0].Namespace = "other"
 	cases := []struct {
 		name string
 		plan *structs.Plan
@@ -286,7 +282,6 @@ func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 		{"over-committed", workers(map[string]int{"b": 5}), jobs("b"), "node-00 would hold 5000 MHz"},
 		{"over-committed with a", workers(map[string]int{"a": 2, "b": 3}), jobs("a", "b"), "would hold 5000 MHz"},
 		{"new job without a spec", workers(map[string]int{"b": 1}), nil, `job "b" in namespace "default" is new and jobs holds no spec`},
-		{"ID of another namespace", otherPlan, []*structs.Job{other}, `already holds job "a" in namespace "default"`},
 		{"invalid", &structs.Plan{Placements: []*structs.Placement{{JobID: "a", NumWorkers: 1}}}, nil, "nodes hold 0 ps and 0 workers"},
 	}
 	for _, tc := range cases {
@@ -303,6 +298,35 @@ func TestDriver_RejectsAndChangesNothing(t *testing.T) {
 		})
 	}
 	must.ErrorIs(t, enact(d, ctx, workers(map[string]int{"b": 5}), jobs("b")), ErrOverCommitted)
+
+	// A job of another namespace with a's ID fails, said why, once; a
+	// runs on.
+	other := driverJob("a")
+	other.Namespace = "other"
+	otherPlan := workers(map[string]int{"a": 2})
+	otherPlan.Placements = append(otherPlan.Placements, &structs.Placement{Namespace: "other", JobID: "a", NumWorkers: 1,
+		Nodes: []*structs.NodeTasks{{NodeID: otherPlan.Placements[0].Nodes[0].NodeID, Workers: 1}}})
+	reports, err := d.Enact(ctx, otherPlan, []*structs.Job{driverJob("a"), other})
+	must.NoError(t, err)
+	failed := func(rs []*structs.JobReport) []*structs.JobReport {
+		var out []*structs.JobReport
+		for _, r := range rs {
+			if r.Namespace == "other" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	must.SliceLen(t, 1, failed(reports))
+	must.Eq(t, structs.JobStatusFailed, failed(reports)[0].Status)
+	must.StrContains(t, failed(reports)[0].Message, `job "a" of namespace "default" holds it`)
+	st, err := d.Status(ctx)
+	must.NoError(t, err)
+	must.SliceLen(t, 1, failed(st))
+	st, err = d.Status(ctx)
+	must.NoError(t, err)
+	must.SliceEmpty(t, failed(st), must.Sprint("reported once"))
+	must.Eq(t, before, statusOf(t, d))
 
 	// The deferred profiling of b happens when a valid plan submits it: one
 	// sample per configuration, and 2 × 10 s before its first start.

@@ -1,0 +1,42 @@
+# Team nlp's job for the two-team example (queues.hcl): an elastic
+# all-reduce job of 2 to 16 workers with one GPU each, in namespace
+# "nlp", whose queue is "nlp". On `caravan agent -dev` no task runs:
+# the simulated cluster trains it.
+
+job "translate" {
+  namespace = "nlp"
+
+  training {
+    architecture      = "allreduce"
+    global_batch_size = 512
+    steps_per_epoch   = 500
+
+    convergence {
+      max_epochs = 50
+    }
+  }
+
+  elastic {
+    workers {
+      min = 2
+      max = 16
+    }
+  }
+
+  worker {
+    driver = "docker"
+
+    config {
+      image = "ghcr.io/acme/train:latest"
+    }
+
+    resources {
+      cpu    = 2000
+      memory = 4096
+
+      device "nvidia/gpu" {
+        count = 1
+      }
+    }
+  }
+}
