@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"fmt"
+	"github.com/caravan-sched/caravan/internal/hcldiag"
 	"maps"
 	"reflect"
 	"slices"
@@ -492,10 +493,10 @@ func (d *decoder) affinities(c *hcl.BodyContent, path string) []*structs.Affinit
 func (d *decoder) validation(err error) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, fe := range structs.FieldErrors(err) {
-		if d.decodeFailed(fe.Path) {
+		if hcldiag.Failed(d.failed, fe.Path) {
 			continue
 		}
-		rng := d.rangeFor(fe.Path)
+		rng := hcldiag.RangeFor(d.ranges, fe.Path)
 		name := fe.Path[strings.LastIndexAny(fe.Path, ".]")+1:]
 		diag := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
 		if fe.Err == structs.ErrMissing {
@@ -507,47 +508,9 @@ func (d *decoder) validation(err error) hcl.Diagnostics {
 			diag.Detail = fmt.Sprintf("The %s %q is required here.", kind, fe.Path)
 		} else {
 			diag.Summary = "Invalid " + fe.Path
-			diag.Detail = upperFirst(fe.Err.Error()) + "."
+			diag.Detail = hcldiag.UpperFirst(fe.Err.Error()) + "."
 		}
 		diags = append(diags, diag)
 	}
 	return diags
-}
-
-// decodeFailed reports whether path or a path enclosing it failed to decode.
-func (d *decoder) decodeFailed(path string) bool {
-	for p := path; ; p = parent(p) {
-		if d.failed[p] {
-			return true
-		}
-		if p == "" {
-			return false
-		}
-	}
-}
-
-func (d *decoder) rangeFor(path string) hcl.Range {
-	for p := path; ; p = parent(p) {
-		if r, ok := d.ranges[p]; ok {
-			return r
-		}
-		if p == "" {
-			return hcl.Range{}
-		}
-	}
-}
-
-// parent strips the last element of a path: "a.b[0].c" → "a.b[0]" → "a.b".
-func parent(path string) string {
-	if i := strings.LastIndexAny(path, ".["); i >= 0 {
-		return path[:i]
-	}
-	return ""
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -1,8 +1,8 @@
 package jobspec
 
 import (
+	"github.com/caravan-sched/caravan/internal/hcldiag"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -146,18 +146,7 @@ func Parse(cfg *Config) (*structs.Job, hcl.Diagnostics) { return NewParser().Par
 
 // SortDiagnostics orders diagnostics by file and position, those without a
 // position (such as a bad -var) first, so they read top to bottom.
-func SortDiagnostics(diags hcl.Diagnostics) {
-	sort.SliceStable(diags, func(i, j int) bool {
-		a, b := diags[i].Subject, diags[j].Subject
-		switch {
-		case a == nil || b == nil:
-			return a == nil && b != nil
-		case a.Filename != b.Filename:
-			return a.Filename < b.Filename
-		}
-		return a.Start.Byte < b.Start.Byte
-	})
-}
+func SortDiagnostics(diags hcl.Diagnostics) { hcldiag.Sort(diags) }
 
 // duplicate reports a second block of a type that may appear once.
 func duplicate(b, first *hcl.Block) *hcl.Diagnostic {

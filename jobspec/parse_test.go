@@ -77,15 +77,11 @@ func golden(t *testing.T, path, got string) {
 }
 
 // TestParse_Examples checks that every jobspec in examples/ is valid: the
-// five Caravan jobspecs with Parse, and their Nomad-format versions
+// Caravan jobspecs with Parse, and their Nomad-format versions
 // (*.nomad.hcl) with ParseAny.
 func TestParse_Examples(t *testing.T) {
-	files, err := filepath.Glob("../examples/*.hcl")
-	must.NoError(t, err)
-	more, err := filepath.Glob("../examples/*/*.hcl")
-	must.NoError(t, err)
-	files = append(files, more...)
-	must.SliceLen(t, 10, files)
+	files := exampleJobspecs(t)
+	must.SliceLen(t, 12, files)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var job *structs.Job

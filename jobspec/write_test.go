@@ -3,6 +3,7 @@ package jobspec
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,17 +13,23 @@ import (
 	"github.com/shoenig/test/must"
 )
 
+// exampleJobspecs returns the jobspecs of examples/ and its
+// subdirectories: every .hcl file but queue files (queues.hcl).
+func exampleJobspecs(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../examples/*.hcl")
+	must.NoError(t, err)
+	more, err := filepath.Glob("../examples/*/*.hcl") // pytorch-ddp, teams
+	must.NoError(t, err)
+	return slices.DeleteFunc(append(files, more...), func(f string) bool { return filepath.Base(f) == "queues.hcl" })
+}
+
 // examples returns the example jobspecs of one format: the Nomad format's
 // end in .nomad.hcl.
 func examples(t *testing.T, format string) []string {
 	t.Helper()
-	files, err := filepath.Glob("../examples/*.hcl")
-	must.NoError(t, err)
-	more, err := filepath.Glob("../examples/*/*.hcl") // pytorch-ddp
-	must.NoError(t, err)
-	files = append(files, more...)
 	var out []string
-	for _, f := range files {
+	for _, f := range exampleJobspecs(t) {
 		if strings.HasSuffix(f, ".nomad.hcl") == (format == FormatNomad) {
 			out = append(out, f)
 		}

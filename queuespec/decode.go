@@ -2,6 +2,7 @@ package queuespec
 
 import (
 	"fmt"
+	"github.com/caravan-sched/caravan/internal/hcldiag"
 	"strings"
 
 	"github.com/caravan-sched/caravan/structs"
@@ -190,10 +191,10 @@ func (d *decoder) quota(b *hcl.Block, path string) structs.QueueQuota {
 func (d *decoder) validation(err error) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, fe := range structs.FieldErrors(err) {
-		if d.decodeFailed(fe.Path) {
+		if hcldiag.Failed(d.failed, fe.Path) {
 			continue
 		}
-		rng := d.rangeFor(fe.Path)
+		rng := hcldiag.RangeFor(d.ranges, fe.Path)
 		diag := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
 		switch {
 		case fe.Err == structs.ErrMissing && strings.HasSuffix(fe.Path, ".type"):
@@ -205,50 +206,9 @@ func (d *decoder) validation(err error) hcl.Diagnostics {
 			diag.Detail = fmt.Sprintf("The argument %q is required here.", fe.Path)
 		default:
 			diag.Summary = "Invalid " + fe.Path
-			diag.Detail = upperFirst(fe.Err.Error()) + "."
+			diag.Detail = hcldiag.UpperFirst(fe.Err.Error()) + "."
 		}
 		diags = append(diags, diag)
 	}
 	return diags
-}
-
-// decodeFailed reports whether path or a path enclosing it failed to
-// decode.
-func (d *decoder) decodeFailed(path string) bool {
-	for p := path; ; p = parent(p) {
-		if d.failed[p] {
-			return true
-		}
-		if p == "" {
-			return false
-		}
-	}
-}
-
-// rangeFor returns the range recorded for path or, failing that, for the
-// nearest path enclosing it.
-func (d *decoder) rangeFor(path string) hcl.Range {
-	for p := path; ; p = parent(p) {
-		if r, ok := d.ranges[p]; ok {
-			return r
-		}
-		if p == "" {
-			return hcl.Range{}
-		}
-	}
-}
-
-// parent strips the last element of a path: "a.b[0].c" → "a.b[0]" → "a.b".
-func parent(path string) string {
-	if i := strings.LastIndexAny(path, ".["); i >= 0 {
-		return path[:i]
-	}
-	return ""
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -2,9 +2,9 @@ package queuespec
 
 import (
 	"fmt"
+	"github.com/caravan-sched/caravan/internal/hcldiag"
 	"io"
 	"os"
-	"sort"
 
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/hcl/v2"
@@ -88,7 +88,7 @@ func (p *Parser) Parse(src []byte, filename string) ([]*structs.Queue, hcl.Diagn
 		decoders = append(decoders, dec)
 	}
 	diags = append(diags, conflicts(queues, decoders)...)
-	sortDiagnostics(diags)
+	hcldiag.Sort(diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -109,7 +109,7 @@ func conflicts(queues []*structs.Queue, decoders []*decoder) hcl.Diagnostics {
 				owner[ns] = q.Name
 			case o != q.Name:
 				p := fmt.Sprintf("namespaces[%d]", j)
-				rng := decoders[i].rangeFor(p)
+				rng := hcldiag.RangeFor(decoders[i].ranges, p)
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Invalid " + p,
@@ -161,19 +161,4 @@ func Parse(src []byte, filename string) ([]*structs.Queue, hcl.Diagnostics) {
 // Parser.ParseFile.
 func ParseFile(path string) ([]*structs.Queue, hcl.Diagnostics) {
 	return NewParser().ParseFile(path)
-}
-
-// sortDiagnostics orders diagnostics by file and position, those without
-// a position first, so they read top to bottom.
-func sortDiagnostics(diags hcl.Diagnostics) {
-	sort.SliceStable(diags, func(i, j int) bool {
-		a, b := diags[i].Subject, diags[j].Subject
-		switch {
-		case a == nil || b == nil:
-			return a == nil && b != nil
-		case a.Filename != b.Filename:
-			return a.Filename < b.Filename
-		}
-		return a.Start.Byte < b.Start.Byte
-	})
 }

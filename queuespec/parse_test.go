@@ -123,3 +123,12 @@ func TestParser_Files(t *testing.T) {
 	must.NoError(t, w.WriteDiagnostics(diags))
 	must.StrContains(t, b.String(), "lending_limit = 12")
 }
+
+// TestParse_Example parses the queues of the two-team example.
+func TestParse_Example(t *testing.T) {
+	queues, diags := ParseFile("../examples/teams/queues.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	must.SliceLen(t, 2, queues)
+	must.Eq(t, "research", queues[1].Cohort)
+	must.Eq(t, 4, *queues[1].Quota.GPU[0].BorrowingLimit)
+}
