@@ -537,37 +537,9 @@ func nodeCount(expr hclsyntax.Expression) int {
 	return n
 }
 
-// checkSource reports a source over MaxSourceBytes, or whose brackets nest
-// over MaxNestingDepth, naming where.
+// checkSource holds a source to the jobspec's limits (hclscan.Check).
 func checkSource(src []byte, filename string) hcl.Diagnostics {
-	if len(src) > MaxSourceBytes {
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Jobspec too large",
-			Detail:   fmt.Sprintf("%s is %d bytes; a jobspec may be at most %d.", filename, len(src), MaxSourceBytes),
-			Subject:  &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
-		}}
-	}
-	d, ops, at := nestingDepth(src)
-	if ops > MaxOperators {
-		pos := hclscan.Position(src, at)
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Too many operators",
-			Detail:   fmt.Sprintf("The jobspec has more than %d operators by here, the most a jobspec may.", MaxOperators),
-			Subject:  &hcl.Range{Filename: filename, Start: pos, End: pos},
-		}}
-	}
-	if d > MaxNestingDepth {
-		pos := hclscan.Position(src, at)
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Nesting too deep",
-			Detail:   fmt.Sprintf("Brackets and interpolations nest more than %d levels deep here, the most a jobspec may.", MaxNestingDepth),
-			Subject:  &hcl.Range{Filename: filename, Start: pos, End: pos},
-		}}
-	}
-	return nil
+	return hclscan.Check(src, filename, hclscan.Limits{What: "jobspec", MaxBytes: MaxSourceBytes, MaxDepth: MaxNestingDepth, MaxOps: MaxOperators})
 }
 
 // nestingDepth is hclscan.Nesting at the jobspec's limits.

@@ -39,38 +39,9 @@ const (
 	MaxGPUQuotas  = structs.MaxQueueGPUQuotas
 )
 
-// checkSource reports a source over MaxSourceBytes, or whose brackets nest
-// over MaxNestingDepth, or with more than MaxOperators operators, naming
-// where.
+// checkSource holds a source to the queue file's limits (hclscan.Check).
 func checkSource(src []byte, filename string) hcl.Diagnostics {
-	if len(src) > MaxSourceBytes {
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Queue file too large",
-			Detail:   fmt.Sprintf("%s is more than %d bytes, the most a queue file may be.", filename, MaxSourceBytes),
-			Subject:  &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
-		}}
-	}
-	d, ops, at := nestingDepth(src)
-	if ops > MaxOperators {
-		pos := hclscan.Position(src, at)
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Too many operators",
-			Detail:   fmt.Sprintf("The queue file has more than %d operators by here, the most a queue file may.", MaxOperators),
-			Subject:  &hcl.Range{Filename: filename, Start: pos, End: pos},
-		}}
-	}
-	if d > MaxNestingDepth {
-		pos := hclscan.Position(src, at)
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Nesting too deep",
-			Detail:   fmt.Sprintf("Brackets and interpolations nest more than %d levels deep here, the most a queue file may.", MaxNestingDepth),
-			Subject:  &hcl.Range{Filename: filename, Start: pos, End: pos},
-		}}
-	}
-	return nil
+	return hclscan.Check(src, filename, hclscan.Limits{What: "queue file", MaxBytes: MaxSourceBytes, MaxDepth: MaxNestingDepth, MaxOps: MaxOperators})
 }
 
 // checkExpressions walks the parsed body before anything is evaluated: it

@@ -47,7 +47,7 @@ func TestParse_Limits(t *testing.T) {
 	cases := []struct {
 		name, src, want string
 	}{
-		{"oversized", manyQueues(9000), "bomb.hcl:1:1: Queue file too large: bomb.hcl is more than 262144 bytes"},
+		{"oversized", manyQueues(9000), "bomb.hcl:1:1: Queue file too large: bomb.hcl is 402780 bytes; a queue file may be at most 262144."},
 		{"nested parentheses", queueWith(strings.Repeat("(", n)+"1"+strings.Repeat(")", n), ""), "Nesting too deep"},
 		{"nested lists", queueWith(strings.Repeat("[", n)+strings.Repeat("]", n), ""), "Nesting too deep"},
 		{"nested interpolations", queueWith(strings.Repeat(`"${`, n/3)+"1"+strings.Repeat(`}"`, n/3), ""), "Nesting too deep"},
@@ -118,7 +118,7 @@ func TestParseFile_Oversized(t *testing.T) {
 	queues, diags := ParseFile(path)
 	runtime.ReadMemStats(&after)
 	must.Nil(t, queues)
-	must.Eq(t, "huge.hcl:1:1: Queue file too large: "+path+" is more than 262144 bytes, the most a queue file may be.\n", render(diags))
+	must.Eq(t, "huge.hcl:1:1: Queue file too large: "+path+" is 262145 bytes; a queue file may be at most 262144.\n", render(diags))
 	must.Less(t, uint64(4<<20), after.TotalAlloc-before.TotalAlloc)
 }
 

@@ -5,10 +5,53 @@
 package hclscan
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
+
+// Limits are the bounds Check holds a source to, and what the source is
+// called in its diagnostics ("jobspec", "queue file").
+type Limits struct {
+	What                       string
+	MaxBytes, MaxDepth, MaxOps int
+}
+
+// Check reports a source over l.MaxBytes, or with more than l.MaxOps
+// operators, or whose brackets nest over l.MaxDepth, naming where.
+func Check(src []byte, filename string, l Limits) hcl.Diagnostics {
+	at := func(off int) *hcl.Range {
+		pos := Position(src, off)
+		return &hcl.Range{Filename: filename, Start: pos, End: pos}
+	}
+	if len(src) > l.MaxBytes {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  strings.ToUpper(l.What[:1]) + l.What[1:] + " too large",
+			Detail:   fmt.Sprintf("%s is %d bytes; a %s may be at most %d.", filename, len(src), l.What, l.MaxBytes),
+			Subject:  at(0),
+		}}
+	}
+	d, ops, off := Nesting(src, l.MaxDepth, l.MaxOps)
+	if ops > l.MaxOps {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Too many operators",
+			Detail:   fmt.Sprintf("The %s has more than %d operators by here, the most a %s may.", l.What, l.MaxOps, l.What),
+			Subject:  at(off),
+		}}
+	}
+	if d > l.MaxDepth {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Nesting too deep",
+			Detail:   fmt.Sprintf("Brackets and interpolations nest more than %d levels deep here, the most a %s may.", l.MaxDepth, l.What),
+			Subject:  at(off),
+		}}
+	}
+	return nil
+}
 
 // Nesting scans src as HCL or JSON tokens closely enough to count
 // nesting without parsing: ( [ { and ${ %{ open a level; strings and
