@@ -20,9 +20,14 @@
 // that matches the type (structs.GPUQuota.Matches). A type no quota of a
 // queue matches has nominal 0 for it: the queue may use it only as a
 // borrower. A quota that matches several types of the cluster ("*") is
-// split over them, first up to the queue's demand of each type, then up
-// to each type's capacity; its limits are spent type by type, in the
-// order of the types' names. CPU (MHz) and memory (MB) are one untyped
+// split over them in proportion to each type's capacity, less what the
+// one-type quotas of all queues take of it (largest remainders, ties by
+// type name, a unit going first to a type whose nominals, summed over
+// the queues, are still below its capacity), so that when the queues'
+// nominals sum to at most the cluster's GPUs no type's nominals sum
+// beyond its capacity: on 8 A100s and 8 V100s, two queues of "*" 8 each
+// get 4 of each type. The split ignores demand. A quota's limits are
+// spent type by type, in the order of the types' names. CPU (MHz) and memory (MB) are one untyped
 // resource each, with the same rules, but only for the queues that set
 // them: a queue without a CPU quota is not limited in CPU, and lends none.
 // Capacity is what the request's nodes have free plus what held

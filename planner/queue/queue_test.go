@@ -330,3 +330,36 @@ func TestNeverAdmitted(t *testing.T) {
 	must.NoError(t, NeverAdmitted(queues, nodes, job("other", 100)), must.Sprint("the default queue, undefined, bounds nothing"))
 	must.NoError(t, NeverAdmitted(nil, nodes, job("a", 100)))
 }
+
+// TestNominals: a quota of several types is split in proportion to the
+// capacity the one-type quotas leave, rounding coordinated so that no
+// type's nominals sum beyond its capacity.
+func TestNominals(t *testing.T) {
+	anyGPU := func(n int) *structs.GPUQuota { return &structs.GPUQuota{Type: "*", Nominal: n} }
+	for _, tc := range []struct {
+		name   string
+		cap    []int // of "NVIDIA A100", "Tesla V100"
+		quotas [][]*structs.GPUQuota
+		want   [][]int // per queue, per type
+	}{
+		{"two * of 8 on 8+8", []int{8, 8}, [][]*structs.GPUQuota{{anyGPU(8)}, {anyGPU(8)}}, [][]int{{4, 4}, {4, 4}}},
+		{"by capacity", []int{12, 4}, [][]*structs.GPUQuota{{anyGPU(8)}}, [][]int{{6, 2}}},
+		{"rounding fills the types with room", []int{8, 8}, [][]*structs.GPUQuota{{anyGPU(5)}, {anyGPU(5)}, {anyGPU(6)}}, [][]int{{3, 2}, {2, 3}, {3, 3}}},
+		{"one-type quotas first", []int{8, 8}, [][]*structs.GPUQuota{{a100(8)}, {anyGPU(8)}}, [][]int{{8, 0}, {0, 8}}},
+		{"no capacity to spare: by capacity", []int{8, 8}, [][]*structs.GPUQuota{{a100(8)}, {{Type: "V100", Nominal: 8}}, {anyGPU(2)}}, [][]int{{8, 0}, {0, 8}, {1, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dims := []dim{{name: "NVIDIA A100", gpu: true, capacity: tc.cap[0]}, {name: "Tesla V100", gpu: true, capacity: tc.cap[1]}}
+			var qs []*queueState
+			for i, gq := range tc.quotas {
+				qs = append(qs, &queueState{name: fmt.Sprint("q", i), quota: &structs.QueueQuota{GPU: gq}, shares: make([]share, len(dims))})
+			}
+			nominals(dims, qs)
+			var got [][]int
+			for _, q := range qs {
+				got = append(got, []int{q.shares[0].nominal, q.shares[1].nominal})
+			}
+			must.Eq(t, tc.want, got)
+		})
+	}
+}
