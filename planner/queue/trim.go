@@ -172,11 +172,8 @@ func (a *applier) removeWorker(j *job, d, e int) {
 func (a *applier) regrow(j *job) {
 	for _, o := range j.orig.Nodes {
 		for o.Workers > 0 {
-			e := slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool {
-				return nt.NodeID == o.NodeID && nt.PSSize == o.PSSize && (nt.WorkerSize == o.WorkerSize || nt.Workers == 0)
-			})
 			have := 0
-			if e >= 0 {
+			if e := entryOf(j.p, o.NodeID, o.PSSize, o.WorkerSize); e >= 0 {
 				have = j.p.Nodes[e].Workers
 			}
 			if have >= o.Workers {
@@ -186,18 +183,38 @@ func (a *applier) regrow(j *job) {
 			if !a.fits(j.queue, j.tasks, one) {
 				return
 			}
-			a.use(j.queue, j.tasks, one, 1)
 			a.unfree(j.queue, j.tasks, one)
-			if e < 0 {
-				j.p.Nodes = append(j.p.Nodes, &structs.NodeTasks{NodeID: o.NodeID, PSSize: o.PSSize})
-				structs.SortNodeTasks(j.p.Nodes)
-				e = slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool { return nt.NodeID == o.NodeID && nt.Workers == 0 && nt.PS == 0 })
-			}
-			j.p.Nodes[e].Workers++
-			j.p.Nodes[e].WorkerSize = o.WorkerSize
-			j.p.NumWorkers++
+			a.addWorker(j, one, o.PSSize)
 		}
 	}
+}
+
+// entryOf returns the index of p's entry on node id with parameter
+// servers of size pss that takes workers of size ws (or has none), -1
+// when there is none.
+func entryOf(p *structs.Placement, id string, pss, ws structs.TaskSize) int {
+	return slices.IndexFunc(p.Nodes, func(nt *structs.NodeTasks) bool {
+		return nt.NodeID == id && nt.PSSize == pss && (nt.WorkerSize == ws || nt.Workers == 0)
+	})
+}
+
+// addWorker adds one worker, one (an entry of one worker), to j's
+// placement, in the entry of its node with parameter servers of size pss
+// (a new entry when there is none), and counts it toward j's queue. The
+// caller checks that it fits the node and the queue.
+func (a *applier) addWorker(j *job, one *structs.NodeTasks, pss structs.TaskSize) {
+	a.use(j.queue, j.tasks, one, 1)
+	e := entryOf(j.p, one.NodeID, pss, one.WorkerSize)
+	if e < 0 {
+		j.p.Nodes = append(j.p.Nodes, &structs.NodeTasks{NodeID: one.NodeID, PSSize: pss})
+		structs.SortNodeTasks(j.p.Nodes)
+		e = slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool {
+			return nt.NodeID == one.NodeID && nt.PSSize == pss && nt.Workers == 0 && nt.PS == 0
+		})
+	}
+	j.p.Nodes[e].Workers++
+	j.p.Nodes[e].WorkerSize = one.WorkerSize
+	j.p.NumWorkers++
 }
 
 // pause gives back all of j's placement.
