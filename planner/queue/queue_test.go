@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
@@ -362,4 +363,59 @@ func TestNominals(t *testing.T) {
 			must.Eq(t, tc.want, got)
 		})
 	}
+}
+
+// TestApply_Reclaim is the dev cluster's case: 2 nodes of 4 A100s and 2
+// of 4 V100s, queues nlp and vision in cohort "research" with "*" 8
+// each. nlp's job runs at 16, then vision's arrives: each queue's 8
+// split 4 and 4 over the types, nlp shrinks to 8, and vision's job,
+// started at its minimum, grows to its queue's 8: no GPU idle.
+func TestApply_Reclaim(t *testing.T) {
+	nodes := []*structs.Node{gpuNode("a0", "NVIDIA A100", 4), gpuNode("a1", "NVIDIA A100", 4), gpuNode("v0", "Tesla V100", 4), gpuNode("v1", "Tesla V100", 4)}
+	anyGPU := &structs.GPUQuota{Type: "*", Nominal: 8}
+	queues := []*structs.Queue{gpuQueue("nlp", "research", anyGPU), gpuQueue("vision", "research", anyGPU)}
+	n1, v1 := gpuJob("nlp", "n1", 2, 16), gpuJob("vision", "v1", 4, 16)
+	v1.Job.SubmitTime = n1.Job.SubmitTime + 1
+
+	check := func(t *testing.T, got map[string]*structs.Placement, pre []Preemption) {
+		t.Helper()
+		must.Eq(t, 8, got["n1"].NumWorkers)
+		must.Eq(t, 8, got["v1"].NumWorkers)
+		perType := map[string]map[string]int{}
+		usage(perType, nodes, []*planner.Job{n1, v1}, []*structs.Placement{got["n1"], got["v1"]}, queues)
+		for _, q := range []string{"nlp", "vision"} {
+			must.Eq(t, 4, perType[q]["NVIDIA A100"], must.Sprintf("queue %s: its 4 A100s", q))
+			must.Eq(t, 4, perType[q]["Tesla V100"], must.Sprintf("queue %s: its 4 V100s", q))
+		}
+		must.StrContains(t, got["v1"].Reason, `queue "vision": started at its minimum of 0 ps and 4 workers`)
+		must.StrContains(t, got["v1"].Reason, "grown to 0 ps and 8 workers within its quota")
+		must.SliceLen(t, 1, pre)
+		must.Eq(t, n1.Job.Key(), pre[0].Job)
+		must.Eq(t, structs.Shape{Workers: 8}, pre[0].To)
+	}
+
+	t.Run("nlp alone keeps 16", func(t *testing.T) {
+		got, pre := apply(t, nodes, []*planner.Job{n1}, []*structs.Placement{at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4))}, queues, nil)
+		must.Eq(t, 16, got["n1"].NumWorkers)
+		must.SliceEmpty(t, pre)
+	})
+
+	t.Run("vision arrives", func(t *testing.T) {
+		got, pre := apply(t, nodes, []*planner.Job{n1, v1},
+			[]*structs.Placement{at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4)), planner.Paused(v1, "no room")}, queues, nil)
+		check(t, got, pre)
+		must.Eq(t, []*structs.NodeTasks{on("a0", 4), on("v0", 4)}, got["n1"].Nodes)
+		must.Eq(t, []*structs.NodeTasks{on("a1", 4), on("v1", 4)}, got["v1"].Nodes)
+	})
+
+	t.Run("after fifo", func(t *testing.T) {
+		n1.Current = at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4))
+		defer func() { n1.Current = nil }()
+		req := &planner.Request{Nodes: nodes, Jobs: []*planner.Job{n1, v1}}
+		dec, err := builtin.Algorithms["fifo"]().Plan(req)
+		must.NoError(t, err)
+		planner.SortPlacements(dec.Placements)
+		got, pre := apply(t, nodes, req.Jobs, dec.Placements, queues, nil)
+		check(t, got, pre)
+	})
 }

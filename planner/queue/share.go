@@ -75,6 +75,8 @@ type queueState struct {
 	shares []share
 	// jobs are the indexes of the queue's jobs in Apply's job list.
 	jobs []int
+	// started is set when fill started one of the queue's jobs.
+	started bool
 }
 
 // limits are what remains of a GPU quota's borrowing and lending limits

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/placement"
@@ -377,7 +378,7 @@ func (a *applier) fill() bool {
 			for _, nt := range nodes {
 				a.use(j.queue, j.tasks, nt, 1)
 			}
-			filled = true
+			j.started, a.queues[j.queue].started, filled = true, true, true
 			break
 		}
 	}
@@ -392,4 +393,154 @@ func (a *applier) fillReason(j *job, d int, m structs.Shape) string {
 		return fmt.Sprintf("queue %q: started at its minimum of %s on %s GPUs within its quota (%d nominal + %d borrowed)", qs.name, m, s.label, s.nominal, s.borrowed)
 	}
 	return fmt.Sprintf("queue %q: started at its minimum of %s within its CPU and memory quota", qs.name, m)
+}
+
+// grow gives more workers to the running jobs of the queues fill started
+// a job in, the ones it started and the algorithm's alike (not those trim
+// shrank), in fillOrder, up to each job's maximum workers while its queue
+// is entitled to what one more takes of every resource it limits. A job
+// grows on the nodes of the GPU types it runs on, in the order of their
+// names, then on those of the other types its workers may run on; on a
+// type only while the queue may reclaim it (active), one node at a time,
+// first the nodes it is on, as many workers as fit on each, with the room
+// the decision leaves. A job whose workers take no GPU grows only on the
+// nodes without GPUs it is on. Parameter servers stay as they are.
+func (a *applier) grow() {
+	var order []*job
+	for _, j := range a.jobs {
+		if !j.p.Paused() && (j.started || j.reason == "") && a.queues[j.queue].started {
+			order = append(order, j)
+		}
+	}
+	slices.SortFunc(order, fillOrder)
+	var parts []*partition
+	for _, j := range order {
+		if _, wb := j.view.Bounds(); j.p.NumWorkers >= wb.Max {
+			continue
+		}
+		if parts == nil {
+			parts = a.partitions()
+		}
+		from := j.p.Shape()
+		var grewOn []int
+		for _, k := range a.growthParts(j) {
+			if a.growOn(j, parts[k]) {
+				grewOn = append(grewOn, k)
+			}
+		}
+		if len(grewOn) > 0 {
+			j.p.Reason = a.growReason(j, from, grewOn)
+			if !j.started {
+				j.p.Batch = rebatch(j.view, j.orig.Batch, j.p.NumWorkers)
+			}
+		}
+	}
+}
+
+// growthParts returns the partitions job j may grow on, in the order
+// grow tries them.
+func (a *applier) growthParts(j *job) []int {
+	on := make([]bool, a.cpu+1)
+	for _, nt := range j.p.Nodes {
+		if i, ok := a.c.NodeIndex(nt.NodeID); ok {
+			if d := a.nodeDim[i]; d >= 0 {
+				on[d] = true
+			} else {
+				on[a.cpu] = true
+			}
+		}
+	}
+	s := a.queues[j.queue].shares
+	var out, others []int
+	if j.gpuWorker == 0 {
+		if on[a.cpu] && (s[a.cpu].enforced && a.active(j.queue, a.cpu) || s[a.cpu+1].enforced && a.active(j.queue, a.cpu+1)) {
+			out = append(out, a.cpu)
+		}
+		return out
+	}
+	for d := range a.cpu {
+		switch {
+		case !a.active(j.queue, d):
+		case on[d]:
+			out = append(out, d)
+		case j.feasible[d]:
+			others = append(others, d)
+		}
+	}
+	return append(out, others...)
+}
+
+// growOn adds workers of job j on the nodes of partition p while they fit
+// there and in j's queue, and j has fewer than its maximum; it reports
+// whether it added any.
+func (a *applier) growOn(j *job, p *partition) bool {
+	_, wb := j.view.Bounds()
+	t := p.c.JobTasks(j.view)
+	var nodes []int
+	for _, nt := range j.p.Nodes {
+		if i, ok := p.c.NodeIndex(nt.NodeID); ok && !slices.Contains(nodes, i) {
+			nodes = append(nodes, i)
+		}
+	}
+	for i := range p.c.Nodes {
+		if !slices.Contains(nodes, i) {
+			nodes = append(nodes, i)
+		}
+	}
+	grew := false
+	for _, i := range nodes {
+		id := p.c.Nodes[i].ID
+		var pss, ws structs.TaskSize
+		have := 0
+		for _, nt := range j.p.Nodes {
+			if nt.NodeID == id {
+				have += nt.Workers
+				if nt.PS > 0 {
+					pss = nt.PSSize
+				}
+				if nt.Workers > 0 {
+					ws = nt.WorkerSize
+				}
+			}
+		}
+		w := t.Worker.Sized(ws)
+		for j.p.NumWorkers < wb.Max && !(w.DistinctHosts && have > 0) && p.c.Fits(i, w, 1) {
+			one := &structs.NodeTasks{NodeID: id, Workers: 1, WorkerSize: ws}
+			if !a.fits(j.queue, j.tasks, one) {
+				return grew
+			}
+			if j.p == j.orig {
+				j.p = j.orig.Copy()
+				j.p.Metric = nil
+			}
+			p.c.Take(i, w, 1)
+			a.addWorker(j, one, pss)
+			have++
+			grew = true
+		}
+		if j.p.NumWorkers >= wb.Max {
+			break
+		}
+	}
+	return grew
+}
+
+// growReason says that j's queue grew it from shape from on partitions
+// grewOn.
+func (a *applier) growReason(j *job, from structs.Shape, grewOn []int) string {
+	qs := a.queues[j.queue]
+	var quota []string
+	for _, k := range grewOn {
+		if k < a.cpu {
+			s := &qs.shares[k]
+			quota = append(quota, fmt.Sprintf("%s GPUs: %d nominal + %d borrowed", s.label, s.nominal, s.borrowed))
+		} else {
+			quota = append(quota, "CPU and memory")
+		}
+	}
+	grown := fmt.Sprintf("grown to %s within its quota (%s)", j.p.Shape(), strings.Join(quota, "; "))
+	if j.started {
+		return j.p.Reason + "; " + grown
+	}
+	return fmt.Sprintf("queue %q: %s from the algorithm's %s", qs.name, grown, from)
 }
