@@ -296,7 +296,8 @@ func TestWaterFill(t *testing.T) {
 }
 
 // TestApply_AnyType: a quota of type "*" counts every GPU type, split
-// over the types by the queue's demand in the order of their names.
+// over the capacity the one-type quotas leave: here all of it on the
+// A100s, b's T4 quota taking the T4s.
 func TestApply_AnyType(t *testing.T) {
 	nodes := []*structs.Node{gpuNode("a0", "NVIDIA A100", 8), gpuNode("t0", "Tesla T4", 8)}
 	a1, a2, b1 := gpuJob("a", "a1", 8, 8), gpuJob("a", "a2", 8, 8), gpuJob("b", "b1", 8, 8)
@@ -306,7 +307,7 @@ func TestApply_AnyType(t *testing.T) {
 	}
 	got, pre := apply(t, nodes, []*planner.Job{a1, a2, b1},
 		[]*structs.Placement{at(a1, on("a0", 8)), at(a2, on("t0", 8)), planner.Paused(b1, "no room")}, queues, nil)
-	must.Eq(t, 8, got["a1"].NumWorkers, must.Sprint("the 8 of * go to the A100s, first by name"))
+	must.Eq(t, 8, got["a1"].NumWorkers, must.Sprint("the 8 of * go to the A100s, the T4s being b's"))
 	must.True(t, got["a2"].Paused())
 	must.Eq(t, `queue "a": over its quota of Tesla T4 GPUs (0 nominal + 0 borrowed); cohort "c" has nothing more to lend`, got["a2"].Reason)
 	must.Eq(t, []*structs.NodeTasks{on("t0", 8)}, got["b1"].Nodes)
