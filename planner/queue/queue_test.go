@@ -409,6 +409,19 @@ func TestApply_Reclaim(t *testing.T) {
 		must.Eq(t, []*structs.NodeTasks{on("a1", 4), on("v1", 4)}, got["v1"].Nodes)
 	})
 
+	t.Run("the queue's running job grows too", func(t *testing.T) {
+		v2 := gpuJob("vision", "v2", 2, 2)
+		v2.Job.SubmitTime = v1.Job.SubmitTime + 1
+		got, pre := apply(t, nodes, []*planner.Job{n1, v1, v2},
+			[]*structs.Placement{at(n1, on("a0", 4), on("v0", 4), on("v1", 4)), at(v1, on("a1", 4)), planner.Paused(v2, "no room")}, queues, nil)
+		must.Eq(t, []*structs.NodeTasks{on("a0", 4), on("v0", 4)}, got["n1"].Nodes)
+		must.Eq(t, []*structs.NodeTasks{on("v1", 2)}, got["v2"].Nodes)
+		must.Eq(t, []*structs.NodeTasks{on("a1", 4), on("v1", 2)}, got["v1"].Nodes, must.Sprint("onto the V100s, its A100s being all its queue's"))
+		must.Eq(t, `queue "vision": grown to 0 ps and 6 workers within its quota (Tesla V100 GPUs: 4 nominal + 0 borrowed) from the algorithm's 0 ps and 4 workers`, got["v1"].Reason)
+		must.SliceLen(t, 1, pre)
+		must.Eq(t, n1.Job.Key(), pre[0].Job)
+	})
+
 	t.Run("after fifo", func(t *testing.T) {
 		n1.Current = at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4))
 		defer func() { n1.Current = nil }()
