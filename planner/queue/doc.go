@@ -11,7 +11,7 @@
 //
 //	algorithm.Plan ─▶ Decision ─▶ queue.Apply ─▶ Decision + []Preemption
 //	                                 │
-//	        usage, demand ─▶ entitlement ─▶ trim ─▶ fill
+//	        usage, demand ─▶ entitlement ─▶ trim ─▶ fill ─▶ grow
 //
 // # Resources
 //
@@ -20,9 +20,14 @@
 // that matches the type (structs.GPUQuota.Matches). A type no quota of a
 // queue matches has nominal 0 for it: the queue may use it only as a
 // borrower. A quota that matches several types of the cluster ("*") is
-// split over them, first up to the queue's demand of each type, then up
-// to each type's capacity; its limits are spent type by type, in the
-// order of the types' names. CPU (MHz) and memory (MB) are one untyped
+// split over them in proportion to each type's capacity, less what the
+// one-type quotas of all queues take of it (largest remainders, ties by
+// type name, a unit going first to a type whose nominals, summed over
+// the queues, are still below its capacity), so that when the queues'
+// nominals sum to at most the cluster's GPUs no type's nominals sum
+// beyond its capacity: on 8 A100s and 8 V100s, two queues of "*" 8 each
+// get 4 of each type. The split ignores demand. A quota's limits are
+// spent type by type, in the order of the types' names. CPU (MHz) and memory (MB) are one untyped
 // resource each, with the same rules, but only for the queues that set
 // them: a queue without a CPU quota is not limited in CPU, and lends none.
 // Capacity is what the request's nodes have free plus what held
@@ -69,6 +74,19 @@
 // resource back or another queue is entitled to borrow it: this is
 // reclaim. Apply starts no job on capacity nobody borrows: there the
 // algorithm's choice to keep a job waiting stands.
+//
+// A queue fill started a job in then grows its running jobs, the ones
+// fill started and the algorithm's (not those trim shrank), highest
+// priority first, one worker at a time up to each job's maximum, while
+// the queue is entitled to what one more worker takes of every resource
+// it limits and the decision leaves room: first on the nodes of the GPU
+// types the job runs on, in the order of their names, then on those of
+// the other types its workers may run on, a type only where the queue
+// may reclaim it; within a type on the nodes the job is on first, each
+// filled before the next. Parameter servers stay as they are. On 4 A100s
+// and 4 V100s left by a queue that shrank, a job started at 4 workers on
+// the A100s grows onto the V100s to its queue's 8. A grown job's reason
+// says its queue grew it within its quota; growth is no preemption.
 //
 // Apply is pure and deterministic: the same request, decision, queues
 // and held placements give the same result; it modifies none of them.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -143,14 +144,16 @@ func leftoverOf(t *testing.T, nodes []*structs.Node, jobs []*planner.Job, placem
 // no queue uses more of a GPU type than its nominal plus its borrowing
 // limit; what queues use beyond their nominal is no more than their
 // cohort lends plus what no nominal claims; every job shrunk or paused
-// has a Preemption, and only those; and no paused job of a queue within
-// its nominal stays paused while its minimum fits on a GPU type's nodes
-// another queue borrows (the guarantee).
+// has a Preemption, and only those; a job Apply started runs its minimum
+// parameter servers and at least its minimum workers, one it grew more
+// workers than the algorithm gave, each saying so; and no paused job of
+// a queue within its nominal stays paused while its minimum fits on a
+// GPU type's nodes another queue borrows (the guarantee).
 func TestApply_Properties(t *testing.T) {
 	for _, name := range []string{"fifo", "drf", "optimus", "tiresias", "tetris", "roundrobin"} {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(32, 11))
-			trimmed, filled, borrowing, checked := 0, 0, 0, 0
+			trimmed, filled, grown, borrowing, checked := 0, 0, 0, 0, 0
 			for trial := range 200 {
 				req := planner.RandomRequest(rng)
 				for _, j := range req.Jobs {
@@ -213,11 +216,25 @@ func TestApply_Properties(t *testing.T) {
 						must.Eq(t, p.Shape(), pr.To, msg)
 						must.StrContains(t, pr.Reason, fmt.Sprintf("queue %q: over its quota", pr.Queue), msg)
 						trimmed++
-					case p != from:
+					case p != from && strings.Contains(p.Reason, "started at its minimum"):
+						// Paused by the algorithm or trim, started at
+						// its minimum, and maybe grown.
 						must.False(t, ok, msg)
-						must.StrContains(t, p.Reason, "started at its minimum", msg)
-						must.Eq(t, p.Shape(), findView(req, p.Key()).Minimum(), msg)
+						m := findView(req, p.Key()).Minimum()
+						must.Eq(t, m.PS, p.NumPS, msg)
+						must.GreaterEq(t, m.Workers, p.NumWorkers, msg)
+						if p.NumWorkers > m.Workers {
+							must.StrContains(t, p.Reason, "; grown to "+p.Shape().String()+" within its quota", msg)
+							grown++
+						}
 						filled++
+					case p != from:
+						// Grown beyond what the algorithm gave.
+						must.False(t, ok, msg)
+						must.Eq(t, from.NumPS, p.NumPS, msg)
+						must.Greater(t, from.NumWorkers, p.NumWorkers, msg)
+						must.StrContains(t, p.Reason, "grown to "+p.Shape().String()+" within its quota", msg)
+						grown++
 					default:
 						must.False(t, ok, msg)
 					}
@@ -350,9 +367,10 @@ func TestApply_Properties(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d jobs trimmed, %d started, %d queue-types borrowing, %d guarantees checked", name, trimmed, filled, borrowing, checked)
+			t.Logf("%s: %d jobs trimmed, %d started, %d grown, %d queue-types borrowing, %d guarantees checked", name, trimmed, filled, grown, borrowing, checked)
 			must.Positive(t, trimmed, must.Sprint("the instances should make queues give back"))
 			must.Positive(t, checked, must.Sprint("the instances should test the guarantee"))
+			must.Positive(t, grown, must.Sprint("the instances should make queues grow jobs"))
 		})
 	}
 }

@@ -34,12 +34,14 @@ type job struct {
 	// p is the placement Apply leaves; orig until Apply changes it.
 	p      *structs.Placement
 	reason string
+	// started is set when fill started the job.
+	started bool
 }
 
 // Apply makes dec, an algorithm's decision on req, respect queues (the
 // package documentation gives the rules) and returns the decision that
 // does, with a Preemption for every job it shrank or paused, in job key
-// order. held are the placements of jobs whose change is in flight: they
+// order (a job it grew is none). held are the placements of jobs whose change is in flight: they
 // are not in req (their capacity is already out of req.Nodes,
 // planner.Reserve) but count toward their queues' usage and the
 // cluster's capacity.
@@ -48,7 +50,7 @@ type job struct {
 // copy, the others are dec's own. With no queues, or when dec already
 // respects them, it returns dec itself. It is deterministic, and costs
 // O(jobs × nodes) for the feasibility of jobs by GPU type plus a
-// placement per job it starts.
+// placement per job it starts, and O(nodes + workers) per job it grows.
 func Apply(req *planner.Request, dec *planner.Decision, queues []*structs.Queue, held []planner.Held) (*planner.Decision, []Preemption) {
 	if len(queues) == 0 || dec == nil {
 		return dec, nil
@@ -62,11 +64,14 @@ func Apply(req *planner.Request, dec *planner.Decision, queues []*structs.Queue,
 	}
 	trimmed := a.trim()
 	filled := a.fill()
+	if filled {
+		a.grow()
+	}
 	if !trimmed && !filled {
 		return dec, nil
 	}
-	// A job trim paused may have started again on another GPU type: it
-	// is preempted only if it ends with less.
+	// A job trim paused may have started again on another GPU type, and
+	// grown: it is preempted only if it ends with less.
 	var pre []Preemption
 	for _, j := range a.jobs {
 		if j.reason != "" && j.p.Shape().Compare(j.orig.Shape()) < 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
@@ -295,7 +296,8 @@ func TestWaterFill(t *testing.T) {
 }
 
 // TestApply_AnyType: a quota of type "*" counts every GPU type, split
-// over the types by the queue's demand in the order of their names.
+// over the capacity the one-type quotas leave: here all of it on the
+// A100s, b's T4 quota taking the T4s.
 func TestApply_AnyType(t *testing.T) {
 	nodes := []*structs.Node{gpuNode("a0", "NVIDIA A100", 8), gpuNode("t0", "Tesla T4", 8)}
 	a1, a2, b1 := gpuJob("a", "a1", 8, 8), gpuJob("a", "a2", 8, 8), gpuJob("b", "b1", 8, 8)
@@ -305,7 +307,7 @@ func TestApply_AnyType(t *testing.T) {
 	}
 	got, pre := apply(t, nodes, []*planner.Job{a1, a2, b1},
 		[]*structs.Placement{at(a1, on("a0", 8)), at(a2, on("t0", 8)), planner.Paused(b1, "no room")}, queues, nil)
-	must.Eq(t, 8, got["a1"].NumWorkers, must.Sprint("the 8 of * go to the A100s, first by name"))
+	must.Eq(t, 8, got["a1"].NumWorkers, must.Sprint("the 8 of * go to the A100s, the T4s being b's"))
 	must.True(t, got["a2"].Paused())
 	must.Eq(t, `queue "a": over its quota of Tesla T4 GPUs (0 nominal + 0 borrowed); cohort "c" has nothing more to lend`, got["a2"].Reason)
 	must.Eq(t, []*structs.NodeTasks{on("t0", 8)}, got["b1"].Nodes)
@@ -329,4 +331,105 @@ func TestNeverAdmitted(t *testing.T) {
 	must.NoError(t, NeverAdmitted(queues, nodes, job("b", 7)), must.Sprint("T4s have no borrowing limit"))
 	must.NoError(t, NeverAdmitted(queues, nodes, job("other", 100)), must.Sprint("the default queue, undefined, bounds nothing"))
 	must.NoError(t, NeverAdmitted(nil, nodes, job("a", 100)))
+}
+
+// TestNominals: a quota of several types is split in proportion to the
+// capacity the one-type quotas leave, rounding coordinated so that no
+// type's nominals sum beyond its capacity.
+func TestNominals(t *testing.T) {
+	anyGPU := func(n int) *structs.GPUQuota { return &structs.GPUQuota{Type: "*", Nominal: n} }
+	for _, tc := range []struct {
+		name   string
+		cap    []int // of "NVIDIA A100", "Tesla V100"
+		quotas [][]*structs.GPUQuota
+		want   [][]int // per queue, per type
+	}{
+		{"two * of 8 on 8+8", []int{8, 8}, [][]*structs.GPUQuota{{anyGPU(8)}, {anyGPU(8)}}, [][]int{{4, 4}, {4, 4}}},
+		{"by capacity", []int{12, 4}, [][]*structs.GPUQuota{{anyGPU(8)}}, [][]int{{6, 2}}},
+		{"rounding fills the types with room", []int{8, 8}, [][]*structs.GPUQuota{{anyGPU(5)}, {anyGPU(5)}, {anyGPU(6)}}, [][]int{{3, 2}, {2, 3}, {3, 3}}},
+		{"one-type quotas first", []int{8, 8}, [][]*structs.GPUQuota{{a100(8)}, {anyGPU(8)}}, [][]int{{8, 0}, {0, 8}}},
+		{"no capacity to spare: by capacity", []int{8, 8}, [][]*structs.GPUQuota{{a100(8)}, {{Type: "V100", Nominal: 8}}, {anyGPU(2)}}, [][]int{{8, 0}, {0, 8}, {1, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dims := []dim{{name: "NVIDIA A100", gpu: true, capacity: tc.cap[0]}, {name: "Tesla V100", gpu: true, capacity: tc.cap[1]}}
+			var qs []*queueState
+			for i, gq := range tc.quotas {
+				qs = append(qs, &queueState{name: fmt.Sprint("q", i), quota: &structs.QueueQuota{GPU: gq}, shares: make([]share, len(dims))})
+			}
+			nominals(dims, qs)
+			var got [][]int
+			for _, q := range qs {
+				got = append(got, []int{q.shares[0].nominal, q.shares[1].nominal})
+			}
+			must.Eq(t, tc.want, got)
+		})
+	}
+}
+
+// TestApply_Reclaim is the dev cluster's case: 2 nodes of 4 A100s and 2
+// of 4 V100s, queues nlp and vision in cohort "research" with "*" 8
+// each. nlp's job runs at 16, then vision's arrives: each queue's 8
+// split 4 and 4 over the types, nlp shrinks to 8, and vision's job,
+// started at its minimum, grows to its queue's 8: no GPU idle.
+func TestApply_Reclaim(t *testing.T) {
+	nodes := []*structs.Node{gpuNode("a0", "NVIDIA A100", 4), gpuNode("a1", "NVIDIA A100", 4), gpuNode("v0", "Tesla V100", 4), gpuNode("v1", "Tesla V100", 4)}
+	anyGPU := &structs.GPUQuota{Type: "*", Nominal: 8}
+	queues := []*structs.Queue{gpuQueue("nlp", "research", anyGPU), gpuQueue("vision", "research", anyGPU)}
+	n1, v1 := gpuJob("nlp", "n1", 2, 16), gpuJob("vision", "v1", 4, 16)
+	v1.Job.SubmitTime = n1.Job.SubmitTime + 1
+
+	check := func(t *testing.T, got map[string]*structs.Placement, pre []Preemption) {
+		t.Helper()
+		must.Eq(t, 8, got["n1"].NumWorkers)
+		must.Eq(t, 8, got["v1"].NumWorkers)
+		perType := map[string]map[string]int{}
+		usage(perType, nodes, []*planner.Job{n1, v1}, []*structs.Placement{got["n1"], got["v1"]}, queues)
+		for _, q := range []string{"nlp", "vision"} {
+			must.Eq(t, 4, perType[q]["NVIDIA A100"], must.Sprintf("queue %s: its 4 A100s", q))
+			must.Eq(t, 4, perType[q]["Tesla V100"], must.Sprintf("queue %s: its 4 V100s", q))
+		}
+		must.StrContains(t, got["v1"].Reason, `queue "vision": started at its minimum of 0 ps and 4 workers`)
+		must.StrContains(t, got["v1"].Reason, "grown to 0 ps and 8 workers within its quota")
+		must.SliceLen(t, 1, pre)
+		must.Eq(t, n1.Job.Key(), pre[0].Job)
+		must.Eq(t, structs.Shape{Workers: 8}, pre[0].To)
+	}
+
+	t.Run("nlp alone keeps 16", func(t *testing.T) {
+		got, pre := apply(t, nodes, []*planner.Job{n1}, []*structs.Placement{at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4))}, queues, nil)
+		must.Eq(t, 16, got["n1"].NumWorkers)
+		must.SliceEmpty(t, pre)
+	})
+
+	t.Run("vision arrives", func(t *testing.T) {
+		got, pre := apply(t, nodes, []*planner.Job{n1, v1},
+			[]*structs.Placement{at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4)), planner.Paused(v1, "no room")}, queues, nil)
+		check(t, got, pre)
+		must.Eq(t, []*structs.NodeTasks{on("a0", 4), on("v0", 4)}, got["n1"].Nodes)
+		must.Eq(t, []*structs.NodeTasks{on("a1", 4), on("v1", 4)}, got["v1"].Nodes)
+	})
+
+	t.Run("the queue's running job grows too", func(t *testing.T) {
+		v2 := gpuJob("vision", "v2", 2, 2)
+		v2.Job.SubmitTime = v1.Job.SubmitTime + 1
+		got, pre := apply(t, nodes, []*planner.Job{n1, v1, v2},
+			[]*structs.Placement{at(n1, on("a0", 4), on("v0", 4), on("v1", 4)), at(v1, on("a1", 4)), planner.Paused(v2, "no room")}, queues, nil)
+		must.Eq(t, []*structs.NodeTasks{on("a0", 4), on("v0", 4)}, got["n1"].Nodes)
+		must.Eq(t, []*structs.NodeTasks{on("v1", 2)}, got["v2"].Nodes)
+		must.Eq(t, []*structs.NodeTasks{on("a1", 4), on("v1", 2)}, got["v1"].Nodes, must.Sprint("onto the V100s, its A100s being all its queue's"))
+		must.Eq(t, `queue "vision": grown to 0 ps and 6 workers within its quota (Tesla V100 GPUs: 4 nominal + 0 borrowed) from the algorithm's 0 ps and 4 workers`, got["v1"].Reason)
+		must.SliceLen(t, 1, pre)
+		must.Eq(t, n1.Job.Key(), pre[0].Job)
+	})
+
+	t.Run("after fifo", func(t *testing.T) {
+		n1.Current = at(n1, on("a0", 4), on("a1", 4), on("v0", 4), on("v1", 4))
+		defer func() { n1.Current = nil }()
+		req := &planner.Request{Nodes: nodes, Jobs: []*planner.Job{n1, v1}}
+		dec, err := builtin.Algorithms["fifo"]().Plan(req)
+		must.NoError(t, err)
+		planner.SortPlacements(dec.Placements)
+		got, pre := apply(t, nodes, req.Jobs, dec.Placements, queues, nil)
+		check(t, got, pre)
+	})
 }

@@ -75,6 +75,8 @@ type queueState struct {
 	shares []share
 	// jobs are the indexes of the queue's jobs in Apply's job list.
 	jobs []int
+	// started is set when fill started one of the queue's jobs.
+	started bool
 }
 
 // limits are what remains of a GPU quota's borrowing and lending limits
@@ -82,10 +84,18 @@ type queueState struct {
 type limits struct{ borrow, lend int }
 
 // nominals sets each queue's nominal quota per resource. A GPU quota
-// that counts one type of the cluster gives that type its nominal; one
-// that counts several ("*") is split over them in dims order, first up to
-// the queue's demand of each, then up to each type's capacity, and what
-// remains goes to the first.
+// that counts one type of the cluster gives that type its nominal. One
+// that counts several ("*") is split over them in proportion to what of
+// each type's capacity the one-type quotas of all queues leave (its
+// spare; the capacity itself when none is spare): each type gets the
+// floor of its exact share, and the units rounding leaves go one at a
+// time to the largest fractions, ties by type name, first among the
+// types whose nominals, summed over the queues, are still below their
+// capacity, the queues taken in name order. So when the queues'
+// nominals sum to at most the cluster's GPUs, the nominals on a type sum
+// to at most its capacity: no queue's nominal is backed by GPUs another
+// queue's nominal counts. The split ignores demand: a queue's nominal of
+// a type none of its jobs can use is guaranteed to nobody, and lent.
 func nominals(dims []dim, qs []*queueState) [][]limits {
 	out := make([][]limits, len(qs))
 	for qi, q := range qs {
@@ -120,34 +130,99 @@ func nominals(dims []dim, qs []*queueState) [][]limits {
 				s.enforced, s.nominal, s.label = q.quota.MemoryMB > 0, q.quota.MemoryMB, "memory"
 			}
 		}
+	}
+	splitGPUNominals(dims, qs)
+	return out
+}
+
+// split is a GPU quota of a queue that counts several types of the
+// cluster, being divided over them.
+type split struct {
+	q       *queueState
+	nominal int
+	counted []int // dims, in name order
+	// frac is what rounding down left of each counted type's exact
+	// share, as a numerator over base.
+	frac []int
+	base int
+}
+
+// splitGPUNominals sets the GPU nominals of every queue by the rules of
+// nominals.
+func splitGPUNominals(dims []dim, qs []*queueState) {
+	sum := make([]int, len(dims)) // nominals on each type so far
+	var splits []*split
+	for _, q := range qs {
 		for e, g := range q.quota.GPU {
 			if g == nil {
 				continue
 			}
 			var counted []int
 			for d := range dims {
-				if q.shares[d].entry == e {
+				if dims[d].gpu && q.shares[d].entry == e {
 					counted = append(counted, d)
 				}
 			}
-			if len(counted) == 0 {
-				continue
+			switch len(counted) {
+			case 0:
+			case 1:
+				q.shares[counted[0]].nominal += g.Nominal
+				sum[counted[0]] += g.Nominal
+			default:
+				splits = append(splits, &split{q: q, nominal: g.Nominal, counted: counted})
 			}
-			rest := g.Nominal
-			for _, d := range counted {
-				n := min(rest, q.shares[d].demand)
-				q.shares[d].nominal += n
-				rest -= n
-			}
-			for _, d := range counted {
-				n := min(rest, max(dims[d].capacity-q.shares[d].nominal, 0))
-				q.shares[d].nominal += n
-				rest -= n
-			}
-			q.shares[counted[0]].nominal += rest
 		}
 	}
-	return out
+	if len(splits) == 0 {
+		return
+	}
+	spare := make([]int, len(dims))
+	for d := range dims {
+		spare[d] = max(dims[d].capacity-sum[d], 0)
+	}
+	for _, sp := range splits {
+		weight := func(d int) int { return spare[d] }
+		for _, d := range sp.counted {
+			sp.base += spare[d]
+		}
+		if sp.base == 0 {
+			weight = func(d int) int { return max(dims[d].capacity, 1) }
+			for _, d := range sp.counted {
+				sp.base += weight(d)
+			}
+		}
+		sp.frac = make([]int, len(sp.counted))
+		total := sp.nominal
+		for k, d := range sp.counted {
+			exact := total * weight(d)
+			n := exact / sp.base
+			sp.frac[k] = exact % sp.base
+			sp.q.shares[d].nominal += n
+			sum[d] += n
+			sp.nominal -= n
+		}
+	}
+	// The units rounding left, queue by queue (splits are in queue name
+	// order): the largest fraction among the types with room, else the
+	// largest fraction; a type given a unit drops to the back.
+	for _, sp := range splits {
+		order := make([]int, len(sp.counted))
+		for k := range order {
+			order[k] = k
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(sp.frac[y], sp.frac[x]) })
+		for ; sp.nominal > 0; sp.nominal-- {
+			pick := slices.IndexFunc(order, func(k int) bool { return sum[sp.counted[k]] < dims[sp.counted[k]].capacity })
+			if pick < 0 {
+				pick = 0
+			}
+			k := order[pick]
+			d := sp.counted[k]
+			sp.q.shares[d].nominal++
+			sum[d]++
+			order = append(slices.Delete(order, pick, pick+1), k)
+		}
+	}
 }
 
 // entitle computes every queue's entitlement in resource d: its

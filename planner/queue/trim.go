@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/placement"
@@ -172,11 +173,8 @@ func (a *applier) removeWorker(j *job, d, e int) {
 func (a *applier) regrow(j *job) {
 	for _, o := range j.orig.Nodes {
 		for o.Workers > 0 {
-			e := slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool {
-				return nt.NodeID == o.NodeID && nt.PSSize == o.PSSize && (nt.WorkerSize == o.WorkerSize || nt.Workers == 0)
-			})
 			have := 0
-			if e >= 0 {
+			if e := entryOf(j.p, o.NodeID, o.PSSize, o.WorkerSize); e >= 0 {
 				have = j.p.Nodes[e].Workers
 			}
 			if have >= o.Workers {
@@ -186,18 +184,38 @@ func (a *applier) regrow(j *job) {
 			if !a.fits(j.queue, j.tasks, one) {
 				return
 			}
-			a.use(j.queue, j.tasks, one, 1)
 			a.unfree(j.queue, j.tasks, one)
-			if e < 0 {
-				j.p.Nodes = append(j.p.Nodes, &structs.NodeTasks{NodeID: o.NodeID, PSSize: o.PSSize})
-				structs.SortNodeTasks(j.p.Nodes)
-				e = slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool { return nt.NodeID == o.NodeID && nt.Workers == 0 && nt.PS == 0 })
-			}
-			j.p.Nodes[e].Workers++
-			j.p.Nodes[e].WorkerSize = o.WorkerSize
-			j.p.NumWorkers++
+			a.addWorker(j, one, o.PSSize)
 		}
 	}
+}
+
+// entryOf returns the index of p's entry on node id with parameter
+// servers of size pss that takes workers of size ws (or has none), -1
+// when there is none.
+func entryOf(p *structs.Placement, id string, pss, ws structs.TaskSize) int {
+	return slices.IndexFunc(p.Nodes, func(nt *structs.NodeTasks) bool {
+		return nt.NodeID == id && nt.PSSize == pss && (nt.WorkerSize == ws || nt.Workers == 0)
+	})
+}
+
+// addWorker adds one worker, one (an entry of one worker), to j's
+// placement, in the entry of its node with parameter servers of size pss
+// (a new entry when there is none), and counts it toward j's queue. The
+// caller checks that it fits the node and the queue.
+func (a *applier) addWorker(j *job, one *structs.NodeTasks, pss structs.TaskSize) {
+	a.use(j.queue, j.tasks, one, 1)
+	e := entryOf(j.p, one.NodeID, pss, one.WorkerSize)
+	if e < 0 {
+		j.p.Nodes = append(j.p.Nodes, &structs.NodeTasks{NodeID: one.NodeID, PSSize: pss})
+		structs.SortNodeTasks(j.p.Nodes)
+		e = slices.IndexFunc(j.p.Nodes, func(nt *structs.NodeTasks) bool {
+			return nt.NodeID == one.NodeID && nt.PSSize == pss && nt.Workers == 0 && nt.PS == 0
+		})
+	}
+	j.p.Nodes[e].Workers++
+	j.p.Nodes[e].WorkerSize = one.WorkerSize
+	j.p.NumWorkers++
 }
 
 // pause gives back all of j's placement.
@@ -360,7 +378,7 @@ func (a *applier) fill() bool {
 			for _, nt := range nodes {
 				a.use(j.queue, j.tasks, nt, 1)
 			}
-			filled = true
+			j.started, a.queues[j.queue].started, filled = true, true, true
 			break
 		}
 	}
@@ -375,4 +393,154 @@ func (a *applier) fillReason(j *job, d int, m structs.Shape) string {
 		return fmt.Sprintf("queue %q: started at its minimum of %s on %s GPUs within its quota (%d nominal + %d borrowed)", qs.name, m, s.label, s.nominal, s.borrowed)
 	}
 	return fmt.Sprintf("queue %q: started at its minimum of %s within its CPU and memory quota", qs.name, m)
+}
+
+// grow gives more workers to the running jobs of the queues fill started
+// a job in, the ones it started and the algorithm's alike (not those trim
+// shrank), in fillOrder, up to each job's maximum workers while its queue
+// is entitled to what one more takes of every resource it limits. A job
+// grows on the nodes of the GPU types it runs on, in the order of their
+// names, then on those of the other types its workers may run on; on a
+// type only while the queue may reclaim it (active), one node at a time,
+// first the nodes it is on, as many workers as fit on each, with the room
+// the decision leaves. A job whose workers take no GPU grows only on the
+// nodes without GPUs it is on. Parameter servers stay as they are.
+func (a *applier) grow() {
+	var order []*job
+	for _, j := range a.jobs {
+		if !j.p.Paused() && (j.started || j.reason == "") && a.queues[j.queue].started {
+			order = append(order, j)
+		}
+	}
+	slices.SortFunc(order, fillOrder)
+	var parts []*partition
+	for _, j := range order {
+		if _, wb := j.view.Bounds(); j.p.NumWorkers >= wb.Max {
+			continue
+		}
+		if parts == nil {
+			parts = a.partitions()
+		}
+		from := j.p.Shape()
+		var grewOn []int
+		for _, k := range a.growthParts(j) {
+			if a.growOn(j, parts[k]) {
+				grewOn = append(grewOn, k)
+			}
+		}
+		if len(grewOn) > 0 {
+			j.p.Reason = a.growReason(j, from, grewOn)
+			if !j.started {
+				j.p.Batch = rebatch(j.view, j.orig.Batch, j.p.NumWorkers)
+			}
+		}
+	}
+}
+
+// growthParts returns the partitions job j may grow on, in the order
+// grow tries them.
+func (a *applier) growthParts(j *job) []int {
+	on := make([]bool, a.cpu+1)
+	for _, nt := range j.p.Nodes {
+		if i, ok := a.c.NodeIndex(nt.NodeID); ok {
+			if d := a.nodeDim[i]; d >= 0 {
+				on[d] = true
+			} else {
+				on[a.cpu] = true
+			}
+		}
+	}
+	s := a.queues[j.queue].shares
+	var out, others []int
+	if j.gpuWorker == 0 {
+		if on[a.cpu] && (s[a.cpu].enforced && a.active(j.queue, a.cpu) || s[a.cpu+1].enforced && a.active(j.queue, a.cpu+1)) {
+			out = append(out, a.cpu)
+		}
+		return out
+	}
+	for d := range a.cpu {
+		switch {
+		case !a.active(j.queue, d):
+		case on[d]:
+			out = append(out, d)
+		case j.feasible[d]:
+			others = append(others, d)
+		}
+	}
+	return append(out, others...)
+}
+
+// growOn adds workers of job j on the nodes of partition p while they fit
+// there and in j's queue, and j has fewer than its maximum; it reports
+// whether it added any.
+func (a *applier) growOn(j *job, p *partition) bool {
+	_, wb := j.view.Bounds()
+	t := p.c.JobTasks(j.view)
+	var nodes []int
+	for _, nt := range j.p.Nodes {
+		if i, ok := p.c.NodeIndex(nt.NodeID); ok && !slices.Contains(nodes, i) {
+			nodes = append(nodes, i)
+		}
+	}
+	for i := range p.c.Nodes {
+		if !slices.Contains(nodes, i) {
+			nodes = append(nodes, i)
+		}
+	}
+	grew := false
+	for _, i := range nodes {
+		id := p.c.Nodes[i].ID
+		var pss, ws structs.TaskSize
+		have := 0
+		for _, nt := range j.p.Nodes {
+			if nt.NodeID == id {
+				have += nt.Workers
+				if nt.PS > 0 {
+					pss = nt.PSSize
+				}
+				if nt.Workers > 0 {
+					ws = nt.WorkerSize
+				}
+			}
+		}
+		w := t.Worker.Sized(ws)
+		for j.p.NumWorkers < wb.Max && !(w.DistinctHosts && have > 0) && p.c.Fits(i, w, 1) {
+			one := &structs.NodeTasks{NodeID: id, Workers: 1, WorkerSize: ws}
+			if !a.fits(j.queue, j.tasks, one) {
+				return grew
+			}
+			if j.p == j.orig {
+				j.p = j.orig.Copy()
+				j.p.Metric = nil
+			}
+			p.c.Take(i, w, 1)
+			a.addWorker(j, one, pss)
+			have++
+			grew = true
+		}
+		if j.p.NumWorkers >= wb.Max {
+			break
+		}
+	}
+	return grew
+}
+
+// growReason says that j's queue grew it from shape from on partitions
+// grewOn.
+func (a *applier) growReason(j *job, from structs.Shape, grewOn []int) string {
+	qs := a.queues[j.queue]
+	var quota []string
+	for _, k := range grewOn {
+		if k < a.cpu {
+			s := &qs.shares[k]
+			quota = append(quota, fmt.Sprintf("%s GPUs: %d nominal + %d borrowed", s.label, s.nominal, s.borrowed))
+		} else {
+			quota = append(quota, "CPU and memory")
+		}
+	}
+	grown := fmt.Sprintf("grown to %s within its quota (%s)", j.p.Shape(), strings.Join(quota, "; "))
+	if j.started {
+		return j.p.Reason + "; " + grown
+	}
+	return fmt.Sprintf("queue %q: %s from the algorithm's %s", qs.name, grown, from)
 }
