@@ -70,6 +70,16 @@
 // reclaim. Apply starts no job on capacity nobody borrows: there the
 // algorithm's choice to keep a job waiting stands.
 //
+// # Usage
+//
+// Usage reports, per queue and resource, what a decision gives: the
+// nominal (split over types as Apply splits it), what the queue's jobs
+// use, what they borrow beyond the nominal, what of its idle nominal the
+// queue lends to its cohort's borrowers (a cohort's borrowed total spread
+// over its lenders in proportion to what each may lend), and what its
+// paused jobs lack to run at their minimum. The server answers it with
+// the queues (GET /v1/queue/<name>) and exports it to Prometheus.
+//
 // Apply is pure and deterministic: the same request, decision, queues
 // and held placements give the same result; it modifies none of them.
 package queue
