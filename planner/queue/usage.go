@@ -3,43 +3,17 @@ package queue
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/structs"
 )
-
-// ResourceUsage is a queue's standing in one resource, in GPUs, MHz or MB.
-type ResourceUsage struct {
-	// Resource names it: "gpu/" and a GPU type as nodes report it
-	// (structs.Node.GPUType), "cpu" or "memory". A GPU quota whose type
-	// no node of the cluster has is "gpu/" and the quota's Type.
-	Resource string
-	// Quota is the Type of the queue's GPU quota that counts the
-	// resource; "" for a GPU type no quota of the queue matches, and for
-	// CPU and memory.
-	Quota string
-	// Nominal is the queue's nominal quota of the resource, a quota that
-	// matches several types split over them as Apply splits it.
-	Nominal int
-	// Used is what the placements of the queue's jobs hold; Borrowed is
-	// the part of it beyond Nominal.
-	Used, Borrowed int
-	// Lent is the part of the queue's idle nominal that queues of its
-	// cohort use beyond their own nominals (Usage says how a cohort's
-	// borrowing is spread over its lenders).
-	Lent int
-	// Pending is what the queue's jobs that are paused or below their
-	// minimum lack to run at their minimum.
-	Pending int
-}
 
 // QueueUsage is what a queue's jobs use of the cluster.
 type QueueUsage struct {
 	// Resources are the resources of the queue's GPU quotas and those its
 	// jobs use or wait for, GPU types by name first, then CPU and memory
 	// when the queue limits them.
-	Resources []ResourceUsage
+	Resources []structs.QueueResource
 	// Jobs are the queue's jobs, the PendingJobs paused or below their
 	// minimum first, each group in job key order.
 	Jobs        []structs.JobKey
@@ -47,7 +21,7 @@ type QueueUsage struct {
 }
 
 // Resource returns the usage of the named resource, nil when u has none.
-func (u *QueueUsage) Resource(name string) *ResourceUsage {
+func (u *QueueUsage) Resource(name string) *structs.QueueResource {
 	for i := range u.Resources {
 		if u.Resources[i].Resource == name {
 			return &u.Resources[i]
@@ -104,9 +78,9 @@ func Usage(queues []*structs.Queue, nodes []*structs.Node, jobs []*structs.Job, 
 	lim := nominals(a.dims, a.queues)
 
 	out := make(map[string]*QueueUsage, len(a.queues))
-	res := make([][]ResourceUsage, len(a.queues)) // by queue, by dim
+	res := make([][]structs.QueueResource, len(a.queues)) // by queue, by dim
 	for qi, q := range a.queues {
-		res[qi] = make([]ResourceUsage, len(a.dims))
+		res[qi] = make([]structs.QueueResource, len(a.dims))
 		for d, dm := range a.dims {
 			s := &q.shares[d]
 			r := &res[qi][d]
@@ -137,10 +111,10 @@ func Usage(queues []*structs.Queue, nodes []*structs.Node, jobs []*structs.Job, 
 		// nominal, for the record.
 		for e, g := range q.quota.GPU {
 			if g != nil && !slices.ContainsFunc(q.shares, func(s share) bool { return s.entry == e }) {
-				u.Resources = append(u.Resources, ResourceUsage{Resource: "gpu/" + g.Type, Quota: g.Type, Nominal: g.Nominal})
+				u.Resources = append(u.Resources, structs.QueueResource{Resource: "gpu/" + g.Type, Quota: g.Type, Nominal: g.Nominal})
 			}
 		}
-		slices.SortStableFunc(u.Resources, func(x, y ResourceUsage) int { return cmp.Compare(x.Resource, y.Resource) })
+		slices.SortStableFunc(u.Resources, func(x, y structs.QueueResource) int { return cmp.Compare(x.Resource, y.Resource) })
 		for d := a.cpu; d < len(a.dims); d++ {
 			if q.shares[d].enforced {
 				u.Resources = append(u.Resources, res[qi][d])
@@ -167,9 +141,6 @@ func Usage(queues []*structs.Queue, nodes []*structs.Node, jobs []*structs.Job, 
 	return out
 }
 
-// IsGPU reports whether r is the usage of GPUs.
-func (r *ResourceUsage) IsGPU() bool { return strings.HasPrefix(r.Resource, "gpu/") }
-
 // belowMinimum reports whether j's placement runs less than its minimum.
 func belowMinimum(j *job) bool {
 	have, least := j.p.Shape(), j.view.Minimum()
@@ -180,7 +151,7 @@ func belowMinimum(j *job) bool {
 // minimum lack to run at it. A job's GPUs count toward the type it runs
 // on, else the first type (by name) whose nodes may run it and of which
 // its queue has a nominal, else the first type whose nodes may run it.
-func (a *applier) pending(res [][]ResourceUsage) {
+func (a *applier) pending(res [][]structs.QueueResource) {
 	for _, j := range a.jobs {
 		if !belowMinimum(j) {
 			continue
@@ -228,7 +199,7 @@ func (a *applier) firstType(j *job, ok func(d int) bool) int {
 // lend sets Lent in resource d of res (by queue, by dim): each cohort's
 // borrowed total spread over its lenders (Usage's documentation gives the
 // rule). lim are the queues' limits, whose lending limits it spends.
-func (a *applier) lend(d int, res [][]ResourceUsage, lim [][]limits) {
+func (a *applier) lend(d int, res [][]structs.QueueResource, lim [][]limits) {
 	can := make([]int, len(a.queues))
 	for qi, q := range a.queues {
 		s := &q.shares[d]

@@ -41,15 +41,15 @@ func TestUsage_BorrowerAndLenders(t *testing.T) {
 
 	must.MapLen(t, 4, got, must.Sprint("one per queue; the default one has no jobs"))
 	must.Eq(t, &QueueUsage{
-		Resources: []ResourceUsage{
+		Resources: []structs.QueueResource{
 			{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 8, Used: 13, Borrowed: 5},
 			{Resource: "cpu", Nominal: 10000, Used: 13000, Borrowed: 3000},
 		},
 		Jobs: []structs.JobKey{a1.Job.Key()},
 	}, got["a"])
-	must.Eq(t, []ResourceUsage{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 8, Used: 2, Lent: 4}}, got["b"].Resources)
-	must.Eq(t, []ResourceUsage{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 4, Lent: 1}}, got["c"].Resources)
-	must.Eq(t, []ResourceUsage{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 2}}, got["d"].Resources,
+	must.Eq(t, []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 8, Used: 2, Lent: 4}}, got["b"].Resources)
+	must.Eq(t, []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 4, Lent: 1}}, got["c"].Resources)
+	must.Eq(t, []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 2}}, got["d"].Resources,
 		must.Sprint("outside the cohort: lends nothing"))
 }
 
@@ -61,9 +61,9 @@ func TestUsage_Idle(t *testing.T) {
 	queues := []*structs.Queue{gpuQueue("a", "lab", a100(4)), gpuQueue("b", "lab", a100(4)), gpuQueue("solo", "", a100(2))}
 	s1 := gpuJob("solo", "s1", 1, 8)
 	got := usageOf(t, queues, nodes, []*planner.Job{s1}, at(s1, on("n0", 6)))
-	must.Eq(t, []ResourceUsage{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 4}}, got["a"].Resources)
-	must.Eq(t, []ResourceUsage{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 4}}, got["b"].Resources)
-	must.Eq(t, []ResourceUsage{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 2, Used: 6, Borrowed: 4}}, got["solo"].Resources)
+	must.Eq(t, []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 4}}, got["a"].Resources)
+	must.Eq(t, []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 4}}, got["b"].Resources)
+	must.Eq(t, []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 2, Used: 6, Borrowed: 4}}, got["solo"].Resources)
 	must.SliceEmpty(t, got["a"].Jobs)
 }
 
@@ -79,7 +79,7 @@ func TestUsage_Pending(t *testing.T) {
 	got := usageOf(t, queues, nodes, []*planner.Job{run, paused, below, unplaced},
 		at(run, on("n0", 4)), planner.Paused(paused, "no room"), at(below, on("n1", 1)))
 	must.Eq(t, &QueueUsage{
-		Resources: []ResourceUsage{
+		Resources: []structs.QueueResource{
 			// paused lacks 4, below 3, unplaced 1.
 			{Resource: "gpu/NVIDIA A100", Quota: "A100", Nominal: 8, Used: 5, Pending: 8},
 			{Resource: "memory", Nominal: 16384, Used: 5 * 1024, Pending: 8 * 1024},
@@ -98,13 +98,13 @@ func TestUsage_Types(t *testing.T) {
 	q := gpuQueue("a", "", &structs.GPUQuota{Type: "H100", Nominal: 2}, &structs.GPUQuota{Type: "*", Nominal: 10})
 	a1, other := gpuJob("a", "a1", 1, 6), gpuJob("elsewhere", "o1", 1, 1)
 	got := usageOf(t, []*structs.Queue{q}, nodes, []*planner.Job{a1, other}, at(a1, on("n1", 3)), at(other, on("n0", 1)))
-	must.Eq(t, []ResourceUsage{
+	must.Eq(t, []structs.QueueResource{
 		{Resource: "gpu/H100", Quota: "H100", Nominal: 2},
 		{Resource: "gpu/NVIDIA A100", Quota: "*", Nominal: 6},
 		{Resource: "gpu/Tesla T4", Quota: "*", Nominal: 4, Used: 3},
 	}, got["a"].Resources)
 	must.Eq(t, &QueueUsage{
-		Resources: []ResourceUsage{{Resource: "gpu/NVIDIA A100", Used: 1, Borrowed: 1}},
+		Resources: []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Used: 1, Borrowed: 1}},
 		Jobs:      []structs.JobKey{other.Job.Key()},
 	}, got[structs.DefaultQueue])
 }

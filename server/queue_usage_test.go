@@ -1,0 +1,95 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/caravan-sched/caravan/api"
+	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/shoenig/test/must"
+)
+
+// gpuRow returns the one GPU row of a queue's usage.
+func gpuRow(t *testing.T, q *api.Queue) api.QueueResource {
+	t.Helper()
+	must.NotNil(t, q.Usage, must.Sprintf("queue %q has no usage", q.Name))
+	var rows []api.QueueResource
+	for _, r := range q.Usage.Resources {
+		if r.IsGPU() {
+			rows = append(rows, r)
+		}
+	}
+	must.SliceLen(t, 1, rows, must.Sprintf("queue %q: %+v", q.Name, q.Usage.Resources))
+	return rows[0]
+}
+
+// TestQueueUsage_BorrowLendPending runs queues a and b of one cohort with
+// 8 GPUs each on 16 simulated GPUs, and c, outside it, with none: a's
+// job borrows b's 8 idle GPUs, which b lends, and c's job waits for the
+// 2 GPUs of its minimum. The queue reads answer that usage.
+func TestQueueUsage_BorrowLendPending(t *testing.T) {
+	cfg := TestConfig(t, simDriver(t, 500))
+	cfg.Algorithm = "fifo"
+	s := TestServer(t, cfg)
+	leaderOf(t, s)
+	c := client(t, s)
+	waitCommittedNodes(t, c, 4)
+	queue := func(name, cohort string, nominal int) *api.Queue {
+		return &api.Queue{Name: name, Namespaces: []string{"team-" + name}, Cohort: cohort,
+			Quota: api.QueueQuota{GPU: []*api.GPUQuota{{Type: "*", Nominal: nominal}}}}
+	}
+	_, _, err := c.Queues().Upsert([]*api.Queue{queue("a", "lab", 8), queue("b", "lab", 8), queue("c", "", 0)}, nil)
+	must.NoError(t, err)
+	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
+	must.NoError(t, err)
+	_, _, err = c.Jobs().Register(queueJob("waiting", "team-c", 2, 4), &api.WriteOptions{Namespace: "team-c"})
+	must.NoError(t, err)
+
+	var a *api.Queue
+	agent.WaitFor(t, 20*time.Second, "queue a's job on 16 GPUs, c's decided", func() error {
+		var err error
+		if a, _, err = c.Queues().Info("a", nil); err != nil {
+			return err
+		}
+		cq, _, err := c.Queues().Info("c", nil)
+		if err != nil {
+			return err
+		}
+		if a.Usage == nil || len(a.Usage.Resources) == 0 || a.Usage.Resources[0].Used != 16 ||
+			len(cq.Usage.Jobs) == 0 || cq.Usage.Jobs[0].Reason == "" {
+			return fmt.Errorf("queue a: %+v; c: %+v", a.Usage, cq.Usage)
+		}
+		return nil
+	})
+	row := gpuRow(t, a)
+	must.Eq(t, "*", row.Quota)
+	must.Eq(t, api.QueueResource{Resource: row.Resource, Quota: "*", Nominal: 8, Used: 16, Borrowed: 8}, row)
+	must.Eq(t, 0, a.Usage.PendingJobs)
+	must.SliceLen(t, 1, a.Usage.Jobs)
+	must.Eq(t, api.QueueJob{Namespace: "team-a", ID: "big", Status: a.Usage.Jobs[0].Status, Workers: 16, Reason: a.Usage.Jobs[0].Reason}, *a.Usage.Jobs[0])
+
+	b, _, err := c.Queues().Info("b", nil)
+	must.NoError(t, err)
+	must.Eq(t, api.QueueResource{Resource: row.Resource, Quota: "*", Nominal: 8, Lent: 8}, gpuRow(t, b))
+	must.SliceEmpty(t, b.Usage.Jobs)
+
+	cq, _, err := c.Queues().Info("c", nil)
+	must.NoError(t, err)
+	must.Eq(t, api.QueueResource{Resource: row.Resource, Quota: "*", Pending: 2}, gpuRow(t, cq))
+	must.Eq(t, 1, cq.Usage.PendingJobs)
+	must.SliceLen(t, 1, cq.Usage.Jobs)
+	must.True(t, cq.Usage.Jobs[0].Pending)
+	must.Eq(t, 0, cq.Usage.Jobs[0].Workers)
+	t.Logf("c's job waits: %s", cq.Usage.Jobs[0].Reason)
+
+	list, _, err := c.Queues().List(nil)
+	must.NoError(t, err)
+	must.SliceLen(t, 3, list)
+	for _, q := range list {
+		must.SliceEmpty(t, q.Usage.Jobs, must.Sprint("the list does not list jobs"))
+	}
+	must.Eq(t, row, gpuRow(t, list[0]))
+	must.Eq(t, 8, gpuRow(t, list[1]).Lent)
+	must.Eq(t, 2, gpuRow(t, list[2]).Pending)
+}
