@@ -2,6 +2,9 @@ package server
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -27,7 +30,8 @@ func gpuRow(t *testing.T, q *api.Queue) api.QueueResource {
 // TestQueueUsage_BorrowLendPending runs queues a and b of one cohort with
 // 8 GPUs each on 16 simulated GPUs, and c, outside it, with none: a's
 // job borrows b's 8 idle GPUs, which b lends, and c's job waits for the
-// 2 GPUs of its minimum. The queue reads answer that usage.
+// 2 GPUs of its minimum. The queue reads answer that usage, and
+// /v1/metrics has it per queue and resource.
 func TestQueueUsage_BorrowLendPending(t *testing.T) {
 	cfg := TestConfig(t, simDriver(t, 500))
 	cfg.Algorithm = "fifo"
@@ -92,4 +96,23 @@ func TestQueueUsage_BorrowLendPending(t *testing.T) {
 	must.Eq(t, row, gpuRow(t, list[0]))
 	must.Eq(t, 8, gpuRow(t, list[1]).Lent)
 	must.Eq(t, 2, gpuRow(t, list[2]).Pending)
+
+	// /v1/metrics has the same usage, a series per queue and resource.
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/v1/metrics")
+	must.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.NoError(t, err)
+	must.StrContains(t, string(body), "# HELP caravan_queue_lent The part of the queue's idle nominal quota")
+	for _, want := range []struct {
+		series, queue string
+		value         int
+	}{
+		{"nominal", "a", 8}, {"used", "a", 16}, {"borrowed", "a", 8}, {"lent", "a", 0}, {"pending", "a", 0},
+		{"nominal", "b", 8}, {"used", "b", 0}, {"lent", "b", 8},
+		{"nominal", "c", 0}, {"pending", "c", 2},
+	} {
+		line := fmt.Sprintf(`caravan_queue_%s{queue=%q,resource=%q} %d`, want.series, want.queue, row.Resource, want.value)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(line)+`$`), string(body))
+	}
 }
