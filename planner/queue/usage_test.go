@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
+	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
@@ -107,4 +111,85 @@ func TestUsage_Types(t *testing.T) {
 		Resources: []structs.QueueResource{{Resource: "gpu/NVIDIA A100", Used: 1, Borrowed: 1}},
 		Jobs:      []structs.JobKey{other.Job.Key()},
 	}, got[structs.DefaultQueue])
+}
+
+// TestUsage_Properties checks Usage on random clusters, queues and
+// decisions (fifo's, within the queues) against what the placements take,
+// counted independently: used as placed, borrowed beyond the nominal, lent
+// within the idle nominal and the lending limit and never more than the
+// cohort borrows, and the same answer for the jobs in any order.
+func TestUsage_Properties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 12))
+	lending := 0
+	for trial := range 300 {
+		msg := must.Sprintf("trial %d", trial)
+		req := planner.RandomRequest(rng)
+		for _, j := range req.Jobs {
+			j.Job.Namespace = []string{"ns-0", "ns-1", "ns-2", "ns-3", "other"}[rng.IntN(5)]
+			if j.Current != nil {
+				j.Current.Namespace = j.Job.Namespace
+			}
+		}
+		queues := randomQueues(t, rng)
+		dec, err := builtin.Algorithms["fifo"]().Plan(req)
+		must.NoError(t, err)
+		dec, _ = Apply(req, dec, queues, nil)
+		var jobs []*structs.Job
+		for _, j := range req.Jobs {
+			jobs = append(jobs, j.Job)
+		}
+		got := Usage(queues, req.Nodes, jobs, dec.Placements)
+
+		rjobs, rplacements := slices.Clone(jobs), slices.Clone(dec.Placements)
+		rng.Shuffle(len(rjobs), func(a, b int) { rjobs[a], rjobs[b] = rjobs[b], rjobs[a] })
+		rng.Shuffle(len(rplacements), func(a, b int) { rplacements[a], rplacements[b] = rplacements[b], rplacements[a] })
+		must.Eq(t, got, Usage(queues, req.Nodes, rjobs, rplacements), msg)
+
+		want := map[string]map[string]int{}
+		usage(want, req.Nodes, req.Jobs, dec.Placements, queues)
+		lent, borrowed := map[[2]string]int{}, map[[2]string]int{}
+		for name, u := range got {
+			for typ, n := range want[name] {
+				if typ != dimCPU && typ != dimMemory && n > 0 {
+					must.NotNil(t, u.Resource("gpu/"+typ), must.Sprintf("trial %d: queue %s uses %d %s GPUs", trial, name, n, typ))
+				}
+			}
+			for _, r := range u.Resources {
+				at := must.Sprintf("trial %d: queue %s, %s: %+v", trial, name, r.Resource, r)
+				typ := strings.TrimPrefix(r.Resource, "gpu/")
+				must.Eq(t, want[name][typ], r.Used, at)
+				must.Eq(t, max(r.Used-r.Nominal, 0), r.Borrowed, at)
+				must.LessEq(t, max(r.Nominal-r.Used, 0), r.Lent, at)
+				must.GreaterEq(t, 0, r.Pending, at)
+				if r.IsGPU() {
+					nominal, _, lend := nominalOf(queues, name, typ)
+					must.Eq(t, nominal, r.Nominal, at)
+					must.LessEq(t, lend, r.Lent, at)
+				}
+				key := [2]string{cohortOf(queues, name), r.Resource}
+				lent[key] += r.Lent
+				borrowed[key] += r.Borrowed
+				if key[0] == "" {
+					must.Eq(t, 0, r.Lent, at)
+				}
+			}
+			pending := 0
+			for _, k := range u.Jobs {
+				p := dec.Placements[slices.IndexFunc(dec.Placements, func(p *structs.Placement) bool { return p.Key() == k })]
+				least := findView(req, k).Minimum()
+				if p.NumPS < least.PS || p.NumWorkers < least.Workers {
+					pending++
+				}
+			}
+			must.Eq(t, pending, u.PendingJobs, msg)
+		}
+		for key, n := range lent {
+			must.LessEq(t, borrowed[key], n, must.Sprintf("trial %d: cohort %q lends %d %s, borrows %d", trial, key[0], n, key[1], borrowed[key]))
+			if n > 0 {
+				lending++
+			}
+		}
+	}
+	t.Logf("%d cohorts and resources lent in", lending)
+	must.Greater(t, 10, lending, must.Sprint("trials where a cohort lends"))
 }
