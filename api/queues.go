@@ -41,7 +41,7 @@ type QueueUsage struct {
 	// PendingJobs counts the jobs paused or below their minimum.
 	PendingJobs int
 	// Jobs are the queue's active jobs, pending ones first; only Info
-	// lists them.
+	// lists them, those of the namespaces the token may list jobs of.
 	Jobs []*QueueJob `json:",omitempty"`
 }
 

@@ -57,8 +57,10 @@ func (s *Server) queueList(w http.ResponseWriter, r *http.Request) (any, error) 
 }
 
 // queueRead answers GET /v1/queue/<name>: the queue with its usage under
-// the latest decision and its jobs, 404 for a queue that does not exist
-// (a blocking read waits for it).
+// the latest decision and its jobs, those of the namespaces the token may
+// list jobs of (as GET /v1/jobs lists them: the queue rule shows the
+// queue's totals, not other teams' job names); 404 for a queue that does
+// not exist (a blocking read waits for it).
 func (s *Server) queueRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := r.PathValue("name")
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
@@ -74,7 +76,13 @@ func (s *Server) queueRead(w http.ResponseWriter, r *http.Request) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		return u.status(qs[i], true), nil
+		out := u.status(qs[i], true)
+		if out.Usage != nil {
+			out.Usage.Jobs = slices.DeleteFunc(out.Usage.Jobs, func(j *structs.QueueJob) bool {
+				return s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil
+			})
+		}
+		return out, nil
 	}, queueUsageTables...))
 }
 

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,4 +117,52 @@ func TestQueueUsage_BorrowLendPending(t *testing.T) {
 		line := fmt.Sprintf(`caravan_queue_%s{queue=%q,resource=%q} %d`, want.series, want.queue, row.Resource, want.value)
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(line)+`$`), string(body))
 	}
+}
+
+// TestQueueUsage_ACL: a queue reader sees a queue's totals, and of its
+// jobs only those of the namespaces it may list jobs of.
+func TestQueueUsage_ACL(t *testing.T) {
+	var logs syncBuffer
+	s := TestServer(t, aclConfig(t, &logs))
+	leaderOf(t, s)
+	queuesWritable(t, s)
+	wo := (&api.WriteOptions{}).WithContext(context.Background())
+	root, _, err := client(t, s).ACL().Bootstrap(wo)
+	must.NoError(t, err)
+	mgmt := tokenClient(t, s, root.SecretID)
+	tokens := map[string]string{}
+	for name, rules := range map[string]string{
+		"qread":     `queue { policy = "read" }`,
+		"qread-nlp": `queue { policy = "read" }` + "\n" + `namespace "nlp" { policy = "read" }`,
+	} {
+		_, _, err := mgmt.ACL().ApplyPolicy(name, &api.ACLPolicyRequest{Rules: rules}, wo)
+		must.NoError(t, err)
+		tok, _, err := mgmt.ACL().CreateToken(&api.ACLTokenRequest{Name: name, Policies: []string{name}}, wo)
+		must.NoError(t, err)
+		tokens[name] = tok.SecretID
+	}
+	_, _, err = mgmt.Queues().Upsert([]*api.Queue{apiQueue("lab", "nlp", "cv")}, wo)
+	must.NoError(t, err)
+	for _, ns := range []string{"nlp", "cv"} {
+		_, _, err := mgmt.Jobs().Register(queueJob("j-"+ns, ns, 1, 2), &api.WriteOptions{Namespace: ns})
+		must.NoError(t, err)
+	}
+	jobs := func(token string) (int, []string) {
+		q, _, err := tokenClient(t, s, token).Queues().Info("lab", nil)
+		must.NoError(t, err)
+		must.NotNil(t, q.Usage)
+		var ids []string
+		for _, j := range q.Usage.Jobs {
+			ids = append(ids, j.ID)
+		}
+		slices.Sort(ids) // pending first: whether placed yet or not
+		return len(q.Usage.Resources), ids
+	}
+	rows, all := jobs(root.SecretID)
+	must.Eq(t, []string{"j-cv", "j-nlp"}, all)
+	readerRows, none := jobs(tokens["qread"])
+	must.SliceEmpty(t, none)
+	must.Eq(t, rows, readerRows, must.Sprint("the totals, whatever the namespaces"))
+	_, nlp := jobs(tokens["qread-nlp"])
+	must.Eq(t, []string{"j-nlp"}, nlp)
 }

@@ -269,7 +269,8 @@ type QueueUsage struct {
 	// their minimum.
 	PendingJobs int
 	// Jobs are the queue's active jobs, pending ones first, each group in
-	// job key order; only GET /v1/queue/<name> lists them.
+	// job key order; only GET /v1/queue/<name> lists them, those of the
+	// namespaces the caller may list jobs of.
 	Jobs []*QueueJob `json:",omitempty"`
 }
 
