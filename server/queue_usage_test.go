@@ -12,6 +12,7 @@ import (
 
 	"github.com/caravan-sched/caravan/api"
 	"github.com/caravan-sched/caravan/e2e/agent"
+	"github.com/caravan-sched/caravan/server/state"
 	"github.com/shoenig/test/must"
 )
 
@@ -45,8 +46,13 @@ func TestQueueUsage_BorrowLendPending(t *testing.T) {
 		return &api.Queue{Name: name, Namespaces: []string{"team-" + name}, Cohort: cohort,
 			Quota: api.QueueQuota{GPU: []*api.GPUQuota{{Type: "*", Nominal: nominal}}}}
 	}
-	_, _, err := c.Queues().Upsert([]*api.Queue{queue("a", "lab", 8), queue("b", "lab", 8), queue("c", "", 0)}, nil)
+	given := queue("c", "", 0)
+	given.Usage = &api.QueueUsage{PendingJobs: 7} // an answer's, applied back
+	_, _, err := c.Queues().Upsert([]*api.Queue{queue("a", "lab", 8), queue("b", "lab", 8), given}, nil)
 	must.NoError(t, err)
+	stored, err := state.QueueByName(s.State().Txn(), nil, "c")
+	must.NoError(t, err)
+	must.Nil(t, stored.Usage, must.Sprint("usage is never stored"))
 	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
 	must.NoError(t, err)
 	_, _, err = c.Jobs().Register(queueJob("waiting", "team-c", 2, 4), &api.WriteOptions{Namespace: "team-c"})
