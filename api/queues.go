@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // DefaultQueue is the queue of jobs whose namespace no queue names.
@@ -22,8 +23,58 @@ type Queue struct {
 	Cohort string
 	Quota  QueueQuota
 
+	// Usage is what the queue's jobs hold and wait for under the latest
+	// decision, as the server answers a queue; nil when unknown, and
+	// ignored in an upsert.
+	Usage *QueueUsage `json:",omitempty"`
+
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// QueueUsage is a queue's usage under the latest decision.
+type QueueUsage struct {
+	// Resources are the resources of the queue's GPU quotas and those its
+	// jobs use or wait for, GPU types by name, then CPU and memory when
+	// the queue limits them.
+	Resources []QueueResource
+	// PendingJobs counts the jobs paused or below their minimum.
+	PendingJobs int
+	// Jobs are the queue's active jobs, pending ones first; only Info
+	// lists them, those of the namespaces the token may list jobs of.
+	Jobs []*QueueJob `json:",omitempty"`
+}
+
+// QueueResource is a queue's standing in one resource, in GPUs, MHz or
+// MB.
+type QueueResource struct {
+	// Resource is "gpu/" and a GPU type as nodes report it (or as a quota
+	// gives one no node has), "cpu" or "memory".
+	Resource string
+	// Quota is the Type of the GPU quota that counts the resource; "" for
+	// a type no quota of the queue matches, and for CPU and memory.
+	Quota string `json:",omitempty"`
+	// Nominal is the queue's quota of the resource; Used what its jobs
+	// hold; Borrowed the part of Used beyond Nominal; Lent the part of
+	// its idle nominal that queues of its cohort borrow; Pending what its
+	// paused jobs (or those below their minimum) lack to run at their
+	// minimum.
+	Nominal, Used, Borrowed, Lent, Pending int
+}
+
+// IsGPU reports whether r counts GPUs.
+func (r *QueueResource) IsGPU() bool { return strings.HasPrefix(r.Resource, "gpu/") }
+
+// QueueJob is one job of a queue, as the latest decision places it.
+type QueueJob struct {
+	Namespace, ID string
+	Status        string
+	// PS and Workers are what the latest decision gives the job.
+	PS, Workers int
+	// Pending marks a job paused or below its minimum; Reason is its
+	// placement's reason.
+	Pending bool
+	Reason  string `json:",omitempty"`
 }
 
 // QueueQuota is a queue's nominal quota per resource; a resource it does

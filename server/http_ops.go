@@ -29,9 +29,9 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// go-metrics' series (the default registry) and this server's
-	// per-job series.
+	// per-job and per-queue series.
 	jobs := prometheus.NewRegistry()
-	jobs.MustRegister(&jobCollector{s: s})
+	jobs.MustRegister(&jobCollector{s: s}, &queueCollector{s: s})
 	promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, jobs}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/caravan-sched/caravan/acl"
 	"github.com/caravan-sched/caravan/server/fsm"
@@ -26,8 +27,9 @@ func (s *Server) queueRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/queue/{name}", s.write(s.allow(queueWrite, s.queueDelete)))
 }
 
-// queueList answers GET /v1/queues: every queue, by name, with the list
-// options (list.go; ?prefix= matches names).
+// queueList answers GET /v1/queues: every queue, by name, with its usage
+// under the latest decision (its jobs not listed), with the list options
+// (list.go; ?prefix= matches names).
 func (s *Server) queueList(w http.ResponseWriter, r *http.Request) (any, error) {
 	opts, err := parseListOptions(r)
 	if err != nil {
@@ -35,25 +37,53 @@ func (s *Server) queueList(w http.ResponseWriter, r *http.Request) (any, error) 
 	}
 	res, err := s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
 		qs, err := state.Queues(txn, ws)
-		return orEmpty(qs), err
-	}, state.TableQueues))
+		if err != nil {
+			return nil, err
+		}
+		u, err := readQueueUsage(txn, ws, qs)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*structs.Queue, len(qs))
+		for i, q := range qs {
+			out[i] = u.status(q, false)
+		}
+		return out, nil
+	}, queueUsageTables...))
 	if err != nil {
 		return nil, err
 	}
 	return apply(w, opts, res.([]*structs.Queue), byID(func(q *structs.Queue) string { return q.Name }))
 }
 
-// queueRead answers GET /v1/queue/<name>, 404 for a queue that does not
-// exist (a blocking read waits for it).
+// queueRead answers GET /v1/queue/<name>: the queue with its usage under
+// the latest decision and its jobs, those of the namespaces the token may
+// list jobs of (as GET /v1/jobs lists them: the queue rule shows the
+// queue's totals, not other teams' job names); 404 for a queue that does
+// not exist (a blocking read waits for it).
 func (s *Server) queueRead(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := r.PathValue("name")
 	return s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
-		q, err := state.QueueByName(txn, ws, name)
-		if err == nil && q == nil {
+		qs, err := state.Queues(txn, ws)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(qs, func(q *structs.Queue) bool { return q.Name == name })
+		if i < 0 {
 			return nil, notFound("queue %q not found", name)
 		}
-		return q, err
-	}, state.TableQueues))
+		u, err := readQueueUsage(txn, ws, qs)
+		if err != nil {
+			return nil, err
+		}
+		out := u.status(qs[i], true)
+		if out.Usage != nil {
+			out.Usage.Jobs = slices.DeleteFunc(out.Usage.Jobs, func(j *structs.QueueJob) bool {
+				return s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil
+			})
+		}
+		return out, nil
+	}, queueUsageTables...))
 }
 
 // decodeQueues reads a QueueUpsertRequest and checks what can be checked

@@ -49,6 +49,12 @@ type Queue struct {
 	// Quota is what the queue is promised.
 	Quota QueueQuota
 
+	// Usage is what the queue's jobs hold and wait for under the latest
+	// decision, which the server computes when it answers a queue
+	// (GET /v1/queue/<name>, GET /v1/queues); never stored:
+	// Canonicalize drops it. Nil when not known.
+	Usage *QueueUsage `json:",omitempty"`
+
 	CreateIndex uint64
 	ModifyIndex uint64
 }
@@ -102,8 +108,10 @@ func (q *QueueQuota) GPUQuotaFor(gpuType string) *GPUQuota {
 	return nil
 }
 
-// Canonicalize fills in defaults.
+// Canonicalize fills in defaults, and drops Usage, which only answers
+// carry.
 func (q *Queue) Canonicalize() {
+	q.Usage = nil
 	if q.Weight == 0 {
 		q.Weight = DefaultWeight
 	}
@@ -248,4 +256,60 @@ func QueueConflict(queues []*Queue, q *Queue) error {
 		}
 	}
 	return nil
+}
+
+// QueueUsage is what a queue's jobs hold and wait for under the latest
+// decision (planner/queue.Usage).
+type QueueUsage struct {
+	// Resources are the resources of the queue's GPU quotas and those its
+	// jobs use or wait for, GPU types by name, then CPU and memory when
+	// the queue limits them.
+	Resources []QueueResource
+	// PendingJobs counts the queue's jobs that are paused or run below
+	// their minimum.
+	PendingJobs int
+	// Jobs are the queue's active jobs, pending ones first, each group in
+	// job key order; only GET /v1/queue/<name> lists them, those of the
+	// namespaces the caller may list jobs of.
+	Jobs []*QueueJob `json:",omitempty"`
+}
+
+// QueueResource is a queue's standing in one resource, in GPUs, MHz or MB.
+type QueueResource struct {
+	// Resource names it: "gpu/" and a GPU type as nodes report it
+	// (Node.GPUType), "cpu" or "memory". A GPU quota whose type no node
+	// of the cluster has is "gpu/" and the quota's Type.
+	Resource string
+	// Quota is the Type of the queue's GPU quota that counts the
+	// resource; "" for a GPU type no quota of the queue matches, and for
+	// CPU and memory.
+	Quota string `json:",omitempty"`
+	// Nominal is the queue's nominal quota of the resource; a GPU quota
+	// that matches several types is split over them as the planner
+	// splits it.
+	Nominal int
+	// Used is what the placements of the queue's jobs hold; Borrowed the
+	// part of it beyond Nominal.
+	Used, Borrowed int
+	// Lent is the part of the queue's idle nominal that queues of its
+	// cohort use beyond their own nominals.
+	Lent int
+	// Pending is what the queue's paused jobs, and those below their
+	// minimum, lack to run at their minimum.
+	Pending int
+}
+
+// IsGPU reports whether r counts GPUs.
+func (r *QueueResource) IsGPU() bool { return strings.HasPrefix(r.Resource, "gpu/") }
+
+// QueueJob is one job of a queue, as its latest decision places it.
+type QueueJob struct {
+	Namespace, ID string
+	Status        string
+	// PS and Workers are what the latest decision gives the job.
+	PS, Workers int
+	// Pending marks a job paused or below its minimum; Reason is its
+	// placement's reason.
+	Pending bool
+	Reason  string `json:",omitempty"`
 }

@@ -134,9 +134,10 @@ func (c *QueueListCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan queue list [options]
 
-  Lists the queues by name: their cohort, weight, namespaces, and nominal
-  quota of GPUs per type, CPU (MHz) and memory (MB), "-" where the queue
-  does not limit a resource.
+  Lists the queues by name: their cohort, weight, namespaces, nominal
+  quota of GPUs per type, the GPUs their jobs use over their nominal GPUs
+  (all types together, under the latest decision), and nominal CPU (MHz)
+  and memory (MB), "-" where the queue does not limit a resource.
 
   Needs a token with queue { policy = "read" }. Exits 1 on errors.
 
@@ -174,14 +175,14 @@ func formatQueueList(queues []*api.Queue) string {
 	if len(queues) == 0 {
 		return "No queues"
 	}
-	rows := [][]string{{"Name", "Cohort", "Weight", "Namespaces", "GPUs", "CPU", "Memory"}}
+	rows := [][]string{{"Name", "Cohort", "Weight", "Namespaces", "GPUs", "GPUs Used", "CPU", "Memory"}}
 	for _, q := range queues {
 		var gpus []string
 		for _, g := range q.Quota.GPU {
 			gpus = append(gpus, fmt.Sprintf("%s:%d", g.Type, g.Nominal))
 		}
 		rows = append(rows, []string{q.Name, orDash(q.Cohort), formatWeight(q.Weight), orDash(strings.Join(q.Namespaces, ",")),
-			orDash(strings.Join(gpus, ",")), limit(q.Quota.CPU), limit(q.Quota.MemoryMB)})
+			orDash(strings.Join(gpus, ",")), gpusUsed(q), limit(q.Quota.CPU), limit(q.Quota.MemoryMB)})
 	}
 	return formatList(rows)
 }
@@ -205,11 +206,17 @@ func (c *QueueStatusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: caravan queue status [options] <name>
 
-  Shows a queue: its namespaces, cohort and weight, and its quota, a row
-  per resource (GPUs per type, CPU in MHz, memory in MB) with the nominal
-  quota and, in a cohort, how many GPUs beyond it the queue may borrow
-  (Borrowing Limit: "unlimited" without a cap) and how many of its idle
-  GPUs it lends (Lending Limit: "all" without a cap).
+  Shows a queue: its namespaces, cohort and weight; its quota and usage
+  under the latest decision, a row per resource (GPUs per type as nodes
+  report it, with the quota that counts it in parentheses when named
+  otherwise; CPU in MHz and memory in MB when the queue limits them):
+  the nominal quota, what its jobs use (Used), the part of it beyond the
+  nominal (Borrowed), the part of its idle nominal that queues of its
+  cohort borrow (Lent), what its paused jobs lack to run at their minimum
+  (Pending) and, in a cohort, how many GPUs beyond its nominal the queue
+  may borrow (Borrowing Limit: "unlimited" without a cap) and how many of
+  its idle GPUs it lends (Lending Limit: "all" without a cap); then its
+  jobs, the pending ones first with the reason they wait.
 
   Needs a token with queue { policy = "read" }. Exits 1 on errors, a queue
   that does not exist among them.
@@ -240,10 +247,8 @@ func (c *QueueStatusCommand) Run(args []string) int {
 	return c.output(asJSON, q, func() string { return formatQueue(q) })
 }
 
-// formatQueue renders a queue's definition: its fields, then its quota, a
-// row per resource. The quota's columns are what the queue is promised;
-// what it uses, borrows, lends and waits for, which the leader will
-// report, go after Nominal as more columns of the same rows.
+// formatQueue renders a queue: its fields, then its quota and usage, a
+// row per resource, then its jobs, the pending ones first.
 func formatQueue(q *api.Queue) string {
 	out := formatKV([][2]string{
 		{"Name", q.Name},
@@ -253,30 +258,104 @@ func formatQueue(q *api.Queue) string {
 		{"Create Index", fmt.Sprint(q.CreateIndex)},
 		{"Modify Index", fmt.Sprint(q.ModifyIndex)},
 	})
-	rows := [][]string{{"Resource", "Nominal", "Borrowing Limit", "Lending Limit"}}
-	for _, g := range q.Quota.GPU {
-		borrow, lend := "-", "-"
-		if q.Cohort != "" {
-			borrow, lend = "unlimited", "all"
-			if g.BorrowingLimit != nil {
-				borrow = strconv.Itoa(*g.BorrowingLimit)
-			}
-			if g.LendingLimit != nil {
-				lend = strconv.Itoa(*g.LendingLimit)
-			}
+	rows := [][]string{{"Resource", "Nominal", "Used", "Borrowed", "Lent", "Pending", "Borrowing Limit", "Lending Limit"}}
+	if q.Usage == nil {
+		// A server that does not report usage: the quota alone.
+		for _, g := range q.Quota.GPU {
+			rows = append(rows, append([]string{"gpu/" + g.Type, strconv.Itoa(g.Nominal), "-", "-", "-", "-"}, gpuLimits(q, g)...))
 		}
-		rows = append(rows, []string{"gpu/" + g.Type, strconv.Itoa(g.Nominal), borrow, lend})
-	}
-	if q.Quota.CPU > 0 {
-		rows = append(rows, []string{"cpu (MHz)", strconv.Itoa(q.Quota.CPU), "-", "-"})
-	}
-	if q.Quota.MemoryMB > 0 {
-		rows = append(rows, []string{"memory (MB)", strconv.Itoa(q.Quota.MemoryMB), "-", "-"})
+		if q.Quota.CPU > 0 {
+			rows = append(rows, []string{"cpu (MHz)", strconv.Itoa(q.Quota.CPU), "-", "-", "-", "-", "-", "-"})
+		}
+		if q.Quota.MemoryMB > 0 {
+			rows = append(rows, []string{"memory (MB)", strconv.Itoa(q.Quota.MemoryMB), "-", "-", "-", "-", "-", "-"})
+		}
+	} else {
+		for _, r := range q.Usage.Resources {
+			row := []string{resourceLabel(r), strconv.Itoa(r.Nominal), strconv.Itoa(r.Used), strconv.Itoa(r.Borrowed), strconv.Itoa(r.Lent), strconv.Itoa(r.Pending)}
+			limits := []string{"-", "-"}
+			if r.IsGPU() {
+				limits = gpuLimits(q, nil)
+				for _, g := range q.Quota.GPU {
+					if g.Type == r.Quota {
+						limits = gpuLimits(q, g)
+					}
+				}
+			}
+			rows = append(rows, append(row, limits...))
+		}
 	}
 	if len(rows) == 1 {
-		return out + "\n\nQuota\nNone: the queue does not limit its jobs"
+		out += "\n\nQuota\nNone: the queue does not limit its jobs"
+	} else {
+		out += "\n\nQuota\n" + formatList(rows)
 	}
-	return out + "\n\nQuota\n" + formatList(rows)
+	if q.Usage == nil {
+		return out
+	}
+	if len(q.Usage.Jobs) == 0 {
+		return out + "\n\nJobs\nNone"
+	}
+	jobs := [][]string{{"ID", "Namespace", "Status", "PS", "Workers", "Reason"}}
+	for _, j := range q.Usage.Jobs {
+		reason := "-"
+		if j.Pending {
+			reason = orDash(j.Reason)
+		}
+		jobs = append(jobs, []string{j.ID, j.Namespace, orDash(j.Status), strconv.Itoa(j.PS), strconv.Itoa(j.Workers), reason})
+	}
+	return out + fmt.Sprintf("\n\nJobs (%d pending)\n", q.Usage.PendingJobs) + formatList(jobs)
+}
+
+// gpuLimits renders the borrowing and lending limits of a queue's GPU
+// quota g (nil for a type no quota names, which the queue only borrows):
+// "-" outside a cohort, where the queue neither borrows nor lends.
+func gpuLimits(q *api.Queue, g *api.GPUQuota) []string {
+	if q.Cohort == "" {
+		return []string{"-", "-"}
+	}
+	borrow, lend := "unlimited", "all"
+	if g == nil {
+		return []string{borrow, "-"}
+	}
+	if g.BorrowingLimit != nil {
+		borrow = strconv.Itoa(*g.BorrowingLimit)
+	}
+	if g.LendingLimit != nil {
+		lend = strconv.Itoa(*g.LendingLimit)
+	}
+	return []string{borrow, lend}
+}
+
+// resourceLabel names a usage row: its resource with its unit, and for a
+// GPU type the quota that counts it when that is not named as the type.
+func resourceLabel(r api.QueueResource) string {
+	switch {
+	case r.Resource == "cpu":
+		return "cpu (MHz)"
+	case r.Resource == "memory":
+		return "memory (MB)"
+	case r.Quota == "":
+		return r.Resource + " (no quota)"
+	case r.Resource != "gpu/"+r.Quota:
+		return r.Resource + " (" + r.Quota + ")"
+	}
+	return r.Resource
+}
+
+// gpusUsed renders a queue's GPUs used over its nominal GPUs, all types
+// together ("12/8"); "-" when the server does not report usage.
+func gpusUsed(q *api.Queue) string {
+	if q.Usage == nil {
+		return "-"
+	}
+	used, nominal := 0, 0
+	for _, r := range q.Usage.Resources {
+		if r.IsGPU() {
+			used, nominal = used+r.Used, nominal+r.Nominal
+		}
+	}
+	return fmt.Sprintf("%d/%d", used, nominal)
 }
 
 // QueueDeleteCommand deletes a queue.

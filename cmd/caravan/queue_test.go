@@ -23,26 +23,66 @@ func testQueue(name, cohort string, namespaces ...string) *api.Queue {
 }
 
 // TestFormatQueue: a queue's status lists its definition and a quota row
-// per resource; borrowing and lending limits are shown only in a cohort.
+// per resource; borrowing and lending limits are shown only in a cohort;
+// without usage (an older server) its columns are "-".
 func TestFormatQueue(t *testing.T) {
 	out := formatQueue(testQueue("nlp", "research", "nlp", "nlp-*"))
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Namespaces\s+= nlp, nlp-\*$`), out)
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Cohort\s+= research$`), out)
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Weight\s+= 2$`), out)
 	must.StrContains(t, out, "\n\nQuota\n")
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^Resource\s+Nominal\s+Borrowing Limit\s+Lending Limit$`), out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/A100\s+8\s+unlimited\s+4$`), out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/T4\s+2\s+2\s+all$`), out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^cpu \(MHz\)\s+16000\s+-\s+-$`), out)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^memory \(MB\)\s+65536\s+-\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^Resource\s+Nominal\s+Used\s+Borrowed\s+Lent\s+Pending\s+Borrowing Limit\s+Lending Limit$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/A100\s+8\s+-\s+-\s+-\s+-\s+unlimited\s+4$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/T4\s+2\s+-\s+-\s+-\s+-\s+2\s+all$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^cpu \(MHz\)\s+16000(\s+-){6}$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^memory \(MB\)\s+65536(\s+-){6}$`), out)
+	must.StrNotContains(t, out, "Jobs")
 
 	alone := formatQueue(testQueue("solo", "", "solo"))
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^Cohort\s+= -$`), alone)
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/A100\s+8\s+-\s+-$`), alone, must.Sprint("no cohort: nothing to borrow from or lend to"))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/A100\s+8(\s+-){6}$`), alone, must.Sprint("no cohort: nothing to borrow from or lend to"))
 
 	none := formatQueue(&api.Queue{Name: "default", Weight: 1})
 	must.StrContains(t, none, "\n\nQuota\nNone: the queue does not limit its jobs")
 	must.Eq(t, "No queues", formatQueueList(nil))
+}
+
+// TestFormatQueue_Usage: a queue's status shows its usage per resource,
+// GPU types as nodes name them with the quota that counts them, and its
+// jobs, the pending ones first with why they wait; the list shows GPUs
+// used over nominal.
+func TestFormatQueue_Usage(t *testing.T) {
+	q := testQueue("nlp", "research", "nlp")
+	q.Usage = &api.QueueUsage{
+		Resources: []api.QueueResource{
+			{Resource: "gpu/NVIDIA A100-SXM4-40GB", Quota: "A100", Nominal: 8, Used: 12, Borrowed: 4},
+			{Resource: "gpu/T4", Quota: "T4", Nominal: 2, Lent: 1, Pending: 2},
+			{Resource: "gpu/Tesla V100", Used: 1, Borrowed: 1},
+			{Resource: "cpu", Nominal: 16000, Used: 13000},
+			{Resource: "memory", Nominal: 65536, Used: 13312, Pending: 2048},
+		},
+		PendingJobs: 1,
+		Jobs: []*api.QueueJob{
+			{Namespace: "nlp", ID: "bert", Status: "pending", Pending: true, Reason: "no room for 2 workers"},
+			{Namespace: "nlp", ID: "gpt", Status: "running", Workers: 12, Reason: "the algorithm's"},
+		},
+	}
+	out := formatQueue(q)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/NVIDIA A100-SXM4-40GB \(A100\)\s+8\s+12\s+4\s+0\s+0\s+unlimited\s+4$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/T4\s+2\s+0\s+0\s+1\s+2\s+2\s+all$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/Tesla V100 \(no quota\)\s+0\s+1\s+1\s+0\s+0\s+unlimited\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^cpu \(MHz\)\s+16000\s+13000\s+0\s+0\s+0\s+-\s+-$`), out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^memory \(MB\)\s+65536\s+13312\s+0\s+0\s+2048\s+-\s+-$`), out)
+	jobs := out[strings.Index(out, "\n\nJobs (1 pending)\n")+2:]
+	lines := strings.Split(jobs, "\n")
+	must.SliceLen(t, 4, lines)
+	must.RegexMatch(t, regexp.MustCompile(`^ID\s+Namespace\s+Status\s+PS\s+Workers\s+Reason$`), lines[1])
+	must.RegexMatch(t, regexp.MustCompile(`^bert\s+nlp\s+pending\s+0\s+0\s+no room for 2 workers$`), lines[2])
+	must.RegexMatch(t, regexp.MustCompile(`^gpt\s+nlp\s+running\s+0\s+12\s+-$`), lines[3], must.Sprint("a running job's reason is not shown"))
+
+	list := strings.Split(formatQueueList([]*api.Queue{q, testQueue("old", "", "old")}), "\n")
+	must.RegexMatch(t, regexp.MustCompile(`^nlp\s+research\s+2\s+nlp\s+A100:8,T4:2\s+13/10\s+16000\s+65536$`), list[1])
+	must.RegexMatch(t, regexp.MustCompile(`^old\s+-\s+2\s+old\s+A100:8,T4:2\s+-\s+16000\s+65536$`), list[2], must.Sprint("no usage: an older server"))
 }
 
 // TestQueueCommands runs the queue commands against a server.
@@ -65,9 +105,9 @@ func TestQueueCommands(t *testing.T) {
 		code, out, errOut := cli(t, []string{"queue", "list"})
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		lines := strings.Split(out, "\n")
-		must.RegexMatch(t, regexp.MustCompile(`^Name\s+Cohort\s+Weight\s+Namespaces\s+GPUs\s+CPU\s+Memory$`), lines[0])
-		must.RegexMatch(t, regexp.MustCompile(`^cv\s+research\s+2\s+cv\s+A100:8,T4:2\s+16000\s+65536$`), lines[1])
-		must.RegexMatch(t, regexp.MustCompile(`^nlp\s+research\s+2\s+nlp,nlp-\*\s+A100:8,T4:2\s+16000\s+65536$`), lines[2])
+		must.RegexMatch(t, regexp.MustCompile(`^Name\s+Cohort\s+Weight\s+Namespaces\s+GPUs\s+GPUs Used\s+CPU\s+Memory$`), lines[0])
+		must.RegexMatch(t, regexp.MustCompile(`^cv\s+research\s+2\s+cv\s+A100:8,T4:2\s+0/10\s+16000\s+65536$`), lines[1])
+		must.RegexMatch(t, regexp.MustCompile(`^nlp\s+research\s+2\s+nlp,nlp-\*\s+A100:8,T4:2\s+0/10\s+16000\s+65536$`), lines[2])
 
 		code, out, _ = cli(t, []string{"queue", "list"}, "-prefix", "n", "-json")
 		must.Eq(t, 0, code)
@@ -81,7 +121,11 @@ func TestQueueCommands(t *testing.T) {
 		code, out, errOut := cli(t, []string{"queue", "status"}, "nlp")
 		must.Eq(t, 0, code, must.Sprint(errOut))
 		must.RegexMatch(t, regexp.MustCompile(`(?m)^Name\s+= nlp$`), out)
-		must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/A100\s+8\s+unlimited\s+4$`), out)
+		// The simulated cluster has no A100 and no T4, and no job runs:
+		// the quotas keep their nominals, with nothing used.
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^gpu/A100\s+8\s+0\s+0\s+0\s+0\s+unlimited\s+4$`), out)
+		must.RegexMatch(t, regexp.MustCompile(`(?m)^cpu \(MHz\)\s+16000\s+0\s+0\s+0\s+0\s+-\s+-$`), out)
+		must.StrContains(t, out, "\n\nJobs\nNone")
 
 		code, out, errOut = cli(t, []string{"queue", "status"}, "nope")
 		must.Eq(t, 1, code)

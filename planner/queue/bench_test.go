@@ -14,6 +14,40 @@ import (
 // 8 GPUs, half A100 and half V100, after FIFO's decision, which gives
 // some queues far beyond their quota.
 func BenchmarkApply(b *testing.B) {
+	req, queues := benchRequest()
+	dec, err := fifo.New().Plan(req)
+	must.NoError(b, err)
+	out, pre := Apply(req, dec, queues, nil)
+	must.NoError(b, planner.CheckDecision(req, out))
+	b.Logf("%d preemptions", len(pre))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		Apply(req, dec, queues, nil)
+	}
+}
+
+// BenchmarkUsage: the usage of BenchmarkApply's queues under its decision
+// within them, as a queue read or a metrics scrape computes it.
+func BenchmarkUsage(b *testing.B) {
+	req, queues := benchRequest()
+	dec, err := fifo.New().Plan(req)
+	must.NoError(b, err)
+	dec, _ = Apply(req, dec, queues, nil)
+	jobs := make([]*structs.Job, len(req.Jobs))
+	for i, j := range req.Jobs {
+		jobs[i] = j.Job
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		Usage(queues, req.Nodes, jobs, dec.Placements)
+	}
+}
+
+// benchRequest is 1,000 jobs of 10 queues in two cohorts on 512 nodes of
+// 8 GPUs, half A100 and half V100.
+func benchRequest() (*planner.Request, []*structs.Queue) {
 	var nodes []*structs.Node
 	for i := range 512 {
 		model := "NVIDIA A100"
@@ -36,15 +70,5 @@ func BenchmarkApply(b *testing.B) {
 		j.Step = float64(i % 37)
 		jobs = append(jobs, j)
 	}
-	req := &planner.Request{Nodes: nodes, Jobs: jobs}
-	dec, err := fifo.New().Plan(req)
-	must.NoError(b, err)
-	out, pre := Apply(req, dec, queues, nil)
-	must.NoError(b, planner.CheckDecision(req, out))
-	b.Logf("%d preemptions", len(pre))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		Apply(req, dec, queues, nil)
-	}
+	return &planner.Request{Nodes: nodes, Jobs: jobs}, queues
 }

@@ -88,6 +88,16 @@
 // the A100s grows onto the V100s to its queue's 8. A grown job's reason
 // says its queue grew it within its quota; growth is no preemption.
 //
+// # Usage
+//
+// Usage reports, per queue and resource, what a decision gives: the
+// nominal (split over types as Apply splits it), what the queue's jobs
+// use, what they borrow beyond the nominal, what of its idle nominal the
+// queue lends to its cohort's borrowers (a cohort's borrowed total spread
+// over its lenders in proportion to what each may lend), and what its
+// paused jobs lack to run at their minimum. The server answers it with
+// the queues (GET /v1/queue/<name>) and exports it to Prometheus.
+//
 // Apply is pure and deterministic: the same request, decision, queues
 // and held placements give the same result; it modifies none of them.
 package queue

@@ -225,6 +225,23 @@ func splitGPUNominals(dims []dim, qs []*queueState) {
 	}
 }
 
+// lendable returns what queue q offers its cohort of idle, the idle
+// nominal of its share s: idle within what remains of its GPU quota's
+// lending limit (lim are q's limits), which it spends; 0 for a queue
+// outside any cohort, which lends to no one.
+func lendable(q *queueState, s *share, lim []limits, idle int) int {
+	if q.cohort == "" || idle <= 0 {
+		return 0
+	}
+	if s.entry >= 0 {
+		if l := &lim[s.entry]; l.lend >= 0 {
+			idle = min(idle, l.lend)
+			l.lend -= idle
+		}
+	}
+	return idle
+}
+
 // entitle computes every queue's entitlement in resource d: its
 // guaranteed share, min(demand, nominal), plus what it borrows by
 // weighted water-filling, first from what the queues of its cohort lend
@@ -241,16 +258,7 @@ func entitle(d int, dm dim, qs []*queueState, lim [][]limits) {
 		}
 		claimed += s.nominal
 		s.guaranteed = min(s.demand, s.nominal)
-		s.lent = s.nominal - s.guaranteed
-		if s.entry >= 0 {
-			if l := &lim[qi][s.entry]; l.lend >= 0 {
-				s.lent = min(s.lent, l.lend)
-				l.lend -= s.lent
-			}
-		}
-		if q.cohort == "" {
-			s.lent = 0 // a queue outside any cohort lends to no one
-		}
+		s.lent = lendable(q, s, lim[qi], s.nominal-s.guaranteed)
 	}
 	wants := make([]int, len(qs))
 	for qi, q := range qs {
