@@ -78,6 +78,11 @@ type Options struct {
 	// Oracle hands the algorithm the jobs' true speeds and remaining
 	// steps instead of their fitted models (NewOracle).
 	Oracle bool
+	// Queues, when not empty, are stored in the run's server once its
+	// leader is up and before any job is submitted, as `caravan queue
+	// apply` stores a queue file (issue 32; TenantQueues builds them for a
+	// workload of tenants). They are only read.
+	Queues []*structs.Queue
 }
 
 // Result is the outcome of one policy on one workload.
@@ -87,6 +92,9 @@ type Result struct {
 	Usage     []sim.UsePoint
 	Allocs    []sim.AllocChange
 	TotalGPUs int
+	// Queues are the queues the run's server held (Options.Queues once
+	// stored); nil for a run without queues.
+	Queues []*structs.Queue
 	// Fairness is each job's share against its DRF share, in the order
 	// of Jobs.
 	Fairness []JobFairness
@@ -278,6 +286,9 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := applyQueues(client, opts.Queues); err != nil {
+		return nil, err
+	}
 
 	next, finished, last, stuck := 0, 0, -1.0, 0
 	interval := opts.Interval.Seconds()
@@ -333,7 +344,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			finished = done
 		}
 	}
-	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions, Oracle: opts.Oracle}.String()}
+	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions, Oracle: opts.Oracle}.String(), Queues: opts.Queues}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	// A job's time counts from its arrival in the workload, also when
 	// the server saw it only at the next round (PeriodicRounds).
