@@ -13,7 +13,7 @@ import (
 // tenantWorkload is a workload of three tenants of GPU time 6:3:1, with
 // one job each whose fixed request is the given workers.
 func tenantWorkload(requests ...int) *sim.Workload {
-	wl := &sim.Workload{Name: "tenants", Tenants: []sim.Tenant{{"vc-x", 6}, {"vc-y", 3}, {"vc-z", 1}}}
+	wl := &sim.Workload{Name: "tenants", Tenants: []sim.Tenant{{Namespace: "vc-x", GPUSeconds: 6}, {Namespace: "vc-y", GPUSeconds: 3}, {Namespace: "vc-z", GPUSeconds: 1}}}
 	for i, req := range requests {
 		j := &structs.Job{ID: wl.Tenants[i].Namespace + "-job", Namespace: wl.Tenants[i].Namespace,
 			Elastic: &structs.Elastic{Workers: structs.Bounds{Min: 1, Max: 8}},

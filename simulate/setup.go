@@ -54,6 +54,16 @@ type Prepared struct {
 	Warnings []string
 }
 
+// TotalGPUs is the GPUs of the runs' cluster: the workload's testbed's
+// where it has one.
+func (p *Prepared) TotalGPUs() int {
+	c := p.Options.Cluster
+	if p.Workload.NodeGPUs != nil {
+		c.NodeGPUs, c.NodeModels = p.Workload.NodeGPUs, nil
+	}
+	return c.TotalGPUs()
+}
+
 // Prepare parses s's policies, checking their options, loads its
 // workload and sets the runs' options.
 func Prepare(s Setup) (*Prepared, error) {

@@ -96,3 +96,38 @@ func TestTenants(t *testing.T) {
 		})
 	}
 }
+
+// TestTenants_PhillyRun runs the first hour's first 20 jobs of the Philly
+// tenants workload under drf without queues, and measures it against the
+// queues' quotas: every job belongs to a tenant, the tenants together
+// hold what the cluster's usage says was held, and the queues'
+// nominals are the cluster's GPUs.
+func TestTenants_PhillyRun(t *testing.T) {
+	wl, err := LoadWorkload(PhillyTenantsWorkload+":1", 1, 20)
+	must.NoError(t, err)
+	gpus := 0
+	for _, g := range wl.NodeGPUs {
+		gpus += g
+	}
+	queues, err := TenantQueues(wl, gpus, "queues")
+	must.NoError(t, err)
+	alg, _ := Policy("drf")
+	r, err := Run(wl, alg, Options{Cluster: sim.DefaultConfig()})
+	must.NoError(t, err)
+	must.Nil(t, r.Queues)
+	must.Eq(t, gpus, r.TotalGPUs)
+	for _, j := range r.Jobs {
+		must.StrHasPrefix(t, "vc-", j.Namespace)
+		must.Positive(t, j.MinGPUs)
+	}
+	out := Tenants(r.Jobs, r.Allocs, queues)
+	must.Len(t, len(queues)+1, out, must.Sprint("no job in the default queue"))
+	all := out[len(out)-1]
+	must.Eq(t, AllTenants, all.Queue)
+	must.Eq(t, gpus, all.Nominal)
+	must.Eq(t, 20, all.Jobs)
+	must.Eq(t, r.Summary.AvgJCT, all.AvgJCT)
+	must.Eq(t, r.Summary.P99JCT, all.P99JCT)
+	held := r.Summary.GPUUtil * r.Summary.Makespan * float64(r.TotalGPUs)
+	must.Between(t, held-1e-3*held, all.HeldGPUS, held+1e-3*held)
+}
