@@ -130,4 +130,9 @@ func TestTenants_PhillyRun(t *testing.T) {
 	must.Eq(t, r.Summary.P99JCT, all.P99JCT)
 	held := r.Summary.GPUUtil * r.Summary.Makespan * float64(r.TotalGPUs)
 	must.Between(t, held-1e-3*held, all.HeldGPUS, held+1e-3*held)
+
+	// summary.json reports tenants of the runs that held queues only.
+	must.MapEmpty(t, NewReport("w", "c", 1, []*Result{r}).Tenants)
+	r.Queues = queues
+	must.Eq(t, map[string][]TenantOutcome{"drf": out}, NewReport("w", "c", 1, []*Result{r}).Tenants)
 }

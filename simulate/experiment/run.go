@@ -143,7 +143,7 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 			if err := simulate.WriteAll(dir, report, results[i]); err != nil {
 				return nil, fmt.Errorf("writing %s: %w", dir, err)
 			}
-			if t.run.Queues != "" {
+			if len(t.prep.Options.Queues) > 0 {
 				if err := writeQueues(filepath.Join(dir, "queues.hcl"), t.run, t.prep); err != nil {
 					return nil, err
 				}
@@ -168,8 +168,9 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 }
 
 // writeQueues writes the queues a run's server held as a queue file
-// (queuespec.Format), which `caravan sim -queues` takes; the variant
-// "none" is a file of no queues.
+// (queuespec.Format), which `caravan sim -queues` takes. A run without
+// queues (the variant "none") writes none: a queue file holds at least
+// one queue, and `caravan sim` without -queues runs the same.
 func writeQueues(path string, r Run, p *simulate.Prepared) error {
 	head := fmt.Sprintf("# Queues %q of the tenants of %s on %d GPUs (simulate.TenantQueues).\n", r.Queues, p.Workload.Name, p.TotalGPUs())
 	if err := os.WriteFile(path, append([]byte(head), queuespec.Format(p.Options.Queues)...), 0o644); err != nil {
