@@ -53,7 +53,10 @@ Usage: caravan sim -workload <name> [options]
 
   Workloads: a Pollux workload CSV (e.g. pollux/workloads/workload-6.csv,
   read from disk or from the data compiled into caravan), the Philly trace
-  (pollux/traces/philly.csv), a CSV of "time,jobspec" rows, or
+  (pollux/traces/philly.csv), philly-tenants[:HOURS] (the trace's 10
+  largest virtual clusters as tenants in namespaces vc-<cluster>, 8 hours
+  of their jobs or the first HOURS, on a cluster sized for a load of 1,
+  which replaces -cluster; for -queues), a CSV of "time,jobspec" rows, or
   parametric[:N[:GAP]] (N synthetic parameter-server jobs, one every GAP
   seconds on average), optimus[:N[:SPAN]] and optimus-paa[:N[:SPAN]] (the
   Optimus paper's §6.1 workload on its testbed, which replaces -cluster,
