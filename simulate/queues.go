@@ -29,6 +29,8 @@ const TenantCohort = "tenants"
 //   - "queues": every queue in TenantCohort, with no limits: a tenant
 //     borrows what others leave idle and reclaims its quota by shrinking
 //     the borrowers (planner/queue).
+//
+// Each is given freshly built queues, which it may modify and return.
 var QueueVariants = map[string]func(base []*structs.Queue) []*structs.Queue{
 	"none": func([]*structs.Queue) []*structs.Queue { return nil },
 	"static": func(base []*structs.Queue) []*structs.Queue {

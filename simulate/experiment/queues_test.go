@@ -1,10 +1,12 @@
 package experiment
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/queuespec"
 	"github.com/caravan-sched/caravan/simulate"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
@@ -76,4 +78,21 @@ func TestQueuesPhilly_Synthetic(t *testing.T) {
 	must.StrContains(t, md, "| metric | here | goal | here ÷ goal | verdict |")
 	t.Log(md)
 	must.Eq(t, 3, strings.Count(md, "| met |"))
+}
+
+// TestWriteQueues: the queue file a run writes is what `caravan sim
+// -queues` reads back as the run's queues.
+func TestWriteQueues(t *testing.T) {
+	p, err := simulate.Prepare(simulate.Setup{Workload: simulate.PhillyTenantsWorkload + ":1", Policies: []string{queuesPolicy}, Seed: 1, Assume: simulate.AssumeCaravan})
+	must.NoError(t, err)
+	must.Eq(t, 4*len(p.Workload.NodeGPUs), p.TotalGPUs())
+	for _, variant := range []string{queuesStatic, queuesShared} {
+		p.Options.Queues, err = simulate.TenantQueues(p.Workload, p.TotalGPUs(), variant)
+		must.NoError(t, err)
+		path := filepath.Join(t.TempDir(), "queues.hcl")
+		must.NoError(t, writeQueues(path, Run{Queues: variant}, p))
+		back, diags := queuespec.ParseFile(path)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		must.Eq(t, p.Options.Queues, back)
+	}
 }
