@@ -290,7 +290,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		return nil, err
 	}
 
-	next, finished, last, stuck := 0, 0, -1.0, 0
+	next, finished, last, stuck, idle := 0, 0, -1.0, 0, 0
 	interval := opts.Interval.Seconds()
 	var jobsIndex uint64
 	for {
@@ -331,6 +331,17 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		}
 		if err := srv.Step(ctx); err != nil {
 			return nil, fmt.Errorf("step at %.0fs: %w", last, err)
+		}
+		// Every job submitted, some waiting, and none running toward an
+		// event: a job no round starts (its minimum beyond the cluster,
+		// or beyond what its queue may hold) would hold the run forever.
+		if next == len(jobs) && finished < len(jobs) && math.IsInf(driver.NextEvent(), 1) {
+			if idle++; idle > maxIdleSteps {
+				return nil, fmt.Errorf("%d of %d jobs still wait at %.0fs and nothing has run for %d steps: a job's minimum is more than the cluster, or its queue, can hold",
+					len(jobs)-finished, len(jobs), last, maxIdleSteps)
+			}
+		} else {
+			idle = 0
 		}
 		if index := srv.State().Index(state.TableJobs); index != jobsIndex {
 			jobsIndex = index
@@ -375,6 +386,10 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	res.Wall = time.Since(start)
 	return res, nil
 }
+
+// maxIdleSteps is how many steps in a row Run takes with every job
+// submitted, some waiting and none running before it gives up.
+const maxIdleSteps = 1000
 
 // ended counts the jobs the server holds that have ended.
 func ended(srv *server.Server) (int, error) {
