@@ -46,4 +46,16 @@
 // split one instant. DRF itself scores a Jain's index of 1 and a loss of 0
 // whenever planner/drf's placement holds what it allocated
 // (TestFairness_DRFItself).
+//
+// # Tenants
+//
+// A run may hold queues (Options.Queues, issue 32), stored in its server
+// before any job. TenantQueues builds them for a workload of tenants
+// (sim.Workload.Tenants; the philly-tenants workload): no quotas, static
+// partitioning, or one cohort that borrows and reclaims. Tenants measures
+// each queue's jobs from the run's allocation timeline against any
+// queues' nominal quotas: mean and p99 JCT, the GPU time held, and
+// guarantee violations, the GPU-seconds by which a tenant held less than
+// its nominal while one of its jobs waited or ran below its minimum, and
+// the longest such interval (TenantOutcome defines them exactly).
 package simulate

@@ -22,6 +22,9 @@ type Report struct {
 	Speedups []Speedup `json:",omitempty"`
 	// PlanTimes are each policy's plan times (Result.PlanTime).
 	PlanTimes map[string]PlanTime `json:",omitempty"`
+	// Tenants are each policy's outcome per queue (Tenants), for the
+	// runs that held queues (Result.Queues).
+	Tenants map[string][]TenantOutcome `json:",omitempty"`
 }
 
 // SpeedupBaselines are the policies others are compared with, as the
@@ -49,6 +52,12 @@ func NewReport(workload, cluster string, seed uint64, results []*Result) *Report
 				r.PlanTimes = map[string]PlanTime{}
 			}
 			r.PlanTimes[res.Policy] = res.PlanTime
+		}
+		if len(res.Queues) > 0 {
+			if r.Tenants == nil {
+				r.Tenants = map[string][]TenantOutcome{}
+			}
+			r.Tenants[res.Policy] = Tenants(res.Jobs, res.Allocs, res.Queues)
 		}
 	}
 	for _, b := range SpeedupBaselines {

@@ -12,6 +12,7 @@ import (
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
 	"github.com/caravan-sched/caravan/planner/straggler"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // Setup is one comparison, as `caravan sim` takes it on its command
@@ -36,6 +37,9 @@ type Setup struct {
 	Assume string
 	// Stragglers turns on straggler handling for every policy.
 	Stragglers bool
+	// Queues are stored in every run's server before any job
+	// (Options.Queues); nil for none.
+	Queues []*structs.Queue
 }
 
 // DefaultCluster is the cluster of a Setup that names none and whose
@@ -52,6 +56,16 @@ type Prepared struct {
 	// Warnings say which policies plan from what the workload lacks
 	// (Fit).
 	Warnings []string
+}
+
+// TotalGPUs is the GPUs of the runs' cluster: the workload's testbed's
+// where it has one.
+func (p *Prepared) TotalGPUs() int {
+	c := p.Options.Cluster
+	if p.Workload.NodeGPUs != nil {
+		c.NodeGPUs, c.NodeModels = p.Workload.NodeGPUs, nil
+	}
+	return c.TotalGPUs()
 }
 
 // Prepare parses s's policies, checking their options, loads its
@@ -104,7 +118,7 @@ func Prepare(s Setup) (*Prepared, error) {
 		c.NodeGPUs, c.NodeModels = p.Workload.NodeGPUs, nil
 		p.Cluster = fmt.Sprintf("%d nodes, %d GPUs", c.NodeCount(), c.TotalGPUs())
 	}
-	p.Options = Options{Cluster: cfg, Interval: s.Interval}
+	p.Options = Options{Cluster: cfg, Interval: s.Interval, Queues: s.Queues}
 	if s.Stragglers {
 		p.Options.Stragglers = &straggler.Config{}
 	}

@@ -78,6 +78,11 @@ type Options struct {
 	// Oracle hands the algorithm the jobs' true speeds and remaining
 	// steps instead of their fitted models (NewOracle).
 	Oracle bool
+	// Queues, when not empty, are stored in the run's server once its
+	// leader is up and before any job is submitted, as `caravan queue
+	// apply` stores a queue file (issue 32; TenantQueues builds them for a
+	// workload of tenants). They are only read.
+	Queues []*structs.Queue
 }
 
 // Result is the outcome of one policy on one workload.
@@ -87,6 +92,9 @@ type Result struct {
 	Usage     []sim.UsePoint
 	Allocs    []sim.AllocChange
 	TotalGPUs int
+	// Queues are the queues the run's server held (Options.Queues once
+	// stored); nil for a run without queues.
+	Queues []*structs.Queue
 	// Fairness is each job's share against its DRF share, in the order
 	// of Jobs.
 	Fairness []JobFairness
@@ -278,8 +286,11 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := applyQueues(client, opts.Queues); err != nil {
+		return nil, err
+	}
 
-	next, finished, last, stuck := 0, 0, -1.0, 0
+	next, finished, last, stuck, idle := 0, 0, -1.0, 0, 0
 	interval := opts.Interval.Seconds()
 	var jobsIndex uint64
 	for {
@@ -321,6 +332,17 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		if err := srv.Step(ctx); err != nil {
 			return nil, fmt.Errorf("step at %.0fs: %w", last, err)
 		}
+		// Every job submitted, some waiting, and none running toward an
+		// event: a job no round starts (its minimum beyond the cluster,
+		// or beyond what its queue may hold) would hold the run forever.
+		if next == len(jobs) && finished < len(jobs) && math.IsInf(driver.NextEvent(), 1) {
+			if idle++; idle > maxIdleSteps {
+				return nil, fmt.Errorf("%d of %d jobs still wait at %.0fs and nothing has run for %d steps: a job's minimum is more than the cluster, or its queue, can hold",
+					len(jobs)-finished, len(jobs), last, maxIdleSteps)
+			}
+		} else {
+			idle = 0
+		}
 		if index := srv.State().Index(state.TableJobs); index != jobsIndex {
 			jobsIndex = index
 			done, err := ended(srv)
@@ -333,7 +355,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 			finished = done
 		}
 	}
-	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions, Oracle: opts.Oracle}.String()}
+	res := &Result{Policy: PolicySpec{Name: alg.Name(), Options: opts.AlgorithmOptions, Oracle: opts.Oracle}.String(), Queues: opts.Queues}
 	res.Jobs, res.Usage, res.Allocs, res.TotalGPUs = driver.Results()
 	// A job's time counts from its arrival in the workload, also when
 	// the server saw it only at the next round (PeriodicRounds).
@@ -364,6 +386,10 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 	res.Wall = time.Since(start)
 	return res, nil
 }
+
+// maxIdleSteps is how many steps in a row Run takes with every job
+// submitted, some waiting and none running before it gives up.
+const maxIdleSteps = 1000
 
 // ended counts the jobs the server holds that have ended.
 func ended(srv *server.Server) (int, error) {

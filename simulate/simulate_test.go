@@ -7,6 +7,7 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/planner"
 	"github.com/caravan-sched/caravan/planner/builtin"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
 )
 
@@ -217,4 +218,18 @@ func TestLoadWorkload_Unknown(t *testing.T) {
 	must.ErrorContains(t, err, "dlrover-xdfm-slow-ps[-static]")
 	must.ErrorContains(t, err, "pollux/workloads-0.5/*.csv (8)")
 	must.ErrorContains(t, err, "pollux/traces/*.csv (1)")
+}
+
+// TestRun_NeverStarts: a job whose minimum the cluster cannot hold ends
+// the run with an error after maxIdleSteps steps, rather than holding it
+// forever, as a queue whose quota is below a job's minimum would.
+func TestRun_NeverStarts(t *testing.T) {
+	wl := sim.ParametricWorkload(2, 10, 1)
+	wl.Arrivals[1].Job.Elastic.Workers = structs.Bounds{Min: 8, Max: 8}
+	cfg := sim.DefaultConfig()
+	cfg.Nodes, cfg.GPUsPerNode = 1, 4
+	alg, _ := Policy("drf")
+	_, err := Run(wl, alg, Options{Cluster: cfg})
+	must.ErrorContains(t, err, "1 of 2 jobs still wait")
+	must.ErrorContains(t, err, "nothing has run for 1000 steps")
 }

@@ -71,6 +71,12 @@ import (
 //     file under sia/workloads/: Pollux-format jobs whose truths train at
 //     each GPU type's measured speed (sim.LoadSiaWorkload), for typed
 //     clusters such as 6xt4,3xrtx,2xa100;
+//   - "philly-tenants" or "philly-tenants:HOURS": the Philly trace's 10
+//     largest virtual clusters as tenants (issue 32), their jobs of the
+//     8-hour window sim.PhillyWindowStart, or of its first HOURS hours,
+//     each in the namespace vc-<cluster>, on a cluster of 4-GPU nodes the
+//     workload sizes for a load of about 1, which replaces -cluster
+//     (sim.LoadPhillyTenants); TenantQueues gives its queues;
 //   - a CSV file, on disk or in the embedded data set (for example
 //     "pollux/workloads/workload-6.csv" or "pollux/traces/philly.csv"), in
 //     the Pollux workload format (name,time,application,num_replicas,
@@ -101,6 +107,9 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 	}
 	if wl, ok := sim.DLRoverExperiment(name); ok {
 		return trim(wl, limit), nil
+	}
+	if rest, ok := strings.CutPrefix(name, PhillyTenantsWorkload); ok && (rest == "" || rest[0] == ':') {
+		return loadPhillyTenants(name, strings.TrimPrefix(rest, ":"), limit)
 	}
 	if file, ok := sim.SiaWorkloadFile(name); ok {
 		return loadSia(name, file, limit)
@@ -149,6 +158,30 @@ func LoadWorkload(name string, seed uint64, limit int) (*sim.Workload, error) {
 		return loadJobspecs(fsys, file, profiles, seed, limit)
 	}
 	return nil, fmt.Errorf("workload %q: unknown CSV header %q; see caravan sim -h", name, header)
+}
+
+// PhillyTenantsWorkload names the Philly tenants workload to LoadWorkload.
+const PhillyTenantsWorkload = "philly-tenants"
+
+// loadPhillyTenants loads the Philly tenants workload of the first hours
+// of its window ("" for all of it).
+func loadPhillyTenants(name, hours string, limit int) (*sim.Workload, error) {
+	h := float64(sim.PhillyWindowHours)
+	if hours != "" {
+		var err error
+		if h, err = strconv.ParseFloat(hours, 64); err != nil || !(h > 0) || h > sim.PhillyWindowHours {
+			return nil, fmt.Errorf("workload %q: hours %q is not a number of hours in (0, %d]", name, hours, sim.PhillyWindowHours)
+		}
+	}
+	profiles, err := sim.PolluxProfiles()
+	if err != nil {
+		return nil, err
+	}
+	wl, err := sim.LoadPhillyTenants(sim.Data, "pollux/traces/philly.csv", profiles, sim.PhillyWindowStart, h)
+	if err != nil {
+		return nil, fmt.Errorf("workload %q: %w", name, err)
+	}
+	return trim(wl, limit), nil
 }
 
 // loadSia loads the Sia workload in file of the embedded data.

@@ -250,6 +250,31 @@ func TestSim(t *testing.T) {
 	must.StrContains(t, errOut, `Unknown policy "bogus"`)
 }
 
+// TestSim_Queues: -queues takes a queue file, whose mistakes are printed
+// as diagnostics before any run, and only with -workload. Until the
+// server's queue API merges (issue 32), a run given queues fails with
+// simulate.ErrNoQueueAPI; at the merge this case exits 0 and prints the
+// per-queue table.
+func TestSim_Queues(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.hcl")
+	must.NoError(t, os.WriteFile(bad, []byte("queue \"a\" {\n  namespaces = [\"vc-*\"]\n  weight = -1\n}\n"), 0o644))
+	code, _, errOut := runCLI(t, "sim", "-workload", "philly-tenants:1", "-limit", "3", "-policy", "drf", "-queues", bad, "-out", t.TempDir())
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, "bad.hcl:3:")
+	must.StrContains(t, errOut, "weight")
+
+	code, _, errOut = runCLI(t, "sim", "-experiment", "queues-philly", "-queues", bad)
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, "-queues takes -workload")
+
+	good := filepath.Join(dir, "queues.hcl")
+	must.NoError(t, os.WriteFile(good, []byte("queue \"vc-ee9e8c\" {\n  namespaces = [\"vc-ee9e8c\"]\n}\n"), 0o644))
+	code, _, errOut = runCLI(t, "sim", "-workload", "philly-tenants:1", "-limit", "3", "-policy", "drf", "-queues", good, "-out", t.TempDir())
+	must.Eq(t, 1, code)
+	must.StrContains(t, errOut, "queues need the server's queue API")
+}
+
 // TestSim_PolicyOptions: a policy may carry its algorithm's options, which
 // the run uses (SpeCon without rebalancing moves fewer jobs) and the
 // report names; options an algorithm does not take fail before any run.

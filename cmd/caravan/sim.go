@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
+	"github.com/caravan-sched/caravan/queuespec"
 	"github.com/caravan-sched/caravan/simulate"
 	"github.com/caravan-sched/caravan/simulate/experiment"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/caravan-sched/caravan/version"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // SimCommand runs a workload under several policies on the simulated
@@ -50,7 +53,10 @@ Usage: caravan sim -workload <name> [options]
 
   Workloads: a Pollux workload CSV (e.g. pollux/workloads/workload-6.csv,
   read from disk or from the data compiled into caravan), the Philly trace
-  (pollux/traces/philly.csv), a CSV of "time,jobspec" rows, or
+  (pollux/traces/philly.csv), philly-tenants[:HOURS] (the trace's 10
+  largest virtual clusters as tenants in namespaces vc-<cluster>, 8 hours
+  of their jobs or the first HOURS, on a cluster sized for a load of 1,
+  which replaces -cluster; for -queues), a CSV of "time,jobspec" rows, or
   parametric[:N[:GAP]] (N synthetic parameter-server jobs, one every GAP
   seconds on average), optimus[:N[:SPAN]] and optimus-paa[:N[:SPAN]] (the
   Optimus paper's §6.1 workload on its testbed, which replaces -cluster,
@@ -121,6 +127,14 @@ Sim Options:
   -interval=60s           Time between scheduling rounds.
   -restart-penalty=30s    Progress time lost on every start, rescale or move.
   -limit=N                Keep only the first N jobs of the workload.
+  -queues=<file>          A queue file (as "caravan queue apply" takes):
+                          its queues are stored in every policy's server
+                          before any job, and the results add each
+                          tenant's (queue's) mean and p99 JCT, guarantee
+                          violations and GPU time (summary.json Tenants;
+                          simulate.Tenants). "caravan sim -experiment
+                          queues-philly" writes the philly-tenants
+                          workload's as queues.hcl.
   -stragglers             Turn on straggler handling for every policy (the
                           agent's scheduler { straggler { enabled = true } }
                           with its defaults; see planner/straggler).
@@ -141,7 +155,7 @@ Sim Options:
 }
 
 func (c *SimCommand) Run(args []string) int {
-	var workload, cluster, policies, out, assume string
+	var workload, cluster, policies, out, assume, queueFile string
 	var experimentName string
 	var asJSON, stragglers, short bool
 	var seed uint64
@@ -160,6 +174,7 @@ func (c *SimCommand) Run(args []string) int {
 	flags.DurationVar(&penalty, "restart-penalty", 30*time.Second, "")
 	flags.IntVar(&limit, "limit", 0, "")
 	flags.BoolVar(&stragglers, "stragglers", false, "")
+	flags.StringVar(&queueFile, "queues", "", "")
 	flags.StringVar(&assume, "assume", simulate.AssumeCaravan, "")
 	if err := flags.Parse(args); err != nil {
 		c.Ui.Error(err.Error() + "\n\n" + c.Help())
@@ -170,6 +185,10 @@ func (c *SimCommand) Run(args []string) int {
 		return 1
 	}
 	if experimentName != "" {
+		if queueFile != "" {
+			c.Ui.Error("-queues takes -workload: an experiment names its own queues")
+			return 1
+		}
 		return c.runExperiment(experimentName, short, out)
 	}
 	if short {
@@ -177,9 +196,20 @@ func (c *SimCommand) Run(args []string) int {
 		return 1
 	}
 	out = cmp.Or(out, "out/sim")
+	var queues []*structs.Queue
+	if queueFile != "" {
+		parser := queuespec.NewParser()
+		var diags hcl.Diagnostics
+		queues, diags = parser.ParseFile(queueFile)
+		c.printDiagnostics(parser.Files(), diags)
+		if diags.HasErrors() {
+			return 1
+		}
+	}
 	p, err := simulate.Prepare(simulate.Setup{
 		Workload: workload, Cluster: cluster, Policies: strings.Split(policies, ","), Seed: seed,
 		Interval: interval, RestartPenalty: penalty, Limit: limit, Assume: assume, Stragglers: stragglers,
+		Queues: queues,
 	})
 	if err != nil {
 		c.Ui.Error(capitalise(err.Error()))
@@ -252,6 +282,18 @@ func formatSimTables(report *simulate.Report, results []*simulate.Result) string
 	b.WriteString(formatList(resources))
 	b.WriteString("\n\nres util: Dorm's eq. 1, CPU + memory + GPU shares held (0 to 3), over the makespan and its first 5 hours;\n" +
 		"adjust/h: rescales and moves per hour; plan: the wall time of one plan (dorm: mostly glpsol's solve)")
+	if len(report.Tenants) > 0 {
+		rows := [][]string{{"Policy", "Queue", "Nominal GPUs", "Jobs", "Avg JCT (s)", "P99 JCT (s)", "GPU-h Held", "Violations (GPU-s)", "Longest (s)"}}
+		for _, r := range results {
+			for _, t := range report.Tenants[r.Policy] {
+				rows = append(rows, []string{r.Policy, t.Queue, strconv.Itoa(t.Nominal), strconv.Itoa(t.Jobs), secs(t.AvgJCT), secs(t.P99JCT),
+					fmt.Sprintf("%.1f", t.HeldGPUS/3600), secs(t.ViolationGPUS), secs(t.LongestViolationS)})
+			}
+		}
+		b.WriteString("\n\nper queue (tenant):\n" + formatList(rows))
+		b.WriteString("\n\nviolations: GPU-seconds by which a queue held less than its nominal while one of its jobs waited or\n" +
+			"ran below its minimum; longest: the longest such interval (simulate.Tenants)")
+	}
 	if len(report.Speedups) > 0 {
 		rows := [][]string{{"Policy", "Baseline", "JCT Speed-up", "Makespan Speed-up"}}
 		for _, sp := range report.Speedups {

@@ -141,7 +141,11 @@ type JobState struct {
 
 // JobResult is one job's history, for reports.
 type JobResult struct {
-	JobID    string
+	Namespace string
+	JobID     string
+	// MinGPUs is the GPUs the job needs to run at all: its minimum workers
+	// and parameter servers (as submitted), times each task's GPUs.
+	MinGPUs  int
 	Arrival  float64 // seconds
 	Start    float64 // first placement; -1 if never placed
 	Finish   float64 // -1 if not finished
@@ -846,7 +850,15 @@ func (s *Sim) TotalGPUs() int { return s.cfg.TotalGPUs() }
 func (s *Sim) Results() []JobResult {
 	out := make([]JobResult, 0, len(s.order))
 	for _, j := range s.order {
-		out = append(out, JobResult{JobID: j.spec.ID, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales, RegroupS: j.regroup,
+		minGPUs := 0
+		if e := j.spec.Elastic; e != nil {
+			worker, ps := TaskResources(j.spec)
+			minGPUs = e.Workers.Min * worker.GPUs
+			if e.ParameterServers != nil {
+				minGPUs += e.ParameterServers.Min * ps.GPUs
+			}
+		}
+		out = append(out, JobResult{Namespace: j.spec.Namespace, JobID: j.spec.ID, MinGPUs: minGPUs, Arrival: j.arrival, Start: j.start, Finish: j.finish, Rescales: j.rescales, RegroupS: j.regroup,
 			Failed: j.failed, OOMKills: j.oomKills, Speeds: slices.Clone(j.speeds), Batches: slices.Clone(j.batches)})
 	}
 	return out

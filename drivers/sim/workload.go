@@ -91,6 +91,10 @@ type Workload struct {
 	// NodeAttributes are added to every node's attributes (the DLRover
 	// workload's cpu.frequency).
 	NodeAttributes map[string]string
+	// Tenants, when not nil, are the teams whose namespaces the jobs are
+	// submitted in, largest first (LoadPhillyTenants); nil for a workload
+	// of one team.
+	Tenants []Tenant
 }
 
 // Worker tasks of Pollux jobs take one GPU and this much CPU and memory.
@@ -325,11 +329,37 @@ var phillyApps = []struct {
 // each replica at least the smallest measured per-GPU batch. Arrivals are
 // seconds after the first job. limit > 0 keeps the first limit jobs.
 func LoadPhilly(fsys fs.FS, name string, profiles map[string]*Profile, limit int) (*Workload, error) {
-	type row struct {
-		at            time.Time
-		gpus, gpuTime float64
+	rows, err := readPhilly(fsys, name)
+	if err != nil {
+		return nil, err
 	}
-	var rows []row
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	w := &Workload{Name: "philly"}
+	models := phillyModels{}
+	for i, r := range rows {
+		a, err := models.arrival(i, r, rows[0].at, profiles)
+		if err != nil {
+			return nil, err
+		}
+		w.Arrivals = append(w.Arrivals, *a)
+	}
+	return w, nil
+}
+
+// phillyRow is one job of the Philly trace.
+type phillyRow struct {
+	at            time.Time
+	gpus, gpuTime float64
+	// cluster is the job's virtual cluster, the team it ran for.
+	cluster string
+}
+
+// readPhilly reads the Philly trace's rows in time order (a stable sort:
+// rows of one second keep the file's order).
+func readPhilly(fsys fs.FS, name string) ([]phillyRow, error) {
+	var rows []phillyRow
 	err := readCSV(fsys, name, func(r map[string]string) error {
 		at, err := time.Parse("2006-01-02 15:04:05", r["timestamp"])
 		if err != nil {
@@ -339,42 +369,43 @@ func LoadPhilly(fsys fs.FS, name string, profiles map[string]*Profile, limit int
 		if err != nil {
 			return err
 		}
-		rows = append(rows, row{at, v[0], v[1]})
+		rows = append(rows, phillyRow{at, v[0], v[1], r["cluster"]})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(rows, func(a, b row) int { return a.at.Compare(b.at) })
-	if limit > 0 && len(rows) > limit {
-		rows = rows[:limit]
+	slices.SortStableFunc(rows, func(a, b phillyRow) int { return a.at.Compare(b.at) })
+	return rows, nil
+}
+
+// phillyModels assigns the Philly trace's jobs their models: it counts the
+// jobs of each band of phillyApps, so that the models of a band alternate
+// in the order of arrival.
+type phillyModels map[int]int
+
+// arrival returns the i-th job of a workload of the trace's rows that
+// starts at start: its model from its GPU time, its replicas its GPUs (at
+// most 64), its batch the smallest measured batch of the model that gives
+// each replica at least the smallest measured per-GPU batch.
+func (m phillyModels) arrival(i int, r phillyRow, start time.Time, profiles map[string]*Profile) (*Arrival, error) {
+	band := 0
+	for r.gpuTime/3600 >= phillyApps[band].maxGPUHours {
+		band++
 	}
-	w := &Workload{Name: "philly"}
-	counts := map[int]int{}
-	for i, r := range rows {
-		band := 0
-		for r.gpuTime/3600 >= phillyApps[band].maxGPUHours {
-			band++
+	apps := phillyApps[band].apps
+	app := apps[m[band]%len(apps)]
+	m[band]++
+	p := profiles[app]
+	replicas := int(min(max(r.gpus, 1), 64))
+	batch := int(p.curves[len(p.curves)-1].batch)
+	for _, c := range p.curves {
+		if c.batch >= float64(replicas)*p.MinLocalBatch {
+			batch = int(c.batch)
+			break
 		}
-		apps := phillyApps[band].apps
-		app := apps[counts[band]%len(apps)]
-		counts[band]++
-		p := profiles[app]
-		replicas := int(min(max(r.gpus, 1), 64))
-		batch := int(p.curves[len(p.curves)-1].batch)
-		for _, c := range p.curves {
-			if c.batch >= float64(replicas)*p.MinLocalBatch {
-				batch = int(c.batch)
-				break
-			}
-		}
-		a, err := polluxArrival(fmt.Sprintf("philly-%05d-%s", i, app), app, r.at.Sub(rows[0].at).Seconds(), replicas, batch, profiles)
-		if err != nil {
-			return nil, err
-		}
-		w.Arrivals = append(w.Arrivals, *a)
 	}
-	return w, nil
+	return polluxArrival(fmt.Sprintf("philly-%05d-%s", i, app), app, r.at.Sub(start).Seconds(), replicas, batch, profiles)
 }
 
 // LoadProfiles loads every Pollux model's profile.

@@ -41,6 +41,9 @@ type Experiment struct {
 	// Tables, when set, adds tables of its own after the metrics, such
 	// as a paper's table laid out as the paper lays it out; nil for none.
 	Tables func(o *Outcome) []Table
+	// Against names what the metrics are compared with in the tables,
+	// "" for "paper": "goal" for an issue's targets.
+	Against string
 }
 
 // Table is one of an experiment's own tables: a title and its rows, the
@@ -70,6 +73,10 @@ type Run struct {
 	// version's first ShortLimit jobs.
 	Short      string
 	ShortLimit int
+	// Queues, when set, names the queues of the workload's tenants the
+	// run's server holds before any job (a simulate.QueueVariants name,
+	// built by simulate.TenantQueues); "" for none.
+	Queues string
 }
 
 // NoPenalty is a Run's RestartPenalty for restarts that cost nothing.

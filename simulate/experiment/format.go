@@ -31,7 +31,8 @@ func (o *Outcome) Format(commit string) string {
 		seeds[i] = strconv.FormatUint(s.Seed, 10)
 	}
 	fmt.Fprintf(&b, "): %s; seeds %s; %s\n\n", e.Paper, strings.Join(seeds, ", "), o.Wall.Round(time.Second))
-	rows := [][]string{{"metric", "here", "paper", "here ÷ paper", "verdict"}}
+	against := cmp.Or(e.Against, "paper")
+	rows := [][]string{{"metric", "here", against, "here ÷ " + against, "verdict"}}
 	for _, v := range o.Values {
 		verdict := "missed"
 		if v.Met() {

@@ -3,10 +3,13 @@ package experiment
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/caravan-sched/caravan/queuespec"
 	"github.com/caravan-sched/caravan/simulate"
+	"github.com/caravan-sched/caravan/structs"
 )
 
 // Options configure Execute.
@@ -30,6 +33,9 @@ type Outcome struct {
 	Values []Value
 	// Clusters describes each run's cluster, by run.
 	Clusters map[string]string
+	// Queues are the queues each run's server held (Run.Queues), by run;
+	// a run without queues has none.
+	Queues map[string][]*structs.Queue
 	// Warnings name the policies that plan from what a run's workload
 	// lacks (simulate.Fit), by run.
 	Warnings []string
@@ -66,7 +72,7 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 	if opts.Short {
 		seeds = seeds[:1]
 	}
-	o := &Outcome{Experiment: e, Short: opts.Short, Clusters: map[string]string{}}
+	o := &Outcome{Experiment: e, Short: opts.Short, Clusters: map[string]string{}, Queues: map[string][]*structs.Queue{}}
 	type task struct {
 		run  Run
 		seed int // index into seeds
@@ -91,6 +97,12 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 				return nil, fmt.Errorf("experiment %s, run %s, seed %d: %w", e.Name, r.Name, seed, err)
 			}
 			o.Clusters[r.Name] = p.Cluster
+			if r.Queues != "" {
+				if p.Options.Queues, err = simulate.TenantQueues(p.Workload, p.TotalGPUs(), r.Queues); err != nil {
+					return nil, fmt.Errorf("experiment %s, run %s, seed %d: %w", e.Name, r.Name, seed, err)
+				}
+				o.Queues[r.Name] = p.Options.Queues
+			}
 			if i == 0 {
 				for _, w := range p.Warnings {
 					o.Warnings = append(o.Warnings, fmt.Sprintf("run %s: %s", r.Name, w))
@@ -131,6 +143,11 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 			if err := simulate.WriteAll(dir, report, results[i]); err != nil {
 				return nil, fmt.Errorf("writing %s: %w", dir, err)
 			}
+			if len(t.prep.Options.Queues) > 0 {
+				if err := writeQueues(filepath.Join(dir, "queues.hcl"), t.run, t.prep); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	for i := range e.Metrics {
@@ -148,4 +165,16 @@ func Execute(e *Experiment, opts Options) (*Outcome, error) {
 	}
 	o.Wall = time.Since(began)
 	return o, nil
+}
+
+// writeQueues writes the queues a run's server held as a queue file
+// (queuespec.Format), which `caravan sim -queues` takes. A run without
+// queues (the variant "none") writes none: a queue file holds at least
+// one queue, and `caravan sim` without -queues runs the same.
+func writeQueues(path string, r Run, p *simulate.Prepared) error {
+	head := fmt.Sprintf("# Queues %q of the tenants of %s on %d GPUs (simulate.TenantQueues).\n", r.Queues, p.Workload.Name, p.TotalGPUs())
+	if err := os.WriteFile(path, append([]byte(head), queuespec.Format(p.Options.Queues)...), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
