@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -178,14 +179,21 @@ func sumInts(v []int) int {
 }
 
 // applyQueues stores the run's queues in its server, before any job is
-// submitted, as `caravan queue apply` does. It is the one place the
-// simulator calls the server's queue API (issue 32), which this branch
-// does not have yet: until it does, it fails for any queue, with
-// ErrNoQueueAPI.
+// submitted, as `caravan queue apply` does.
 func applyQueues(client *api.Client, qs []*structs.Queue) error {
 	if len(qs) == 0 {
 		return nil
 	}
-	_ = client // the queue API's client: client.Queues().Upsert(...)
-	return fmt.Errorf("applying %d queues: %w", len(qs), ErrNoQueueAPI)
+	var out []*api.Queue
+	b, err := json.Marshal(qs)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		return fmt.Errorf("encode queues: %w", err)
+	}
+	if _, _, err := client.Queues().Upsert(out, nil); err != nil {
+		return fmt.Errorf("apply queues: %w", err)
+	}
+	return nil
 }

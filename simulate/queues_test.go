@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/caravan-sched/caravan/drivers/sim"
@@ -86,10 +85,3 @@ func TestTenantQueues(t *testing.T) {
 	must.ErrorContains(t, err, `unknown queue variant "shared"`)
 }
 
-// TestApplyQueues_NoAPI pins the stub until the server's queue API
-// merges: no queues is nothing to do, any queue fails with ErrNoQueueAPI.
-func TestApplyQueues_NoAPI(t *testing.T) {
-	must.NoError(t, applyQueues(nil, nil))
-	err := applyQueues(nil, []*structs.Queue{tenantQueue("a", 1)})
-	must.True(t, errors.Is(err, ErrNoQueueAPI))
-}

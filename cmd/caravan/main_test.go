@@ -251,10 +251,8 @@ func TestSim(t *testing.T) {
 }
 
 // TestSim_Queues: -queues takes a queue file, whose mistakes are printed
-// as diagnostics before any run, and only with -workload. Until the
-// server's queue API merges (issue 32), a run given queues fails with
-// simulate.ErrNoQueueAPI; at the merge this case exits 0 and prints the
-// per-queue table.
+// as diagnostics before any run, and only with -workload; a run given
+// queues prints the per-queue table.
 func TestSim_Queues(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.hcl")
@@ -270,9 +268,9 @@ func TestSim_Queues(t *testing.T) {
 
 	good := filepath.Join(dir, "queues.hcl")
 	must.NoError(t, os.WriteFile(good, []byte("queue \"vc-ee9e8c\" {\n  namespaces = [\"vc-ee9e8c\"]\n}\n"), 0o644))
-	code, _, errOut = runCLI(t, "sim", "-workload", "philly-tenants:1", "-limit", "3", "-policy", "drf", "-queues", good, "-out", t.TempDir())
-	must.Eq(t, 1, code)
-	must.StrContains(t, errOut, "queues need the server's queue API")
+	code, out, errOut := runCLI(t, "sim", "-workload", "philly-tenants:1", "-limit", "3", "-policy", "drf", "-queues", good, "-out", t.TempDir())
+	must.Eq(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, out, "vc-ee9e8c")
 }
 
 // TestSim_PolicyOptions: a policy may carry its algorithm's options, which

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -27,9 +26,6 @@ func TestExperiments_Short(t *testing.T) {
 				must.True(t, r.Short != "" || r.ShortLimit > 0, must.Sprintf("run %s has no short version", r.Name))
 			}
 			o, err := Execute(e, Options{Short: true})
-			if errors.Is(err, simulate.ErrNoQueueAPI) {
-				t.Skipf("%s needs the server's queue API: %v", e.Name, err)
-			}
 			must.NoError(t, err)
 			must.SliceEmpty(t, o.Warnings, must.Sprint("every policy fits its run's workload"))
 			t.Logf("\n%s", o.Format(""))
