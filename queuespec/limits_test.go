@@ -94,7 +94,7 @@ func TestParse_WithinLimits(t *testing.T) {
 		ns.WriteString(`"n` + itoa(i) + `", `)
 	}
 	for i := range MaxGPUQuotas {
-		gpus.WriteString("gpu \"g" + itoa(i) + "\" { nominal = 1 }\n")
+		gpus.WriteString("gpu \"g" + itoa(i) + "x\" { nominal = 1 }\n") // no type contains another
 	}
 	src := "queue \"wide\" {\n  namespaces = [" + ns.String() + "]\n  quota {\n" + gpus.String() + "}\n}\n"
 	queues, diags = Parse([]byte(src), "wide.hcl")

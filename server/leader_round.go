@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -70,8 +69,10 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 		if _, index, err = l.s.apply(ctx, fsm.DecisionApplyType|newTypeFlag, req); err != nil {
 			return err
 		}
+		before := make(map[structs.JobKey]*structs.Placement, len(req.Placements))
 		for _, p := range req.Placements {
 			if r := l.runOf(p.Key()); r != nil {
+				before[p.Key()] = r.desired
 				r.desired = p
 			}
 		}
@@ -84,7 +85,7 @@ func (l *leader) commit(ctx context.Context, p *planning) error {
 		for _, r := range l.runs {
 			r.updated = false
 		}
-		l.preemptionEvents(ctx, p.outcome.decision, req.Placements)
+		l.preemptionEvents(ctx, p.outcome.decision, before)
 	}
 	plan.Index = index
 	l.log.Debug("committed decision", "index", index, "algorithm", plan.Algorithm, "jobs", len(plan.Placements), "changed", len(req.Placements))
@@ -261,16 +262,20 @@ func (l *leader) fallbackAlgorithm() planner.Algorithm {
 }
 
 // preemptionEvents records a JobPreempted event for each job the queues
-// shrank or paused in dec whose placement changed in this commit (among
-// changed), so that a job kept preempted round after round has one event.
-// A failure to record one is logged: the decision stands.
-func (l *leader) preemptionEvents(ctx context.Context, dec *models.Decision, changed []*structs.Placement) {
+// shrank or paused in dec to less than it was decided before this commit
+// (before: the jobs' earlier desired placements, by key, for those whose
+// placement changed). A job the queues keep from starting, or hold
+// paused round after round, or give less than the algorithm wanted but
+// more than before, was preempted from nothing. A failure to record one
+// is logged: the decision stands.
+func (l *leader) preemptionEvents(ctx context.Context, dec *models.Decision, before map[structs.JobKey]*structs.Placement) {
 	for _, pre := range dec.Preemptions {
-		if !slices.ContainsFunc(changed, func(p *structs.Placement) bool { return p.Key() == pre.Job }) {
+		was, ok := before[pre.Job]
+		if !ok || was == nil || was.Paused() || pre.To.Compare(was.Shape()) >= 0 {
 			continue
 		}
 		ev := &structs.Event{Type: structs.EventJobPreempted, Namespace: pre.Job.Namespace, JobID: pre.Job.ID, Message: pre.Reason,
-			Details: map[string]string{"Queue": pre.Queue, "From": pre.From.String(), "To": pre.To.String()}}
+			Details: map[string]string{"Queue": pre.Queue, "From": was.Shape().String(), "To": pre.To.String()}}
 		if err := l.s.Event(ctx, ev); err != nil {
 			l.log.Warn("failed to record a preemption", "job_id", pre.Job.ID, "namespace", pre.Job.Namespace, "error", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // DefaultQueue is the queue of jobs whose namespace no queue names. Unless
@@ -25,6 +26,22 @@ const MaxQueues = 256
 const (
 	MaxQueueNamespaces = 256
 	MaxQueueGPUQuotas  = 64
+)
+
+// Bounds of a queue's numbers: far above any cluster's, and low enough
+// that sums and products of them over a cluster's queues and nodes stay
+// exact (planner/queue).
+const (
+	// MaxQueueGPUs bounds a GPU quota's nominal and limits.
+	MaxQueueGPUs = 1 << 20
+	// MaxQueueCPU (MHz) and MaxQueueMemoryMB bound a queue's CPU and
+	// memory quotas: about a million 64-core nodes, a million TB.
+	MaxQueueCPU      = 1 << 36
+	MaxQueueMemoryMB = 1 << 40
+	// MaxQueueWeight bounds a queue's share weight.
+	MaxQueueWeight = 1e6
+	// MaxGPUTypeLength bounds a GPU quota's type name.
+	MaxGPUTypeLength = 128
 )
 
 // Queue is a team's share of the cluster (issue 32; Kueue's ClusterQueue,
@@ -145,44 +162,62 @@ func (q *Queue) Validate() error {
 			v.fail(at, "%q is given twice", ns)
 		}
 	}
-	if !(q.Weight > 0) || math.IsInf(q.Weight, 0) {
-		v.fail("weight", "%v must be a positive finite number", q.Weight)
+	if !(q.Weight > 0) || q.Weight > MaxQueueWeight {
+		v.fail("weight", "%v must be a positive number, at most %g", q.Weight, float64(MaxQueueWeight))
 	}
-	if q.Cohort != "" && !validID.MatchString(q.Cohort) {
-		v.fail("cohort", "%q must start with a letter or digit and contain only letters, digits, '_', '.' and '-'", q.Cohort)
+	if q.Cohort != "" && (len(q.Cohort) > MaxIDLength || !validID.MatchString(q.Cohort)) {
+		v.fail("cohort", "%q must be at most %d letters, digits, '_', '.' and '-', starting with a letter or digit", q.Cohort, MaxIDLength)
 	}
 	qv := v.at("quota")
-	if q.Quota.CPU < 0 {
-		qv.fail("cpu", "%d must not be negative", q.Quota.CPU)
-	}
-	if q.Quota.MemoryMB < 0 {
-		qv.fail("memory", "%d must not be negative", q.Quota.MemoryMB)
-	}
+	inRange(qv, "cpu", q.Quota.CPU, MaxQueueCPU)
+	inRange(qv, "memory", q.Quota.MemoryMB, MaxQueueMemoryMB)
 	for i, g := range q.Quota.GPU {
 		gv := qv.at(fmt.Sprintf("gpu[%d]", i))
 		if g == nil {
 			gv.missing("")
 			continue
 		}
-		if strings.TrimSpace(g.Type) == "" {
+		switch {
+		case strings.TrimSpace(g.Type) == "":
 			gv.missing("type")
-		} else if j := slices.IndexFunc(q.Quota.GPU, func(o *GPUQuota) bool { return o != nil && strings.EqualFold(o.Type, g.Type) }); j < i {
-			gv.fail("type", "%q is given twice (gpu[%d])", g.Type, j)
+		case len(g.Type) > MaxGPUTypeLength || strings.IndexFunc(g.Type, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+			gv.fail("type", "must be at most %d printable characters", MaxGPUTypeLength)
+		default:
+			// A quota an earlier one shadows would never count a GPU:
+			// each node's GPUs count against the first that matches.
+			for j, o := range q.Quota.GPU[:i] {
+				switch {
+				case o == nil:
+					continue
+				case strings.EqualFold(o.Type, g.Type):
+					gv.fail("type", "%q is given twice (gpu[%d])", g.Type, j)
+				case o.Type == "*" || strings.Contains(strings.ToLower(g.Type), strings.ToLower(o.Type)):
+					gv.fail("type", "%q is never counted: gpu[%d] (%q) matches every GPU type it matches, and a node's GPUs count against the first quota that matches", g.Type, j, o.Type)
+				default:
+					continue
+				}
+				break
+			}
 		}
-		if g.Nominal < 0 {
-			gv.fail("nominal", "%d must not be negative", g.Nominal)
+		inRange(gv, "nominal", g.Nominal, MaxQueueGPUs)
+		if g.BorrowingLimit != nil {
+			inRange(gv, "borrowing_limit", *g.BorrowingLimit, MaxQueueGPUs)
 		}
-		if g.BorrowingLimit != nil && *g.BorrowingLimit < 0 {
-			gv.fail("borrowing_limit", "%d must not be negative", *g.BorrowingLimit)
-		}
-		if g.LendingLimit != nil && *g.LendingLimit < 0 {
-			gv.fail("lending_limit", "%d must not be negative", *g.LendingLimit)
+		if g.LendingLimit != nil {
+			inRange(gv, "lending_limit", *g.LendingLimit, MaxQueueGPUs)
 		}
 		if g.LendingLimit != nil && *g.LendingLimit > g.Nominal {
 			gv.fail("lending_limit", "%d is more than the nominal %d: a queue lends only its own quota", *g.LendingLimit, g.Nominal)
 		}
 	}
 	return v.err()
+}
+
+// inRange fails field name unless 0 ≤ n ≤ most.
+func inRange(v validator, name string, n, most int) {
+	if n < 0 || n > most {
+		v.fail(name, "%d must be between 0 and %d", n, most)
+	}
 }
 
 // Copy returns a deep copy.

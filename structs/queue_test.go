@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -43,6 +44,21 @@ func TestQueue_Validate(t *testing.T) {
 	must.Eq(t, []string{"name", "namespaces[1]", "namespaces[2]", "weight", "cohort", "quota.cpu",
 		"quota.gpu[0].nominal", "quota.gpu[0].lending_limit", "quota.gpu[1].type", "quota.gpu[1].borrowing_limit"}, paths)
 	must.ErrorContains(t, (&Queue{Name: "x"}).Validate(), "namespaces: is required")
+
+	// Bounds that keep planner/queue's arithmetic exact, and quotas an
+	// earlier one shadows.
+	huge := &Queue{Name: "h", Namespaces: []string{"h"}, Weight: 1e300, Cohort: strings.Repeat("c", MaxIDLength+1), Quota: QueueQuota{
+		GPU: []*GPUQuota{{Type: "*", Nominal: 1 << 62}, {Type: "A100", Nominal: 1}, {Type: strings.Repeat("t", 200), Nominal: 1, LendingLimit: new(1 << 40)}},
+		CPU: 1 << 50, MemoryMB: 1 << 50,
+	}}
+	paths = nil
+	for _, fe := range FieldErrors(huge.Validate()) {
+		paths = append(paths, fe.Path)
+	}
+	must.Eq(t, []string{"weight", "cohort", "quota.cpu", "quota.memory", "quota.gpu[0].nominal", "quota.gpu[1].type",
+		"quota.gpu[2].type", "quota.gpu[2].lending_limit", "quota.gpu[2].lending_limit"}, paths)
+	must.ErrorContains(t, (&Queue{Name: "s", Namespaces: []string{"s"}, Weight: 1, Quota: QueueQuota{GPU: []*GPUQuota{{Type: "A100", Nominal: 1}, {Type: "A100-80GB", Nominal: 1}}}}).Validate(),
+		`quota.gpu[1].type: "A100-80GB" is never counted: gpu[0] ("A100") matches every GPU type it matches`)
 	must.NoError(t, (&Queue{Name: DefaultQueue, Weight: 1}).Validate())
 }
 

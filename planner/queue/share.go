@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 
@@ -194,9 +195,8 @@ func splitGPUNominals(dims []dim, qs []*queueState) {
 		sp.frac = make([]int, len(sp.counted))
 		total := sp.nominal
 		for k, d := range sp.counted {
-			exact := total * weight(d)
-			n := exact / sp.base
-			sp.frac[k] = exact % sp.base
+			n, frac := mulDiv(total, weight(d), sp.base)
+			sp.frac[k] = frac
 			sp.q.shares[d].nominal += n
 			sum[d] += n
 			sp.nominal -= n
@@ -223,6 +223,15 @@ func splitGPUNominals(dims []dim, qs []*queueState) {
 			order = append(slices.Delete(order, pick, pick+1), k)
 		}
 	}
+}
+
+// mulDiv returns a·b/c and its remainder, for 0 ≤ a, 0 ≤ b ≤ c, 0 < c,
+// without overflowing a·b: quotas are bounded (structs.Queue.Validate)
+// but their products with capacities need not fit in an int.
+func mulDiv(a, b, c int) (q, r int) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	uq, ur := bits.Div64(hi, lo, uint64(c))
+	return int(uq), int(ur)
 }
 
 // lendable returns what queue q offers its cohort of idle, the idle

@@ -302,10 +302,15 @@ func (a *applier) partitions() []*partition {
 	return out
 }
 
-// active reports whether queue q may reclaim resource d: Apply trimmed
-// some of it, or another queue is entitled to borrow it, or uses more
-// than its nominal (a held placement Apply cannot trim).
+// active reports whether queue q may reclaim resource d: it holds less
+// than its guaranteed share (its nominal, or its demand when smaller),
+// which no algorithm's choice to keep its jobs waiting overrides; or
+// Apply trimmed some of d, or another queue is entitled to borrow it, or
+// uses more than its nominal (a held placement Apply cannot trim).
 func (a *applier) active(q, d int) bool {
+	if s := &a.queues[q].shares[d]; s.enforced && s.usage < s.guaranteed {
+		return true
+	}
 	for o, qs := range a.queues {
 		s := &qs.shares[d]
 		if s.freed > 0 || o != q && s.enforced && (s.entitled > s.nominal || s.usage > s.nominal) {

@@ -236,8 +236,8 @@ func (a *applier) lend(d int, res [][]structs.QueueResource, lim [][]limits) {
 		rem := make([]int, len(lenders))
 		left := lent
 		for k, qi := range lenders {
-			n := lent * can[qi] / total
-			rem[k] = lent * can[qi] % total
+			n, r := mulDiv(can[qi], lent, total)
+			rem[k] = r
 			res[qi][d].Lent = n
 			left -= n
 		}

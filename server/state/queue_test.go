@@ -85,7 +85,7 @@ func TestQueues_Refused(t *testing.T) {
 		text   string
 	}{
 		{"nil queue", []*structs.Queue{queue("ok", "ok"), nil}, ErrQueueInvalid, "queue[1]: is required"},
-		{"invalid field", []*structs.Queue{queue("ok", "ok"), {Name: "bad", Namespaces: []string{"b"}, Quota: structs.QueueQuota{CPU: -1}}}, ErrQueueInvalid, "queue[1].quota.cpu: -1 must not be negative"},
+		{"invalid field", []*structs.Queue{queue("ok", "ok"), {Name: "bad", Namespaces: []string{"b"}, Quota: structs.QueueQuota{CPU: -1}}}, ErrQueueInvalid, "queue[1].quota.cpu: -1 must be between 0 and 68719476736"},
 		{"no name", []*structs.Queue{{Namespaces: []string{"x"}}}, ErrQueueInvalid, "queue[0].name: is required"},
 		{"stored namespace", []*structs.Queue{queue("cv", "nlp-*")}, ErrQueueConflict, `"nlp-*" is queue "nlp"'s already`},
 		{"namespace twice in request", []*structs.Queue{queue("a", "x"), queue("b", "x")}, ErrQueueConflict, `"x" is queue "a"'s already`},
