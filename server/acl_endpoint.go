@@ -193,8 +193,15 @@ func (s *Server) aclPolicyApply(w http.ResponseWriter, r *http.Request) (any, er
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if _, diags := acl.Parse(name+".hcl", []byte(req.Rules)); diags.HasErrors() {
+	pol, diags := acl.Parse(name+".hcl", []byte(req.Rules))
+	if diags.HasErrors() {
 		return nil, badRequest("%v", acl.DiagnosticsError(diags))
+	}
+	if pol.Queue != nil && !s.supports(fsm.QueueUpsertType) {
+		// Servers before queues would fail to parse the policy and grant
+		// its tokens nothing at all.
+		return nil, &CodedError{Code: http.StatusServiceUnavailable,
+			Err: fmt.Errorf("policy %q has a queue rule, which some servers do not know yet: apply it once every server runs 0.2.0 or later", name)}
 	}
 	p := &structs.ACLPolicy{Name: name, Description: req.Description, Rules: req.Rules}
 	ctx, cancel := applyContext(r)

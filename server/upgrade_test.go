@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +66,10 @@ func TestSupports_GateOnEveryServer(t *testing.T) {
 				must.ErrorIs(t, err, ErrUpgradeInProgress)
 				_, err = s.registerJob(ctx, intervalJob, false)
 				must.ErrorIs(t, err, ErrUpgradeInProgress, must.Sprint("an older server would drop the checkpoint interval"))
+				req := httptest.NewRequest(http.MethodPut, "/v1/acl/policy/queues", strings.NewReader(`{"Rules": "queue { policy = \"read\" }"}`))
+				req.SetPathValue("name", "queues")
+				_, err = s.aclPolicyApply(httptest.NewRecorder(), req)
+				must.ErrorContains(t, err, "has a queue rule, which some servers do not know yet", must.Sprint("an older server would grant its tokens nothing"))
 				return
 			}
 			must.NoError(t, err)
