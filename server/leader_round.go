@@ -165,7 +165,7 @@ func (l *leader) startPlanning() *planning {
 func (p *planning) decide() planOutcome {
 	start := time.Now()
 	defer metrics.MeasureSinceWithLabels([]string{"leader", "plan"}, start, []metrics.Label{{Name: "algorithm", Value: p.alg.Name()}})
-	dec, err := p.round.Decide(p.alg)
+	dec, err := decideSafely(p.round, p.alg)
 	if err == nil {
 		return planOutcome{decision: dec, took: time.Since(start)}
 	}
@@ -174,7 +174,7 @@ func (p *planning) decide() planOutcome {
 		if fallback == nil || fallback.Name() == p.alg.Name() {
 			continue
 		}
-		dec, ferr := p.round.Decide(fallback)
+		dec, ferr := decideSafely(p.round, fallback)
 		if ferr != nil {
 			errs = append(errs, fmt.Errorf("fallback: %w", ferr))
 			continue
@@ -182,6 +182,20 @@ func (p *planning) decide() planOutcome {
 		return planOutcome{decision: dec, err: err, fallback: fallback, took: time.Since(start)}
 	}
 	return planOutcome{err: err, errs: errors.Join(errs...), took: time.Since(start)}
+}
+
+// decideSafely is round.Decide(alg) with a panic made an error, so that
+// the round plans with a fallback and the server lives on: planning runs
+// on a goroutine, where a panic would end the process. The algorithms'
+// loader recovers their own panics; this covers what Decide does around
+// them, the queues' pass among it.
+func decideSafely(round *models.Round, alg planner.Algorithm) (dec *models.Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			dec, err = nil, fmt.Errorf("%s panicked: %v", alg.Name(), r)
+		}
+	}()
+	return round.Decide(alg)
 }
 
 // stale says why a plan made off the loop must not be committed: a job

@@ -28,6 +28,7 @@ type gated struct {
 	entered chan *planner.Request
 	release chan struct{}
 	fail    atomic.Bool
+	panics  atomic.Bool
 	opened  sync.Once
 }
 
@@ -44,6 +45,9 @@ func (g *gated) Plan(req *planner.Request) (*planner.Decision, error) {
 	<-g.release
 	if g.fail.Load() {
 		return nil, errors.New("gated: failing as asked")
+	}
+	if g.panics.Load() {
+		panic("gated: panicking as asked")
 	}
 	return fifo.New().Plan(req)
 }
@@ -207,34 +211,44 @@ func TestLeader_ShutdownWithPlanInFlight(t *testing.T) {
 	})
 }
 
-// TestLeader_FallbackOffTheLoop: an algorithm that fails, planning off
-// the loop, is replaced for the round by the fallback, and an event says
-// so once.
+// TestLeader_FallbackOffTheLoop: an algorithm that fails or panics,
+// planning off the loop, is replaced for the round by the fallback, and
+// an event says so once; the server lives on.
 func TestLeader_FallbackOffTheLoop(t *testing.T) {
-	s, g, _ := gatedServer(t)
-	c := client(t, s)
-	g.fail.Store(true)
-	g.next(t)
-	_, _, err := c.Jobs().Register(demoJob(t, "demo"), nil)
-	must.NoError(t, err)
-	g.release <- struct{}{} // stale: the job came
-	g.until(t, map[string]uint64{"demo": 0})
-	g.release <- struct{}{}
-	agent.WaitFor(t, 20*time.Second, "a plan by the fallback", func() error {
-		if p := latestPlan(t, s); p == nil || p.Algorithm != "optimus" {
-			return fmt.Errorf("latest plan %+v", p)
-		}
-		return nil
-	})
-	events, _, err := c.Events("", nil)
-	must.NoError(t, err)
-	var fallbacks []string
-	for _, e := range events {
-		if e.Type == structs.EventAlgorithmFallback {
-			fallbacks = append(fallbacks, e.Message)
-		}
+	for _, tc := range []struct {
+		name, why string
+		set       func(*gated)
+	}{
+		{"error", "gated: failing as asked", func(g *gated) { g.fail.Store(true) }},
+		{"panic", `algorithm "gated" panicked in Plan: gated: panicking as asked`, func(g *gated) { g.panics.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, g, _ := gatedServer(t)
+			c := client(t, s)
+			tc.set(g)
+			g.next(t)
+			_, _, err := c.Jobs().Register(demoJob(t, "demo"), nil)
+			must.NoError(t, err)
+			g.release <- struct{}{} // stale: the job came
+			g.until(t, map[string]uint64{"demo": 0})
+			g.release <- struct{}{}
+			agent.WaitFor(t, 20*time.Second, "a plan by the fallback", func() error {
+				if p := latestPlan(t, s); p == nil || p.Algorithm != "optimus" {
+					return fmt.Errorf("latest plan %+v", p)
+				}
+				return nil
+			})
+			events, _, err := c.Events("", nil)
+			must.NoError(t, err)
+			var fallbacks []string
+			for _, e := range events {
+				if e.Type == structs.EventAlgorithmFallback {
+					fallbacks = append(fallbacks, e.Message)
+				}
+			}
+			must.SliceLen(t, 1, fallbacks)
+			must.StrContains(t, fallbacks[0], "algorithm gated failed, planned with optimus")
+			must.StrContains(t, fallbacks[0], tc.why)
+		})
 	}
-	must.SliceLen(t, 1, fallbacks)
-	must.StrContains(t, fallbacks[0], "algorithm gated failed, planned with optimus")
-	must.StrContains(t, fallbacks[0], "gated: failing as asked")
 }

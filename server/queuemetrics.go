@@ -43,6 +43,13 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	// Prometheus gathers on goroutines of its own, where a panic would
+	// end the server: a bug in the usage's arithmetic costs the series.
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("queue usage failed; no queue series this scrape", "panic", r)
+		}
+	}()
 	txn := c.s.State().Txn()
 	queues, err := state.Queues(txn, nil)
 	if err != nil || len(queues) == 0 {
