@@ -3,6 +3,7 @@ package ui_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -112,6 +113,7 @@ func TestBrowser_Queues(t *testing.T) {
 	_, _, err = c.Jobs().Register(queueJob("wait", "team-b", 16, 16), &api.WriteOptions{Namespace: "team-b"})
 	must.NoError(t, err)
 	checkQueueList(t, b, c)
+	b.screenshot(t, "queues")
 
 	t.Run("pending", func(t *testing.T) {
 		must.NoError(t, b.do(chromedp.Click(chromedp.CSS(`tr[data-queue="b"] a`))))
@@ -162,7 +164,12 @@ func TestBrowser_Queues(t *testing.T) {
 			}
 			return errors.New("none yet")
 		})
-		must.NoError(t, b.do(chromedp.Navigate(base+"/ui/queues/a")))
+		// Through the list, in the page: the usage sampled since the list
+		// was opened stays on the chart.
+		must.NoError(t, b.do(chromedp.Click(chromedp.CSS(`nav a[href="/ui/queues"]`))))
+		b.waitNumber(t, "the queue list", `document.querySelectorAll('tr[data-queue="a"] a').length`, 1)
+		must.NoError(t, b.do(chromedp.Click(chromedp.CSS(`tr[data-queue="a"] a`))))
+		b.waitNumber(t, "queue a's page", `location.pathname === "/ui/queues/a" ? 1 : 0`, 1)
 		checkResources(t, b, c, "a")
 		b.waitNumber(t, "big's preemption", attr(`table.preemptions`, "data-rows"), 1)
 		rows, err := eval[[][]string](b, cells(`table.preemptions tr[data-job="big"]`))
@@ -174,7 +181,11 @@ func TestBrowser_Queues(t *testing.T) {
 		others, err := eval[float64](b, `document.querySelectorAll('table.preemptions tbody tr:not([data-job="big"])').length`)
 		must.NoError(t, err)
 		must.EqOp(t, 0, others)
-		b.waitNumber(t, "usage samples on the chart", attr(`[data-chart="queue-usage"]`, "data-points"), 2)
+		samples := 2.0
+		if os.Getenv("CARAVAN_UI_SCREENSHOTS") != "" {
+			samples = 15 // a longer history for the README
+		}
+		b.waitNumber(t, "usage samples on the chart", attr(`[data-chart="queue-usage"]`, "data-points"), samples)
 		b.screenshot(t, "queue")
 	})
 
