@@ -1,6 +1,6 @@
 // The UI reads only Caravan's public HTTP API (server/README.md), with the
 // ACL token the user saved in this browser, sent as X-Caravan-Token.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 
 const tokenKey = "caravan.token";
 
@@ -102,6 +102,26 @@ export function useLive<T>(path: string | null, poll = 5000): Live<T> {
     return () => ctl.abort();
   }, [path, poll]);
   return state;
+}
+
+// useEventLog keeps the events a /v1/events query selects as they
+// arrive, oldest first, at most max of them (the newest): a blocking read
+// of /v1/events answers only the events after its ?index=, so each answer
+// is added to those before it, by Seq (a read again from the start after
+// an error adds nothing twice).
+export function useEventLog(path: string | null, max = 500): Live<Event[]> {
+  const live = useLive<Event[]>(path);
+  const log = useRef<{ path: string | null; bySeq: Map<number, Event> }>({ path, bySeq: new Map() });
+  const data = useMemo(() => {
+    if (log.current.path !== path) log.current = { path, bySeq: new Map() };
+    if (live.data === undefined) return undefined;
+    const bySeq = log.current.bySeq;
+    for (const e of live.data ?? []) bySeq.set(e.Seq, e);
+    const all = [...bySeq.values()].sort((a, b) => a.Seq - b.Seq);
+    for (const e of all.slice(0, Math.max(0, all.length - max))) bySeq.delete(e.Seq);
+    return all.slice(-max);
+  }, [path, live.data]);
+  return { data, error: live.error, index: live.index };
 }
 
 // The API's types, as far as the UI reads them (api/types.go, structs/).
@@ -277,6 +297,9 @@ export interface JobSummary {
   Samples: number;
   LastSample?: Sample;
   SimSpeed?: number;
+  // Queue is the queue the job's namespace maps to; absent while no
+  // queue is defined.
+  Queue?: string;
 }
 
 export interface JobSamples {
@@ -353,6 +376,66 @@ export interface AgentSelf {
   LeaderID: string;
   Voters: number;
   SimSpeed?: number;
+}
+
+// Queue is a team's share of the cluster (api/queues.go): the jobs of its
+// Namespaces may use its nominal Quota, and borrow the idle quota of the
+// queues of its Cohort.
+export interface Queue {
+  Name: string;
+  Namespaces: string[] | null;
+  Weight: number;
+  Cohort: string;
+  Quota: { GPU?: GPUQuota[] | null; CPU?: number; MemoryMB?: number };
+  // Usage is what the queue's jobs hold and wait for under the latest
+  // decision; absent when not known.
+  Usage?: QueueUsage;
+  CreateIndex: number;
+  ModifyIndex: number;
+}
+
+// GPUQuota is a queue's quota of one GPU type; a limit left out is no
+// cap (borrowing) or all of Nominal (lending).
+export interface GPUQuota {
+  Type: string;
+  Nominal: number;
+  BorrowingLimit?: number;
+  LendingLimit?: number;
+}
+
+export interface QueueUsage {
+  Resources: QueueResource[] | null;
+  PendingJobs: number;
+  // Jobs, pending first, only in GET /v1/queue/<name>.
+  Jobs?: QueueJob[] | null;
+}
+
+// QueueResource is a queue's standing in one resource ("gpu/<type>",
+// "cpu", "memory"), in GPUs, MHz or MB; Quota is the Type of the GPU
+// quota that counts it.
+export interface QueueResource {
+  Resource: string;
+  Quota?: string;
+  Nominal: number;
+  Used: number;
+  Borrowed: number;
+  Lent: number;
+  Pending: number;
+}
+
+export interface QueueJob {
+  Namespace: string;
+  ID: string;
+  Status: string;
+  PS: number;
+  Workers: number;
+  Pending: boolean;
+  Reason?: string;
+}
+
+// queuePath is the UI's address of a queue.
+export function queuePath(name: string): string {
+  return `/ui/queues/${encodeURIComponent(name)}`;
 }
 
 // jobPath is the UI's address of a job.

@@ -8,6 +8,7 @@ import { JobsPage } from "./pages/jobs";
 import { JobPage } from "./pages/job";
 import { ClusterPage } from "./pages/cluster";
 import { SchedulerPage } from "./pages/scheduler";
+import { QueuePage, QueuesPage } from "./pages/queues";
 import "./style.css";
 
 // navigate moves to an address of the UI without reloading.
@@ -80,6 +81,7 @@ function Header({ path }: { path: string }) {
       </a>
       <nav>
         {tab("/ui/", "Jobs", (p) => p === "/ui/" || p.startsWith("/ui/jobs"))}
+        {tab("/ui/queues", "Queues", (p) => p.startsWith("/ui/queues"))}
         {tab("/ui/cluster", "Cluster", (p) => p.startsWith("/ui/cluster"))}
         {tab("/ui/scheduler", "Scheduler", (p) => p.startsWith("/ui/scheduler"))}
       </nav>
@@ -98,8 +100,13 @@ function App() {
   const path = url.pathname.replace(/\/+$/, "/") || "/ui/";
   let page;
   const job = path.match(/^\/ui\/jobs\/([^/]+)$/);
+  const queue = path.match(/^\/ui\/queues\/([^/]+)$/);
   if (job) {
     page = <JobPage id={decodeURIComponent(job[1])} ns={url.searchParams.get("namespace") ?? "default"} />;
+  } else if (queue) {
+    page = <QueuePage name={decodeURIComponent(queue[1])} />;
+  } else if (path === "/ui/queues" || path === "/ui/queues/") {
+    page = <QueuesPage />;
   } else if (path === "/ui/cluster") {
     page = <ClusterPage />;
   } else if (path === "/ui/scheduler") {

@@ -4,7 +4,7 @@
 // times measured on it, the placement timeline and the job's events.
 import { useMemo } from "preact/hooks";
 import uPlot from "uplot";
-import { apiJob, Event, GPUTypeModel, JobPlacement, JobSamples, JobSummary, Sample, useLive } from "../api";
+import { apiJob, Event, GPUTypeModel, JobPlacement, JobSamples, JobSummary, queuePath, Sample, useLive } from "../api";
 import { Chart, countAxis, markX, palette, timeAxis } from "../chart";
 import { duration, num, percent, plural, shape, time } from "../format";
 import { lossAt, speedAt } from "../models";
@@ -85,6 +85,14 @@ function Overview({ s }: { s: JobSummary }) {
       </dd>
       <dt>GPU types</dt>
       <dd data-gpu-types={gpuTypes(s).join(", ")}>{gpuTypes(s).join(", ") || "–"}</dd>
+      {s.Queue ? (
+        <>
+          <dt>Queue</dt>
+          <dd data-queue={s.Queue}>
+            <a href={queuePath(s.Queue)}>{s.Queue}</a>
+          </dd>
+        </>
+      ) : null}
       {change && change.Phase !== "done" ? (
         <>
           <dt>Change</dt>
