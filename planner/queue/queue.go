@@ -63,11 +63,12 @@ func Apply(req *planner.Request, dec *planner.Decision, queues []*structs.Queue,
 		entitle(d, a.dims[d], a.queues, lim)
 	}
 	trimmed := a.trim()
+	preempted := a.preempt()
 	filled := a.fill()
 	if filled {
 		a.grow()
 	}
-	if !trimmed && !filled {
+	if !trimmed && !preempted && !filled {
 		return dec, nil
 	}
 	// A job trim paused may have started again on another GPU type, and

@@ -273,11 +273,12 @@ type partition struct {
 // partitions splits the request's nodes by GPU type, indexed like the GPU
 // dims, the nodes without GPUs last, each with the decision's placements
 // taken.
-func (a *applier) partitions() []*partition { return a.partitionsOf(-1) }
+func (a *applier) partitions() []*partition { return a.partitionsOf(-1, -1) }
 
 // partitionsOf is partitions, with only partition only built (the others
-// nil) when only is not negative.
-func (a *applier) partitionsOf(only int) []*partition {
+// nil) when only is not negative, and without the placements of queue
+// skip's jobs when skip is not negative.
+func (a *applier) partitionsOf(only, skip int) []*partition {
 	nodes := make([][]*structs.Node, a.cpu+1)
 	part := make([]int, len(a.req.Nodes))
 	for i, n := range a.req.Nodes {
@@ -294,7 +295,7 @@ func (a *applier) partitionsOf(only int) []*partition {
 		}
 	}
 	for _, j := range a.jobs {
-		if j.p.Paused() {
+		if j.p.Paused() || j.queue == skip {
 			continue
 		}
 		tasks := make([]*planner.JobTasks, len(out))
