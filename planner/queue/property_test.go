@@ -145,11 +145,16 @@ func leftoverOf(t *testing.T, nodes []*structs.Node, jobs []*planner.Job, placem
 // no queue uses more of a GPU type than its nominal plus its borrowing
 // limit; what queues use beyond their nominal is no more than their
 // cohort lends plus what no nominal claims; every job shrunk or paused
-// has a Preemption, and only those; a job Apply started runs its minimum
-// parameter servers and at least its minimum workers, one it grew more
-// workers than the algorithm gave, each saying so; and no paused job of
-// a queue within its nominal stays paused while its minimum fits on a
-// GPU type's nodes another queue borrows (the guarantee).
+// has a Preemption, and only those, whose reason is trim's or names a
+// running job of its queue of strictly higher priority; a job Apply
+// started runs its minimum parameter servers and at least its minimum
+// workers, one it grew more workers than the algorithm gave, each saying
+// so; no paused job of a queue within its nominal stays paused while its
+// minimum fits on a GPU type's nodes another queue borrows (the
+// guarantee); and no paused job stays paused while pausing its queue's
+// running jobs of strictly lower priority would let its minimum start on
+// one GPU type's nodes within its queue's nominal (priority within a
+// queue).
 func TestApply_Properties(t *testing.T) {
 	for _, name := range []string{"fifo", "drf", "optimus", "tiresias", "tetris", "roundrobin"} {
 		t.Run(name, func(t *testing.T) {
