@@ -200,6 +200,7 @@ func (a *applier) regrow(j *job, to *structs.Placement, keep func() bool) {
 			a.unfree(j.queue, j.tasks, one)
 			a.addWorker(j, one, o.PSSize)
 			if keep != nil && !keep() {
+				// j.p is Apply's copy already: no reason to record.
 				a.removeWorker(j, -1, entryOf(j.p, o.NodeID, o.PSSize, o.WorkerSize))
 				return
 			}
