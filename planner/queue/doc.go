@@ -11,7 +11,7 @@
 //
 //	algorithm.Plan ─▶ Decision ─▶ queue.Apply ─▶ Decision + []Preemption
 //	                                 │
-//	        usage, demand ─▶ entitlement ─▶ trim ─▶ fill ─▶ grow
+//	usage, demand ─▶ entitlement ─▶ trim ─▶ preempt ─▶ fill ─▶ grow
 //
 // # Resources
 //
@@ -57,7 +57,7 @@
 // never borrow from each other. A queue's entitlement is its guarantee
 // plus what it borrows.
 //
-// # Trim and fill
+// # Trim
 //
 // A queue that uses more than its entitlement of a resource gives it
 // back: its jobs, lowest priority first, then least progress
@@ -66,6 +66,39 @@
 // over, parameter servers kept; then, while the queue is still over,
 // whole jobs pause in the same order. Every job shrunk or paused gets a
 // reason naming the queue and why, and a Preemption.
+//
+// # Priority within a queue
+//
+// Then, within each queue, a paused job starts ahead of the queue's
+// running jobs of strictly lower priority (structs.Job.Priority), which
+// give way as trim makes queues give back, and only where that lets it
+// start. The paused jobs whose minimum takes GPUs go highest priority
+// first (then first submitted); for each, the GPU types whose nodes may
+// run it are tried in the order of their names. On a type, the running
+// jobs of its queue of lower priority, lowest priority first, then least
+// progress, shrink one worker at a time toward their minimum workers,
+// taking workers off that type's nodes, until the job's minimum fits
+// both the queue's entitlement of every resource it limits and the room
+// on that type's nodes (placed as the algorithms place); if shrinking
+// all of them is not enough, they pause in the same order, a job
+// counting only if it runs on that type's nodes or its queue lacks the
+// CPU or memory it takes; then the jobs shrunk grow back, highest
+// first, as far as the job still fits, and it starts at its minimum.
+// Where even pausing all of them would not make room, on any type,
+// nothing changes: no preemption is useless. A job that fits as things
+// stand starts without preempting anyone, when a job of lower priority
+// of its queue runs. Jobs of equal priority never preempt each other,
+// nor does a queue's job ever preempt another queue's here. Each job
+// shrunk or paused gets the reason `queue "nlp": preempted by
+// higher-priority job "urgent" (priority 90 > 50)` (after trim's, if
+// trim shrank it too) and a Preemption; the started job's reason names
+// the jobs it preempted. What they gave back goes to that job: it is no
+// reclaim for fill. Passes over the queues repeat until none starts a
+// job, so that room one queue's preemption leaves on a type's nodes
+// serves another queue's job: they end, since each start puts a job in
+// the place of jobs of strictly lower priority in its queue.
+//
+// # Reclaim
 //
 // Then paused jobs start at their minimum, highest priority first, on
 // the nodes of one GPU type with the room the decision leaves, placed as

@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -144,16 +145,22 @@ func leftoverOf(t *testing.T, nodes []*structs.Node, jobs []*planner.Job, placem
 // no queue uses more of a GPU type than its nominal plus its borrowing
 // limit; what queues use beyond their nominal is no more than their
 // cohort lends plus what no nominal claims; every job shrunk or paused
-// has a Preemption, and only those; a job Apply started runs its minimum
-// parameter servers and at least its minimum workers, one it grew more
-// workers than the algorithm gave, each saying so; and no paused job of
-// a queue within its nominal stays paused while its minimum fits on a
-// GPU type's nodes another queue borrows (the guarantee).
+// has a Preemption, and only those, whose reason is trim's or names a
+// running job of its queue of strictly higher priority; a job Apply
+// started runs its minimum parameter servers and at least its minimum
+// workers, one it grew more workers than the algorithm gave, each saying
+// so; no paused job of a queue within its nominal stays paused while its
+// minimum fits on a GPU type's nodes another queue borrows (the
+// guarantee); and no paused job stays paused while pausing its queue's
+// running jobs of strictly lower priority would let its minimum start on
+// one GPU type's nodes within its queue's nominal (priority within a
+// queue).
 func TestApply_Properties(t *testing.T) {
 	for _, name := range []string{"fifo", "drf", "optimus", "tiresias", "tetris", "roundrobin"} {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(32, 11))
 			trimmed, filled, grown, borrowing, checked := 0, 0, 0, 0, 0
+			preemptedBy, startedAhead, ahead := 0, 0, 0
 			for trial := range 200 {
 				req := planner.RandomRequest(rng)
 				for _, j := range req.Jobs {
@@ -214,12 +221,18 @@ func TestApply_Properties(t *testing.T) {
 						must.True(t, ok, msg)
 						must.Eq(t, from.Shape(), pr.From, msg)
 						must.Eq(t, p.Shape(), pr.To, msg)
-						must.StrContains(t, pr.Reason, fmt.Sprintf("queue %q: over its quota", pr.Queue), msg)
+						if !strings.Contains(pr.Reason, fmt.Sprintf("queue %q: over its quota", pr.Queue)) {
+							checkPreemptedBy(t, req, out, queues, pr, msg)
+							preemptedBy++
+						}
 						trimmed++
 					case p != from && strings.Contains(p.Reason, "started at its minimum"):
 						// Paused by the algorithm or trim, started at
 						// its minimum, and maybe grown.
 						must.False(t, ok, msg)
+						if strings.Contains(p.Reason, "preempting its lower-priority jobs") {
+							startedAhead++
+						}
 						m := findView(req, p.Key()).Minimum()
 						must.Eq(t, m.PS, p.NumPS, msg)
 						must.GreaterEq(t, m.Workers, p.NumWorkers, msg)
@@ -366,8 +379,15 @@ func TestApply_Properties(t *testing.T) {
 						must.False(t, fits, must.Sprintf("trial %d: job %s of queue %s is paused (%s) within its nominal of %d %s GPUs while another queue borrows them, and its minimum fits", trial, v.Job.ID, q, p.Reason, n, typ))
 					}
 				}
+
+				// Priority within a queue.
+				ahead += checkPriorityOrder(t, trial, req, out, queues, used, byType)
 			}
-			t.Logf("%s: %d jobs trimmed, %d started, %d grown, %d queue-types borrowing, %d guarantees checked", name, trimmed, filled, grown, borrowing, checked)
+			t.Logf("%s: %d jobs trimmed, %d started, %d grown, %d queue-types borrowing, %d guarantees checked; "+
+				"%d preempted by a higher-priority job, %d started preempting, %d priority orders checked",
+				name, trimmed, filled, grown, borrowing, checked, preemptedBy, startedAhead, ahead)
+			must.Positive(t, preemptedBy, must.Sprint("the instances should make jobs preempt lower-priority ones of their queue"))
+			must.Positive(t, ahead, must.Sprint("the instances should test the priority order within queues"))
 			must.Positive(t, trimmed, must.Sprint("the instances should make queues give back"))
 			must.Positive(t, checked, must.Sprint("the instances should test the guarantee"))
 			must.Positive(t, grown, must.Sprint("the instances should make queues grow jobs"))
@@ -398,4 +418,87 @@ func onNodes(placements []*structs.Placement, nodes []*structs.Node) []*structs.
 		out = append(out, &cp)
 	}
 	return out
+}
+
+// preemptedByRe parses the reason of a job preempted within its queue.
+var preemptedByRe = regexp.MustCompile(`queue "[^"]*": preempted by higher-priority job "([^"]*)" \(priority (\d+) > (\d+)\)`)
+
+// checkPreemptedBy checks a Preemption within a queue: its reason names a
+// job of the preempted job's queue (of any of its namespaces), of strictly higher priority, that
+// runs.
+func checkPreemptedBy(t *testing.T, req *planner.Request, out *planner.Decision, queues []*structs.Queue, pr Preemption, msg must.Setting) {
+	t.Helper()
+	m := preemptedByRe.FindStringSubmatch(pr.Reason)
+	must.SliceLen(t, 4, m, must.Sprintf("%s: %q", pr.Job, pr.Reason), msg)
+	victim := findView(req, pr.Job)
+	k := slices.IndexFunc(req.Jobs, func(j *planner.Job) bool {
+		return j.Job.ID == m[1] && structs.QueueFor(queues, j.Job.Namespace) == pr.Queue
+	})
+	must.NonNegative(t, k, must.Sprintf("%s preempted for %s, no job of queue %s", pr.Job, m[1], pr.Queue), msg)
+	by := req.Jobs[k]
+	must.Eq(t, fmt.Sprint(by.Job.Priority), m[2], msg)
+	must.Eq(t, fmt.Sprint(victim.Job.Priority), m[3], msg)
+	must.Greater(t, victim.Job.Priority, by.Job.Priority, msg)
+	i := slices.IndexFunc(out.Placements, func(p *structs.Placement) bool { return p.Key() == by.Job.Key() })
+	must.False(t, out.Placements[i].Paused(), must.Sprintf("%s preempted for %s, which does not run", pr.Job, by.Job.ID), msg)
+}
+
+// checkPriorityOrder checks that no job whose minimum takes GPUs stays
+// paused when it could start at it on one GPU type's nodes by pausing
+// only running jobs of its queue of strictly lower priority, with its
+// queue within its nominal of the type (so within its entitlement). Queues
+// that limit CPU or memory are left out. It returns how many jobs and
+// types it checked.
+func checkPriorityOrder(t *testing.T, trial int, req *planner.Request, out *planner.Decision, queues []*structs.Queue, used map[string]map[string]int, byType map[string][]*structs.Node) int {
+	t.Helper()
+	checked := 0
+	c := planner.NewCluster(req.Nodes)
+	for _, p := range out.Placements {
+		if !p.Paused() {
+			continue
+		}
+		v := findView(req, p.Key())
+		q := structs.QueueFor(queues, v.Job.Namespace)
+		if i := slices.IndexFunc(queues, func(o *structs.Queue) bool { return o.Name == q }); i >= 0 && (queues[i].Quota.CPU > 0 || queues[i].Quota.MemoryMB > 0) {
+			continue
+		}
+		m := v.Minimum()
+		gps, gw := gpus(c.JobTasks(v))
+		need := m.PS*gps + m.Workers*gw
+		if need == 0 {
+			continue
+		}
+		// The others: all but the running jobs of q of lower priority.
+		var lower []*planner.Job
+		var lowerPlacements, others []*structs.Placement
+		for _, o := range out.Placements {
+			ov := findView(req, o.Key())
+			if !o.Paused() && structs.QueueFor(queues, ov.Job.Namespace) == q && ov.Job.Priority < v.Job.Priority {
+				lower, lowerPlacements = append(lower, ov), append(lowerPlacements, o)
+				continue
+			}
+			others = append(others, o)
+		}
+		if len(lower) == 0 {
+			continue
+		}
+		freed := map[string]map[string]int{}
+		usage(freed, req.Nodes, lower, lowerPlacements, queues)
+		for typ, nodes := range byType {
+			if typ == "" {
+				continue
+			}
+			n, _, _ := nominalOf(queues, q, typ)
+			if used[q][typ]-freed[q][typ]+need > n {
+				continue
+			}
+			checked++
+			left := leftoverOf(t, nodes, req.Jobs, onNodes(others, nodes))
+			lt := left.JobTasks(v)
+			_, fits := placement.New(left).Place(lt.PS, m.PS, lt.Worker, m.Workers)
+			must.False(t, fits, must.Sprintf("trial %d: job %s (priority %d) of queue %s stays paused (%s), while pausing its queue's %d running jobs of lower priority would let its minimum start on %s GPUs within its nominal of %d",
+				trial, v.Job.ID, v.Job.Priority, q, p.Reason, len(lower), typ, n))
+		}
+	}
+	return checked
 }

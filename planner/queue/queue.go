@@ -50,7 +50,11 @@ type job struct {
 // copy, the others are dec's own. With no queues, or when dec already
 // respects them, it returns dec itself. It is deterministic, and costs
 // O(jobs × nodes) for the feasibility of jobs by GPU type plus a
-// placement per job it starts, and O(nodes + workers) per job it grows.
+// placement per job it starts, and O(nodes + workers) per job it grows;
+// preempting within a queue adds, per paused job a running job of lower
+// priority of its queue might give way to, a placement on one type's
+// nodes per worker shrunk, job paused or worker grown back, once the
+// queue's entitlement and the type's free GPUs allow it.
 func Apply(req *planner.Request, dec *planner.Decision, queues []*structs.Queue, held []planner.Held) (*planner.Decision, []Preemption) {
 	if len(queues) == 0 || dec == nil {
 		return dec, nil
@@ -63,11 +67,12 @@ func Apply(req *planner.Request, dec *planner.Decision, queues []*structs.Queue,
 		entitle(d, a.dims[d], a.queues, lim)
 	}
 	trimmed := a.trim()
+	preempted := a.preempt()
 	filled := a.fill()
 	if filled {
 		a.grow()
 	}
-	if !trimmed && !filled {
+	if !trimmed && !preempted && !filled {
 		return dec, nil
 	}
 	// A job trim paused may have started again on another GPU type, and

@@ -433,3 +433,101 @@ func TestApply_Reclaim(t *testing.T) {
 		check(t, got, pre)
 	})
 }
+
+// TestApply_Priority: within a queue at its quota, a paused job starts
+// ahead of running jobs of strictly lower priority, which shrink toward
+// their minimum, then pause, lowest priority and least progress first;
+// where that cannot make room, nothing changes.
+func TestApply_Priority(t *testing.T) {
+	queues := []*structs.Queue{gpuQueue("nlp", "", a100(8))}
+	one := []*structs.Node{gpuNode("n0", "NVIDIA A100", 8)}
+	two := []*structs.Node{gpuNode("n0", "NVIDIA A100", 4), gpuNode("n1", "NVIDIA A100", 4)}
+	job := func(id string, minW, maxW, priority int, step float64) *planner.Job {
+		j := gpuJob("nlp", id, minW, maxW)
+		j.Job.Priority, j.Step = priority, step
+		return j
+	}
+	preempted := func(by string, pb, pv int) string {
+		return fmt.Sprintf(`queue "nlp": preempted by higher-priority job %q (priority %d > %d)`, by, pb, pv)
+	}
+
+	t.Run("an elastic job shrinks", func(t *testing.T) {
+		low, urgent := job("low", 2, 8, 50, 0), job("urgent", 4, 8, 90, 0)
+		got, pre := apply(t, one, []*planner.Job{low, urgent}, []*structs.Placement{at(low, on("n0", 8)), planner.Paused(urgent, "no room")}, queues, nil)
+		must.Eq(t, []*structs.NodeTasks{on("n0", 4)}, got["low"].Nodes)
+		must.Eq(t, preempted("urgent", 90, 50)+"; shrunk to 0 ps and 4 workers", got["low"].Reason)
+		must.Eq(t, []*structs.NodeTasks{on("n0", 4)}, got["urgent"].Nodes)
+		must.Eq(t, `queue "nlp": started at its minimum of 0 ps and 4 workers on A100 GPUs within its quota (8 nominal + 0 borrowed), preempting its lower-priority jobs "low"`, got["urgent"].Reason)
+		must.Eq(t, []Preemption{{Job: low.Job.Key(), Queue: "nlp", From: structs.Shape{Workers: 8}, To: structs.Shape{Workers: 4}, Reason: preempted("urgent", 90, 50)}}, pre)
+	})
+
+	t.Run("a rigid job pauses", func(t *testing.T) {
+		low, urgent := job("low", 8, 8, 50, 0), job("urgent", 4, 8, 90, 0)
+		got, pre := apply(t, one, []*planner.Job{low, urgent}, []*structs.Placement{at(low, on("n0", 8)), planner.Paused(urgent, "no room")}, queues, nil)
+		must.True(t, got["low"].Paused())
+		must.Eq(t, preempted("urgent", 90, 50), got["low"].Reason)
+		must.Eq(t, 4, got["urgent"].NumWorkers)
+		must.Eq(t, []Preemption{{Job: low.Job.Key(), Queue: "nlp", From: structs.Shape{Workers: 8}, Reason: preempted("urgent", 90, 50)}}, pre)
+	})
+
+	t.Run("lowest priority first, then least progress", func(t *testing.T) {
+		for _, tc := range []struct {
+			name           string
+			prio1, prio2   int
+			step1, step2   float64
+			paused, stayed string
+		}{
+			{"by priority", 40, 50, 500, 10, "a1", "a2"},
+			{"by progress", 50, 50, 500, 10, "a2", "a1"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				a1, a2, urgent := job("a1", 4, 4, tc.prio1, tc.step1), job("a2", 4, 4, tc.prio2, tc.step2), job("urgent", 4, 4, 90, 0)
+				got, pre := apply(t, one, []*planner.Job{a1, a2, urgent},
+					[]*structs.Placement{at(a1, on("n0", 4)), at(a2, on("n0", 4)), planner.Paused(urgent, "no room")}, queues, nil)
+				must.True(t, got[tc.paused].Paused())
+				must.Eq(t, 4, got[tc.stayed].NumWorkers)
+				must.Eq(t, "the algorithm's", got[tc.stayed].Reason)
+				must.Eq(t, 4, got["urgent"].NumWorkers)
+				must.SliceLen(t, 1, pre)
+				must.Eq(t, tc.paused, pre[0].Job.ID)
+			})
+		}
+	})
+
+	t.Run("a job shrunk while pausing one was enough grows back", func(t *testing.T) {
+		// Shrinking takes low1 to 2 and low2 to 3, not enough for 4;
+		// pausing low1 is, and low2 gets its fourth worker back.
+		low1, low2, urgent := job("low1", 2, 4, 30, 0), job("low2", 3, 4, 40, 0), job("urgent", 4, 4, 90, 0)
+		got, pre := apply(t, two, []*planner.Job{low1, low2, urgent},
+			[]*structs.Placement{at(low1, on("n0", 4)), at(low2, on("n1", 4)), planner.Paused(urgent, "no room")}, queues, nil)
+		must.True(t, got["low1"].Paused())
+		must.Eq(t, []*structs.NodeTasks{on("n1", 4)}, got["low2"].Nodes)
+		must.Eq(t, "the algorithm's", got["low2"].Reason)
+		must.Eq(t, []*structs.NodeTasks{on("n0", 4)}, got["urgent"].Nodes)
+		must.SliceLen(t, 1, pre)
+		must.Eq(t, low1.Job.Key(), pre[0].Job)
+	})
+
+	t.Run("equal priority: nothing", func(t *testing.T) {
+		low, urgent := job("low", 2, 8, 90, 0), job("urgent", 4, 8, 90, 0)
+		got, pre := apply(t, one, []*planner.Job{low, urgent}, []*structs.Placement{at(low, on("n0", 8)), planner.Paused(urgent, "no room")}, queues, nil)
+		must.Eq(t, 8, got["low"].NumWorkers)
+		must.Eq(t, "the algorithm's", got["low"].Reason)
+		must.True(t, got["urgent"].Paused())
+		must.SliceEmpty(t, pre)
+	})
+
+	t.Run("not enough even after pausing: nothing", func(t *testing.T) {
+		// urgent needs 6 of the queue's 8; only low (4) is below it, top
+		// (4) is above.
+		low, top, urgent := job("low", 4, 4, 50, 0), job("top", 4, 4, 95, 0), job("urgent", 6, 6, 90, 0)
+		got, pre := apply(t, two, []*planner.Job{low, top, urgent},
+			[]*structs.Placement{at(low, on("n0", 4)), at(top, on("n1", 4)), planner.Paused(urgent, "no room")}, queues, nil)
+		must.Eq(t, 4, got["low"].NumWorkers)
+		must.Eq(t, "the algorithm's", got["low"].Reason)
+		must.Eq(t, 4, got["top"].NumWorkers)
+		must.True(t, got["urgent"].Paused())
+		must.Eq(t, "no room", got["urgent"].Reason)
+		must.SliceEmpty(t, pre)
+	})
+}

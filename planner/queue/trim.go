@@ -64,31 +64,42 @@ func (a *applier) trim() bool {
 		// trimOrder's reverse, as far as the queue's entitlement allows.
 		for _, j := range slices.Backward(order) {
 			if j.p != j.orig && !j.p.Paused() {
-				a.regrow(j)
+				a.regrow(j, j.orig, nil)
 			}
 		}
 		for _, j := range order {
-			if j.p == j.orig {
-				continue
+			if a.settle(j) {
+				trimmed = true
 			}
-			if j.p.Shape() == j.orig.Shape() {
-				j.p = j.orig // grown back whole
-				continue
-			}
-			if !j.p.Paused() {
-				j.p.Reason = fmt.Sprintf("%s; shrunk to %s", j.reason, j.p.Shape())
-				j.p.Batch = rebatch(j.view, j.orig.Batch, j.p.NumWorkers)
-				j.p.Actions = slices.DeleteFunc(j.p.Actions, func(act *structs.TaskAction) bool {
-					return act.Role == structs.RoleWorker && act.Rank >= j.p.NumWorkers
-				})
-				if len(j.p.Actions) == 0 {
-					j.p.Actions = nil
-				}
-			}
-			trimmed = true
 		}
 	}
 	return trimmed
+}
+
+// settle finishes a job trim or preempt changed: one grown back whole
+// gets the algorithm's placement again, one shrunk says so in its reason
+// and gets its batch split over the workers it keeps and the actions of
+// those only. It reports whether j ends with a placement other than the
+// algorithm's.
+func (a *applier) settle(j *job) bool {
+	if j.p == j.orig {
+		return false
+	}
+	if j.p.Shape() == j.orig.Shape() {
+		j.p = j.orig // grown back whole
+		return false
+	}
+	if !j.p.Paused() {
+		j.p.Reason = fmt.Sprintf("%s; shrunk to %s", j.reason, j.p.Shape())
+		j.p.Batch = rebatch(j.view, j.orig.Batch, j.p.NumWorkers)
+		j.p.Actions = slices.DeleteFunc(j.p.Actions, func(act *structs.TaskAction) bool {
+			return act.Role == structs.RoleWorker && act.Rank >= j.p.NumWorkers
+		})
+		if len(j.p.Actions) == 0 {
+			j.p.Actions = nil
+		}
+	}
+	return true
 }
 
 // overDim returns a resource queue q is over, -1 when none. With j
@@ -168,10 +179,12 @@ func (a *applier) removeWorker(j *job, d, e int) {
 }
 
 // regrow puts back, one at a time, the workers removeWorker took off j's
-// placement, on the entries they came from, while j's queue is entitled
-// to what each takes. The room is there: nothing else was placed since.
-func (a *applier) regrow(j *job) {
-	for _, o := range j.orig.Nodes {
+// placement since it was to, on the entries they came from, while j's
+// queue is entitled to what each takes and keep (when not nil) accepts
+// the worker put back; the worker keep refuses comes off again. The
+// room is there: nothing else was placed since.
+func (a *applier) regrow(j *job, to *structs.Placement, keep func() bool) {
+	for _, o := range to.Nodes {
 		for o.Workers > 0 {
 			have := 0
 			if e := entryOf(j.p, o.NodeID, o.PSSize, o.WorkerSize); e >= 0 {
@@ -186,6 +199,11 @@ func (a *applier) regrow(j *job) {
 			}
 			a.unfree(j.queue, j.tasks, one)
 			a.addWorker(j, one, o.PSSize)
+			if keep != nil && !keep() {
+				// j.p is Apply's copy already: no reason to record.
+				a.removeWorker(j, -1, entryOf(j.p, o.NodeID, o.PSSize, o.WorkerSize))
+				return
+			}
 		}
 	}
 }
@@ -256,7 +274,12 @@ type partition struct {
 // partitions splits the request's nodes by GPU type, indexed like the GPU
 // dims, the nodes without GPUs last, each with the decision's placements
 // taken.
-func (a *applier) partitions() []*partition {
+func (a *applier) partitions() []*partition { return a.partitionsOf(-1, -1) }
+
+// partitionsOf is partitions, with only partition only built (the others
+// nil) when only is not negative, and without the placements of queue
+// skip's jobs when skip is not negative.
+func (a *applier) partitionsOf(only, skip int) []*partition {
 	nodes := make([][]*structs.Node, a.cpu+1)
 	part := make([]int, len(a.req.Nodes))
 	for i, n := range a.req.Nodes {
@@ -268,16 +291,18 @@ func (a *applier) partitions() []*partition {
 	}
 	out := make([]*partition, len(nodes))
 	for k := range nodes {
-		out[k] = &partition{c: planner.NewCluster(nodes[k])}
+		if only < 0 || k == only {
+			out[k] = &partition{c: planner.NewCluster(nodes[k])}
+		}
 	}
 	for _, j := range a.jobs {
-		if j.p.Paused() {
+		if j.p.Paused() || j.queue == skip {
 			continue
 		}
 		tasks := make([]*planner.JobTasks, len(out))
 		for _, nt := range j.p.Nodes {
 			i, ok := a.c.NodeIndex(nt.NodeID)
-			if !ok {
+			if !ok || out[part[i]] == nil {
 				continue
 			}
 			pc := out[part[i]].c
@@ -297,7 +322,9 @@ func (a *applier) partitions() []*partition {
 		}
 	}
 	for _, p := range out {
-		p.placer = placement.New(p.c)
+		if p != nil {
+			p.placer = placement.New(p.c)
+		}
 	}
 	return out
 }
@@ -344,11 +371,7 @@ func (a *applier) fill() bool {
 	for _, j := range cand {
 		s := a.queues[j.queue].shares
 		m := j.view.Minimum()
-		gpu := m.PS*j.gpuPS + m.Workers*j.gpuWorker
-		cpu, mem := m.Workers*j.tasks.Worker.CPU, m.Workers*j.tasks.Worker.MemoryMB
-		if m.PS > 0 && j.tasks.PS != nil {
-			cpu, mem = cpu+m.PS*j.tasks.PS.CPU, mem+m.PS*j.tasks.PS.MemoryMB
-		}
+		gpu, cpu, mem := minimumTakes(j)
 		if s[a.cpu].headroom() < cpu || s[a.cpu+1].headroom() < mem {
 			continue
 		}
@@ -388,6 +411,18 @@ func (a *applier) fill() bool {
 		}
 	}
 	return filled
+}
+
+// minimumTakes returns what job j takes at its minimum: GPUs, CPU (MHz)
+// and memory (MB).
+func minimumTakes(j *job) (gpu, cpu, mem int) {
+	m := j.view.Minimum()
+	gpu = m.PS*j.gpuPS + m.Workers*j.gpuWorker
+	cpu, mem = m.Workers*j.tasks.Worker.CPU, m.Workers*j.tasks.Worker.MemoryMB
+	if m.PS > 0 && j.tasks.PS != nil {
+		cpu, mem = cpu+m.PS*j.tasks.PS.CPU, mem+m.PS*j.tasks.PS.MemoryMB
+	}
+	return gpu, cpu, mem
 }
 
 // fillReason says why fill started job j at shape m on partition d.
