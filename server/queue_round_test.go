@@ -12,44 +12,6 @@ import (
 	"github.com/shoenig/test/must"
 )
 
-// queueJob is an all-reduce job of namespace ns whose workers take one GPU
-// each, from min to max of them, that trains for a long time.
-func queueJob(id, ns string, min, max int) *api.JobRegisterRequest {
-	hcl := fmt.Sprintf(`
-job %q {
-  namespace = %q
-  training {
-    architecture      = "allreduce"
-    global_batch_size = 256
-    steps_per_epoch   = 100
-    convergence {
-      max_epochs = 100000
-    }
-  }
-  elastic {
-    workers {
-      min = %d
-      max = %d
-    }
-  }
-  worker {
-    driver = "raw_exec"
-    config {
-      command = "train"
-    }
-    resources {
-      cpu    = 100
-      memory = 64
-      device "gpu" {
-        count = 1
-      }
-    }
-  }
-}
-`, id, ns, min, max)
-	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
-}
-
 // TestLeader_QueuesReclaimByShrinking runs two queues of one cohort with
 // 8 GPUs each on 16 simulated GPUs: queue a's job borrows b's idle
 // quota and runs 16 workers; when b's job arrives, a's shrinks to its
@@ -90,11 +52,11 @@ func TestLeader_QueuesReclaimByShrinking(t *testing.T) {
 			return nil
 		})
 	}
-	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
+	_, _, err = c.Jobs().Register(TestQueueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
 	must.NoError(t, err)
 	waitWorkers("team-a", "big", func(n int) bool { return n == 16 }, "queue a's job borrowing b's idle GPUs")
 
-	_, _, err = c.Jobs().Register(queueJob("small", "team-b", 4, 8), &api.WriteOptions{Namespace: "team-b"})
+	_, _, err = c.Jobs().Register(TestQueueJob("small", "team-b", 4, 8), &api.WriteOptions{Namespace: "team-b"})
 	must.NoError(t, err)
 	waitWorkers("team-b", "small", func(n int) bool { return n == 8 }, "queue b's job running on its quota")
 	waitWorkers("team-a", "big", func(n int) bool { return n == 8 }, "queue a's job shrunk to its quota")
@@ -153,13 +115,13 @@ func TestServer_RefusesJobOverItsQueue(t *testing.T) {
 		Quota: api.QueueQuota{GPU: []*api.GPUQuota{{Type: "*", Nominal: 4, BorrowingLimit: new(2)}}}}}, nil)
 	must.NoError(t, err)
 
-	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 7, 8), &api.WriteOptions{Namespace: "team-a"})
+	_, _, err = c.Jobs().Register(TestQueueJob("big", "team-a", 7, 8), &api.WriteOptions{Namespace: "team-a"})
 	var apiErr *api.Error
 	must.True(t, errors.As(err, &apiErr), must.Sprintf("error %v", err))
 	must.Eq(t, http.StatusUnprocessableEntity, apiErr.StatusCode)
 	must.StrContains(t, apiErr.Message, `job "big": its minimum takes 7 GPUs, more than queue "a" may ever hold of any GPU type: at most 6 of `)
 	_, _, err = c.Jobs().Info("big", &api.QueryOptions{Namespace: "team-a"})
 	must.True(t, api.IsNotFound(err), must.Sprintf("the refused job is not committed: %v", err))
-	_, _, err = c.Jobs().Register(queueJob("fits", "team-a", 6, 8), &api.WriteOptions{Namespace: "team-a"})
+	_, _, err = c.Jobs().Register(TestQueueJob("fits", "team-a", 6, 8), &api.WriteOptions{Namespace: "team-a"})
 	must.NoError(t, err)
 }

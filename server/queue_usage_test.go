@@ -53,9 +53,9 @@ func TestQueueUsage_BorrowLendPending(t *testing.T) {
 	stored, err := state.QueueByName(s.State().Txn(), nil, "c")
 	must.NoError(t, err)
 	must.Nil(t, stored.Usage, must.Sprint("usage is never stored"))
-	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
+	_, _, err = c.Jobs().Register(TestQueueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
 	must.NoError(t, err)
-	_, _, err = c.Jobs().Register(queueJob("waiting", "team-c", 2, 4), &api.WriteOptions{Namespace: "team-c"})
+	_, _, err = c.Jobs().Register(TestQueueJob("waiting", "team-c", 2, 4), &api.WriteOptions{Namespace: "team-c"})
 	must.NoError(t, err)
 
 	var a *api.Queue
@@ -150,7 +150,7 @@ func TestQueueUsage_ACL(t *testing.T) {
 	_, _, err = mgmt.Queues().Upsert([]*api.Queue{apiQueue("lab", "nlp", "cv")}, wo)
 	must.NoError(t, err)
 	for _, ns := range []string{"nlp", "cv"} {
-		_, _, err := mgmt.Jobs().Register(queueJob("j-"+ns, ns, 1, 2), &api.WriteOptions{Namespace: ns})
+		_, _, err := mgmt.Jobs().Register(TestQueueJob("j-"+ns, ns, 1, 2), &api.WriteOptions{Namespace: ns})
 		must.NoError(t, err)
 	}
 	jobs := func(token string) (int, []string) {

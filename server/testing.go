@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/caravan-sched/caravan/api"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -100,4 +102,43 @@ func (d *TestOutageDriver) Enact(ctx context.Context, plan *structs.Plan, jobs [
 		return nil, ErrTestDriverDown
 	}
 	return d.Driver.Enact(ctx, plan, jobs)
+}
+
+// TestQueueJob is an all-reduce job of namespace ns whose workers take one
+// GPU each, from min to max of them, that trains for a long time: the
+// queue tests' (server, ui).
+func TestQueueJob(id, ns string, min, max int) *api.JobRegisterRequest {
+	hcl := fmt.Sprintf(`
+job %q {
+  namespace = %q
+  training {
+    architecture      = "allreduce"
+    global_batch_size = 256
+    steps_per_epoch   = 100
+    convergence {
+      max_epochs = 100000
+    }
+  }
+  elastic {
+    workers {
+      min = %d
+      max = %d
+    }
+  }
+  worker {
+    driver = "raw_exec"
+    config {
+      command = "train"
+    }
+    resources {
+      cpu    = 100
+      memory = 64
+      device "gpu" {
+        count = 1
+      }
+    }
+  }
+}
+`, id, ns, min, max)
+	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
 }

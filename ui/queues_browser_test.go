@@ -16,45 +16,6 @@ import (
 	"github.com/shoenig/test/must"
 )
 
-// queueJob is an all-reduce job of namespace ns whose workers take one GPU
-// each, from min to max of them, that trains for a long time (as
-// server/queue_round_test.go's).
-func queueJob(id, ns string, min, max int) *api.JobRegisterRequest {
-	hcl := fmt.Sprintf(`
-job %q {
-  namespace = %q
-  training {
-    architecture      = "allreduce"
-    global_batch_size = 256
-    steps_per_epoch   = 100
-    convergence {
-      max_epochs = 100000
-    }
-  }
-  elastic {
-    workers {
-      min = %d
-      max = %d
-    }
-  }
-  worker {
-    driver = "raw_exec"
-    config {
-      command = "train"
-    }
-    resources {
-      cpu    = 100
-      memory = 64
-      device "gpu" {
-        count = 1
-      }
-    }
-  }
-}
-`, id, ns, min, max)
-	return &api.JobRegisterRequest{JobHCL: hcl, Filename: id + ".hcl"}
-}
-
 // cells is JavaScript reading the text of each cell of each row that
 // selector matches.
 func cells(selector string) string {
@@ -95,7 +56,7 @@ func TestBrowser_Queues(t *testing.T) {
 			return nil
 		})
 	}
-	_, _, err = c.Jobs().Register(queueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
+	_, _, err = c.Jobs().Register(server.TestQueueJob("big", "team-a", 1, 16), &api.WriteOptions{Namespace: "team-a"})
 	must.NoError(t, err)
 	workers("team-a", "big", func(n int) bool { return n == 16 }, "queue a's job borrowing b's idle GPUs")
 
@@ -105,12 +66,12 @@ func TestBrowser_Queues(t *testing.T) {
 	// The page samples the usage while a borrows all of b's quota.
 	b.waitNumber(t, "queue a's row", `document.querySelectorAll('tr[data-queue="a"]').length`, 1)
 
-	_, _, err = c.Jobs().Register(queueJob("small", "team-b", 4, 8), &api.WriteOptions{Namespace: "team-b"})
+	_, _, err = c.Jobs().Register(server.TestQueueJob("small", "team-b", 4, 8), &api.WriteOptions{Namespace: "team-b"})
 	must.NoError(t, err)
 	workers("team-b", "small", func(n int) bool { return n >= 4 }, "queue b's job running on its quota")
 	workers("team-a", "big", func(n int) bool { return n <= 8 }, "queue a's job shrunk to its quota")
 	// Its minimum is more than b's quota, and a holds all of its own.
-	_, _, err = c.Jobs().Register(queueJob("wait", "team-b", 16, 16), &api.WriteOptions{Namespace: "team-b"})
+	_, _, err = c.Jobs().Register(server.TestQueueJob("wait", "team-b", 16, 16), &api.WriteOptions{Namespace: "team-b"})
 	must.NoError(t, err)
 	checkQueueList(t, b, c)
 	b.screenshot(t, "queues")
