@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/caravan-sched/caravan/planner"
@@ -213,6 +214,12 @@ func TestApply_Properties(t *testing.T) {
 						must.Eq(t, p.Shape(), pr.To, msg)
 						must.StrContains(t, pr.Reason, fmt.Sprintf("queue %q: over its quota", pr.Queue), msg)
 						trimmed++
+					case p != from && strings.Contains(p.Reason, "within its quota") && strings.Contains(p.Reason, ": kept at "):
+						must.False(t, ok, msg)
+						cur := findView(req, p.Key()).Current
+						must.NotNil(t, cur, msg)
+						must.Eq(t, cur.Shape(), p.Shape(), msg)
+						must.Eq(t, cur.Nodes, p.Nodes, msg)
 					case p != from:
 						must.False(t, ok, msg)
 						must.StrContains(t, p.Reason, "started at its minimum", msg)
