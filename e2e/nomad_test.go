@@ -23,6 +23,12 @@ func nomadAgentBody(nc *agent.NomadCluster, checkpoints, algorithm string) strin
 
 // nomadAgentBodyWith adds lines to the nomad and scheduler blocks.
 func nomadAgentBodyWith(nc *agent.NomadCluster, checkpoints, algorithm, nomadExtra, schedulerExtra string) string {
+	return nomadAgentBodyEvery(nc, checkpoints, algorithm, 10*time.Minute, nomadExtra, schedulerExtra)
+}
+
+// nomadAgentBodyEvery is nomadAgentBodyWith with periodic rounds every
+// interval, besides those at arrivals and completions.
+func nomadAgentBodyEvery(nc *agent.NomadCluster, checkpoints, algorithm string, interval time.Duration, nomadExtra, schedulerExtra string) string {
 	return fmt.Sprintf(`
 driver = "nomad"
 nomad {
@@ -32,10 +38,10 @@ nomad {
 }
 scheduler {
   algorithm = %q
-  interval  = "10m"
+  interval  = %q
   %s
 }
-`, nc.Address, checkpoints, nomadExtra, algorithm, schedulerExtra)
+`, nc.Address, checkpoints, nomadExtra, algorithm, interval, schedulerExtra)
 }
 
 // waitNodes waits until Caravan sees the cluster's nodes and GPUs.

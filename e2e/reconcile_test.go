@@ -37,24 +37,36 @@ func elasticTrainerJob(id, trainer string, maxWorkers int) *api.JobRegisterReque
 }
 
 // trainerJobSpec is a sync parameter-server job of examples/trainer: a
-// global batch of 240, 40 steps an epoch, 1 to MaxWorkers workers with a
-// GPU each and one parameter server, each running Trainer with its args,
-// and the convergence block's Threshold, Patience and MaxEpochs.
+// global batch of 240, 40 steps an epoch, MinWorkers (1 when 0) to
+// MaxWorkers workers with a GPU each and one parameter server, each
+// running Trainer with its args, and the convergence block's Threshold,
+// Patience and MaxEpochs.
 type trainerJobSpec struct {
-	ID, Trainer         string
-	MaxWorkers          int
-	WorkerArgs, PSArgs  []string
-	Threshold           float64
-	Patience, MaxEpochs int
+	ID, Trainer string
+	// Namespace is the job's, and its Nomad job's; "" for "default".
+	Namespace              string
+	MinWorkers, MaxWorkers int
+	WorkerArgs, PSArgs     []string
+	Threshold              float64
+	Patience, MaxEpochs    int
 	// Training holds more lines of the training block, such as a
 	// batch_size block.
 	Training string
 }
 
+// trainerCheckpointTimeout is a trainerJobSpec job's checkpoint timeout:
+// how long a rescale waits for its checkpoint before it is aborted.
+const trainerCheckpointTimeout = 30 * time.Second
+
 // request renders the job as a register request.
 func (s trainerJobSpec) request() *api.JobRegisterRequest {
+	namespace := ""
+	if s.Namespace != "" {
+		namespace = fmt.Sprintf("namespace = %q", s.Namespace)
+	}
 	hcl := fmt.Sprintf(`
 job %[1]q {
+  %[10]s
   training {
     architecture      = "ps"
     mode              = "sync"
@@ -69,7 +81,7 @@ job %[1]q {
   }
   elastic {
     workers {
-      min = 1
+      min = %[11]d
       max = %[8]d
     }
     parameter_servers {
@@ -77,7 +89,7 @@ job %[1]q {
       max = 1
     }
     checkpoint {
-      timeout = "30s"
+      timeout = %[12]q
     }
   }
   worker {
@@ -106,7 +118,8 @@ job %[1]q {
     }
   }
 }
-`, s.ID, s.Trainer, hclList(s.WorkerArgs), hclList(s.PSArgs), s.Threshold, s.Patience, s.MaxEpochs, s.MaxWorkers, s.Training)
+`, s.ID, s.Trainer, hclList(s.WorkerArgs), hclList(s.PSArgs), s.Threshold, s.Patience, s.MaxEpochs, s.MaxWorkers, s.Training,
+		namespace, max(s.MinWorkers, 1), trainerCheckpointTimeout)
 	return &api.JobRegisterRequest{JobHCL: hcl, Filename: s.ID + ".hcl"}
 }
 
@@ -241,8 +254,15 @@ func confirmedStep(t *testing.T, ev *api.Event) int64 {
 // sample and the configuration checkpointed.
 func resumedSample(t *testing.T, c *api.Client, id string, k int64) (resumed, before api.Sample) {
 	t.Helper()
+	return resumedSampleIn(t, c, "", id, k)
+}
+
+// resumedSampleIn is resumedSample of a job of namespace ns ("" for
+// "default").
+func resumedSampleIn(t *testing.T, c *api.Client, ns, id string, k int64) (resumed, before api.Sample) {
+	t.Helper()
 	agent.WaitFor(t, time.Minute, fmt.Sprintf("job %s resumed after its checkpoint at step %d", id, k), func() error {
-		smps, _, err := c.Jobs().Samples(id, nil)
+		smps, _, err := c.Jobs().Samples(id, &api.QueryOptions{Namespace: ns})
 		if err != nil {
 			return err
 		}

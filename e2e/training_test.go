@@ -108,8 +108,14 @@ func waitEvent(t *testing.T, c *api.Client, job, typ string, n int, timeout time
 // waitStep waits until a job reported a step of at least step.
 func waitStep(t *testing.T, c *api.Client, job string, step int64) {
 	t.Helper()
+	waitStepIn(t, c, "", job, step)
+}
+
+// waitStepIn is waitStep of a job of namespace ns ("" for "default").
+func waitStepIn(t *testing.T, c *api.Client, ns, job string, step int64) {
+	t.Helper()
 	agent.WaitFor(t, 2*time.Minute, fmt.Sprintf("job %s at step %d", job, step), func() error {
-		sum, _, err := c.Jobs().Summary(job, nil)
+		sum, _, err := c.Jobs().Summary(job, &api.QueryOptions{Namespace: ns})
 		if err != nil {
 			return err
 		}
@@ -338,8 +344,15 @@ func TestCaravanNomad_NomadUnreachable(t *testing.T) {
 // what ran of it as its driver reported, has the given workers.
 func waitWorkers(t *testing.T, c *api.Client, id string, workers int) {
 	t.Helper()
+	waitWorkersIn(t, c, "", id, workers)
+}
+
+// waitWorkersIn is waitWorkers of a job of namespace ns ("" for
+// "default").
+func waitWorkersIn(t *testing.T, c *api.Client, ns, id string, workers int) {
+	t.Helper()
 	agent.WaitFor(t, time.Minute, fmt.Sprintf("job %s running %d workers", id, workers), func() error {
-		hist, _, err := c.Jobs().History(id, nil)
+		hist, _, err := c.Jobs().History(id, &api.QueryOptions{Namespace: ns})
 		switch {
 		case err != nil:
 			return err

@@ -100,7 +100,12 @@
 //
 // # Reclaim
 //
-// Then paused jobs start at their minimum, highest priority first, on
+// Then paused jobs run again, highest priority first. One that runs now
+// is kept where it runs when its queue is entitled to all its current
+// placement takes and it still fits there: a fixed-size algorithm (fifo,
+// tetris) keeps a job only at its request, so without this it would
+// pause, the round after, a job the queues shrank below it, and leave
+// its queue's quota idle. The others start at their minimum, on
 // the nodes of one GPU type with the room the decision leaves, placed as
 // the algorithms place (planner/placement), when their queue is entitled
 // to that much more of every resource it limits and some queue gave the

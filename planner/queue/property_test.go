@@ -226,6 +226,19 @@ func TestApply_Properties(t *testing.T) {
 							preemptedBy++
 						}
 						trimmed++
+					case p != from && strings.Contains(p.Reason, "within its quota") && strings.Contains(p.Reason, ": kept at "):
+						must.False(t, ok, msg)
+						cur := findView(req, p.Key()).Current
+						must.NotNil(t, cur, msg)
+						if strings.Contains(p.Reason, "; grown to ") {
+							// Kept, then grown by workers.
+							must.Eq(t, cur.NumPS, p.NumPS, msg)
+							must.Greater(t, cur.NumWorkers, p.NumWorkers, msg)
+							grown++
+						} else {
+							must.Eq(t, cur.Shape(), p.Shape(), msg)
+							must.Eq(t, cur.Nodes, p.Nodes, msg)
+						}
 					case p != from && strings.Contains(p.Reason, "started at its minimum"):
 						// Paused by the algorithm or trim, started at
 						// its minimum, and maybe grown.

@@ -34,8 +34,9 @@ type job struct {
 	// p is the placement Apply leaves; orig until Apply changes it.
 	p      *structs.Placement
 	reason string
-	// started is set when fill started the job.
-	started bool
+	// started is set when fill started the job, kept when fill kept it
+	// where it runs (keep).
+	started, kept bool
 }
 
 // Apply makes dec, an algorithm's decision on req, respect queues (the

@@ -120,6 +120,28 @@ func TestApply_Cohort(t *testing.T) {
 		must.Eq(t, []Preemption{{Job: a1.Job.Key(), Queue: "a", From: structs.Shape{Workers: 16}, To: structs.Shape{Workers: 8}, Reason: want}}, pre)
 	})
 
+	t.Run("the next round: a's shrunk job, paused by a fixed-size algorithm, is kept", func(t *testing.T) {
+		// fifo keeps a job only at its request (16 workers) and finds no
+		// room for it: it pauses the job the queues shrank.
+		a1, b1 := gpuJob("a", "a1", 2, 16), gpuJob("b", "b1", 8, 8)
+		a1.Current, b1.Current = at(a1, on("n0", 8)), at(b1, on("n1", 8))
+		got, pre := apply(t, nodes, []*planner.Job{a1, b1},
+			[]*structs.Placement{planner.Paused(a1, "fifo: waiting for room"), at(b1, on("n1", 8))}, queues, nil)
+		must.Eq(t, []*structs.NodeTasks{on("n0", 8)}, got["a1"].Nodes)
+		must.Eq(t, `queue "a": kept at 0 ps and 8 workers within its quota`, got["a1"].Reason)
+		must.Eq(t, 8, got["b1"].NumWorkers)
+		must.SliceEmpty(t, pre)
+	})
+
+	t.Run("a job paused for a job of its own queue is not kept", func(t *testing.T) {
+		a1, a2, b1 := gpuJob("a", "a1", 8, 8), gpuJob("a", "a2", 8, 8), gpuJob("b", "b1", 8, 8)
+		a1.Current, b1.Current = at(a1, on("n0", 8)), at(b1, on("n1", 8))
+		got, _ := apply(t, nodes, []*planner.Job{a1, a2, b1},
+			[]*structs.Placement{planner.Paused(a1, "the algorithm's"), at(a2, on("n0", 8)), at(b1, on("n1", 8))}, queues, nil)
+		must.True(t, got["a1"].Paused())
+		must.Eq(t, 8, got["a2"].NumWorkers)
+	})
+
 	t.Run("shrinking is not enough: the lower priority job pauses", func(t *testing.T) {
 		a1, a2, b1 := gpuJob("a", "a1", 6, 8), gpuJob("a", "a2", 8, 8), gpuJob("b", "b1", 8, 8)
 		a1.Job.Priority, a2.Job.Priority = 70, 30

@@ -347,10 +347,11 @@ func (a *applier) active(q, d int) bool {
 	return false
 }
 
-// fill starts paused jobs at their minimum, in fillOrder, on one GPU
-// type's nodes with the room the decision leaves, when the job's queue is
-// entitled to that much more of every resource it limits and may reclaim
-// it (active). It reports whether it started any.
+// fill runs paused jobs again, in fillOrder: one that runs now where it
+// runs (keep), the others at their minimum on one GPU type's nodes with
+// the room the decision leaves, when the job's queue is entitled to that
+// much more of every resource it limits and may reclaim it (active). It
+// reports whether it ran any.
 func (a *applier) fill() bool {
 	var cand []*job
 	for _, j := range a.jobs {
@@ -369,6 +370,10 @@ func (a *applier) fill() bool {
 	var parts []*partition
 	filled := false
 	for _, j := range cand {
+		if a.keep(j, &parts) {
+			filled = true
+			continue
+		}
 		s := a.queues[j.queue].shares
 		m := j.view.Minimum()
 		gpu, cpu, mem := minimumTakes(j)
@@ -423,6 +428,72 @@ func minimumTakes(j *job) (gpu, cpu, mem int) {
 		cpu, mem = cpu+m.PS*j.tasks.PS.CPU, mem+m.PS*j.tasks.PS.MemoryMB
 	}
 	return gpu, cpu, mem
+}
+
+// keep puts back job j's current placement, which the algorithm paused,
+// when j's queue is entitled to all it takes and it still fits where it
+// runs: a running job within its queue's quota is not stopped for
+// nothing (a fixed-size algorithm pauses a job the queues shrank below
+// its request). It reports whether it did.
+func (a *applier) keep(j *job, parts *[]*partition) bool {
+	cur := j.view.Current
+	if cur == nil || cur.Paused() {
+		return false
+	}
+	need := make([]int, len(a.dims))
+	for _, nt := range cur.Nodes {
+		for d, n := range a.takesOf(j.tasks, nt) {
+			need[d] += n
+		}
+	}
+	s := a.queues[j.queue].shares
+	for d, n := range need {
+		if n > 0 && s[d].headroom() < n {
+			return false
+		}
+	}
+	if *parts == nil {
+		*parts = a.partitions()
+	}
+	// Every entry must fit on its node's partition, all of them at once.
+	checks := map[*partition]*planner.Cluster{}
+	for _, nt := range cur.Nodes {
+		i, ok := a.c.NodeIndex(nt.NodeID)
+		if !ok {
+			return false
+		}
+		d := a.nodeDim[i]
+		if d < 0 {
+			d = a.cpu
+		}
+		p := (*parts)[d]
+		c := checks[p]
+		if c == nil {
+			c = p.c.Clone()
+			checks[p] = c
+		}
+		pi, _ := c.NodeIndex(nt.NodeID)
+		t := c.JobTasks(j.view)
+		ps, worker := t.For(nt)
+		if !c.FitsPair(pi, ps, nt.PS, worker, nt.Workers) {
+			return false
+		}
+		if nt.PS > 0 {
+			c.Take(pi, ps, nt.PS)
+		}
+		c.Take(pi, worker, nt.Workers)
+	}
+	for p, c := range checks {
+		p.c = c
+		p.placer = placement.New(c)
+	}
+	kept := cur.Copy() // a deep copy: grow changes its entries in place
+	kept.Reason = fmt.Sprintf("queue %q: kept at %s within its quota", a.queues[j.queue].name, cur.Shape())
+	j.p, j.kept = kept, true
+	for _, nt := range kept.Nodes {
+		a.use(j.queue, j.tasks, nt, 1)
+	}
+	return true
 }
 
 // fillReason says why fill started job j at shape m on partition d.
@@ -579,7 +650,7 @@ func (a *applier) growReason(j *job, from structs.Shape, grewOn []int) string {
 		}
 	}
 	grown := fmt.Sprintf("grown to %s within its quota (%s)", j.p.Shape(), strings.Join(quota, "; "))
-	if j.started {
+	if j.started || j.kept {
 		return j.p.Reason + "; " + grown
 	}
 	return fmt.Sprintf("queue %q: %s from the algorithm's %s", qs.name, grown, from)
