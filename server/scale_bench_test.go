@@ -25,6 +25,11 @@ const scaleAlgorithmsEnv = "CARAVAN_SCALE_ALGORITHMS"
 // later algorithm of that size is timed (the late plan still runs).
 const scaleRoundTimeoutEnv = "CARAVAN_SCALE_ROUND_TIMEOUT"
 
+// scaleTableEnv, when set, names a file BenchmarkScale writes its table
+// to after every size, so that a run stopped in a size that does not
+// finish keeps the sizes before it.
+const scaleTableEnv = "CARAVAN_SCALE_TABLE"
+
 // defaultScaleAlgorithms are the algorithms issue 33 sets targets for,
 // the cheap ones first: after a round that times out, the rest of a size
 // is not timed.
@@ -85,6 +90,11 @@ func BenchmarkScale(b *testing.B) {
 			b.ReportMetric(r.sampleRate, "sample-batches/s")
 			b.ReportMetric(float64(r.heap)/(1<<20), "heap-MiB")
 			results = append(results, r)
+			if path := os.Getenv(scaleTableEnv); path != "" {
+				if err := os.WriteFile(path, []byte(scaleTable(results, algorithms)), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 	if len(results) > 0 {
@@ -98,9 +108,14 @@ func runScale(b *testing.B, size scaleSize, algorithms []string, timeout time.Du
 	r := scaleResult{size: size, rounds: map[string]roundTimes{}}
 	e := newScaleEnv(b, size, algorithms[0])
 
+	// Registered a tenth at a time, with progress on stderr: the big
+	// sizes take minutes.
 	start := time.Now()
-	if err := e.register(0, size.Jobs); err != nil {
-		b.Fatal(err)
+	for k := range 10 {
+		if err := e.register(size.Jobs*k/10, size.Jobs*(k+1)/10); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "%s: registered %d jobs in %v\n", size, size.Jobs*(k+1)/10, time.Since(start).Round(time.Millisecond))
 	}
 	r.registerRate = float64(size.Jobs) / time.Since(start).Seconds()
 	b.Logf("%s: registered in %v", size, time.Since(start))
