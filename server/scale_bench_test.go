@@ -20,9 +20,11 @@ const scaleSizesEnv = "CARAVAN_SCALE_SIZES"
 // times, comma-separated; unset, defaultScaleAlgorithms.
 const scaleAlgorithmsEnv = "CARAVAN_SCALE_ALGORITHMS"
 
-// scaleRoundTimeoutEnv bounds one round, as a Go duration (default 2m):
-// an algorithm whose round takes longer is reported as timed out, and no
-// later algorithm of that size is timed (the late plan still runs).
+// scaleRoundTimeoutEnv bounds one algorithm's rounds at a size (its
+// untimed first round and the scaleRounds timed ones), as a Go duration
+// (default 2m): an algorithm whose rounds take longer is reported as timed
+// out, and no later algorithm of that size is timed (the late plan still
+// runs, and would skew them).
 const scaleRoundTimeoutEnv = "CARAVAN_SCALE_ROUND_TIMEOUT"
 
 // scaleTableEnv, when set, names a file BenchmarkScale writes its table
