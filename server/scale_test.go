@@ -309,8 +309,8 @@ func medianCost(costs []cost) cost {
 // three times what they cost with 500 jobs (on 1,000 nodes), by the
 // medians of three repetitions of each. A cost is CPU time and
 // allocations, not wall time, so that a loaded machine does not fail it;
-// the clock's numbers are BenchmarkScale's. It takes about 15 s, most of
-// it Raft's fsyncs, and is skipped under the race detector, which slows
+// the clock's numbers are BenchmarkScale's. It takes about 30 s on a
+// loaded 2-core machine, much of it Raft's fsyncs, and is skipped under the race detector, which slows
 // it tenfold: `make test` runs it without.
 func TestScale_NotQuadratic(t *testing.T) {
 	if raceDetector {
