@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,6 +149,9 @@ Sim Options:
                           Optimus and Tiresias run them; it overrides
                           -interval and -restart-penalty). See
                           drivers/sim/README.md.
+  -cpuprofile=<file>      Write a CPU profile of the run to the file, for
+                          go tool pprof (drivers/sim/README.md, "Speed of
+                          the simulator").
 
   A policy's name may end in +oracle (e.g. optimus+oracle): it then plans
   with the jobs' true speeds and remaining steps instead of fitted models.
@@ -155,7 +159,7 @@ Sim Options:
 }
 
 func (c *SimCommand) Run(args []string) int {
-	var workload, cluster, policies, out, assume, queueFile string
+	var workload, cluster, policies, out, assume, queueFile, cpuProfile string
 	var experimentName string
 	var asJSON, stragglers, short bool
 	var seed uint64
@@ -176,9 +180,22 @@ func (c *SimCommand) Run(args []string) int {
 	flags.BoolVar(&stragglers, "stragglers", false, "")
 	flags.StringVar(&queueFile, "queues", "", "")
 	flags.StringVar(&assume, "assume", simulate.AssumeCaravan, "")
+	flags.StringVar(&cpuProfile, "cpuprofile", "", "")
 	if err := flags.Parse(args); err != nil {
 		c.Ui.Error(err.Error() + "\n\n" + c.Help())
 		return 1
+	}
+	if cpuProfile != "" {
+		stop, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			c.Ui.Error(fmt.Sprintf("Error starting the CPU profile: %s", err))
+			return 1
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				c.Ui.Error(fmt.Sprintf("Error writing the CPU profile: %s", err))
+			}
+		}()
 	}
 	if (workload == "") == (experimentName == "") || flags.NArg() != 0 {
 		c.Ui.Error("This command takes -workload or -experiment, and no arguments\n\n" + c.Help())
@@ -369,6 +386,24 @@ func (c *SimCommand) runExperiment(name string, short bool, out string) int {
 	}
 	c.Ui.Output(strings.TrimSpace(table) + "\n\nresults and plots in " + out)
 	return 0
+}
+
+// startCPUProfile profiles the process's CPU into the file at path until
+// the returned function is called, which writes the profile and closes
+// the file.
+func startCPUProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // vcsRevision is the commit go build stamped into the binary (a build

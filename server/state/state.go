@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -649,9 +650,8 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 		}
 		byJob := map[structs.JobKey]*structs.JobSamples{}
 		jobs := map[structs.JobKey]*structs.Job{}
-		// seen holds the identities of each job's chief samples, built
-		// when the batch first has one of the job's.
-		seen := map[structs.JobKey]map[sampleID]bool{}
+		// seen finds each job's repeats (heldSamples).
+		seen := map[structs.JobKey]*heldSamples{}
 		var order []structs.JobKey
 		for _, smp := range samples {
 			ns := cmp.Or(smp.Namespace, structs.DefaultNamespace)
@@ -702,20 +702,15 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 				continue
 			}
 			if once {
-				ids := seen[key]
-				if ids == nil {
-					ids = make(map[sampleID]bool, len(js.Samples))
-					for i := range js.Samples {
-						ids[idOf(&js.Samples[i])] = true
-					}
-					seen[key] = ids
+				h := seen[key]
+				if h == nil {
+					h = newHeldSamples(js.Samples)
+					seen[key] = h
 				}
-				id := idOf(&smp)
-				if ids[id] {
+				if !h.add(idOf(&smp)) {
 					res.Repeated++
 					continue
 				}
-				ids[id] = true
 			}
 			js.Samples = append(js.Samples, smp)
 			js.Received++
@@ -732,6 +727,56 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 		return nil
 	})
 	return res, err
+}
+
+// heldSamples finds the repeats among a batch's chief samples of one
+// job: a sample whose identity (sampleID) the job's history held before
+// the batch, or an earlier sample of the batch has. A repeat has the time
+// of the sample it repeats, so a sample later than every one held is new
+// without a look at the history: the held identities are hashed only for
+// a sample that is not (a retry, a profile of several configurations at
+// one instant). Hashing the whole history at every batch, which most of
+// the time holds only later samples, was most of a simulation's time
+// (drivers/sim/README.md, "Speed of the simulator").
+type heldSamples struct {
+	// held is the history before the batch; newest the latest time in
+	// it; ids its identities, nil until a sample needs them.
+	held   []structs.Sample
+	newest int64
+	ids    map[sampleID]bool
+	// batch are the identities the batch added.
+	batch map[sampleID]bool
+}
+
+func newHeldSamples(held []structs.Sample) *heldSamples {
+	h := &heldSamples{held: held, newest: math.MinInt64}
+	for i := range held {
+		h.newest = max(h.newest, held[i].Time)
+	}
+	return h
+}
+
+// add reports whether id is new, and records it.
+func (h *heldSamples) add(id sampleID) bool {
+	if h.batch[id] {
+		return false
+	}
+	if id.Time <= h.newest {
+		if h.ids == nil {
+			h.ids = make(map[sampleID]bool, len(h.held))
+			for i := range h.held {
+				h.ids[idOf(&h.held[i])] = true
+			}
+		}
+		if h.ids[id] {
+			return false
+		}
+	}
+	if h.batch == nil {
+		h.batch = map[sampleID]bool{}
+	}
+	h.batch[id] = true
+	return true
 }
 
 // taskSample is what latestTask did with a sample.

@@ -294,6 +294,34 @@ func TestAppendSamples_Once(t *testing.T) {
 	}
 }
 
+// TestHeldSamples_HashesOnlyOlder: the batch's repeats are found by
+// hashing the job's history only when a sample is not later than every
+// sample it holds, which a trainer's steady reports always are.
+func TestHeldSamples_HashesOnlyOlder(t *testing.T) {
+	held := []structs.Sample{{Step: 1, Time: 10}, {Step: 2, Time: 20}}
+	for _, tc := range []struct {
+		name   string
+		batch  []structs.Sample
+		added  []bool
+		hashed bool
+	}{
+		{name: "later", batch: []structs.Sample{{Step: 3, Time: 30}, {Step: 4, Time: 40}}, added: []bool{true, true}},
+		{name: "repeat in batch", batch: []structs.Sample{{Step: 3, Time: 30}, {Step: 3, Time: 30}}, added: []bool{true, false}},
+		{name: "repeat of held", batch: []structs.Sample{{Step: 2, Time: 20}, {Step: 3, Time: 30}}, added: []bool{false, true}, hashed: true},
+		{name: "other configuration at the newest time", batch: []structs.Sample{{Step: 2, Time: 20, NumWorkers: 4}}, added: []bool{true}, hashed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHeldSamples(held)
+			var added []bool
+			for _, smp := range tc.batch {
+				added = append(added, h.add(idOf(&smp)))
+			}
+			must.Eq(t, tc.added, added)
+			must.Eq(t, tc.hashed, h.ids != nil, must.Sprint("hashed the history"))
+		})
+	}
+}
+
 func TestBlockingQuery(t *testing.T) {
 	s := newStore(t, "a")
 	current := func() *Store { return s }
