@@ -40,10 +40,10 @@ func TestFormat_RoundTrip(t *testing.T) {
 			Quota: structs.QueueQuota{
 				GPU: []*structs.GPUQuota{
 					{Type: "NVIDIA A100-SXM4-40GB", Nominal: 0, BorrowingLimit: new(0), LendingLimit: new(0)},
-					{Type: `quo"te`, Nominal: 1 << 40},
+					{Type: `quo"te`, Nominal: structs.MaxQueueGPUs},
 					{Type: "*", Nominal: 2, LendingLimit: new(2)},
 				},
-				CPU: 1, MemoryMB: 1 << 50,
+				CPU: 1, MemoryMB: structs.MaxQueueMemoryMB,
 			},
 		}}},
 		{"default queue without namespaces", []*structs.Queue{{Name: structs.DefaultQueue, Weight: 1}}},
