@@ -39,7 +39,9 @@ func (p *Parser) Parse(src []byte, filename string) ([]*structs.Queue, hcl.Diagn
 		return nil, diags
 	}
 	if d := checkExpressions(file.Body); d.HasErrors() {
-		return nil, append(diags, d...)
+		diags = append(diags, d...)
+		hcldiag.Sort(diags) // the walk visits a body's arguments in map order
+		return nil, diags
 	}
 	content, d := file.Body.Content(rootSchema)
 	diags = append(diags, d...)

@@ -53,8 +53,10 @@ func UpperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// Sort orders diagnostics by file and position, those without a position
-// (such as a bad -var) first, so they read top to bottom.
+// Sort orders diagnostics by file and position (line and column: some
+// ranges, such as those of a walk over an expression, lack the byte
+// offset), those without a position (such as a bad -var) first, so they
+// read top to bottom.
 func Sort(diags hcl.Diagnostics) {
 	sort.SliceStable(diags, func(i, j int) bool {
 		a, b := diags[i].Subject, diags[j].Subject
@@ -63,6 +65,10 @@ func Sort(diags hcl.Diagnostics) {
 			return a == nil && b != nil
 		case a.Filename != b.Filename:
 			return a.Filename < b.Filename
+		case a.Start.Line != b.Start.Line:
+			return a.Start.Line < b.Start.Line
+		case a.Start.Column != b.Start.Column:
+			return a.Start.Column < b.Start.Column
 		}
 		return a.Start.Byte < b.Start.Byte
 	})
