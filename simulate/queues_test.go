@@ -84,4 +84,3 @@ func TestTenantQueues(t *testing.T) {
 	_, err = TenantQueues(wl, 10, "shared")
 	must.ErrorContains(t, err, `unknown queue variant "shared"`)
 }
-
