@@ -240,6 +240,11 @@ func TestPythonTorch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "testdata/torch_job.py")
+	// At the deadline the whole process group goes, the spawned ranks
+	// too, and Output stops waiting for their end of stdout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1",
 		"CARAVAN_COLLECTOR_ADDR="+c.Addr(), "CARAVAN_JOB_ID=ddp", "CARAVAN_NAMESPACE=ml",
 		"CARAVAN_CHECKPOINT_DIR="+ckpt, "CARAVAN_NUM_WORKERS=2",

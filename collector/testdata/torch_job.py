@@ -57,6 +57,12 @@ def worker(rank, init, out):
     with open(os.path.join(out, "rank-%d.json" % rank), "w") as f:
         json.dump(record, f)
     dist.destroy_process_group()
+    # Leave before the DDP model and gloo's process group are freed: under
+    # torch 1.13 a rank sometimes hung in their destructors
+    # (examples/pytorch-ddp/train.py has the same exit).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
