@@ -29,9 +29,7 @@ func TestCaravanNomad_AdaptiveBatch(t *testing.T) {
 	// Rounds every 5 s, so that pollux plans once the job's models are
 	// fitted, not only when jobs come and go.
 	nc, trainer, c := trainingOnNomadWith(t, func(nc *agent.NomadCluster, checkpoints string) string {
-		body := strings.Replace(nomadAgentBody(nc, checkpoints, "pollux"), `interval  = "10m"`, `interval  = "5s"`, 1)
-		must.StrContains(t, body, `interval  = "5s"`)
-		return body
+		return nomadAgentBodyEvery(nc, checkpoints, "pollux", 5*time.Second, "", "")
 	})
 
 	args := []string{"-features", "100", "-examples", "20000", "-sample-cost", "200us", "-report-every", "5"}

@@ -40,7 +40,7 @@ func TestCaravanNomad_SiaByGPUType(t *testing.T) {
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{Clients: 2, GPUClients: []int{1, 1}, GPUModels: []agent.GPUModel{slow, fast}})
 	dumpOnFailure(t, nc)
 	trainer, bin := buildTrainer(t), agent.BuildCaravan(t)
-	body := strings.Replace(nomadAgentBody(nc, t.TempDir(), "sia"), `interval  = "10m"`, `interval  = "5s"`, 1)
+	body := nomadAgentBodyEvery(nc, t.TempDir(), "sia", 5*time.Second, "", "")
 	cl := startCaravans(t, bin, 1, body)
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 2, 2)

@@ -199,7 +199,7 @@ func TestCaravanNomad_PyTorchDDP(t *testing.T) {
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{Clients: 3, GPUClients: []int{1, 1}})
 	dumpOnFailure(t, nc)
 	trainer, bin := buildTrainer(t), agent.BuildCaravan(t)
-	body := strings.Replace(nomadAgentBody(nc, t.TempDir(), "drf"), `interval  = "10m"`, `interval  = "5s"`, 1)
+	body := nomadAgentBodyEvery(nc, t.TempDir(), "drf", 5*time.Second, "", "")
 	cl := startCaravans(t, bin, 1, body)
 	c := cl.clients[cl.waitLeader(t, "")]
 	waitNodes(t, c, 3, 2)
