@@ -40,10 +40,18 @@ var ErrNeverFits = errors.New("job can never be placed")
 // lists the nodes evaluated and why each was left out, in the words Nomad's
 // placement metrics use: `constraint "missing devices" filtered 2 nodes`.
 func NeverFits(nodes []*structs.Node, job *structs.Job) error {
+	return NewCluster(nodes).NeverFits(job)
+}
+
+// NeverFits is the package's NeverFits on the cluster's nodes, which
+// must be free of tasks (a fresh NewCluster). It does not change the
+// cluster's capacity, so one cluster checks many jobs: building it is
+// most of the cost of one check on a large inventory.
+func (c *Cluster) NeverFits(job *structs.Job) error {
+	nodes := c.Nodes
 	if len(nodes) == 0 || job == nil || job.Worker == nil {
 		return nil
 	}
-	c := NewCluster(nodes)
 	j := &Job{Job: job}
 	tasks := c.JobTasks(j)
 	roles := []struct {

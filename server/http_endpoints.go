@@ -112,24 +112,19 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		stubs := make([]*structs.JobListStub, 0, len(jobs))
-		for _, j := range jobs {
-			if s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil {
-				continue
-			}
-			st, err := s.jobStub(txn, ws, j, nodes)
-			if err != nil {
-				return nil, err
-			}
-			stubs = append(stubs, st)
-		}
-		return stubs, nil
+		jobs = slices.DeleteFunc(jobs, func(j *structs.Job) bool {
+			return s.allowNamespace(r, j.Namespace, acl.CapListJobs) != nil
+		})
+		// Only the page's stubs are built (and their rows watched): the
+		// rest cannot change it.
+		return applyBuilt(w, opts, jobs, byNamespacedID(
+			func(j *structs.Job) string { return j.Namespace }, func(j *structs.Job) string { return j.ID }),
+			func(j *structs.Job) (*structs.JobListStub, error) { return s.jobStub(txn, ws, j, nodes) })
 	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableNodes))
 	if err != nil {
 		return nil, err
 	}
-	return apply(w, opts, res.([]*structs.JobListStub), byNamespacedID(
-		func(j *structs.JobListStub) string { return j.Namespace }, func(j *structs.JobListStub) string { return j.ID }))
+	return res, nil
 }
 
 // registeredJob turns a register request into a canonical, valid job

@@ -85,20 +85,40 @@ type listKeys[T any] struct {
 // when more follow. items are not modified. A filter that cannot be
 // evaluated on an item (a field it does not have) is a 400.
 func apply[T any](w http.ResponseWriter, o *listOptions, items []T, k listKeys[T]) ([]T, error) {
-	sorted := slices.Clone(items)
-	slices.SortStableFunc(sorted, func(a, b T) int {
+	return applyBuilt(w, o, items, k, func(it T) (T, error) { return it, nil })
+}
+
+// applyBuilt is apply for items that cost something to build: keys are
+// ordered and matched by prefix and next_token, and only the keys that
+// pass are built into the items the filter sees and the page holds, up
+// to the page's end. It may run in a blocking query's read. The first page of a long list costs its page (and,
+// with a filter, the items the filter passes over), not the whole list.
+func applyBuilt[K, T any](w http.ResponseWriter, o *listOptions, keys []K, k listKeys[K], build func(K) (T, error)) ([]T, error) {
+	// A blocking query runs this again: a later answer may be the last page.
+	w.Header().Del(nextTokenHeader)
+	tokens := make([]string, len(keys))
+	order := make([]int, len(keys))
+	for i, key := range keys {
+		tokens[i], order[i] = k.token(key), i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
 		if o.reverse {
-			return cmp.Compare(k.token(b), k.token(a))
+			return cmp.Compare(tokens[b], tokens[a])
 		}
-		return cmp.Compare(k.token(a), k.token(b))
+		return cmp.Compare(tokens[a], tokens[b])
 	})
-	out := make([]T, 0, len(sorted))
-	for _, it := range sorted {
-		if o.prefix != "" && !strings.HasPrefix(k.id(it), o.prefix) {
+	var out []T
+	for _, i := range order {
+		t := tokens[i]
+		if o.prefix != "" && !strings.HasPrefix(k.id(keys[i]), o.prefix) {
 			continue
 		}
-		if t := k.token(it); o.nextToken != "" && (!o.reverse && t < o.nextToken || o.reverse && t > o.nextToken) {
+		if o.nextToken != "" && (!o.reverse && t < o.nextToken || o.reverse && t > o.nextToken) {
 			continue
+		}
+		it, err := build(keys[i])
+		if err != nil {
+			return nil, err
 		}
 		if o.filter != nil {
 			ok, err := o.filter.Evaluate(it)
@@ -110,10 +130,13 @@ func apply[T any](w http.ResponseWriter, o *listOptions, items []T, k listKeys[T
 			}
 		}
 		if o.perPage > 0 && len(out) == o.perPage {
-			w.Header().Set(nextTokenHeader, k.token(it))
+			w.Header().Set(nextTokenHeader, t)
 			break
 		}
 		out = append(out, it)
+	}
+	if out == nil {
+		out = []T{}
 	}
 	return out, nil
 }

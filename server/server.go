@@ -180,12 +180,14 @@ func (c *Config) setDefaults() {
 // Server is one Caravan server: a Raft peer with the replicated state, the
 // HTTP API, and, while it leads, the scheduling loop.
 type Server struct {
-	cfg    Config
-	log    hclog.Logger
-	fsm    *fsm.FSM
-	raft   *raft.Raft
-	trans  raft.Transport
-	closer []func() error
+	cfg Config
+	// inventory serves checkFits.
+	inventory inventory
+	log       hclog.Logger
+	fsm       *fsm.FSM
+	raft      *raft.Raft
+	trans     raft.Transport
+	closer    []func() error
 	// notify carries Raft's leadership changes; bootstrapped is true when
 	// Raft had state on disk at start.
 	notify       chan bool

@@ -17,8 +17,9 @@ import (
 // type no quota of the queue counts, or one whose quota has no borrowing
 // limit, bounds nothing, and neither does the default queue when no
 // queue of that name is defined. A job runs on one GPU type, so its
-// minimum must fit one type's bound.
-func NeverAdmitted(queues []*structs.Queue, nodes []*structs.Node, job *structs.Job) error {
+// minimum must fit one type's bound. c is the nodes' cluster, free of
+// tasks (planner.NewCluster), which the check leaves unchanged.
+func NeverAdmitted(queues []*structs.Queue, c *planner.Cluster, job *structs.Job) error {
 	name := structs.QueueFor(queues, job.Namespace)
 	i := slices.IndexFunc(queues, func(q *structs.Queue) bool { return q.Name == name })
 	if i < 0 {
@@ -26,7 +27,7 @@ func NeverAdmitted(queues []*structs.Queue, nodes []*structs.Node, job *structs.
 	}
 	q := queues[i]
 	pj := &planner.Job{Job: job}
-	t := planner.NewCluster(nodes).JobTasks(pj)
+	t := c.JobTasks(pj)
 	psGPUs, workerGPUs := gpus(t)
 	ps, workers := pj.Bounds()
 	need := workers.Min * workerGPUs
@@ -37,7 +38,7 @@ func NeverAdmitted(queues []*structs.Queue, nodes []*structs.Node, job *structs.
 		return nil
 	}
 	var types, bounds []string
-	for _, n := range nodes {
+	for _, n := range c.Nodes {
 		if typ := nodeGPUType(n); typ != "" && !slices.Contains(types, typ) {
 			types = append(types, typ)
 		}

@@ -347,12 +347,12 @@ func TestNeverAdmitted(t *testing.T) {
 			{Type: "A100", Nominal: 2, BorrowingLimit: new(0)}, {Type: "T4", Nominal: 8}}}},
 	}
 	job := func(ns string, min int) *structs.Job { return gpuJob(ns, "j", min, min+2).Job }
-	must.NoError(t, NeverAdmitted(queues, nodes, job("a", 6)), must.Sprint("4 nominal + 2 borrowed"))
-	err := NeverAdmitted(queues, nodes, job("a", 7))
+	must.NoError(t, NeverAdmitted(queues, planner.NewCluster(nodes), job("a", 6)), must.Sprint("4 nominal + 2 borrowed"))
+	err := NeverAdmitted(queues, planner.NewCluster(nodes), job("a", 7))
 	must.EqError(t, err, `its minimum takes 7 GPUs, more than queue "a" may ever hold of any GPU type: at most 6 of NVIDIA A100 (4 nominal + 2 borrowing limit); 6 of Tesla T4 (4 nominal + 2 borrowing limit)`)
-	must.NoError(t, NeverAdmitted(queues, nodes, job("b", 7)), must.Sprint("T4s have no borrowing limit"))
-	must.NoError(t, NeverAdmitted(queues, nodes, job("other", 100)), must.Sprint("the default queue, undefined, bounds nothing"))
-	must.NoError(t, NeverAdmitted(nil, nodes, job("a", 100)))
+	must.NoError(t, NeverAdmitted(queues, planner.NewCluster(nodes), job("b", 7)), must.Sprint("T4s have no borrowing limit"))
+	must.NoError(t, NeverAdmitted(queues, planner.NewCluster(nodes), job("other", 100)), must.Sprint("the default queue, undefined, bounds nothing"))
+	must.NoError(t, NeverAdmitted(nil, planner.NewCluster(nodes), job("a", 100)))
 }
 
 // TestNominals: a quota of several types is split in proportion to the
