@@ -2,6 +2,8 @@ package planner
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -19,7 +21,7 @@ import (
 // every algorithm, built-in or plugin, explains placement failures alike.
 // It modifies dec's placements in place and is deterministic. It costs
 // nothing when no placement is paused, and one Cluster of req's nodes plus
-// a first-fit pass per paused job otherwise. A placement that does not fit
+// a first-fit pass per kind of paused job otherwise (minimumKey). A placement that does not fit
 // (a decision CheckDecision refuses) takes no capacity instead of
 // panicking.
 func ExplainPaused(req *Request, dec *Decision) {
@@ -39,6 +41,12 @@ func ExplainPaused(req *Request, dec *Decision) {
 			c.takePlacement(j, p)
 		}
 	}
+	// Jobs alike in what placing their minimum depends on get the same
+	// answer, since the free capacity does not change between them: a
+	// round with thousands of waiting jobs of a few shapes on a full
+	// cluster of thousands of nodes explains each shape once, not each job
+	// (two scans of every node per job).
+	explained := map[string]*structs.PlacementMetric{}
 	for _, p := range dec.Placements {
 		if p == nil || !p.Paused() {
 			continue
@@ -47,11 +55,46 @@ func ExplainPaused(req *Request, dec *Decision) {
 		if j == nil {
 			continue
 		}
-		if m := c.ExplainMinimum(j); m != nil {
-			p.Metric = m
+		key := minimumKey(j)
+		m, ok := explained[key]
+		if !ok {
+			m = c.ExplainMinimum(j)
+			explained[key] = m
+		}
+		if m != nil {
+			p.Metric = m.Copy()
 			p.Reason = m.String()
 		}
 	}
+}
+
+// minimumKey encodes everything ExplainMinimum reads of a job: what
+// NewTask takes of the job and of each role it places, and its minimum.
+// Jobs with equal keys get equal metrics on one cluster.
+func minimumKey(j *Job) string {
+	type role struct {
+		Driver      string
+		Resources   *structs.Resources
+		Constraints []*structs.Constraint
+	}
+	k := struct {
+		Datacenters []string
+		NodePool    string
+		Constraints []*structs.Constraint
+		Minimum     structs.Shape
+		Worker, PS  *role
+	}{Datacenters: j.Job.Datacenters, NodePool: j.Job.NodePool, Constraints: j.Job.Constraints, Minimum: j.Minimum()}
+	k.Worker = &role{j.Job.Worker.Driver, j.Job.Worker.Resources, j.Job.Worker.Constraints}
+	if j.HasPS() {
+		ps := j.PSRole()
+		k.PS = &role{ps.Driver, ps.Resources, ps.Constraints}
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		// Not expected of these types; a key of its own explains the job alone.
+		return fmt.Sprintf("%p", j)
+	}
+	return string(b)
 }
 
 // takePlacement takes the capacity of job j's placement p, node by node,

@@ -178,6 +178,33 @@ func TestExplainPaused_NodeIdentity(t *testing.T) {
 		"3 nodes evaluated; ${node.unique.id} = a-1 filtered 2 of 3 nodes; distinct_hosts filtered 1 of 3 nodes", x.Reason)
 }
 
+// TestExplainPaused_AlikeJobs: waiting jobs alike in what their minimum
+// needs are explained once and get equal metrics of their own; a job that
+// differs in its minimum or its device request gets its own answer.
+func TestExplainPaused_AlikeJobs(t *testing.T) {
+	h := NewHarness(t)
+	h.AddNodes("a", 2, 8000, 16384, 2)
+	h.AddJob(gpuJob("big", 4), nil)
+	dec := &Decision{Placements: []*structs.Placement{running("big", map[string]int{"a-0": 2, "a-1": 1})}}
+	for _, id := range []string{"x", "y"} {
+		dec.Placements = append(dec.Placements, Paused(h.AddJob(gpuJob(id, 2), nil), "waiting"))
+	}
+	dec.Placements = append(dec.Placements, Paused(h.AddJob(gpuJob("one", 1), nil), "waiting"))
+	other := gpuJob("other", 2)
+	other.Worker.Resources.Devices[0].Name = "amd/gpu"
+	dec.Placements = append(dec.Placements, Paused(h.AddJob(other, nil), "waiting"))
+	ExplainPaused(h.Request(), dec)
+	x, y, one, amd := dec.Placements[1], dec.Placements[2], dec.Placements[3], dec.Placements[4]
+	must.Eq(t, "waiting for capacity: the minimum of 0 ps and 2 workers does not fit: room for 0 ps and 1 worker, no node has room for another worker; "+
+		"2 nodes evaluated; gpu exhausted on 2 nodes", x.Reason)
+	must.Eq(t, x.Reason, y.Reason)
+	must.Eq(t, x.Metric, y.Metric)
+	must.True(t, x.Metric != y.Metric, must.Sprint("each placement has a metric of its own"))
+	must.Nil(t, one.Metric, must.Sprint("a minimum of 1 fits on a-1"))
+	must.Eq(t, "waiting", one.Reason)
+	must.StrContains(t, amd.Reason, "device amd/gpu: missing filtered 2 of 2 nodes")
+}
+
 func TestExplainPaused_NothingPaused(t *testing.T) {
 	h := NewHarness(t)
 	h.AddNodes("a", 1, 8000, 16384, 0)
