@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -410,18 +411,15 @@ func (l *leader) syncJobs(ctx context.Context) error {
 	if index == l.jobsIndex {
 		return nil
 	}
-	jobs, err := state.Jobs(txn, nil, "")
+	jobs, err := state.ActiveJobs(txn, nil)
 	if err != nil {
 		return err
 	}
 	l.jobsIndex = index
-	active := map[structs.JobKey]bool{}
+	active := make(map[structs.JobKey]bool, len(jobs))
 	fresh := map[structs.JobKey]bool{}
 	for _, j := range jobs {
 		key := j.Key()
-		if structs.Terminal(j.Status) {
-			continue
-		}
 		active[key] = true
 		switch r := l.runOf(key); {
 		case r != nil && r.create == j.CreateIndex && r.version == j.Version:
@@ -572,14 +570,15 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 	if index == l.samplesIndex {
 		return nil
 	}
-	all, err := state.AllSamples(txn, nil)
-	if err != nil {
-		return err
-	}
 	l.samplesIndex = index
-	for _, js := range all {
-		r := l.runOf(structs.JobKey{Namespace: js.Namespace, ID: js.JobID})
-		if r == nil || js.Run != 0 && js.Run != r.create {
+	// The active runs' rows, not every job's: ended jobs keep theirs.
+	for _, key := range slices.SortedFunc(maps.Keys(l.runs), structs.JobKey.Compare) {
+		r := l.runs[key]
+		js, err := state.Samples(txn, nil, key.Namespace, key.ID)
+		if err != nil {
+			return err
+		}
+		if js == nil || js.Run != 0 && js.Run != r.create {
 			continue // another run's: startRun reads them again
 		}
 		fresh := js.Received - r.ingested

@@ -345,7 +345,7 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 		}
 		if index := srv.State().Index(state.TableJobs); index != jobsIndex {
 			jobsIndex = index
-			done, err := ended(srv)
+			done, err := ended(srv, next)
 			if err != nil {
 				return nil, err
 			}
@@ -391,16 +391,12 @@ func Run(wl *sim.Workload, alg planner.Algorithm, opts Options) (*Result, error)
 // submitted, some waiting and none running before it gives up.
 const maxIdleSteps = 1000
 
-// ended counts the jobs the server holds that have ended.
-func ended(srv *server.Server) (int, error) {
-	all, err := state.Jobs(srv.State().Txn(), nil, "")
-	n := 0
-	for _, j := range all {
-		if structs.Terminal(j.Status) {
-			n++
-		}
-	}
-	return n, err
+// ended counts the jobs that ended of the submitted ones: those the
+// server no longer holds as active (read through its index of them, not
+// every job it ever held).
+func ended(srv *server.Server, submitted int) (int, error) {
+	active, err := state.ActiveJobs(srv.State().Txn(), nil)
+	return submitted - len(active), err
 }
 
 // waitLeader waits, in real time, until the in-memory server leads and

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,10 @@ type Driver struct {
 	// converged holds the completion message of each job that finished,
 	// worked out once.
 	converged map[*job]string
+	// ended are the jobs that finished or failed and that every plan
+	// enacted since still names: Status reports them until the server,
+	// having seen them end, enacts a plan without them.
+	ended []*job
 }
 
 // NewDriver returns a stopped Driver over a new Sim of cfg.Cluster; Start
@@ -211,20 +216,19 @@ func (d *Driver) run(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // syncLocked advances the simulator to the virtual time of the wall clock
-// now.
+// now, and takes the jobs that ended since the last call into ended.
 func (d *Driver) syncLocked() {
-	if !d.running {
-		return
+	if d.running {
+		if v := d.anchorVirt + d.clock().Sub(d.anchorWall).Seconds()*d.cfg.Speed; v > d.sim.Now() {
+			d.sim.Advance(v)
+		}
 	}
-	v := d.anchorVirt + d.clock().Sub(d.anchorWall).Seconds()*d.cfg.Speed
-	if v <= d.sim.Now() {
-		return
-	}
-	d.sim.Advance(v)
 	var done []string
 	done, d.doneCursor = d.sim.Completions(d.doneCursor)
 	for _, id := range done {
-		d.log.Info("job completed", "job_id", id, "virtual_s", d.sim.jobs[id].finish)
+		j := d.sim.jobs[id]
+		d.log.Info("job completed", "job_id", id, "virtual_s", j.finish)
+		d.ended = append(d.ended, j)
 	}
 }
 
@@ -410,6 +414,10 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 	}
 	d.log.Debug("enacted plan", "index", plan.Index, "placements", len(plan.Placements),
 		"submitted", len(submit), "stopped", len(stop))
+	d.ended = slices.DeleteFunc(d.ended, func(j *job) bool {
+		ns, ok := named[j.spec.ID]
+		return !ok || ns != j.spec.Namespace
+	})
 	d.refused = append(d.refused, refused...)
 	out := refused
 	for _, p := range plan.Placements {
@@ -427,8 +435,10 @@ func (d *Driver) profiles() (map[string]*Profile, error) {
 	return PolluxProfiles()
 }
 
-// Status reports every job the simulator holds, in the order they were
-// submitted: JobStatusRunning for a job that is placed, restarting or
+// Status reports the jobs the simulator runs, and those that ended until
+// a plan enacted after their end no longer names them (the server saw
+// them end: reporting every job ever submitted made each step of a long
+// trace cost all of them), in the order they were submitted: JobStatusRunning for a job that is placed, restarting or
 // waiting for tasks, JobStatusComplete for one that has trained to its
 // end, JobStatusFailed for one whose task was OOM-killed and that was not
 // placed again within OOMFailAfter (a TaskTruth job, or a Pollux job
@@ -445,8 +455,9 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.syncLocked()
-	out := make([]*structs.JobReport, 0, len(d.sim.order)+len(d.refused))
-	for _, j := range d.sim.order {
+	jobs := slices.SortedFunc(slices.Values(slices.Concat(d.sim.live, d.ended)), func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]*structs.JobReport, 0, len(jobs)+len(d.refused))
+	for _, j := range jobs {
 		out = append(out, d.report(j))
 	}
 	out = append(out, d.refused...)

@@ -219,13 +219,15 @@ type Sim struct {
 	now   float64
 	nodes []*structs.Node
 	// models is each node's GPU model name, "" for a node without GPUs.
-	models  []string
-	index   map[string]int
-	jobs    map[string]*job
-	order   []*job // submission order, for determinism
-	live    []*job // submitted and not finished, in submission order
-	done    []string
-	samples []structs.Sample
+	models []string
+	index  map[string]int
+	jobs   map[string]*job
+	order  []*job // submission order, for determinism
+	// submitted counts the submissions (job.seq).
+	submitted int
+	live      []*job // submitted and not finished, in submission order
+	done      []string
+	samples   []structs.Sample
 	// sampleBase is the cursor of samples[0].
 	sampleBase int
 	usage      []UsePoint
@@ -236,7 +238,9 @@ type Sim struct {
 }
 
 type job struct {
-	spec      *structs.Job
+	spec *structs.Job
+	// seq orders the jobs by submission.
+	seq       int
 	truth     Truth
 	rng       *rand.Rand
 	arrival   float64
@@ -323,8 +327,9 @@ func (s *Sim) Submit(j *structs.Job, truth Truth) error {
 	if _, ok := s.jobs[j.ID]; ok {
 		return fmt.Errorf("job %q is already submitted", j.ID)
 	}
+	s.submitted++
 	jb := &job{
-		spec: j, truth: truth, arrival: s.now, start: -1, finish: -1, stalled: -1,
+		spec: j, truth: truth, arrival: s.now, start: -1, finish: -1, stalled: -1, seq: s.submitted,
 		rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(len(s.order))+1)),
 	}
 	s.jobs[j.ID] = jb

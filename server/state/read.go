@@ -71,6 +71,12 @@ func Jobs(txn *memdb.Txn, ws memdb.WatchSet, namespace string) ([]*structs.Job, 
 	return watchAll[*structs.Job](txn, ws, TableJobs, "id_prefix", forward, namespace, "")
 }
 
+// ActiveJobs returns the jobs not ended (structs.Terminal), of every
+// namespace, sorted by namespace and ID.
+func ActiveJobs(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.Job, error) {
+	return watchAll[*structs.Job](txn, ws, TableJobs, "active", forward, true)
+}
+
 // JobVersions returns a job's versions, newest first.
 func JobVersions(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) ([]*structs.Job, error) {
 	return watchAll[*structs.Job](txn, ws, TableVersions, "id_prefix", reverse, jobPrefix(namespace, id)...)
@@ -168,11 +174,6 @@ func jobSamples(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*struc
 // Samples returns the samples kept for a job, nil if none.
 func Samples(txn *memdb.Txn, ws memdb.WatchSet, namespace, id string) (*structs.JobSamples, error) {
 	return jobSamples(txn, ws, namespace, id)
-}
-
-// AllSamples returns the samples kept for every job.
-func AllSamples(txn *memdb.Txn, ws memdb.WatchSet) ([]*structs.JobSamples, error) {
-	return watchAll[*structs.JobSamples](txn, ws, TableSamples, "id", forward)
 }
 
 // Model returns a job's fitted models, nil until the leader committed some.

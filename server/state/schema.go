@@ -1,6 +1,7 @@
 package state
 
 import (
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-memdb"
 )
 
@@ -110,7 +111,14 @@ func schema() *memdb.DBSchema {
 	}
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		TableIndex:       single(TableIndex, stringID("Key")),
-		TableJobs:        single(TableJobs, jobs),
+		TableJobs: {Name: TableJobs, Indexes: map[string]*memdb.IndexSchema{
+			"id": jobs,
+			// active are the jobs not ended, which the leader's loop reads
+			// at every change: a cluster that ran 100,000 jobs runs a few.
+			"active": {Name: "active", Indexer: &memdb.ConditionalIndex{Conditional: func(obj any) (bool, error) {
+				return !structs.Terminal(obj.(*structs.Job).Status), nil
+			}}},
+		}},
 		TableVersions:    single(TableVersions, versions),
 		TablePlacements:  single(TablePlacements, perJob("PlanIndex")),
 		TableSamples:     single(TableSamples, jobIndex()),
