@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
+	"gonum.org/v1/gonum/diff/fd"
 )
 
 // traces is the Pollux artifact's traces as Caravan carries them (the sim
@@ -20,7 +21,7 @@ const traces = "../../drivers/sim/data/pollux/traces"
 var traceModels = []string{"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
 
 // readCSV returns a trace file's rows as maps from column to value.
-func readCSV(t *testing.T, path string) []map[string]string {
+func readCSV(t testing.TB, path string) []map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
 	must.NoError(t, err)
@@ -44,7 +45,7 @@ func readCSV(t *testing.T, path string) []map[string]string {
 	return out
 }
 
-func num(t *testing.T, s string) float64 {
+func num(t testing.TB, s string) float64 {
 	t.Helper()
 	v, err := strconv.ParseFloat(s, 64)
 	must.NoError(t, err)
@@ -54,7 +55,7 @@ func num(t *testing.T, s string) float64 {
 // placementPoints reads a model's placements.csv: a placement such as
 // "1224" is replicas per node; step_time the synchronising pass, of
 // which sync_time waits on the network (applications.py).
-func placementPoints(t *testing.T, model string) []Point {
+func placementPoints(t testing.TB, model string) []Point {
 	var out []Point
 	for _, row := range readCSV(t, filepath.Join(traces, model, "placements.csv")) {
 		pl := row["placement"]
@@ -148,5 +149,55 @@ func TestFitPerf_Online(t *testing.T) {
 			must.Less(t, 0.15, meanSeen)
 			must.Less(t, unseenBound[model], meanUnseen)
 		})
+	}
+}
+
+// TestObjectiveGrad checks the closed-form gradient FitPerf descends
+// along against central differences of the objective, on each model's
+// measured placements (multi-node, single-node multi-replica and single
+// replica points, with and without compute times) at several parameters.
+func TestObjectiveGrad(t *testing.T) {
+	params := []PerfParams{
+		{AlphaC: 0.1, BetaC: 0.01, AlphaN: 0.1, BetaN: 0.01, AlphaR: 0.1, BetaR: 0.01, Gamma: 1.001},
+		{AlphaC: 0.05, BetaC: 0.002, AlphaN: 0.3, BetaN: 0.02, AlphaR: 0.04, BetaR: 0.003, Gamma: 2.5},
+		{AlphaC: 0.2, BetaC: 0.0005, AlphaN: 0.01, BetaN: 0.1, AlphaR: 0.5, BetaR: 0.05, Gamma: 7},
+	}
+	for _, model := range traceModels {
+		pts := placementPoints(t, model)
+		// Half the points without their compute time.
+		for i := range pts {
+			if i%2 == 1 {
+				pts[i].ComputeTime = 0
+			}
+		}
+		for _, p := range params {
+			var g [7]float64
+			objectiveGrad(p, pts, &g)
+			want := make([]float64, 7)
+			f := func(x []float64) float64 { return objective(PerfParams{x[0], x[1], x[2], x[3], x[4], x[5], x[6]}, pts) }
+			fd.Gradient(want, f, p.Slice(), &fd.Settings{Formula: fd.Central, Step: 1e-7})
+			for i := range want {
+				must.Less(t, 1e-4*max(1, abs(want[i])), abs(g[i]-want[i]),
+					must.Sprintf("%s at %+v: ∂/∂%s = %g, central differences %g", model, p, []string{"α_c", "β_c", "α_n", "β_n", "α_r", "β_r", "γ"}[i], g[i], want[i]))
+			}
+		}
+	}
+}
+
+// BenchmarkFitPerf_Online is one online fit: a job's single-node
+// placements of the cifar10 traces (44 points), what the server refits
+// as a job's measurements grow.
+func BenchmarkFitPerf_Online(b *testing.B) {
+	var seen []Point
+	for _, p := range placementPoints(b, "cifar10") {
+		if p.Nodes == 1 {
+			seen = append(seen, p)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := FitPerf(seen); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
