@@ -90,6 +90,10 @@ type Job struct {
 	SubmitTime        int64 // Unix nanoseconds, stamped by the leader
 	CreateIndex       uint64
 	ModifyIndex       uint64
+	// ModifyTime is when the record last changed, Unix nanoseconds: for
+	// a job that ended, when it ended. The server purges such a job
+	// job_gc_threshold after it.
+	ModifyTime int64
 }
 
 // NomadSource is the Nomad job version a job was declared by.

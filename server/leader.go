@@ -57,12 +57,22 @@ func (s *Server) monitorLeadership() {
 	}
 }
 
-// startLeaderLoop runs the leader loop in a goroutine and returns a
-// function that stops it and waits for it. In Manual mode it only makes
-// the leader's view whole; Step runs the loop's steps.
+// startLeaderLoop runs the leader loop in a goroutine, and the job
+// garbage collector in another (gc.go), and returns a function that stops
+// both and waits for them. In Manual mode it only makes the leader's view
+// whole; Step runs the loop's steps and CollectGarbage the collector's.
 func (s *Server) startLeaderLoop() func() {
 	ctx, cancel := context.WithCancel(s.shutdownCtx)
 	done := make(chan struct{})
+	gcDone := make(chan struct{})
+	if s.cfg.Manual {
+		close(gcDone)
+	} else {
+		go func() {
+			defer close(gcDone)
+			s.runJobGC(ctx)
+		}()
+	}
 	go func() {
 		defer close(done)
 		if !s.cfg.Manual {
@@ -78,6 +88,7 @@ func (s *Server) startLeaderLoop() func() {
 	return func() {
 		cancel()
 		<-done
+		<-gcDone
 		s.manualMu.Lock()
 		s.manual = nil
 		s.manualMu.Unlock()

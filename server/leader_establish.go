@@ -41,6 +41,12 @@ func (l *leader) establish(ctx context.Context) error {
 		}
 		txn = s.State().Txn()
 	}
+	// The bounds of what the state keeps are the leader's, as the
+	// scheduler configuration is: commit them now rather than at the
+	// collector's first pass.
+	if err := s.syncRetention(ctx); err != nil {
+		return err
+	}
 	alg, _, err := l.algorithm(txn)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ var (
 		{Name: []string{"caravan", "leader", "plan", "discarded"}, Help: "Plans dropped because what they were made from changed while the algorithm ran."},
 		{Name: []string{"caravan", "leader", "fallback"}, Help: "Rounds planned by a fallback algorithm because the one in force failed, by algorithm and fallback."},
 		{Name: []string{"caravan", "samples", "committed"}, Help: "Trainers' samples the leader committed from its metrics source."},
+		{Name: []string{"caravan", "jobs", "collected"}, Help: "Ended jobs the leader's job garbage collector purged, with everything kept about them."},
 	}
 )
 

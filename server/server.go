@@ -132,6 +132,19 @@ type Config struct {
 	// runs.
 	Manual bool
 
+	// JobGCThreshold is how long a job that ended stays in the state
+	// before the leader's job garbage collector purges it (default 4 h,
+	// Nomad's job_gc_threshold), by the server's Clock; JobGCInterval is
+	// how often the collector looks, in wall-clock time (default 5 min).
+	// In Manual mode no collector runs: the caller calls CollectGarbage.
+	JobGCThreshold time.Duration
+	JobGCInterval  time.Duration
+	// Retention bounds what the state keeps of each job's samples and
+	// placement history and of the events; the leader commits it when it
+	// differs from the bounds in force. nil means the defaults
+	// (structs.DefaultRetention).
+	Retention *structs.Retention
+
 	// ACL turns ACLs on; see acl.go.
 	ACL ACLConfig
 	// Jobs is what jobs the server runs (jobpolicy.go); the zero value
@@ -171,6 +184,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.JobGCThreshold == 0 {
+		c.JobGCThreshold = defaultJobGCThreshold
+	}
+	if c.JobGCInterval == 0 {
+		c.JobGCInterval = defaultJobGCInterval
 	}
 	if c.Consul != nil {
 		c.Consul.setDefaults()
@@ -226,6 +245,9 @@ type Server struct {
 	wg          sync.WaitGroup
 	stopOnce    sync.Once
 
+	// gc is the job garbage collector's state (gc.go).
+	gc jobGC
+
 	// aclCache keeps compiled ACLs of token policies.
 	aclCache aclCache
 	// bootstrapLimit holds POST /v1/acl/bootstrap to a rate per client
@@ -240,6 +262,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server needs a driver: set either Driver or NewDriver")
 	}
 	cfg.setDefaults()
+	if cfg.JobGCThreshold < 0 || cfg.JobGCInterval < 0 {
+		return nil, fmt.Errorf("job garbage collection: threshold %s and interval %s must be positive", cfg.JobGCThreshold, cfg.JobGCInterval)
+	}
+	if r := cfg.Retention; r != nil && !r.Valid() {
+		return nil, fmt.Errorf("retention: at least %d samples per job, 1 placement per job and 1 event must be kept, not %d, %d and %d",
+			structs.MinJobSamples, r.MaxJobSamples, r.MaxJobPlacements, r.MaxEvents)
+	}
 	if cfg.Algorithms == nil {
 		l, err := loader.New(loader.Config{Builtins: builtin.Algorithms, Logger: cfg.Logger})
 		if err != nil {

@@ -66,7 +66,7 @@ func (f *FieldDiff) String() string {
 
 // SpecChanged reports whether next differs from j in any field a user gives,
 // as Nomad's Job.SpecChanged: every field but Status, StatusDescription,
-// Version, SubmitTime, CreateIndex and ModifyIndex. Values compare as the
+// Version, SubmitTime, CreateIndex, ModifyIndex and ModifyTime. Values compare as the
 // jobspec means them, whatever the encoding they came through: numbers in
 // driver config by value (JSON gives float64, HCL int64, msgpack uint64),
 // and nil and empty lists and maps alike. Either job may be nil.
@@ -149,7 +149,7 @@ func diffLeaves(old, next []leaf) []*FieldDiff {
 // part of the spec.
 var serverFields = map[string]bool{
 	"Status": true, "StatusDescription": true, "Version": true,
-	"SubmitTime": true, "CreateIndex": true, "ModifyIndex": true,
+	"SubmitTime": true, "CreateIndex": true, "ModifyIndex": true, "ModifyTime": true,
 }
 
 // A field tagged `diff:"-"` is not compared either: it is bulk whose

@@ -208,6 +208,11 @@ type Job struct {
 	SubmitTime        int64 // Unix nanoseconds, stamped by the leader
 	CreateIndex       uint64
 	ModifyIndex       uint64
+	// ModifyTime is when the record last changed (Unix nanoseconds, the
+	// time the leader stamped on the entry that changed it): for a job
+	// that ended, when it ended, which the job garbage collector ages it
+	// by. 0 for a record last written by a server before it was added.
+	ModifyTime int64
 }
 
 // NomadSource is the Nomad job version a job was declared by.

@@ -146,6 +146,10 @@ func (c *AgentCommand) Run(args []string) int {
 		TLS:  tlsConfig(cfg),
 		ACL:  server.ACLConfig{Enabled: cfg.ACL.On(), ServerToken: cfg.ACL.ServerToken},
 		Jobs: server.JobPolicy{Drivers: cfg.Jobs.Drivers, DeniedDrivers: cfg.Jobs.DeniedDrivers, Namespaces: cfg.Jobs.Namespaces},
+		// On the simulated cluster the threshold is counted in its time,
+		// as the rounds are; the interval is wall-clock time.
+		JobGCThreshold: cfg.Server.JobGCThresholdDuration, JobGCInterval: cfg.Server.JobGCIntervalDuration,
+		Retention: &structs.Retention{MaxJobSamples: cfg.Server.MaxJobSamples, MaxJobPlacements: cfg.Server.MaxJobPlacements, MaxEvents: cfg.Server.MaxEvents},
 	}
 	srv, err := server.New(scfg)
 	if err != nil {

@@ -34,6 +34,16 @@ server {
   # when it restarts and rejoins through Raft alone.
   retry_join     = ["10.0.0.11:4680", "10.0.0.12:4680", "10.0.0.13:4680"]
   retry_interval = "15s"
+
+  # What the state keeps (server/README.md, "Retention and garbage
+  # collection"): a job that ended is purged, with its history, after
+  # job_gc_threshold. The max_ bounds are replicated: the leader commits
+  # its own, so set the same on every server.
+  job_gc_threshold   = "4h"
+  job_gc_interval    = "5m"
+  max_job_samples    = 1024
+  max_job_placements = 64
+  max_events         = 4096
 }
 
 # The cluster's algorithm and options are replicated: a leader commits

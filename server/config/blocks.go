@@ -81,15 +81,60 @@ type Server struct {
 	// Merge use. Code building a Config by hand sets the Duration.
 	RetryInterval         string `hcl:"retry_interval,optional"`
 	RetryIntervalDuration time.Duration
+
+	// JobGCThreshold is how long a job stays in the state after it ended
+	// (complete, failed, stopped or rejected) before the leader's job
+	// garbage collector purges it with its versions, samples, models and
+	// placement history, as Nomad's job_gc_threshold. As written, such as
+	// "4h"; JobGCThresholdDuration is its value. Default 4h.
+	JobGCThreshold         string `hcl:"job_gc_threshold,optional"`
+	JobGCThresholdDuration time.Duration
+	// JobGCInterval is how often the collector looks for such jobs, as
+	// written, such as "5m"; JobGCIntervalDuration is its value. Default
+	// 5m.
+	JobGCInterval         string `hcl:"job_gc_interval,optional"`
+	JobGCIntervalDuration time.Duration
+	// MaxJobSamples, MaxJobPlacements and MaxEvents bound what the
+	// replicated state keeps: the samples of each job (older ones are
+	// thinned), the entries of each job's placement history and the
+	// cluster's events (older ones are dropped). The leader replicates
+	// its values, so every server keeps the same. Defaults 1024, 64 and
+	// 4096.
+	MaxJobSamples    int `hcl:"max_job_samples,optional"`
+	MaxJobPlacements int `hcl:"max_job_placements,optional"`
+	MaxEvents        int `hcl:"max_events,optional"`
 }
+
+// Bounds of the server block's retention options: below the minima, fits
+// lack samples and operators lack history; above the maxima, one job or
+// the event log holds more memory on every server than it is worth.
+const (
+	minJobGCThreshold = time.Second
+	maxJobGCThreshold = 365 * 24 * time.Hour
+	minJobGCInterval  = time.Second
+	maxJobGCInterval  = 24 * time.Hour
+	minJobSamples     = 64
+	maxJobSamples     = 1 << 16
+	minJobPlacements  = 1
+	maxJobPlacements  = 4096
+	minEvents         = 64
+	maxEvents         = 1 << 20
+)
 
 // DefaultServer returns the default server block.
 func DefaultServer() *Server {
 	return &Server{
-		Enabled:               new(true),
-		BootstrapExpect:       1,
-		RetryInterval:         "15s",
-		RetryIntervalDuration: 15 * time.Second,
+		Enabled:                new(true),
+		BootstrapExpect:        1,
+		RetryInterval:          "15s",
+		RetryIntervalDuration:  15 * time.Second,
+		JobGCThreshold:         "4h",
+		JobGCThresholdDuration: 4 * time.Hour,
+		JobGCInterval:          "5m",
+		JobGCIntervalDuration:  5 * time.Minute,
+		MaxJobSamples:          1024,
+		MaxJobPlacements:       64,
+		MaxEvents:              4096,
 	}
 }
 
@@ -109,11 +154,18 @@ func (s *Server) Merge(o *Server) *Server {
 	}
 	r.RetryInterval, r.RetryIntervalDuration = mergeDuration(
 		r.RetryInterval, r.RetryIntervalDuration, o.RetryInterval, o.RetryIntervalDuration)
+	r.JobGCThreshold, r.JobGCThresholdDuration = mergeDuration(
+		r.JobGCThreshold, r.JobGCThresholdDuration, o.JobGCThreshold, o.JobGCThresholdDuration)
+	r.JobGCInterval, r.JobGCIntervalDuration = mergeDuration(
+		r.JobGCInterval, r.JobGCIntervalDuration, o.JobGCInterval, o.JobGCIntervalDuration)
+	r.MaxJobSamples = mergeNumber(r.MaxJobSamples, o.MaxJobSamples)
+	r.MaxJobPlacements = mergeNumber(r.MaxJobPlacements, o.MaxJobPlacements)
+	r.MaxEvents = mergeNumber(r.MaxEvents, o.MaxEvents)
 	return r
 }
 
-// Validate checks bootstrap_expect, each retry_join address and
-// retry_interval.
+// Validate checks bootstrap_expect, each retry_join address,
+// retry_interval, and the retention options against their bounds.
 func (s *Server) Validate() error { return joinProblems(s.problems()) }
 
 func (s *Server) problems() []problem {
@@ -139,6 +191,28 @@ func (s *Server) problems() []problem {
 	}
 	if s.RetryIntervalDuration <= 0 {
 		ps = append(ps, problemf("retry_interval", "%s is not a positive duration; use one such as \"15s\"", durationString(s.RetryInterval, s.RetryIntervalDuration)))
+	}
+	if d := s.JobGCThresholdDuration; d < minJobGCThreshold || d > maxJobGCThreshold {
+		ps = append(ps, problemf("job_gc_threshold", "%s is not a duration from 1s to 8760h (a year); use one such as \"4h\" (how long an ended job is kept)",
+			durationString(s.JobGCThreshold, d)))
+	}
+	if d := s.JobGCIntervalDuration; d < minJobGCInterval || d > maxJobGCInterval {
+		ps = append(ps, problemf("job_gc_interval", "%s is not a duration from 1s to 24h; use one such as \"5m\"",
+			durationString(s.JobGCInterval, d)))
+	}
+	for _, b := range []struct {
+		key      string
+		v        int
+		min, max int
+		what     string
+	}{
+		{"max_job_samples", s.MaxJobSamples, minJobSamples, maxJobSamples, "samples kept per job, such as 1024"},
+		{"max_job_placements", s.MaxJobPlacements, minJobPlacements, maxJobPlacements, "placement history entries kept per job, such as 64"},
+		{"max_events", s.MaxEvents, minEvents, maxEvents, "events kept, such as 4096"},
+	} {
+		if b.v < b.min || b.v > b.max {
+			ps = append(ps, problemf(b.key, "%d is out of range; use a number from %d to %d of %s", b.v, b.min, b.max, b.what))
+		}
 	}
 	return ps
 }

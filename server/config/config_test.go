@@ -33,6 +33,12 @@ server {
   bootstrap_expect = 3
   retry_join       = ["10.0.0.2:4680", "[fd00::3]:4680", "consul://caravan"]
   retry_interval   = "30s"
+
+  job_gc_threshold   = "24h"
+  job_gc_interval    = "10m"
+  max_job_samples    = 2048
+  max_job_placements = 32
+  max_events         = 10000
 }
 
 scheduler {
@@ -115,6 +121,9 @@ func TestLoadFile_Full(t *testing.T) {
 			RetryJoin:             []string{"10.0.0.2:4680", "[fd00::3]:4680", "consul://caravan"},
 			RetryInterval:         "30s",
 			RetryIntervalDuration: 30 * time.Second,
+			JobGCThreshold:        "24h", JobGCThresholdDuration: 24 * time.Hour,
+			JobGCInterval: "10m", JobGCIntervalDuration: 10 * time.Minute,
+			MaxJobSamples: 2048, MaxJobPlacements: 32, MaxEvents: 10000,
 		},
 		Scheduler: &Scheduler{
 			Algorithm:        "drf",
@@ -170,6 +179,9 @@ func TestDefault(t *testing.T) {
 			BootstrapExpect:       1,
 			RetryInterval:         "15s",
 			RetryIntervalDuration: 15 * time.Second,
+			JobGCThreshold:        "4h", JobGCThresholdDuration: 4 * time.Hour,
+			JobGCInterval: "5m", JobGCIntervalDuration: 5 * time.Minute,
+			MaxJobSamples: 1024, MaxJobPlacements: 64, MaxEvents: 4096,
 		},
 		Scheduler: &Scheduler{Algorithm: "optimus", Interval: "60s", IntervalDuration: time.Minute, FallbackAlgorithm: "optimus", ProfileConfigs: new(6), ProfileSteps: 5,
 			Straggler: &Straggler{Enabled: new(false), Ratio: 0.5, Window: "60s", WindowDuration: time.Minute, Reports: 1}},
@@ -499,6 +511,46 @@ func TestLoadFile_Invalid(t *testing.T) {
 			name: "negative duration", src: "server {\n  retry_interval = \"-5s\"\n}\n",
 			summary: "Invalid server.retry_interval", line: 2, col: 20, at: `"-5s"`,
 			detail: []string{`"-5s" is not a positive duration`},
+		},
+		{
+			name: "job gc threshold unparseable", src: "server {\n  job_gc_threshold = \"a while\"\n}\n",
+			summary: "Invalid server.job_gc_threshold", line: 2, col: 22, at: `"a while"`,
+			detail: []string{`"a while" is not a duration`},
+		},
+		{
+			name: "job gc threshold zero", src: "server {\n  job_gc_threshold = \"0s\"\n}\n",
+			summary: "Invalid server.job_gc_threshold", line: 2, col: 22, at: `"0s"`,
+			detail: []string{`"0s" is not a duration from 1s to 8760h (a year)`, `such as "4h"`},
+		},
+		{
+			name: "job gc threshold negative", src: "server {\n  job_gc_threshold = \"-1h\"\n}\n",
+			summary: "Invalid server.job_gc_threshold", line: 2, col: 22, at: `"-1h"`,
+			detail: []string{`"-1h" is not a duration from 1s`},
+		},
+		{
+			name: "job gc threshold huge", src: "server {\n  job_gc_threshold = \"100000h\"\n}\n",
+			summary: "Invalid server.job_gc_threshold", line: 2, col: 22, at: `"100000h"`,
+			detail: []string{`"100000h" is not a duration from 1s to 8760h`},
+		},
+		{
+			name: "job gc interval too short", src: "server {\n  job_gc_interval = \"10ms\"\n}\n",
+			summary: "Invalid server.job_gc_interval", line: 2, col: 21, at: `"10ms"`,
+			detail: []string{`"10ms" is not a duration from 1s to 24h`, `such as "5m"`},
+		},
+		{
+			name: "max job samples zero", src: "server {\n  max_job_samples = 0\n}\n",
+			summary: "Invalid server.max_job_samples", line: 2, col: 21, at: `0`,
+			detail: []string{"0 is out of range", "from 64 to 65536"},
+		},
+		{
+			name: "max job placements negative", src: "server {\n  max_job_placements = -3\n}\n",
+			summary: "Invalid server.max_job_placements", line: 2, col: 24, at: `-3`,
+			detail: []string{"-3 is out of range", "from 1 to 4096"},
+		},
+		{
+			name: "max events huge", src: "server {\n  max_events = 100000000\n}\n",
+			summary: "Invalid server.max_events", line: 2, col: 16, at: `100000000`,
+			detail: []string{"100000000 is out of range", "from 64 to 1048576"},
 		},
 		{
 			name: "unknown log level", src: "log_level = \"VERBOSE\"\n",
@@ -856,6 +908,11 @@ func TestValidate(t *testing.T) {
 				"ports.raft: 0 is not a port",
 				"server.bootstrap_expect: 0 servers",
 				"server.retry_interval:",
+				`server.job_gc_threshold: "0s" is not a duration from 1s to 8760h`,
+				`server.job_gc_interval: "0s" is not a duration from 1s to 24h`,
+				"server.max_job_samples: 0 is out of range; use a number from 64 to 65536",
+				"server.max_job_placements: 0 is out of range; use a number from 1 to 4096",
+				"server.max_events: 0 is out of range; use a number from 64 to 1048576",
 				"scheduler.algorithm: no algorithm is named",
 				"scheduler.interval:",
 				`nomad.address: "" is not a URL`,

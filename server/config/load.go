@@ -251,7 +251,9 @@ func (s *sites) parseDurations(c *Config) hcl.Diagnostics {
 	}
 	var ds []duration
 	if c.Server != nil {
-		ds = append(ds, duration{"server.retry_interval", &c.Server.RetryInterval, &c.Server.RetryIntervalDuration})
+		ds = append(ds, duration{"server.retry_interval", &c.Server.RetryInterval, &c.Server.RetryIntervalDuration},
+			duration{"server.job_gc_threshold", &c.Server.JobGCThreshold, &c.Server.JobGCThresholdDuration},
+			duration{"server.job_gc_interval", &c.Server.JobGCInterval, &c.Server.JobGCIntervalDuration})
 	}
 	if c.Scheduler != nil {
 		ds = append(ds, duration{"scheduler.interval", &c.Scheduler.Interval, &c.Scheduler.IntervalDuration})

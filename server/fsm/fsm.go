@@ -110,6 +110,14 @@ func init() {
 	register(ACLBootstrapResetType, func(s *state.Store, i uint64, r *ACLBootstrapResetRequest) any {
 		return s.ResetACLBootstrap(i, r.Time, r.ResetIndex, r.Token, r.ReportKey)
 	})
+	register(JobGCType, func(s *state.Store, i uint64, r *JobGCRequest) any {
+		n, err := s.CollectJobs(i, r.Jobs)
+		if err != nil {
+			return err
+		}
+		return JobGCResponse{Collected: n}
+	})
+	register(RetentionSetType, func(s *state.Store, i uint64, r *RetentionSetRequest) any { return s.SetRetention(i, r.Retention) })
 }
 
 // JobRegisterResponse is what applying a job registration returns: the

@@ -99,12 +99,22 @@ func populate(f *testFSM) {
 	f.mustApply(JobStopType, &JobStopRequest{Namespace: structs.DefaultNamespace, JobID: "a", Time: 60})
 	f.mustApply(JobRejectType, &JobRejectRequest{Namespace: structs.DefaultNamespace, JobID: "r", Name: "r", NomadIndex: 7,
 		Description: "r.nomad.hcl:3:5: Unsupported argument", Time: 65})
+	populateGC(f)
 	populateACL(f)
 	populateQueues(f)
 	boot, err := state.ACLBootstrapped(f.State().Txn())
 	must.NoError(f.t, err)
 	f.mustApply(ACLBootstrapResetType, &ACLBootstrapResetRequest{Time: 80, ResetIndex: boot.Index,
 		Token: &structs.ACLToken{AccessorID: "acc-reset", SecretID: "sec-reset", Name: "Bootstrap Token", Type: structs.ACLManagementToken, CreateTime: 80}})
+}
+
+// populateGC applies one entry of each retention message type: job g
+// ends and is collected, and bounds are set.
+func populateGC(f *testFSM) {
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("g"), MustBeNew: true, Time: 66})
+	f.mustApply(JobStatusType, &JobStatusRequest{Namespace: structs.DefaultNamespace, JobID: "g", Status: structs.JobStatusFailed, Description: "tasks failed", Time: 67})
+	f.mustApply(JobGCType, &JobGCRequest{Time: 68, Jobs: []state.Collectable{{Namespace: structs.DefaultNamespace, JobID: "g", ModifyIndex: f.index}}})
+	f.mustApply(RetentionSetType, &RetentionSetRequest{Retention: &structs.Retention{MaxJobSamples: 512, MaxJobPlacements: 32, MaxEvents: 2048}})
 }
 
 // populateACL applies one entry of every ACL message type, flagged as the
@@ -237,7 +247,7 @@ func TestFSM_ACLBootstrapReset(t *testing.T) {
 func TestFSM_ApplyEveryType(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	must.MapLen(t, 23, messageNames, must.Sprint("a test entry for every message type"))
+	must.MapLen(t, 25, messageNames, must.Sprint("a test entry for every message type"))
 
 	txn := f.State().Txn()
 	a, err := state.JobByID(txn, nil, structs.DefaultNamespace, "a")
@@ -313,7 +323,52 @@ func TestFSM_ApplyEveryType(t *testing.T) {
 		structs.EventJobPlaced, // b's change is in flight: nothing ran that it asked for
 		structs.EventAlgorithmChanged, structs.EventAlgorithmFallback,
 		structs.EventJobCompleted, structs.EventJobStopped, structs.EventJobRejected,
+		structs.EventJobRegistered, structs.EventJobFailed, // g, collected without an event
 	}, types)
+	g, err := state.JobByID(txn, nil, structs.DefaultNamespace, "g")
+	must.NoError(t, err)
+	must.Nil(t, g, must.Sprint("collected"))
+	ret, err := state.Retention(txn, nil)
+	must.NoError(t, err)
+	must.Eq(t, 2048, ret.MaxEvents)
+}
+
+// TestFSM_JobGC: a JobGC entry purges only the jobs that are as the
+// collector found them, ended and unchanged, and says how many; a
+// retention entry that would keep nothing is refused without change.
+func TestFSM_JobGC(t *testing.T) {
+	f := newTestFSM(t)
+	for _, id := range []string{"a", "b", "c"} {
+		f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob(id), MustBeNew: true, Time: 1})
+		f.mustApply(JobStatusType, &JobStatusRequest{Namespace: structs.DefaultNamespace, JobID: id, Status: structs.JobStatusComplete, Time: 2})
+	}
+	found := map[string]uint64{}
+	for _, id := range []string{"a", "b", "c"} {
+		j, err := state.JobByID(f.State().Txn(), nil, structs.DefaultNamespace, id)
+		must.NoError(t, err)
+		found[id] = j.ModifyIndex
+	}
+	// b is registered again between the collector's look and its entry.
+	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("b"), Time: 3})
+	var jobs []state.Collectable
+	for _, id := range []string{"a", "b", "c"} {
+		jobs = append(jobs, state.Collectable{Namespace: structs.DefaultNamespace, JobID: id, ModifyIndex: found[id]})
+	}
+	must.Eq(t, any(JobGCResponse{Collected: 2}), f.apply(JobGCType, &JobGCRequest{Jobs: jobs, Time: 4}))
+	must.Eq(t, any(JobGCResponse{Collected: 0}), f.apply(JobGCType, &JobGCRequest{Jobs: jobs, Time: 5}), must.Sprint("applying it again purges nothing"))
+	all, err := state.Jobs(f.State().Txn(), nil, "")
+	must.NoError(t, err)
+	must.SliceLen(t, 1, all)
+	must.Eq(t, "b", all[0].ID)
+	must.Eq(t, structs.JobStatusPending, all[0].Status)
+
+	err, _ = f.apply(RetentionSetType, &RetentionSetRequest{Retention: &structs.Retention{MaxJobSamples: 1, MaxJobPlacements: 1, MaxEvents: 1}}).(error)
+	must.ErrorIs(t, err, state.ErrInvalidRetention)
+	err, _ = f.apply(RetentionSetType, &RetentionSetRequest{}).(error)
+	must.ErrorIs(t, err, state.ErrInvalidRetention)
+	ret, err := state.Retention(f.State().Txn(), nil)
+	must.NoError(t, err)
+	must.Eq(t, structs.DefaultRetention(), ret)
 }
 
 // usage is job id's usage: one parameter server using psCPU and two

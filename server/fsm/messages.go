@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
@@ -47,6 +48,12 @@ const (
 	QueueUpsertType
 	// QueueDeleteType deletes queues by name, all or none (0.2.0).
 	QueueDeleteType
+	// JobGCType purges jobs the leader's job garbage collector found
+	// ended long enough ago, each only if unchanged since (0.2.0).
+	JobGCType
+	// RetentionSetType sets the bounds on what the state keeps of each
+	// job's samples and placement history and of the events (0.2.0).
+	RetentionSetType
 )
 
 // since holds the message types added after 0.1.0, with the version that
@@ -60,6 +67,8 @@ var since = map[MessageType]string{
 	JobRejectType:         "0.2.0",
 	QueueUpsertType:       "0.2.0",
 	QueueDeleteType:       "0.2.0",
+	JobGCType:             "0.2.0",
+	RetentionSetType:      "0.2.0",
 }
 
 // Since returns the version that added message type t, or "" for a type
@@ -92,6 +101,7 @@ var messageNames = map[MessageType]string{
 	ACLTokenUpsertType: "ACLTokenUpsert", ACLTokenDeleteType: "ACLTokenDelete",
 	UsageUpsertType: "UsageUpsert", SampleAppendType: "SampleAppend", ACLBootstrapResetType: "ACLBootstrapReset",
 	JobRejectType: "JobReject", QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
+	JobGCType: "JobGC", RetentionSetType: "RetentionSet",
 }
 
 // JobRegisterRequest registers a new version of a job, or nothing when an
@@ -258,6 +268,31 @@ type QueueUpsertRequest struct {
 // QueueDeleteRequest deletes queues by name, all or none.
 type QueueDeleteRequest struct {
 	Names []string
+}
+
+// JobGCRequest purges the jobs the leader's job garbage collector found
+// ended before its threshold, as it found them (state.CollectJobs): a
+// job that is active again, or whose record changed since, is left. The
+// leader sends at most MaxJobGC jobs an entry.
+type JobGCRequest struct {
+	Jobs []state.Collectable
+	Time int64
+}
+
+// MaxJobGC bounds the jobs of one JobGCRequest, so that one entry, and
+// the write transaction that applies it, stays small.
+const MaxJobGC = 256
+
+// JobGCResponse is what applying a JobGCRequest returns: how many of its
+// jobs were purged.
+type JobGCResponse struct {
+	Collected int
+}
+
+// RetentionSetRequest sets the retention bounds (state.SetRetention):
+// the leader commits its agent's when they differ from those in force.
+type RetentionSetRequest struct {
+	Retention *structs.Retention
 }
 
 // Encode returns the Raft log entry of a request of type t. What can be

@@ -35,16 +35,21 @@ const (
 	TableACLBootstrap = "acl_bootstrap"
 	// TableQueues holds the queues (issue 32) by name.
 	TableQueues = "queues"
+	// TableRetention holds the retention bounds a leader committed
+	// (structs.Retention), a single row; without one the defaults hold.
+	TableRetention = "retention"
 )
 
-// Bounds on what the store keeps.
+// Default bounds on what the store keeps, until a leader commits others
+// (SetRetention, the agent's server block).
 const (
-	// MaxPlacements is how many placement history entries are kept per job.
-	MaxPlacements = 64
-	// MaxEvents is how many events are kept.
-	MaxEvents = 4096
-	// MaxSamples is how many samples are kept per job.
-	MaxSamples = 1024
+	// MaxPlacements is how many placement history entries are kept per
+	// job by default.
+	MaxPlacements = structs.DefaultMaxJobPlacements
+	// MaxEvents is how many events are kept by default.
+	MaxEvents = structs.DefaultMaxEvents
+	// MaxSamples is how many samples are kept per job by default.
+	MaxSamples = structs.DefaultMaxJobSamples
 )
 
 // indexEntry records the Raft index of a table's last write.
@@ -139,5 +144,6 @@ func schema() *memdb.DBSchema {
 		}},
 		TableACLBootstrap: single(TableACLBootstrap, singleton()),
 		TableQueues:       single(TableQueues, stringID("Name")),
+		TableRetention:    single(TableRetention, singleton()),
 	}}
 }

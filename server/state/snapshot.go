@@ -32,6 +32,7 @@ const (
 	recordACLBootstrap
 	recordUsage
 	recordQueue
+	recordRetention
 )
 
 // records maps each kind to its table and a constructor of the value its
@@ -60,6 +61,7 @@ var records = []struct {
 	{recordACLBootstrap, TableACLBootstrap, func() any { return new(structs.ACLBootstrap) }},
 	{recordUsage, TableUsage, func() any { return new(structs.JobUsage) }},
 	{recordQueue, TableQueues, func() any { return new(structs.Queue) }},
+	{recordRetention, TableRetention, func() any { return new(structs.Retention) }},
 }
 
 // Dump calls emit with every row of the store as txn sees it, each with its

@@ -104,6 +104,8 @@ type writer struct {
 	txn     *memdb.Txn
 	index   uint64
 	touched map[string]bool
+	// ret is the retention bounds in force, read when first needed.
+	ret *structs.Retention
 }
 
 func (w *writer) insert(table string, obj any) error {
@@ -162,12 +164,18 @@ func (w *writer) event(now int64, typ, namespace, jobID, msg string, details map
 	if err := w.insert(TableEvents, ev); err != nil {
 		return err
 	}
-	// Sequence numbers are dense, so the oldest event beyond MaxEvents is
-	// found without scanning the table.
-	if ev.Seq <= MaxEvents {
+	// Sequence numbers are dense, and SetRetention trims the table to a
+	// new bound, so the oldest event beyond the bound is found without
+	// scanning the table.
+	ret, err := w.retention()
+	if err != nil {
+		return err
+	}
+	keep := uint64(ret.MaxEvents)
+	if ev.Seq <= keep {
 		return nil
 	}
-	old, err := w.txn.First(TableEvents, "id", ev.Seq-MaxEvents)
+	old, err := w.txn.First(TableEvents, "id", ev.Seq-keep)
 	if err != nil || old == nil {
 		return err
 	}
@@ -219,7 +227,7 @@ func (s *Store) RegisterJob(index uint64, now int64, job *structs.Job, mustBeNew
 			return nil
 		}
 		j.Status, j.StatusDescription = structs.JobStatusPending, ""
-		j.CreateIndex, j.ModifyIndex, j.Version = index, index, 0
+		j.CreateIndex, j.ModifyIndex, j.ModifyTime, j.Version = index, index, now, 0
 		if prev != nil {
 			if mustBeNew && !structs.Terminal(prev.Status) {
 				return fmt.Errorf("register job %q: %w (version %d, %s)", j.ID, ErrJobExists, prev.Version, prev.Status)
@@ -292,7 +300,7 @@ func (s *Store) RejectJob(index uint64, now int64, namespace, id, name string, n
 			ID: id, Name: cmp.Or(name, id), Namespace: namespace,
 			Nomad:  &structs.NomadSource{JobModifyIndex: nomadIndex},
 			Status: structs.JobStatusRejected, StatusDescription: desc,
-			Version: version, SubmitTime: now, CreateIndex: index, ModifyIndex: index,
+			Version: version, SubmitTime: now, CreateIndex: index, ModifyIndex: index, ModifyTime: now,
 		}
 		if err := w.insert(TableJobs, j); err != nil {
 			return err
@@ -317,7 +325,7 @@ func (s *Store) UpdateJobStatus(index uint64, now int64, namespace, id, status, 
 			return nil
 		}
 		j := *prev
-		j.Status, j.StatusDescription, j.ModifyIndex = status, desc, index
+		j.Status, j.StatusDescription, j.ModifyIndex, j.ModifyTime = status, desc, index, now
 		if err := w.insert(TableJobs, &j); err != nil {
 			return err
 		}
@@ -347,23 +355,35 @@ func (s *Store) StopJob(index uint64, now int64, namespace, id string, purge boo
 		if prev == nil {
 			return fmt.Errorf("purge job %q: %w", id, ErrJobNotFound)
 		}
-		if err := w.delete(TableJobs, prev); err != nil {
+		if err := w.purge(prev); err != nil {
 			return err
-		}
-		for _, t := range []string{TableVersions, TablePlacements} {
-			w.touched[t] = true
-			if _, err := w.txn.DeleteAll(t, "id_prefix", jobPrefix(namespace, id)...); err != nil {
-				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
-			}
-		}
-		for _, t := range []string{TableSamples, TableModels, TableDesired, TableObserved, TableUsage} {
-			w.touched[t] = true
-			if _, err := w.txn.DeleteAll(t, "id", namespace, id); err != nil {
-				return fmt.Errorf("purge %s of job %q: %w", t, id, err)
-			}
 		}
 		return w.event(now, structs.EventJobStopped, namespace, id, "stopped and purged by a user", nil)
 	})
+}
+
+// purge deletes job and every row kept about it: its versions, placement
+// history, samples, models, desired and observed state and usage. It is
+// the one place a job's rows are deleted (StopJob's purge and the job
+// garbage collector, CollectJobs).
+func (w *writer) purge(job *structs.Job) error {
+	namespace, id := job.Namespace, job.ID
+	if err := w.delete(TableJobs, job); err != nil {
+		return err
+	}
+	for _, t := range []string{TableVersions, TablePlacements} {
+		w.touched[t] = true
+		if _, err := w.txn.DeleteAll(t, "id_prefix", jobPrefix(namespace, id)...); err != nil {
+			return fmt.Errorf("purge %s of job %q: %w", t, id, err)
+		}
+	}
+	for _, t := range []string{TableSamples, TableModels, TableDesired, TableObserved, TableUsage} {
+		w.touched[t] = true
+		if _, err := w.txn.DeleteAll(t, "id", namespace, id); err != nil {
+			return fmt.Errorf("purge %s of job %q: %w", t, id, err)
+		}
+	}
+	return nil
 }
 
 // ApplyDecision stores, at index, the placements an algorithm decided for
@@ -505,7 +525,7 @@ func (s *Store) UpsertObserved(index uint64, now int64, observed []*structs.Obse
 					}
 				}
 			}
-			if err := w.setRunStatus(job, row); err != nil {
+			if err := w.setRunStatus(now, job, row); err != nil {
 				return err
 			}
 		}
@@ -537,7 +557,11 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 	if err := w.insert(TablePlacements, rec); err != nil {
 		return err
 	}
-	if err := w.trim(TablePlacements, MaxPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
+	ret, err := w.retention()
+	if err != nil {
+		return err
+	}
+	if err := w.trim(TablePlacements, ret.MaxJobPlacements, jobPrefix(job.Namespace, job.ID)...); err != nil {
 		return err
 	}
 	details := map[string]string{"PS": fmt.Sprint(pl.NumPS), "Workers": fmt.Sprint(pl.NumWorkers), "Algorithm": rec.Algorithm}
@@ -576,7 +600,7 @@ func (w *writer) ran(now int64, job *structs.Job, o *structs.Observed, prev *str
 
 // setRunStatus moves an active job between pending, running and
 // rescaling by what runs of it.
-func (w *writer) setRunStatus(job *structs.Job, o *structs.Observed) error {
+func (w *writer) setRunStatus(now int64, job *structs.Job, o *structs.Observed) error {
 	status := job.Status
 	switch {
 	case o.Change.InFlight() && job.Status != structs.JobStatusPending:
@@ -590,7 +614,7 @@ func (w *writer) setRunStatus(job *structs.Job, o *structs.Observed) error {
 		return nil
 	}
 	j := *job
-	j.Status, j.StatusDescription, j.ModifyIndex = status, "", w.index
+	j.Status, j.StatusDescription, j.ModifyIndex, j.ModifyTime = status, "", w.index, now
 	return w.insert(TableJobs, &j)
 }
 
@@ -643,6 +667,10 @@ func idOf(smp *structs.Sample) sampleID {
 func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uint64, once bool) (Appended, error) {
 	var res Appended
 	err := s.write(index, func(w *writer) error {
+		ret, err := w.retention()
+		if err != nil {
+			return err
+		}
 		if cursor != 0 {
 			if err := w.insert(TableCursors, &indexEntry{Key: MetricsCursor, Value: cursor}); err != nil {
 				return err
@@ -715,7 +743,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 			js.Samples = append(js.Samples, smp)
 			js.Received++
 			res.Kept++
-			if len(js.Samples) > MaxSamples {
+			if len(js.Samples) > ret.MaxJobSamples {
 				js.Samples = thin(js.Samples)
 			}
 		}
