@@ -116,6 +116,7 @@ func TestTenants_PhillyRun(t *testing.T) {
 	must.NoError(t, err)
 	must.Nil(t, r.Queues)
 	must.Eq(t, gpus, r.TotalGPUs)
+	must.Positive(t, r.Collected, must.Sprint("the jobs that ended over 4 h before the last were collected, as an agent's would be"))
 	for _, j := range r.Jobs {
 		must.StrHasPrefix(t, "vc-", j.Namespace)
 		must.Positive(t, j.MinGPUs)
