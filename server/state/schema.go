@@ -115,7 +115,7 @@ func schema() *memdb.DBSchema {
 		}},
 	}
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		TableIndex:       single(TableIndex, stringID("Key")),
+		TableIndex: single(TableIndex, stringID("Key")),
 		TableJobs: {Name: TableJobs, Indexes: map[string]*memdb.IndexSchema{
 			"id": jobs,
 			// active are the jobs not ended, which the leader's loop reads
