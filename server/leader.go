@@ -131,8 +131,11 @@ type leader struct {
 	models *models.Set
 	// configIndex is the ModifyIndex of the scheduler config in force.
 	configIndex uint64
-	// nodes are the driver's nodes as last committed.
-	nodes []*structs.Node
+	// nodes are the driver's nodes as last committed; nodesSynced, for a
+	// NodesVersioner, the version they were read at and whether their
+	// drivers were committed (gateNodeDrivers), nil before the first read.
+	nodes       []*structs.Node
+	nodesSynced *nodesSync
 	// cursor is the metrics source's cursor.
 	cursor uint64
 	// runs holds the leader's state of each active job's run (see run).
@@ -174,6 +177,12 @@ type leader struct {
 	// a plan made on nodes since changed is not committed.
 	planning     *planning
 	nodesVersion uint64
+}
+
+// nodesSync is what the nodes were last synced at.
+type nodesSync struct {
+	version   uint64
+	supported bool
 }
 
 // driverTimeout bounds each call of the loop to the driver, the

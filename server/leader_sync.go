@@ -75,6 +75,15 @@ func (l *leader) step(ctx context.Context) error {
 }
 
 func (l *leader) syncNodes(ctx context.Context) error {
+	supported := l.s.supports(fsm.SampleAppendType)
+	versioner, versioned := l.s.cfg.Driver.(NodesVersioner)
+	var version uint64
+	if versioned {
+		version = versioner.NodesVersion()
+		if l.nodesSynced != nil && *l.nodesSynced == (nodesSync{version, supported}) {
+			return nil
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, driverTimeout)
 	defer cancel()
 	nodes, err := l.s.cfg.Driver.Nodes(dctx)
@@ -82,15 +91,21 @@ func (l *leader) syncNodes(ctx context.Context) error {
 		return &driverError{fmt.Errorf("read nodes: %w", err)}
 	}
 	slices.SortFunc(nodes, func(a, b *structs.Node) int { return strings.Compare(a.ID, b.ID) })
-	nodes = gateNodeDrivers(nodes, l.s.supports(fsm.SampleAppendType))
+	nodes = gateNodeDrivers(nodes, supported)
 	committed, err := state.Nodes(l.s.State().Txn(), nil)
 	if err != nil {
 		return err
+	}
+	synced := func() {
+		if versioned {
+			l.nodesSynced = &nodesSync{version, supported}
+		}
 	}
 	// Nodes decoded from the log may differ from the driver's in nil
 	// against empty maps: at worst one needless commit after a failover.
 	if len(nodes) == 0 && len(committed) == 0 || reflect.DeepEqual(nodes, committed) {
 		l.nodes = committed
+		synced()
 		return nil
 	}
 	if _, _, err := l.s.apply(ctx, fsm.NodesReplaceType, &fsm.NodesReplaceRequest{Nodes: nodes}); err != nil {
@@ -98,6 +113,7 @@ func (l *leader) syncNodes(ctx context.Context) error {
 	}
 	l.log.Info("cluster nodes changed", "nodes", len(nodes))
 	l.nodes = nodes
+	synced()
 	l.nodesVersion++
 	l.urgent = true
 	return nil

@@ -247,6 +247,10 @@ func (d *Driver) wall(virtual float64) time.Time {
 	return d.epoch.Add(time.Duration(virtual * float64(time.Second)))
 }
 
+// NodesVersion is the version of the nodes (server.NodesVersioner): they
+// never change.
+func (d *Driver) NodesVersion() uint64 { return 1 }
+
 // Nodes returns copies of the simulated nodes; they never change.
 func (d *Driver) Nodes(ctx context.Context) ([]*structs.Node, error) {
 	if err := ctx.Err(); err != nil {
