@@ -1,6 +1,7 @@
 package pollux
 
 import (
+	"encoding/binary"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -43,6 +44,18 @@ type problem struct {
 	owner      []int32
 	perm       []int
 	spare      []*individual
+	// classes interns the jobs' demand, cap and feasible by their
+	// content (newJob); capScratch and keyScratch build the key.
+	classes    map[string]*class
+	capScratch []int32
+	keyScratch []byte
+}
+
+// class is what jobs of the same worker demand and feasible nodes share.
+type class struct {
+	demand   []int
+	cap      []int32
+	feasible []int32
 }
 
 // job is one job of the search with what the search needs of it.
@@ -56,9 +69,10 @@ type job struct {
 	// dominant share of the cluster.
 	demand []int
 	share  float64
-	// maxRep[i] is the most workers node i holds of the job when empty;
-	// feasible lists the nodes where it is positive.
-	maxRep   []int32
+	// cap[i] is the most workers node i holds when empty, before maxR
+	// (maxRep); feasible lists the nodes where it is positive. demand,
+	// cap and feasible are shared by the jobs of one class.
+	cap      []int32
 	feasible []int32
 	// model is nil without a fitted throughput model; adaptive jobs
 	// choose their batch within lim.
@@ -125,6 +139,7 @@ func newProblem(req *planner.Request, opts Options) *problem {
 	pr.used, pr.free = make([]int, pr.n*pr.k), make([]int, pr.n*pr.k)
 	pr.owner = make([]int32, pr.n)
 	pr.perm = make([]int, pr.stride)
+	pr.classes, pr.capScratch = map[string]*class{}, make([]int32, pr.n)
 
 	pr.jobs = make([]*job, len(views))
 	for i, v := range views {
@@ -184,12 +199,17 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 		}
 	}
 
-	j.maxRep = make([]int32, pr.n)
+	// What each node holds of one worker is the same for every job of
+	// the same worker demand and feasible nodes: jobs share it (their
+	// class), so that the search's inner loops read a few arrays that
+	// stay in cache instead of one per job.
+	capRow := pr.capScratch
 	for i := range pr.n {
+		capRow[i] = 0
 		if !pr.c.Feasible(i, w) {
 			continue
 		}
-		m := j.maxR
+		m := math.MaxInt32
 		for d, c := range j.demand {
 			if c > 0 {
 				m = min(m, pr.capacity[i*pr.k+d]/c)
@@ -198,11 +218,27 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 		if w.DistinctHosts {
 			m = min(m, 1)
 		}
-		if m > 0 {
-			j.maxRep[i] = int32(m)
-			j.feasible = append(j.feasible, int32(i))
-		}
+		capRow[i] = int32(m)
 	}
+	key := pr.keyScratch[:0]
+	for _, c := range j.demand {
+		key = binary.LittleEndian.AppendUint64(key, uint64(c))
+	}
+	for _, c := range capRow {
+		key = binary.LittleEndian.AppendUint32(key, uint32(c))
+	}
+	pr.keyScratch = key
+	cl, ok := pr.classes[string(key)]
+	if !ok {
+		cl = &class{demand: j.demand, cap: slices.Clone(capRow)}
+		for i, c := range cl.cap {
+			if c > 0 {
+				cl.feasible = append(cl.feasible, int32(i))
+			}
+		}
+		pr.classes[string(key)] = cl
+	}
+	j.demand, j.cap, j.feasible = cl.demand, cl.cap, cl.feasible
 
 	// The restart penalty (pollux.py _evaluate): age in seconds.
 	delay := pr.opts.RestartDelay.Seconds()
@@ -222,6 +258,9 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 	}
 	return j
 }
+
+// maxRep is the most workers node i holds of the job when empty.
+func (j *job) maxRep(i int32) int32 { return min(j.cap[i], int32(j.maxR)) }
 
 // addEntry adds count workers on node to entries sorted by node.
 func addEntry(entries []entry, node, count int32) []entry {

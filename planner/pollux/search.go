@@ -165,7 +165,7 @@ func (pr *problem) mutate(ind *individual) {
 			i := ind.node[o+e]
 			if fits > 0 && pr.fitsOne(jb, int(i)) && rng.IntN(fits) == 0 {
 				cur := ind.count[o+e]
-				ind.count[o+e] = cur + rng.Int32N(max(jb.maxRep[i]-cur, 0)+1)
+				ind.count[o+e] = cur + rng.Int32N(max(jb.maxRep(i)-cur, 0)+1)
 			}
 		}
 		if len(jb.feasible) == 0 || int(ind.n[j]) >= pr.stride {
@@ -175,7 +175,7 @@ func (pr *problem) mutate(ind *individual) {
 		if !pr.fitsOne(jb, int(i)) {
 			continue
 		}
-		if c := rng.Int32N(jb.maxRep[i] + 1); c > 0 {
+		if c := rng.Int32N(jb.maxRep(i) + 1); c > 0 {
 			pr.insert(ind, j, i, c)
 		}
 	}
@@ -256,7 +256,7 @@ func (pr *problem) repair(ind *individual) {
 		total := 0
 		for e := range n {
 			row := int(ind.node[o+e]) * pr.k
-			c := int(min(ind.count[o+e], jb.maxRep[ind.node[o+e]]))
+			c := int(min(ind.count[o+e], jb.maxRep(ind.node[o+e])))
 			for d, v := range jb.demand {
 				if v > 0 {
 					c = min(c, pr.free[row+d]/v)
@@ -390,7 +390,7 @@ func (pr *problem) greedy() *individual {
 	h := pq.Heap[int]{Less: func(a, b int) bool { return gain[a] > gain[b] || gain[a] == gain[b] && a < b }}
 	for j, jb := range pr.jobs {
 		for _, i := range jb.feasible {
-			perNode[j] = max(perNode[j], int(jb.maxRep[i]))
+			perNode[j] = max(perNode[j], int(jb.maxRep(i)))
 		}
 		if perNode[j] == 0 || !take(j, jb.minW) {
 			continue
@@ -417,7 +417,7 @@ func (pr *problem) greedy() *individual {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(r[b], r[a]) })
 	clear(pr.used)
 	room := func(jb *job, i int32) int {
-		m := int(jb.maxRep[i])
+		m := int(jb.maxRep(i))
 		row := int(i) * pr.k
 		for d, v := range jb.demand {
 			if v > 0 {
