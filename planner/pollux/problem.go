@@ -90,7 +90,7 @@ type job struct {
 	// weight is the job's weight in the power mean (Options.Weight).
 	weight float64
 	// memo caches scaled speed-ups by nodes × (maxR+1) + replicas; NaN
-	// when not computed yet.
+	// when not computed yet. Jobs of one speedupKey share it.
 	memo []float64
 }
 
@@ -146,8 +146,23 @@ func newProblem(req *planner.Request, opts Options) *problem {
 		pr.jobs[i] = pr.newJob(v, tasks[i], types, total)
 		pr.weights += pr.jobs[i].weight
 	}
+	// Jobs of the same model, batch rules, dominant share and most
+	// replicas have the same speed-up at every placement: they share one
+	// memo (and fair share), so that a round computes each goodput table
+	// once, not once a job.
+	memos := map[speedupKey]*job{}
 	for _, j := range pr.jobs {
+		k := j.speedupKey()
+		if first, ok := memos[k]; ok {
+			j.fairReplicas, j.base, j.memo = first.fairReplicas, first.base, first.memo
+			continue
+		}
 		j.fairShare(len(pr.jobs), pr.n)
+		j.memo = make([]float64, (pr.opts.MaxNodes+1)*(j.maxR+1))
+		for i := range j.memo {
+			j.memo[i] = math.NaN()
+		}
+		memos[k] = j
 	}
 	return pr
 }
@@ -252,10 +267,6 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 			}
 		}
 	}
-	j.memo = make([]float64, (pr.opts.MaxNodes+1)*(j.maxR+1))
-	for i := range j.memo {
-		j.memo[i] = math.NaN()
-	}
 	return j
 }
 
@@ -270,6 +281,26 @@ func addEntry(entries []entry, node, count int32) []entry {
 		return entries
 	}
 	return slices.Insert(entries, k, entry{node, count})
+}
+
+// speedupKey is what a job's speed-ups depend on (speedup).
+type speedupKey struct {
+	model      goodput.Model
+	hasModel   bool
+	adaptive   bool
+	lim        goodput.Limits
+	fixedBatch int
+	share      float64
+	maxR       int
+}
+
+func (j *job) speedupKey() speedupKey {
+	k := speedupKey{hasModel: j.model != nil, adaptive: j.adaptive, lim: j.lim,
+		fixedBatch: j.view.Job.Training.GlobalBatchSize, share: j.share, maxR: j.maxR}
+	if j.model != nil {
+		k.model = *j.model
+	}
+	return k
 }
 
 // fairShare sets the job's fair share and its goodput there
