@@ -286,7 +286,7 @@ func (pr *problem) repair(ind *individual) {
 // probability 0.9, then mutation and repair), and the best of parents
 // and offspring survive.
 func (pr *problem) search() *individual {
-	size := pr.opts.Population
+	size, generations := pr.opts.sizes(len(pr.jobs))
 	pop := make([]*individual, 0, 2*size)
 	base := pr.newIndividual()
 	for j := range pr.jobs {
@@ -316,7 +316,7 @@ func (pr *problem) search() *individual {
 		return a
 	}
 	jobs := len(pr.jobs)
-	for range pr.opts.Generations {
+	for range generations {
 		for len(pop) < 2*size {
 			a, b := tournament(), tournament()
 			c1, c2 := pr.newIndividual(), pr.newIndividual()
