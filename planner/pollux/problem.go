@@ -33,8 +33,9 @@ type problem struct {
 	n, k     int
 	capacity []int
 	// stride is the most entries an individual holds for a job
-	// (Options.MaxNodes).
+	// (Options.MaxNodes); job j's entries are [off[j], off[j+1]) (width).
 	stride int
+	off    []int
 	p      float64
 	// weights is the sum of the jobs' weights.
 	weights float64
@@ -142,9 +143,15 @@ func newProblem(req *planner.Request, opts Options) *problem {
 	pr.classes, pr.capScratch = map[string]*class{}, make([]int32, pr.n)
 
 	pr.jobs = make([]*job, len(views))
+	pr.off = make([]int, len(views)+1)
 	for i, v := range views {
 		pr.jobs[i] = pr.newJob(v, tasks[i], types, total)
 		pr.weights += pr.jobs[i].weight
+		// A job whose workers are repaired to at most maxR spans at most
+		// maxR nodes, and a mutation adds one node before the repair: it
+		// needs no more entries than that, which keeps an individual,
+		// copied for every offspring, small.
+		pr.off[i+1] = pr.off[i] + min(pr.stride, pr.jobs[i].maxR+1)
 	}
 	// Jobs of the same model, batch rules, dominant share and most
 	// replicas have the same speed-up at every placement: they share one
@@ -269,6 +276,9 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 	}
 	return j
 }
+
+// width is the most entries an individual holds for job j.
+func (pr *problem) width(j int) int { return pr.off[j+1] - pr.off[j] }
 
 // maxRep is the most workers node i holds of the job when empty.
 func (j *job) maxRep(i int32) int32 { return min(j.cap[i], int32(j.maxR)) }

@@ -125,7 +125,7 @@ func objectives(req *planner.Request, dec *planner.Decision) (all, running float
 		ind.n[j] = 0
 		if p := byID[jb.view.Job.ID]; p != nil {
 			for _, nt := range p.Nodes {
-				if i, ok := pr.c.NodeIndex(nt.NodeID); ok && nt.Workers > 0 && int(ind.n[j]) < pr.stride {
+				if i, ok := pr.c.NodeIndex(nt.NodeID); ok && nt.Workers > 0 && int(ind.n[j]) < pr.width(j) {
 					pr.insert(ind, j, int32(i), int32(nt.Workers))
 				}
 			}
