@@ -57,7 +57,7 @@
 //     keeps the artifact's sizes up to 990 jobs and beyond shrinks
 //     population and generations alike (by √(budget/work)) so that
 //     population × (generations + 1) × jobs stays within 10⁷: 70 × 70
-//     at 2,000 jobs, 31 × 31 at 10,000. The Pollux paper does not bound
+//     at 2,000 jobs, 30 × 32 at 10,000. The Pollux paper does not bound
 //     the search; Sia (SOSP'23 §5.6, Fig. 9) measured Pollux's policy
 //     about 100 times slower than its own, which takes about a second at
 //     2,048 GPUs. What the smaller search costs in quality is measured in

@@ -279,7 +279,7 @@ func TestOptions_Sizes(t *testing.T) {
 		{160, DefaultBudget, 100, 100},
 		{990, DefaultBudget, 100, 100},
 		{2000, DefaultBudget, 70, 70},
-		{10000, DefaultBudget, 31, 31},
+		{10000, DefaultBudget, 30, 32},
 		{10, 100, 4, 1}, // the floor: 4 individuals, 1 generation
 	} {
 		t.Run(fmt.Sprint(tc.jobs, "/", tc.budget), func(t *testing.T) {
@@ -291,5 +291,18 @@ func TestOptions_Sizes(t *testing.T) {
 				must.LessEq(t, tc.budget, pop*(gen+1)*tc.jobs)
 			}
 		})
+	}
+}
+
+// TestSearch_WithinBudget counts the allocations a search evaluates: at
+// most the budget, and most of it.
+func TestSearch_WithinBudget(t *testing.T) {
+	req := WorkloadRequest(16, 200)
+	for _, budget := range []int{10_000, 100_000, 1_000_000} {
+		pr := newProblem(req, Options{Budget: budget}.withDefaults())
+		pr.search()
+		work := pr.evaluated * len(pr.jobs)
+		must.LessEq(t, budget, work, must.Sprintf("budget %d", budget))
+		must.Greater(t, budget/2, work, must.Sprintf("budget %d", budget))
 	}
 }

@@ -40,6 +40,8 @@ type problem struct {
 	// weights is the sum of the jobs' weights.
 	weights float64
 	rng     *rand.Rand
+	// evaluated counts the allocations evaluated (Options.Budget).
+	evaluated int
 	// scratch, reused by every individual
 	used, free []int
 	owner      []int32

@@ -91,6 +91,7 @@ func (pr *problem) isCurrent(ind *individual, j int) bool {
 // evaluate sets ind.fit: the power mean of the jobs' speed-ups, each
 // penalised when its allocation changed (pollux.py _evaluate).
 func (pr *problem) evaluate(ind *individual) {
+	pr.evaluated++
 	sum := 0.0
 	for j, jb := range pr.jobs {
 		s := 0.0
