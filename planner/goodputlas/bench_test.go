@@ -22,3 +22,7 @@ func BenchmarkRound160Jobs64GPUs(b *testing.B) { benchmarkRound(b, 16, 160) }
 // BenchmarkRound2000Jobs1024GPUs is one round of 2,000 jobs on 256 nodes
 // of 4 GPUs.
 func BenchmarkRound2000Jobs1024GPUs(b *testing.B) { benchmarkRound(b, 256, 2000) }
+
+// BenchmarkRound10000Jobs2048GPUs is one round at issue 33's target
+// scale: 10,000 jobs on 512 nodes of 4 GPUs.
+func BenchmarkRound10000Jobs2048GPUs(b *testing.B) { benchmarkRound(b, 512, 10000) }

@@ -72,7 +72,7 @@ func byService(a, b *planner.Job) int { return cmp.Compare(a.AttainedService, b.
 // SetConfig takes service_scale (a positive duration of GPU time, "4h"
 // by default), order ("service", the default, or "arrival": the order in
 // which jobs take capacity in the repair) and Pollux's options but fairness (population,
-// generations, restart_delay, max_nodes); unknown keys and bad values
+// generations, budget, restart_delay, max_nodes); unknown keys and bad values
 // are errors, and then nothing changes.
 func (g *GoodputLAS) SetConfig(options map[string]string) error {
 	scale := DefaultServiceScale.Seconds()

@@ -26,11 +26,12 @@
 //     capacity taken by jobs in order, and a job below its minimum gets
 //     nothing.
 //   - Search (pollux.py PolluxPolicy.optimize): a genetic algorithm over
-//     per-node worker counts, population 100 and 100 generations, from the
-//     current allocation, with the artifact's operators: single-point
-//     crossover over jobs; mutation that resets a job to its current
-//     allocation (10%), drops nodes (10% of jobs, 10% of their nodes) and
-//     grows a job on about one node where it fits; the repair above.
+//     per-node worker counts, population 100 and 100 generations (within
+//     a budget, below), from the current allocation, with the artifact's
+//     operators: single-point crossover over jobs; mutation that resets
+//     a job to its current allocation (10%), drops nodes (10% of jobs,
+//     10% of their nodes) and grows a job on about one node where it
+//     fits; the repair above.
 //
 // Deviations, each for a stated reason:
 //
@@ -48,6 +49,19 @@
 //     with (within 9% of the artifact's mean JCT at every load, see
 //     README.md). Options.Order changes it: goodput-las
 //     (planner/goodputlas) orders by attained service.
+//   - The search's work per round is bounded (Options.Budget, issue 33):
+//     the artifact breeds 100 generations of 100 whatever the number of
+//     jobs, and each offspring's mutation, repair and evaluation visits
+//     every job, so its work grows with the jobs (10,000 jobs: 10⁸ job
+//     allocations, 23–32 s a round on the benchmark machine). Caravan
+//     keeps the artifact's sizes up to 990 jobs and beyond shrinks
+//     population and generations alike (by √(budget/work)) so that
+//     population × (generations + 1) × jobs stays within 10⁷: 70 × 70
+//     at 2,000 jobs, 30 × 32 at 10,000. The Pollux paper does not bound
+//     the search; Sia (SOSP'23 §5.6, Fig. 9) measured Pollux's policy
+//     about 100 times slower than its own, which takes about a second at
+//     2,048 GPUs. What the smaller search costs in quality is measured in
+//     README.md (Limits).
 //   - Growth on a new node tries one random node a job may run on,
 //     instead of each node with probability one over those where one more
 //     worker fits: the same expected growth, without scanning every node

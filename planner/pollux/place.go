@@ -19,7 +19,7 @@ func (pr *problem) place(best *individual) []*structs.Placement {
 	out := make([]*structs.Placement, len(pr.jobs))
 	var waiting []int
 	for j, jb := range pr.jobs {
-		o := j * pr.stride
+		o := pr.off[j]
 		var nodes []*structs.NodeTasks
 		workers := 0
 		for e := range int(best.n[j]) {

@@ -21,6 +21,13 @@ type Options struct {
 	// Population and Generations size the genetic search (100 and 100).
 	Population  int
 	Generations int
+	// Budget bounds the search's work per round: the job allocations it
+	// mutates, repairs and evaluates, (population × (generations + 1)) ×
+	// jobs (10⁷). Past it, population and generations shrink alike
+	// (sizes). Caravan's bound, not the artifact's: the artifact's work
+	// grows with the jobs, and the budget keeps a round of 10,000 jobs
+	// near a second.
+	Budget int
 	// Fairness is the exponent p of the power mean of speed-ups (−1); 0
 	// is the geometric mean. It must be at most 1.
 	Fairness *float64
@@ -57,7 +64,34 @@ func (o Options) withDefaults() Options {
 	if o.MaxNodes <= 0 {
 		o.MaxNodes = 16
 	}
+	if o.Budget <= 0 {
+		o.Budget = DefaultBudget
+	}
 	return o
+}
+
+// DefaultBudget is Options.Budget's default: ten million job
+// allocations, which the artifact's full search (100 generations of 100)
+// stays within up to 990 jobs.
+const DefaultBudget = 10_000_000
+
+// sizes returns the population and generations of a search over jobs:
+// Population and Generations, or, when their work would exceed the
+// budget, both scaled by √(budget/work) so that population ×
+// (generations + 1) × jobs stays within it, the population even, with at
+// least 4 individuals (or Population, if fewer) and 1 generation.
+func (o Options) sizes(jobs int) (population, generations int) {
+	population, generations = o.Population, o.Generations
+	work := float64(population) * float64(generations+1) * float64(max(jobs, 1))
+	if work <= float64(o.Budget) {
+		return population, generations
+	}
+	// Offspring come in pairs: an even population breeds as many as it
+	// holds.
+	f := math.Sqrt(float64(o.Budget) / work)
+	population = max(int(float64(population)*f)&^1, min(4, population))
+	generations = max(o.Budget/(population*max(jobs, 1))-1, 1)
+	return population, generations
 }
 
 // Pollux implements planner.Algorithm.
@@ -86,7 +120,7 @@ func (*Pollux) Capabilities() planner.Capabilities {
 	return planner.Capabilities{Reads: []planner.Estimator{planner.EstimatorGoodput}, ChoosesBatch: true}
 }
 
-// SetConfig takes population and generations (positive integers),
+// SetConfig takes population, generations and budget (positive integers),
 // fairness (a number at most 1), restart_delay (a positive duration) and
 // max_nodes (a positive integer); unknown keys and bad values are errors,
 // and then nothing changes. Keys left out take their defaults.
@@ -109,6 +143,8 @@ func (p *Pollux) SetConfig(options map[string]string) error {
 			opts.Generations = positive(k, v)
 		case "max_nodes":
 			opts.MaxNodes = positive(k, v)
+		case "budget":
+			opts.Budget = positive(k, v)
 		case "fairness":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f > 1 || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -122,7 +158,7 @@ func (p *Pollux) SetConfig(options map[string]string) error {
 			}
 			opts.RestartDelay = d
 		default:
-			errs = append(errs, fmt.Errorf("unknown option %q; pollux takes population, generations, fairness, restart_delay and max_nodes", k))
+			errs = append(errs, fmt.Errorf("unknown option %q; pollux takes population, generations, budget, fairness, restart_delay and max_nodes", k))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -251,12 +251,13 @@ func TestPollux_BeatsCurrent(t *testing.T) {
 
 func TestPollux_SetConfig(t *testing.T) {
 	p := NewWithOptions(Options{})
-	must.NoError(t, p.SetConfig(map[string]string{"population": "20", "generations": "5", "fairness": "0", "restart_delay": "1m", "max_nodes": "4"}))
+	must.NoError(t, p.SetConfig(map[string]string{"population": "20", "generations": "5", "fairness": "0", "restart_delay": "1m", "max_nodes": "4", "budget": "5000"}))
 	must.Eq(t, 20, p.opts.Population)
 	must.Eq(t, 5, p.opts.Generations)
 	must.Eq(t, 0.0, *p.opts.Fairness)
 	must.Eq(t, time.Minute, p.opts.RestartDelay)
 	must.Eq(t, 4, p.opts.MaxNodes)
+	must.Eq(t, 5000, p.opts.Budget)
 	err := p.SetConfig(map[string]string{"population": "-1", "fairness": "2", "colour": "red"})
 	must.ErrorContains(t, err, `population = "-1": must be a positive integer`)
 	must.ErrorContains(t, err, `fairness = "2": must be a number at most 1`)
@@ -265,4 +266,43 @@ func TestPollux_SetConfig(t *testing.T) {
 	must.NoError(t, p.SetConfig(nil))
 	must.Eq(t, 100, p.opts.Population)
 	must.Eq(t, -1.0, *p.opts.Fairness)
+	must.Eq(t, DefaultBudget, p.opts.Budget)
+}
+
+// TestOptions_Sizes: the artifact's search up to the budget, then
+// population and generations shrunk alike, the work within the budget.
+func TestOptions_Sizes(t *testing.T) {
+	for _, tc := range []struct {
+		jobs, budget    int
+		population, gen int
+	}{
+		{160, DefaultBudget, 100, 100},
+		{990, DefaultBudget, 100, 100},
+		{2000, DefaultBudget, 70, 70},
+		{10000, DefaultBudget, 30, 32},
+		{10, 100, 4, 1}, // the floor: 4 individuals, 1 generation
+	} {
+		t.Run(fmt.Sprint(tc.jobs, "/", tc.budget), func(t *testing.T) {
+			o := Options{Budget: tc.budget}.withDefaults()
+			pop, gen := o.sizes(tc.jobs)
+			must.Eq(t, tc.population, pop)
+			must.Eq(t, tc.gen, gen)
+			if tc.population > 4 {
+				must.LessEq(t, tc.budget, pop*(gen+1)*tc.jobs)
+			}
+		})
+	}
+}
+
+// TestSearch_WithinBudget counts the allocations a search evaluates: at
+// most the budget, and most of it.
+func TestSearch_WithinBudget(t *testing.T) {
+	req := WorkloadRequest(16, 200)
+	for _, budget := range []int{10_000, 100_000, 1_000_000} {
+		pr := newProblem(req, Options{Budget: budget}.withDefaults())
+		pr.search()
+		work := pr.evaluated * len(pr.jobs)
+		must.LessEq(t, budget, work, must.Sprintf("budget %d", budget))
+		must.Greater(t, budget/2, work, must.Sprintf("budget %d", budget))
+	}
 }

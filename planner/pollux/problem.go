@@ -1,6 +1,7 @@
 package pollux
 
 import (
+	"encoding/binary"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -32,17 +33,32 @@ type problem struct {
 	n, k     int
 	capacity []int
 	// stride is the most entries an individual holds for a job
-	// (Options.MaxNodes).
+	// (Options.MaxNodes); job j's entries are [off[j], off[j+1]) (width).
 	stride int
+	off    []int
 	p      float64
 	// weights is the sum of the jobs' weights.
 	weights float64
 	rng     *rand.Rand
+	// evaluated counts the allocations evaluated (Options.Budget).
+	evaluated int
 	// scratch, reused by every individual
 	used, free []int
 	owner      []int32
 	perm       []int
 	spare      []*individual
+	// classes interns the jobs' demand, cap and feasible by their
+	// content (newJob); capScratch and keyScratch build the key.
+	classes    map[string]*class
+	capScratch []int32
+	keyScratch []byte
+}
+
+// class is what jobs of the same worker demand and feasible nodes share.
+type class struct {
+	demand   []int
+	cap      []int32
+	feasible []int32
 }
 
 // job is one job of the search with what the search needs of it.
@@ -56,9 +72,10 @@ type job struct {
 	// dominant share of the cluster.
 	demand []int
 	share  float64
-	// maxRep[i] is the most workers node i holds of the job when empty;
-	// feasible lists the nodes where it is positive.
-	maxRep   []int32
+	// cap[i] is the most workers node i holds when empty, before maxR
+	// (maxRep); feasible lists the nodes where it is positive. demand,
+	// cap and feasible are shared by the jobs of one class.
+	cap      []int32
 	feasible []int32
 	// model is nil without a fitted throughput model; adaptive jobs
 	// choose their batch within lim.
@@ -76,7 +93,7 @@ type job struct {
 	// weight is the job's weight in the power mean (Options.Weight).
 	weight float64
 	// memo caches scaled speed-ups by nodes × (maxR+1) + replicas; NaN
-	// when not computed yet.
+	// when not computed yet. Jobs of one speedupKey share it.
 	memo []float64
 }
 
@@ -125,14 +142,36 @@ func newProblem(req *planner.Request, opts Options) *problem {
 	pr.used, pr.free = make([]int, pr.n*pr.k), make([]int, pr.n*pr.k)
 	pr.owner = make([]int32, pr.n)
 	pr.perm = make([]int, pr.stride)
+	pr.classes, pr.capScratch = map[string]*class{}, make([]int32, pr.n)
 
 	pr.jobs = make([]*job, len(views))
+	pr.off = make([]int, len(views)+1)
 	for i, v := range views {
 		pr.jobs[i] = pr.newJob(v, tasks[i], types, total)
 		pr.weights += pr.jobs[i].weight
+		// A job whose workers are repaired to at most maxR spans at most
+		// maxR nodes, and a mutation adds one node before the repair: it
+		// needs no more entries than that, which keeps an individual,
+		// copied for every offspring, small.
+		pr.off[i+1] = pr.off[i] + min(pr.stride, pr.jobs[i].maxR+1)
 	}
+	// Jobs of the same model, batch rules, dominant share and most
+	// replicas have the same speed-up at every placement: they share one
+	// memo (and fair share), so that a round computes each goodput table
+	// once, not once a job.
+	memos := map[speedupKey]*job{}
 	for _, j := range pr.jobs {
+		k := j.speedupKey()
+		if first, ok := memos[k]; ok {
+			j.fairReplicas, j.base, j.memo = first.fairReplicas, first.base, first.memo
+			continue
+		}
 		j.fairShare(len(pr.jobs), pr.n)
+		j.memo = make([]float64, (pr.opts.MaxNodes+1)*(j.maxR+1))
+		for i := range j.memo {
+			j.memo[i] = math.NaN()
+		}
+		memos[k] = j
 	}
 	return pr
 }
@@ -184,12 +223,17 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 		}
 	}
 
-	j.maxRep = make([]int32, pr.n)
+	// What each node holds of one worker is the same for every job of
+	// the same worker demand and feasible nodes: jobs share it (their
+	// class), so that the search's inner loops read a few arrays that
+	// stay in cache instead of one per job.
+	capRow := pr.capScratch
 	for i := range pr.n {
+		capRow[i] = 0
 		if !pr.c.Feasible(i, w) {
 			continue
 		}
-		m := j.maxR
+		m := math.MaxInt32
 		for d, c := range j.demand {
 			if c > 0 {
 				m = min(m, pr.capacity[i*pr.k+d]/c)
@@ -198,11 +242,27 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 		if w.DistinctHosts {
 			m = min(m, 1)
 		}
-		if m > 0 {
-			j.maxRep[i] = int32(m)
-			j.feasible = append(j.feasible, int32(i))
-		}
+		capRow[i] = int32(m)
 	}
+	key := pr.keyScratch[:0]
+	for _, c := range j.demand {
+		key = binary.LittleEndian.AppendUint64(key, uint64(c))
+	}
+	for _, c := range capRow {
+		key = binary.LittleEndian.AppendUint32(key, uint32(c))
+	}
+	pr.keyScratch = key
+	cl, ok := pr.classes[string(key)]
+	if !ok {
+		cl = &class{demand: j.demand, cap: slices.Clone(capRow)}
+		for i, c := range cl.cap {
+			if c > 0 {
+				cl.feasible = append(cl.feasible, int32(i))
+			}
+		}
+		pr.classes[string(key)] = cl
+	}
+	j.demand, j.cap, j.feasible = cl.demand, cl.cap, cl.feasible
 
 	// The restart penalty (pollux.py _evaluate): age in seconds.
 	delay := pr.opts.RestartDelay.Seconds()
@@ -216,12 +276,14 @@ func (pr *problem) newJob(v *planner.Job, tasks planner.JobTasks, types map[stri
 			}
 		}
 	}
-	j.memo = make([]float64, (pr.opts.MaxNodes+1)*(j.maxR+1))
-	for i := range j.memo {
-		j.memo[i] = math.NaN()
-	}
 	return j
 }
+
+// width is the most entries an individual holds for job j.
+func (pr *problem) width(j int) int { return pr.off[j+1] - pr.off[j] }
+
+// maxRep is the most workers node i holds of the job when empty.
+func (j *job) maxRep(i int32) int32 { return min(j.cap[i], int32(j.maxR)) }
 
 // addEntry adds count workers on node to entries sorted by node.
 func addEntry(entries []entry, node, count int32) []entry {
@@ -231,6 +293,26 @@ func addEntry(entries []entry, node, count int32) []entry {
 		return entries
 	}
 	return slices.Insert(entries, k, entry{node, count})
+}
+
+// speedupKey is what a job's speed-ups depend on (speedup).
+type speedupKey struct {
+	model      goodput.Model
+	hasModel   bool
+	adaptive   bool
+	lim        goodput.Limits
+	fixedBatch int
+	share      float64
+	maxR       int
+}
+
+func (j *job) speedupKey() speedupKey {
+	k := speedupKey{hasModel: j.model != nil, adaptive: j.adaptive, lim: j.lim,
+		fixedBatch: j.view.Job.Training.GlobalBatchSize, share: j.share, maxR: j.maxR}
+	if j.model != nil {
+		k.model = *j.model
+	}
+	return k
 }
 
 // fairShare sets the job's fair share and its goodput there

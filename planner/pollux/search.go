@@ -9,10 +9,10 @@ import (
 )
 
 // individual is one allocation: for each job (in the problem's order), at
-// most stride entries of workers per node, sorted by node, and the
+// most width entries of workers per node, sorted by node, and the
 // allocation's objective.
 type individual struct {
-	node, count []int32 // jobs × stride
+	node, count []int32 // job j's at [off[j], off[j+1])
 	n           []int32 // entries per job
 	fit         float64
 }
@@ -23,7 +23,7 @@ func (pr *problem) newIndividual() *individual {
 		pr.spare = pr.spare[:k-1]
 		return ind
 	}
-	size := len(pr.jobs) * pr.stride
+	size := pr.off[len(pr.jobs)]
 	return &individual{node: make([]int32, size), count: make([]int32, size), n: make([]int32, len(pr.jobs))}
 }
 
@@ -31,18 +31,18 @@ func (pr *problem) release(ind *individual) { pr.spare = append(pr.spare, ind) }
 
 // copyJobs copies the allocations of jobs [from, to) of src into dst.
 func (pr *problem) copyJobs(dst, src *individual, from, to int) {
-	copy(dst.node[from*pr.stride:to*pr.stride], src.node[from*pr.stride:to*pr.stride])
-	copy(dst.count[from*pr.stride:to*pr.stride], src.count[from*pr.stride:to*pr.stride])
+	copy(dst.node[pr.off[from]:pr.off[to]], src.node[pr.off[from]:pr.off[to]])
+	copy(dst.count[pr.off[from]:pr.off[to]], src.count[pr.off[from]:pr.off[to]])
 	copy(dst.n[from:to], src.n[from:to])
 }
 
 // setCurrent gives job j its current allocation in ind.
 func (pr *problem) setCurrent(ind *individual, j int) {
 	cur := pr.jobs[j].current
-	o := j * pr.stride
+	o := pr.off[j]
 	k := 0
 	for _, e := range cur {
-		if k == pr.stride {
+		if k == pr.width(j) {
 			break
 		}
 		ind.node[o+k], ind.count[o+k] = e.node, e.count
@@ -53,7 +53,7 @@ func (pr *problem) setCurrent(ind *individual, j int) {
 
 // compact drops job j's entries with no worker.
 func (pr *problem) compact(ind *individual, j int) {
-	o := j * pr.stride
+	o := pr.off[j]
 	k := 0
 	for e := range int(ind.n[j]) {
 		if ind.count[o+e] > 0 {
@@ -66,7 +66,7 @@ func (pr *problem) compact(ind *individual, j int) {
 
 // replicas is job j's workers in ind.
 func (pr *problem) replicas(ind *individual, j int) int {
-	o, r := j*pr.stride, 0
+	o, r := pr.off[j], 0
 	for e := range int(ind.n[j]) {
 		r += int(ind.count[o+e])
 	}
@@ -79,7 +79,7 @@ func (pr *problem) isCurrent(ind *individual, j int) bool {
 	if int(ind.n[j]) != len(cur) {
 		return false
 	}
-	o := j * pr.stride
+	o := pr.off[j]
 	for e, c := range cur {
 		if ind.node[o+e] != c.node || ind.count[o+e] != c.count {
 			return false
@@ -91,6 +91,7 @@ func (pr *problem) isCurrent(ind *individual, j int) bool {
 // evaluate sets ind.fit: the power mean of the jobs' speed-ups, each
 // penalised when its allocation changed (pollux.py _evaluate).
 func (pr *problem) evaluate(ind *individual) {
+	pr.evaluated++
 	sum := 0.0
 	for j, jb := range pr.jobs {
 		s := 0.0
@@ -121,7 +122,7 @@ func (pr *problem) fitsOne(jb *job, i int) bool {
 func (pr *problem) computeUsed(ind *individual) {
 	clear(pr.used)
 	for j, jb := range pr.jobs {
-		o := j * pr.stride
+		o := pr.off[j]
 		for e := range int(ind.n[j]) {
 			row := int(ind.node[o+e]) * pr.k
 			c := int(ind.count[o+e])
@@ -144,7 +145,7 @@ func (pr *problem) mutate(ind *individual) {
 		pr.setCurrent(ind, j)
 	}
 	for j := pr.skip(); j < jobs; j += 1 + pr.skip() {
-		o := j * pr.stride
+		o := pr.off[j]
 		for e := range int(ind.n[j]) {
 			if rng.Float64() < 0.1 {
 				ind.count[o+e] = 0
@@ -154,7 +155,7 @@ func (pr *problem) mutate(ind *individual) {
 	}
 	pr.computeUsed(ind)
 	for j, jb := range pr.jobs {
-		o := j * pr.stride
+		o := pr.off[j]
 		fits := 0
 		for e := range int(ind.n[j]) {
 			if pr.fitsOne(jb, int(ind.node[o+e])) {
@@ -165,17 +166,17 @@ func (pr *problem) mutate(ind *individual) {
 			i := ind.node[o+e]
 			if fits > 0 && pr.fitsOne(jb, int(i)) && rng.IntN(fits) == 0 {
 				cur := ind.count[o+e]
-				ind.count[o+e] = cur + rng.Int32N(max(jb.maxRep[i]-cur, 0)+1)
+				ind.count[o+e] = cur + rng.Int32N(max(jb.maxRep(i)-cur, 0)+1)
 			}
 		}
-		if len(jb.feasible) == 0 || int(ind.n[j]) >= pr.stride {
+		if len(jb.feasible) == 0 || int(ind.n[j]) >= pr.width(j) {
 			continue
 		}
 		i := jb.feasible[rng.IntN(len(jb.feasible))]
 		if !pr.fitsOne(jb, int(i)) {
 			continue
 		}
-		if c := rng.Int32N(jb.maxRep[i] + 1); c > 0 {
+		if c := rng.Int32N(jb.maxRep(i) + 1); c > 0 {
 			pr.insert(ind, j, i, c)
 		}
 	}
@@ -194,7 +195,7 @@ func (pr *problem) skip() int {
 // insert adds c workers of job j on node i to ind, keeping the entries
 // sorted; a node the job is on already keeps its count.
 func (pr *problem) insert(ind *individual, j int, i, c int32) {
-	o, n := j*pr.stride, int(ind.n[j])
+	o, n := pr.off[j], int(ind.n[j])
 	k := 0
 	for k < n && ind.node[o+k] < i {
 		k++
@@ -221,7 +222,7 @@ func (pr *problem) repair(ind *individual) {
 		if ind.n[j] <= 1 {
 			continue
 		}
-		o := j * pr.stride
+		o := pr.off[j]
 		for e := range int(ind.n[j]) {
 			i := ind.node[o+e]
 			switch pr.owner[i] {
@@ -236,7 +237,7 @@ func (pr *problem) repair(ind *individual) {
 	}
 	copy(pr.free, pr.capacity)
 	for j, jb := range pr.jobs {
-		o, n := j*pr.stride, int(ind.n[j])
+		o, n := pr.off[j], int(ind.n[j])
 		if n == 0 {
 			continue
 		}
@@ -256,7 +257,7 @@ func (pr *problem) repair(ind *individual) {
 		total := 0
 		for e := range n {
 			row := int(ind.node[o+e]) * pr.k
-			c := int(min(ind.count[o+e], jb.maxRep[ind.node[o+e]]))
+			c := int(min(ind.count[o+e], jb.maxRep(ind.node[o+e])))
 			for d, v := range jb.demand {
 				if v > 0 {
 					c = min(c, pr.free[row+d]/v)
@@ -286,7 +287,7 @@ func (pr *problem) repair(ind *individual) {
 // probability 0.9, then mutation and repair), and the best of parents
 // and offspring survive.
 func (pr *problem) search() *individual {
-	size := pr.opts.Population
+	size, generations := pr.opts.sizes(len(pr.jobs))
 	pop := make([]*individual, 0, 2*size)
 	base := pr.newIndividual()
 	for j := range pr.jobs {
@@ -316,7 +317,7 @@ func (pr *problem) search() *individual {
 		return a
 	}
 	jobs := len(pr.jobs)
-	for range pr.opts.Generations {
+	for range generations {
 		for len(pop) < 2*size {
 			a, b := tournament(), tournament()
 			c1, c2 := pr.newIndividual(), pr.newIndividual()
@@ -390,7 +391,7 @@ func (pr *problem) greedy() *individual {
 	h := pq.Heap[int]{Less: func(a, b int) bool { return gain[a] > gain[b] || gain[a] == gain[b] && a < b }}
 	for j, jb := range pr.jobs {
 		for _, i := range jb.feasible {
-			perNode[j] = max(perNode[j], int(jb.maxRep[i]))
+			perNode[j] = max(perNode[j], int(jb.maxRep(i)))
 		}
 		if perNode[j] == 0 || !take(j, jb.minW) {
 			continue
@@ -417,7 +418,7 @@ func (pr *problem) greedy() *individual {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(r[b], r[a]) })
 	clear(pr.used)
 	room := func(jb *job, i int32) int {
-		m := int(jb.maxRep[i])
+		m := int(jb.maxRep(i))
 		row := int(i) * pr.k
 		for d, v := range jb.demand {
 			if v > 0 {
@@ -436,7 +437,7 @@ func (pr *problem) greedy() *individual {
 		cand = append(cand[:0], jb.feasible...)
 		slices.SortStableFunc(cand, func(a, b int32) int { return cmp.Compare(room(jb, b), room(jb, a)) })
 		for _, i := range cand {
-			if want == 0 || int(ind.n[j]) == pr.stride {
+			if want == 0 || int(ind.n[j]) == pr.width(j) {
 				break
 			}
 			c := min(room(jb, i), want)

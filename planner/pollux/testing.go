@@ -71,7 +71,10 @@ func WorkloadRequest(nodes, jobs int) *planner.Request {
 }
 
 // BenchmarkRound times alg's plan of WorkloadRequest(nodes, jobs), after
-// checking that its decision keeps every rule of planner.CheckDecision.
+// checking that its decision keeps every rule of planner.CheckDecision,
+// and reports the decision's Objective as mean-speedup, the same mean
+// over the jobs it runs as running-speedup, and the jobs it runs (the
+// same every run: the plan is deterministic).
 func BenchmarkRound(b *testing.B, alg planner.Algorithm, nodes, jobs int) {
 	req := WorkloadRequest(nodes, jobs)
 	dec, err := alg.Plan(req)
@@ -88,6 +91,59 @@ func BenchmarkRound(b *testing.B, alg planner.Algorithm, nodes, jobs int) {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	all, mean := objectives(req, dec)
+	b.ReportMetric(all, "mean-speedup")
+	b.ReportMetric(mean, "running-speedup")
+	running := 0
+	for _, p := range dec.Placements {
+		if p.NumWorkers > 0 {
+			running++
+		}
+	}
+	b.ReportMetric(float64(running), "jobs-running")
+}
+
+// Objective is the power mean of speed-ups (p = −1, every job of weight
+// 1) that Pollux maximises, of dec on req: the quality of a decision, for
+// tests and benchmarks. A job dec does not place counts 0.
+func Objective(req *planner.Request, dec *planner.Decision) float64 {
+	all, _ := objectives(req, dec)
+	return all
+}
+
+// objectives returns Objective and the same mean over the jobs dec runs
+// alone, which the jobs it pauses (each a term of 1/10⁻³) do not drown.
+func objectives(req *planner.Request, dec *planner.Decision) (all, running float64) {
+	pr := newProblem(req, Options{}.withDefaults())
+	ind := pr.newIndividual()
+	byID := map[string]*structs.Placement{}
+	for _, p := range dec.Placements {
+		byID[p.JobID] = p
+	}
+	for j, jb := range pr.jobs {
+		ind.n[j] = 0
+		if p := byID[jb.view.Job.ID]; p != nil {
+			for _, nt := range p.Nodes {
+				if i, ok := pr.c.NodeIndex(nt.NodeID); ok && nt.Workers > 0 && int(ind.n[j]) < pr.width(j) {
+					pr.insert(ind, j, int32(i), int32(nt.Workers))
+				}
+			}
+		}
+	}
+	pr.evaluate(ind)
+	sum, n := 0.0, 0.0
+	for j, jb := range pr.jobs {
+		if r := pr.replicas(ind, j); r > 0 {
+			s := pr.speedup(jb, int(ind.n[j]), r)
+			if !pr.isCurrent(ind, j) {
+				s *= jb.restart
+			}
+			sum += pr.term(s)
+			n++
+		}
+	}
+	return ind.fit, pr.mean(sum, n)
 }
 
 // WeightOf is the weight p gives job j in its mean (1 without a Weight

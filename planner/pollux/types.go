@@ -41,7 +41,7 @@ func (pr *problem) mixedTypes() bool {
 func (pr *problem) keepOneType(best *individual) {
 	for j, jb := range pr.jobs {
 		per := jb.tasks.Worker.DeviceCounts[gpu]
-		o, n := j*pr.stride, int(best.n[j])
+		o, n := pr.off[j], int(best.n[j])
 		if per == 0 || n < 2 {
 			continue
 		}
