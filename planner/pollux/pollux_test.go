@@ -28,25 +28,18 @@ func adaptiveJob(id string, a app, maxW, measured int, noise float64, now int64,
 	}
 }
 
-// objective is the power mean Pollux maximises, of a decision on req.
+// objective is the power mean Pollux maximises, of a decision on req
+// (Objective), whose nodes must all be req's.
 func objective(t *testing.T, req *planner.Request, dec *planner.Decision) float64 {
 	t.Helper()
-	pr := newProblem(req, Options{}.withDefaults())
-	ind := pr.newIndividual()
-	byID := map[string]*structs.Placement{}
+	c := planner.NewCluster(req.Nodes)
 	for _, p := range dec.Placements {
-		byID[p.JobID] = p
-	}
-	for j, jb := range pr.jobs {
-		ind.n[j] = 0
-		for _, nt := range byID[jb.view.Job.ID].Nodes {
-			i, ok := pr.c.NodeIndex(nt.NodeID)
-			must.True(t, ok)
-			pr.insert(ind, j, int32(i), int32(nt.Workers))
+		for _, nt := range p.Nodes {
+			_, ok := c.NodeIndex(nt.NodeID)
+			must.True(t, ok, must.Sprintf("job %s on unknown node %s", p.JobID, nt.NodeID))
 		}
 	}
-	pr.evaluate(ind)
-	return ind.fit
+	return Objective(req, dec)
 }
 
 // TestPollux_TwoJobs: two jobs on two nodes of four GPUs. Every
