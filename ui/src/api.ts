@@ -25,6 +25,9 @@ export class APIError extends Error {
 export interface Answer<T> {
   data: T;
   index: number;
+  // nextToken is a list page's X-Caravan-NextToken: the ?next_token= of
+  // the page after it; absent on the last page.
+  nextToken?: string;
 }
 
 // get reads path (with its query) from the API; index > 0 makes it a
@@ -44,13 +47,19 @@ export async function get<T>(path: string, index = 0, signal?: AbortSignal): Pro
   }
   const ct = res.headers.get("Content-Type") ?? "";
   const data = (ct.includes("json") ? await res.json() : await res.text()) as T;
-  return { data, index: Number(res.headers.get("X-Caravan-Index") ?? 0) };
+  return {
+    data,
+    index: Number(res.headers.get("X-Caravan-Index") ?? 0),
+    nextToken: res.headers.get("X-Caravan-NextToken") ?? undefined,
+  };
 }
 
 export interface Live<T> {
   data?: T;
   error?: string;
   index: number;
+  // nextToken is the latest answer's (Answer.nextToken).
+  nextToken?: string;
 }
 
 // minGap bounds how often a live read asks again: a job's samples change
@@ -83,7 +92,7 @@ export function useLive<T>(path: string | null, poll = 5000): Live<T> {
         const started = Date.now();
         try {
           const ans = await get<T>(path, index, ctl.signal);
-          setState({ data: ans.data, index: ans.index });
+          setState({ data: ans.data, index: ans.index, nextToken: ans.nextToken });
           if (ans.index > 0) {
             // An index that went backwards (a restarted agent) starts over.
             index = ans.index < index ? 0 : ans.index;

@@ -28,11 +28,14 @@ export function num(x: number, digits = 3): string {
 
 // percent formats a fraction as a percentage: whole percents from 10%
 // on, two significant digits below ("0.1%", "2.5%"), so that a small
-// threshold never reads "0%".
+// threshold never reads "0%"; below 0.001% it is "0%", not a float's
+// rounding error in exponent notation ("-1.1e-14%" for a model error of
+// two equal step times).
 export function percent(x: number): string {
   if (!isFinite(x)) return "–";
   const p = x * 100;
-  if (p === 0 || Math.abs(p) >= 10) return `${Math.round(p)}%`;
+  if (Math.abs(p) < 0.001) return "0%";
+  if (Math.abs(p) >= 10) return `${Math.round(p)}%`;
   return `${Number(p.toPrecision(2))}%`;
 }
 

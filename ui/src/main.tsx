@@ -112,7 +112,7 @@ function App() {
   } else if (path === "/ui/scheduler") {
     page = <SchedulerPage />;
   } else if (path === "/ui/" || path === "/ui/jobs") {
-    page = <JobsPage />;
+    page = <JobsPage token={url.searchParams.get("next_token") ?? ""} />;
   } else {
     page = (
       <section>
