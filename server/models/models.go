@@ -82,6 +82,51 @@ type Set struct {
 	queues []*structs.Queue
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
+	// goodputCursor is the last job whose throughput model was refitted
+	// under an algorithm that does not plan from it (refitShownGoodput).
+	goodputCursor structs.JobKey
+}
+
+// shownGoodputFits bounds the throughput models refitted a step, and a
+// round, under an algorithm that does not plan from them: they are only
+// shown (caravan job status, the UI), and a fit takes milliseconds, so
+// refitting every job that reported, as a round where a thousand jobs
+// start asks for, held the loop for seconds (server/README.md, "Scale").
+const shownGoodputFits = 16
+
+// plansFromGoodput reports whether the algorithm in force reads the
+// throughput models (its Capabilities' goodput estimator, or one model
+// per GPU type).
+func (s *Set) plansFromGoodput() bool {
+	caps := planner.CapabilitiesOf(s.alg)
+	return caps.ReadsEstimator(planner.EstimatorGoodput) || caps.GPUTypes
+}
+
+// refitShownGoodput refits at most shownGoodputFits throughput models that
+// have new measurements, in job order from after the last one refitted,
+// so that every job's comes round.
+func (s *Set) refitShownGoodput() {
+	keys := s.Keys()
+	start, _ := slices.BinarySearchFunc(keys, s.goodputCursor, structs.JobKey.Compare)
+	if start < len(keys) && keys[start] == s.goodputCursor {
+		start++
+	}
+	fits := 0
+	for n := range keys {
+		k := keys[(start+n)%len(keys)]
+		e := s.jobs[k]
+		if !e.goodput.dirty() {
+			continue
+		}
+		if fits == shownGoodputFits {
+			break
+		}
+		fits++
+		s.goodputCursor = k
+		if _, err := e.goodput.refit(); err != nil {
+			s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
+		}
+	}
 }
 
 type entry struct {
@@ -406,8 +451,12 @@ func (s *Set) Active() int { return len(s.jobs) }
 func (s *Set) Ingest(samples []structs.Sample) {
 	touched := map[*entry]bool{}
 	defer func() {
+		goodput := s.plansFromGoodput()
 		for e := range touched {
-			s.refit(e)
+			s.refit(e, goodput)
+		}
+		if !goodput {
+			s.refitShownGoodput()
 		}
 	}()
 	for i := range samples {
@@ -527,19 +576,24 @@ func downsample(pts []model.LossPoint) []model.LossPoint {
 	return out
 }
 
-// refit updates the models of a job with new data: speed and goodput
-// whenever new samples came, the loss curve when it is due.
-func (s *Set) refit(e *entry) {
+// refit updates the models of a job with new data: speed, and with
+// goodput its throughput models, whenever new samples came, the loss
+// curve when it is due.
+func (s *Set) refit(e *entry, goodput bool) {
 	t := e.job.Training
 	if changed, err := e.speed.refit(speedKind(e.job), t.GlobalBatchSize); err != nil {
 		s.log.Debug("speed fit failed", "job_id", e.job.ID, "error", err)
 	} else if changed {
 		s.changed = true
 	}
-	if changed, err := e.goodput.refit(); err != nil {
-		s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
-	} else if changed {
-		s.changed = true
+	// Without goodput, refitShownGoodput refits a few a step: no plan
+	// reads them.
+	if goodput {
+		if changed, err := e.goodput.refit(); err != nil {
+			s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
+		} else if changed {
+			s.changed = true
+		}
 	}
 	if e.loss.refit(t.StepsPerEpoch) {
 		s.changed = true
@@ -552,8 +606,9 @@ func (s *Set) Changed() bool {
 	if s.changed {
 		return true
 	}
+	goodput := s.plansFromGoodput()
 	for _, e := range s.jobs {
-		if e.speed.dirty || e.goodput.dirty() || e.loss.dirty && e.loss.due(e.job.Training.StepsPerEpoch) {
+		if e.speed.dirty || goodput && e.goodput.dirty() || e.loss.dirty && e.loss.due(e.job.Training.StepsPerEpoch) {
 			return true
 		}
 	}
@@ -632,10 +687,14 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 		cfg := s.stragglers.Config()
 		r.stragglerConfig, r.stragglers = &cfg, map[structs.JobKey][]straggler.Straggler{}
 	}
+	goodput := s.plansFromGoodput()
+	if !goodput {
+		s.refitShownGoodput()
+	}
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		r.versions[k] = e.job.Version
-		s.refit(e)
+		s.refit(e, goodput)
 		e.service.accrue(now, serviceRate(e.job, e.current))
 		pj := planner.Job{
 			Job: e.job, Current: e.current, Loss: e.loss.fit, Speed: e.speed.fit, Step: e.loss.step,

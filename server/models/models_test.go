@@ -549,6 +549,54 @@ func TestSet_Goodput(t *testing.T) {
 	must.Between(t, 32, p.Batch.Local, 256)
 }
 
+// TestSet_ShownGoodputBounded: under an algorithm that does not plan from
+// throughput models (drf), a step refits at most shownGoodputFits of them
+// however many jobs reported, the next steps refit the rest in job order,
+// and the models left unfitted ask for no round; under pollux, which plans
+// from them, every one is refitted at once.
+func TestSet_ShownGoodputBounded(t *testing.T) {
+	const jobs = 2*shownGoodputFits + 5
+	ingest := func(s *Set) {
+		var samples []structs.Sample
+		for i := range jobs {
+			samples = append(samples, structs.Sample{JobID: fmt.Sprintf("j%02d", i), Namespace: "default", Role: structs.RoleWorker,
+				NumWorkers: 1, StepTimeS: 0.5, LocalBatchSize: 32, BatchSize: 32})
+		}
+		s.Ingest(samples)
+	}
+	fitted := func(s *Set) int {
+		n := 0
+		for _, e := range s.jobs {
+			if e.goodput.all.fit != nil {
+				n++
+			}
+		}
+		return n
+	}
+	newSet := func(alg planner.Algorithm) *Set {
+		s := New(alg, Options{ProfileConfigs: -1})
+		for i := range jobs {
+			must.NoError(t, s.Register(planner.MockAllReduceJob(fmt.Sprintf("j%02d", i), structs.Bounds{Min: 1, Max: 1}, nil)))
+		}
+		return s
+	}
+
+	s := newSet(drf.New())
+	ingest(s)
+	must.Eq(t, shownGoodputFits, fitted(s))
+	s.changed = false // the speed models' refits ask for a round
+	must.False(t, s.Changed(), must.Sprint("models no plan reads ask for no round"))
+	must.NotNil(t, s.jobs[structs.NewJobKey("default", "j00")].goodput.all.fit, must.Sprint("job order"))
+	ingest(s)
+	must.Eq(t, 2*shownGoodputFits, fitted(s), must.Sprint("the next ones, not the same again"))
+	s.Snapshot(nil, 0)
+	must.Eq(t, jobs, fitted(s))
+
+	s = newSet(pollux.New())
+	ingest(s)
+	must.Eq(t, jobs, fitted(s))
+}
+
 // TestSet_GoodputByType checks that each GPU type's step times make a
 // throughput model of their own: a sample that names its type counts for
 // that type (a profile), one that does not counts for the type of the
