@@ -604,6 +604,7 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 		l.models.Ingest(js.Samples[len(js.Samples)-int(min(fresh, int64(len(js.Samples)))):])
 		r.ingested = js.Received
 	}
+	l.models.RefitShownGoodput()
 	return nil
 }
 

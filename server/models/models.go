@@ -83,7 +83,7 @@ type Set struct {
 	// Rejected counts the samples dropped as invalid.
 	Rejected int
 	// goodputCursor is the last job whose throughput model was refitted
-	// under an algorithm that does not plan from it (refitShownGoodput).
+	// under an algorithm that does not plan from it (RefitShownGoodput).
 	goodputCursor structs.JobKey
 }
 
@@ -102,10 +102,16 @@ func (s *Set) plansFromGoodput() bool {
 	return caps.ReadsEstimator(planner.EstimatorGoodput) || caps.GPUTypes
 }
 
-// refitShownGoodput refits at most shownGoodputFits throughput models that
-// have new measurements, in job order from after the last one refitted,
-// so that every job's comes round.
-func (s *Set) refitShownGoodput() {
+// RefitShownGoodput refits, under an algorithm that does not plan from
+// throughput models, at most shownGoodputFits of them that have new
+// measurements, in job order from after the last one refitted, so that
+// every job's comes round; under one that does, Ingest refitted them all.
+// The leader calls it once a step, after Ingest, and Snapshot once a
+// round.
+func (s *Set) RefitShownGoodput() {
+	if s.plansFromGoodput() {
+		return
+	}
 	keys := s.Keys()
 	start, _ := slices.BinarySearchFunc(keys, s.goodputCursor, structs.JobKey.Compare)
 	if start < len(keys) && keys[start] == s.goodputCursor {
@@ -455,9 +461,6 @@ func (s *Set) Ingest(samples []structs.Sample) {
 		for e := range touched {
 			s.refit(e, goodput)
 		}
-		if !goodput {
-			s.refitShownGoodput()
-		}
 	}()
 	for i := range samples {
 		smp := &samples[i]
@@ -586,7 +589,7 @@ func (s *Set) refit(e *entry, goodput bool) {
 	} else if changed {
 		s.changed = true
 	}
-	// Without goodput, refitShownGoodput refits a few a step: no plan
+	// Without goodput, RefitShownGoodput refits a few a step: no plan
 	// reads them.
 	if goodput {
 		if changed, err := e.goodput.refit(); err != nil {
@@ -687,10 +690,8 @@ func (s *Set) Snapshot(nodes []*structs.Node, now int64) *Round {
 		cfg := s.stragglers.Config()
 		r.stragglerConfig, r.stragglers = &cfg, map[structs.JobKey][]straggler.Straggler{}
 	}
+	s.RefitShownGoodput()
 	goodput := s.plansFromGoodput()
-	if !goodput {
-		s.refitShownGoodput()
-	}
 	for _, k := range s.Keys() {
 		e := s.jobs[k]
 		r.versions[k] = e.job.Version

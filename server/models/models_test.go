@@ -563,6 +563,7 @@ func TestSet_ShownGoodputBounded(t *testing.T) {
 				NumWorkers: 1, StepTimeS: 0.5, LocalBatchSize: 32, BatchSize: 32})
 		}
 		s.Ingest(samples)
+		s.RefitShownGoodput()
 	}
 	fitted := func(s *Set) int {
 		n := 0
