@@ -34,6 +34,9 @@ type jobGC struct {
 	// aged from then, which is never earlier than it ended. It holds
 	// only the jobs of the last pass.
 	firstSeen map[structs.JobKey]time.Time
+	// undeclared are the ended jobs declared in the cluster that the last
+	// pass found without a declaration (collectable).
+	undeclared map[structs.JobKey]bool
 	// beforeApply, when set (by tests), is called between a pass's
 	// listing and its first entry.
 	beforeApply func()
@@ -128,7 +131,9 @@ func (s *Server) collected(n int) {
 // as they are now. A job declared in the cluster (Job.Nomad) is kept
 // while the cluster still declares it (a version with a caravan policy,
 // valid or not): purged, its declaration would register or reject it
-// again. When the declarations cannot be read, no declared job is
+// again. One the cluster's view holds no declaration of is collected only
+// when the pass before found none either: the view may not have read its
+// version yet. When the declarations cannot be read, no declared job is
 // collected in this pass.
 func (s *Server) collectable(ctx context.Context, now time.Time) ([]state.Collectable, error) {
 	jobs, err := state.Jobs(s.State().Txn(), nil, "")
@@ -139,6 +144,7 @@ func (s *Server) collectable(ctx context.Context, now time.Time) ([]state.Collec
 	seen := make(map[structs.JobKey]time.Time, len(s.gc.firstSeen))
 	var decls map[structs.JobKey]*structs.Declaration
 	declsRead := false
+	undeclared := map[structs.JobKey]bool{}
 	var out []state.Collectable
 	for _, j := range jobs {
 		if !structs.Terminal(j.Status) {
@@ -172,13 +178,26 @@ func (s *Server) collectable(ctx context.Context, now time.Time) ([]state.Collec
 			if decls == nil {
 				continue
 			}
-			if d := decls[key]; d != nil && (d.Kind == structs.DeclaredJob || d.Kind == structs.DeclaredInvalid) {
+			d, ok := decls[key]
+			if ok && (d.Kind == structs.DeclaredJob || d.Kind == structs.DeclaredInvalid) {
 				continue
+			}
+			if !ok {
+				// Purged from the cluster, or a version its view could
+				// not read yet (drivers/nomad's Declared): only a second
+				// pass in a row without it is taken for a purge.
+				undeclared[key] = true
+				if !s.gc.undeclared[key] {
+					continue
+				}
 			}
 		}
 		out = append(out, state.Collectable{Namespace: j.Namespace, JobID: j.ID, ModifyIndex: j.ModifyIndex})
 	}
 	s.gc.firstSeen = seen
+	if declsRead && decls != nil {
+		s.gc.undeclared = undeclared
+	}
 	return out, nil
 }
 

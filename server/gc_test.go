@@ -222,3 +222,46 @@ func TestRetention_CommittedByLeader(t *testing.T) {
 	_, err = New(bad)
 	must.ErrorContains(t, err, "retention")
 }
+
+// TestJobGC_Declared: an ended job declared in the cluster is kept while
+// the cluster declares it; once its version is a plain one it is
+// collected; and one the cluster's view holds no declaration of (purged,
+// or a version the view could not read yet) only at the second pass in a
+// row that finds none.
+func TestJobGC_Declared(t *testing.T) {
+	clk := &gcClock{}
+	cluster := sim.DefaultConfig()
+	cluster.Nodes, cluster.GPUsPerNode = 2, 4
+	disc := &declarations{decls: map[structs.JobKey]*structs.Declaration{}}
+	cfg := TestConfig(t, sim.NewDriver(sim.DriverConfig{Cluster: cluster, Clock: clk.Now}))
+	cfg.Manual, cfg.Clock, cfg.Discoverer = true, clk.Now, disc
+	cfg.JobGCThreshold = time.Hour
+	s := TestServer(t, cfg)
+	ctx := context.Background()
+	agent.WaitFor(t, 10*time.Second, "the server leads", func() error { return s.Step(ctx) })
+	c := client(t, s)
+
+	for _, id := range []string{"kept", "plain", "gone"} {
+		disc.set(id, declaredDemo(t, id, 10, 1))
+	}
+	must.NoError(t, s.Step(ctx))
+	for _, id := range []string{"kept", "plain", "gone"} {
+		_, err := c.Jobs().Stop(id, false, nil) // ended in Caravan, still declared
+		must.NoError(t, err)
+	}
+	must.NoError(t, s.Step(ctx))
+	disc.set("plain", &structs.Declaration{Kind: structs.DeclaredPlain, Index: 11})
+	disc.set("gone", nil)
+	clk.advance(2 * time.Hour)
+
+	n, err := s.CollectGarbage(ctx)
+	must.NoError(t, err)
+	must.Eq(t, 1, n, must.Sprint("plain only: gone was found without a declaration once"))
+	must.Error(t, jobErr(c, "plain"))
+	must.NoError(t, jobErr(c, "gone"))
+	n, err = s.CollectGarbage(ctx)
+	must.NoError(t, err)
+	must.Eq(t, 1, n, must.Sprint("gone, at the second pass in a row without a declaration"))
+	must.Error(t, jobErr(c, "gone"))
+	must.NoError(t, jobErr(c, "kept"), must.Sprint("still declared"))
+}

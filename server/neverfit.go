@@ -48,33 +48,46 @@ func (s *Server) checkFits(job *structs.Job) error {
 }
 
 // inventory is the committed nodes as one empty planner.Cluster, which
-// checkFits reuses until the nodes change: building it (the nodes'
-// classes, hashed and compared) cost each registration O(nodes), a third
-// of the CPU of registering jobs on 10,000 nodes (server/README.md,
-// "Scale").
+// checkFits reuses until the nodes change, or for inventoryChecks checks:
+// building it (the nodes' classes, hashed and compared) cost each
+// registration O(nodes), a third of the CPU of registering jobs on 10,000
+// nodes (server/README.md, "Scale"), and rebuilding it now and then
+// drops the constraints its feasibility checker cached, which users write.
 type inventory struct {
-	mu    sync.Mutex
-	store *state.Store
-	index uint64
-	c     *planner.Cluster
+	mu     sync.Mutex
+	store  *state.Store
+	index  uint64
+	checks int
+	c      *planner.Cluster
 }
+
+// inventoryChecks is how many checks one inventory cluster serves.
+const inventoryChecks = 4096
 
 // cluster returns the cluster of store's nodes, locked: the caller
 // unlocks inv.mu when done with it, since the cluster's feasibility
-// caches are not safe for concurrent use. On an error nothing is locked.
+// caches are not safe for concurrent use. On an error, or a panic,
+// nothing is left locked.
 func (inv *inventory) cluster(store *state.Store) (*planner.Cluster, error) {
 	// The index is read before the nodes: if they change in between, the
 	// cluster is newer than its index and the next call rebuilds it.
 	index := store.Index(state.TableNodes)
 	inv.mu.Lock()
-	if inv.c == nil || inv.store != store || inv.index != index {
+	locked := false
+	defer func() {
+		if !locked {
+			inv.mu.Unlock()
+		}
+	}()
+	if inv.c == nil || inv.store != store || inv.index != index || inv.checks >= inventoryChecks {
 		nodes, err := state.Nodes(store.Txn(), nil)
 		if err != nil {
-			inv.mu.Unlock()
 			return nil, err
 		}
-		inv.store, inv.index, inv.c = store, index, planner.NewCluster(nodes)
+		inv.store, inv.index, inv.checks, inv.c = store, index, 0, planner.NewCluster(nodes)
 	}
+	inv.checks++
+	locked = true
 	return inv.c, nil
 }
 

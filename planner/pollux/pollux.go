@@ -79,7 +79,8 @@ const DefaultBudget = 10_000_000
 // Population and Generations, or, when their work would exceed the
 // budget, both scaled by √(budget/work) so that population ×
 // (generations + 1) × jobs stays within it, the population even, with at
-// least 4 individuals (or Population, if fewer) and 1 generation.
+// least 4 individuals (or Population, if fewer) and 1 generation, and
+// never more generations than Generations.
 func (o Options) sizes(jobs int) (population, generations int) {
 	population, generations = o.Population, o.Generations
 	work := float64(population) * float64(generations+1) * float64(max(jobs, 1))
@@ -90,7 +91,7 @@ func (o Options) sizes(jobs int) (population, generations int) {
 	// holds.
 	f := math.Sqrt(float64(o.Budget) / work)
 	population = max(int(float64(population)*f)&^1, min(4, population))
-	generations = max(o.Budget/(population*max(jobs, 1))-1, 1)
+	generations = min(max(o.Budget/(population*max(jobs, 1))-1, 1), o.Generations)
 	return population, generations
 }
 

@@ -271,6 +271,7 @@ func TestOptions_Sizes(t *testing.T) {
 	}{
 		{160, DefaultBudget, 100, 100},
 		{990, DefaultBudget, 100, 100},
+		{991, DefaultBudget, 98, 100}, // a smaller population, never more generations
 		{2000, DefaultBudget, 70, 70},
 		{10000, DefaultBudget, 30, 32},
 		{10, 100, 4, 1}, // the floor: 4 individuals, 1 generation
