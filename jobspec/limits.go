@@ -472,25 +472,17 @@ func meter(body hcl.Body) hcl.Diagnostics {
 	if !ok {
 		return nil
 	}
-	w := &meterWalker{}
+	w := &meterWalker{depth: hclscan.Depth{Max: MaxExpressionDepth, What: "jobspec"}}
 	return hclsyntax.Walk(sb, w)
 }
 
 type meterWalker struct {
-	depth    int
-	reported bool
+	depth hclscan.Depth
 }
 
 func (w *meterWalker) Enter(node hclsyntax.Node) hcl.Diagnostics {
-	w.depth++
-	if w.depth > MaxExpressionDepth && !w.reported {
-		w.reported = true
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Expression too deep",
-			Detail:   fmt.Sprintf("This expression nests more than %d levels deep, the most a jobspec may.", MaxExpressionDepth),
-			Subject:  node.Range().Ptr(),
-		}}
+	if diags := w.depth.Enter(node); diags != nil {
+		return diags
 	}
 	switch e := node.(type) {
 	case *hclsyntax.ForExpr:
@@ -512,7 +504,7 @@ func (w *meterWalker) Enter(node hclsyntax.Node) hcl.Diagnostics {
 }
 
 func (w *meterWalker) Exit(hclsyntax.Node) hcl.Diagnostics {
-	w.depth--
+	w.depth.Exit()
 	return nil
 }
 

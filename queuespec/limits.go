@@ -1,7 +1,6 @@
 package queuespec
 
 import (
-	"fmt"
 
 	"github.com/caravan-sched/caravan/internal/hclscan"
 	"github.com/caravan-sched/caravan/structs"
@@ -54,24 +53,16 @@ func checkExpressions(body hcl.Body) hcl.Diagnostics {
 	if !ok {
 		return nil
 	}
-	return hclsyntax.Walk(sb, &exprWalker{})
+	return hclsyntax.Walk(sb, &exprWalker{depth: hclscan.Depth{Max: MaxExpressionDepth, What: "queue file"}})
 }
 
 type exprWalker struct {
-	depth    int
-	reported bool
+	depth hclscan.Depth
 }
 
 func (w *exprWalker) Enter(node hclsyntax.Node) hcl.Diagnostics {
-	w.depth++
-	if w.depth > MaxExpressionDepth && !w.reported {
-		w.reported = true
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Expression too deep",
-			Detail:   fmt.Sprintf("This expression nests more than %d levels deep, the most a queue file may.", MaxExpressionDepth),
-			Subject:  node.Range().Ptr(),
-		}}
+	if diags := w.depth.Enter(node); diags != nil {
+		return diags
 	}
 	if e, ok := node.(*hclsyntax.ForExpr); ok {
 		return hcl.Diagnostics{{
@@ -85,7 +76,7 @@ func (w *exprWalker) Enter(node hclsyntax.Node) hcl.Diagnostics {
 }
 
 func (w *exprWalker) Exit(hclsyntax.Node) hcl.Diagnostics {
-	w.depth--
+	w.depth.Exit()
 	return nil
 }
 
