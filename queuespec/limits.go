@@ -1,7 +1,6 @@
 package queuespec
 
 import (
-
 	"github.com/caravan-sched/caravan/internal/hclscan"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/hashicorp/hcl/v2"
