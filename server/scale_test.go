@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
 	"github.com/shoenig/test/must"
+	"golang.org/x/sync/errgroup"
 )
 
 // The scale harness (issue 33): a real server, its Raft log on disk, on
@@ -161,26 +161,17 @@ func (e *scaleEnv) sampleBatches(n int) error {
 }
 
 // inParallel runs f(0) … f(n-1), scaleInFlight at a time, and returns the
-// first error.
+// first error; after one, it starts no more.
 func inParallel(n int, f func(i int) error) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, scaleInFlight)
-	for w := range scaleInFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || errs[w] != nil {
-					return
-				}
-				errs[w] = f(i)
-			}
-		}()
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(scaleInFlight)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return f(i) })
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // round moves the clock to the next periodic round and steps the loop

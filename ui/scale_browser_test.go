@@ -2,13 +2,10 @@ package ui_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/shoenig/test/must"
+	"golang.org/x/sync/errgroup"
 )
 
 // TestBrowser_JobsPageAtScale (issue 33) registers N jobs through the
@@ -177,24 +175,18 @@ func registerScaleJobs(c *api.Client, from, to int) error {
 		}
 		jobs = append(jobs, aj)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, scaleInFlight)
-	for w := range scaleInFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for errs[w] == nil {
-				i := int(next.Add(1)) - 1
-				if i >= len(jobs) {
-					return
-				}
-				if _, _, err := c.Jobs().Register(&api.JobRegisterRequest{Job: jobs[i]}, nil); err != nil {
-					errs[w] = fmt.Errorf("register job %q: %w", jobs[i].ID, err)
-				}
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(scaleInFlight)
+	for _, job := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if _, _, err := c.Jobs().Register(&api.JobRegisterRequest{Job: job}, nil); err != nil {
+				return fmt.Errorf("register job %q: %w", job.ID, err)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
