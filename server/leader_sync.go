@@ -586,7 +586,6 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 	if index == l.samplesIndex {
 		return nil
 	}
-	l.samplesIndex = index
 	// The active runs' rows, not every job's: ended jobs keep theirs.
 	for _, key := range slices.SortedFunc(maps.Keys(l.runs), structs.JobKey.Compare) {
 		r := l.runs[key]
@@ -604,6 +603,7 @@ func (l *leader) ingest(txn *memdb.Txn) error {
 		l.models.Ingest(js.Samples[len(js.Samples)-int(min(fresh, int64(len(js.Samples)))):])
 		r.ingested = js.Received
 	}
+	l.samplesIndex = index // after every read: a failed one is tried again
 	l.models.RefitShownGoodput()
 	return nil
 }
