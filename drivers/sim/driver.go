@@ -442,16 +442,17 @@ func (d *Driver) profiles() (map[string]*Profile, error) {
 // Status reports the jobs the simulator runs, and those that ended until
 // a plan enacted after their end no longer names them (the server saw
 // them end: reporting every job ever submitted made each step of a long
-// trace cost all of them), in the order they were submitted: JobStatusRunning for a job that is placed, restarting or
-// waiting for tasks, JobStatusComplete for one that has trained to its
-// end, JobStatusFailed for one whose task was OOM-killed and that was not
+// trace cost all of them), in the order they were submitted:
+// JobStatusRunning for a job that is placed, restarting or waiting for
+// tasks, JobStatusComplete for one that has trained to its end,
+// JobStatusFailed for one whose task was OOM-killed and that was not
 // placed again within OOMFailAfter (a TaskTruth job, or a Pollux job
 // placed on a GPU type it cannot run on, hetero.go). A job whose task was
 // OOM-killed, or that cannot run where it is, reports Replan until it is
-// placed again. Jobs the driver
-// stopped are not reported (Enact forgets them). A running job of a
-// TaskTruth reports its tasks' usage (structs.JobReport.Usage) as of its
-// latest sample, times on the wall clock as samples' are.
+// placed again. Jobs the driver stopped are not reported (Enact forgets
+// them). A running job of a TaskTruth reports its tasks' usage
+// (structs.JobReport.Usage) as of its latest sample, times on the wall
+// clock as samples' are.
 func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
