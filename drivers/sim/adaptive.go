@@ -61,7 +61,7 @@ func (j *job) rebatch(p *structs.Placement, now float64) {
 	}
 	next, step := t.WithBatch(*p.Batch, j.step)
 	j.stepOffset += j.step - step
-	j.truth, j.step = next, step
+	j.truth, j.step, j.onPlacement = next, step, nil
 	j.batches = append(j.batches, BatchPoint{Time: now, Batch: *p.Batch})
 }
 
@@ -90,19 +90,18 @@ func (j *job) reported(step float64) float64 { return step + j.stepOffset }
 // the traces' own, as the artifact hands them to its jobs. Only adaptive
 // jobs report cpu_s: other policies read it as Harmony's split of a step
 // into computation and communication (planner.Subtasks), which the
-// trainers of fixed jobs never reported. models are the nodes' GPU
-// models (IterationOn; nil: Profile's GPUs); the sample names the type
-// whose time the step took.
-func polluxSample(smp *structs.Sample, t *PolluxTruth, adaptive bool, workersPerNode []int, models []string, step float64, noise func() float64) {
-	it, model, fits := t.IterationOn(workersPerNode, models)
-	if it.Batch <= 0 || !fits {
+// trainers of fixed jobs never reported. st is how the job's steps run
+// on its placement; typed, when the placement's nodes have GPU models
+// (IterationOn), has the sample name the type whose time the step took.
+func polluxSample(smp *structs.Sample, t *PolluxTruth, adaptive bool, st polluxStep, typed bool, step float64, noise func() float64) {
+	it := st.it
+	if it.Batch <= 0 || !st.fits {
 		return
 	}
-	if models != nil {
-		smp.GPUType = model
+	if typed {
+		smp.GPUType = st.model
 	}
-	step0, sync := t.profileOn(model).StepSync(workersPerNode, it.Atomic)
-	step0, sync = step0*t.slowdown(), sync*t.slowdown()
+	step0, sync := st.step0*t.slowdown(), st.sync*t.slowdown()
 	smp.BatchSize = int64(math.Round(it.Batch))
 	smp.LocalBatchSize = int64(math.Round(it.Atomic))
 	smp.AccumSteps = int64(it.Accum)
@@ -112,4 +111,27 @@ func polluxSample(smp *structs.Sample, t *PolluxTruth, adaptive bool, workersPer
 	sqr, variance := t.Profile.GradStats(it.Batch, int(t.Epoch(step)))
 	smp.GradSqr = sqr
 	smp.GradVar = variance * t.Profile.InitBatch / it.Batch
+}
+
+// polluxStep is how a Pollux job's steps run on a placement: the
+// iteration and the model of the GPUs whose time it is
+// (PolluxTruth.IterationOn), whether the job runs there, and, when it
+// does, the step and sync time of one pass on that model's profile
+// (Profile.StepSync, before the truth's Slowdown).
+type polluxStep struct {
+	it          Iteration
+	model       string
+	fits        bool
+	step0, sync float64
+}
+
+// newPolluxStep is how t's steps run with the given workers per node on
+// nodes of the given GPU models.
+func newPolluxStep(t *PolluxTruth, workersPerNode []int, models []string) polluxStep {
+	it, model, fits := t.IterationOn(workersPerNode, models)
+	st := polluxStep{it: it, model: model, fits: fits}
+	if fits && it.Batch > 0 {
+		st.step0, st.sync = t.profileOn(model).StepSync(workersPerNode, it.Atomic)
+	}
+	return st
 }

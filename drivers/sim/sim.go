@@ -248,6 +248,10 @@ type job struct {
 	finish    float64
 	placement *structs.Placement
 	perNode   []int // workers per node index
+	// onPlacement is what the placement gives the job, computed when
+	// first asked (Sim.onPlacement) and reset (nil) when perNode or the
+	// truth changes: computing it walks every node of the cluster.
+	onPlacement *onPlacement
 	ps        int
 	gpus      int
 	cpu, mem  int // MHz and MB held now
@@ -465,7 +469,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	wasRunning := j.placement != nil && !j.placement.Paused()
 	if p == nil || p.Paused() {
 		s.setHeld(j, Resources{}, s.now)
-		j.placement, j.perNode, j.ps = p, nil, 0
+		j.placement, j.perNode, j.ps, j.onPlacement = p, nil, 0, nil
 		j.tasks, j.taskState, j.stalled = nil, nil, -1
 		return
 	}
@@ -477,7 +481,7 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	} else {
 		j.regroup += s.restartPenalty(j)
 	}
-	j.placement = p
+	j.placement, j.onPlacement = p, nil
 	j.perNode = make([]int, len(s.nodes))
 	j.ps = p.NumPS
 	var held Resources
@@ -493,10 +497,10 @@ func (s *Sim) place(j *job, p *structs.Placement) {
 	s.placeTasks(j, p)
 	if t, ok := j.truth.(*PolluxTruth); ok {
 		j.stalled, j.unfit = -1, ""
-		if _, m, fits := t.IterationOn(j.perNode, s.models); !fits {
+		if st := s.onPlacement(j).pollux; !st.fits {
 			// It would fail at once, as a task OOM-killed at start:
 			// no progress, and failed unless placed again (Advance).
-			j.stalled, j.unfit = s.now, fmt.Sprintf("%s cannot run on %s", t.Profile.Name, m)
+			j.stalled, j.unfit = s.now, fmt.Sprintf("%s cannot run on %s", t.Profile.Name, st.model)
 		}
 	}
 	if t, ok := j.truth.(TaskTruth); ok {
@@ -555,14 +559,37 @@ func (s *Sim) stepTime(j *job, co *colocation) float64 {
 		}
 		return math.Inf(1)
 	}
-	if t, ok := j.truth.(*PolluxTruth); ok {
-		it, _, fits := t.IterationOn(j.perNode, s.models)
-		if !fits {
+	if _, ok := j.truth.(*PolluxTruth); ok {
+		st := s.onPlacement(j).pollux
+		if !st.fits {
 			return math.Inf(1)
 		}
-		return it.Seconds
+		return st.it.Seconds
 	}
 	return j.truth.StepTime(j.ps, j.perNode)
+}
+
+// onPlacement is what job j's placement gives it.
+type onPlacement struct {
+	workers int
+	gpuType string
+	// pollux is how a PolluxTruth's steps run there.
+	pollux polluxStep
+}
+
+// onPlacement returns what job j's placement gives it, computed once a
+// placement and truth.
+func (s *Sim) onPlacement(j *job) *onPlacement {
+	if o := j.onPlacement; o != nil {
+		return o
+	}
+	_, workers := shape(j.perNode)
+	o := &onPlacement{workers: workers, gpuType: s.gpuType(j)}
+	if t, ok := j.truth.(*PolluxTruth); ok {
+		o.pollux = newPolluxStep(t, j.perNode, s.models)
+	}
+	j.onPlacement = o
+	return o
 }
 
 // gpuType is the model of the GPUs job j's workers run on, the nodes'
@@ -670,7 +697,7 @@ func (s *Sim) Advance(t float64) {
 			j.finish = end
 			s.sample(j, total, end, co)
 			s.setHeld(j, Resources{}, end)
-			j.placement, j.perNode, j.ps = nil, nil, 0
+			j.placement, j.perNode, j.ps, j.onPlacement = nil, nil, 0, nil
 			finished = true
 		}
 	}
@@ -704,16 +731,17 @@ func (s *Sim) Completions(cursor int) ([]string, int) {
 // a subtask job also reports its computation and communication.
 func (s *Sim) sample(j *job, step, at float64, co *colocation) {
 	noise := func() float64 { return max(1+s.cfg.Noise*j.rng.NormFloat64(), 0.05) }
-	_, workers := shape(j.perNode)
+	on := s.onPlacement(j)
+	workers := on.workers
 	smp := structs.Sample{
 		Namespace: j.spec.Namespace, JobID: j.spec.ID, Role: structs.RoleWorker,
 		Step: int64(j.reported(step)), Epoch: j.truth.Epoch(step), Loss: j.truth.Loss(step) * noise(),
 		StepTimeS: s.stepTime(j, co) * noise(),
 		NumPS:     j.ps, NumWorkers: workers, CheckpointStep: int64(j.reported(step)),
-		GPUType: s.gpuType(j), Time: int64(at * 1e9),
+		GPUType: on.gpuType, Time: int64(at * 1e9),
 	}
 	if t, ok := j.truth.(*PolluxTruth); ok {
-		polluxSample(&smp, t, j.adaptive(), j.perNode, s.models, step, noise)
+		polluxSample(&smp, t, j.adaptive(), on.pollux, true, step, noise)
 	}
 	if t, ok := j.truth.(*SubtaskTruth); ok {
 		cpu, net := t.Subtasks(workers)
@@ -744,7 +772,7 @@ func (s *Sim) failStalled(j *job, t float64) bool {
 func (s *Sim) fail(j *job, at float64) {
 	j.failed = true
 	s.setHeld(j, Resources{}, at)
-	j.placement, j.perNode, j.ps = nil, nil, 0
+	j.placement, j.perNode, j.ps, j.onPlacement = nil, nil, 0, nil
 }
 
 // Profile measures a job's speed at each (ps, workers) configuration, as
@@ -774,7 +802,7 @@ func (s *Sim) Profile(id string, configs []structs.Shape) error {
 			Time: int64(s.now * 1e9),
 		}
 		if t, ok := j.truth.(*PolluxTruth); ok {
-			polluxSample(&smp, t, j.adaptive(), perNode, nil, j.step, func() float64 { return noise })
+			polluxSample(&smp, t, j.adaptive(), newPolluxStep(t, perNode, nil), false, j.step, func() float64 { return noise })
 		}
 		s.samples = append(s.samples, smp)
 	}
