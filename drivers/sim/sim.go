@@ -252,10 +252,10 @@ type job struct {
 	// first asked (Sim.onPlacement) and reset (nil) when perNode or the
 	// truth changes: computing it walks every node of the cluster.
 	onPlacement *onPlacement
-	ps        int
-	gpus      int
-	cpu, mem  int // MHz and MB held now
-	step      float64
+	ps          int
+	gpus        int
+	cpu, mem    int // MHz and MB held now
+	step        float64
 	// stepOffset is the optimizer steps taken beyond step, the truth's:
 	// an adaptive job's truth counts steps at its current batch
 	// (rebatch); batches are the batches it was given.
