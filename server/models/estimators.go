@@ -195,6 +195,9 @@ type perfMean struct {
 type goodputEstimator struct {
 	all    perfTable
 	byType map[string]*perfTable
+	// pending says a table is dirty (dirty), so that asking costs no
+	// walk of the tables: the server asks of every job at every step.
+	pending bool
 	// grad is the latest gradient statistics at the job's reference
 	// batch.
 	grad *goodput.GradParams
@@ -248,6 +251,7 @@ func (g *goodputEstimator) observe(smp *structs.Sample, job *structs.Job, curren
 	}
 	key := perfKey{nodes: nodes, replicas: replicas, local: local}
 	g.all.add(key, smp)
+	g.pending = g.pending || g.all.dirty
 	if gpuType == "" {
 		return
 	}
@@ -260,6 +264,7 @@ func (g *goodputEstimator) observe(smp *structs.Sample, job *structs.Job, curren
 		g.byType[gpuType] = t
 	}
 	t.add(key, smp)
+	g.pending = g.pending || t.dirty
 }
 
 // add folds a sample measured at configuration key into the table.
@@ -290,17 +295,7 @@ func (t *perfTable) add(key perfKey, smp *structs.Sample) {
 }
 
 // dirty reports whether a fit has measurements it has not seen enough of.
-func (g *goodputEstimator) dirty() bool {
-	if g.all.dirty {
-		return true
-	}
-	for _, t := range g.byType {
-		if t.dirty {
-			return true
-		}
-	}
-	return false
-}
+func (g *goodputEstimator) dirty() bool { return g.pending }
 
 // points returns the measured configurations, sorted, as points of the
 // throughput model.
@@ -324,6 +319,7 @@ func (t *perfTable) points() []goodput.Point {
 // measurements, and reports whether one changed; the error is the first
 // fit's that failed.
 func (g *goodputEstimator) refit() (bool, error) {
+	g.pending = false
 	changed, err := g.all.refit()
 	for _, typ := range slices.Sorted(maps.Keys(g.byType)) {
 		c, e := g.byType[typ].refit()

@@ -112,25 +112,22 @@ func (s *Set) RefitShownGoodput() {
 	if s.plansFromGoodput() {
 		return
 	}
-	keys := s.Keys()
-	start, _ := slices.BinarySearchFunc(keys, s.goodputCursor, structs.JobKey.Compare)
-	if start < len(keys) && keys[start] == s.goodputCursor {
+	var dirty []structs.JobKey
+	for k, e := range s.jobs {
+		if e.goodput.dirty() {
+			dirty = append(dirty, k)
+		}
+	}
+	slices.SortFunc(dirty, structs.JobKey.Compare)
+	start, _ := slices.BinarySearchFunc(dirty, s.goodputCursor, structs.JobKey.Compare)
+	if start < len(dirty) && dirty[start] == s.goodputCursor {
 		start++
 	}
-	fits := 0
-	for n := range keys {
-		k := keys[(start+n)%len(keys)]
-		e := s.jobs[k]
-		if !e.goodput.dirty() {
-			continue
-		}
-		if fits == shownGoodputFits {
-			break
-		}
-		fits++
+	for n := range min(len(dirty), shownGoodputFits) {
+		k := dirty[(start+n)%len(dirty)]
 		s.goodputCursor = k
-		if _, err := e.goodput.refit(); err != nil {
-			s.log.Debug("throughput fit failed", "job_id", e.job.ID, "error", err)
+		if _, err := s.jobs[k].goodput.refit(); err != nil {
+			s.log.Debug("throughput fit failed", "job_id", k.ID, "error", err)
 		}
 	}
 }
