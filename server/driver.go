@@ -23,7 +23,8 @@ type Driver interface {
 
 	// Enact starts making the cluster run plan and returns without
 	// waiting for any change to finish. jobs holds the spec of every job
-	// the plan names. A job the driver runs that the plan does not name
+	// the plan names, as the state holds it: the driver must not modify
+	// them, and copies what it changes. A job the driver runs that the plan does not name
 	// is stopped; a job whose change is in flight keeps working toward
 	// its target, whatever the plan gives it. Enacting the same plan
 	// twice changes nothing, so a new leader reconciles by enacting the

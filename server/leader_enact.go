@@ -50,7 +50,7 @@ func (l *leader) enact(ctx context.Context, plan *structs.Plan) (bool, error) {
 				return false, nil
 			}
 		}
-		jobs = append(jobs, j.Copy())
+		jobs = append(jobs, j)
 	}
 	dctx, cancel := context.WithTimeout(ctx, driverTimeout)
 	defer cancel()
