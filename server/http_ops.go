@@ -10,10 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caravan-sched/caravan/server/fsm"
 	"github.com/caravan-sched/caravan/server/state"
 	"github.com/caravan-sched/caravan/structs"
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,16 +121,21 @@ func (s *Server) snapshotRestore(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not a Caravan snapshot: the first line must be its JSON metadata (%v)", err), http.StatusBadRequest)
 		return
 	}
-	// Check the snapshot decodes before Raft installs it.
+	// Check the snapshot decodes before Raft installs it: Raft panics
+	// when the FSM fails to restore one. The FSM keeps what it decoded.
 	body, err := io.ReadAll(io.LimitReader(br, meta.Size+1))
 	if err != nil || int64(len(body)) != meta.Size {
 		http.Error(w, fmt.Sprintf("snapshot is truncated or too long: want %d bytes after the header, got %d (%v)", meta.Size, len(body), err), http.StatusBadRequest)
 		return
 	}
-	if err := validateSnapshot(body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	// One restore at a time: the FSM keeps one prepared snapshot.
+	s.restoreMu.Lock()
+	defer s.restoreMu.Unlock()
+	if err := s.fsm.Prepare(body); err != nil {
+		http.Error(w, "snapshot does not decode: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	defer s.fsm.Unprepare()
 	if err := s.raft.Restore(&meta, bytes.NewReader(body), time.Minute); err != nil {
 		http.Error(w, "restore snapshot: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -140,18 +143,6 @@ func (s *Server) snapshotRestore(w http.ResponseWriter, r *http.Request) {
 	// The leader loop rebuilds its view from the restored state.
 	s.restartLeader()
 	w.WriteHeader(http.StatusOK)
-}
-
-// validateSnapshot checks that a snapshot restores into a fresh FSM.
-func validateSnapshot(body []byte) error {
-	f, err := fsm.New(hclog.NewNullLogger(), nil)
-	if err != nil {
-		return err
-	}
-	if err := f.Restore(io.NopCloser(bytes.NewReader(body))); err != nil {
-		return fmt.Errorf("snapshot does not decode: %w", err)
-	}
-	return nil
 }
 
 // restartLeader makes the leader loop, if the server runs one, establish

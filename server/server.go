@@ -205,6 +205,8 @@ type Server struct {
 	log       hclog.Logger
 	fsm       *fsm.FSM
 	raft      *raft.Raft
+	// restoreMu serialises the operator's snapshot restores.
+	restoreMu sync.Mutex
 	trans     raft.Transport
 	closer    []func() error
 	// notify carries Raft's leadership changes; bootstrapped is true when

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +32,8 @@ type FSM struct {
 	// ignored holds the unknown types already warned of (MessageType →
 	// struct{}), so that a stream of them logs once each.
 	ignored sync.Map
+	// prepared is a snapshot decoded ahead of its restore (Prepare).
+	prepared atomic.Pointer[prepared]
 }
 
 // New returns an FSM over an empty store. applied may be nil.
@@ -253,22 +257,74 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the store with the snapshot's rows. Rows of a record
 // kind this version does not know (a newer version's) are skipped with a
 // warning, once per kind, as entries of unknown types flagged
-// IgnoreUnknownTypeFlag are.
+// IgnoreUnknownTypeFlag are. A snapshot decoded ahead (Prepare) is read
+// only to check it is the same, and its decoded rows are installed.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	skipped := map[uint8]int{}
-	r, err := state.NewRestore()
+	var s *state.Store
+	if p := f.prepared.Swap(nil); p != nil {
+		h := sha256.New()
+		n, err := io.Copy(h, rc)
+		if err != nil {
+			return fmt.Errorf("restore snapshot: %w", err)
+		}
+		if n != p.size || [sha256.Size]byte(h.Sum(nil)) != p.sum {
+			return fmt.Errorf("restore snapshot: it is not the one prepared (%d bytes, %d prepared)", n, p.size)
+		}
+		s = p.store
+	} else {
+		var err error
+		if s, err = f.decode(rc); err != nil {
+			return err
+		}
+	}
+	old := f.state.Swap(s)
+	old.Abandon()
+	return nil
+}
+
+// Prepare decodes a snapshot as Restore would, and keeps what it decoded
+// for the next Restore, which then installs it if it reads the same
+// bytes: the operator's restore checks that a snapshot decodes before
+// Raft persists it (raft.Restore panics when the FSM then fails), and
+// decoding is most of a restore's time, so it is done once. It returns
+// the error Restore would. The caller calls Unprepare once the restore
+// returned, whether Raft restored or not.
+func (f *FSM) Prepare(body []byte) error {
+	s, err := f.decode(bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	dec := codec.NewDecoder(bufio.NewReader(rc), structs.MsgpackHandle)
+	f.prepared.Store(&prepared{sum: sha256.Sum256(body), size: int64(len(body)), store: s})
+	return nil
+}
+
+// Unprepare drops a snapshot Prepare kept that no Restore installed.
+func (f *FSM) Unprepare() { f.prepared.Store(nil) }
+
+// prepared is a snapshot decoded ahead of its restore (Prepare): the
+// SHA-256 and size of its bytes, and its rows.
+type prepared struct {
+	sum   [sha256.Size]byte
+	size  int64
+	store *state.Store
+}
+
+// decode reads a snapshot's rows into a new store.
+func (f *FSM) decode(rd io.Reader) (*state.Store, error) {
+	skipped := map[uint8]int{}
+	r, err := state.NewRestore()
+	if err != nil {
+		return nil, err
+	}
+	dec := codec.NewDecoder(bufio.NewReader(rd), structs.MsgpackHandle)
 	for {
 		var kind uint8
 		if err := dec.Decode(&kind); err == io.EOF {
 			break
 		} else if err != nil {
 			r.Abort()
-			return fmt.Errorf("restore snapshot: read record kind: %w", err)
+			return nil, fmt.Errorf("restore snapshot: read record kind: %w", err)
 		}
 		err := r.Load(kind, dec.Decode)
 		if errors.Is(err, state.ErrUnknownRecord) {
@@ -280,12 +336,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		}
 		if err != nil {
 			r.Abort()
-			return fmt.Errorf("restore snapshot: %w", err)
+			return nil, fmt.Errorf("restore snapshot: %w", err)
 		}
 	}
-	old := f.state.Swap(r.Commit())
-	old.Abandon()
-	return nil
+	return r.Commit(), nil
 }
 
 type snapshot struct{ txn *memdb.Txn }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -742,6 +743,46 @@ func TestFSM_RestoreRejectsGarbage(t *testing.T) {
 	err := f.Restore(io.NopCloser(bytes.NewReader([]byte{0x63, 0xff, 0x00})))
 	must.Error(t, err)
 	must.Eq(t, before, dump(t, f.State()), must.Sprint("a failed restore keeps the old state"))
+}
+
+// TestFSM_PrepareRestore: a snapshot decoded ahead (Prepare) is what the
+// next Restore of the same bytes installs, without decoding it again; a
+// Restore of other bytes fails and keeps the state, and the one after it
+// decodes; a snapshot that does not decode is refused by Prepare.
+func TestFSM_PrepareRestore(t *testing.T) {
+	f := newTestFSM(t)
+	populate(f)
+	snap, err := f.Snapshot()
+	must.NoError(t, err)
+	var sink memSink
+	must.NoError(t, snap.Persist(&sink))
+	body := sink.Bytes()
+
+	g := newTestFSM(t)
+	must.NoError(t, g.Prepare(body))
+	prepared := g.prepared.Load().store
+	must.NoError(t, g.Restore(io.NopCloser(bytes.NewReader(body))))
+	must.True(t, prepared == g.State(), must.Sprint("the prepared store is installed"))
+	must.Eq(t, dump(t, f.State()), dump(t, g.State()))
+	must.Nil(t, g.prepared.Load(), must.Sprint("a restore consumes what was prepared"))
+
+	h := newTestFSM(t)
+	h.mustApply(JobRegisterType, &JobRegisterRequest{Job: mockJob("junk"), Time: 1})
+	before := dump(t, h.State())
+	must.NoError(t, h.Prepare(body))
+	other := slices.Clone(body)
+	other[len(other)-1] ^= 1
+	err = h.Restore(io.NopCloser(bytes.NewReader(other)))
+	must.ErrorContains(t, err, "not the one prepared")
+	must.Eq(t, before, dump(t, h.State()), must.Sprint("a failed restore keeps the old state"))
+	must.NoError(t, h.Restore(io.NopCloser(bytes.NewReader(body))), must.Sprint("the next restore decodes"))
+	must.Eq(t, dump(t, f.State()), dump(t, h.State()))
+
+	must.Error(t, h.Prepare([]byte{0x63, 0xff, 0x00}))
+	must.Nil(t, h.prepared.Load(), must.Sprint("nothing is kept of a snapshot that does not decode"))
+	must.NoError(t, h.Prepare(body))
+	h.Unprepare()
+	must.Nil(t, h.prepared.Load())
 }
 
 // TestFSM_DeclaredJob: a job declared in Nomad keeps its Nomad source,
