@@ -65,12 +65,22 @@ func demoJob(t *testing.T, id string) *api.JobRegisterRequest {
 // leaderOf waits for one of servers to lead and returns it.
 func leaderOf(t testing.TB, servers ...*Server) *Server {
 	var leader *Server
-	agent.WaitFor(t, 10*time.Second, "a leader", func() error {
+	agent.WaitFor(t, 10*time.Second, "a leader that recorded its version", func() error {
 		for _, s := range servers {
-			if s.IsLeader() {
-				leader = s
-				return nil
+			if !s.IsLeader() {
+				continue
 			}
+			// Until it has, entries gated on a version are refused as
+			// during an upgrade.
+			members, err := state.Members(s.State().Txn(), nil)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(members, func(m *structs.Member) bool { return m.ID == s.cfg.NodeID && m.Version != "" }) {
+				return fmt.Errorf("leader %s has not recorded its version", s.cfg.NodeID)
+			}
+			leader = s
+			return nil
 		}
 		return errors.New("no server leads")
 	})
