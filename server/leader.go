@@ -140,9 +140,9 @@ type leader struct {
 	cursor uint64
 	// runs holds the leader's state of each active job's run (see run).
 	runs map[structs.JobKey]*run
-	// jobsIndex and samplesIndex are the state's jobs and samples
-	// indexes when they were last read: a step reads them again only
-	// when they moved.
+	// jobsIndex and samplesIndex are the state's active jobs' index
+	// (state.ActiveJobsIndex) and samples index when they were last
+	// read: a step reads them again only when they moved.
 	jobsIndex, samplesIndex uint64
 	// queuesIndex is the state's queues index when they were last read.
 	queuesIndex uint64

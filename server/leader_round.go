@@ -208,9 +208,10 @@ func (l *leader) stale(p *planning) string {
 		return "jobs, what runs of them or the algorithm changed while planning"
 	case p.nodesVersion != l.nodesVersion:
 		return "nodes changed while planning"
-	case state.IndexOf(l.s.State().Txn(), state.TableJobs) != l.jobsIndex:
+	case state.ActiveJobsIndex(l.s.State().Txn()) != l.jobsIndex:
 		// A job registered, updated or stopped since this step synced
-		// the jobs, which the plan does not know of.
+		// the jobs, which the plan does not know of (the garbage
+		// collector's purges of ended jobs do not count).
 		return "jobs changed since the step began"
 	}
 	return ""

@@ -423,7 +423,7 @@ func (l *leader) syncQueues() error {
 // triggers.
 func (l *leader) syncJobs(ctx context.Context) error {
 	txn := l.s.State().Txn()
-	index := state.IndexOf(txn, state.TableJobs)
+	index := state.ActiveJobsIndex(txn)
 	if index == l.jobsIndex {
 		return nil
 	}

@@ -235,6 +235,24 @@ func Cursor(txn *memdb.Txn, name string) (uint64, error) {
 // IndexOf returns the largest Raft index of the last writes to tables.
 func IndexOf(txn *memdb.Txn, tables ...string) uint64 { return index(txn, tables...) }
 
+// indexActiveJobs names, in the index table, the last write that changed
+// a job that had not ended or made one (ActiveJobsIndex). It is not a
+// table.
+const indexActiveJobs = "jobs.active"
+
+// ActiveJobsIndex returns the Raft index of the last write that
+// registered, updated, stopped or purged a job that had not ended: the
+// garbage collector's purges of ended jobs move the jobs table's index
+// but not this one, so that the leader does not read them as a change to
+// what it schedules. A state restored from a snapshot of an earlier
+// version has none until such a write, and answers with the jobs table's.
+func ActiveJobsIndex(txn *memdb.Txn) uint64 {
+	if i := index(txn, indexActiveJobs); i > 0 {
+		return i
+	}
+	return index(txn, TableJobs)
+}
+
 // QueryFunc reads from txn, adding what it read to ws, and returns the
 // result and the index it reflects.
 type QueryFunc func(txn *memdb.Txn, ws memdb.WatchSet) (any, uint64, error)

@@ -77,6 +77,43 @@ func TestCollectJobs(t *testing.T) {
 	must.SliceLen(t, 2, vs, must.Sprint("the new run keeps the job's versions"))
 }
 
+// TestActiveJobsIndex: writes that make or change a job that has not
+// ended move the active jobs' index; the collector's purge of an ended job
+// moves the jobs table's index only. Without the entry (a state restored
+// from an earlier version's snapshot), it is the jobs table's.
+func TestActiveJobsIndex(t *testing.T) {
+	s := newStore(t, "done", "running") // indexes 1-2
+	index := func() (uint64, uint64) {
+		txn := s.Txn()
+		return ActiveJobsIndex(txn), IndexOf(txn, TableJobs)
+	}
+	active, jobs := index()
+	must.Eq(t, 2, active)
+	must.Eq(t, 2, jobs)
+
+	must.NoError(t, s.UpdateJobStatus(3, 30, ns, "done", structs.JobStatusComplete, "converged"))
+	j, err := JobByID(s.Txn(), nil, ns, "done")
+	must.NoError(t, err)
+	n, err := s.CollectJobs(4, []Collectable{{Namespace: ns, JobID: "done", ModifyIndex: j.ModifyIndex}})
+	must.NoError(t, err)
+	must.Eq(t, 1, n)
+	active, jobs = index()
+	must.Eq(t, 3, active, must.Sprint("the end of a job moves it; the purge of an ended one does not"))
+	must.Eq(t, 4, jobs)
+
+	must.NoError(t, s.StopJob(5, 50, ns, "running", true))
+	active, jobs = index()
+	must.Eq(t, 5, active, must.Sprint("purging a running job moves it"))
+	must.Eq(t, 5, jobs)
+
+	txn := s.db.Txn(true)
+	_, err = txn.DeleteAll(TableIndex, "id", indexActiveJobs)
+	must.NoError(t, err)
+	txn.Commit()
+	active, _ = index()
+	must.Eq(t, 5, active, must.Sprint("without the entry, the jobs table's index"))
+}
+
 // TestJob_ModifyTime: every write of a job's record stamps the entry's
 // time, which the collector ages an ended job by.
 func TestJob_ModifyTime(t *testing.T) {

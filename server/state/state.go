@@ -110,6 +110,9 @@ type writer struct {
 
 func (w *writer) insert(table string, obj any) error {
 	w.touched[table] = true
+	if table == TableJobs {
+		w.touched[indexActiveJobs] = true
+	}
 	if err := w.txn.Insert(table, obj); err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
 	}
@@ -118,6 +121,9 @@ func (w *writer) insert(table string, obj any) error {
 
 func (w *writer) delete(table string, obj any) error {
 	w.touched[table] = true
+	if j, ok := obj.(*structs.Job); ok && table == TableJobs && !structs.Terminal(j.Status) {
+		w.touched[indexActiveJobs] = true
+	}
 	if err := w.txn.Delete(table, obj); err != nil {
 		return fmt.Errorf("delete from %s: %w", table, err)
 	}
