@@ -622,6 +622,16 @@ func (*memSink) ID() string    { return "test" }
 func (*memSink) Cancel() error { return nil }
 func (*memSink) Close() error  { return nil }
 
+// persisted returns a snapshot of f's state as Raft persists it.
+func persisted(t testing.TB, f *testFSM) *memSink {
+	snap, err := f.Snapshot()
+	must.NoError(t, err)
+	var sink memSink
+	must.NoError(t, snap.Persist(&sink))
+	snap.Release()
+	return &sink
+}
+
 // dump returns every row of the store, encoded, in order.
 func dump(t testing.TB, s *state.Store) [][]byte {
 	var rows [][]byte
@@ -752,11 +762,7 @@ func TestFSM_RestoreRejectsGarbage(t *testing.T) {
 func TestFSM_PrepareRestore(t *testing.T) {
 	f := newTestFSM(t)
 	populate(f)
-	snap, err := f.Snapshot()
-	must.NoError(t, err)
-	var sink memSink
-	must.NoError(t, snap.Persist(&sink))
-	body := sink.Bytes()
+	body := persisted(t, f).Bytes()
 
 	g := newTestFSM(t)
 	must.NoError(t, g.Prepare(body))
@@ -772,7 +778,7 @@ func TestFSM_PrepareRestore(t *testing.T) {
 	must.NoError(t, h.Prepare(body))
 	other := slices.Clone(body)
 	other[len(other)-1] ^= 1
-	err = h.Restore(io.NopCloser(bytes.NewReader(other)))
+	err := h.Restore(io.NopCloser(bytes.NewReader(other)))
 	must.ErrorContains(t, err, "not the one prepared")
 	must.Eq(t, before, dump(t, h.State()), must.Sprint("a failed restore keeps the old state"))
 	must.NoError(t, h.Restore(io.NopCloser(bytes.NewReader(body))), must.Sprint("the next restore decodes"))
@@ -792,12 +798,8 @@ func TestFSM_DeclaredJob(t *testing.T) {
 	d := mockJob("d")
 	d.Nomad = &structs.NomadSource{JobModifyIndex: 9, Groups: map[string]string{structs.RoleWorker: "train"}, Template: json.RawMessage(`{"ID":"d","TaskGroups":[{"Name":"train"}]}`)}
 	f.mustApply(JobRegisterType, &JobRegisterRequest{Job: d, MustBeNew: true, Time: 12})
-	snap, err := f.Snapshot()
-	must.NoError(t, err)
-	var sink memSink
-	must.NoError(t, snap.Persist(&sink))
 	g := newTestFSM(t)
-	must.NoError(t, g.Restore(io.NopCloser(&sink)))
+	must.NoError(t, g.Restore(io.NopCloser(persisted(t, f))))
 	for _, s := range []*state.Store{f.State(), g.State()} {
 		got, err := state.JobByID(s.Txn(), nil, structs.DefaultNamespace, "d")
 		must.NoError(t, err)
