@@ -117,12 +117,14 @@ type QueryOptions struct {
 	// list endpoint, as Nomad's: the items whose ID starts with Prefix, that
 	// the go-bexpr expression Filter selects (such as `Status == "running"`),
 	// at most PerPage of them from NextToken on (a previous page's
-	// QueryMeta.NextToken), in descending order with Reverse.
+	// QueryMeta.NextToken), in descending order with Reverse. Sort picks
+	// another order where the list has one (Jobs().List: "submit_time").
 	Prefix    string
 	Filter    string
 	PerPage   int
 	NextToken string
 	Reverse   bool
+	Sort      string
 
 	ctx context.Context
 }
@@ -226,7 +228,7 @@ func (q *QueryOptions) values() url.Values {
 	if q.AllowStale {
 		v.Set("stale", "")
 	}
-	for k, p := range map[string]string{"prefix": q.Prefix, "filter": q.Filter, "next_token": q.NextToken} {
+	for k, p := range map[string]string{"prefix": q.Prefix, "filter": q.Filter, "next_token": q.NextToken, "sort": q.Sort} {
 		if p != "" {
 			v.Set(k, p)
 		}

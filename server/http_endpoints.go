@@ -96,11 +96,22 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 
 // jobList answers GET /v1/jobs: a JobListStub per job of ?namespace=, or
 // of every namespace the token may list without one, with the list
-// options (list.go); jobs are ordered by namespace and ID.
+// options (list.go); jobs are ordered by namespace and ID, or with
+// ?sort=submit_time by their submit time (then namespace and ID), so
+// that `?sort=submit_time&reverse=true&per_page=N` is the N newest.
 func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	opts, err := parseListOptions(r)
 	if err != nil {
 		return nil, err
+	}
+	keys := byNamespacedID(func(j *structs.Job) string { return j.Namespace }, func(j *structs.Job) string { return j.ID })
+	switch sort := r.URL.Query().Get("sort"); sort {
+	case "":
+	case "submit_time":
+		byID := keys.token
+		keys.token = func(j *structs.Job) string { return fmt.Sprintf("%020d.%s", max(j.SubmitTime, 0), byID(j)) }
+	default:
+		return nil, badRequest("sort=%q is not an order of jobs: the only one is submit_time", sort)
 	}
 	ns := r.URL.Query().Get("namespace")
 	res, err := s.blocking(w, r, queryOf(func(txn *memdb.Txn, ws memdb.WatchSet) (any, error) {
@@ -117,8 +128,7 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		})
 		// Only the page's stubs are built (and their rows watched): the
 		// rest cannot change it.
-		return applyBuilt(w, opts, jobs, byNamespacedID(
-			func(j *structs.Job) string { return j.Namespace }, func(j *structs.Job) string { return j.ID }),
+		return applyBuilt(w, opts, jobs, keys,
 			func(j *structs.Job) (*structs.JobListStub, error) { return s.jobStub(txn, ws, j, nodes) })
 	}, state.TableJobs, state.TableDesired, state.TableObserved, state.TableModels, state.TableSamples, state.TableNodes))
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -56,6 +57,22 @@ func TestAPI_Lists(t *testing.T) {
 	jobs, _, err = c.Jobs().List(&api.QueryOptions{Reverse: true})
 	must.NoError(t, err)
 	must.Eq(t, []string{"b", "a2", "a1"}, ids(jobs))
+
+	// Newest first, a page at a time, by submit time.
+	newest := &api.QueryOptions{Sort: "submit_time", Reverse: true, PerPage: 2}
+	jobs, meta, err = c.Jobs().List(newest)
+	must.NoError(t, err)
+	must.Eq(t, []string{"b", "a2"}, ids(jobs))
+	a1, _, err := c.Jobs().Info("a1", nil)
+	must.NoError(t, err)
+	must.Eq(t, fmt.Sprintf("%020d.default.a1", a1.SubmitTime), meta.NextToken)
+	newest.NextToken = meta.NextToken
+	jobs, meta, err = c.Jobs().List(newest)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a1"}, ids(jobs))
+	must.Eq(t, "", meta.NextToken)
+	_, _, err = c.Jobs().List(&api.QueryOptions{Sort: "size"})
+	must.ErrorContains(t, err, `sort="size" is not an order of jobs`)
 
 	jobs, _, err = c.Jobs().List(&api.QueryOptions{Filter: `ID == "b" and Status == "running"`})
 	must.NoError(t, err)

@@ -30,7 +30,7 @@ import (
 // renders no more rows and reads less than 3× the bytes it does at
 // N/10 (the whole list would be 10×), it shows the first jobs in order,
 // and its Next and Previous links page through the list, the page in
-// the address.
+// the address. The cluster page reads the newest jobs a page too.
 func TestBrowser_JobsPageAtScale(t *testing.T) {
 	n := 2000
 	if v := os.Getenv("CARAVAN_UI_SCALE_JOBS"); v != "" {
@@ -82,6 +82,15 @@ func TestBrowser_JobsPageAtScale(t *testing.T) {
 		must.NoError(t, b.do(chromedp.Click(chromedp.CSS(`a[data-pager="previous"]`))))
 		b.waitNumber(t, "the first page again", fmt.Sprintf(`document.querySelector('table.jobs tbody tr[data-job]')?.dataset.job === %q ? 1 : 0`, scaleJobID(0)), 1)
 		must.Eq(t, first, b.jobIDs(t))
+	})
+
+	// The cluster page charts the newest jobs: it reads a page of them,
+	// not the whole list.
+	t.Run("cluster", func(t *testing.T) {
+		must.NoError(t, b.do(chromedp.Navigate(base+"/ui/cluster")))
+		b.waitNumber(t, "the nodes", attr(`table.nodes`, "data-rows"), 4)
+		size := b.waitNumber(t, "the cluster page's /v1/jobs answer", `(performance.getEntriesByType("resource").find((e) => new URL(e.name).pathname === "/v1/jobs")?.encodedBodySize ?? -1)`, 1)
+		must.Less(t, 3*float64(small.bytes), size, must.Sprintf("the cluster page's /v1/jobs answer at %d jobs: %.0f bytes; the jobs page's at %d: %d", n, size, n/10, small.bytes))
 	})
 	b.checkClean(t)
 }

@@ -28,7 +28,8 @@ function gpus(devs: { Name: string; Count: number }[] | null | undefined): numbe
 
 export function ClusterPage() {
   const nodes = useLive<Node[]>("/v1/nodes");
-  const jobs = useLive<JobStub[]>("/v1/jobs");
+  // The most recently submitted jobs, newest first: a page, not the list.
+  const jobs = useLive<JobStub[]>(`/v1/jobs?sort=submit_time&reverse=true&per_page=${historyJobs}`);
   const ends = useLive<Event[]>(`/v1/events?filter=${endFilter}`);
   const nodeIDs = (nodes.data ?? []).map((n) => n.ID);
   // The nodes' tasks change with what runs: read them again when the jobs
@@ -38,10 +39,7 @@ export function ClusterPage() {
     (signal) => Promise.all(nodeIDs.map((id) => get<NodeDetail>(`/v1/node/${encodeURIComponent(id)}`, 0, signal).then((a) => a.data))),
     3000,
   );
-  const recent = useMemo(
-    () => [...(jobs.data ?? [])].sort((a, b) => b.SubmitTime - a.SubmitTime).slice(0, historyJobs),
-    [jobs.data],
-  );
+  const recent = jobs.data ?? [];
   const histories = useFetched<JobHistory[]>(
     jobs.data ? String(jobs.index) : null,
     (signal) =>
