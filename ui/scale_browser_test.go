@@ -30,7 +30,8 @@ import (
 // renders no more rows and reads less than 3× the bytes it does at
 // N/10 (the whole list would be 10×), it shows the first jobs in order,
 // and its Next and Previous links page through the list, the page in
-// the address. The cluster page reads the newest jobs a page too.
+// the address, never showing a page's rows at another's address. The
+// cluster page reads the newest jobs a page too.
 func TestBrowser_JobsPageAtScale(t *testing.T) {
 	n := 2000
 	if v := os.Getenv("CARAVAN_UI_SCALE_JOBS"); v != "" {
@@ -69,9 +70,14 @@ func TestBrowser_JobsPageAtScale(t *testing.T) {
 		must.SliceNotEmpty(t, first)
 		must.EqOp(t, scaleJobID(0), first[0])
 		must.True(t, slices.IsSorted(first), must.Sprintf("jobs not in order: %v", first))
+		_, err := eval[bool](b, fmt.Sprintf(stalePageJS, first[0]))
+		must.NoError(t, err)
 		must.NoError(t, b.do(chromedp.Click(chromedp.CSS(`a[data-pager="next"]`))))
 		want := scaleJobID(len(first))
 		b.waitNumber(t, "the second page", fmt.Sprintf(`document.querySelector('table.jobs tbody tr[data-job]')?.dataset.job === %q ? 1 : 0`, want), 1)
+		stale, err := eval[bool](b, `window.__stalePage`)
+		must.NoError(t, err)
+		must.False(t, stale, must.Sprint("a render showed the first page's rows at the second page's address"))
 		second := b.jobIDs(t)
 		must.EqOp(t, len(first), len(second))
 		must.EqOp(t, scaleJobID(2*len(first)-1), second[len(second)-1])
@@ -94,6 +100,18 @@ func TestBrowser_JobsPageAtScale(t *testing.T) {
 	})
 	b.checkClean(t)
 }
+
+// stalePageJS sets window.__stalePage when the document, after any change,
+// shows the job %q first at an address of a later page.
+const stalePageJS = `(() => {
+  window.__stalePage = false;
+  new MutationObserver(() => {
+    if (location.search.includes("next_token") && document.querySelector('table.jobs tbody tr[data-job]')?.dataset.job === %q) {
+      window.__stalePage = true;
+    }
+  }).observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
+  return true;
+})()`
 
 // jobsLoad is what loading the jobs page took: the median time from the
 // navigation to the first rows (and each load's), the rows the table

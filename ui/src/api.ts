@@ -76,14 +76,19 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+// notRead is what useLive returns for a path it has no answer of yet.
+const notRead: Live<never> = { index: 0 };
+
 // useLive keeps path's answer up to date with blocking queries, as Nomad's
 // UI does: each answer's X-Caravan-Index is the next request's ?index=.
 // Endpoints without an index (agent, plugins, metrics) are polled every
-// poll ms. A null path reads nothing.
+// poll ms. A null path reads nothing. When path changes, the last path's
+// answer is not returned, not even for the render before the new read
+// starts: a page of a list never shows the page before it.
 export function useLive<T>(path: string | null, poll = 5000): Live<T> {
-  const [state, setState] = useState<Live<T>>({ index: 0 });
+  const [state, setState] = useState<{ path: string | null; live: Live<T> }>({ path, live: notRead });
   useEffect(() => {
-    setState({ index: 0 });
+    setState({ path, live: notRead });
     if (path === null) return;
     const ctl = new AbortController();
     (async () => {
@@ -92,7 +97,7 @@ export function useLive<T>(path: string | null, poll = 5000): Live<T> {
         const started = Date.now();
         try {
           const ans = await get<T>(path, index, ctl.signal);
-          setState({ data: ans.data, index: ans.index, nextToken: ans.nextToken });
+          setState({ path, live: { data: ans.data, index: ans.index, nextToken: ans.nextToken } });
           if (ans.index > 0) {
             // An index that went backwards (a restarted agent) starts over.
             index = ans.index < index ? 0 : ans.index;
@@ -102,7 +107,7 @@ export function useLive<T>(path: string | null, poll = 5000): Live<T> {
           }
         } catch (err) {
           if (ctl.signal.aborted) return;
-          setState((s) => ({ ...s, error: String(err instanceof Error ? err.message : err) }));
+          setState((s) => ({ path, live: { ...s.live, error: String(err instanceof Error ? err.message : err) } }));
           index = 0;
           await sleep(3000, ctl.signal);
         }
@@ -110,7 +115,7 @@ export function useLive<T>(path: string | null, poll = 5000): Live<T> {
     })();
     return () => ctl.abort();
   }, [path, poll]);
-  return state;
+  return state.path === path ? state.live : notRead;
 }
 
 // useEventLog keeps the events a /v1/events query selects as they
