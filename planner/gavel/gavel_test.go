@@ -277,3 +277,44 @@ func TestGavel_ForgetsFinishedJobs(t *testing.T) {
 	must.NoError(t, err)
 	must.MapLen(t, 3, g.received)
 }
+
+// TestSolve_EachAtBestIsTheSimplexOptimum: on random rounds of 1 to 3
+// types, where each job's best type holds every job whose best it is,
+// the shortcut gives the simplex's answer; where a type is
+// oversubscribed it does not apply.
+func TestSolve_EachAtBestIsTheSimplexOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 33))
+	types := []string{T4, RTX, A100}
+	applied, declined := 0, 0
+	for trial := range 200 {
+		var nodes []*structs.Node
+		k := 1 + rng.IntN(len(types))
+		for _, name := range types[:k] {
+			nodes = append(nodes, TypedNodes(name, name, 1+rng.IntN(3), 8)...)
+		}
+		req := &planner.Request{Nodes: nodes, Now: int64(time.Hour)}
+		for j := range 1 + rng.IntN(12) {
+			step := map[string]float64{}
+			for _, name := range types[:k] {
+				step[name] = 0.1 + rng.Float64()
+			}
+			req.Jobs = append(req.Jobs, RigidJob(string(rune('a'+j)), 1<<rng.IntN(4), 128, time.Duration(j)*time.Minute, step))
+		}
+		r := newRound(req)
+		want, err := simplex(r)
+		must.NoError(t, err)
+		best, ok := eachAtBest(r)
+		if !ok {
+			declined++
+			continue
+		}
+		applied++
+		got := make([]float64, len(r.pairs))
+		for _, p := range best {
+			got[p] = 1
+		}
+		must.Eq(t, want, got, must.Sprintf("trial %d: %d jobs on %d types", trial, len(req.Jobs), k))
+	}
+	must.Greater(t, 20, applied)
+	must.Greater(t, 20, declined)
+}

@@ -22,8 +22,67 @@ const tolerance = 1e-9
 //
 // by the simplex method (exact, where the artifact runs ECOS's interior
 // point), then rounded to 5 decimals and clipped to [0, 1] as the
-// artifact rounds. Pairs that do not exist are 0.
+// artifact rounds. Pairs that do not exist are 0. When every job fits on
+// its one best type at once (eachAtBest), that is the answer without the
+// simplex.
 func solve(r *round) ([]float64, error) {
+	x := make([]float64, len(r.pairs))
+	if best, ok := eachAtBest(r); ok {
+		for _, p := range best {
+			x[p] = 1
+		}
+		return x, nil
+	}
+	return simplex(r)
+}
+
+// eachAtBest returns each job's pair of highest throughput when running
+// every job all its time there is the program's only optimum: each job's
+// highest throughput is positive and on one type only, and every type
+// holds the jobs whose best it is. A job's term, Σ_t throughput(j,t)·
+// x(j,t) with Σ_t x(j,t) ≤ 1, is at most its highest throughput and
+// reaches it only so. ok is false otherwise.
+//
+// That is the common case of an uncontended cluster, and on one GPU type
+// the simplex's dense LU factorisation at every pivot, cubic in the jobs,
+// was most of a round's time: Gavel did not replay the Philly trace
+// (drivers/sim/README.md).
+func eachAtBest(r *round) (best []int, ok bool) {
+	best = make([]int, len(r.jobs))
+	tied := make([]bool, len(r.jobs))
+	for j := range best {
+		best[j] = -1
+	}
+	for p, pr := range r.pairs {
+		switch b := best[pr.job]; {
+		case b < 0 || pr.throughput > r.pairs[b].throughput:
+			best[pr.job], tied[pr.job] = p, false
+		case pr.throughput == r.pairs[b].throughput:
+			tied[pr.job] = true
+		}
+	}
+	load := make([]int, len(r.types))
+	at := make([]int, 0, len(best))
+	for j, p := range best {
+		if p < 0 {
+			continue // no type holds its request: it has no pair
+		}
+		if tied[j] || r.pairs[p].throughput <= 0 {
+			return nil, false
+		}
+		load[r.pairs[p].typ] += r.jobs[j].scale
+		at = append(at, p)
+	}
+	for t, gpus := range load {
+		if gpus > r.types[t].gpus {
+			return nil, false
+		}
+	}
+	return at, true
+}
+
+// simplex solves the program by the simplex method.
+func simplex(r *round) ([]float64, error) {
 	n := len(r.pairs)
 	x := make([]float64, n)
 	if n == 0 {
