@@ -26,7 +26,9 @@
 //     job on every type that maximises Σ throughput·x, within each type's
 //     GPUs (Σ_j GPUs(j)·x(j,t) ≤ GPUs(t)) and each job's time (Σ_t x ≤ 1),
 //     solved exactly by the simplex method (gonum), rounded to 5
-//     decimals as the artifact rounds.
+//     decimals as the artifact rounds. Two cases need no simplex: every
+//     job fits on its one best type at once, and one GPU type, where the
+//     program is a fractional knapsack (lp.go).
 //   - Priorities (gavel.py update_priorities): x(j,t) over the share of
 //     type t's time job j has received, 0 where x is 0.
 //   - Rounding (gavel.py schedule_jobs_on_workers): pairs in descending

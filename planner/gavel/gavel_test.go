@@ -318,3 +318,39 @@ func TestSolve_EachAtBestIsTheSimplexOptimum(t *testing.T) {
 	must.Greater(t, 20, applied)
 	must.Greater(t, 20, declined)
 }
+
+// TestSolve_OneTypeIsTheSimplexOptimum: on random contended rounds of one
+// type, where the jobs' throughputs per GPU differ, the knapsack gives
+// the simplex's answer; on a tie the earlier job gets all its time.
+func TestSolve_OneTypeIsTheSimplexOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	contended := 0
+	for trial := range 200 {
+		req := &planner.Request{Nodes: TypedNodes("t4", T4, 1+rng.IntN(3), 4), Now: int64(time.Hour)}
+		for j := range 2 + rng.IntN(20) {
+			step := map[string]float64{T4: 0.1 + rng.Float64()}
+			req.Jobs = append(req.Jobs, RigidJob(string(rune('a'+j)), 1<<rng.IntN(3), 128, time.Duration(j)*time.Minute, step))
+		}
+		r := newRound(req)
+		if _, ok := eachAtBest(r); !ok {
+			contended++
+		}
+		want, err := simplex(r)
+		must.NoError(t, err)
+		must.Eq(t, want, oneType(r), must.Sprintf("trial %d: %d jobs", trial, len(req.Jobs)))
+	}
+	must.Greater(t, 100, contended)
+
+	// Three identical jobs of 2 GPUs on 4 tie: the two that came first
+	// (pairs are in arrival order) get all their time.
+	tie := &planner.Request{Nodes: TypedNodes("t4", T4, 1, 4), Now: int64(time.Hour), Jobs: []*planner.Job{
+		RigidJob("a", 2, 64, 2*time.Minute, map[string]float64{T4: 1}),
+		RigidJob("b", 2, 64, time.Minute, map[string]float64{T4: 1}),
+		RigidJob("c", 2, 64, 0, map[string]float64{T4: 1}),
+	}}
+	r := newRound(tie)
+	must.Eq(t, "c", r.jobs[0].view.Job.ID)
+	x, err := solve(r)
+	must.NoError(t, err)
+	must.Eq(t, []float64{1, 1, 0}, x)
+}

@@ -1,8 +1,10 @@
 package gavel
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
@@ -24,7 +26,7 @@ const tolerance = 1e-9
 // point), then rounded to 5 decimals and clipped to [0, 1] as the
 // artifact rounds. Pairs that do not exist are 0. When every job fits on
 // its one best type at once (eachAtBest), that is the answer without the
-// simplex.
+// simplex, and so is the knapsack's on a cluster of one type (oneType).
 func solve(r *round) ([]float64, error) {
 	x := make([]float64, len(r.pairs))
 	if best, ok := eachAtBest(r); ok {
@@ -33,7 +35,42 @@ func solve(r *round) ([]float64, error) {
 		}
 		return x, nil
 	}
+	if len(r.types) == 1 {
+		return oneType(r), nil
+	}
 	return simplex(r)
+}
+
+// oneType solves the program on a cluster of one GPU type, where it is
+// the fractional knapsack problem, solved greedily (Dantzig, 1957): the
+// jobs by throughput per GPU, highest first and ties in arrival order,
+// each given all its time while the type's GPUs last, and the one they
+// run out at the fraction left. That is an optimum, and the only one when
+// the jobs' throughputs per GPU differ. On a tie the earlier job gets all
+// the time (doc.go). Its cost is a sort of the jobs, where the simplex
+// factorises a dense matrix of them at every pivot.
+func oneType(r *round) []float64 {
+	x := make([]float64, len(r.pairs))
+	order := make([]int, 0, len(r.pairs))
+	for p, pr := range r.pairs {
+		if pr.throughput > 0 {
+			order = append(order, p)
+		}
+	}
+	scale := func(p int) float64 { return float64(r.jobs[r.pairs[p].job].scale) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(r.pairs[b].throughput/scale(b), r.pairs[a].throughput/scale(a))
+	})
+	left := float64(r.types[0].gpus)
+	for _, p := range order {
+		if left <= 0 {
+			break
+		}
+		x[p] = min(1, left/scale(p))
+		left -= x[p] * scale(p)
+		x[p] = roundShare(x[p])
+	}
+	return x
 }
 
 // eachAtBest returns each job's pair of highest throughput when running
@@ -114,7 +151,11 @@ func simplex(r *round) ([]float64, error) {
 		return nil, fmt.Errorf("max-sum-throughput program of %d pairs: %w", n, err)
 	}
 	for p := range x {
-		x[p] = min(max(math.Round(opt[p]*1e5)/1e5, 0), 1)
+		x[p] = roundShare(opt[p])
 	}
 	return x, nil
 }
+
+// roundShare rounds a time fraction to 5 decimals within [0, 1], as the
+// artifact rounds its solver's answer.
+func roundShare(v float64) float64 { return min(max(math.Round(v*1e5)/1e5, 0), 1) }
