@@ -618,7 +618,7 @@ func TestSet_GoodputByType(t *testing.T) {
 	sample := func(p goodput.PerfParams, local int, typ string) structs.Sample {
 		return structs.Sample{
 			JobID: "a", Namespace: "default", Role: structs.RoleWorker, NumWorkers: 1, GPUType: typ,
-			StepTimeS: p.StepTime(1, 1, float64(local), 1), CPUS: p.ComputeTime(float64(local)), LocalBatchSize: int64(local),
+			StepTimeS: p.StepTime(1, 1, float64(local), 0), CPUS: p.ComputeTime(float64(local)), LocalBatchSize: int64(local),
 		}
 	}
 	var smps []structs.Sample
