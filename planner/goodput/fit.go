@@ -187,17 +187,12 @@ func fitPerf(points []Point, settings *optimize.Settings) (*Fit, error) {
 }
 
 // fitSettings stops FitPerf's descent where goodput.py's does: when the
-// gradient's largest component is under 1e-5, scipy's default gtol, here
-// along the log-transformed parameters FitPerf descends in (scipy's
-// bounds keep them positive instead). gonum's default threshold, 1e-12,
-// is more than the line search can reach on this objective: most fits
-// ended in a failed line search. On each model of the Pollux traces,
-// fitted to its first single-node placement, its first three, all its
-// single-node ones and every placement, the 24 fits take 1,132
-// evaluations where 1e-12 took 2,931 (a job's first fits, 2 to 43 where
-// it took 73 to 161), and their mean relative errors agree to three
-// significant digits but for bert's single-node fit, 0.0203 against
-// 0.0193 (TestFitPerf_StopsAtGtol).
+// gradient's largest component is under 1e-5, scipy's default gtol (here
+// along the log-transformed parameters; scipy's bounds keep them positive
+// instead). gonum's default, 1e-12, is more than the line search reaches
+// on this objective: most fits ended in a failed line search, after two
+// to forty times the evaluations, at the same errors to three digits
+// (TestFitPerf_StopsAtGtol).
 func fitSettings() *optimize.Settings {
 	return &optimize.Settings{MajorIterations: 500, GradientThreshold: 1e-5}
 }
