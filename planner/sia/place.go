@@ -302,12 +302,23 @@ func fillType(c *planner.Cluster, t *gpuType, j *job, k, w int) []*structs.NodeT
 	}
 	// Spread: each node of the type, the freest first, takes as many
 	// workers as fit, which places them whenever the type can.
-	order := slices.Clone(t.nodes)
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(freeGPUs(c, b), freeGPUs(c, a)) })
+	// Each node's free GPUs are read once, not at every comparison.
+	type freeNode struct{ i, free int }
+	order := make([]freeNode, len(t.nodes))
+	for k, i := range t.nodes {
+		order[k] = freeNode{i, freeGPUs(c, i)}
+	}
+	slices.SortStableFunc(order, func(a, b freeNode) int { return cmp.Compare(b.free, a.free) })
 	trial := c.Clone()
 	var nodes []*structs.NodeTasks
 	left := w
-	for _, i := range order {
+	for _, o := range order {
+		i := o.i
+		// A node where one worker does not fit takes none: one check, not
+		// one per worker left, on each full node of the type.
+		if !trial.Fits(i, j.tasks.Worker, 1) {
+			continue
+		}
 		n := left
 		if j.tasks.Worker.DistinctHosts {
 			n = 1
