@@ -54,9 +54,10 @@ var ErrNoPoints = errors.New("no measured configuration with a positive step tim
 // and β_r (the artifact's prior that crossing nodes costs more). Points
 // without a compute time count for the step time only.
 //
-// It is deterministic and takes about 1.3 ms for 44 points
-// (BenchmarkFitPerf_Online: 24 evaluations; 2.6 ms with gonum's default
-// gradient threshold, 20 ms with a gradient by central differences).
+// It is deterministic and takes about 0.75 ms for 44 points on an idle
+// machine (BenchmarkFitPerf_Online: 24 evaluations, each about 15 µs of
+// objective and gradient; 2.4 ms with gonum's default gradient threshold,
+// and, measured earlier, 20 ms with a gradient by central differences).
 func FitPerf(points []Point) (*Fit, error) {
 	return fitPerf(points, fitSettings())
 }
