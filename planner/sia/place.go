@@ -305,8 +305,8 @@ func fillType(c *planner.Cluster, t *gpuType, j *job, k, w int) []*structs.NodeT
 	// Each node's free GPUs are read once, not at every comparison.
 	type freeNode struct{ i, free int }
 	order := make([]freeNode, len(t.nodes))
-	for k, i := range t.nodes {
-		order[k] = freeNode{i, freeGPUs(c, i)}
+	for x, i := range t.nodes {
+		order[x] = freeNode{i, freeGPUs(c, i)}
 	}
 	slices.SortStableFunc(order, func(a, b freeNode) int { return cmp.Compare(b.free, a.free) })
 	trial := c.Clone()
