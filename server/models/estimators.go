@@ -210,6 +210,8 @@ type perfTable struct {
 	fit  *goodput.Fit
 	// dirty marks measurements the fit has not seen enough of.
 	dirty bool
+	// samples counts the samples added.
+	samples int
 }
 
 // observe takes from a worker's sample what the job's goodput model
@@ -287,6 +289,7 @@ func (t *perfTable) add(key perfKey, smp *structs.Sample) {
 		m.step += smp.StepTimeS / passes
 	}
 	m.n++
+	t.samples++
 	// As for speeds: refit on a new configuration or when its samples
 	// double.
 	if m.n >= 2*m.fitted {
@@ -320,9 +323,17 @@ func (t *perfTable) points() []goodput.Point {
 // fit's that failed.
 func (g *goodputEstimator) refit() (bool, error) {
 	g.pending = false
-	changed, err := g.all.refit()
+	changed, err := g.all.refit(nil)
 	for _, typ := range slices.Sorted(maps.Keys(g.byType)) {
-		c, e := g.byType[typ].refit()
+		t := g.byType[typ]
+		var same *perfTable
+		if len(g.byType) == 1 && t.samples == g.all.samples {
+			// Every sample is of this type (each is added to all too),
+			// so the tables hold the same measurements: on a cluster of
+			// one GPU type, every job's.
+			same = &g.all
+		}
+		c, e := t.refit(same)
 		changed = changed || c
 		if err == nil && e != nil {
 			err = fmt.Errorf("GPU type %q: %w", typ, e)
@@ -346,15 +357,24 @@ func (g *goodputEstimator) fits() map[string]*goodput.Fit {
 	return out
 }
 
-func (t *perfTable) refit() (bool, error) {
+// refit fits the table again if it is dirty, and reports whether its fit
+// changed. same, when not nil, is a table of the same measurements that was
+// refitted just before: t takes its fit rather than fit the same points
+// again, which would give the same fit (FitPerf is deterministic).
+func (t *perfTable) refit(same *perfTable) (bool, error) {
 	if !t.dirty {
 		return false, nil
 	}
 	t.dirty = false
-	fit, err := goodput.FitPerf(t.points())
 	for _, m := range t.perf {
 		m.fitted = m.n
 	}
+	if same != nil {
+		changed := t.fit != same.fit
+		t.fit = same.fit
+		return changed, nil
+	}
+	fit, err := goodput.FitPerf(t.points())
 	if err != nil {
 		return false, err
 	}

@@ -650,6 +650,44 @@ func TestSet_GoodputByType(t *testing.T) {
 	}
 }
 
+// TestSet_OneTypeFitsOnce checks that while every sample of a job is of
+// one GPU type, its typed and untyped throughput models, which then hold
+// the same measurements, are one fit, made once; and that a sample of no
+// type makes them two fits again.
+func TestSet_OneTypeFitsOnce(t *testing.T) {
+	h := planner.NewHarness(t)
+	nodes := h.AddNodes("a", 1, 32000, 65536, 4)
+	s := New(pollux.New(), Options{ProfileConfigs: -1})
+	j := planner.MockAllReduceJob("a", structs.Bounds{Min: 1, Max: 8}, &structs.BatchSize{Min: 32, Max: 4096, MinLocal: 32, MaxLocal: 256})
+	must.NoError(t, s.Register(j))
+	p := goodput.PerfParams{AlphaC: 0.01, BetaC: 0.0004, AlphaN: 0.1, BetaN: 0.002, AlphaR: 0.03, BetaR: 1e-8, Gamma: 2}
+	var smps []structs.Sample
+	var pts []goodput.Point
+	for _, local := range []int{32, 64, 128} {
+		smp := structs.Sample{
+			JobID: "a", Namespace: "default", Role: structs.RoleWorker, NumWorkers: 1, GPUType: "A100",
+			StepTimeS: p.StepTime(1, 1, float64(local), 0), CPUS: p.ComputeTime(float64(local)), LocalBatchSize: int64(local),
+		}
+		smps = append(smps, smp)
+		pts = append(pts, goodput.Point{Nodes: 1, Replicas: 1, Local: float64(local), StepTime: smp.StepTimeS, ComputeTime: smp.CPUS})
+	}
+	s.Ingest(smps)
+	pj := s.Snapshot(nodes, 0).jobs[0].job
+	must.MapLen(t, 1, pj.PerfByType)
+	must.True(t, pj.Perf == pj.PerfByType["A100"], must.Sprint("one type: one fit"))
+	want, err := goodput.FitPerf(pts)
+	must.NoError(t, err)
+	must.Eq(t, want, pj.Perf)
+
+	untyped := smps[0]
+	untyped.GPUType, untyped.LocalBatchSize = "", 256
+	untyped.StepTimeS, untyped.CPUS = p.StepTime(1, 1, 256, 0), p.ComputeTime(256)
+	s.Ingest([]structs.Sample{untyped})
+	pj = s.Snapshot(nodes, 0).jobs[0].job
+	must.Eq(t, 4, pj.Perf.Points)
+	must.Eq(t, want, pj.PerfByType["A100"], must.Sprint("the typed fit keeps its points"))
+}
+
 // typed is pollux that places by GPU type.
 type typed struct{ planner.Algorithm }
 
