@@ -54,10 +54,12 @@ var ErrNoPoints = errors.New("no measured configuration with a positive step tim
 // and β_r (the artifact's prior that crossing nodes costs more). Points
 // without a compute time count for the step time only.
 //
-// It is deterministic and takes about 0.75 ms for 44 points on an idle
-// machine (BenchmarkFitPerf_Online: 24 evaluations, each about 15 µs of
-// objective and gradient; 2.4 ms with gonum's default gradient threshold,
-// and, measured earlier, 20 ms with a gradient by central differences).
+// It is deterministic. It took about 0.75 ms for 44 points on an idle
+// machine at 2a3a0bf (BenchmarkFitPerf_Online: 24 evaluations, each about
+// 15 µs of objective and gradient; 2.4 ms with gonum's default gradient
+// threshold, and, measured earlier, 20 ms with a gradient by central
+// differences), before the objective and gradient shared their terms
+// (evaluator).
 func FitPerf(points []Point) (*Fit, error) {
 	return fitPerf(points, fitSettings())
 }
@@ -139,7 +141,8 @@ func fitPerf(points []Point, settings *optimize.Settings) (*Fit, error) {
 	params := toParams(x0)
 	evals := 0
 	if len(free) > 0 {
-		obj := func(x []float64) float64 { return objective(toParams(x), pts) }
+		ev := newEvaluator(pts)
+		obj := func(x []float64) float64 { return ev.objective(toParams(x)) }
 		problem := optimize.Problem{
 			Func: obj,
 			// The gradient in closed form, as the artifact's autograd
@@ -148,7 +151,7 @@ func fitPerf(points []Point, settings *optimize.Settings) (*Fit, error) {
 			// that only show the model.
 			Grad: func(grad, x []float64) {
 				var g [7]float64
-				objectiveGrad(toParams(x), pts, &g)
+				ev.gradient(toParams(x), &g)
 				for k, i := range free {
 					if i == 6 {
 						sig := 1 / (1 + math.Exp(-x[k]))
@@ -198,53 +201,111 @@ func fitSettings() *optimize.Settings {
 	return &optimize.Settings{MajorIterations: 500, GradientThreshold: 1e-5}
 }
 
-// objective is goodput.py's _obj_fn.
-func objective(p PerfParams, pts []Point) float64 {
+// evaluator computes FitPerf's objective, goodput.py's _obj_fn, and its
+// gradient over pts. gonum asks for the gradient at the parameters whose
+// objective it has just taken, so the two share each point's terms
+// (termsAt), and the measurements' logarithms are taken once a fit. The
+// sharing leaves every operation as it would be apart, so it changes no
+// fit, not even in its last bit (TestEvaluator_SharesExactly); it saves
+// two of each point's five powers, and most of its logarithms.
+type evaluator struct {
+	pts []Point
+	// logCompute and logStep are each point's ln ComputeTime (0 when
+	// not measured) and ln StepTime.
+	logCompute, logStep []float64
+	// terms are each point's terms at the parameters at, once valid.
+	terms []pointTerms
+	at    PerfParams
+	valid bool
+}
+
+// pointTerms are what the objective computes at a point that its
+// gradient uses too: t_c, t_n, m = max(t_c, t_n), a = (t_c/m)^γ,
+// b = (t_n/m)^γ, and ln t_c where the point has a compute time.
+type pointTerms struct {
+	tc, tn, m, a, b, logTc float64
+}
+
+func newEvaluator(pts []Point) *evaluator {
+	e := &evaluator{pts: pts, logCompute: make([]float64, len(pts)), logStep: make([]float64, len(pts)), terms: make([]pointTerms, len(pts))}
+	for i, pt := range pts {
+		if pt.ComputeTime > 0 {
+			e.logCompute[i] = math.Log(pt.ComputeTime)
+		}
+		e.logStep[i] = math.Log(pt.StepTime)
+	}
+	return e
+}
+
+// termsAt sets each point's terms at p, unless they are p's already.
+func (e *evaluator) termsAt(p PerfParams) {
+	if e.valid && e.at == p {
+		return
+	}
+	for i, pt := range e.pts {
+		t := pointTerms{tc: p.ComputeTime(pt.Local), tn: p.NetworkTime(pt.Nodes, pt.Replicas)}
+		t.m = max(t.tc, t.tn)
+		t.a, t.b = math.Pow(t.tc/t.m, p.Gamma), math.Pow(t.tn/t.m, p.Gamma)
+		if pt.ComputeTime > 0 {
+			t.logTc = math.Log(t.tc)
+		}
+		e.terms[i] = t
+	}
+	e.at, e.valid = p, true
+}
+
+// objective is goodput.py's _obj_fn at p.
+func (e *evaluator) objective(p PerfParams) float64 {
+	e.termsAt(p)
 	var sqC, sqS float64
 	var nC int
-	for _, pt := range pts {
-		tc := p.ComputeTime(pt.Local)
+	for i, pt := range e.pts {
+		t := &e.terms[i]
 		if pt.ComputeTime > 0 {
-			d := math.Log(tc) - math.Log(pt.ComputeTime)
+			d := t.logTc - e.logCompute[i]
 			sqC += d * d
 			nC++
 		}
-		d := math.Log(p.SyncTime(tc, p.NetworkTime(pt.Nodes, pt.Replicas))) - math.Log(pt.StepTime)
+		// PerfParams.SyncTime(t_c, t_n).
+		sync := 0.0
+		if t.m > 0 {
+			sync = t.m * math.Pow(t.a+t.b, 1/p.Gamma)
+		}
+		d := math.Log(sync) - e.logStep[i]
 		sqS += d * d
 	}
 	errC := 0.0
 	if nC > 0 {
 		errC = math.Sqrt(sqC / float64(nC))
 	}
-	errS := math.Sqrt(sqS / float64(len(pts)))
+	errS := math.Sqrt(sqS / float64(len(e.pts)))
 	reg1 := 1e-3 * (p.Gamma - 1) * (p.Gamma - 1)
 	reg2 := 1e-2 * ((p.BetaN/p.AlphaN)*(p.BetaN/p.AlphaN) + (p.BetaR/p.AlphaR)*(p.BetaR/p.AlphaR))
 	return errC + errS + reg1 + reg2
 }
 
-// objectiveGrad sets g to the gradient of objective at p with respect to
+// gradient sets g to the gradient of the objective at p with respect to
 // the parameters in goodput.py's order (PerfParams.Slice). With a = (t_c/m)^γ
 // and b = (t_n/m)^γ, m = max(t_c, t_n), the predicted step's logarithm is
 // ln m + ln(a + b)/γ, whose derivatives are a/(t_c(a+b)) in t_c,
 // b/(t_n(a+b)) in t_n, and (a ln(t_c/m) + b ln(t_n/m))/(γ(a+b)) −
 // ln(a+b)/γ² in γ.
-func objectiveGrad(p PerfParams, pts []Point, g *[7]float64) {
+func (e *evaluator) gradient(p PerfParams, g *[7]float64) {
+	e.termsAt(p)
 	var sqC, sqS float64
 	var gC, gS [7]float64 // gradients of the two sums of squares
 	nC := 0
-	for _, pt := range pts {
-		tc := p.ComputeTime(pt.Local)
+	for i, pt := range e.pts {
+		t := &e.terms[i]
+		tc, tn, m, a, b := t.tc, t.tn, t.m, t.a, t.b
 		if pt.ComputeTime > 0 {
-			d := math.Log(tc) - math.Log(pt.ComputeTime)
+			d := t.logTc - e.logCompute[i]
 			sqC += d * d
 			nC++
 			gC[0] += 2 * d / tc
 			gC[1] += 2 * d * pt.Local / tc
 		}
-		tn := p.NetworkTime(pt.Nodes, pt.Replicas)
-		m := max(tc, tn)
-		a, b := math.Pow(tc/m, p.Gamma), math.Pow(tn/m, p.Gamma)
-		d := math.Log(m) + math.Log(a+b)/p.Gamma - math.Log(pt.StepTime)
+		d := math.Log(m) + math.Log(a+b)/p.Gamma - e.logStep[i]
 		sqS += d * d
 		dTc, dTn := a/(tc*(a+b)), b/(tn*(a+b))
 		gS[0] += 2 * d * dTc
@@ -275,9 +336,9 @@ func objectiveGrad(p PerfParams, pts []Point, g *[7]float64) {
 			g[i] += gC[i] / (2 * float64(nC) * errC)
 		}
 	}
-	if errS := math.Sqrt(sqS / float64(len(pts))); errS > 0 {
+	if errS := math.Sqrt(sqS / float64(len(e.pts))); errS > 0 {
 		for i := range g {
-			g[i] += gS[i] / (2 * float64(len(pts)) * errS)
+			g[i] += gS[i] / (2 * float64(len(e.pts)) * errS)
 		}
 	}
 	g[6] += 2e-3 * (p.Gamma - 1)

@@ -171,16 +171,47 @@ func TestObjectiveGrad(t *testing.T) {
 				pts[i].ComputeTime = 0
 			}
 		}
+		e := newEvaluator(pts)
 		for _, p := range params {
 			var g [7]float64
-			objectiveGrad(p, pts, &g)
+			e.gradient(p, &g)
 			want := make([]float64, 7)
-			f := func(x []float64) float64 { return objective(PerfParams{x[0], x[1], x[2], x[3], x[4], x[5], x[6]}, pts) }
+			f := func(x []float64) float64 {
+				return newEvaluator(pts).objective(PerfParams{x[0], x[1], x[2], x[3], x[4], x[5], x[6]})
+			}
 			fd.Gradient(want, f, p.Slice(), &fd.Settings{Formula: fd.Central, Step: 1e-7})
 			for i := range want {
 				must.Less(t, 1e-4*max(1, abs(want[i])), abs(g[i]-want[i]),
 					must.Sprintf("%s at %+v: ∂/∂%s = %g, central differences %g", model, p, []string{"α_c", "β_c", "α_n", "β_n", "α_r", "β_r", "γ"}[i], g[i], want[i]))
 			}
+		}
+	}
+}
+
+// TestEvaluator_SharesExactly checks that the objective and gradient an
+// evaluator shares terms between are, to the bit, those computed apart,
+// in either order, and after the parameters change.
+func TestEvaluator_SharesExactly(t *testing.T) {
+	params := []PerfParams{
+		{AlphaC: 0.1, BetaC: 0.01, AlphaN: 0.1, BetaN: 0.01, AlphaR: 0.1, BetaR: 0.01, Gamma: 1.001},
+		{AlphaC: 0.05, BetaC: 0.002, AlphaN: 0.3, BetaN: 0.02, AlphaR: 0.04, BetaR: 0.003, Gamma: 2.5},
+	}
+	for _, model := range traceModels {
+		pts := placementPoints(t, model)
+		for i := range pts {
+			if i%2 == 1 {
+				pts[i].ComputeTime = 0
+			}
+		}
+		shared := newEvaluator(pts)
+		for _, p := range append(params, params[0]) {
+			var g, apart [7]float64
+			f := shared.objective(p)
+			shared.gradient(p, &g)
+			newEvaluator(pts).gradient(p, &apart)
+			must.Eq(t, apart, g, must.Sprintf("%s at %+v: gradient after the objective", model, p))
+			must.Eq(t, newEvaluator(pts).objective(p), f, must.Sprintf("%s at %+v: objective", model, p))
+			must.Eq(t, f, shared.objective(p), must.Sprintf("%s at %+v: objective after the gradient", model, p))
 		}
 	}
 }
