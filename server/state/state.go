@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -713,7 +712,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 						// its length, and writes are serialised, so they
 						// never see what is appended. Copying the history
 						// at every batch cost more than the samples.
-						js.Samples, js.Received = prev.Samples, prev.Received
+						js.Samples, js.Received, js.Newest = prev.Samples, prev.Received, prev.Newest
 						js.Tasks = slices.Clone(prev.Tasks)
 					}
 					jobs[key] = job
@@ -738,7 +737,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 			if once {
 				h := seen[key]
 				if h == nil {
-					h = newHeldSamples(js.Samples)
+					h = newHeldSamples(js.Samples, js.Newest)
 					seen[key] = h
 				}
 				if !h.add(idOf(&smp)) {
@@ -747,6 +746,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 				}
 			}
 			js.Samples = append(js.Samples, smp)
+			js.Newest = max(js.Newest, smp.Time)
 			js.Received++
 			res.Kept++
 			if len(js.Samples) > ret.MaxJobSamples {
@@ -766,15 +766,18 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 // heldSamples finds the repeats among a batch's chief samples of one
 // job: a sample whose identity (sampleID) the job's history held before
 // the batch, or an earlier sample of the batch has. A repeat has the time
-// of the sample it repeats, so a sample later than every one held is new
-// without a look at the history: the held identities are hashed only for
-// a sample that is not (a retry, a profile of several configurations at
-// one instant). Hashing the whole history at every batch, which most of
-// the time holds only later samples, was most of a simulation's time
-// (drivers/sim/README.md, "Speed of the simulator").
+// of the sample it repeats, so a sample later than every one held (the
+// row's Newest) is new without a look at the history: the held
+// identities are hashed only for a sample that is not (a retry, a profile
+// of several configurations at one instant). Hashing the whole history at
+// every batch, which most of the time holds only later samples, was most
+// of a simulation's time, and finding its latest time at every batch a
+// fifteenth of harmony's (drivers/sim/README.md, "Speed of the
+// simulator").
 type heldSamples struct {
-	// held is the history before the batch; newest the latest time in
-	// it; ids its identities, nil until a sample needs them.
+	// held is the history before the batch; newest no earlier than the
+	// latest time in it; ids its identities, nil until a sample needs
+	// them.
 	held   []structs.Sample
 	newest int64
 	ids    map[sampleID]bool
@@ -782,10 +785,14 @@ type heldSamples struct {
 	batch map[sampleID]bool
 }
 
-func newHeldSamples(held []structs.Sample) *heldSamples {
-	h := &heldSamples{held: held, newest: math.MinInt64}
-	for i := range held {
-		h.newest = max(h.newest, held[i].Time)
+// newHeldSamples takes a job's history and its row's Newest; a row
+// without one (0) is looked through for it.
+func newHeldSamples(held []structs.Sample, newest int64) *heldSamples {
+	h := &heldSamples{held: held, newest: newest}
+	if newest == 0 {
+		for i := range held {
+			h.newest = max(h.newest, held[i].Time)
+		}
 	}
 	return h
 }

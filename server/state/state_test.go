@@ -288,6 +288,7 @@ func TestAppendSamples_Once(t *testing.T) {
 			js, err := Samples(s.Txn(), nil, structs.DefaultNamespace, "a")
 			must.NoError(t, err)
 			must.Eq(t, tc.received, js.Received)
+			must.Eq(t, 30, js.Newest, must.Sprint("the latest chief sample's time"))
 			must.SliceLen(t, int(tc.received), js.Samples)
 			must.Eq(t, []structs.Sample{worker(2, 20)}, js.Tasks)
 		})
@@ -310,15 +311,18 @@ func TestHeldSamples_HashesOnlyOlder(t *testing.T) {
 		{name: "repeat of held", batch: []structs.Sample{{Step: 2, Time: 20}, {Step: 3, Time: 30}}, added: []bool{false, true}, hashed: true},
 		{name: "other configuration at the newest time", batch: []structs.Sample{{Step: 2, Time: 20, NumWorkers: 4}}, added: []bool{true}, hashed: true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHeldSamples(held)
-			var added []bool
-			for _, smp := range tc.batch {
-				added = append(added, h.add(idOf(&smp)))
-			}
-			must.Eq(t, tc.added, added)
-			must.Eq(t, tc.hashed, h.ids != nil, must.Sprint("hashed the history"))
-		})
+		// A row's Newest, or none (0): the history is looked through.
+		for _, newest := range []int64{20, 0} {
+			t.Run(fmt.Sprintf("%s, newest %d", tc.name, newest), func(t *testing.T) {
+				h := newHeldSamples(held, newest)
+				var added []bool
+				for _, smp := range tc.batch {
+					added = append(added, h.add(idOf(&smp)))
+				}
+				must.Eq(t, tc.added, added)
+				must.Eq(t, tc.hashed, h.ids != nil, must.Sprint("hashed the history"))
+			})
+		}
 	}
 }
 
