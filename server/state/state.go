@@ -712,7 +712,7 @@ func (s *Store) AppendSamples(index uint64, samples []structs.Sample, cursor uin
 						// its length, and writes are serialised, so they
 						// never see what is appended. Copying the history
 						// at every batch cost more than the samples.
-						js.Samples, js.Received, js.Newest = prev.Samples, prev.Received, prev.Newest
+						js.Samples, js.Received, js.Newest = prev.Samples, prev.Received, newestOf(prev)
 						js.Tasks = slices.Clone(prev.Tasks)
 					}
 					jobs[key] = job
@@ -785,16 +785,21 @@ type heldSamples struct {
 	batch map[sampleID]bool
 }
 
-// newHeldSamples takes a job's history and its row's Newest; a row
-// without one (0) is looked through for it.
-func newHeldSamples(held []structs.Sample, newest int64) *heldSamples {
-	h := &heldSamples{held: held, newest: newest}
+// newestOf is a sample row's Newest; a row written before it was kept
+// (0) is looked through for it.
+func newestOf(js *structs.JobSamples) int64 {
+	newest := js.Newest
 	if newest == 0 {
-		for i := range held {
-			h.newest = max(h.newest, held[i].Time)
+		for i := range js.Samples {
+			newest = max(newest, js.Samples[i].Time)
 		}
 	}
-	return h
+	return newest
+}
+
+// newHeldSamples takes a job's history and its row's Newest.
+func newHeldSamples(held []structs.Sample, newest int64) *heldSamples {
+	return &heldSamples{held: held, newest: newest}
 }
 
 // add reports whether id is new, and records it.
