@@ -206,7 +206,7 @@ func fitSettings() *optimize.Settings {
 // objective it has just taken, so the two share each point's terms
 // (termsAt), and the measurements' logarithms are taken once a fit. The
 // sharing leaves every operation as it would be apart, so it changes no
-// fit, not even in its last bit (TestEvaluator_SharesExactly); it saves
+// fit, not even in its last bit (TestObjectiveGrad); it saves
 // two of each point's five powers, and most of its logarithms.
 type evaluator struct {
 	pts []Point

@@ -156,7 +156,10 @@ func TestFitPerf_Online(t *testing.T) {
 // TestObjectiveGrad checks the closed-form gradient FitPerf descends
 // along against central differences of the objective, on each model's
 // measured placements (multi-node, single-node multi-replica and single
-// replica points, with and without compute times) at several parameters.
+// replica points, with and without compute times) at several parameters;
+// and that the objective and gradient, which an evaluator computes from
+// shared terms, are to the bit those of evaluators that share nothing,
+// also after the parameters change.
 func TestObjectiveGrad(t *testing.T) {
 	params := []PerfParams{
 		{AlphaC: 0.1, BetaC: 0.01, AlphaN: 0.1, BetaN: 0.01, AlphaR: 0.1, BetaR: 0.01, Gamma: 1.001},
@@ -171,10 +174,16 @@ func TestObjectiveGrad(t *testing.T) {
 				pts[i].ComputeTime = 0
 			}
 		}
-		e := newEvaluator(pts)
-		for _, p := range params {
-			var g [7]float64
-			e.gradient(p, &g)
+		shared := newEvaluator(pts)
+		for _, p := range append(params, params[0]) {
+			obj := shared.objective(p)
+			var g, apart [7]float64
+			shared.gradient(p, &g)
+			newEvaluator(pts).gradient(p, &apart)
+			must.Eq(t, apart, g, must.Sprintf("%s at %+v: gradient after the objective", model, p))
+			must.Eq(t, newEvaluator(pts).objective(p), obj, must.Sprintf("%s at %+v: objective", model, p))
+			must.Eq(t, obj, shared.objective(p), must.Sprintf("%s at %+v: objective after the gradient", model, p))
+
 			want := make([]float64, 7)
 			f := func(x []float64) float64 {
 				return newEvaluator(pts).objective(PerfParams{x[0], x[1], x[2], x[3], x[4], x[5], x[6]})
@@ -184,34 +193,6 @@ func TestObjectiveGrad(t *testing.T) {
 				must.Less(t, 1e-4*max(1, abs(want[i])), abs(g[i]-want[i]),
 					must.Sprintf("%s at %+v: ∂/∂%s = %g, central differences %g", model, p, []string{"α_c", "β_c", "α_n", "β_n", "α_r", "β_r", "γ"}[i], g[i], want[i]))
 			}
-		}
-	}
-}
-
-// TestEvaluator_SharesExactly checks that the objective and gradient an
-// evaluator shares terms between are, to the bit, those computed apart,
-// in either order, and after the parameters change.
-func TestEvaluator_SharesExactly(t *testing.T) {
-	params := []PerfParams{
-		{AlphaC: 0.1, BetaC: 0.01, AlphaN: 0.1, BetaN: 0.01, AlphaR: 0.1, BetaR: 0.01, Gamma: 1.001},
-		{AlphaC: 0.05, BetaC: 0.002, AlphaN: 0.3, BetaN: 0.02, AlphaR: 0.04, BetaR: 0.003, Gamma: 2.5},
-	}
-	for _, model := range traceModels {
-		pts := placementPoints(t, model)
-		for i := range pts {
-			if i%2 == 1 {
-				pts[i].ComputeTime = 0
-			}
-		}
-		shared := newEvaluator(pts)
-		for _, p := range append(params, params[0]) {
-			var g, apart [7]float64
-			f := shared.objective(p)
-			shared.gradient(p, &g)
-			newEvaluator(pts).gradient(p, &apart)
-			must.Eq(t, apart, g, must.Sprintf("%s at %+v: gradient after the objective", model, p))
-			must.Eq(t, newEvaluator(pts).objective(p), f, must.Sprintf("%s at %+v: objective", model, p))
-			must.Eq(t, f, shared.objective(p), must.Sprintf("%s at %+v: objective after the gradient", model, p))
 		}
 	}
 }
