@@ -92,6 +92,9 @@ type JobSamples struct {
 	Samples []Sample
 	// Received counts every chief sample ever accepted for the job.
 	Received int64
+	// Newest is no earlier than the latest Time in Samples (thinning may
+	// drop that sample); 0 in a row written before it was kept.
+	Newest int64 `json:",omitempty"`
 	// Tasks holds the latest sample of each other task (a worker of rank
 	// 1 and up, a parameter server), by role and then rank: their own
 	// time per step and usage, not the job's progress.
