@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/caravan-sched/caravan/drivers/sim"
 	"github.com/caravan-sched/caravan/e2e/agent"
 	"github.com/caravan-sched/caravan/server"
+	"github.com/caravan-sched/caravan/server/state"
+	"github.com/caravan-sched/caravan/structs"
 	"github.com/chromedp/chromedp"
 	"github.com/shoenig/test/must"
 )
@@ -49,9 +52,18 @@ func startServer(t *testing.T, speed float64, configure ...func(*server.Config))
 		f(&cfg)
 	}
 	s := server.TestServer(t, cfg)
-	agent.WaitFor(t, 10*time.Second, "the server to lead", func() error {
+	agent.WaitFor(t, 10*time.Second, "the server to lead and record its version", func() error {
 		if !s.IsLeader() {
 			return errors.New("not the leader")
+		}
+		// Until it has, writes gated on a version (queues) are refused
+		// with 503, as during an upgrade.
+		members, err := state.Members(s.State().Txn(), nil)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(members, func(m *structs.Member) bool { return m.ID == s.ID() && m.Version != "" }) {
+			return errors.New("its version is not recorded")
 		}
 		return nil
 	})
