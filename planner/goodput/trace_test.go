@@ -197,21 +197,62 @@ func TestObjectiveGrad(t *testing.T) {
 	}
 }
 
-// BenchmarkFitPerf_Online is one online fit: a job's single-node
-// placements of the cifar10 traces (44 points), what the server refits
-// as a job's measurements grow.
-func BenchmarkFitPerf_Online(b *testing.B) {
+// singleNode returns cifar10's single-node placements.
+func singleNode(tb testing.TB) []Point {
 	var seen []Point
-	for _, p := range placementPoints(b, "cifar10") {
+	for _, p := range placementPoints(tb, "cifar10") {
 		if p.Nodes == 1 {
 			seen = append(seen, p)
 		}
 	}
+	return seen
+}
+
+// BenchmarkFitPerf_Online is one online fit: a job's single-node
+// placements of the cifar10 traces (44 points), what the server refits
+// as a job's measurements grow.
+func BenchmarkFitPerf_Online(b *testing.B) {
+	seen := singleNode(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := FitPerf(seen); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFitPerf_ThreePoints is a fit of the size most of the Philly
+// trace's jobs have, three configurations (cifar10's first three
+// single-node placements), with its evaluations of the objective a fit;
+// BenchmarkObjectiveGrad_ThreePoints is one of those evaluations. Their
+// difference is what gonum's Minimize adds (server/README.md).
+func BenchmarkFitPerf_ThreePoints(b *testing.B) {
+	pts := singleNode(b)[:3]
+	var evals int
+	for b.Loop() {
+		fit, err := FitPerf(pts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		evals = fit.Evaluations
+	}
+	b.ReportMetric(float64(evals), "evals/op")
+}
+
+func BenchmarkObjectiveGrad_ThreePoints(b *testing.B) {
+	e := newEvaluator(singleNode(b)[:3])
+	// Two points in turn, so that each evaluation computes its terms.
+	ps := [2]PerfParams{
+		{AlphaC: 0.1, BetaC: 0.01, AlphaN: 0.1, BetaN: 0.01, AlphaR: 0.1, BetaR: 0.01, Gamma: 1.001},
+		{AlphaC: 0.05, BetaC: 0.002, AlphaN: 0.3, BetaN: 0.02, AlphaR: 0.04, BetaR: 0.003, Gamma: 2.5},
+	}
+	var g [7]float64
+	i := 0
+	for b.Loop() {
+		p := ps[i%2]
+		i++
+		e.objective(p)
+		e.gradient(p, &g)
 	}
 }
 
