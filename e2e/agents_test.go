@@ -16,6 +16,7 @@ import (
 
 // TestTools_Versions checks that `make tools` produced the pinned binaries.
 func TestTools_Versions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ bin, want string }{
 		{"nomad", "Nomad v1.11.0"},
 		{"consul", "Consul v1.21.0"},
@@ -30,6 +31,7 @@ func TestTools_Versions(t *testing.T) {
 // that Nomad registered itself in Consul, and runs a raw_exec batch job to
 // completion: the ground every later e2e test stands on.
 func TestAgents_RunJob(t *testing.T) {
+	t.Parallel()
 	consul := agent.StartConsul(t)
 	nomad := agent.StartNomad(t, agent.NomadOptions{Consul: consul})
 

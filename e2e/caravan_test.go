@@ -158,6 +158,7 @@ func events(t *testing.T, c *api.Client, job, typ string) []*api.Event {
 // "caravan", find each other through it, and elect a leader; one that
 // leaves is deregistered.
 func TestCaravanCluster_ConsulJoin(t *testing.T) {
+	t.Parallel()
 	consul := agent.StartConsul(t)
 	cl := startCaravansJoining(t, agent.BuildCaravan(t), 3, fmt.Sprintf(`
 driver = "sim"

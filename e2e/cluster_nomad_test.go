@@ -20,6 +20,7 @@ import (
 // one is placed on a GPU node and sees the instance it was given, and a task
 // asking for three, more than any node has, is not placed.
 func TestNomadCluster_FakeGPUs(t *testing.T) {
+	t.Parallel()
 	c := agent.StartNomadCluster(t, agent.ClusterOptions{})
 
 	stubs, _, err := c.Client.Nodes().List(nil)
@@ -208,6 +209,7 @@ var (
 // asking for one model by its device name is placed on the client of that
 // model and given one of its GPUs.
 func TestNomadCluster_GPUModels(t *testing.T) {
+	t.Parallel()
 	c := agent.StartNomadCluster(t, agent.ClusterOptions{
 		Clients: 2, GPUClients: []int{2, 2}, GPUModels: []agent.GPUModel{t4, a100},
 	})

@@ -20,6 +20,7 @@ import (
 // plans new jobs. Each agent drives its own embedded simulated cluster, so
 // the new leader reconciles its simulator with the plan in force.
 func TestCaravanCluster_SIGKILLLeader(t *testing.T) {
+	t.Parallel()
 	cl := startCaravans(t, agent.BuildCaravan(t), 3, `
 driver = "sim"
 scheduler {

@@ -64,6 +64,7 @@ func gathered(t *testing.T, src *collectors.Source, cursor *uint64, want int) []
 // each even when a collector is read again from its start, drops
 // implausible ones, and stops scraping a collector that left.
 func TestCollectors_DiscoverAndScrape(t *testing.T) {
+	t.Parallel()
 	consul := agent.StartConsul(t)
 	a := startCollector(t, consul, "a")
 	b := startCollector(t, consul, "b")
@@ -272,6 +273,7 @@ func TestCollectors_RetriedReportStoredOnce(t *testing.T) {
 // expires it (Consul reaps a service critical for its minimum of one
 // minute, looking every 30 s) and the committed samples stay.
 func TestCollectors_KilledCollectorExpires(t *testing.T) {
+	t.Parallel()
 	consul := agent.StartConsul(t)
 	c := scrapingServer(t, consul, "killed")
 

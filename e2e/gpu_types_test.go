@@ -24,6 +24,7 @@ import (
 // two jobs run on both models. `caravan job status` shows the type a job
 // runs on, and `caravan node status` each node's.
 func TestCaravanNomad_GPUTypes(t *testing.T) {
+	t.Parallel()
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{
 		Clients: 2, GPUClients: []int{2, 2}, GPUModels: []agent.GPUModel{t4, a100},
 	})

@@ -88,6 +88,7 @@ func (p *faultProxy) failing() (bool, int) {
 // takes the new version as version 1 of the same run and runs it at the
 // new max.
 func TestNomadDriverFaults_ReadsFailDuringRerun(t *testing.T) {
+	t.Parallel()
 	var proxy *faultProxy
 	nc, trainer, c := trainingOnNomadWith(t, func(nc *agent.NomadCluster, checkpoints string) string {
 		proxy = startFaultProxy(t, nc.Address)

@@ -213,6 +213,7 @@ func runningTasks(t *testing.T, n *agent.Nomad, want int) []string {
 // whose checkpoint is never confirmed is not applied; a plan without the
 // job stops it.
 func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
+	t.Parallel()
 	n := agent.StartNomad(t, agent.NomadOptions{})
 	host := &recordingHost{}
 	d := newDriver(t, n, host)
@@ -320,6 +321,7 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 // checkpoint when the plan is enacted; once it failed MaxRestarts times
 // more, it reports the job failed with the task's error.
 func TestNomadDriver_FailedTasks(t *testing.T) {
+	t.Parallel()
 	n := agent.StartNomad(t, agent.NomadOptions{})
 	host := &recordingHost{}
 	d := newDriverWith(t, n, host, nomad.Config{MaxRestarts: 1})

@@ -176,6 +176,7 @@ func placementOn(index uint64, ps, workers int, nodes ...string) *structs.Plan {
 //
 //	PATH=$PWD/.tools/bin:$PATH go test -tags e2e -run TestNomadHistory_Rescales ./e2e/ -count=1 -v
 func TestNomadHistory_Rescales(t *testing.T) {
+	t.Parallel()
 	cluster := agent.StartNomadCluster(t, agent.ClusterOptions{Clients: 2, GPUClients: []int{}})
 	host := &recordingHost{}
 	d, err := nomad.New(nomad.Config{Address: cluster.Address, CheckpointDir: t.TempDir(), Host: host})
@@ -320,6 +321,7 @@ func declaredJob(t *testing.T, d *nomad.Driver, id string, index uint64, version
 // takes the reverted version over, tagging it in turn, at the next
 // generation. Caravan keeps at most nomad.KeepUserVersionTags tags.
 func TestNomadHistory_RevertUserVersion(t *testing.T) {
+	t.Parallel()
 	n := agent.StartNomad(t, agent.NomadOptions{})
 	host := &recordingHost{}
 	d := newDriver(t, n, host)
@@ -439,6 +441,7 @@ func TestNomadHistory_RevertUserVersion(t *testing.T) {
 //   - a new value of the variable makes no version and no allocation:
 //     every task restarts in place with the new environment.
 func TestNomadHistory_NomadUpdates(t *testing.T) {
+	t.Parallel()
 	n := agent.StartNomad(t, agent.NomadOptions{})
 	c := n.Client
 	const id = "probe"

@@ -126,6 +126,7 @@ func nomadRequestKind(r *http.Request) requestKind {
 // TestNomadRequestKind checks how the counting proxy names requests: IDs
 // replaced, blocking queries told apart.
 func TestNomadRequestKind(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ method, url, want string }{
 		{"GET", "/v1/jobs?meta=true&namespace=%2A", "GET /v1/jobs"},
 		{"GET", "/v1/jobs?index=42&namespace=%2A&wait=60000ms", "GET /v1/jobs (blocking)"},

@@ -95,6 +95,7 @@ func (s *silentNomad) answeredSince() int {
 // and answering dry runs, and stops nothing; once Nomad answers again, the
 // job runs on at the same Nomad version, never restarted.
 func TestCaravanNomad_NomadSilent(t *testing.T) {
+	t.Parallel()
 	consul := agent.StartConsul(t)
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	dumpOnFailure(t, nc)

@@ -54,6 +54,7 @@ func caravanCLI(t *testing.T, bin, addr string, args ...string) (int, string) {
 // driver no client has: `caravan job run` refuses both with exit status 2
 // and Nomad's words for why, and neither is registered.
 func TestCaravanNomad_NeverFits(t *testing.T) {
+	t.Parallel()
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	bin := agent.BuildCaravan(t)
 	cl := startCaravans(t, bin, 1, nomadAgentBody(nc, t.TempDir(), "drf"))
@@ -135,6 +136,7 @@ job %q {
 // PlacementFailed event, and both are still there, with no second event,
 // after the Caravan leader is killed and another leads.
 func TestCaravanNomad_PlacementFailureKept(t *testing.T) {
+	t.Parallel()
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	bin := agent.BuildCaravan(t)
 	cl := startCaravans(t, bin, 3, nomadAgentBody(nc, t.TempDir(), "drf"))

@@ -119,6 +119,7 @@ job %q {
 // asking for more GPUs than exist waits, with the reason in its events,
 // and never reaches Nomad.
 func TestCaravanNomad_GPUJobs(t *testing.T) {
+	t.Parallel()
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))
 	c := cl.clients[cl.waitLeader(t, "")]

@@ -404,6 +404,7 @@ func TestCaravanNomad_SidecarRescale(t *testing.T) {
 // The next round knows it: the job is running again, what runs is the old
 // placement, and the aborted placement is not tried again at once.
 func TestCaravanNomad_CheckpointFails(t *testing.T) {
+	t.Parallel()
 	nc := agent.StartNomadCluster(t, agent.ClusterOptions{})
 	dumpOnFailure(t, nc)
 	cl := startCaravans(t, agent.BuildCaravan(t), 1, nomadAgentBody(nc, t.TempDir(), "drf"))

@@ -22,6 +22,7 @@ import (
 // token of a policy that may only read cannot submit, and the management
 // token's job is placed on Nomad and stopped there.
 func TestCaravanNomad_ACLAndTLS(t *testing.T) {
+	t.Parallel()
 	n := agent.StartNomad(t, agent.NomadOptions{})
 	certs := tlsutil.NewTestCerts(t, "")
 	ports := agent.FreePorts(t, 2)

@@ -9,8 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -173,25 +173,41 @@ func moduleRoot() (string, error) {
 // ports Nomad clients give tasks (20000–32000).
 const freePortMin, freePortMax = 10000, 20000
 
+// handedOut holds every port FreePorts returned in this test process. A
+// test binds its ports some time after it is given them (a Nomad
+// cluster's clients only once its server leads), and some never (an
+// address kept free so that nothing answers there), so a port is handed
+// out once: tests running in parallel never draw the same one.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 // FreePorts returns n distinct TCP ports on 127.0.0.1 that were free when
-// it looked (see freePortMin). The listeners are held until all n are
-// found, so no port is returned twice.
+// it looked (see freePortMin) and that it never returned before in this
+// process.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
-		if tries == 1000 {
+		if tries == 1000+10*n {
 			t.Fatalf("find %d free ports in [%d, %d): %d found in %d tries", n, freePortMin, freePortMax, len(ports), tries)
 		}
 		port := freePortMin + rand.IntN(freePortMax-freePortMin)
-		if slices.Contains(ports, port) {
+		if handedOut.ports[port] {
 			continue
 		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // taken
 		}
-		defer l.Close()
+		l.Close()
+		handedOut.ports[port] = true
 		ports = append(ports, port)
 	}
 	return ports
