@@ -257,16 +257,16 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	// A rescale waits for the checkpoint: confirm it once the tasks got
 	// the signal.
 	host.report(structs.Sample{JobID: "sh", Step: 40, CheckpointStep: 20})
-	confirmed := make(chan struct{})
+	confirmed := make(chan error, 1)
 	go func() {
-		defer close(confirmed)
-		agent.WaitFor(t, 30*time.Second, "checkpoint signal delivered", func() error {
-			if _, err := os.Stat(filepath.Join(dir, "signalled-worker-0-1")); err != nil {
-				return err
-			}
-			return nil
+		err := agent.Poll(30*time.Second, "checkpoint signal delivered", func() error {
+			_, err := os.Stat(filepath.Join(dir, "signalled-worker-0-1"))
+			return err
 		})
-		host.report(structs.Sample{JobID: "sh", Step: 41, CheckpointStep: 41})
+		if err == nil {
+			host.report(structs.Sample{JobID: "sh", Step: 41, CheckpointStep: 41})
+		}
+		confirmed <- err
 	}()
 	// Enact does not wait for the checkpoint, and a second plan while the
 	// change is in flight does not start another.
@@ -275,7 +275,7 @@ func TestNomadDriver_EnactRescaleAdopt(t *testing.T) {
 	must.Eq(t, 2, r.Placement.NumWorkers, must.Sprint("the old placement runs while the checkpoint is awaited"))
 	r = enact(t, d, plan(13, n.NodeID, 1, 1), job)
 	must.Eq(t, uint64(12), r.Change.PlanIndex, must.Sprint("no second change while one is in flight"))
-	<-confirmed
+	must.NoError(t, <-confirmed)
 	done := settle(t, d)
 	must.Eq(t, structs.ChangeDone, done.Change.Phase)
 	must.Eq(t, 3, done.Placement.NumWorkers)

@@ -217,14 +217,22 @@ func FreePorts(t testing.TB, n int) []int {
 // with check's last error if that takes longer than timeout.
 func WaitFor(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
+	if err := Poll(timeout, what, check); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Poll is WaitFor for a goroutine other than the test's, which must not
+// call t.Fatal: it returns the timeout as an error.
+func Poll(timeout time.Duration, what string, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()
 		if err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+			return fmt.Errorf("timed out after %v waiting for %s: %w", timeout, what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
