@@ -61,11 +61,15 @@ var ErrNoPoints = errors.New("no measured configuration with a positive step tim
 // differences), before the objective and gradient shared their terms
 // (evaluator).
 func FitPerf(points []Point) (*Fit, error) {
-	return fitPerf(points, fitSettings())
+	return fitPerf(points, fitSettings(), minimizeBFGS)
 }
 
-// fitPerf is FitPerf with the descent's settings.
-func fitPerf(points []Point, settings *optimize.Settings) (*Fit, error) {
+// minimizer is BFGS from x0 under settings: minimizeBFGS, or gonum's
+// optimize.Minimize with optimize.BFGS, which gives the same result.
+type minimizer func(p optimize.Problem, x0 []float64, settings *optimize.Settings) (*optimize.Result, error)
+
+// fitPerf is FitPerf with the descent's settings and minimiser.
+func fitPerf(points []Point, settings *optimize.Settings, minimize minimizer) (*Fit, error) {
 	pts := make([]Point, 0, len(points))
 	for _, p := range points {
 		if p.StepTime > 0 && p.Replicas >= 1 && p.Nodes >= 1 && p.Local > 0 && !math.IsInf(p.StepTime, 0) {
@@ -162,7 +166,7 @@ func fitPerf(points []Point, settings *optimize.Settings) (*Fit, error) {
 				}
 			},
 		}
-		res, err := optimize.Minimize(problem, x0, settings, &optimize.BFGS{})
+		res, err := minimize(problem, x0, settings)
 		if res == nil {
 			return nil, fmt.Errorf("fit throughput model: %w", err)
 		}

@@ -226,17 +226,27 @@ func BenchmarkFitPerf_Online(b *testing.B) {
 // single-node placements), with its evaluations of the objective a fit;
 // BenchmarkObjectiveGrad_ThreePoints is one of those evaluations. Their
 // difference is what gonum's Minimize adds (server/README.md).
+// BenchmarkFitPerf_ThreePoints fits three configurations, as most of
+// the trace's jobs' fits are, with FitPerf's minimiser and with gonum's
+// Minimize, which gives the same fit.
 func BenchmarkFitPerf_ThreePoints(b *testing.B) {
 	pts := singleNode(b)[:3]
-	var evals int
-	for b.Loop() {
-		fit, err := FitPerf(pts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		evals = fit.Evaluations
+	for _, m := range []struct {
+		name     string
+		minimize minimizer
+	}{{"minimizeBFGS", minimizeBFGS}, {"Minimize", gonumBFGS}} {
+		b.Run(m.name, func(b *testing.B) {
+			var evals int
+			for b.Loop() {
+				fit, err := fitPerf(pts, fitSettings(), m.minimize)
+				if err != nil {
+					b.Fatal(err)
+				}
+				evals = fit.Evaluations
+			}
+			b.ReportMetric(float64(evals), "evals/op")
+		})
 	}
-	b.ReportMetric(float64(evals), "evals/op")
 }
 
 func BenchmarkObjectiveGrad_ThreePoints(b *testing.B) {
@@ -275,7 +285,7 @@ func TestFitPerf_StopsAtGtol(t *testing.T) {
 		for name, pts := range map[string][]Point{"first": seen[:1], "first3": seen[:3], "single-node": seen, "all": all} {
 			fit, err := FitPerf(pts)
 			must.NoError(t, err)
-			tight, err := fitPerf(pts, &optimize.Settings{MajorIterations: 500})
+			tight, err := fitPerf(pts, &optimize.Settings{MajorIterations: 500}, minimizeBFGS)
 			must.NoError(t, err)
 			mean, _ := relErrors(fit.Params, pts)
 			tightMean, _ := relErrors(tight.Params, pts)
