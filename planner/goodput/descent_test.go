@@ -45,12 +45,7 @@ func TestMinimizeBFGS_SameAsMinimize(t *testing.T) {
 	fits := 0
 	for _, model := range traceModels {
 		all := placementPoints(t, model)
-		var seen []Point
-		for _, p := range all {
-			if p.Nodes == 1 {
-				seen = append(seen, p)
-			}
-		}
+		seen := onOneNode(all)
 		for _, pts := range [][]Point{seen[:1], seen[:2], seen[:3], seen[:5], seen, all[:4], all} {
 			for name, s := range settings {
 				_, err := fitPerf(pts, s(), both)

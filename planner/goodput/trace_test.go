@@ -199,13 +199,18 @@ func TestObjectiveGrad(t *testing.T) {
 
 // singleNode returns cifar10's single-node placements.
 func singleNode(tb testing.TB) []Point {
-	var seen []Point
-	for _, p := range placementPoints(tb, "cifar10") {
+	return onOneNode(placementPoints(tb, "cifar10"))
+}
+
+// onOneNode is the points of pts on one node.
+func onOneNode(pts []Point) []Point {
+	var one []Point
+	for _, p := range pts {
 		if p.Nodes == 1 {
-			seen = append(seen, p)
+			one = append(one, p)
 		}
 	}
-	return seen
+	return one
 }
 
 // BenchmarkFitPerf_Online is one online fit: a job's single-node
@@ -276,12 +281,7 @@ func TestFitPerf_StopsAtGtol(t *testing.T) {
 	var evals, tightEvals int
 	for _, model := range traceModels {
 		all := placementPoints(t, model)
-		var seen []Point
-		for _, p := range all {
-			if p.Nodes == 1 {
-				seen = append(seen, p)
-			}
-		}
+		seen := onOneNode(all)
 		for name, pts := range map[string][]Point{"first": seen[:1], "first3": seen[:3], "single-node": seen, "all": all} {
 			fit, err := FitPerf(pts)
 			must.NoError(t, err)
