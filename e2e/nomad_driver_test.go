@@ -360,3 +360,68 @@ func TestNomadDriver_FailedTasks(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, "2", info.Meta["caravan_generation"])
 }
+
+// TestNomadDriver_StopsEveryGroup stops a job of two task groups (its ps
+// and its workers) on Nomad v1.11.0, whose evaluation of a stopped job
+// stops one group's allocations only (hashicorp/nomad#27175): through the
+// driver, every allocation stops; stopped behind the driver's back (a
+// plain `nomad job stop`), one group runs on until Status stops the job
+// again, through a version at count 0, lingerGrace later.
+func TestNomadDriver_StopsEveryGroup(t *testing.T) {
+	t.Parallel()
+	n := agent.StartNomad(t, agent.NomadOptions{})
+	d := newDriver(t, n, &recordingHost{})
+	ctx := context.Background()
+	job := shellJob(t, t.TempDir())
+	live := func() int {
+		allocs, _, err := n.Client.Jobs().Allocations("caravan-sh", false, nil)
+		must.NoError(t, err)
+		count := 0
+		for _, a := range allocs {
+			if a.DesiredStatus == nomadapi.AllocDesiredStatusRun &&
+				(a.ClientStatus == nomadapi.AllocClientStatusPending || a.ClientStatus == nomadapi.AllocClientStatusRunning) {
+				count++
+			}
+		}
+		return count
+	}
+	stopped := func(what string, timeout time.Duration) {
+		t.Helper()
+		start := time.Now()
+		agent.WaitFor(t, timeout, what, func() error {
+			if _, err := d.Status(ctx); err != nil {
+				return err
+			}
+			if l := live(); l > 0 {
+				return fmt.Errorf("%d allocations live", l)
+			}
+			return nil
+		})
+		t.Logf("%s in %s", what, time.Since(start).Round(10*time.Millisecond))
+	}
+
+	for i := range 3 {
+		enact(t, d, plan(uint64(10+2*i), n.NodeID, 1, 2), job)
+		must.Eq(t, structs.ChangeDone, settle(t, d).Change.Phase)
+		_, err := d.Enact(ctx, &structs.Plan{Index: uint64(11 + 2*i)}, nil)
+		must.NoError(t, err)
+		stopped(fmt.Sprintf("stop %d through the driver: every allocation stopped", i+1), 10*time.Second)
+	}
+
+	enact(t, d, plan(20, n.NodeID, 1, 2), job)
+	must.Eq(t, structs.ChangeDone, settle(t, d).Change.Phase)
+	_, err := d.Enact(ctx, &structs.Plan{Index: 21}, nil) // not planned: not submitted again
+	must.NoError(t, err)
+	_, _, err = n.Client.Jobs().Deregister("caravan-sh", false, nil)
+	must.NoError(t, err)
+	var left int
+	err = agent.Poll(3*time.Second, "Nomad leaving a group running after a plain stop", func() error {
+		if left = live(); left != 1 && left != 2 {
+			return fmt.Errorf("%d allocations live", left)
+		}
+		return nil
+	})
+	must.NoError(t, err, must.Sprint("Nomad stopped every group itself: this test no longer tries the driver's second stop"))
+	t.Logf("a plain stop left %d of the 3 allocations running", left)
+	stopped("a plain stop, then the driver's second stop: every allocation stopped", 40*time.Second)
+}

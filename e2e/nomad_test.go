@@ -213,13 +213,19 @@ func dumpOnFailure(t *testing.T, nc *agent.NomadCluster) {
 			return
 		}
 		for _, j := range jobs {
+			t.Logf("%s: status %s, stop %t, modify index %d", j.ID, j.Status, j.Stop, j.JobModifyIndex)
+			if evals, _, err := nc.Client.Jobs().Evaluations(j.ID, nil); err == nil {
+				for _, e := range evals {
+					t.Logf("%s: eval %s triggered by %s at job modify index %d: %s %s", j.ID, e.ID[:8], e.TriggeredBy, e.JobModifyIndex, e.Status, e.StatusDescription)
+				}
+			}
 			allocs, _, err := nc.Client.Jobs().Allocations(j.ID, true, nil)
 			if err != nil {
 				t.Logf("allocations of %s: %v", j.ID, err)
 				continue
 			}
 			for _, a := range allocs {
-				t.Logf("%s: alloc %s (version %d) %s/%s", j.ID, a.Name, a.JobVersion, a.DesiredStatus, a.ClientStatus)
+				t.Logf("%s: alloc %s (version %d, eval %s, modify index %d) %s/%s %s", j.ID, a.Name, a.JobVersion, a.EvalID[:8], a.ModifyIndex, a.DesiredStatus, a.ClientStatus, a.DesiredDescription)
 				alloc, _, err := nc.Client.Allocations().Info(a.ID, nil)
 				if err != nil {
 					continue

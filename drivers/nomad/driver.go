@@ -191,11 +191,16 @@ type Driver struct {
 	// the job's worker (see enqueue); outcomes holds what the workers did,
 	// for the loop to apply (see collect). stopping holds, by job, the
 	// modify index of the Nomad job version a worker is stopping because
-	// the plan no longer names the job. closed is set by Stop.
-	queues   map[structs.JobKey][]func(context.Context)
-	outcomes []*outcome
-	stopping map[structs.JobKey]uint64
-	closed   bool
+	// the plan no longer names the job. lingering holds, by job, since
+	// when a stopped Nomad job of the plan's jobs has been seen with
+	// allocations still to run (see stopLingering). closed is set by Stop.
+	queues    map[structs.JobKey][]func(context.Context)
+	outcomes  []*outcome
+	stopping  map[structs.JobKey]uint64
+	lingering map[structs.JobKey]time.Time
+	closed    bool
+	// now is the wall clock; tests replace it before calling Enact.
+	now func() time.Time
 	// calls bounds how many workers call Nomad at once.
 	calls chan struct{}
 	// watched holds the allocations whose stats are read, ID → namespace,
@@ -270,6 +275,7 @@ func New(cfg Config) (*Driver, error) {
 		listed: make(chan struct{}), jobs: map[structs.JobKey]*jobState{},
 		viewed: make(chan struct{}), allocsRead: make(chan struct{}),
 		queues: map[structs.JobKey][]func(context.Context){}, stopping: map[structs.JobKey]uint64{},
+		lingering: map[structs.JobKey]time.Time{}, now: time.Now,
 		calls:   make(chan struct{}, maxConcurrentWrites),
 		watched: map[string]string{}, watchedBy: map[string]structs.JobKey{},
 		stats: map[string]map[string]*taskStats{}, purging: map[namespacedID]bool{},

@@ -563,25 +563,6 @@ func (d *Driver) signalAlloc(ctx context.Context, a *api.AllocationListStub, sig
 	return d.client.Allocations().Signal(&api.Allocation{ID: a.ID, Namespace: a.Namespace}, q, "", sig)
 }
 
-// deregister stops a Nomad job, keeping it (and its metadata) in Nomad;
-// it scales the job to 0 first (drain).
-func (d *Driver) deregister(ctx context.Context, nj *nomadJob) error {
-	return d.deregisterID(ctx, nj.id())
-}
-
-func (d *Driver) deregisterID(ctx context.Context, id namespacedID) error {
-	if err := d.drain(ctx, id); err != nil {
-		d.log.Warn("stopping a Nomad job without scaling it to 0 first", "nomad_job", id.ID, "error", err)
-	}
-	ctx, cancel := d.callContext(ctx)
-	defer cancel()
-	if _, _, err := d.client.Jobs().Deregister(id.ID, false, (&api.WriteOptions{Namespace: id.Namespace}).WithContext(ctx)); err != nil && !isNotFound(err) {
-		return fmt.Errorf("stop Nomad job %s: %w", id.ID, err)
-	}
-	d.log.Info("stopped Nomad job", "nomad_job", id.ID)
-	return nil
-}
-
 // stop hands the stop of a Nomad job the plan no longer names to its
 // job's worker, once per version of it.
 func (d *Driver) stop(key structs.JobKey, nj *nomadJob) {

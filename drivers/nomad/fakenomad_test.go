@@ -53,6 +53,8 @@ type fakeNomad struct {
 	// included; signals records the allocations signalled.
 	requests map[string]int
 	signals  []string
+	// evaluated records the evaluations read.
+	evaluated []string
 }
 
 // newFakeNomad starts a fake Nomad with one ready node. It stops when the
@@ -173,6 +175,18 @@ func (f *fakeNomad) runAll(id string) {
 	f.bump()
 }
 
+// endAll makes every allocation of a job stopped and complete.
+func (f *fakeNomad) endAll(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.allocs {
+		if a.JobID == id {
+			a.DesiredStatus, a.ClientStatus = api.AllocDesiredStatusStop, api.AllocClientStatusComplete
+		}
+	}
+	f.bump()
+}
+
 // count returns how many requests an endpoint got; "" counts them all.
 func (f *fakeNomad) count(endpoint string) int {
 	f.mu.Lock()
@@ -249,6 +263,11 @@ func (f *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 				stopped.ModifyIndex = new(f.bump())
 			}
 			return &api.JobDeregisterResponse{EvalID: "e"}, ok
+		})
+	case len(parts) == 2 && parts[0] == "evaluation":
+		f.reply(w, r, func() (any, bool) {
+			f.evaluated = append(f.evaluated, parts[1])
+			return &api.Evaluation{ID: parts[1], Status: api.EvalStatusComplete}, true
 		})
 	case len(parts) == 3 && parts[0] == "job" && parts[2] == "allocations":
 		f.reply(w, r, func() (any, bool) {

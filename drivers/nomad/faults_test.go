@@ -610,3 +610,87 @@ func TestEnact_RenamedJobTakesOver(t *testing.T) {
 	r := status("the change done", func(r *structs.JobReport) bool { return r.Change.Phase == structs.ChangeDone })
 	must.Eq(t, 2, r.Placement.NumWorkers)
 }
+
+// TestStatus_StopsLingeringJobAgain stops a job whose allocations Nomad
+// leaves to run (the fake's stop does not touch them, as Nomad v1.11.0's
+// leaves all groups but one: see zero): Status stops the Nomad job again,
+// through a version at count 0, lingerGrace after it first saw them live,
+// again after each further lingerGrace, and forgets the job once none is
+// live.
+func TestStatus_StopsLingeringJobAgain(t *testing.T) {
+	f := newFakeNomad(t)
+	d := startDriver(t, f, Config{})
+	runJobs(t, f, d, 1)
+	key := structs.JobKey{Namespace: "default", ID: "sh-0"}
+	now := time.Now()
+	d.now = func() time.Time { return now }
+	status := func() {
+		t.Helper()
+		_, err := d.Status(context.Background())
+		must.NoError(t, err)
+	}
+	stops := func(n int) {
+		t.Helper()
+		agent.WaitFor(t, 10*time.Second, fmt.Sprintf("%d stops of the Nomad job", n), func() error {
+			if got := f.count("DELETE /v1/job/<id>"); got != n {
+				return fmt.Errorf("%d stops", got)
+			}
+			return nil
+		})
+	}
+	lingering := func() (time.Time, bool) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		at, ok := d.lingering[key]
+		return at, ok
+	}
+
+	_, err := d.Enact(context.Background(), &structs.Plan{Index: 2}, nil)
+	must.NoError(t, err)
+	stops(1)
+	agent.WaitFor(t, 10*time.Second, "the job listed as stopped", func() error {
+		if nj := d.jobsView().caravan[key]; nj == nil || nj.running() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	status()
+	first, ok := lingering()
+	must.True(t, ok, must.Sprint("live allocations of a stopped job not noticed"))
+	must.Eq(t, now, first)
+
+	now = now.Add(lingerGrace - time.Second)
+	status()
+	at, _ := lingering()
+	must.Eq(t, first, at, must.Sprint("stopped again before lingerGrace"))
+
+	now = now.Add(time.Second)
+	status()
+	stops(2)
+	at, _ = lingering()
+	must.Eq(t, now, at)
+	f.mu.Lock()
+	versions := f.versions[JobPrefix+key.ID]
+	must.SliceLen(t, 3, versions, must.Sprint("the start, the drain, the second stop's version at count 0"))
+	for _, tg := range versions[0].TaskGroups {
+		must.Eq(t, 0, *tg.Count, must.Sprintf("group %s of the second stop's version", *tg.Name))
+	}
+	must.SliceLen(t, 2, f.evaluated, must.Sprint("each count-0 version's evaluation awaited"))
+	must.True(t, *f.jobs[JobPrefix+key.ID].Stop, must.Sprint("stopped after the version at count 0"))
+	f.mu.Unlock()
+
+	f.endAll(JobPrefix + key.ID)
+	agent.WaitFor(t, 10*time.Second, "the allocations listed as ended", func() error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if live := liveCount(d.allocs.byJob[namespacedID{Namespace: "default", ID: JobPrefix + key.ID}]); live > 0 {
+			return fmt.Errorf("%d live", live)
+		}
+		return nil
+	})
+	now = now.Add(lingerGrace)
+	status()
+	_, ok = lingering()
+	must.False(t, ok, must.Sprint("a job whose allocations ended is still lingering"))
+	must.Eq(t, 2, f.count("DELETE /v1/job/<id>"))
+}

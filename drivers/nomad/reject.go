@@ -167,6 +167,11 @@ func (d *Driver) liveAllocs(ctx context.Context, id namespacedID) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return liveCount(allocs), nil
+}
+
+// liveCount counts the allocations that are to run and have not ended.
+func liveCount(allocs []*api.AllocationListStub) int {
 	live := 0
 	for _, a := range allocs {
 		if a.DesiredStatus == api.AllocDesiredStatusRun &&
@@ -174,7 +179,7 @@ func (d *Driver) liveAllocs(ctx context.Context, id namespacedID) (int, error) {
 			live++
 		}
 	}
-	return live, nil
+	return live
 }
 
 // rejectedJob returns a copy of a user's version of a Nomad job, at

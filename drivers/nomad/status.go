@@ -61,7 +61,13 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 			gone = append(gone, key)
 		}
 	}
+	for key := range d.lingering {
+		if nj := jobs.caravan[key]; nj == nil || !nj.stub.Stop {
+			delete(d.lingering, key)
+		}
+	}
 	d.mu.Unlock()
+	now := d.now()
 	for _, key := range gone {
 		// Planned, but Nomad does not list it (not submitted yet, or
 		// purged outside Caravan): nothing of it runs.
@@ -74,6 +80,7 @@ func (d *Driver) Status(ctx context.Context) ([]*structs.JobReport, error) {
 		if nj.stub.Stop {
 			js.running = nil // paused, or stopped by Caravan
 			d.unwatch(key)
+			d.stopLingering(key, nj, liveCount(allocs.byJob[nj.id()]), now)
 			r := d.report(key)
 			r.Failures = d.failures(key, nj, nil, 0, 0) // none: nothing is to run
 			reports = append(reports, r)
