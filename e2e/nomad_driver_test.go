@@ -374,16 +374,8 @@ func TestNomadDriver_StopsEveryGroup(t *testing.T) {
 	ctx := context.Background()
 	job := shellJob(t, t.TempDir())
 	live := func() int {
-		allocs, _, err := n.Client.Jobs().Allocations("caravan-sh", false, nil)
-		must.NoError(t, err)
-		count := 0
-		for _, a := range allocs {
-			if a.DesiredStatus == nomadapi.AllocDesiredStatusRun &&
-				(a.ClientStatus == nomadapi.AllocClientStatusPending || a.ClientStatus == nomadapi.AllocClientStatusRunning) {
-				count++
-			}
-		}
-		return count
+		running, _, leftOver := readHistory(t, n.Client, "default", "caravan-sh").live()
+		return running + leftOver
 	}
 	stopped := func(what string, timeout time.Duration) {
 		t.Helper()
@@ -394,6 +386,9 @@ func TestNomadDriver_StopsEveryGroup(t *testing.T) {
 			}
 			if l := live(); l > 0 {
 				return fmt.Errorf("%d allocations live", l)
+			}
+			if info, _, err := n.Client.Jobs().Info("caravan-sh", nil); err != nil || !*info.Stop {
+				return fmt.Errorf("the Nomad job not stopped (%v)", err)
 			}
 			return nil
 		})
@@ -415,7 +410,7 @@ func TestNomadDriver_StopsEveryGroup(t *testing.T) {
 	_, _, err = n.Client.Jobs().Deregister("caravan-sh", false, nil)
 	must.NoError(t, err)
 	var left int
-	err = agent.Poll(3*time.Second, "Nomad leaving a group running after a plain stop", func() error {
+	err = agent.Poll(10*time.Second, "Nomad leaving a group running after a plain stop", func() error {
 		if left = live(); left != 1 && left != 2 {
 			return fmt.Errorf("%d allocations live", left)
 		}

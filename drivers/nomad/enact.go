@@ -160,7 +160,10 @@ func (d *Driver) Enact(ctx context.Context, plan *structs.Plan, jobs []*structs.
 // changeFor decides what to do to one job; nil means nothing.
 func (d *Driver) changeFor(key structs.JobKey, job *structs.Job, p *structs.Placement, nj *nomadJob) *change {
 	js := d.state(key)
-	c := &change{key: key, job: job, placement: p, existing: nj, checkpoint: nj.running()}
+	// A version drain wrote runs nothing: its tasks are stopping, and
+	// the stop follows on the job's worker, before this change.
+	drained := nj != nil && nj.stub.Meta[metaPlacement] == metaPlacementDrained
+	c := &change{key: key, job: job, placement: p, existing: nj, checkpoint: nj.running() && !drained}
 	if js.flight != nil && (js.flight.state.InFlight() || js.flight.pending) {
 		return nil // it finishes the change it is making first
 	}

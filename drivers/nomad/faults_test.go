@@ -694,3 +694,42 @@ func TestStatus_StopsLingeringJobAgain(t *testing.T) {
 	must.False(t, ok, must.Sprint("a job whose allocations ended is still lingering"))
 	must.Eq(t, 2, f.count("DELETE /v1/job/<id>"))
 }
+
+// TestEnact_DrainedVersionNeedsNoCheckpoint plans a job again while its
+// Nomad job is at the version drain wrote (every group at count 0, not
+// stopped yet): its tasks are stopping, so the change submits without
+// asking them for a checkpoint.
+func TestEnact_DrainedVersionNeedsNoCheckpoint(t *testing.T) {
+	f := newFakeNomad(t)
+	host := &testHost{}
+	d := startDriver(t, f, Config{Host: host})
+	plan, jobs := runJobs(t, f, d, 1)
+	host.report(structs.Sample{JobID: "sh-0", Step: 10, CheckpointStep: 5})
+
+	f.mu.Lock()
+	drained := *f.jobs["caravan-sh-0"]
+	drained.Meta = maps.Clone(drained.Meta)
+	drained.Meta[metaPlacement] = metaPlacementDrained
+	drained.TaskGroups = nil
+	for _, tg := range f.jobs["caravan-sh-0"].TaskGroups {
+		c := *tg
+		c.Count = new(0)
+		drained.TaskGroups = append(drained.TaskGroups, &c)
+	}
+	index := f.putJobLocked(&drained)
+	f.mu.Unlock()
+	agent.WaitFor(t, 10*time.Second, "the drained version listed", func() error {
+		if at := d.jobsView().listIndex; at < index {
+			return fmt.Errorf("list at index %d", at)
+		}
+		return nil
+	})
+
+	again := &structs.Plan{Index: 2, Placements: plan.Placements}
+	reports, err := d.Enact(context.Background(), again, jobs)
+	must.NoError(t, err)
+	must.Eq(t, structs.ChangeStarting, reports[0].Change.Phase)
+	f.mu.Lock()
+	must.SliceEmpty(t, f.signals, must.Sprint("stopping tasks asked for a checkpoint"))
+	f.mu.Unlock()
+}
