@@ -192,14 +192,14 @@ type Driver struct {
 	// for the loop to apply (see collect). stopping holds, by job, the
 	// modify index of the Nomad job version a worker is stopping because
 	// the plan no longer names the job. lingering holds, by job, since
-	// when a stopped Nomad job of the plan's jobs has been seen with
-	// allocations still to run (see stopLingering). closed is set by Stop.
+	// when Status has seen its stopped Nomad job with allocations still
+	// to run (see stopLingering). closed is set by Stop.
 	queues    map[structs.JobKey][]func(context.Context)
 	outcomes  []*outcome
 	stopping  map[structs.JobKey]uint64
 	lingering map[structs.JobKey]time.Time
 	closed    bool
-	// now is the wall clock; tests replace it before calling Enact.
+	// now is the wall clock; tests replace it before calling Status.
 	now func() time.Time
 	// calls bounds how many workers call Nomad at once.
 	calls chan struct{}
