@@ -405,9 +405,7 @@ func TestNomadDriver_StopsEveryGroup(t *testing.T) {
 
 	enact(t, d, plan(20, n.NodeID, 1, 2), job)
 	must.Eq(t, structs.ChangeDone, settle(t, d).Change.Phase)
-	_, err := d.Enact(ctx, &structs.Plan{Index: 21}, nil) // not planned: not submitted again
-	must.NoError(t, err)
-	_, _, err = n.Client.Jobs().Deregister("caravan-sh", false, nil)
+	_, _, err := n.Client.Jobs().Deregister("caravan-sh", false, nil)
 	must.NoError(t, err)
 	var left int
 	err = agent.Poll(10*time.Second, "Nomad leaving a group running after a plain stop", func() error {
@@ -418,5 +416,7 @@ func TestNomadDriver_StopsEveryGroup(t *testing.T) {
 	})
 	must.NoError(t, err, must.Sprint("Nomad stopped every group itself: this test no longer tries the driver's second stop"))
 	t.Logf("a plain stop left %d of the 3 allocations running", left)
+	_, err = d.Enact(ctx, &structs.Plan{Index: 21}, nil) // not planned: not submitted again
+	must.NoError(t, err)
 	stopped("a plain stop, then the driver's second stop: every allocation stopped", 40*time.Second)
 }
